@@ -1,0 +1,38 @@
+# Set-up and test entry points. `make run` and `make test` are the README's two quick-start commands.
+SHELL := /bin/bash
+DEBIAN_PACKAGES := libdbus-1-dev libglib2.0-dev libglib2.0-bin libsqlite3-dev pkg-config dbus python3-dbus python3-gi \
+	systemd curl nginx-light aria2 ca-certificates
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+STATE_DIR ?= $(HOME)/.local/state/org.example.Downloads
+
+.PHONY: deps build run test bench-dbus bench-engine
+
+deps:
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(DEBIAN_PACKAGES)
+
+build:
+	swift build -c release --product downloadsd
+
+# Installs what is needed, builds, and runs the service on the session bus (a private one from
+# dbus-run-session when this machine has none).
+run: deps build
+	@if [ -n "$$DBUS_SESSION_BUS_ADDRESS" ]; then \
+		exec .build/release/downloadsd --session; \
+	else \
+		echo "No session bus: starting a private one with dbus-run-session (address in DBUS_SESSION_BUS_ADDRESS of the child)"; \
+		exec dbus-run-session -- .build/release/downloadsd --session; \
+	fi
+
+# Installs what the tests need and runs the whole suite (private buses and servers on 127.0.0.1).
+test: deps
+	swift build --build-tests
+	swift test --skip-build
+
+bench-dbus:
+	swift build -c release --product dbus-bench
+	.build/release/dbus-bench
+
+bench-engine: deps
+	swift build -c release --product engine-bench
+	Benchmarks/engine-bench.sh

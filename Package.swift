@@ -1,0 +1,96 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "org.example.Downloads",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "downloadsd", targets: ["downloadsd"]),
+        .library(name: "DBus", targets: ["DBus"]),
+        .library(name: "DownloadEngine", targets: ["DownloadEngine"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/swift-server/async-http-client.git", exact: "1.37.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", exact: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", exact: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio.git", exact: "2.101.3"),
+    ],
+    targets: [
+        // libdbus-1 through a module map; static inline helpers only where Swift cannot import libdbus.
+        .systemLibrary(
+            name: "CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+        // The Swift D-Bus layer: connection, main loop, marshalling, exported objects.
+        .target(
+            name: "DBus",
+            dependencies: [
+                "CDBus",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        // Downloads over HTTP(S): SessionManager, SessionDelegate, transfers, resume data. No D-Bus.
+        .target(
+            name: "DownloadEngine",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        // SQLite state (GRDB): sessions, tasks, checkpoints, completion handlers.
+        .target(
+            name: "DownloadStore",
+            dependencies: [
+                "DownloadEngine",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // org.example.Downloads objects <-> engine: the only place D-Bus and downloads meet.
+        .target(
+            name: "DownloadsService",
+            dependencies: [
+                "DBus", "DownloadEngine", "DownloadStore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "downloadsd",
+            dependencies: [
+                "DownloadsService",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // An HTTP/1.1 server on 127.0.0.1 that misbehaves on request (tests and benchmarks).
+        .target(
+            name: "TestHTTPServer",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "engine-bench",
+            dependencies: ["DownloadEngine", .product(name: "Logging", package: "swift-log")],
+            path: "Benchmarks/engine-bench"
+        ),
+        // Test fixtures shared by the test targets: a private dbus-daemon, a subprocess runner.
+        .target(name: "TestSupport", dependencies: []),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
+        .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadEngine", "TestHTTPServer", "TestSupport"]),
+        .testTarget(name: "DownloadsServiceTests", dependencies: ["DownloadsService", "DownloadStore", "DownloadEngine", "TestHTTPServer", "TestSupport", "DBus"]),
+    ]
+)

@@ -1,0 +1,109 @@
+/// Calls on the bus daemon itself: names, match rules, credentials, name tracking.
+extension Connection {
+    static let busName = "org.freedesktop.DBus"
+    static let busPath: ObjectPath = "/org/freedesktop/DBus"
+
+    private func callBus(_ method: String, _ arguments: [DBusValue]) async throws -> [DBusValue] {
+        try await call(
+            destination: Connection.busName, path: Connection.busPath, interface: Connection.busName,
+            method: method, arguments: arguments
+        )
+    }
+
+    /// Becomes the primary owner of `name`, or throws `nameTaken` when another connection owns it.
+    public func requestName(_ name: String) async throws {
+        // DBUS_NAME_FLAG_DO_NOT_QUEUE
+        let reply = try await callBus("RequestName", [.string(name), .uint32(4)])
+        switch reply.first?.uint32Value {
+        case 1, 4: return  // primary owner, already owner
+        case 3: throw BusError.nameTaken(name)
+        default: throw BusError.failed("unexpected RequestName reply \(reply)")
+        }
+    }
+
+    public func releaseName(_ name: String) async throws {
+        _ = try await callBus("ReleaseName", [.string(name)])
+    }
+
+    /// The unique name owning `name`, or nil when nobody owns it.
+    public func nameOwner(_ name: String) async throws -> String? {
+        do {
+            return try await callBus("GetNameOwner", [.string(name)]).first?.stringValue
+        } catch let error as BusError where error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
+            return nil
+        }
+    }
+
+    /// Subscribes to signals matching `rule`. The handler runs on the connection's queue: keep it short.
+    @discardableResult
+    public func subscribe(_ rule: MatchRule, handler: @escaping @Sendable (Message) -> Void) async throws -> UInt64 {
+        let id = state.withLockedValue { state -> UInt64 in
+            let id = state.nextSubscriptionID
+            state.nextSubscriptionID += 1
+            state.subscriptions[id] = Subscription(rule: rule, handler: handler)
+            return id
+        }
+        do {
+            _ = try await callBus("AddMatch", [.string(rule.text)])
+        } catch {
+            _ = state.withLockedValue { $0.subscriptions.removeValue(forKey: id) }
+            throw error
+        }
+        return id
+    }
+
+    public func unsubscribe(_ id: UInt64) async {
+        guard let subscription = state.withLockedValue({ $0.subscriptions.removeValue(forKey: id) }) else { return }
+        _ = try? await callBus("RemoveMatch", [.string(subscription.rule.text)])
+    }
+
+    /// Calls `handler(name, oldOwner, newOwner)` for every `NameOwnerChanged` the bus emits.
+    @discardableResult
+    public func onNameOwnerChanged(
+        _ handler: @escaping @Sendable (String, String, String) -> Void
+    ) async throws -> UInt64 {
+        try await subscribe(MatchRule(sender: Connection.busName, interface: Connection.busName, member: "NameOwnerChanged")) { message in
+            guard let values = try? message.arguments(), values.count == 3,
+                  let name = values[0].stringValue, let old = values[1].stringValue, let new = values[2].stringValue
+            else { return }
+            handler(name, old, new)
+        }
+    }
+
+    /// The uid (and pid) of the connection owning `name`, from `GetConnectionCredentials`.
+    /// A failed look-up is an error, never uid 0.
+    public func credentials(of name: String) async throws -> Credentials {
+        if let cached = state.withLockedValue({ $0.credentials[name] }) { return cached }
+        try await installNameWatchIfNeeded()
+        let reply = try await callBus("GetConnectionCredentials", [.string(name)])
+        guard let dict = reply.first?.vardictValue, let uid = dict["UnixUserID"]?.uint32Value else {
+            throw BusError(name: BusError.accessDeniedName, message: "the bus did not tell the uid of \(name)")
+        }
+        let credentials = Credentials(uid: uid, pid: dict["ProcessID"]?.uint32Value)
+        if name.hasPrefix(":") {
+            state.withLockedValue { state in
+                // Only cache while the name is alive; the watch drops it when it leaves.
+                state.credentials[name] = credentials
+            }
+        }
+        return credentials
+    }
+
+    private func installNameWatchIfNeeded() async throws {
+        let install = state.withLockedValue { state -> Bool in
+            guard !state.nameWatchInstalled else { return false }
+            state.nameWatchInstalled = true
+            return true
+        }
+        guard install else { return }
+        do {
+            try await onNameOwnerChanged { [weak self] name, _, new in
+                guard new.isEmpty else { return }
+                _ = self?.state.withLockedValue { $0.credentials.removeValue(forKey: name) }
+            }
+        } catch {
+            state.withLockedValue { $0.nameWatchInstalled = false }
+            throw error
+        }
+    }
+}

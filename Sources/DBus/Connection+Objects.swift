@@ -1,0 +1,249 @@
+import CDBus
+
+/// Exported objects: method dispatch, and the standard Introspectable, Properties,
+/// ObjectManager and Peer interfaces.
+extension Connection {
+    /// Exports an object. Register every object before requesting a bus name: an activated
+    /// service gets calls at once.
+    public func export(_ object: ExportedObject) throws {
+        let manager = try state.withLockedValue { state -> ExportedObject? in
+            try state.objects.insert(object)
+            return state.objects.manager(above: object.path)
+        }
+        if let manager {
+            try? emitSignal(
+                path: manager.path, interface: InterfaceDescription.objectManager.name, name: "InterfacesAdded",
+                arguments: [.objectPath(object.path), object.interfacesAndProperties()]
+            )
+        }
+    }
+
+    /// Removes an exported object; calls to it then get `UnknownObject`.
+    public func unexport(_ path: ObjectPath) {
+        let (removed, manager) = state.withLockedValue { state in
+            (state.objects.remove(path), state.objects.manager(above: path))
+        }
+        if let removed, let manager {
+            try? emitSignal(
+                path: manager.path, interface: InterfaceDescription.objectManager.name, name: "InterfacesRemoved",
+                arguments: [.objectPath(path), .strings(removed.interfaces.map(\.description.name))]
+            )
+        }
+    }
+
+    /// Emits `org.freedesktop.DBus.Properties.PropertiesChanged` for an exported object.
+    public func emitPropertiesChanged(
+        path: ObjectPath, interface: String, changed: [String: DBusValue], invalidated: [String] = []
+    ) throws {
+        try emitSignal(
+            path: path, interface: InterfaceDescription.properties.name, name: "PropertiesChanged",
+            arguments: [.string(interface), .vardict(changed), .strings(invalidated)]
+        )
+    }
+
+    // MARK: Dispatch (called on the loop's queue)
+
+    func handleMethodCall(_ message: Message) {
+        let resolution = resolve(message)
+        switch resolution {
+        case .reply(let values):
+            reply(to: message, with: .success(values), outSignature: nil)
+        case .error(let error):
+            reply(to: message, with: .failure(error), outSignature: nil)
+        case .handler(let handler, let call, let outSignature):
+            Task {
+                let result: Result<[DBusValue], Error>
+                do {
+                    result = .success(try await handler(call))
+                } catch {
+                    result = .failure(error)
+                }
+                self.reply(to: message, with: result, outSignature: outSignature)
+            }
+        }
+    }
+
+    enum Resolution {
+        case reply([DBusValue])
+        case error(BusError)
+        case handler(ExportedInterface.MethodHandler, MethodCall, String)
+    }
+
+    /// Decides synchronously, in arrival order, what a call gets: an error, an immediate reply,
+    /// or a handler to run.
+    private func resolve(_ message: Message) -> Resolution {
+        guard let path = message.path, let member = message.member else {
+            return .error(.invalidArgs("method call without path or member"))
+        }
+        let interfaceName = message.interface
+        let signature = message.signature
+        let arguments: [DBusValue]
+        do {
+            arguments = try message.arguments()
+        } catch let error as BusError {
+            return .error(error)
+        } catch {
+            return .error(.invalidArgs("\(error)"))
+        }
+        let (object, exists, objects) = state.withLockedValue { state in
+            (state.objects[path], state.objects.exists(path), state.objects)
+        }
+
+        // Standard interfaces served on every node of the tree.
+        switch (interfaceName, member) {
+        case ("org.freedesktop.DBus.Peer", "Ping"), (nil, "Ping"):
+            return signature.isEmpty ? .reply([]) : .error(.invalidArgs("Ping takes no arguments"))
+        case ("org.freedesktop.DBus.Peer", "GetMachineId"), (nil, "GetMachineId"):
+            guard let id = dbus_get_local_machine_id() else { return .error(.failed("no machine id")) }
+            defer { dbus_free(id) }
+            return .reply([.string(String(cString: id))])
+        case ("org.freedesktop.DBus.Introspectable", "Introspect"), (nil, "Introspect"):
+            guard exists else { return .error(.unknownObject(path.rawValue)) }
+            return .reply([.string(introspect(path: path, object: object, objects: objects))])
+        default:
+            break
+        }
+
+        guard let object else { return .error(.unknownObject(path.rawValue)) }
+
+        if interfaceName == InterfaceDescription.properties.name {
+            return resolveProperties(member: member, arguments: arguments, signature: signature, object: object)
+        }
+        if interfaceName == InterfaceDescription.objectManager.name, object.isObjectManager {
+            guard member == "GetManagedObjects" else {
+                return .error(.unknownMethod(member, interfaceName, signature))
+            }
+            let managed = objects.managed(by: path)
+            return .reply([.dictionary(
+                key: .objectPath, value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)),
+                managed.map { .init(.objectPath($0.path), $0.interfacesAndProperties()) }
+            )])
+        }
+
+        let interface: ExportedInterface
+        if let interfaceName {
+            guard let found = object.interface(named: interfaceName) else {
+                return .error(.unknownInterface(interfaceName, path.rawValue))
+            }
+            interface = found
+        } else {
+            guard let found = object.interfaces.first(where: { $0.description.method(named: member) != nil }) else {
+                return .error(.unknownMethod(member, nil, signature))
+            }
+            interface = found
+        }
+        guard let method = interface.description.method(named: member), let handler = interface.handlers[member] else {
+            return .error(.unknownMethod(member, interface.description.name, signature))
+        }
+        guard signature == method.inSignature else {
+            return .error(.invalidArgs(
+                "\(interface.description.name).\(member) takes '\(method.inSignature)', got '\(signature)'"
+            ))
+        }
+        let call = MethodCall(
+            connection: self, message: message, sender: message.sender ?? "", path: path,
+            interface: interface.description.name, member: member, arguments: arguments
+        )
+        return .handler(handler, call, method.outSignature)
+    }
+
+    private func resolveProperties(
+        member: String, arguments: [DBusValue], signature: String, object: ExportedObject
+    ) -> Resolution {
+        let description = InterfaceDescription.properties
+        guard let method = description.method(named: member) else {
+            return .error(.unknownMethod(member, description.name, signature))
+        }
+        guard signature == method.inSignature else {
+            return .error(.invalidArgs("\(description.name).\(member) takes '\(method.inSignature)', got '\(signature)'"))
+        }
+        guard let interfaceName = arguments.first?.stringValue else { return .error(.invalidArgs("missing interface")) }
+        guard let interface = object.interface(named: interfaceName) else {
+            return .error(.unknownInterface(interfaceName, object.path.rawValue))
+        }
+        switch member {
+        case "GetAll":
+            return .reply([.vardict(interface.readableProperties())])
+        case "Get":
+            let name = arguments[1].stringValue ?? ""
+            guard let property = interface.description.property(named: name), property.access != .write else {
+                return .error(.unknownProperty(name, interfaceName))
+            }
+            guard let value = interface.getProperty(name), value.type == property.type else {
+                return .error(.failed("property \(name) has no value"))
+            }
+            return .reply([.variant(value)])
+        default:  // Set
+            let name = arguments[1].stringValue ?? ""
+            guard let property = interface.description.property(named: name) else {
+                return .error(.unknownProperty(name, interfaceName))
+            }
+            guard property.access != .read, let setter = interface.setProperty else {
+                return .error(.propertyReadOnly(name))
+            }
+            guard let value = arguments[2].variantValue, value.type == property.type else {
+                return .error(.invalidArgs("property \(name) has type '\(property.type.signature)'"))
+            }
+            do {
+                try setter(name, value)
+            } catch let error as BusError {
+                return .error(error)
+            } catch {
+                return .error(.failed("\(error)"))
+            }
+            if property.emitsChanged == .true {
+                try? emitPropertiesChanged(path: object.path, interface: interfaceName, changed: [name: value])
+            } else if property.emitsChanged == .invalidates {
+                try? emitPropertiesChanged(path: object.path, interface: interfaceName, changed: [:], invalidated: [name])
+            }
+            return .reply([])
+        }
+    }
+
+    /// Sends exactly one reply (none if the caller asked for none).
+    func reply(to call: Message, with result: Result<[DBusValue], Error>, outSignature: String?) {
+        guard !call.noReplyExpected else { return }
+        do {
+            let reply: Message
+            switch result {
+            case .success(let values):
+                reply = try call.methodReturn()
+                if let outSignature {
+                    try reply.append(values, signature: outSignature)
+                } else {
+                    try reply.append(values)
+                }
+            case .failure(let error as BusError):
+                reply = try call.errorReply(error)
+            case .failure(let error):
+                reply = try call.errorReply(.failed("\(error)"))
+            }
+            try send(reply)
+        } catch let error as BusError where error.name == BusError.disconnectedName {
+            logger.debug("no reply sent to \(call.member ?? ""): the connection is closed")
+        } catch {
+            logger.error("could not build the reply to \(call.interface ?? "").\(call.member ?? ""): \(error)")
+            if let fallback = try? call.errorReply(.failed("internal error building the reply: \(error)")) {
+                try? send(fallback)
+            }
+        }
+    }
+
+    func introspect(path: ObjectPath, object: ExportedObject?, objects: ObjectTable) -> String {
+        var interfaces = [InterfaceDescription.peer, .introspectable]
+        if let object {
+            interfaces.append(.properties)
+            if object.isObjectManager { interfaces.append(.objectManager) }
+            interfaces += object.interfaces.map(\.description)
+        }
+        var xml = InterfaceDescription.doctype + "<node>\n"
+        for interface in interfaces {
+            xml += interface.introspectionXML(indent: 2) + "\n"
+        }
+        for child in objects.childNames(of: path) {
+            xml += "  <node name=\"\(child)\"/>\n"
+        }
+        xml += "</node>\n"
+        return xml
+    }
+}

@@ -1,0 +1,29 @@
+/// An object exported on a connection: a path and the interfaces implemented there.
+/// An object manager also serves `org.freedesktop.DBus.ObjectManager` for every object below it.
+public struct ExportedObject: Sendable {
+    public let path: ObjectPath
+    public let interfaces: [ExportedInterface]
+    public let isObjectManager: Bool
+
+    public init(path: ObjectPath, interfaces: [ExportedInterface], isObjectManager: Bool = false) throws {
+        let names = interfaces.map(\.description.name)
+        guard Set(names).count == names.count else {
+            throw BusError.failed("object \(path) declares an interface twice")
+        }
+        self.path = path
+        self.interfaces = interfaces
+        self.isObjectManager = isObjectManager
+    }
+
+    public func interface(named name: String) -> ExportedInterface? {
+        interfaces.first { $0.description.name == name }
+    }
+
+    /// `a{sa{sv}}`: each interface with its readable properties.
+    func interfacesAndProperties() -> DBusValue {
+        .dictionary(
+            key: .string, value: .dictionary(key: .string, value: .variant),
+            interfaces.map { .init(.string($0.description.name), .vardict($0.readableProperties())) }
+        )
+    }
+}

@@ -1,0 +1,2 @@
+import XCTest
+final class PDownloadEngineTestsTests: XCTestCase { func testNothing() {} }

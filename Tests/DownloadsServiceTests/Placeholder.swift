@@ -1,0 +1,2 @@
+import XCTest
+final class PDownloadsServiceTestsTests: XCTestCase { func testNothing() {} }
