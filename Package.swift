@@ -6,6 +6,8 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "downloadsd", targets: ["downloadsd"]),
+        .executable(name: "dbus-bench", targets: ["dbus-bench"]),
+        .executable(name: "engine-bench", targets: ["engine-bench"]),
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "DownloadEngine", targets: ["DownloadEngine"]),
     ],
@@ -89,6 +91,11 @@ let package = Package(
         ),
         // Test fixtures shared by the test targets: a private dbus-daemon, a subprocess runner.
         .target(name: "TestSupport", dependencies: []),
+        .executableTarget(
+            name: "dbus-bench",
+            dependencies: ["DBus", "TestSupport"],
+            path: "Benchmarks/dbus-bench"
+        ),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadEngine", "TestHTTPServer", "TestSupport"]),
         .testTarget(name: "DownloadsServiceTests", dependencies: ["DownloadsService", "DownloadStore", "DownloadEngine", "TestHTTPServer", "TestSupport", "DBus"]),

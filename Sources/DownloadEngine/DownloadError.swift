@@ -1,0 +1,85 @@
+/// Why a download failed or a request was refused. A struct with a private code so new cases do
+/// not break clients (the shape of AsyncHTTPClient's `HTTPClientError`). `name` is stable and is
+/// what the service turns into `org.example.Downloads.Error.<name>`.
+public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible {
+    private enum Code: String, Hashable, Sendable {
+        case invalidArgument = "InvalidArgument"
+        case notFound = "NotFound"
+        case wrongState = "WrongState"
+        case invalidResumeData = "InvalidResumeData"
+        case notResumable = "NotResumable"
+        case httpError = "HTTPError"
+        case networkError = "NetworkError"
+        case timeout = "Timeout"
+        case tooManyRedirects = "TooManyRedirects"
+        case insecureRedirect = "InsecureRedirect"
+        case invalidResponse = "InvalidResponse"
+        case checksumMismatch = "ChecksumMismatch"
+        case fileError = "FileError"
+        case fileExists = "FileExists"
+        case tlsError = "TLSError"
+        case cancelled = "Cancelled"
+        case interrupted = "Interrupted"
+    }
+
+    private let code: Code
+    public let message: String
+    /// The HTTP status, for `HTTPError`.
+    public let httpStatus: Int?
+    /// Seconds the server asked us to wait (`Retry-After`), when it did.
+    public let retryAfter: Double?
+
+    private init(_ code: Code, _ message: String, httpStatus: Int? = nil, retryAfter: Double? = nil) {
+        self.code = code
+        self.message = message
+        self.httpStatus = httpStatus
+        self.retryAfter = retryAfter
+    }
+
+    /// The stable name, e.g. `HTTPError`.
+    public var name: String { code.rawValue }
+    public var description: String { "\(name): \(message)" }
+
+    /// Whether trying again later may succeed (connection errors, truncated bodies, 408/429/5xx, stalls).
+    public var isRetryable: Bool {
+        switch code {
+        case .networkError, .timeout, .interrupted: return true
+        case .httpError:
+            guard let status = httpStatus else { return false }
+            return status == 408 || status == 429 || (500...599).contains(status)
+        default: return false
+        }
+    }
+
+    public static func invalidArgument(_ message: String) -> DownloadError { .init(.invalidArgument, message) }
+    public static func notFound(_ message: String) -> DownloadError { .init(.notFound, message) }
+    public static func wrongState(_ message: String) -> DownloadError { .init(.wrongState, message) }
+    public static func invalidResumeData(_ message: String) -> DownloadError { .init(.invalidResumeData, message) }
+    public static func notResumable(_ message: String) -> DownloadError { .init(.notResumable, message) }
+    public static func http(status: Int, reason: String, retryAfter: Double? = nil) -> DownloadError {
+        .init(.httpError, "the server answered \(status) \(reason)", httpStatus: status, retryAfter: retryAfter)
+    }
+    public static func network(_ message: String) -> DownloadError { .init(.networkError, message) }
+    public static func timeout(_ message: String) -> DownloadError { .init(.timeout, message) }
+    public static func tooManyRedirects(_ limit: Int) -> DownloadError {
+        .init(.tooManyRedirects, "more than \(limit) redirects")
+    }
+    public static func insecureRedirect(_ message: String) -> DownloadError { .init(.insecureRedirect, message) }
+    public static func invalidResponse(_ message: String) -> DownloadError { .init(.invalidResponse, message) }
+    public static func checksumMismatch(expected: String, actual: String) -> DownloadError {
+        .init(.checksumMismatch, "SHA-256 of the download is \(actual), expected \(expected); nothing was kept")
+    }
+    public static func file(_ message: String) -> DownloadError { .init(.fileError, message) }
+    public static func fileExists(_ path: String) -> DownloadError {
+        .init(.fileExists, "\(path) exists; pass overwrite=true to replace it")
+    }
+    public static func tls(_ message: String) -> DownloadError { .init(.tlsError, message) }
+    public static let cancelled = DownloadError(.cancelled, "the download was cancelled")
+    /// The body ended before its announced length (retried, resuming).
+    public static func interrupted(_ message: String) -> DownloadError { .init(.interrupted, message) }
+
+    /// Rebuilds an error from its stored name and message (the store keeps both).
+    public static func restored(name: String, message: String) -> DownloadError {
+        DownloadError(Code(rawValue: name) ?? .networkError, message)
+    }
+}

@@ -1,0 +1,56 @@
+/// What a client may set per download (the `a{sv}` options of Start, already validated).
+public struct DownloadOptions: Sendable, Hashable, Codable {
+    public enum Priority: String, Sendable, Hashable, Codable, CaseIterable, Comparable {
+        case low, normal, high
+
+        public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rank < rhs.rank }
+        var rank: Int { self == .low ? 0 : self == .normal ? 1 : 2 }
+    }
+
+    /// Extra request headers (checked for CR/LF and forbidden names).
+    public var headers: [String: String] = [:]
+    /// Expected SHA-256 of the whole file, lowercase hex.
+    public var sha256: String?
+    public var priority: Priority = .normal
+    /// 0 = unlimited.
+    public var maxBytesPerSecond: UInt64 = 0
+    /// Replace an existing destination file.
+    public var overwrite = false
+    /// Seconds; nil = the engine default.
+    public var connectTimeout: Double?
+    public var stallTimeout: Double?
+    /// Whole-transfer limit in seconds; nil = none.
+    public var resourceTimeout: Double?
+
+    public init() {}
+
+    /// Headers a caller may not set: the engine owns them.
+    static let reservedHeaders: Set<String> = [
+        "range", "if-range", "accept-encoding", "host", "content-length", "transfer-encoding", "connection",
+    ]
+
+    /// Checks headers and the checksum; returns a message for InvalidArgument.
+    public func validate() throws {
+        for (name, value) in headers {
+            guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 && $0 != UInt8(ascii: ":") }) else {
+                throw DownloadError.invalidArgument("header name '\(name)' is not a valid HTTP token")
+            }
+            guard !value.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) else {
+                throw DownloadError.invalidArgument("header '\(name)' contains CR, LF or NUL")
+            }
+            guard !DownloadOptions.reservedHeaders.contains(name.lowercased()) else {
+                throw DownloadError.invalidArgument("header '\(name)' is set by the service and cannot be given")
+            }
+        }
+        if let sha256 {
+            guard sha256.count == 64, sha256.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+                throw DownloadError.invalidArgument("sha256 must be 64 lowercase hexadecimal digits")
+            }
+        }
+        for (name, value) in [("connect_timeout", connectTimeout), ("stall_timeout", stallTimeout), ("resource_timeout", resourceTimeout)] {
+            if let value, !(value > 0 && value <= 86_400 * 7) {
+                throw DownloadError.invalidArgument("\(name) must be between 0 and 604800 seconds")
+            }
+        }
+    }
+}

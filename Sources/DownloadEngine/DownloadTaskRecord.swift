@@ -1,0 +1,51 @@
+/// Everything the engine needs to run (or re-run after a restart) one download: the request,
+/// where it writes, and how far it durably got. The store persists exactly this.
+public struct DownloadTaskRecord: Sendable, Hashable, Codable {
+    public var id: UInt64
+    public var session: String
+    public var url: String
+    /// As the client gave it: a file path, or a directory.
+    public var destination: String
+    /// Whether `destination` names a directory (the file name then comes from the response).
+    public var destinationIsDirectory: Bool
+    /// The file that will exist on success (known once the name is chosen).
+    public var resolvedPath: String?
+    public var options: DownloadOptions
+    public var state: DownloadState
+    /// Bytes of the partial file that are fsynced: what a restart keeps.
+    public var durableOffset: Int64
+    /// -1 when unknown.
+    public var expectedLength: Int64
+    /// A strong validator for If-Range (an ETag, or an HTTP-date).
+    public var validator: String?
+    public var finalURL: String?
+    public var errorName: String?
+    public var errorMessage: String?
+
+    public init(
+        id: UInt64, session: String, url: String, destination: String, destinationIsDirectory: Bool,
+        options: DownloadOptions,
+        state: DownloadState = .queued, durableOffset: Int64 = 0, expectedLength: Int64 = -1,
+        validator: String? = nil, finalURL: String? = nil, resolvedPath: String? = nil
+    ) {
+        self.id = id
+        self.session = session
+        self.url = url
+        self.destination = destination
+        self.destinationIsDirectory = destinationIsDirectory
+        self.options = options
+        self.state = state
+        self.durableOffset = durableOffset
+        self.expectedLength = expectedLength
+        self.validator = validator
+        self.finalURL = finalURL
+        self.resolvedPath = resolvedPath
+    }
+
+    /// The partial file: hidden, beside the destination (inside it when it is a directory),
+    /// named after the task so a restart finds it again.
+    public var partialPath: String {
+        let directory = destinationIsDirectory ? destination : FilePaths.directory(of: destination)
+        return FilePaths.join(directory, ".org.example.Downloads-\(id).part")
+    }
+}

@@ -1,0 +1,73 @@
+import NIOHTTP1
+
+/// What to do with a response head, decided by the resume rules of RFC 9110 (pure; tested
+/// without I/O). Never splices two versions of a resource.
+enum ResponseDecision: Equatable, Sendable {
+    /// Write the body starting at `offset` (0 with `truncate` when a ranged request got a 200).
+    case write(offset: Int64, truncate: Bool, expectedLength: Int64, validator: String?)
+    case redirect(String)
+    /// 416 for a range starting exactly at the end: we already hold the whole file.
+    case alreadyComplete
+    /// The server's answer does not fit what we hold: start again from zero.
+    case restartFromZero(reason: String)
+    case fail(DownloadError)
+
+    static func decide(
+        status: Int, reason: String, headers: HTTPHeaders, requestedOffset: Int64, knownLength: Int64,
+        validator: String?, retryAfterCap: Double
+    ) -> ResponseDecision {
+        let contentLength = headers.first(name: "content-length").flatMap { Int64($0) }
+        switch status {
+        case 301, 302, 303, 307, 308:
+            guard let location = headers.first(name: "location"), !location.isEmpty else {
+                return .fail(.invalidResponse("redirect \(status) without a Location"))
+            }
+            return .redirect(location)
+        case 200:
+            return .write(
+                offset: 0, truncate: true, expectedLength: contentLength ?? -1,
+                validator: HTTPHeaderRules.strongValidator(headers)
+            )
+        case 206:
+            guard requestedOffset > 0 else {
+                return .restartFromZero(reason: "206 to a request without a range")
+            }
+            guard let value = headers.first(name: "content-range"),
+                  let range = HTTPHeaderRules.parseContentRange(value), let first = range.first, let last = range.last
+            else {
+                return .restartFromZero(reason: "206 with a missing or malformed Content-Range")
+            }
+            guard first == requestedOffset else {
+                return .restartFromZero(reason: "206 starting at \(first), asked for \(requestedOffset)")
+            }
+            if let complete = range.complete, knownLength >= 0, complete != knownLength {
+                return .restartFromZero(reason: "206 for a resource of \(complete) bytes, expected \(knownLength)")
+            }
+            if let contentLength, contentLength != last - first + 1 {
+                return .restartFromZero(reason: "206 whose Content-Length disagrees with its Content-Range")
+            }
+            if let etag = headers.first(name: "etag"), let validator, validator.hasPrefix("\""), etag != validator {
+                return .restartFromZero(reason: "206 with a different ETag")
+            }
+            let complete = range.complete ?? (knownLength >= 0 ? knownLength : -1)
+            return .write(offset: first, truncate: false, expectedLength: complete, validator: validator)
+        case 416:
+            if let value = headers.first(name: "content-range"), let range = HTTPHeaderRules.parseContentRange(value),
+               let complete = range.complete, complete == requestedOffset, requestedOffset > 0,
+               knownLength < 0 || knownLength == complete
+            {
+                return .alreadyComplete
+            }
+            return .restartFromZero(reason: "416 for a range we should hold")
+        case 408, 429, 500...599:
+            return .fail(.http(
+                status: status, reason: reason,
+                retryAfter: HTTPHeaderRules.retryAfter(headers, cap: retryAfterCap)
+            ))
+        case 400...499:
+            return .fail(.http(status: status, reason: reason))
+        default:
+            return .fail(.invalidResponse("unexpected status \(status) \(reason)"))
+        }
+    }
+}

@@ -1,0 +1,12 @@
+/// A task as observers and clients see it at one moment.
+public struct TaskSnapshot: Sendable, Hashable {
+    public let record: DownloadTaskRecord
+    /// Bytes written so far (may be ahead of the durable offset).
+    public let bytesWritten: Int64
+
+    public var id: UInt64 { record.id }
+    public var session: String { record.session }
+    public var state: DownloadState { record.state }
+    public var durableOffset: Int64 { record.durableOffset }
+    public var expectedLength: Int64 { record.expectedLength }
+}

@@ -1,0 +1,52 @@
+import Foundation
+
+/// What the server does for one path. Every knob is a misbehaviour a real server can show.
+public struct Route: Sendable {
+    public var content: [UInt8]
+    /// Serve 206 for `Range` requests.
+    public var ranges = true
+    /// Sent as `ETag` (use `W/"…"` for a weak one); nil for none.
+    public var etag: String? = "\"v1\""
+    /// Sent as `Last-Modified` (with a `Date` header of now).
+    public var lastModified: Date?
+    /// Bytes per second for the body; nil for as fast as possible.
+    public var bytesPerSecond: Int?
+    /// Stop sending after this many body bytes of a response, keeping the connection open.
+    public var stallAfter: Int?
+    /// Close the connection after this many body bytes of a response.
+    public var closeAfter: Int?
+    /// Apply stallAfter/closeAfter to this many requests only (nil: every request).
+    public var misbehaveTimes: Int?
+    /// Answer the first `count` requests with `status` (and `Retry-After` when set).
+    public var failFirst: (count: Int, status: Int, retryAfter: String?)?
+    /// `(status, location)`: redirect instead of serving.
+    public var redirect: (status: Int, location: String)?
+    /// Send this Content-Length instead of the true one.
+    public var contentLengthOverride: String?
+    /// Also send a second, different Content-Length header.
+    public var conflictingContentLength = false
+    /// Use chunked transfer encoding (no Content-Length).
+    public var chunked = false
+    /// Answer a ranged request with this Content-Range instead of the true one.
+    public var contentRangeOverride: String?
+    /// Serve with `Content-Encoding: gzip` (the bytes are served as they are).
+    public var gzipEncoding = false
+    /// Sent as Content-Disposition.
+    public var contentDisposition: String?
+
+    public init(content: [UInt8]) {
+        self.content = content
+    }
+}
+
+/// One request as the server saw it.
+public struct RequestRecord: Sendable, Hashable {
+    public let path: String
+    public let range: String?
+    public let ifRange: String?
+    public let acceptEncoding: String?
+    public let userHeaders: [String: String]
+    public let status: Int
+    /// Body bytes the server wrote (or tried to) for this request.
+    public var bodyBytesSent: Int
+}

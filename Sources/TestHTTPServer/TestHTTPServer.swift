@@ -1,0 +1,222 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// An HTTP/1.1 server on 127.0.0.1 (port chosen by the kernel) whose routes misbehave on request,
+/// in the spirit of curl's test server. Records every request for assertions.
+public final class TestHTTPServer: Sendable {
+    struct State {
+        var routes: [String: Route] = [:]
+        var requests: [RequestRecord] = []
+        var counts: [String: Int] = [:]
+    }
+
+    let state = NIOLockedValueBox(State())
+    private let channel: Channel
+    public let port: Int
+
+    public init() throws {
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { [state] channel in
+                channel.pipeline.configureHTTPServerPipeline(withErrorHandling: true).flatMap {
+                    channel.pipeline.addHandler(TestHTTPHandler(state: state))
+                }
+            }
+        channel = try bootstrap.bind(host: "127.0.0.1", port: 0).wait()
+        port = channel.localAddress?.port ?? 0
+    }
+
+    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    public func set(_ path: String, _ route: Route) {
+        state.withLockedValue { $0.routes[path] = route }
+    }
+
+    public func update(_ path: String, _ change: @Sendable (inout Route) -> Void) {
+        state.withLockedValue { state in
+            if var route = state.routes[path] {
+                change(&route)
+                state.routes[path] = route
+            }
+        }
+    }
+
+    public var requests: [RequestRecord] { state.withLockedValue { $0.requests } }
+
+    public func requests(for path: String) -> [RequestRecord] { requests.filter { $0.path == path } }
+
+    public func stop() {
+        try? channel.close().wait()
+    }
+}
+
+final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    let state: NIOLockedValueBox<TestHTTPServer.State>
+    private var head: HTTPRequestHead?
+    private var closed = false
+
+    init(state: NIOLockedValueBox<TestHTTPServer.State>) {
+        self.state = state
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closed = true
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head): self.head = head
+        case .body: break
+        case .end:
+            guard let head else { return }
+            respond(context: context, head: head)
+        }
+    }
+
+    private func respond(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        let path = String(head.uri.split(separator: "?", maxSplits: 1).first ?? "")
+        let (route, count) = state.withLockedValue { state -> (Route?, Int) in
+            state.counts[path, default: 0] += 1
+            return (state.routes[path], state.counts[path] ?? 1)
+        }
+        var userHeaders: [String: String] = [:]
+        for (name, value) in head.headers where name.lowercased().hasPrefix("x-") { userHeaders[name.lowercased()] = value }
+        func record(_ status: Int) -> Int {
+            state.withLockedValue { state in
+                state.requests.append(RequestRecord(
+                    path: path, range: head.headers.first(name: "range"), ifRange: head.headers.first(name: "if-range"),
+                    acceptEncoding: head.headers.first(name: "accept-encoding"), userHeaders: userHeaders,
+                    status: status, bodyBytesSent: 0
+                ))
+                return state.requests.count - 1
+            }
+        }
+        guard let route else {
+            _ = record(404)
+            sendSimple(context: context, status: .notFound, body: "no such path\n")
+            return
+        }
+        if let (failCount, status, retryAfter) = route.failFirst, count <= failCount {
+            _ = record(status)
+            var headers = HTTPHeaders()
+            if let retryAfter { headers.add(name: "Retry-After", value: retryAfter) }
+            sendSimple(context: context, status: HTTPResponseStatus(statusCode: status), body: "failing on purpose\n", headers: headers)
+            return
+        }
+        if let (status, location) = route.redirect {
+            _ = record(status)
+            sendSimple(context: context, status: HTTPResponseStatus(statusCode: status), body: "", headers: ["Location": location])
+            return
+        }
+        let total = route.content.count
+        var status = HTTPResponseStatus.ok
+        var start = 0
+        var end = total  // exclusive
+        var headers = HTTPHeaders()
+        if let etag = route.etag { headers.add(name: "ETag", value: etag) }
+        if let lastModified = route.lastModified {
+            headers.add(name: "Last-Modified", value: TestHTTPHandler.httpDate(lastModified))
+            headers.add(name: "Date", value: TestHTTPHandler.httpDate(Date()))
+        }
+        if let disposition = route.contentDisposition { headers.add(name: "Content-Disposition", value: disposition) }
+        if route.gzipEncoding { headers.add(name: "Content-Encoding", value: "gzip") }
+        if route.ranges { headers.add(name: "Accept-Ranges", value: "bytes") }
+        if route.ranges, let range = head.headers.first(name: "range"), range.hasPrefix("bytes=") {
+            let ifRange = head.headers.first(name: "if-range")
+            let validatorMatches = ifRange == nil || ifRange == route.etag
+                || (route.lastModified.map { ifRange == TestHTTPHandler.httpDate($0) } ?? false)
+            if validatorMatches {
+                let spec = range.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+                if spec.count == 2, let first = Int(spec[0]) {
+                    if first >= total {
+                        _ = record(416)
+                        sendSimple(context: context, status: .rangeNotSatisfiable, body: "", headers: ["Content-Range": "bytes */\(total)"])
+                        return
+                    }
+                    start = first
+                    if let last = Int(spec[1]) { end = min(total, last + 1) }
+                    status = .partialContent
+                    headers.add(name: "Content-Range", value: route.contentRangeOverride ?? "bytes \(start)-\(end - 1)/\(total)")
+                }
+            }
+        }
+        if route.chunked {
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+        } else {
+            headers.add(name: "Content-Length", value: route.contentLengthOverride ?? "\(end - start)")
+            if route.conflictingContentLength { headers.add(name: "Content-Length", value: "\(end - start + 7)") }
+        }
+        let index = record(Int(status.code))
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        let misbehave = route.misbehaveTimes.map { count <= $0 } ?? true
+        let limit = misbehave ? [route.stallAfter, route.closeAfter].compactMap { $0 }.min() : nil
+        sendBody(context: context, route: route, from: start, to: end, sent: 0, limit: limit,
+                 closeAtLimit: misbehave && route.closeAfter != nil && route.closeAfter == limit, record: index)
+    }
+
+    private func sendBody(
+        context: ChannelHandlerContext, route: Route, from start: Int, to end: Int, sent: Int, limit: Int?,
+        closeAtLimit: Bool, record: Int
+    ) {
+        guard !closed else { return }
+        if let limit, sent >= limit {
+            context.flush()
+            if closeAtLimit { context.close(promise: nil) }
+            return  // stall: keep the connection open and silent
+        }
+        let position = start + sent
+        guard position < end else {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            return
+        }
+        var chunk = min(64 * 1024, end - position)
+        if let limit { chunk = min(chunk, limit - sent) }
+        if let rate = route.bytesPerSecond { chunk = min(chunk, max(1, rate / 20)) }
+        let size = chunk
+        var buffer = context.channel.allocator.buffer(capacity: size)
+        buffer.writeBytes(route.content[position..<(position + size)])
+        state.withLockedValue { $0.requests[record].bodyBytesSent += size }
+        let next = sent + size
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer)))).whenComplete { [self] result in
+            guard case .success = result else { return }
+            let context = loopBound.value
+            if let rate = route.bytesPerSecond {
+                let delay = TimeAmount.nanoseconds(Int64(Double(size) / Double(rate) * 1e9))
+                context.eventLoop.scheduleTask(in: delay) {
+                    self.sendBody(context: loopBound.value, route: route, from: start, to: end, sent: next, limit: limit,
+                                  closeAtLimit: closeAtLimit, record: record)
+                }
+            } else {
+                sendBody(context: context, route: route, from: start, to: end, sent: next, limit: limit,
+                         closeAtLimit: closeAtLimit, record: record)
+            }
+        }
+    }
+
+    private func sendSimple(context: ChannelHandlerContext, status: HTTPResponseStatus, body: String, headers: HTTPHeaders = [:]) {
+        var headers = headers
+        headers.add(name: "Content-Length", value: "\(body.utf8.count)")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        var buffer = context.channel.allocator.buffer(capacity: body.utf8.count)
+        buffer.writeString(body)
+        context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+}

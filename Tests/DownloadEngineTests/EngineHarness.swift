@@ -1,0 +1,134 @@
+import Crypto
+import DownloadEngine
+import Foundation
+import NIOConcurrencyHelpers
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// Records every event, in order.
+final class RecordingObserver: DownloadObserver {
+    enum Event: Equatable, Sendable {
+        case state(UInt64, DownloadState)
+        case response(UInt64, Int)
+        case progress(UInt64, Int64)
+        case checkpoint(UInt64, Int64)
+        case finished(UInt64, String)
+        case failed(UInt64, String, Bool)
+        case sessionIdle(String)
+    }
+
+    let events = NIOLockedValueBox([Event]())
+
+    func task(_ task: TaskSnapshot, didChangeState state: DownloadState) { append(.state(task.id, state)) }
+    func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64) { append(.response(task.id, status)) }
+    func task(_ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64) {
+        append(.progress(task.id, totalBytesWritten))
+    }
+    func taskDidCheckpoint(_ task: TaskSnapshot) { append(.checkpoint(task.id, task.durableOffset)) }
+    func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String) { append(.finished(task.id, location)) }
+    func task(_ task: TaskSnapshot, didCompleteWithError error: DownloadError, resumeData: [UInt8]?) {
+        append(.failed(task.id, error.name, resumeData != nil))
+    }
+    func sessionDidFinishEvents(_ session: String) { append(.sessionIdle(session)) }
+
+    private func append(_ event: Event) { events.withLockedValue { $0.append(event) } }
+
+    var all: [Event] { events.withLockedValue { $0 } }
+
+    func states(_ id: UInt64) -> [DownloadState] {
+        all.compactMap { if case .state(id, let s) = $0 { return s } else { return nil } }
+    }
+}
+
+class EngineTestCase: XCTestCase {
+    var server: TestHTTPServer!
+    var directory: TemporaryDirectory!
+    var observer: RecordingObserver!
+    var manager: SessionManager!
+    let key = SymmetricKey(data: [UInt8](repeating: 7, count: 32))
+    var nextID: UInt64 = 1
+
+    override func setUp() async throws {
+        server = try TestHTTPServer()
+        directory = try TemporaryDirectory(prefix: "engine-test")
+        observer = RecordingObserver()
+        manager = makeManager()
+    }
+
+    override func tearDown() async throws {
+        await manager?.shutdown()
+        server?.stop()
+        directory?.remove()
+    }
+
+    func makeManager(_ change: (inout SessionManager.Configuration) -> Void = { _ in }) -> SessionManager {
+        var configuration = SessionManager.Configuration()
+        configuration.retry = RetryPolicy(maxAttempts: 4, baseDelay: 0.05, maxDelay: 0.2, retryAfterCap: 2)
+        configuration.checkpointBytes = 64 * 1024
+        change(&configuration)
+        return SessionManager(configuration: configuration, resumeDataKey: key, delegate: SessionDelegate(observers: [observer]))
+    }
+
+    static func content(_ size: Int, seed: UInt8 = 1) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: size)
+        var x = UInt32(seed) &* 2_654_435_761
+        for i in 0..<size {
+            x ^= x << 13; x ^= x >> 17; x ^= x << 5
+            bytes[i] = UInt8(truncatingIfNeeded: x)
+        }
+        return bytes
+    }
+
+    static func sha256(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+
+    func sha256(ofFile path: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return Self.sha256(Array(data))
+    }
+
+    /// Adds a task downloading `path` of the test server to `destination` (a file in the temp dir by default).
+    @discardableResult
+    func start(
+        _ path: String, destination: String? = nil, isDirectory: Bool = false, session: String = "s",
+        options: (inout DownloadOptions) -> Void = { _ in }
+    ) throws -> UInt64 {
+        var opts = DownloadOptions()
+        options(&opts)
+        let id = nextID
+        nextID += 1
+        try manager.add(DownloadTaskRecord(
+            id: id, session: session, url: server.url(path), destination: destination ?? directory.file("out\(id)"),
+            destinationIsDirectory: isDirectory, options: opts
+        ))
+        return id
+    }
+
+    /// Waits (bounded, not timed) until the task reaches one of `states`.
+    @discardableResult
+    func wait(_ id: UInt64, for states: Set<DownloadState>, seconds: Double = 30) async throws -> TaskSnapshot {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if let snapshot = manager.snapshot(id), states.contains(snapshot.state) { return snapshot }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let state = manager.snapshot(id)?.state.rawValue ?? "missing"
+        XCTFail("task \(id) did not reach \(states) (is \(state))")
+        throw CancellationError()
+    }
+
+    func waitForBytes(_ id: UInt64, atLeast bytes: Int64, seconds: Double = 30) async throws {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if let snapshot = manager.snapshot(id), snapshot.bytesWritten >= bytes { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        XCTFail("task \(id) did not write \(bytes) bytes")
+    }
+
+    func leftovers() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(".part") }
+    }
+}

@@ -1,2 +1,0 @@
-import XCTest
-final class PDownloadEngineTestsTests: XCTestCase { func testNothing() {} }

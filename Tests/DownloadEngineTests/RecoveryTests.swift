@@ -1,0 +1,136 @@
+import DownloadEngine
+import Foundation
+import TestHTTPServer
+import XCTest
+
+/// Restarts, resume data, and concurrent control of one task.
+final class RecoveryTests: EngineTestCase {
+    func testRestoredTaskTruncatesBytesPastTheCheckpoint() async throws {
+        let content = Self.content(500_000)
+        server.set("/r", Route(content: content))
+        var record = DownloadTaskRecord(
+            id: 42, session: "s", url: server.url("/r"), destination: directory.file("restored"),
+            destinationIsDirectory: false, options: DownloadOptions(), state: .running, durableOffset: 200_000,
+            expectedLength: Int64(content.count), validator: "\"v1\""
+        )
+        // The crash left 50,000 bytes of garbage after the durable checkpoint.
+        let partial = Array(content[0..<200_000]) + [UInt8](repeating: 0xEE, count: 50_000)
+        try Data(partial).write(to: URL(fileURLWithPath: record.partialPath))
+        record.finalURL = record.url
+        try manager.add(record)
+        let done = try await wait(42, for: [.finished, .failed])
+        XCTAssertEqual(done.state, .finished)
+        XCTAssertEqual(sha256(ofFile: directory.file("restored")), Self.sha256(content))
+        XCTAssertEqual(server.requests(for: "/r").map(\.range), ["bytes=200000-"])
+    }
+
+    func testRangeAtTheEndAnswered416MeansFinished() async throws {
+        let content = Self.content(1000)
+        server.set("/done", Route(content: content))
+        let record = DownloadTaskRecord(
+            id: 7, session: "s", url: server.url("/done"), destination: directory.file("done"),
+            destinationIsDirectory: false, options: DownloadOptions(), state: .queued, durableOffset: 1000,
+            expectedLength: 1000, validator: "\"v1\""
+        )
+        try Data(content).write(to: URL(fileURLWithPath: record.partialPath))
+        try manager.add(record)
+        let done = try await wait(7, for: [.finished, .failed])
+        XCTAssertEqual(done.state, .finished)
+        XCTAssertEqual(server.requests(for: "/done").map(\.status), [416])
+        XCTAssertEqual(sha256(ofFile: directory.file("done")), Self.sha256(content))
+    }
+
+    func testTamperedResumeDataIsRefused() async throws {
+        var route = Route(content: Self.content(400_000))
+        route.bytesPerSecond = 1_000_000
+        server.set("/t", route)
+        let id = try start("/t")
+        try await waitForBytes(id, atLeast: 50_000)
+        let blob = try await manager.pause(id)
+        XCTAssertNoThrow(try manager.decodeResumeData(blob))
+        var altered = blob
+        if let index = altered.firstIndex(of: UInt8(ascii: "{")) { altered[index + 3] ^= 1 }
+        let other = SessionManager(resumeDataKey: .init(size: .bits256))
+        for (name, bad) in [
+            ("altered", altered), ("truncated", Array(blob.dropLast(20))), ("empty", []),
+            ("garbage", Array("hello".utf8)), ("huge", [UInt8](repeating: 65, count: 70_000)),
+        ] {
+            XCTAssertThrowsError(try manager.decodeResumeData(bad), name) { error in
+                XCTAssertEqual((error as? DownloadError)?.name, "InvalidResumeData", name)
+            }
+        }
+        XCTAssertThrowsError(try other.decodeResumeData(blob)) { error in
+            XCTAssertEqual((error as? DownloadError)?.name, "InvalidResumeData")
+        }
+        await other.shutdown()
+    }
+
+    func testConcurrentControlCallsNeverCorruptATask() async throws {
+        var route = Route(content: Self.content(2_000_000))
+        route.bytesPerSecond = 1_000_000
+        server.set("/busy", route)
+        let id = try start("/busy")
+        try await waitForBytes(id, atLeast: 10_000)
+        let manager = self.manager!
+        await withTaskGroup(of: Void.self) { group in
+            for i in 0..<40 {
+                group.addTask {
+                    switch i % 3 {
+                    case 0: _ = try? await manager.pause(id)
+                    case 1: try? manager.resume(id)
+                    default: _ = manager.snapshot(id)
+                    }
+                }
+            }
+        }
+        // Every recorded transition was an allowed one.
+        let states = observer.states(id)
+        var previous = DownloadState.queued
+        for state in states {
+            XCTAssertTrue(previous.canTransition(to: state), "\(previous) → \(state) in \(states)")
+            previous = state
+        }
+        try await manager.cancel(id)
+        XCTAssertEqual(manager.snapshot(id)?.state, .cancelled)
+        XCTAssertEqual(leftovers(), [])
+    }
+
+    func testCancelRemovesThePartialFile() async throws {
+        var route = Route(content: Self.content(1_000_000))
+        route.bytesPerSecond = 500_000
+        server.set("/c", route)
+        let id = try start("/c")
+        try await waitForBytes(id, atLeast: 10_000)
+        XCTAssertEqual(leftovers().count, 1)
+        try await manager.cancel(id)
+        XCTAssertEqual(manager.snapshot(id)?.state, .cancelled)
+        XCTAssertEqual(leftovers(), [])
+        XCTAssertTrue(observer.all.contains(.failed(id, "Cancelled", false)))
+        await XCTAssertThrowsErrorAsync(try await manager.cancel(id))
+    }
+
+    func testSchedulerRunsAtMostTheLimitPerSession() async throws {
+        await manager.shutdown()
+        manager = makeManager { $0.maxRunning = 3; $0.maxRunningPerSession = 1 }
+        var route = Route(content: Self.content(100_000))
+        route.bytesPerSecond = 400_000
+        server.set("/q", route)
+        let a1 = try start("/q", session: "a")
+        let a2 = try start("/q", session: "a")
+        let b1 = try start("/q", session: "b")
+        try await Task.sleep(for: .milliseconds(50))
+        XCTAssertEqual(manager.snapshot(a1)?.state, .running)
+        XCTAssertEqual(manager.snapshot(a2)?.state, .queued)
+        XCTAssertEqual(manager.snapshot(b1)?.state, .running)
+        for id in [a1, a2, b1] { try await wait(id, for: [.finished]) }
+        let idle = observer.all.filter { if case .sessionIdle("a") = $0 { return true } else { return false } }
+        XCTAssertEqual(idle.count, 1, "session a became idle once, after its last task")
+    }
+}
+
+func XCTAssertThrowsErrorAsync<T>(_ expression: @autoclosure () async throws -> T, file: StaticString = #filePath, line: UInt = #line) async {
+    do {
+        _ = try await expression()
+        XCTFail("expected an error", file: file, line: line)
+    } catch {}
+}

@@ -1,0 +1,120 @@
+@testable import DownloadEngine
+import NIOHTTP1
+import XCTest
+
+/// Pure logic: the state machine, the scheduler, retries, header rules, response decisions.
+final class RulesTests: XCTestCase {
+    func testStateMachineTransitions() {
+        let allowed: [DownloadState: Set<DownloadState>] = [
+            .queued: [.running, .paused, .cancelled, .failed],
+            .running: [.finished, .failed, .paused, .cancelled, .retrying, .queued],
+            .retrying: [.running, .paused, .cancelled, .failed, .queued],
+            .paused: [.queued, .cancelled],
+            .failed: [.queued, .cancelled],
+            .finished: [],
+            .cancelled: [],
+        ]
+        for from in DownloadState.allCases {
+            for to in DownloadState.allCases {
+                XCTAssertEqual(from.canTransition(to: to), allowed[from]?.contains(to) ?? false, "\(from) → \(to)")
+            }
+        }
+    }
+
+    func testSchedulerPrioritiesFIFOAndLimits() {
+        var scheduler = Scheduler(maxRunning: 2, maxRunningPerSession: 2)
+        scheduler.enqueue(1, session: "a", priority: .low)
+        scheduler.enqueue(2, session: "a", priority: .normal)
+        scheduler.enqueue(3, session: "b", priority: .high)
+        scheduler.enqueue(4, session: "b", priority: .normal)
+        XCTAssertEqual(scheduler.next(), [3, 2])
+        XCTAssertEqual(scheduler.next(), [])
+        scheduler.remove(3)
+        XCTAssertEqual(scheduler.next(), [4])
+        scheduler.remove(2)
+        scheduler.remove(4)
+        XCTAssertEqual(scheduler.next(), [1])
+        var perSession = Scheduler(maxRunning: 10, maxRunningPerSession: 1)
+        perSession.enqueue(1, session: "a", priority: .normal)
+        perSession.enqueue(2, session: "a", priority: .normal)
+        perSession.enqueue(3, session: "b", priority: .normal)
+        XCTAssertEqual(perSession.next(), [1, 3])
+    }
+
+    func testRetryPolicyBacksOffWithJitterAndHonoursRetryAfter() {
+        let policy = RetryPolicy(maxAttempts: 3, baseDelay: 1, maxDelay: 3, retryAfterCap: 10)
+        XCTAssertEqual(policy.delay(forRetry: 1, retryAfter: nil, random: 0.5), 1)
+        XCTAssertEqual(policy.delay(forRetry: 2, retryAfter: nil, random: 0.5), 2)
+        XCTAssertEqual(policy.delay(forRetry: 3, retryAfter: nil, random: 0.5), 3)
+        XCTAssertEqual(policy.delay(forRetry: 1, retryAfter: nil, random: 0), 0.8)
+        XCTAssertEqual(policy.delay(forRetry: 2, retryAfter: 100, random: 0), 10)
+        XCTAssertNil(policy.delay(forRetry: 4, retryAfter: nil, random: 0))
+        var headers = HTTPHeaders()
+        headers.add(name: "Retry-After", value: "120")
+        XCTAssertEqual(HTTPHeaderRules.retryAfter(headers, cap: 60), 60)
+        var dated = HTTPHeaders()
+        dated.add(name: "Retry-After", value: "Tue, 14 Nov 2023 22:13:30 GMT")
+        XCTAssertEqual(HTTPHeaderRules.retryAfter(dated, now: Date(timeIntervalSince1970: 1_700_000_000), cap: 60), 10)
+    }
+
+    func testContentRangeParsing() {
+        XCTAssertEqual(HTTPHeaderRules.parseContentRange("bytes 0-99/200"), .init(first: 0, last: 99, complete: 200))
+        XCTAssertEqual(HTTPHeaderRules.parseContentRange("bytes 5-9/*"), .init(first: 5, last: 9, complete: nil))
+        XCTAssertEqual(HTTPHeaderRules.parseContentRange("bytes */300"), .init(first: nil, last: nil, complete: 300))
+        for bad in ["bytes 9-5/10", "bytes 0-10/10", "bits 0-1/2", "bytes -1-2/3", "bytes */*", "bytes x", ""] {
+            XCTAssertNil(HTTPHeaderRules.parseContentRange(bad), bad)
+        }
+    }
+
+    func testValidators() {
+        XCTAssertEqual(HTTPHeaderRules.strongValidator(["ETag": "\"abc\""]), "\"abc\"")
+        XCTAssertNil(HTTPHeaderRules.strongValidator(["ETag": "W/\"abc\""]))
+        XCTAssertEqual(
+            HTTPHeaderRules.strongValidator(["Last-Modified": "Tue, 14 Nov 2023 22:13:20 GMT", "Date": "Tue, 14 Nov 2023 22:13:21 GMT"]),
+            "Tue, 14 Nov 2023 22:13:20 GMT"
+        )
+        XCTAssertNil(HTTPHeaderRules.strongValidator(["Last-Modified": "Tue, 14 Nov 2023 22:13:20 GMT", "Date": "Tue, 14 Nov 2023 22:13:20 GMT"]))
+        XCTAssertNil(HTTPHeaderRules.strongValidator(["Last-Modified": "Tue, 14 Nov 2023 22:13:20 GMT"]))
+    }
+
+    func testFileNameSanitising() {
+        XCTAssertEqual(HTTPHeaderRules.sanitize("../../etc/passwd"), "_.._etc_passwd")
+        XCTAssertEqual(HTTPHeaderRules.sanitize(".hidden"), "hidden")
+        XCTAssertEqual(HTTPHeaderRules.sanitize("a\u{0}b\nc"), "a_b_c")
+        XCTAssertNil(HTTPHeaderRules.sanitize(".."))
+        XCTAssertNil(HTTPHeaderRules.sanitize(""))
+        XCTAssertEqual(HTTPHeaderRules.fileName(contentDisposition: nil, url: "http://h/dir/"), "dir")
+        XCTAssertEqual(HTTPHeaderRules.fileName(contentDisposition: nil, url: "http://h/"), "download")
+        XCTAssertEqual(HTTPHeaderRules.fileName(contentDisposition: "inline", url: "http://h/a%20b"), "a b")
+    }
+
+    func testResponseDecisions() {
+        func decide(_ status: Int, _ headers: HTTPHeaders, offset: Int64 = 100, known: Int64 = 1000) -> ResponseDecision {
+            ResponseDecision.decide(status: status, reason: "", headers: headers, requestedOffset: offset,
+                                    knownLength: known, validator: "\"v\"", retryAfterCap: 60)
+        }
+        XCTAssertEqual(decide(200, ["Content-Length": "5", "ETag": "\"n\""]), .write(offset: 0, truncate: true, expectedLength: 5, validator: "\"n\""))
+        XCTAssertEqual(decide(206, ["Content-Range": "bytes 100-999/1000"]), .write(offset: 100, truncate: false, expectedLength: 1000, validator: "\"v\""))
+        XCTAssertEqual(decide(206, ["Content-Range": "bytes 0-999/1000"]), .restartFromZero(reason: "206 starting at 0, asked for 100"))
+        if case .restartFromZero = decide(206, ["Content-Range": "bytes 100-1999/2000"]) {} else { XCTFail("length changed") }
+        if case .restartFromZero = decide(206, ["Content-Range": "nonsense"]) {} else { XCTFail("malformed") }
+        if case .restartFromZero = decide(206, ["Content-Range": "bytes 100-999/1000", "ETag": "\"other\""]) {} else { XCTFail("etag") }
+        XCTAssertEqual(decide(416, ["Content-Range": "bytes */1000"], offset: 1000), .alreadyComplete)
+        if case .restartFromZero = decide(416, ["Content-Range": "bytes */900"], offset: 1000) {} else { XCTFail("416 other") }
+        XCTAssertEqual(decide(302, ["Location": "/x"]), .redirect("/x"))
+        if case .fail(let error) = decide(503, ["Retry-After": "7"]) {
+            XCTAssertTrue(error.isRetryable)
+            XCTAssertEqual(error.retryAfter, 7)
+        } else { XCTFail("503") }
+        if case .fail(let error) = decide(403, [:]) { XCTAssertFalse(error.isRetryable) } else { XCTFail("403") }
+        if case .fail(let error) = decide(429, [:]) { XCTAssertTrue(error.isRetryable) } else { XCTFail("429") }
+    }
+
+    func testRedirectChecks() throws {
+        XCTAssertEqual(try SessionManager.checkedRedirect(from: "http://a/b/c", to: "d"), "http://a/b/d")
+        XCTAssertEqual(try SessionManager.checkedRedirect(from: "http://a/b", to: "https://c/d"), "https://c/d")
+        XCTAssertThrowsError(try SessionManager.checkedRedirect(from: "https://a/b", to: "http://a/b"))
+        XCTAssertThrowsError(try SessionManager.checkedRedirect(from: "http://a/b", to: "file:///etc/passwd"))
+        XCTAssertThrowsError(try SessionManager.checkedRedirect(from: "http://a/b", to: "unix:///run/x"))
+    }
+}

@@ -1,0 +1,315 @@
+import DownloadEngine
+import Foundation
+import TestHTTPServer
+import XCTest
+
+/// Every transfer rule against the misbehaving server; bytes on disk are checked by SHA-256.
+final class TransferTests: EngineTestCase {
+    func testDownloadsAFileWithEventsInOrder() async throws {
+        let content = Self.content(300_000)
+        server.set("/f", Route(content: content))
+        let id = try start("/f")
+        let done = try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(done.state, .finished)
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        XCTAssertEqual(observer.states(id), [.running, .finished])
+        let events = observer.all.filter {
+            switch $0 {
+            case .progress(id, _), .response(id, _), .finished(id, _): return true
+            default: return false
+            }
+        }
+        XCTAssertEqual(events.first, .response(id, 200))
+        XCTAssertEqual(events.last, .finished(id, directory.file("out\(id)")))
+        let progress = events.compactMap { if case .progress(_, let n) = $0 { return n } else { return nil } }
+        XCTAssertEqual(progress, progress.sorted())
+        XCTAssertEqual(progress.last, Int64(content.count))
+        XCTAssertEqual(server.requests(for: "/f").first?.acceptEncoding, "identity")
+        XCTAssertEqual(observer.all.last, .sessionIdle("s"))
+        XCTAssertEqual(leftovers(), [])
+    }
+
+    func testDirectoryDestinationTakesASanitisedServerName() async throws {
+        var route = Route(content: Self.content(1000))
+        route.contentDisposition = #"attachment; filename="../../etc/.evil.txt""#
+        server.set("/a", route)
+        var second = Route(content: Self.content(10))
+        second.contentDisposition = "attachment; filename*=UTF-8''r%C3%A9sum%C3%A9.pdf; filename=\"fallback.pdf\""
+        server.set("/b", second)
+        server.set("/c/file%20name.iso", Route(content: Self.content(5)))
+        let a = try start("/a", destination: directory.path, isDirectory: true)
+        let b = try start("/b", destination: directory.path, isDirectory: true)
+        let c = try start("/c/file%20name.iso", destination: directory.path, isDirectory: true)
+        let c2 = try start("/c/file%20name.iso", destination: directory.path, isDirectory: true)
+        for id in [a, b, c, c2] { try await wait(id, for: [.finished, .failed]) }
+        let names = Set(try FileManager.default.contentsOfDirectory(atPath: directory.path))
+        XCTAssertTrue(names.contains("_.._etc_.evil.txt"), "\(names)")
+        XCTAssertTrue(names.contains("résumé.pdf"), "\(names)")
+        XCTAssertTrue(names.contains("file name.iso") && names.contains("file name (1).iso"), "\(names)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "/etc/.evil.txt"))
+    }
+
+    func testPauseGivesResumeDataAndResumeUsesRangeWithIfRange() async throws {
+        let content = Self.content(1_000_000)
+        var route = Route(content: content)
+        route.bytesPerSecond = 2_000_000
+        server.set("/slow", route)
+        let id = try start("/slow")
+        try await waitForBytes(id, atLeast: 200_000)
+        let blob = try await manager.pause(id)
+        let data = try manager.decodeResumeData(blob)
+        XCTAssertGreaterThan(data.offset, 0)
+        XCTAssertEqual(data.validator, "\"v1\"")
+        XCTAssertEqual(data.expectedLength, Int64(content.count))
+        XCTAssertEqual(manager.snapshot(id)?.state, .paused)
+        let text = String(decoding: blob, as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("org.example.Downloads.ResumeData/1\n{"), text)
+        XCTAssertTrue(text.contains(#""url":"\#(server.url("/slow"))""#), text)
+        server.update("/slow") { $0.bytesPerSecond = nil }
+        try manager.resume(id)
+        let done = try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(done.state, .finished)
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        let second = try XCTUnwrap(server.requests(for: "/slow").last)
+        XCTAssertEqual(second.range, "bytes=\(data.offset)-")
+        XCTAssertEqual(second.ifRange, "\"v1\"")
+        XCTAssertEqual(second.status, 206)
+        XCTAssertEqual(observer.states(id), [.running, .paused, .queued, .running, .finished])
+    }
+
+    func testChangedContentRestartsFromZeroAndNeverSplices() async throws {
+        let old = Self.content(600_000, seed: 1)
+        let new = Self.content(500_000, seed: 2)
+        var route = Route(content: old)
+        route.bytesPerSecond = 2_000_000
+        server.set("/c", route)
+        let id = try start("/c")
+        try await waitForBytes(id, atLeast: 100_000)
+        _ = try await manager.pause(id)
+        server.update("/c") { route in
+            route.content = new
+            route.etag = "\"v2\""
+            route.bytesPerSecond = nil
+        }
+        try manager.resume(id)
+        try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(new))
+        XCTAssertEqual(server.requests(for: "/c").last?.status, 200, "If-Range did not match: whole new file")
+    }
+
+    func testWeakETagIsNoValidatorSoResumeStartsOver() async throws {
+        let content = Self.content(400_000)
+        var route = Route(content: content)
+        route.etag = "W/\"weak\""
+        route.bytesPerSecond = 2_000_000
+        server.set("/w", route)
+        let id = try start("/w")
+        try await waitForBytes(id, atLeast: 100_000)
+        _ = try await manager.pause(id)
+        server.update("/w") { $0.bytesPerSecond = nil }
+        try manager.resume(id)
+        try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        XCTAssertNil(server.requests(for: "/w").last?.range, "no Range without a strong validator")
+    }
+
+    func testStrongLastModifiedIsUsedForIfRange() async throws {
+        let content = Self.content(400_000)
+        var route = Route(content: content)
+        route.etag = nil
+        route.lastModified = Date(timeIntervalSince1970: 1_700_000_000)
+        route.bytesPerSecond = 2_000_000
+        server.set("/lm", route)
+        let id = try start("/lm")
+        try await waitForBytes(id, atLeast: 100_000)
+        _ = try await manager.pause(id)
+        server.update("/lm") { $0.bytesPerSecond = nil }
+        try manager.resume(id)
+        try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        let last = try XCTUnwrap(server.requests(for: "/lm").last)
+        XCTAssertEqual(last.ifRange, "Tue, 14 Nov 2023 22:13:20 GMT")
+        XCTAssertEqual(last.status, 206)
+    }
+
+    func testMismatchedOrMalformedContentRangeRestarts() async throws {
+        for (path, override) in [("/mismatch", "bytes 0-99/400000"), ("/malformed", "bytes garbage")] {
+            let content = Self.content(400_000)
+            var route = Route(content: content)
+            route.contentRangeOverride = override
+            route.bytesPerSecond = 2_000_000
+            server.set(path, route)
+            let id = try start(path)
+            try await waitForBytes(id, atLeast: 100_000)
+            _ = try await manager.pause(id)
+            server.update(path) { $0.bytesPerSecond = nil }
+            try manager.resume(id)
+            try await wait(id, for: [.finished, .failed])
+            XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content), path)
+            let statuses = server.requests(for: path).map(\.status)
+            XCTAssertEqual(statuses.last, 200, "\(path): started again without a range")
+        }
+    }
+
+    func testConnectionCutMidBodyIsRetriedFromTheDurableOffset() async throws {
+        let content = Self.content(800_000)
+        var route = Route(content: content)
+        route.closeAfter = 300_000
+        route.misbehaveTimes = 1
+        server.set("/cut", route)
+        let id = try start("/cut")
+        let done = try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(done.state, .finished)
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        let requests = server.requests(for: "/cut")
+        XCTAssertEqual(requests.count, 2)
+        XCTAssertEqual(requests[1].range, "bytes=300000-", "resumed exactly where the durable data ended")
+        XCTAssertTrue(observer.states(id).contains(.retrying))
+    }
+
+    func testStalledServerTimesOutAndIsRetried() async throws {
+        let content = Self.content(200_000)
+        var route = Route(content: content)
+        route.stallAfter = 50_000
+        route.misbehaveTimes = 1
+        server.set("/stall", route)
+        let id = try start("/stall") { $0.stallTimeout = 1 }
+        let done = try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(done.state, .finished)
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        XCTAssertEqual(server.requests(for: "/stall").count, 2)
+    }
+
+    func testServerErrorsWithRetryAfterAreRetried() async throws {
+        let content = Self.content(10_000)
+        var route = Route(content: content)
+        route.failFirst = (2, 503, "1")
+        server.set("/busy", route)
+        let id = try start("/busy")
+        let done = try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(done.state, .finished)
+        XCTAssertEqual(server.requests(for: "/busy").map(\.status), [503, 503, 200])
+    }
+
+    func testClientErrorsFailAtOnce() async throws {
+        let id = try start("/missing")
+        let done = try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(done.state, .failed)
+        XCTAssertEqual(done.record.errorName, "HTTPError")
+        XCTAssertTrue(done.record.errorMessage?.contains("404") ?? false)
+        XCTAssertEqual(server.requests(for: "/missing").count, 1)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("out\(id)")))
+    }
+
+    func testRedirectsAreFollowedAndChecked() async throws {
+        let content = Self.content(5000)
+        server.set("/final", Route(content: content))
+        var hop2 = Route(content: []); hop2.redirect = (307, "/final")
+        var hop1 = Route(content: []); hop1.redirect = (302, server.url("/hop2"))
+        server.set("/hop2", hop2)
+        server.set("/hop1", hop1)
+        var loop = Route(content: []); loop.redirect = (301, "/loop")
+        server.set("/loop", loop)
+        var ftp = Route(content: []); ftp.redirect = (302, "ftp://127.0.0.1/file")
+        server.set("/ftp", ftp)
+        var unix = Route(content: []); unix.redirect = (302, "http+unix://%2Ftmp%2Fsock/x")
+        server.set("/unix", unix)
+        let ok = try start("/hop1")
+        let looping = try start("/loop")
+        let toFTP = try start("/ftp")
+        let toUnix = try start("/unix")
+        let done = try await wait(ok, for: [.finished, .failed])
+        XCTAssertEqual(done.state, .finished)
+        XCTAssertEqual(done.record.finalURL, server.url("/final"))
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(ok)")), Self.sha256(content))
+        let loopDone = try await wait(looping, for: [.finished, .failed])
+        XCTAssertEqual(loopDone.record.errorName, "TooManyRedirects")
+        XCTAssertEqual(server.requests(for: "/loop").count, 11)
+        let ftpDone = try await wait(toFTP, for: [.finished, .failed])
+        XCTAssertEqual(ftpDone.record.errorName, "InsecureRedirect")
+        let unixDone = try await wait(toUnix, for: [.finished, .failed])
+        XCTAssertEqual(unixDone.record.errorName, "InsecureRedirect")
+    }
+
+    func testChecksumIsVerifiedBeforeTheRename() async throws {
+        let content = Self.content(50_000)
+        server.set("/sum", Route(content: content))
+        let good = try start("/sum") { $0.sha256 = Self.sha256(content) }
+        let bad = try start("/sum") { $0.sha256 = String(repeating: "0", count: 64) }
+        let goodDone = try await wait(good, for: [.finished, .failed])
+        XCTAssertEqual(goodDone.state, .finished)
+        let badDone = try await wait(bad, for: [.finished, .failed])
+        XCTAssertEqual(badDone.state, .failed)
+        XCTAssertEqual(badDone.record.errorName, "ChecksumMismatch")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("out\(bad)")))
+        XCTAssertEqual(leftovers(), [])
+    }
+
+    func testExistingDestinationIsKeptUnlessOverwrite() async throws {
+        let content = Self.content(1000)
+        server.set("/x", Route(content: content))
+        let existing = directory.file("existing")
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: existing))
+        let refused = try start("/x", destination: existing)
+        let refusedDone = try await wait(refused, for: [.finished, .failed])
+        XCTAssertEqual(refusedDone.record.errorName, "FileExists")
+        XCTAssertEqual(try String(contentsOfFile: existing, encoding: .utf8), "keep me")
+        let replaced = try start("/x", destination: existing) { $0.overwrite = true }
+        try await wait(replaced, for: [.finished, .failed])
+        XCTAssertEqual(sha256(ofFile: existing), Self.sha256(content))
+    }
+
+    func testTruncatedAndConflictingBodiesNeverFinishShort() async throws {
+        let content = Self.content(100_000)
+        var short = Route(content: content)
+        short.contentLengthOverride = "200000"
+        short.closeAfter = 100_000
+        server.set("/short", short)
+        var conflicting = Route(content: content)
+        conflicting.conflictingContentLength = true
+        server.set("/conflict", conflicting)
+        var chunkedCut = Route(content: content)
+        chunkedCut.chunked = true
+        chunkedCut.closeAfter = 40_000
+        chunkedCut.misbehaveTimes = 1
+        server.set("/chunked", chunkedCut)
+        let shortID = try start("/short")
+        let conflictID = try start("/conflict")
+        let chunkedID = try start("/chunked")
+        let shortDone = try await wait(shortID, for: [.finished, .failed])
+        XCTAssertEqual(shortDone.state, .failed, "a body shorter than its Content-Length never counts as finished")
+        let conflictDone = try await wait(conflictID, for: [.finished, .failed])
+        XCTAssertEqual(conflictDone.state, .failed)
+        let chunkedDone = try await wait(chunkedID, for: [.finished, .failed])
+        XCTAssertEqual(chunkedDone.state, .finished)
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(chunkedID)")), Self.sha256(content))
+    }
+
+    func testGzipEncodedResponseIsStoredAsServed() async throws {
+        let content = Self.content(3000)
+        var route = Route(content: content)
+        route.gzipEncoding = true
+        server.set("/gz", route)
+        let id = try start("/gz")
+        try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(server.requests(for: "/gz").first?.acceptEncoding, "identity")
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+    }
+
+    func testCallerHeadersAreSentAndCheckedForCRLF() async throws {
+        server.set("/h", Route(content: Self.content(10)))
+        let id = try start("/h") { $0.headers = ["X-Token": "abc"] }
+        try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(server.requests(for: "/h").first?.userHeaders["x-token"], "abc")
+        XCTAssertThrowsError(try start("/h") { $0.headers = ["X-Evil": "a\r\nHost: other"] })
+        XCTAssertThrowsError(try start("/h") { $0.headers = ["Range": "bytes=0-"] })
+    }
+
+    func testBandwidthLimitStillDeliversTheFile() async throws {
+        let content = Self.content(300_000)
+        server.set("/bw", Route(content: content))
+        let id = try start("/bw") { $0.maxBytesPerSecond = 1_000_000 }
+        try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+    }
+}
