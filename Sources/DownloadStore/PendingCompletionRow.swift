@@ -1,0 +1,9 @@
+import Foundation
+import GRDB
+
+struct PendingCompletionRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "pendingCompletion"
+    var ownerUID: Int64
+    var session: String
+    var createdAt: Date
+}

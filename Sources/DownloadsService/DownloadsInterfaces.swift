@@ -1,0 +1,62 @@
+import DBus
+
+/// The public contract (v1). `dbus/*.xml` is rendered from these and a test keeps them equal.
+public enum DownloadsInterfaces {
+    public static let busName = "org.example.Downloads"
+    public static let managerPath: ObjectPath = "/org/example/Downloads"
+    public static let tasksPath: ObjectPath = "/org/example/Downloads/tasks"
+
+    public static let manager = InterfaceDescription(
+        "org.example.Downloads",
+        methods: [
+            .init("Start", in: [.init("url", .string), .init("destination", .string), .init("options", .dictionary(key: .string, value: .variant))],
+                  out: [.init("task", .objectPath)]),
+            .init("Pause", in: [.init("task", .objectPath)], out: [.init("resume_data", .array(.byte))]),
+            .init("Resume", in: [.init("task", .objectPath)]),
+            .init("Cancel", in: [.init("task", .objectPath)]),
+            .init("ResumeWithData", in: [.init("resume_data", .array(.byte)), .init("options", .dictionary(key: .string, value: .variant))],
+                  out: [.init("task", .objectPath)]),
+            .init("ListTasks", in: [.init("session", .string)], out: [.init("tasks", .array(.objectPath))]),
+            .init("RegisterCompletionHandler", in: [
+                .init("session", .string), .init("client_object", .objectPath), .init("options", .dictionary(key: .string, value: .variant)),
+            ]),
+        ],
+        signals: [
+            .init("Progress", [.init("task", .objectPath), .init("bytes_written", .int64), .init("total_bytes_written", .int64),
+                               .init("total_bytes_expected", .int64)]),
+            .init("Finished", [.init("task", .objectPath), .init("location", .string)]),
+            .init("Failed", [.init("task", .objectPath), .init("error_name", .string), .init("message", .string),
+                             .init("resume_data", .array(.byte))]),
+            .init("StateChanged", [.init("task", .objectPath), .init("state", .string)]),
+            .init("EventsFinished", [.init("session", .string)]),
+        ]
+    )
+
+    public static let task = InterfaceDescription(
+        "org.example.Downloads.Task",
+        methods: [
+            .init("Pause", out: [.init("resume_data", .array(.byte))]),
+            .init("Resume"),
+            .init("Cancel"),
+        ],
+        properties: [
+            .init("Id", .uint64, emitsChanged: .const),
+            .init("Session", .string, emitsChanged: .const),
+            .init("URL", .string, emitsChanged: .const),
+            .init("Destination", .string),
+            .init("State", .string),
+            .init("BytesWritten", .int64),
+            .init("BytesExpected", .int64),
+            .init("Error", .string),
+            .init("ErrorMessage", .string),
+        ]
+    )
+
+    /// What a client implements to receive completion calls.
+    public static let client = InterfaceDescription(
+        "org.example.Downloads.Client",
+        methods: [.init("HandleEventsForBackgroundSession", in: [.init("session", .string)])]
+    )
+
+    public static let all = [manager, task, client]
+}

@@ -1,0 +1,135 @@
+import ArgumentParser
+import Crypto
+import DBus
+import Dispatch
+import DownloadEngine
+import DownloadStore
+import DownloadsService
+import Foundation
+import Logging
+
+@main
+struct Downloadsd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "downloadsd",
+        abstract: "Background downloads over D-Bus (org.example.Downloads)."
+    )
+
+    @Flag(help: "Serve on the session bus (the default).") var session = false
+    @Flag(help: "Serve on the system bus (honours DBUS_SYSTEM_BUS_ADDRESS).") var system = false
+    @Option(help: "Serve on the bus at this address.") var address: String?
+    @Option(help: "Where the database and the resume-data key live (default: $XDG_STATE_HOME/org.example.Downloads, or /var/lib/org.example.Downloads with --system).")
+    var stateDir: String?
+    @Option(help: "Transfers running at once.") var maxRunning = 4
+    @Option(help: "Transfers running at once in one session.") var maxRunningPerSession = 2
+    @Option(help: "Tasks one user may have (QuotaExceeded beyond).") var maxTasksPerUser = 1000
+    @Option(help: "Days finished, failed and cancelled tasks stay listed.") var retentionDays = 7
+    @Option(help: "Progress signals per task per second, at most.") var progressRate = 10
+    @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
+    @Option(help: ArgumentHelp("Print the introspection XML of an interface and exit (the files in dbus/).", visibility: .hidden))
+    var printInterface: String?
+
+    func validate() throws {
+        let chosen = [session, system, address != nil].filter { $0 }.count
+        guard chosen <= 1 else { throw ValidationError("choose one of --session, --system and --address") }
+        guard maxRunning > 0, maxRunningPerSession > 0, maxTasksPerUser > 0, retentionDays >= 0, progressRate > 0 else {
+            throw ValidationError("limits must be positive")
+        }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
+    }
+
+    func run() async throws {
+        if let name = printInterface {
+            guard let interface = DownloadsInterfaces.all.first(where: { $0.name == name }) else {
+                Downloadsd.exit(message: "no interface \(name)")
+            }
+            print(interface.introspectionDocument, terminator: "")
+            return
+        }
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "downloadsd")
+        let bus: Connection.Bus = system ? .system : address.map { .address($0) } ?? .session
+        let directory = stateDir ?? Downloadsd.defaultStateDirectory(system: system)
+
+        let key: SymmetricKey
+        let store: DownloadStore
+        do {
+            try StateDirectory.prepare(directory)
+            key = try StateDirectory.resumeDataKey(in: directory)
+            store = try DownloadStore(path: directory + "/downloads.sqlite")
+        } catch {
+            Downloadsd.exit(message: "downloadsd: the state directory \(directory) is unusable: \(error)")
+        }
+
+        let connection: Connection
+        do {
+            connection = try await Connection.open(bus, logger: logger)
+        } catch {
+            Downloadsd.exit(message: "downloadsd: cannot connect to the \(system ? "system" : address == nil ? "session" : "given") bus: \(error)")
+        }
+
+        var engineConfiguration = SessionManager.Configuration()
+        engineConfiguration.maxRunning = maxRunning
+        engineConfiguration.maxRunningPerSession = maxRunningPerSession
+        let engine = SessionManager(configuration: engineConfiguration, resumeDataKey: key, logger: logger)
+        var serviceConfiguration = DownloadsService.Configuration()
+        serviceConfiguration.systemBus = system
+        serviceConfiguration.maxTasksPerUser = maxTasksPerUser
+        serviceConfiguration.retention = .seconds(retentionDays * 86_400)
+        serviceConfiguration.progressInterval = .milliseconds(1000 / progressRate)
+        let service = DownloadsService(
+            connection: connection, engine: engine, store: store, configuration: serviceConfiguration, logger: logger
+        )
+        do {
+            try await service.start()
+        } catch let error as BusError where error.name == BusError.nameTakenName {
+            Downloadsd.exit(message: "downloadsd: \(error.message); is another downloadsd running?")
+        } catch {
+            Downloadsd.exit(message: "downloadsd: cannot start: \(error)")
+        }
+        logger.info("serving org.example.Downloads as \(connection.uniqueName), state in \(directory)")
+
+        // SIGTERM/SIGINT: checkpoint running transfers (they carry on at the next start) and exit.
+        let stop = AsyncStream<String> { continuation in
+            for signalNumber in [SIGTERM, SIGINT] {
+                signal(signalNumber, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+                source.setEventHandler { continuation.yield(signalNumber == SIGTERM ? "SIGTERM" : "SIGINT") }
+                source.resume()
+                SignalSources.keep(source)
+            }
+            connection.onDisconnect { continuation.yield("the bus connection was lost") }
+        }
+        for await reason in stop {
+            logger.info("stopping (\(reason)): checkpointing transfers")
+            await service.shutdown()
+            connection.close()
+            logger.info("stopped")
+            return
+        }
+    }
+
+    static func defaultStateDirectory(system: Bool) -> String {
+        if system { return "/var/lib/org.example.Downloads" }
+        let environment = ProcessInfo.processInfo.environment
+        let base = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
+        return base + "/org.example.Downloads"
+    }
+
+    static func exit(message: String) -> Never {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+        Foundation.exit(1)
+    }
+}
+
+/// Keeps the signal sources alive for the life of the process.
+enum SignalSources {
+    nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
+    static func keep(_ source: DispatchSourceSignal) { sources.append(source) }
+}
