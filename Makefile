@@ -27,7 +27,7 @@ run: deps build
 # Installs what the tests need and runs the whole suite (private buses and servers on 127.0.0.1).
 test: deps
 	swift build --build-tests
-	swift test --skip-build
+	swift test --skip-build --disable-swift-testing
 
 bench-dbus:
 	swift build -c release --product dbus-bench

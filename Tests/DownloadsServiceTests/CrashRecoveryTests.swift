@@ -1,0 +1,61 @@
+import DBus
+import Foundation
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// kill -9 at random moments, and SIGTERM: every task finishes with the right bytes, and each
+/// crash costs at most one checkpoint of refetched data.
+final class CrashRecoveryTests: DaemonTestCase {
+    func testKillNineRepeatedlyDuringSeveralDownloads() async throws {
+        let size = 6_000_000
+        let rate = 3_000_000
+        var paths: [(ObjectPath, String, [UInt8], String)] = []
+        for n in 0..<3 {
+            let content = Self.content(size, seed: UInt32(n + 10))
+            var route = Route(content: content)
+            route.bytesPerSecond = rate
+            http.set("/k\(n)", route)
+            let target = directory.file("k\(n).bin")
+            paths.append((try await start(http.url("/k\(n)"), target), target, content, "/k\(n)"))
+        }
+        var crashes = 0
+        for round in 0..<3 {
+            try await Task.sleep(for: .milliseconds(Int.random(in: 400...1200)))
+            killDaemon()
+            crashes += 1
+            try await startDaemon()
+            _ = round
+        }
+        for (path, target, content, _) in paths {
+            let state = try await waitState(path, ["finished", "failed"], seconds: 120)
+            XCTAssertEqual(state, "finished")
+            XCTAssertEqual(sha256(ofFile: target), Self.sha256(content), target)
+        }
+        // A checkpoint is every 4 MiB or every second, whichever comes first: at this rate one
+        // second's worth; allow one more second for bytes in flight in socket buffers.
+        let checkpoint = min(4 * 1024 * 1024, rate)
+        for (_, _, content, route) in paths {
+            let served = http.requests(for: route).map(\.bodyBytesSent).reduce(0, +)
+            XCTAssertLessThanOrEqual(served - content.count, crashes * (checkpoint + rate), "\(route) refetched too much")
+        }
+        XCTAssertFalse(((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).contains { $0.hasSuffix(".part") })
+    }
+
+    func testSigtermCheckpointsAndTheNextStartCarriesOn() async throws {
+        let content = Self.content(3_000_000)
+        var route = Route(content: content)
+        route.bytesPerSecond = 2_000_000
+        http.set("/t", route)
+        let target = directory.file("t.bin")
+        let path = try await start(http.url("/t"), target)
+        try await waitBytes(path, atLeast: 500_000)
+        stopDaemon()
+        let onDisk = (try? FileManager.default.attributesOfItem(atPath: directory.file(".org.example.Downloads-1.part"))[.size] as? Int) ?? -1
+        XCTAssertGreaterThan(onDisk, 0)
+        try await startDaemon()
+        try await waitState(path, ["finished"])
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+        XCTAssertEqual(http.requests(for: "/t").last?.range, "bytes=\(onDisk)-", "a graceful stop loses nothing")
+    }
+}

@@ -1,0 +1,155 @@
+import Crypto
+import DBus
+import Foundation
+import NIOConcurrencyHelpers
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// `downloadsd` as a subprocess on a private bus, with a local HTTP server and a state directory.
+class DaemonTestCase: XCTestCase {
+    var bus: PrivateBus!
+    var http: TestHTTPServer!
+    var directory: TemporaryDirectory!
+    var daemon: ChildProcess?
+    var client: Connection!
+    var extraArguments: [String] { [] }
+    let signals = NIOLockedValueBox([(String, [DBusValue])]())
+
+    static let binary: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
+            url.deleteLastPathComponent()
+        }
+        return url.appendingPathComponent(".build/debug/downloadsd").path
+    }()
+
+    var stateDirectory: String { directory.file("state") }
+
+    override func setUp() async throws {
+        bus = try PrivateBus()
+        http = try TestHTTPServer()
+        directory = try TemporaryDirectory(prefix: "daemon-test")
+        try await startDaemon()
+        client = try await Connection.open(.address(bus.address))
+        try await client.subscribe(MatchRule(interface: "org.example.Downloads")) { [signals] message in
+            let arguments = (try? message.arguments()) ?? []
+            signals.withLockedValue { $0.append((message.member ?? "", arguments)) }
+        }
+    }
+
+    override func tearDown() async throws {
+        client?.close()
+        daemon?.stop()
+        http?.stop()
+        bus?.stop()
+        directory?.remove()
+    }
+
+    func startDaemon() async throws {
+        let log = directory.file("daemon-\(Int(Date().timeIntervalSince1970 * 1000)).log")
+        daemon = try ChildProcess([
+            "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", DaemonTestCase.binary,
+            "--address", bus.address, "--state-dir", stateDirectory,
+        ] + extraArguments)
+        let probe = try await Connection.open(.address(bus.address))
+        defer { probe.close() }
+        for _ in 0..<500 {
+            if try await probe.nameOwner("org.example.Downloads") != nil { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTFail("downloadsd did not take its name; log: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+    }
+
+    /// SIGKILL: no chance to checkpoint or clean up.
+    func killDaemon() {
+        daemon?.signal(SIGKILL)
+        daemon?.wait()
+        daemon = nil
+    }
+
+    func stopDaemon() {
+        daemon?.stop()
+        daemon = nil
+    }
+
+    // MARK: Calls
+
+    func call(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
+        try await client.call(
+            destination: "org.example.Downloads", path: "/org/example/Downloads", interface: "org.example.Downloads",
+            method: method, arguments: arguments
+        )
+    }
+
+    func start(_ url: String, _ destination: String, _ options: [String: DBusValue] = [:]) async throws -> ObjectPath {
+        let reply = try await call("Start", [.string(url), .string(destination), .vardict(options)])
+        return try XCTUnwrap(reply.first?.objectPathValue)
+    }
+
+    func property(_ path: ObjectPath, _ name: String) async throws -> DBusValue? {
+        try await client.call(
+            destination: "org.example.Downloads", path: path, interface: "org.freedesktop.DBus.Properties",
+            method: "Get", arguments: [.string("org.example.Downloads.Task"), .string(name)]
+        ).first?.variantValue
+    }
+
+    /// Waits (bounded) until the task's State is one of `states`.
+    @discardableResult
+    func waitState(_ path: ObjectPath, _ states: Set<String>, seconds: Double = 60) async throws -> String {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        var last = ""
+        while ContinuousClock.now < deadline {
+            if let state = try? await property(path, "State")?.stringValue {
+                last = state
+                if states.contains(state) { return state }
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        XCTFail("\(path) did not reach \(states) (is \(last))")
+        return last
+    }
+
+    func waitBytes(_ path: ObjectPath, atLeast bytes: Int64, seconds: Double = 30) async throws {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if let written = try? await property(path, "BytesWritten")?.int64Value, written >= bytes { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        XCTFail("\(path) did not write \(bytes) bytes")
+    }
+
+    func run(_ arguments: [String], timeout: TimeInterval = 60) async throws -> ProcessRunner.Output {
+        try await ProcessRunner.run(arguments, environment: bus.environment, timeout: timeout)
+    }
+
+    func gdbus(_ method: String, _ arguments: [String], object: String = "/org/example/Downloads",
+               interface: String = "org.example.Downloads") async throws -> ProcessRunner.Output {
+        try await run([
+            "gdbus", "call", "--address", bus.address, "--dest", "org.example.Downloads", "--object-path", object,
+            "--method", "\(interface).\(method)",
+        ] + arguments)
+    }
+
+    func signalNames(for path: ObjectPath) -> [String] {
+        signals.withLockedValue { $0 }.filter { $0.1.first?.objectPathValue == path }.map(\.0)
+    }
+
+    static func content(_ size: Int, seed: UInt32 = 1) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: size)
+        var x = seed &* 2_654_435_761 | 1
+        for i in 0..<size {
+            x ^= x << 13; x ^= x >> 17; x ^= x << 5
+            bytes[i] = UInt8(truncatingIfNeeded: x)
+        }
+        return bytes
+    }
+
+    static func sha256(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+
+    func sha256(ofFile path: String) -> String? {
+        FileManager.default.contents(atPath: path).map { Self.sha256(Array($0)) }
+    }
+}

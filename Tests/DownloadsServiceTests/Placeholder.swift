@@ -1,2 +1,0 @@
-import XCTest
-final class PDownloadsServiceTestsTests: XCTestCase { func testNothing() {} }
