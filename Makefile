@@ -1,7 +1,10 @@
 # Set-up and test entry points. `make run` and `make test` are the README's two quick-start commands.
 SHELL := /bin/bash
+# What building, running and testing need (busctl comes with systemd, gdbus with libglib2.0-bin).
 DEBIAN_PACKAGES := libdbus-1-dev libglib2.0-dev libglib2.0-bin libsqlite3-dev pkg-config dbus python3-dbus python3-gi \
-	systemd curl nginx-light aria2 ca-certificates
+	systemd curl ca-certificates
+# Reference tools of the benchmarks only.
+BENCH_PACKAGES := nginx-light curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STATE_DIR ?= $(HOME)/.local/state/org.example.Downloads
 
@@ -34,5 +37,6 @@ bench-dbus:
 	.build/release/dbus-bench
 
 bench-engine: deps
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(BENCH_PACKAGES)
 	swift build -c release --product engine-bench
 	Benchmarks/engine-bench.sh

@@ -1,1 +1,35 @@
-print("x")
+// Downloads one URL through the engine (SessionManager → TransferDelegate → pwrite) and exits.
+// Timing, CPU and peak RSS are measured from outside by Benchmarks/engine-bench.sh, the same way
+// as for curl, so the two are comparable.
+import Crypto
+import DownloadEngine
+import Foundation
+import NIOConcurrencyHelpers
+
+final class Waiter: DownloadObserver, @unchecked Sendable {
+    let done = NIOLockedValueBox<String?>(nil)
+    func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String) { done.withLockedValue { $0 = "finished" } }
+    func task(_ task: TaskSnapshot, didCompleteWithError error: DownloadError, resumeData: [UInt8]?) {
+        done.withLockedValue { $0 = "failed: \(error)" }
+    }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3 else {
+    FileHandle.standardError.write(Data("usage: engine-bench URL OUTPUT\n".utf8))
+    exit(2)
+}
+let waiter = Waiter()
+let manager = SessionManager(resumeDataKey: SymmetricKey(size: .bits256), delegate: SessionDelegate(observers: [waiter]))
+var options = DownloadOptions()
+options.overwrite = true
+try manager.add(DownloadTaskRecord(
+    id: 1, session: "bench", url: arguments[1], destination: arguments[2], destinationIsDirectory: false, options: options
+))
+while waiter.done.withLockedValue({ $0 }) == nil { try await Task.sleep(for: .milliseconds(5)) }
+let result = waiter.done.withLockedValue { $0 } ?? ""
+await manager.shutdown()
+guard result == "finished" else {
+    FileHandle.standardError.write(Data("engine-bench: \(result)\n".utf8))
+    exit(1)
+}

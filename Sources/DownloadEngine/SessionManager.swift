@@ -88,10 +88,13 @@ public final class SessionManager: Sendable {
         return task
     }
 
-    /// Stops a task, keeps its partial file, and returns resume data for it.
+    /// Stops a task, keeps its partial file, and returns resume data for it. Pausing a paused
+    /// task just returns its resume data again.
     public func pause(_ id: UInt64) async throws -> [UInt8] {
         let task = try task(id)
-        try await stop(task, reason: .pause)
+        if task.snapshot.state != .paused {
+            try await stop(task, reason: .pause)
+        }
         return try resumeData(for: id)
     }
 

@@ -62,6 +62,8 @@ final class TransferTests: EngineTestCase {
         XCTAssertEqual(data.validator, "\"v1\"")
         XCTAssertEqual(data.expectedLength, Int64(content.count))
         XCTAssertEqual(manager.snapshot(id)?.state, .paused)
+        let again = try await manager.pause(id)
+        XCTAssertEqual(again, blob, "pausing a paused task returns the same resume data")
         let text = String(decoding: blob, as: UTF8.self)
         XCTAssertTrue(text.hasPrefix("org.example.Downloads.ResumeData/1\n{"), text)
         XCTAssertTrue(text.contains(#""url":"\#(server.url("/slow"))""#), text)

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# 1 GiB (and 4 GiB) from nginx on 127.0.0.1: the engine against `curl -o`, in the same run.
+# Wall time, CPU seconds (user+sys) and peak RSS of each, measured the same way (getrusage of
+# the child), and the ratios. Prints figures; asserts nothing. Usage: Benchmarks/engine-bench.sh [GiB...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sizes=("${@:-1 4}")
+[ $# -eq 0 ] && sizes=(1 4)
+bench=.build/release/engine-bench
+[ -x "$bench" ] || swift build -c release --product engine-bench >/dev/null
+work=$(mktemp -d "${TMPDIR:-/tmp}/engine-bench.XXXXXX")
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cleanup() { [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+mkdir -p "$work/www" "$work/logs"
+cat > "$work/nginx.conf" <<CONF
+daemon on; pid $work/nginx.pid; worker_processes 1; error_log $work/logs/error.log;
+events { worker_connections 64; }
+http { access_log off; sendfile on; tcp_nopush on;
+  client_body_temp_path $work; proxy_temp_path $work; fastcgi_temp_path $work; uwsgi_temp_path $work; scgi_temp_path $work;
+  server { listen 127.0.0.1:$port; root $work/www; } }
+CONF
+/usr/sbin/nginx -c "$work/nginx.conf" -p "$work"
+measure() {  # prints: wall_s cpu_s peak_rss_MiB
+  python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+start = time.monotonic()
+code = subprocess.run(sys.argv[1:]).returncode
+wall = time.monotonic() - start
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+if code != 0: sys.exit(f"{sys.argv[1]} failed with {code}")
+print(f"{wall:.2f} {usage.ru_utime + usage.ru_stime:.2f} {usage.ru_maxrss / 1024:.1f}")
+PY
+}
+echo "engine-bench: $(nproc) cores, nginx $(/usr/sbin/nginx -v 2>&1 | cut -d/ -f2), $(curl --version | head -1 | cut -d' ' -f1-2)"
+printf "%-6s %-8s %9s %9s %13s\n" size tool wall_s cpu_s peak_rss_MiB
+for gib in "${sizes[@]}"; do
+  head -c $((gib * 1024 * 1024 * 1024)) /dev/urandom > "$work/www/file.bin"
+  url="http://127.0.0.1:$port/file.bin"
+  read -r cw cc cr < <(measure curl -sS -o "$work/curl.bin" "$url")
+  cmp -s "$work/www/file.bin" "$work/curl.bin" || { echo "curl: bytes differ"; exit 1; }
+  rm -f "$work/curl.bin"
+  read -r ew ec er < <(measure "$bench" "$url" "$work/engine.bin")
+  cmp -s "$work/www/file.bin" "$work/engine.bin" || { echo "engine: bytes differ"; exit 1; }
+  rm -f "$work/engine.bin"
+  printf "%-6s %-8s %9s %9s %13s\n" "${gib}GiB" curl "$cw" "$cc" "$cr" "${gib}GiB" engine "$ew" "$ec" "$er"
+  python3 -c "print(f'{\"\":6} ratio    {$ew/$cw:9.2f} {$ec/max($cc,0.01):9.2f} {$er/$cr:13.2f}   (engine / curl)')"
+  rm -f "$work/www/file.bin"
+done
