@@ -1,4 +1,7 @@
 import CDBus
+#if canImport(Glibc)
+import Glibc
+#endif
 import Dispatch
 import NIOConcurrencyHelpers
 
@@ -162,6 +165,16 @@ final class MainLoop: @unchecked Sendable {
         guard live else { return }
         _ = dbus_watch_handle(watch.pointer, flags)
         dispatchAll()
+        // libdbus skips a watch event when another thread holds the connection's I/O path (a
+        // sender writing). The event would not be delivered again by an edge-triggered source,
+        // so while the watch is enabled and its fd still ready, look again shortly.
+        let stillLive = state.withLockedValue { $0.watches[watch] != nil && $0.installed }
+        guard stillLive, dbus_watch_get_enabled(watch.pointer) != 0 else { return }
+        let writing = flags & CDBUS_WATCH_WRITABLE != 0
+        if writing && dbus_connection_has_messages_to_send(raw) == 0 { return }
+        var descriptor = pollfd(fd: dbus_watch_get_unix_fd(watch.pointer), events: Int16(writing ? POLLOUT : POLLIN), revents: 0)
+        guard poll(&descriptor, 1, 0) == 1, descriptor.revents & Int16(writing ? POLLOUT : POLLIN) != 0 else { return }
+        queue.asyncAfter(deadline: .now() + .milliseconds(1)) { [self] in self.handleWatch(watch, flags: flags) }
     }
 
     // MARK: Timeouts

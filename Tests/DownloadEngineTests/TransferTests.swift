@@ -315,3 +315,23 @@ final class TransferTests: EngineTestCase {
         XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
     }
 }
+
+extension TransferTests {
+    func testTLSFailuresAreFailuresNotRetriedOrIgnored() async throws {
+        // An https URL to a plain-HTTP port: the handshake cannot succeed. AsyncHTTPClient keeps
+        // trying to connect until the connect timeout, then reports the TLS error.
+        await manager.shutdown()
+        manager = makeManager { $0.connectTimeout = 2 }
+        server.set("/tls", Route(content: Self.content(100)))
+        let id = nextID
+        nextID += 1
+        try manager.add(DownloadTaskRecord(
+            id: id, session: "s", url: "https://127.0.0.1:\(server.port)/tls", destination: directory.file("tls"),
+            destinationIsDirectory: false, options: DownloadOptions()
+        ))
+        let done = try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(done.state, .failed)
+        XCTAssertEqual(done.record.errorName, "TLSError", done.record.errorMessage ?? "")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("tls")))
+    }
+}
