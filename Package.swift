@@ -90,7 +90,7 @@ let package = Package(
             path: "Benchmarks/engine-bench"
         ),
         // Test fixtures shared by the test targets: a private dbus-daemon, a subprocess runner.
-        .target(name: "TestSupport", dependencies: []),
+        .target(name: "TestSupport", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .executableTarget(
             name: "dbus-bench",
             dependencies: ["DBus", "TestSupport"],

@@ -66,16 +66,7 @@ public struct BusError: Error, Hashable, Sendable, CustomStringConvertible {
         let elements = name.split(separator: ".", omittingEmptySubsequences: false)
         guard elements.count >= 2 else { return false }
         for element in elements {
-            guard let first = element.utf8.first, !(first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9")) else {
-                return false
-            }
-            for byte in element.utf8 {
-                let ok = (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
-                    || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                    || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
-                    || byte == UInt8(ascii: "_")
-                if !ok { return false }
-            }
+            guard DBusNames.isValidElement(element.utf8) else { return false }
         }
         return true
     }

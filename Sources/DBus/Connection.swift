@@ -130,8 +130,9 @@ public final class Connection: @unchecked Sendable {
         }
         guard first else { return }
         filterBox.connection = nil
-        dbus_connection_close(raw)
+        // Stop the I/O thread first, so nothing handles a watch while closing frees it.
         loop.uninstall()
+        dbus_connection_close(raw)
         failPendingReplies()
     }
 
@@ -222,6 +223,9 @@ public final class Connection: @unchecked Sendable {
         }
         if reply.kind == .error {
             let text = (try? reply.arguments().first?.stringValue) ?? nil
+            if reply.errorName == BusError.noReplyName {
+                logger.warning("no reply to \(message.interface ?? "").\(message.member ?? "") within the timeout; \(loop.diagnostics())")
+            }
             throw BusError(name: reply.errorName ?? BusError.failedName, message: text ?? "")
         }
         return reply

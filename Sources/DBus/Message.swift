@@ -105,15 +105,6 @@ public final class Message: @unchecked Sendable {
     }
 
     static func checkMemberName(_ name: String) throws {
-        let bytes = Array(name.utf8)
-        let valid = !bytes.isEmpty && bytes.count <= 255
-            && !(bytes[0] >= UInt8(ascii: "0") && bytes[0] <= UInt8(ascii: "9"))
-            && bytes.allSatisfy { byte in
-                (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
-                    || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                    || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
-                    || byte == UInt8(ascii: "_")
-            }
-        guard valid else { throw BusError.invalidArgs("'\(name)' is not a valid D-Bus member name") }
+        guard name.utf8.count <= 255, DBusNames.isValidElement(name.utf8) else { throw BusError.invalidArgs("'\(name)' is not a valid D-Bus member name") }
     }
 }

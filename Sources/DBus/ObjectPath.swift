@@ -52,11 +52,7 @@ public struct ObjectPath: Hashable, Sendable, Comparable, CustomStringConvertibl
                 continue
             }
             previousSlash = false
-            let ok = (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
-                || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
-                || byte == UInt8(ascii: "_")
-            if !ok { return false }
+            if !DBusNames.isElementByte(byte) { return false }
         }
         return true
     }

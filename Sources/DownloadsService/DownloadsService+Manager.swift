@@ -82,17 +82,22 @@ extension DownloadsService {
             destinationIsDirectory: isDirectory, options: request.options
         )
         record.id = try store.createTask(record, owner: owner)
-        return try adopt(record, owner: owner)
+        return try adoptNew(record, owner: owner)
     }
 
-    /// Exports a stored task and hands it to the engine.
-    private func adopt(_ record: DownloadTaskRecord, owner: UInt32) throws -> ObjectPath {
+    /// Exports a stored task and hands it to the engine (a new task, or one restored at start).
+    func adopt(_ record: DownloadTaskRecord, owner: UInt32) throws {
         state.withLockedValue { $0.owners[record.id] = owner }
         try exportTask(record.id)
         var engineRecord = record
         engineRecord.session = SessionKey(owner: owner, name: record.session).engineKey
+        try engine.add(engineRecord)
+    }
+
+    /// Adopts a task just written to the store, or takes it out again.
+    private func adoptNew(_ record: DownloadTaskRecord, owner: UInt32) throws -> ObjectPath {
         do {
-            try engine.add(engineRecord)
+            try adopt(record, owner: owner)
         } catch {
             try? removeTaskFromStoreOnly(record.id)
             throw error
@@ -157,6 +162,6 @@ extension DownloadsService {
             record.finalURL = data.finalURL
         }
         try store.save(record)
-        return try adopt(record, owner: owner)
+        return try adoptNew(record, owner: owner)
     }
 }

@@ -61,12 +61,8 @@ public final class DownloadsService: Sendable {
         ))
         let restored = try store.loadTasks()
         for (owner, record) in restored {
-            state.withLockedValue { $0.owners[record.id] = owner }
-            try exportTask(record.id)
-            var engineRecord = record
-            engineRecord.session = SessionKey(owner: owner, name: record.session).engineKey
             do {
-                try engine.add(engineRecord)
+                try adopt(record, owner: owner)
             } catch {
                 logger.error("task \(record.id) could not be restored: \(error)")
             }

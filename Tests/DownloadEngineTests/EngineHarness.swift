@@ -70,24 +70,9 @@ class EngineTestCase: XCTestCase {
         return SessionManager(configuration: configuration, resumeDataKey: key, delegate: SessionDelegate(observers: [observer]))
     }
 
-    static func content(_ size: Int, seed: UInt8 = 1) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: size)
-        var x = UInt32(seed) &* 2_654_435_761
-        for i in 0..<size {
-            x ^= x << 13; x ^= x >> 17; x ^= x << 5
-            bytes[i] = UInt8(truncatingIfNeeded: x)
-        }
-        return bytes
-    }
-
-    static func sha256(_ bytes: [UInt8]) -> String {
-        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
-    }
-
-    func sha256(ofFile path: String) -> String? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return Self.sha256(Array(data))
-    }
+    static func content(_ size: Int, seed: UInt32 = 1) -> [UInt8] { TestData.content(size, seed: seed) }
+    static func sha256(_ bytes: [UInt8]) -> String { TestData.sha256(bytes) }
+    func sha256(ofFile path: String) -> String? { TestData.sha256(ofFile: path) }
 
     /// Adds a task downloading `path` of the test server to `destination` (a file in the temp dir by default).
     @discardableResult

@@ -53,8 +53,9 @@ final class CompletionHandlerTests: DaemonTestCase {
         slow.bytesPerSecond = 1_000_000
         http.set("/slow", slow)
         http.set("/fast", Route(content: Self.content(1000)))
-        let a = try await start(http.url("/fast"), directory.file("a"), ["session": .string("bg")])
+        // The slow one first: the session stays busy until it ends, whatever the machine's load.
         let b = try await start(http.url("/slow"), directory.file("b"), ["session": .string("bg")])
+        let a = try await start(http.url("/fast"), directory.file("a"), ["session": .string("bg")])
         try await waitState(a, ["finished"])
         XCTAssertEqual(app.calls.withLockedValue { $0 }, [], "a task of the session is still running")
         try await waitState(b, ["finished"])

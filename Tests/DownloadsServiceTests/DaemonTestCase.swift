@@ -1,4 +1,3 @@
-import Crypto
 import DBus
 import Foundation
 import NIOConcurrencyHelpers
@@ -46,8 +45,11 @@ class DaemonTestCase: XCTestCase {
         directory?.remove()
     }
 
+    var daemonLog = ""
+
     func startDaemon() async throws {
         let log = directory.file("daemon-\(Int(Date().timeIntervalSince1970 * 1000)).log")
+        daemonLog = log
         daemon = try ChildProcess([
             "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", DaemonTestCase.binary,
             "--address", bus.address, "--state-dir", stateDirectory,
@@ -76,10 +78,25 @@ class DaemonTestCase: XCTestCase {
     // MARK: Calls
 
     func call(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
-        try await client.call(
-            destination: "org.example.Downloads", path: "/org/example/Downloads", interface: "org.example.Downloads",
-            method: method, arguments: arguments
-        )
+        do {
+            return try await client.call(
+                destination: "org.example.Downloads", path: "/org/example/Downloads", interface: "org.example.Downloads",
+                method: method, arguments: arguments
+            )
+        } catch let error as BusError where error.name == BusError.noReplyName {
+            await diagnose("\(method) got no reply")
+            throw error
+        }
+    }
+
+    /// When the daemon does not answer: its log and every thread's stack, for the test output.
+    func diagnose(_ what: String) async {
+        print("DIAGNOSIS: \(what)")
+        print((try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "(no log)")
+        if let pid = daemon?.pid {
+            let trace = try? await ProcessRunner.run(["gdb", "-p", "\(pid)", "-batch", "-ex", "thread apply all bt 20"], timeout: 60)
+            print(trace?.stdout.split(separator: "\n").filter { $0.hasPrefix("#") || $0.hasPrefix("Thread") }.joined(separator: "\n") ?? "")
+        }
     }
 
     func start(_ url: String, _ destination: String, _ options: [String: DBusValue] = [:]) async throws -> ObjectPath {
@@ -135,21 +152,7 @@ class DaemonTestCase: XCTestCase {
         signals.withLockedValue { $0 }.filter { $0.1.first?.objectPathValue == path }.map(\.0)
     }
 
-    static func content(_ size: Int, seed: UInt32 = 1) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: size)
-        var x = seed &* 2_654_435_761 | 1
-        for i in 0..<size {
-            x ^= x << 13; x ^= x >> 17; x ^= x << 5
-            bytes[i] = UInt8(truncatingIfNeeded: x)
-        }
-        return bytes
-    }
-
-    static func sha256(_ bytes: [UInt8]) -> String {
-        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
-    }
-
-    func sha256(ofFile path: String) -> String? {
-        FileManager.default.contents(atPath: path).map { Self.sha256(Array($0)) }
-    }
+    static func content(_ size: Int, seed: UInt32 = 1) -> [UInt8] { TestData.content(size, seed: seed) }
+    static func sha256(_ bytes: [UInt8]) -> String { TestData.sha256(bytes) }
+    func sha256(ofFile path: String) -> String? { TestData.sha256(ofFile: path) }
 }
