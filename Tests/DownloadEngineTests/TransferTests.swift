@@ -335,3 +335,28 @@ extension TransferTests {
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("tls")))
     }
 }
+
+extension TransferTests {
+    func testResourceTimeoutEndsATransferThatTrickles() async throws {
+        var route = Route(content: Self.content(1_000_000))
+        route.bytesPerSecond = 20_000  // never stalls, never finishes in time
+        server.set("/trickle", route)
+        let id = try start("/trickle") { $0.resourceTimeout = 0.5 }
+        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.state, .failed)
+        XCTAssertEqual(done.record.errorName, "Timeout")
+        XCTAssertEqual(server.requests(for: "/trickle").count, 5, "the first attempt and 4 retries")
+    }
+
+    func testBandwidthLimitIsAnUpperBound() async throws {
+        // Only an upper bound on the rate is asserted: a slow machine can only make it slower.
+        let content = Self.content(400_000)
+        server.set("/limited", Route(content: content))
+        let started = ContinuousClock.now
+        let id = try start("/limited") { $0.maxBytesPerSecond = 200_000 }
+        try await wait(id, for: [.finished, .failed])
+        let elapsed = ContinuousClock.now - started
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        XCTAssertGreaterThanOrEqual(elapsed, .milliseconds(1500), "400 kB at 200 kB/s cannot take less than ~2 s")
+    }
+}
