@@ -22,6 +22,9 @@ final class DownloadTask: Sendable {
 
     let id: UInt64
     let state: NIOLockedValueBox<State>
+    /// Held while a state change is made and reported, so observers see one task's changes in
+    /// the order they happened even when two threads change it (see `SessionManager.move`).
+    let eventOrder = NIOLock()
     /// fdatasync runs here, off the event loops, in order.
     let syncQueue: DispatchQueue
 

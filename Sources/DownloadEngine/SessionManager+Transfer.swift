@@ -48,16 +48,14 @@ extension SessionManager {
                 {
                     logger.info("task \(task.id): \(failure); retry \(attempt) in \(String(format: "%.1f", delay)) s")
                     if let partial = file { await checkpointNow(task, file: partial) }
-                    guard let snapshot = task.transition(to: .retrying) else { continue }
-                    delegate.stateChanged(snapshot)
+                    guard move(task, to: .retrying) != nil else { continue }
                     do {
                         try await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
                     } catch {
                         // Cancelled: a stop was requested; the next pass handles it.
                     }
                     if task.state.withLockedValue({ $0.stopReason }) != nil { continue }
-                    guard let running = task.transition(to: .running) else { continue }
-                    delegate.stateChanged(running)
+                    move(task, to: .running)
                     continue
                 }
                 await failed(task, file: file, error: failure)
@@ -360,9 +358,9 @@ extension SessionManager {
         }
         fileAccess.syncDirectory(FilePaths.directory(of: destination))
         file.close()
-        guard let snapshot = task.transition(to: .finished, { $0.record.resolvedPath = destination }) else { return }
-        delegate.stateChanged(snapshot)
-        delegate.finished(snapshot, location: destination)
+        move(task, to: .finished, { $0.record.resolvedPath = destination }, then: { [delegate] snapshot in
+            delegate.finished(snapshot, location: destination)
+        })
     }
 
     private func stopped(_ task: DownloadTask, file: PartialFile?, reason: DownloadTask.StopReason) async {
@@ -371,10 +369,12 @@ extension SessionManager {
             file.close()
         }
         let next: DownloadState = reason == .pause ? .paused : reason == .cancel ? .cancelled : .queued
-        guard let snapshot = task.transition(to: next, { $0.stopReason = nil }) else { return }
-        if next == .cancelled { try? fileAccess.remove(snapshot.record.partialPath) }
-        delegate.stateChanged(snapshot)
-        if next == .cancelled { delegate.completed(snapshot, error: .cancelled, resumeData: nil) }
+        move(task, to: next, { $0.stopReason = nil }, then: { [self] snapshot in
+            if next == .cancelled {
+                try? fileAccess.remove(snapshot.record.partialPath)
+                delegate.completed(snapshot, error: .cancelled, resumeData: nil)
+            }
+        })
     }
 
     private func failed(_ task: DownloadTask, file: PartialFile?, error: DownloadError) async {
@@ -382,15 +382,15 @@ extension SessionManager {
             await checkpointNow(task, file: file)
             file.close()
         }
-        guard let snapshot = task.transition(to: .failed, { state in
+        logger.info("task \(task.id) failed: \(error)")
+        move(task, to: .failed, { state in
             state.record.errorName = error.name
             state.record.errorMessage = error.message
-        }) else { return }
-        logger.info("task \(task.id) failed: \(error)")
-        let resumable = snapshot.record.validator != nil && snapshot.durableOffset > 0
-        let resumeData = resumable ? try? ResumeData(record: snapshot.record).encoded(key: key) : nil
-        delegate.stateChanged(snapshot)
-        delegate.completed(snapshot, error: error, resumeData: resumeData)
+        }, then: { [self] snapshot in
+            let resumable = snapshot.record.validator != nil && snapshot.durableOffset > 0
+            let resumeData = resumable ? try? ResumeData(record: snapshot.record).encoded(key: key) : nil
+            delegate.completed(snapshot, error: error, resumeData: resumeData)
+        })
     }
 
     static func sha256(of path: String) throws -> String {

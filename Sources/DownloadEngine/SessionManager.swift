@@ -101,15 +101,16 @@ public final class SessionManager: Sendable {
     /// Puts a paused or failed task back in the queue; it continues from its durable offset.
     public func resume(_ id: UInt64) throws {
         let task = try task(id)
-        guard let snapshot = task.transition(to: .queued, { state in
+        let moved = move(task, to: .queued, { state in
             state.record.errorName = nil
             state.record.errorMessage = nil
             state.stopReason = nil
-        }) else {
+        }, then: { [self] snapshot in
+            state.withLockedValue { $0.scheduler.enqueue(id, session: snapshot.session, priority: snapshot.record.options.priority) }
+        })
+        guard moved != nil else {
             throw DownloadError.wrongState("task \(id) is \(task.snapshot.state); only paused or failed tasks can be resumed")
         }
-        state.withLockedValue { $0.scheduler.enqueue(id, session: snapshot.session, priority: snapshot.record.options.priority) }
-        delegate.stateChanged(snapshot)
         schedule()
     }
 
@@ -185,14 +186,13 @@ public final class SessionManager: Sendable {
         switch plan {
         case .direct(let next):
             state.withLockedValue { $0.scheduler.remove(task.id) }
-            guard let snapshot = task.transition(to: next) else {
-                throw DownloadError.wrongState("task \(task.id) changed state")
-            }
-            if next == .cancelled { try? fileAccess.remove(snapshot.record.partialPath) }
-            delegate.stateChanged(snapshot)
-            if next == .cancelled {
-                delegate.completed(snapshot, error: .cancelled, resumeData: nil)
-            }
+            let moved = move(task, to: next, then: { [self] snapshot in
+                if next == .cancelled {
+                    try? fileAccess.remove(snapshot.record.partialPath)
+                    delegate.completed(snapshot, error: .cancelled, resumeData: nil)
+                }
+            })
+            guard let snapshot = moved else { throw DownloadError.wrongState("task \(task.id) changed state") }
             sessionMayBeIdle(snapshot.session)
         case .wait(let runner):
             await runner?.value
@@ -207,15 +207,30 @@ public final class SessionManager: Sendable {
             return state.scheduler.next().compactMap { state.tasks[$0] }
         }
         for task in starting {
-            // The runner is stored under the task's lock, so a stop never misses it.
-            guard let snapshot = task.transition(to: .running, { state in
+            // The runner is stored under the task's lock, so a stop never misses it; its own
+            // events wait for this one (move holds the task's event order).
+            let moved = move(task, to: .running, { state in
                 state.stopReason = nil
                 state.runner = Task { await self.run(task) }
-            }) else {
+            })
+            if moved == nil {
                 state.withLockedValue { $0.scheduler.remove(task.id) }
-                continue
             }
+        }
+    }
+
+    /// Moves a task to `next` and reports it (and, in `then`, the other events of the same step)
+    /// as one step under the task's event order. Returns nil when the transition is not allowed.
+    @discardableResult
+    func move(
+        _ task: DownloadTask, to next: DownloadState, _ change: (inout DownloadTask.State) -> Void = { _ in },
+        then: (TaskSnapshot) -> Void = { _ in }
+    ) -> TaskSnapshot? {
+        task.eventOrder.withLock {
+            guard let snapshot = task.transition(to: next, change) else { return nil }
             delegate.stateChanged(snapshot)
+            then(snapshot)
+            return snapshot
         }
     }
 
