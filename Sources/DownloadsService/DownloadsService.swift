@@ -202,9 +202,11 @@ public final class DownloadsService: Sendable {
 
     // MARK: Removal and retention
 
-    /// Forgets an ended task everywhere.
+    /// Forgets an ended task everywhere, with its partial file (a failed task keeps one for Resume).
     func removeTask(_ id: UInt64) throws {
+        let partial = engine.snapshot(id)?.record.partialPath
         try engine.remove(id)
+        if let partial { try? fileAccess.remove(partial) }
         try store.deleteTask(id)
         connection.unexport(DownloadsService.path(of: id))
         progress.forget(task: id)

@@ -1,6 +1,7 @@
 import DownloadEngine
 import Foundation
 import TestHTTPServer
+import TestSupport
 import XCTest
 
 /// Restarts, resume data, and concurrent control of one task.
@@ -133,4 +134,31 @@ func XCTAssertThrowsErrorAsync<T>(_ expression: @autoclosure () async throws -> 
         _ = try await expression()
         XCTFail("expected an error", file: file, line: line)
     } catch {}
+}
+
+extension RecoveryTests {
+    func testFullDiskFailsWithAReasonAndResumesWhenThereIsRoomAgain() async throws {
+        let mountPoint = directory.file("small")
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        let mounted = try await ProcessRunner.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint])
+        guard mounted.status == 0 else { throw XCTSkip("cannot mount a small tmpfs here: \(mounted.stderr)") }
+        defer { _ = try? ProcessRunner.runBlocking(["umount", "-l", mountPoint]) }
+        let content = Self.content(3_000_000)
+        server.set("/big", Route(content: content))
+        let target = mountPoint + "/big.bin"
+        let id = try start("/big", destination: target)
+        let failed = try await wait(id, for: [.failed, .finished])
+        XCTAssertEqual(failed.state, .failed)
+        XCTAssertEqual(failed.record.errorName, "FileError")
+        XCTAssertTrue(failed.record.errorMessage?.contains("No space left on device") ?? false, failed.record.errorMessage ?? "")
+        XCTAssertGreaterThan(failed.durableOffset, 0)
+        XCTAssertTrue(observer.all.contains(.failed(id, "FileError", true)), "resume data is offered")
+        let grown = try await ProcessRunner.run(["mount", "-o", "remount,size=8m", mountPoint])
+        XCTAssertEqual(grown.status, 0, grown.stderr)
+        try manager.resume(id)
+        let done = try await wait(id, for: [.failed, .finished])
+        XCTAssertEqual(done.state, .finished)
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+        XCTAssertEqual(server.requests(for: "/big").last?.range, "bytes=\(failed.durableOffset)-", "nothing written before was lost")
+    }
 }
