@@ -23,8 +23,11 @@ run: deps build
 	@if [ -n "$$DBUS_SESSION_BUS_ADDRESS" ]; then \
 		exec .build/release/downloadsd --session; \
 	else \
-		echo "No session bus: starting a private one with dbus-run-session (address in DBUS_SESSION_BUS_ADDRESS of the child)"; \
-		exec dbus-run-session -- .build/release/downloadsd --session; \
+		echo "No session bus: starting a private one with dbus-run-session."; \
+		mkdir -p "$(STATE_DIR)"; \
+		exec dbus-run-session -- sh -c 'echo "export DBUS_SESSION_BUS_ADDRESS=$$DBUS_SESSION_BUS_ADDRESS" > "$(STATE_DIR)/bus-address"; \
+			echo "In another shell: . $(STATE_DIR)/bus-address   (then busctl --user / gdbus --session reach it)"; \
+			exec .build/release/downloadsd --session'; \
 	fi
 
 # Installs what the tests need and runs the whole suite (private buses and servers on 127.0.0.1).

@@ -66,7 +66,8 @@ extension Connection {
     enum Resolution {
         case reply([DBusValue])
         case error(BusError)
-        case handler(ExportedInterface.MethodHandler, MethodCall, String)
+        /// Run the handler; check the reply against the out signature when there is one.
+        case handler(ExportedInterface.MethodHandler, MethodCall, String?)
     }
 
     /// Decides synchronously, in arrival order, what a call gets: an error, an immediate reply,
@@ -105,8 +106,44 @@ extension Connection {
         }
 
         guard let object else { return .error(.unknownObject(path.rawValue)) }
+        let call = MethodCall(
+            connection: self, message: message, sender: message.sender ?? "", path: path,
+            interface: interfaceName ?? "", member: member, arguments: arguments
+        )
+        let resolution = resolveOnObject(object, call: call, signature: signature, objects: objects)
+        guard let check = object.accessCheck else { return resolution }
+        switch resolution {
+        case .error:
+            return resolution
+        case .reply(let values):
+            return .handler({ call in
+                try await check(call)
+                return values
+            }, call, nil)
+        case .handler(let handler, let call, let outSignature):
+            return .handler({ call in
+                try await check(call)
+                return try await handler(call)
+            }, call, outSignature)
+        }
+    }
 
+    private func resolveOnObject(_ object: ExportedObject, call: MethodCall, signature: String, objects: ObjectTable) -> Resolution {
+        let path = call.path
+        let member = call.member
+        let arguments = call.arguments
+        let interfaceName = call.message.interface
         if interfaceName == InterfaceDescription.properties.name {
+            if member == "Set", object.accessCheck != nil {
+                // A setter must not run before the caller is checked: run it inside the handler.
+                return .handler({ [self] call in
+                    switch self.resolveProperties(member: member, arguments: arguments, signature: signature, object: object) {
+                    case .error(let error): throw error
+                    case .reply(let values): return values
+                    case .handler(let handler, _, _): return try await handler(call)
+                    }
+                }, call, nil)
+            }
             return resolveProperties(member: member, arguments: arguments, signature: signature, object: object)
         }
         if interfaceName == InterfaceDescription.objectManager.name, object.isObjectManager {
@@ -140,11 +177,11 @@ extension Connection {
                 "\(interface.description.name).\(member) takes '\(method.inSignature)', got '\(signature)'"
             ))
         }
-        let call = MethodCall(
-            connection: self, message: message, sender: message.sender ?? "", path: path,
+        let resolved = MethodCall(
+            connection: self, message: call.message, sender: call.sender, path: path,
             interface: interface.description.name, member: member, arguments: arguments
         )
-        return .handler(handler, call, method.outSignature)
+        return .handler(handler, resolved, method.outSignature)
     }
 
     private func resolveProperties(

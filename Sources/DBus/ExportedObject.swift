@@ -1,11 +1,19 @@
 /// An object exported on a connection: a path and the interfaces implemented there.
 /// An object manager also serves `org.freedesktop.DBus.ObjectManager` for every object below it.
 public struct ExportedObject: Sendable {
+    /// Decides whether a caller may use the object; throws (e.g. AccessDenied) to refuse.
+    public typealias AccessCheck = @Sendable (MethodCall) async throws -> Void
+
     public let path: ObjectPath
     public let interfaces: [ExportedInterface]
     public let isObjectManager: Bool
+    /// Run before every call to this object, the standard Properties and ObjectManager methods
+    /// included (Introspect and Peer excepted: they reveal no state).
+    public let accessCheck: AccessCheck?
 
-    public init(path: ObjectPath, interfaces: [ExportedInterface], isObjectManager: Bool = false) throws {
+    public init(
+        path: ObjectPath, interfaces: [ExportedInterface], isObjectManager: Bool = false, accessCheck: AccessCheck? = nil
+    ) throws {
         let names = interfaces.map(\.description.name)
         guard Set(names).count == names.count else {
             throw BusError.failed("object \(path) declares an interface twice")
@@ -13,6 +21,7 @@ public struct ExportedObject: Sendable {
         self.path = path
         self.interfaces = interfaces
         self.isObjectManager = isObjectManager
+        self.accessCheck = accessCheck
     }
 
     public func interface(named name: String) -> ExportedInterface? {

@@ -32,7 +32,14 @@ extension DownloadsService {
                 return DownloadsService.property(name, of: snapshot)
             }
         )
-        try connection.export(ExportedObject(path: DownloadsService.path(of: id), interfaces: [interface]))
+        // Properties too: another user must not read a task's URL or destination.
+        try connection.export(ExportedObject(path: DownloadsService.path(of: id), interfaces: [interface]) { [self] call in
+            do {
+                _ = try task(call.path, for: try await caller(call))
+            } catch {
+                throw ServiceError.reply(for: error)
+            }
+        })
     }
 
     static func property(_ name: String, of snapshot: TaskSnapshot) -> DBusValue? {

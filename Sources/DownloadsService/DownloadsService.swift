@@ -56,8 +56,9 @@ public final class DownloadsService: Sendable {
     /// Exports every object, restores every task, then takes the bus name.
     public func start() async throws {
         engine.delegate.add(EngineObserver(service: self))
+        // ObjectManager would list (and announce) every user's tasks: session bus only.
         try connection.export(ExportedObject(
-            path: DownloadsInterfaces.managerPath, interfaces: [try managerInterface()], isObjectManager: true
+            path: DownloadsInterfaces.managerPath, interfaces: [try managerInterface()], isObjectManager: !configuration.systemBus
         ))
         let restored = try store.loadTasks()
         for (owner, record) in restored {

@@ -301,4 +301,44 @@ final class ConnectionTests: BusTestCase {
             XCTAssertFalse(error.name.isEmpty)
         }
     }
+
+    func testAccessCheckGuardsMethodsPropertiesAndSetters() async throws {
+        let description = InterfaceDescription(
+            "org.example.Guarded", methods: [.init("Touch")],
+            properties: [.init("Secret", .string), .init("Value", .string, access: .readwrite)]
+        )
+        let touched = NIOLockedValueBox(false)
+        let value = NIOLockedValueBox("v")
+        try service.export(ExportedObject(path: "/guarded", interfaces: [
+            ExportedInterface(
+                description,
+                methods: ["Touch": { _ in touched.withLockedValue { $0 = true }; return [] }],
+                getProperty: { name in name == "Secret" ? .string("s3cret") : .string(value.withLockedValue { $0 }) },
+                setProperty: { _, new in value.withLockedValue { $0 = new.stringValue ?? "" } }
+            ),
+        ]) { _ in throw BusError(name: BusError.accessDeniedName, message: "not yours") })
+        let client = try await client()
+        defer { client.close() }
+        let properties = "org.freedesktop.DBus.Properties"
+        let attempts: [(String, String, [DBusValue])] = [
+            ("org.example.Guarded", "Touch", []),
+            (properties, "Get", [.string("org.example.Guarded"), .string("Secret")]),
+            (properties, "GetAll", [.string("org.example.Guarded")]),
+            (properties, "Set", [.string("org.example.Guarded"), .string("Value"), .variant(.string("changed"))]),
+        ]
+        for (interface, method, arguments) in attempts {
+            do {
+                _ = try await client.call(destination: TestService.name, path: "/guarded", interface: interface, method: method, arguments: arguments)
+                XCTFail("\(method) must be refused")
+            } catch let error as BusError {
+                XCTAssertEqual(error.name, BusError.accessDeniedName, method)
+                XCTAssertEqual(error.message, "not yours")
+            }
+        }
+        XCTAssertFalse(touched.withLockedValue { $0 })
+        XCTAssertEqual(value.withLockedValue { $0 }, "v", "the setter never ran")
+        // Introspection reveals no state and stays open.
+        let xml = try await client.call(destination: TestService.name, path: "/guarded", interface: "org.freedesktop.DBus.Introspectable", method: "Introspect")
+        XCTAssertTrue(xml.first?.stringValue?.contains("org.example.Guarded") ?? false)
+    }
 }

@@ -13,6 +13,9 @@ class DaemonTestCase: XCTestCase {
     var daemon: ChildProcess?
     var client: Connection!
     var extraArguments: [String] { [] }
+    /// How the daemon finds its bus (subclasses may use `--system` with DBUS_SYSTEM_BUS_ADDRESS).
+    var busArguments: [String] { ["--address", bus.address] }
+    func makeBus() throws -> PrivateBus { try PrivateBus() }
     let signals = NIOLockedValueBox([(String, [DBusValue])]())
 
     static let binary: String = {
@@ -26,7 +29,7 @@ class DaemonTestCase: XCTestCase {
     var stateDirectory: String { directory.file("state") }
 
     override func setUp() async throws {
-        bus = try PrivateBus()
+        bus = try makeBus()
         http = try TestHTTPServer()
         directory = try TemporaryDirectory(prefix: "daemon-test")
         try await startDaemon()
@@ -51,9 +54,8 @@ class DaemonTestCase: XCTestCase {
         let log = directory.file("daemon-\(Int(Date().timeIntervalSince1970 * 1000)).log")
         daemonLog = log
         daemon = try ChildProcess([
-            "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", DaemonTestCase.binary,
-            "--address", bus.address, "--state-dir", stateDirectory,
-        ] + extraArguments)
+            "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", DaemonTestCase.binary, "--state-dir", stateDirectory,
+        ] + busArguments + extraArguments, environment: bus.environment)
         let probe = try await Connection.open(.address(bus.address))
         defer { probe.close() }
         for _ in 0..<500 {

@@ -1,0 +1,133 @@
+import DBus
+import Foundation
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// `downloadsd --system` on a private system-type bus whose configuration includes the shipped
+/// policy (dbus/org.example.Downloads.conf), with a second user (nobody) as a client.
+final class SystemBusTests: DaemonTestCase {
+    override var busArguments: [String] { ["--system"] }
+
+    static var packageRoot: URL {
+        var url = URL(fileURLWithPath: #filePath)
+        while !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { url.deleteLastPathComponent() }
+        return url
+    }
+
+    override func makeBus() throws -> PrivateBus {
+        // The default policy of a system bus (as Debian's system.conf): nobody owns names or sends
+        // method calls unless a service's policy file allows it.
+        let bus = try PrivateBus(type: "system", policy: """
+              <policy context="default">
+                <allow user="*"/>
+                <deny own="*"/>
+                <deny send_type="method_call"/>
+                <allow send_type="signal"/>
+                <allow send_requested_reply="true" send_type="method_return"/>
+                <allow send_requested_reply="true" send_type="error"/>
+                <allow receive_type="method_call"/>
+                <allow receive_type="method_return"/>
+                <allow receive_type="error"/>
+                <allow receive_type="signal"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+              </policy>
+            """, includes: [SystemBusTests.packageRoot.appendingPathComponent("dbus/org.example.Downloads.conf").path])
+        // Let another user reach the socket.
+        chmod(bus.directory.path, 0o755)
+        return bus
+    }
+
+    /// Runs python3-dbus as user nobody against the system bus.
+    func asNobody(_ script: String) async throws -> ProcessRunner.Output {
+        try await run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script])
+    }
+
+    func testServesOnTheSystemBusWithTheShippedPolicy() async throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root to own the name under the shipped policy") }
+        http.set("/s", Route(content: Self.content(10_000)))
+        let path = try await start(http.url("/s"), directory.file("s.bin"))
+        try await waitState(path, ["finished"])
+        XCTAssertEqual(sha256(ofFile: directory.file("s.bin")), Self.sha256(Self.content(10_000)))
+
+        let nobody = try await asNobody("""
+        import dbus, json
+        bus = dbus.bus.BusConnection('\(bus.address)')
+        out = {}
+        try:
+            bus.request_name('org.example.Downloads')
+            out['own'] = 'allowed'
+        except dbus.DBusException as e:
+            out['own'] = e.get_dbus_name()
+        m = dbus.Interface(bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
+        out['list'] = [str(p) for p in m.ListTasks('')]
+        task = bus.get_object('org.example.Downloads', '\(path.rawValue)')
+        for name, call in [('pause', lambda: m.Pause('\(path.rawValue)')),
+                           ('get', lambda: task.Get('org.example.Downloads.Task', 'URL', dbus_interface='org.freedesktop.DBus.Properties')),
+                           ('getall', lambda: task.GetAll('org.example.Downloads.Task', dbus_interface='org.freedesktop.DBus.Properties')),
+                           ('managed', lambda: bus.get_object('org.example.Downloads', '/org/example/Downloads').GetManagedObjects(
+                               dbus_interface='org.freedesktop.DBus.ObjectManager')),
+                           ('start', lambda: m.Start('\(http.url("/s"))', '/tmp/x', dbus.Dictionary({}, signature='sv')))]:
+            try:
+                call()
+                out[name] = 'allowed'
+            except dbus.DBusException as e:
+                out[name] = e.get_dbus_name()
+        print(json.dumps(out))
+        """)
+        XCTAssertEqual(nobody.status, 0, nobody.description)
+        let result = try JSONSerialization.jsonObject(with: Data(nobody.stdout.utf8)) as? [String: Any]
+        XCTAssertEqual(result?["own"] as? String, "org.freedesktop.DBus.Error.AccessDenied", "only root may own the name")
+        XCTAssertEqual(result?["list"] as? [String], [], "another user's tasks are not listed")
+        XCTAssertEqual(result?["pause"] as? String, "org.example.Downloads.Error.AccessDenied")
+        XCTAssertEqual(result?["get"] as? String, "org.example.Downloads.Error.AccessDenied", "another user's URL stays private")
+        XCTAssertEqual(result?["getall"] as? String, "org.example.Downloads.Error.AccessDenied")
+        XCTAssertEqual(result?["managed"] as? String, "org.freedesktop.DBus.Error.UnknownInterface",
+                       "no ObjectManager on the system bus: it would list every user's tasks")
+        XCTAssertEqual(result?["start"] as? String, "org.example.Downloads.Error.AccessDenied",
+                       "until per-user file access exists, other users cannot start downloads on the system bus")
+    }
+
+    func testSignalsReachOnlyTheOwnersConnections() async throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root to own the name under the shipped policy") }
+        let ready = directory.file("listening")
+        chmod(directory.path, 0o777)
+        // nobody listens to every signal of the service, says when it is subscribed, and counts.
+        let script = """
+        import dbus, dbus.mainloop.glib
+        from gi.repository import GLib
+        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+        bus = dbus.bus.BusConnection('\(bus.address)')
+        seen = []
+        bus.add_signal_receiver(lambda *a, **k: seen.append(k['member']), dbus_interface='org.example.Downloads',
+                                member_keyword='member')
+        bus.add_signal_receiver(lambda *a, **k: seen.append('PropertiesChanged'),
+                                dbus_interface='org.freedesktop.DBus.Properties', path_keyword='path')
+        bus.add_signal_receiver(lambda *a, **k: seen.append('ObjectManager'),
+                                dbus_interface='org.freedesktop.DBus.ObjectManager', path_keyword='path')
+        bus.get_object('org.freedesktop.DBus', '/org/freedesktop/DBus').GetId(dbus_interface='org.freedesktop.DBus')
+        open('\(ready)', 'w').write('ready')
+        loop = GLib.MainLoop()
+        GLib.timeout_add(3000, loop.quit)
+        loop.run()
+        print(len(seen))
+        """
+        let environment = bus.environment
+        async let listener = ProcessRunner.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script],
+            environment: environment
+        )
+        for _ in 0..<500 where !FileManager.default.fileExists(atPath: ready) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: ready), "the listener subscribed")
+        let content = Self.content(300_000)
+        http.set("/mine", Route(content: content))
+        let path = try await start(http.url("/mine"), directory.file("mine.bin"))
+        try await waitState(path, ["finished"])
+        let heard = try await listener
+        XCTAssertEqual(heard.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "0", heard.description)
+        XCTAssertFalse(signalNames(for: path).isEmpty, "the owner's own connection got them")
+    }
+}
