@@ -57,9 +57,10 @@ extension DownloadsService {
         return dict
     }
 
-    func start(_ request: StartRequest, owner: UInt32) throws -> ObjectPath {
+    /// Whether `owner` may have one more task: the quota, and on the system bus, until files are
+    /// written with each user's own credentials, only root and the daemon's own user.
+    private func checkMayAddTask(owner: UInt32) throws {
         if configuration.systemBus && owner != 0 && owner != getuid() {
-            // Files are written with the daemon's credentials until per-user file access lands.
             throw ServiceError.accessDenied("downloads for other users on the system bus are not supported yet")
         }
         guard try store.taskCount(owner: owner) < configuration.maxTasksPerUser else {
@@ -67,6 +68,10 @@ extension DownloadsService {
                 "you have \(configuration.maxTasksPerUser) tasks; cancel finished ones (Cancel removes them) or wait for them to expire"
             )
         }
+    }
+
+    func start(_ request: StartRequest, owner: UInt32) throws -> ObjectPath {
+        try checkMayAddTask(owner: owner)
         let isDirectory = fileAccess.isDirectory(request.destination)
         if !isDirectory {
             let parent = request.destination.split(separator: "/").dropLast().joined(separator: "/")
@@ -140,9 +145,7 @@ extension DownloadsService {
                 break
             }
         }
-        guard try store.taskCount(owner: owner) < configuration.maxTasksPerUser else {
-            throw ServiceError.quotaExceeded("you have \(configuration.maxTasksPerUser) tasks")
-        }
+        try checkMayAddTask(owner: owner)
         var record = DownloadTaskRecord(
             id: 0, session: request.session, url: data.url, destination: data.destination,
             destinationIsDirectory: data.destinationIsDirectory, options: request.options

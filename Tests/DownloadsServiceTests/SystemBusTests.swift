@@ -49,6 +49,17 @@ final class SystemBusTests: DaemonTestCase {
         http.set("/s", Route(content: Self.content(10_000)))
         let path = try await start(http.url("/s"), directory.file("s.bin"))
         try await waitState(path, ["finished"])
+        // Resume data of a task that is gone: ResumeWithData would make a new task.
+        var slow = Route(content: Self.content(1_000_000))
+        slow.bytesPerSecond = 500_000
+        http.set("/slow", slow)
+        let other = try await start(http.url("/slow"), directory.file("slow.bin"))
+        try await waitBytes(other, atLeast: 50_000)
+        let paused = try await call("Pause", [.objectPath(other)])
+        let blob = try XCTUnwrap(paused.first?.bytesValue)
+        _ = try await call("Cancel", [.objectPath(other)])
+        _ = try await call("Cancel", [.objectPath(other)])
+        let blobText = blob.map { String($0) }.joined(separator: ", ")
         XCTAssertEqual(sha256(ofFile: directory.file("s.bin")), Self.sha256(Self.content(10_000)))
 
         let nobody = try await asNobody("""
@@ -68,7 +79,9 @@ final class SystemBusTests: DaemonTestCase {
                            ('getall', lambda: task.GetAll('org.example.Downloads.Task', dbus_interface='org.freedesktop.DBus.Properties')),
                            ('managed', lambda: bus.get_object('org.example.Downloads', '/org/example/Downloads').GetManagedObjects(
                                dbus_interface='org.freedesktop.DBus.ObjectManager')),
-                           ('start', lambda: m.Start('\(http.url("/s"))', '/tmp/x', dbus.Dictionary({}, signature='sv')))]:
+                           ('start', lambda: m.Start('\(http.url("/s"))', '/tmp/x', dbus.Dictionary({}, signature='sv'))),
+                           ('resume_with_data', lambda: m.ResumeWithData(dbus.ByteArray(bytes([\(blobText)])),
+                                                                          dbus.Dictionary({}, signature='sv')))]:
             try:
                 call()
                 out[name] = 'allowed'
@@ -87,6 +100,8 @@ final class SystemBusTests: DaemonTestCase {
                        "no ObjectManager on the system bus: it would list every user's tasks")
         XCTAssertEqual(result?["start"] as? String, "org.example.Downloads.Error.AccessDenied",
                        "until per-user file access exists, other users cannot start downloads on the system bus")
+        XCTAssertEqual(result?["resume_with_data"] as? String, "org.example.Downloads.Error.AccessDenied",
+                       "nor make one from resume data")
     }
 
     func testSignalsReachOnlyTheOwnersConnections() async throws {
