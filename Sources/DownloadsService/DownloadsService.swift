@@ -143,45 +143,34 @@ public final class DownloadsService: Sendable {
 
     // MARK: Signals
 
-    /// Emits a manager signal about something of `owner`: broadcast on the session bus, only
-    /// to that user's connections on the system bus.
-    func emit(_ name: String, owner: UInt32, _ arguments: [DBusValue]) {
+    /// Sends a signal about something of `owner`: broadcast on the session bus, only to that
+    /// user's connections on the system bus.
+    private func sendSignal(path: ObjectPath, interface: String, name: String, _ arguments: [DBusValue], owner: UInt32) {
         do {
-            if configuration.systemBus {
-                let targets = state.withLockedValue { state in state.clients.filter { $0.value == owner }.map(\.key) }
-                for target in targets {
-                    try connection.emitSignal(
-                        path: DownloadsInterfaces.managerPath, interface: DownloadsInterfaces.manager.name, name: name,
-                        arguments: arguments, destination: target
-                    )
-                }
-            } else {
-                try connection.emitSignal(
-                    path: DownloadsInterfaces.managerPath, interface: DownloadsInterfaces.manager.name, name: name, arguments: arguments
-                )
+            guard configuration.systemBus else {
+                try connection.emitSignal(path: path, interface: interface, name: name, arguments: arguments)
+                return
+            }
+            let targets = state.withLockedValue { state in state.clients.filter { $0.value == owner }.map(\.key) }
+            for target in targets {
+                try connection.emitSignal(path: path, interface: interface, name: name, arguments: arguments, destination: target)
             }
         } catch {
             logger.error("could not emit \(name): \(error)")
         }
     }
 
+    /// A signal of the manager object (`Progress`, `StateChanged`, `Finished`, …).
+    func emit(_ name: String, owner: UInt32, _ arguments: [DBusValue]) {
+        sendSignal(path: DownloadsInterfaces.managerPath, interface: DownloadsInterfaces.manager.name, name: name, arguments, owner: owner)
+    }
+
     func emitTaskProperties(_ id: UInt64, _ changed: [String: DBusValue]) {
         guard let owner = owner(of: id) else { return }
-        do {
-            if configuration.systemBus {
-                let targets = state.withLockedValue { state in state.clients.filter { $0.value == owner }.map(\.key) }
-                for target in targets {
-                    try connection.emitSignal(
-                        path: DownloadsService.path(of: id), interface: InterfaceDescription.properties.name, name: "PropertiesChanged",
-                        arguments: [.string(DownloadsInterfaces.task.name), .vardict(changed), .strings([])], destination: target
-                    )
-                }
-            } else {
-                try connection.emitPropertiesChanged(path: DownloadsService.path(of: id), interface: DownloadsInterfaces.task.name, changed: changed)
-            }
-        } catch {
-            logger.error("could not emit PropertiesChanged: \(error)")
-        }
+        sendSignal(
+            path: DownloadsService.path(of: id), interface: InterfaceDescription.properties.name, name: "PropertiesChanged",
+            [.string(DownloadsInterfaces.task.name), .vardict(changed), .strings([])], owner: owner
+        )
     }
 
     func emitProgress(_ id: UInt64, _ values: ProgressThrottle.Values) {
