@@ -220,7 +220,7 @@ extension SessionManager {
                 return .restart(reason)
             case .fail(let error):
                 throw error
-            case .write(let start, _, let expected, _):
+            case .write(_, _, let expected, _):
                 // A body shorter than announced is an interruption (retried, resuming).
                 if let length = result.headers.first(name: "content-length").flatMap(Int64.init),
                    result.bodyBytes != length
@@ -230,7 +230,6 @@ extension SessionManager {
                 if expected >= 0, result.endOffset != expected {
                     throw DownloadError.interrupted("the file holds \(result.endOffset) of \(expected) bytes")
                 }
-                _ = start
                 return .complete
             }
         }

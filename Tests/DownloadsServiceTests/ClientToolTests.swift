@@ -163,8 +163,7 @@ final class ClientToolTests: DaemonTestCase {
     }
 
     func testIntrospectionMatchesTheShippedXML() async throws {
-        var root = URL(fileURLWithPath: #filePath)
-        while !FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path) { root.deleteLastPathComponent() }
+        let root = DaemonTestCase.packageRoot
         http.set("/i", Route(content: [1, 2, 3]))
         let task = try await start(http.url("/i"), directory.file("i"))
         for (object, interface) in [("/org/example/Downloads", "org.example.Downloads"), (task.rawValue, "org.example.Downloads.Task")] {

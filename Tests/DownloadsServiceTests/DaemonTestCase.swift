@@ -18,13 +18,16 @@ class DaemonTestCase: XCTestCase {
     func makeBus() throws -> PrivateBus { try PrivateBus() }
     let signals = NIOLockedValueBox([(String, [DBusValue])]())
 
-    static let binary: String = {
+    /// The directory holding Package.swift (for the built daemon and the shipped files in dbus/).
+    static let packageRoot: URL = {
         var url = URL(fileURLWithPath: #filePath)
         while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
             url.deleteLastPathComponent()
         }
-        return url.appendingPathComponent(".build/debug/downloadsd").path
+        return url
     }()
+
+    static let binary = packageRoot.appendingPathComponent(".build/debug/downloadsd").path
 
     var stateDirectory: String { directory.file("state") }
 

@@ -9,12 +9,6 @@ import XCTest
 final class SystemBusTests: DaemonTestCase {
     override var busArguments: [String] { ["--system"] }
 
-    static var packageRoot: URL {
-        var url = URL(fileURLWithPath: #filePath)
-        while !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { url.deleteLastPathComponent() }
-        return url
-    }
-
     override func makeBus() throws -> PrivateBus {
         // The default policy of a system bus (as Debian's system.conf): nobody owns names or sends
         // method calls unless a service's policy file allows it.
@@ -33,7 +27,7 @@ final class SystemBusTests: DaemonTestCase {
                 <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
                 <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
               </policy>
-            """, includes: [SystemBusTests.packageRoot.appendingPathComponent("dbus/org.example.Downloads.conf").path])
+            """, includes: [DaemonTestCase.packageRoot.appendingPathComponent("dbus/org.example.Downloads.conf").path])
         // Let another user reach the socket.
         chmod(bus.directory.path, 0o755)
         return bus
