@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "engine-bench", targets: ["engine-bench"]),
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "DownloadEngine", targets: ["DownloadEngine"]),
+        .library(name: "DownloadsAPI", targets: ["DownloadsAPI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/async-http-client.git", exact: "1.37.0"),
@@ -18,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", exact: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", exact: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio.git", exact: "2.101.3"),
+        // Already under AsyncHTTPClient; named so TLS errors are classified by type.
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", exact: "2.37.6"),
     ],
     targets: [
         // libdbus-1 through a module map; static inline helpers only where Swift cannot import libdbus.
@@ -46,6 +49,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // SQLite state (GRDB): sessions, tasks, checkpoints, completion handlers.
@@ -54,13 +58,16 @@ let package = Package(
             dependencies: [
                 "DownloadEngine",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The public contract as code: names, paths, interfaces, errors, options, signals.
+        .target(name: "DownloadsAPI", dependencies: ["DBus"]),
         // org.example.Downloads objects <-> engine: the only place D-Bus and downloads meet.
         .target(
             name: "DownloadsService",
             dependencies: [
-                "DBus", "DownloadEngine", "DownloadStore",
+                "DBus", "DownloadsAPI", "DownloadEngine", "DownloadStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -68,7 +75,7 @@ let package = Package(
         .executableTarget(
             name: "downloadsd",
             dependencies: [
-                "DownloadsService",
+                "DownloadsService", "DownloadsAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -98,6 +105,9 @@ let package = Package(
         ),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadEngine", "TestHTTPServer", "TestSupport"]),
-        .testTarget(name: "DownloadsServiceTests", dependencies: ["DownloadsService", "DownloadStore", "DownloadEngine", "TestHTTPServer", "TestSupport", "DBus"]),
+        .testTarget(name: "DownloadsServiceTests", dependencies: [
+            "DownloadsService", "DownloadsAPI", "DownloadStore", "DownloadEngine", "TestHTTPServer", "TestSupport", "DBus",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
     ]
 )

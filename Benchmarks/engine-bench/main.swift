@@ -23,8 +23,8 @@ let waiter = Waiter()
 let manager = SessionManager(resumeDataKey: SymmetricKey(size: .bits256), delegate: SessionDelegate(observers: [waiter]))
 var options = DownloadOptions()
 options.overwrite = true
-try manager.add(DownloadTaskRecord(
-    id: 1, session: "bench", url: arguments[1], destination: arguments[2], destinationIsDirectory: false, options: options
+try manager.create(DownloadRequest(
+    owner: getuid(), session: "bench", url: arguments[1], destination: arguments[2], destinationIsDirectory: false, options: options
 ))
 while waiter.done.withLockedValue({ $0 }) == nil { try await Task.sleep(for: .milliseconds(5)) }
 let result = waiter.done.withLockedValue { $0 } ?? ""

@@ -18,6 +18,49 @@ extension Connection {
         }
     }
 
+    /// Serves every object below `subtree.path` through its find and enumerate.
+    public func export(_ subtree: ExportedSubtree) throws {
+        try state.withLockedValue { try $0.objects.insert(subtree) }
+    }
+
+    public func unexportSubtree(_ path: ObjectPath) {
+        state.withLockedValue { $0.objects.removeSubtree(path) }
+    }
+
+    /// Announces a subtree object that came to be (`InterfacesAdded` from the object manager
+    /// above it, if there is one).
+    public func announceAdded(_ object: ExportedObject) {
+        guard let manager = state.withLockedValue({ $0.objects.manager(above: object.path) }) else { return }
+        try? emitSignal(
+            path: manager.path, interface: InterfaceDescription.objectManager.name, name: "InterfacesAdded",
+            arguments: [.objectPath(object.path), object.interfacesAndProperties()]
+        )
+    }
+
+    /// Announces a subtree object that is gone (`InterfacesRemoved`).
+    public func announceRemoved(_ path: ObjectPath, interfaces: [String]) {
+        guard let manager = state.withLockedValue({ $0.objects.manager(above: path) }) else { return }
+        try? emitSignal(
+            path: manager.path, interface: InterfaceDescription.objectManager.name, name: "InterfacesRemoved",
+            arguments: [.objectPath(path), .strings(interfaces)]
+        )
+    }
+
+    /// Emits a signal of a declared interface, after checking that the signal is declared
+    /// there and that `arguments` have its signature: what clients were promised is what they get.
+    public func emit(
+        _ interface: InterfaceDescription, _ signal: String, path: ObjectPath, arguments: [DBusValue], destination: String? = nil
+    ) throws {
+        guard let declared = interface.signal(named: signal) else {
+            throw BusError.failed("\(interface.name) declares no signal \(signal)")
+        }
+        let signature = DBusType.signature(of: arguments.map(\.type))
+        guard signature == declared.signature else {
+            throw BusError.failed("\(interface.name).\(signal) is declared '\(declared.signature)', emitted with '\(signature)'")
+        }
+        try emitSignal(path: path, interface: interface.name, name: signal, arguments: arguments, destination: destination)
+    }
+
     /// Removes an exported object; calls to it then get `UnknownObject`.
     public func unexport(_ path: ObjectPath) {
         let (removed, manager) = state.withLockedValue { state in
@@ -99,8 +142,7 @@ extension Connection {
             defer { dbus_free(id) }
             return .reply([.string(String(cString: id))])
         case ("org.freedesktop.DBus.Introspectable", "Introspect"), (nil, "Introspect"):
-            guard exists else { return .error(.unknownObject(path.rawValue)) }
-            return .reply([.string(introspect(path: path, object: object, objects: objects))])
+            return resolveIntrospect(message, path: path, object: object, exists: exists, objects: objects, arguments: arguments)
         default:
             break
         }
@@ -151,10 +193,21 @@ extension Connection {
                 return .error(.unknownMethod(member, interfaceName, signature))
             }
             let managed = objects.managed(by: path)
-            return .reply([.dictionary(
-                key: .objectPath, value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)),
-                managed.map { .init(.objectPath($0.path), $0.interfacesAndProperties()) }
-            )])
+            let subtrees = objects.subtrees(below: path)
+            return .handler({ call in
+                var all = managed
+                for subtree in subtrees {
+                    for name in try await subtree.enumerate(call) {
+                        if let child = try? subtree.path.appending(name), let found = subtree.find(child) {
+                            all.append(found)
+                        }
+                    }
+                }
+                return [.dictionary(
+                    key: .objectPath, value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)),
+                    all.map { .init(.objectPath($0.path), $0.interfacesAndProperties()) }
+                )]
+            }, call, nil)
         }
 
         let interface: ExportedInterface
@@ -266,7 +319,41 @@ extension Connection {
         }
     }
 
-    func introspect(path: ObjectPath, object: ExportedObject?, objects: ObjectTable) -> String {
+    /// Introspect: an object a subtree finds is described only to callers its access check lets
+    /// through (others get `UnknownObject`, as for a path with nothing); a subtree's root lists
+    /// the children the caller may see.
+    private func resolveIntrospect(
+        _ message: Message, path: ObjectPath, object: ExportedObject?, exists: Bool, objects: ObjectTable, arguments: [DBusValue]
+    ) -> Resolution {
+        let call = MethodCall(
+            connection: self, message: message, sender: message.sender ?? "", path: path,
+            interface: InterfaceDescription.introspectable.name, member: "Introspect", arguments: arguments
+        )
+        if objects.subtree(above: path) != nil {
+            guard let object else { return .error(.unknownObject(path.rawValue)) }
+            return .handler({ [self] call in
+                if let check = object.accessCheck {
+                    do {
+                        try await check(call)
+                    } catch {
+                        throw BusError.unknownObject(path.rawValue)
+                    }
+                }
+                return [.string(introspect(path: path, object: object, objects: objects, children: []))]
+            }, call, nil)
+        }
+        guard exists else { return .error(.unknownObject(path.rawValue)) }
+        let subtreeRoot = objects.subtrees(below: path).first { $0.path == path }
+        guard let subtreeRoot else {
+            return .reply([.string(introspect(path: path, object: object, objects: objects, children: objects.childNames(of: path)))])
+        }
+        return .handler({ [self] call in
+            let children = try await subtreeRoot.enumerate(call)
+            return [.string(introspect(path: path, object: object, objects: objects, children: children))]
+        }, call, nil)
+    }
+
+    func introspect(path: ObjectPath, object: ExportedObject?, objects: ObjectTable, children: [String]) -> String {
         var interfaces = [InterfaceDescription.peer, .introspectable]
         if let object {
             interfaces.append(.properties)
@@ -277,7 +364,7 @@ extension Connection {
         for interface in interfaces {
             xml += interface.introspectionXML(indent: 2) + "\n"
         }
-        for child in objects.childNames(of: path) {
+        for child in children {
             xml += "  <node name=\"\(child)\"/>\n"
         }
         xml += "</node>\n"

@@ -1,9 +1,18 @@
 /// Receives the events of every task, with the callbacks of `URLSessionDownloadDelegate`.
 /// Every method has an empty default, so the service, the store and the log each implement
-/// only what they need (the shape of Alamofire's `EventMonitor`). Events of one task arrive in
-/// order; callbacks must return quickly.
+/// only what they need (the shape of Alamofire's `EventMonitor`).
+///
+/// Delivery: the events of one task arrive in the order they happened, one at a time, on that
+/// task's serial event queue, never under an engine lock and never on an event loop, so an
+/// observer may write SQLite or send on D-Bus. Observers are called in the order they were
+/// added (the store first, so others see what is durable). Progress is coalesced: when
+/// delivery is slower than the network, one `didWriteData` carries the bytes of several chunks.
 public protocol DownloadObserver: AnyObject, Sendable {
+    /// A new task exists (created by a client or from resume data; not a restored one).
+    func taskWasCreated(_ task: TaskSnapshot)
     func task(_ task: TaskSnapshot, didChangeState state: DownloadState)
+    /// Options changed while the task exists (ResumeWithData with options).
+    func taskDidChangeOptions(_ task: TaskSnapshot)
     func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64)
     func task(_ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64)
     /// The partial file is fsynced up to `task.durableOffset`: safe to record.
@@ -11,16 +20,21 @@ public protocol DownloadObserver: AnyObject, Sendable {
     func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String)
     /// `resumeData` is set when the download can be resumed from where it stopped.
     func task(_ task: TaskSnapshot, didCompleteWithError error: DownloadError, resumeData: [UInt8]?)
+    /// The task is gone from the engine (its partial file too, unless it was kept).
+    func taskWasRemoved(_ task: TaskSnapshot)
     /// Nothing is queued, running or retrying in `session` any more.
-    func sessionDidFinishEvents(_ session: String)
+    func sessionDidFinishEvents(_ session: SessionID)
 }
 
 extension DownloadObserver {
+    public func taskWasCreated(_ task: TaskSnapshot) {}
     public func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {}
+    public func taskDidChangeOptions(_ task: TaskSnapshot) {}
     public func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64) {}
     public func task(_ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64) {}
     public func taskDidCheckpoint(_ task: TaskSnapshot) {}
     public func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String) {}
     public func task(_ task: TaskSnapshot, didCompleteWithError error: DownloadError, resumeData: [UInt8]?) {}
-    public func sessionDidFinishEvents(_ session: String) {}
+    public func taskWasRemoved(_ task: TaskSnapshot) {}
+    public func sessionDidFinishEvents(_ session: SessionID) {}
 }

@@ -1,6 +1,6 @@
 /// What a client may set per download (the `a{sv}` options of Start, already validated).
-public struct DownloadOptions: Sendable, Hashable, Codable {
-    public enum Priority: String, Sendable, Hashable, Codable, CaseIterable, Comparable {
+public struct DownloadOptions: Sendable, Hashable {
+    public enum Priority: String, Sendable, Hashable, CaseIterable, Comparable {
         case low, normal, high
 
         public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rank < rhs.rank }
@@ -16,6 +16,8 @@ public struct DownloadOptions: Sendable, Hashable, Codable {
     public var maxBytesPerSecond: UInt64 = 0
     /// Replace an existing destination file.
     public var overwrite = false
+    /// false: wait while the network is metered.
+    public var allowMetered = true
     /// Seconds; nil = the engine default.
     public var connectTimeout: Double?
     public var stallTimeout: Double?
@@ -24,12 +26,34 @@ public struct DownloadOptions: Sendable, Hashable, Codable {
 
     public init() {}
 
+    /// The options that may change while a task exists (ResumeWithData's options): nil leaves
+    /// the current value.
+    public struct Change: Sendable, Hashable {
+        public var priority: Priority?
+        public var maxBytesPerSecond: UInt64?
+        public var allowMetered: Bool?
+
+        public init(priority: Priority? = nil, maxBytesPerSecond: UInt64? = nil, allowMetered: Bool? = nil) {
+            self.priority = priority
+            self.maxBytesPerSecond = maxBytesPerSecond
+            self.allowMetered = allowMetered
+        }
+
+        public var isEmpty: Bool { priority == nil && maxBytesPerSecond == nil && allowMetered == nil }
+    }
+
+    public mutating func apply(_ change: Change) {
+        if let priority = change.priority { self.priority = priority }
+        if let rate = change.maxBytesPerSecond { maxBytesPerSecond = rate }
+        if let allow = change.allowMetered { allowMetered = allow }
+    }
+
     /// Headers a caller may not set: the engine owns them.
     static let reservedHeaders: Set<String> = [
         "range", "if-range", "accept-encoding", "host", "content-length", "transfer-encoding", "connection",
     ]
 
-    /// Checks headers and the checksum; returns a message for InvalidArgument.
+    /// Checks headers and the checksum; throws InvalidArgument with a reason.
     public func validate() throws {
         for (name, value) in headers {
             guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 && $0 != UInt8(ascii: ":") }) else {

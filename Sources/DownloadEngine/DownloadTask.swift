@@ -12,26 +12,38 @@ final class DownloadTask: Sendable {
 
     struct State {
         var record: DownloadTaskRecord
+        /// Bytes received and handed to the file writer (may be ahead of the durable offset).
         var bytesWritten: Int64
         var runner: Task<Void, Never>?
         var request: HTTPClient.Task<TransferDelegate.Result>?
         var stopReason: StopReason?
-        /// Bumped when the partial file restarts from zero: checkpoints of an older epoch are stale.
-        var epoch = 0
+        /// Which run `runner` is: a run that ended clears only its own handle.
+        var runID: UInt64 = 0
+        /// A progress delivery is queued and has not run yet.
+        var progressQueued = false
+        /// `bytesWritten` at the last progress delivery.
+        var progressDelivered: Int64
     }
 
     let id: UInt64
     let state: NIOLockedValueBox<State>
-    /// Held while a state change is made and reported, so observers see one task's changes in
-    /// the order they happened even when two threads change it (see `SessionManager.move`).
+    /// Held while a change is made and its events are queued, so the event queue holds one
+    /// task's changes in the order they happened even when two threads change it. Lock order:
+    /// see `SessionManager`.
     let eventOrder = NIOLock()
-    /// fdatasync runs here, off the event loops, in order.
-    let syncQueue: DispatchQueue
+    /// The observers of this task run here, in order, outside every lock.
+    let events: DispatchQueue
+    /// Every blocking call on this task's files runs here, in order: open, pwrite, ftruncate,
+    /// fdatasync, rename, unlink, the SHA-256. Never on an event loop.
+    let io: DispatchQueue
 
     init(record: DownloadTaskRecord) {
         id = record.id
-        state = NIOLockedValueBox(State(record: record, bytesWritten: record.durableOffset))
-        syncQueue = DispatchQueue(label: "download.sync.\(record.id)")
+        state = NIOLockedValueBox(State(
+            record: record, bytesWritten: record.durableOffset, progressDelivered: record.durableOffset
+        ))
+        events = DispatchQueue(label: "org.example.Downloads.task.\(record.id).events", target: SessionDelegate.pool)
+        io = DispatchQueue(label: "org.example.Downloads.task.\(record.id).io")
     }
 
     var snapshot: TaskSnapshot {
@@ -40,13 +52,17 @@ final class DownloadTask: Sendable {
 
     var record: DownloadTaskRecord { state.withLockedValue { $0.record } }
 
-    /// Moves to `next` if allowed; returns the snapshot after the change, or nil when refused.
-    func transition(to next: DownloadState, _ change: (inout State) -> Void = { _ in }) -> TaskSnapshot? {
+    /// Moves to `next` if allowed (and, with `from`, only out of those states); returns the
+    /// state before and the snapshot after the change, or nil when refused.
+    func transition(
+        to next: DownloadState, from allowed: Set<DownloadState>? = nil, _ change: (inout State) -> Void = { _ in }
+    ) -> (DownloadState, TaskSnapshot)? {
         state.withLockedValue { state in
-            guard state.record.state.canTransition(to: next) else { return nil }
+            let previous = state.record.state
+            guard previous.canTransition(to: next), allowed?.contains(previous) ?? true else { return nil }
             state.record.state = next
             change(&state)
-            return TaskSnapshot(record: state.record, bytesWritten: state.bytesWritten)
+            return (previous, TaskSnapshot(record: state.record, bytesWritten: state.bytesWritten))
         }
     }
 
@@ -58,12 +74,45 @@ final class DownloadTask: Sendable {
         }
     }
 
-    /// Runs a blocking file operation on this task's sync queue, off the cooperative pool.
-    func onSyncQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    /// Bytes up to `position` were handed to the writer. Returns whether the caller should queue
+    /// a progress delivery (none is queued yet): one lock per chunk.
+    func wrote(upTo position: Int64) -> Bool {
+        state.withLockedValue { state in
+            state.bytesWritten = position
+            guard !state.progressQueued else { return false }
+            state.progressQueued = true
+            return true
+        }
+    }
+
+    /// The newest counters and the bytes since the last delivery; nil when nothing moved.
+    func takeProgress() -> (TaskSnapshot, Int64)? {
+        state.withLockedValue { state in
+            state.progressQueued = false
+            let delta = state.bytesWritten - state.progressDelivered
+            state.progressDelivered = state.bytesWritten
+            guard delta != 0 else { return nil }
+            // After a restart from zero the total went down: report what the new run wrote.
+            return (TaskSnapshot(record: state.record, bytesWritten: state.bytesWritten), delta > 0 ? delta : state.bytesWritten)
+        }
+    }
+
+    /// The bandwidth limit now (read per chunk, so a change applies to a running transfer).
+    var maxBytesPerSecond: UInt64 { state.withLockedValue { $0.record.options.maxBytesPerSecond } }
+
+    /// Runs a blocking file operation on this task's I/O queue, off the cooperative pool.
+    func onIOQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            syncQueue.async {
+            io.async {
                 continuation.resume(with: Result { try body() })
             }
+        }
+    }
+
+    /// Returns once every event queued so far has been delivered.
+    func eventsDelivered() async {
+        await withCheckedContinuation { continuation in
+            events.async { continuation.resume() }
         }
     }
 }

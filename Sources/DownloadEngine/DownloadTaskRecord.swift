@@ -1,7 +1,10 @@
 /// Everything the engine needs to run (or re-run after a restart) one download: the request,
 /// where it writes, and how far it durably got. The store persists exactly this.
-public struct DownloadTaskRecord: Sendable, Hashable, Codable {
+public struct DownloadTaskRecord: Sendable, Hashable {
     public var id: UInt64
+    /// The uid the task belongs to (asked of the bus when it was created, never an argument).
+    public var owner: UInt32
+    /// The session's name as the client gave it (never combined with the owner).
     public var session: String
     public var url: String
     /// As the client gave it: a file path, or a directory.
@@ -23,12 +26,13 @@ public struct DownloadTaskRecord: Sendable, Hashable, Codable {
     public var errorMessage: String?
 
     public init(
-        id: UInt64, session: String, url: String, destination: String, destinationIsDirectory: Bool,
+        id: UInt64, owner: UInt32, session: String, url: String, destination: String, destinationIsDirectory: Bool,
         options: DownloadOptions,
         state: DownloadState = .queued, durableOffset: Int64 = 0, expectedLength: Int64 = -1,
         validator: String? = nil, finalURL: String? = nil, resolvedPath: String? = nil
     ) {
         self.id = id
+        self.owner = owner
         self.session = session
         self.url = url
         self.destination = destination
@@ -41,6 +45,15 @@ public struct DownloadTaskRecord: Sendable, Hashable, Codable {
         self.finalURL = finalURL
         self.resolvedPath = resolvedPath
     }
+
+    public init(id: UInt64, request: DownloadRequest) {
+        self.init(
+            id: id, owner: request.owner, session: request.session, url: request.url, destination: request.destination,
+            destinationIsDirectory: request.destinationIsDirectory, options: request.options
+        )
+    }
+
+    public var sessionID: SessionID { SessionID(owner: owner, name: session) }
 
     /// The partial file: hidden, beside the destination (inside it when it is a directory),
     /// named after the task so a restart finds it again.

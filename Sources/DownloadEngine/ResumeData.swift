@@ -4,11 +4,17 @@ import Foundation
 /// Resume data: a versioned blob a person can read (`cat` shows three lines: a header, the JSON
 /// description of the download, and an HMAC-SHA256 over the first two), authenticated with a key
 /// only the daemon knows, so a forged, truncated or altered blob is refused.
-public struct ResumeData: Sendable, Hashable, Codable {
-    public static let header = "org.example.Downloads.ResumeData/1"
+///
+/// It binds the owner's uid (another user's blob is refused) and never carries header values in
+/// clear text: the request headers (which may hold an `Authorization` or a `Cookie`) are sealed
+/// with ChaCha20-Poly1305 under a key derived from the daemon's key; their names are not shown
+/// either. Everything else stays readable.
+public struct ResumeData: Sendable, Hashable {
+    public static let header = "org.example.Downloads.ResumeData/2"
     public static let maximumSize = 64 * 1024
 
     public var taskID: UInt64
+    public var owner: UInt32
     public var session: String
     public var url: String
     public var finalURL: String?
@@ -22,6 +28,7 @@ public struct ResumeData: Sendable, Hashable, Codable {
 
     public init(record: DownloadTaskRecord) {
         taskID = record.id
+        owner = record.owner
         session = record.session
         url = record.url
         finalURL = record.finalURL
@@ -34,17 +41,61 @@ public struct ResumeData: Sendable, Hashable, Codable {
         options = record.options
     }
 
-    /// The blob: header line, JSON line, `hmac-sha256:<hex>` line.
-    public func encoded(key: SymmetricKey) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let body = Array(ResumeData.header.utf8) + [10] + Array(try encoder.encode(self))
-        let mac = HMAC<SHA256>.authenticationCode(for: body, using: key)
-        return body + Array("\nhmac-sha256:".utf8) + Array(mac.map { String(format: "%02x", $0) }.joined().utf8) + [10]
+    /// The request a task made from this data starts with (its partial file is adopted separately).
+    public var request: DownloadRequest {
+        DownloadRequest(
+            owner: owner, session: session, url: url, destination: destination,
+            destinationIsDirectory: destinationIsDirectory, options: options
+        )
     }
 
-    /// Verifies and decodes a blob; every failure is `InvalidResumeData` with a reason.
-    public static func decode(_ blob: [UInt8], key: SymmetricKey) throws -> ResumeData {
+    /// The JSON line: explicit keys, headers sealed.
+    private struct Body: Codable {
+        var task_id: UInt64
+        var owner_uid: UInt32
+        var session: String
+        var url: String
+        var final_url: String?
+        var destination: String
+        var destination_is_directory: Bool
+        var resolved_path: String?
+        var offset: Int64
+        var validator: String?
+        var expected_length: Int64
+        var options: DownloadOptions
+        /// base64 of ChaCha20-Poly1305 (nonce, ciphertext, tag) over the headers' JSON; absent without headers.
+        var sealed_headers: String?
+    }
+
+    private static func headerKey(_ key: SymmetricKey) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: key, info: Array("org.example.Downloads resume-data headers".utf8), outputByteCount: 32
+        )
+    }
+
+    /// The blob: header line, JSON line, `hmac-sha256:<hex>` line.
+    public func encoded(key: SymmetricKey) throws -> [UInt8] {
+        var visible = options
+        visible.headers = [:]
+        var sealed: String?
+        if !options.headers.isEmpty {
+            let plain = try JSONEncoder().encode(options.headers)
+            sealed = try ChaChaPoly.seal(plain, using: ResumeData.headerKey(key)).combined.base64EncodedString()
+        }
+        let body = Body(
+            task_id: taskID, owner_uid: owner, session: session, url: url, final_url: finalURL, destination: destination,
+            destination_is_directory: destinationIsDirectory, resolved_path: resolvedPath, offset: offset,
+            validator: validator, expected_length: expectedLength, options: visible, sealed_headers: sealed
+        )
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let text = Array(ResumeData.header.utf8) + [10] + Array(try encoder.encode(body))
+        let mac = HMAC<SHA256>.authenticationCode(for: text, using: key)
+        return text + Array("\nhmac-sha256:".utf8) + Array(mac.map { String(format: "%02x", $0) }.joined().utf8) + [10]
+    }
+
+    /// Verifies and decodes a blob made for `owner`; every failure is `InvalidResumeData` with a reason.
+    public static func decode(_ blob: [UInt8], key: SymmetricKey, owner: UInt32) throws -> ResumeData {
         guard !blob.isEmpty else { throw DownloadError.invalidResumeData("the resume data is empty") }
         guard blob.count <= maximumSize else {
             throw DownloadError.invalidResumeData("the resume data is larger than \(maximumSize) bytes")
@@ -60,19 +111,40 @@ public struct ResumeData: Sendable, Hashable, Codable {
         guard macLine.starts(with: prefix), let mac = hexBytes(macLine.dropFirst(prefix.count)), mac.count == 32 else {
             throw DownloadError.invalidResumeData("the resume data has no valid HMAC line")
         }
-        let body = Array(lines[0]) + [10] + Array(lines[1])
-        guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: body, using: key) else {
+        let text = Array(lines[0]) + [10] + Array(lines[1])
+        guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: text, using: key) else {
             throw DownloadError.invalidResumeData("the resume data was not made by this service or was altered")
         }
+        let body: Body
         do {
-            let data = try JSONDecoder().decode(ResumeData.self, from: Data(lines[1]))
-            guard data.offset >= 0 else { throw DownloadError.invalidResumeData("negative offset") }
-            return data
-        } catch let error as DownloadError {
-            throw error
+            body = try JSONDecoder().decode(Body.self, from: Data(lines[1]))
         } catch {
             throw DownloadError.invalidResumeData("the resume data's description does not decode: \(error)")
         }
+        // Checked after the HMAC, so the answer says nothing about other users' blobs' contents.
+        guard body.owner_uid == owner else {
+            throw DownloadError.invalidResumeData("the resume data belongs to another user")
+        }
+        guard body.offset >= 0 else { throw DownloadError.invalidResumeData("negative offset") }
+        var options = body.options
+        if let sealed = body.sealed_headers {
+            guard let combined = Data(base64Encoded: sealed),
+                  let box = try? ChaChaPoly.SealedBox(combined: combined),
+                  let plain = try? ChaChaPoly.open(box, using: headerKey(key)),
+                  let headers = try? JSONDecoder().decode([String: String].self, from: plain)
+            else {
+                throw DownloadError.invalidResumeData("the resume data's sealed headers do not open")
+            }
+            options.headers = headers
+        }
+        var data = ResumeData(record: DownloadTaskRecord(
+            id: body.task_id, owner: body.owner_uid, session: body.session, url: body.url, destination: body.destination,
+            destinationIsDirectory: body.destination_is_directory, options: options, durableOffset: body.offset,
+            expectedLength: body.expected_length, validator: body.validator, finalURL: body.final_url,
+            resolvedPath: body.resolved_path
+        ))
+        data.options = options
+        return data
     }
 
     private static func hexBytes<C: Collection>(_ text: C) -> [UInt8]? where C.Element == UInt8 {

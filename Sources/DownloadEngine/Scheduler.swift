@@ -1,18 +1,19 @@
-/// Which queued tasks may start: a global limit on running transfers, a limit per session,
-/// higher priorities first, FIFO within a priority. Pure bookkeeping, tested without I/O.
+/// Which queued tasks may start: a global limit on running transfers, a limit per session (a
+/// session is one user's: `SessionID`), higher priorities first, FIFO within a priority. Pure
+/// bookkeeping, tested without I/O.
 struct Scheduler: Sendable {
     var maxRunning: Int
     var maxRunningPerSession: Int
 
     private struct Entry: Sendable {
         let id: UInt64
-        let session: String
+        let session: SessionID
         let priority: DownloadOptions.Priority
         let sequence: UInt64
     }
 
     private var queued: [Entry] = []
-    private var running: [UInt64: String] = [:]
+    private var running: [UInt64: SessionID] = [:]
     private var sequence: UInt64 = 0
 
     init(maxRunning: Int, maxRunningPerSession: Int) {
@@ -23,10 +24,17 @@ struct Scheduler: Sendable {
     var runningCount: Int { running.count }
     var queuedIDs: [UInt64] { queued.map(\.id) }
 
-    mutating func enqueue(_ id: UInt64, session: String, priority: DownloadOptions.Priority) {
+    mutating func enqueue(_ id: UInt64, session: SessionID, priority: DownloadOptions.Priority) {
         guard running[id] == nil, !queued.contains(where: { $0.id == id }) else { return }
         sequence += 1
         queued.append(Entry(id: id, session: session, priority: priority, sequence: sequence))
+    }
+
+    /// Moves a queued task within the order after its priority changed.
+    mutating func reprioritize(_ id: UInt64, _ priority: DownloadOptions.Priority) {
+        guard let index = queued.firstIndex(where: { $0.id == id }) else { return }
+        let entry = queued[index]
+        queued[index] = Entry(id: entry.id, session: entry.session, priority: priority, sequence: entry.sequence)
     }
 
     /// Forgets a task, queued or running.

@@ -1,9 +1,17 @@
+import Dispatch
 import NIOConcurrencyHelpers
 
 /// Receives every event of the engine and routes it to the observers (D-Bus signals, the store,
 /// the log). It owns no download state: `SessionManager` does.
+///
+/// Each event is put on the task's serial event queue while the engine holds that task's
+/// `eventOrder` lock (so the queue's order is the order of the changes), and the observers run
+/// later on that queue, outside every lock. The queues of all tasks share one concurrent pool,
+/// so a slow observer call delays only the task it is about.
 public final class SessionDelegate: Sendable {
     private let observers: NIOLockedValueBox<[any DownloadObserver]>
+    /// Where the task queues run.
+    static let pool = DispatchQueue(label: "org.example.Downloads.events", qos: .utility, attributes: .concurrent)
 
     public init(observers: [any DownloadObserver] = []) {
         self.observers = NIOLockedValueBox(observers)
@@ -15,37 +23,65 @@ public final class SessionDelegate: Sendable {
 
     private var all: [any DownloadObserver] { observers.withLockedValue { $0 } }
 
-    // MARK: Task events
-
-    func stateChanged(_ task: TaskSnapshot) {
-        for observer in all { observer.task(task, didChangeState: task.state) }
-    }
-
-    func receivedResponse(_ task: TaskSnapshot, status: Int) {
-        for observer in all { observer.task(task, didReceiveResponse: status, expectedLength: task.expectedLength) }
-    }
-
-    func wroteData(_ task: TaskSnapshot, bytes: Int64) {
-        for observer in all {
-            observer.task(task, didWriteData: bytes, totalBytesWritten: task.bytesWritten, totalBytesExpected: task.expectedLength)
+    /// Queues `body` for every observer, in order, on the task's event queue.
+    private func post(_ task: DownloadTask, _ body: @escaping @Sendable (any DownloadObserver) -> Void) {
+        task.events.async { [self] in
+            for observer in all { body(observer) }
         }
     }
 
-    func checkpointed(_ task: TaskSnapshot) {
-        for observer in all { observer.taskDidCheckpoint(task) }
+    // MARK: Task events (called under the task's eventOrder)
+
+    func created(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
+        post(task) { $0.taskWasCreated(snapshot) }
     }
 
-    func finished(_ task: TaskSnapshot, location: String) {
-        for observer in all { observer.task(task, didFinishDownloadingTo: location) }
+    func stateChanged(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
+        post(task) { $0.task(snapshot, didChangeState: snapshot.state) }
     }
 
-    func completed(_ task: TaskSnapshot, error: DownloadError, resumeData: [UInt8]?) {
-        for observer in all { observer.task(task, didCompleteWithError: error, resumeData: resumeData) }
+    func optionsChanged(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
+        post(task) { $0.taskDidChangeOptions(snapshot) }
     }
 
-    // MARK: Session events
+    func receivedResponse(_ task: DownloadTask, _ snapshot: TaskSnapshot, status: Int) {
+        post(task) { $0.task(snapshot, didReceiveResponse: status, expectedLength: snapshot.expectedLength) }
+    }
 
-    func sessionFinishedEvents(_ session: String) {
-        for observer in all { observer.sessionDidFinishEvents(session) }
+    func checkpointed(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
+        post(task) { $0.taskDidCheckpoint(snapshot) }
+    }
+
+    func finished(_ task: DownloadTask, _ snapshot: TaskSnapshot, location: String) {
+        post(task) { $0.task(snapshot, didFinishDownloadingTo: location) }
+    }
+
+    func completed(_ task: DownloadTask, _ snapshot: TaskSnapshot, error: DownloadError, resumeData: [UInt8]?) {
+        post(task) { $0.task(snapshot, didCompleteWithError: error, resumeData: resumeData) }
+    }
+
+    func removed(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
+        post(task) { $0.taskWasRemoved(snapshot) }
+    }
+
+    /// Bytes arrived and the caller claimed the delivery (`DownloadTask.wrote(upTo:)`). At most
+    /// one progress delivery is queued per task at a time: it reads the newest counters when it
+    /// runs, so a fast transfer costs one queue hop per delivery, not one per chunk. Not under
+    /// eventOrder: progress carries no state the store keeps.
+    func wroteData(_ task: DownloadTask) {
+        task.events.async { [self] in
+            guard let (snapshot, delta) = task.takeProgress() else { return }
+            for observer in all {
+                observer.task(snapshot, didWriteData: delta, totalBytesWritten: snapshot.bytesWritten, totalBytesExpected: snapshot.expectedLength)
+            }
+        }
+    }
+
+    /// After a task's last event of a step: asks `isIdle` on the queue, then tells observers.
+    func sessionMayBeIdle(_ task: DownloadTask, _ session: SessionID, isIdle: @escaping @Sendable () -> Bool) {
+        task.events.async { [self] in
+            guard isIdle() else { return }
+            for observer in all { observer.sessionDidFinishEvents(session) }
+        }
     }
 }

@@ -5,7 +5,17 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 /// Owns the HTTP client, the task table (id → task) and the scheduler, and reports every event
-/// through its `SessionDelegate`. Knows nothing of D-Bus.
+/// through its `SessionDelegate`. Knows nothing of D-Bus. Owns every partial file: creating,
+/// adopting (from resume data), removing; nobody else touches them.
+///
+/// Locks and queues (the one place they are written down):
+/// 1. `DownloadTask.eventOrder`: held while a task changes and its events are queued.
+/// 2. `SessionManager.state`: the task table, the scheduler, the next id.
+/// 3. `DownloadTask.state`: one task's record and counters.
+/// A thread holding one may take a later one, never an earlier one; each is held only for
+/// bookkeeping (no I/O, no waiting, no observer code). Observers run on each task's `events`
+/// queue; file calls on each task's `io` queue (through `PartialFileWriter`); the event loops
+/// of the HTTP client only parse, hand buffers to the writer and take locks 1–3 briefly.
 public final class SessionManager: Sendable {
     public struct Configuration: Sendable {
         public var maxRunning = 4
@@ -22,6 +32,7 @@ public final class SessionManager: Sendable {
     struct State {
         var tasks: [UInt64: DownloadTask] = [:]
         var scheduler: Scheduler
+        var nextID: UInt64 = 1
         var shuttingDown = false
     }
 
@@ -56,21 +67,62 @@ public final class SessionManager: Sendable {
 
     // MARK: Tasks
 
-    /// Adds a task (new, or restored from the store) and starts it when the scheduler allows.
-    /// Active tasks (queued, running, retrying) are queued; others are kept as they are.
-    public func add(_ record: DownloadTaskRecord) throws {
-        var record = record
-        try record.options.validate()
-        if record.state == .running || record.state == .retrying { record.state = .queued }
-        let task = DownloadTask(record: record)
-        try state.withLockedValue { state in
-            guard state.tasks[record.id] == nil else { throw DownloadError.invalidArgument("task \(record.id) exists") }
-            state.tasks[record.id] = task
-            if record.state == .queued {
-                state.scheduler.enqueue(record.id, session: record.session, priority: record.options.priority)
+    /// Takes back the tasks of an earlier run (from the store): active ones are queued, others
+    /// kept as they are. No `taskWasCreated` is reported for them. New ids start after `nextID - 1`.
+    public func restore(_ records: [DownloadTaskRecord], nextID: UInt64) {
+        state.withLockedValue { $0.nextID = max($0.nextID, nextID) }
+        for var record in records {
+            if record.state == .running || record.state == .retrying { record.state = .queued }
+            let task = DownloadTask(record: record)
+            state.withLockedValue { state in
+                state.tasks[record.id] = task
+                state.nextID = max(state.nextID, record.id + 1)
+                if record.state == .queued {
+                    state.scheduler.enqueue(record.id, session: record.sessionID, priority: record.options.priority)
+                }
             }
         }
         schedule()
+    }
+
+    /// A new task: gets the next id, is reported (`taskWasCreated`) and queued.
+    @discardableResult
+    public func create(_ request: DownloadRequest) throws -> TaskSnapshot {
+        try request.options.validate()
+        return insert { id in DownloadTaskRecord(id: id, request: request) }
+    }
+
+    private func insert(_ makeRecord: (UInt64) -> DownloadTaskRecord) -> TaskSnapshot {
+        let task = state.withLockedValue { state -> DownloadTask in
+            let record = makeRecord(state.nextID)
+            state.nextID += 1
+            let task = DownloadTask(record: record)
+            state.tasks[record.id] = task
+            return task
+        }
+        let snapshot = task.eventOrder.withLock {
+            let snapshot = task.snapshot
+            delegate.created(task, snapshot)
+            state.withLockedValue { state in
+                if snapshot.state == .queued {
+                    state.scheduler.enqueue(snapshot.id, session: snapshot.sessionID, priority: snapshot.record.options.priority)
+                }
+            }
+            return snapshot
+        }
+        schedule()
+        return snapshot
+    }
+
+    /// Start's checks on a destination, made through the engine's file access: returns whether
+    /// it is a directory; a file needs an existing directory, and `overwrite` when it exists.
+    public func checkDestination(_ path: String, overwrite: Bool) throws -> Bool {
+        if fileAccess.isDirectory(path) { return true }
+        guard fileAccess.isDirectory(FilePaths.directory(of: path)) else {
+            throw DownloadError.invalidArgument("the directory of \(path) does not exist")
+        }
+        if fileAccess.exists(path) && !overwrite { throw DownloadError.fileExists(path) }
+        return false
     }
 
     public func snapshot(_ id: UInt64) -> TaskSnapshot? {
@@ -79,6 +131,17 @@ public final class SessionManager: Sendable {
 
     public func snapshots() -> [TaskSnapshot] {
         state.withLockedValue { Array($0.tasks.values) }.map(\.snapshot).sorted { $0.id < $1.id }
+    }
+
+    public func snapshots(owner: UInt32) -> [TaskSnapshot] {
+        snapshots().filter { $0.owner == owner }
+    }
+
+    /// Returns once every event of task `id` reported so far has reached the observers (the
+    /// store has written it): what a caller waits for before telling a client the task exists.
+    public func eventsDelivered(_ id: UInt64) async {
+        guard let task = state.withLockedValue({ $0.tasks[id] }) else { return }
+        await task.eventsDelivered()
     }
 
     private func task(_ id: UInt64) throws -> DownloadTask {
@@ -101,17 +164,33 @@ public final class SessionManager: Sendable {
     /// Puts a paused or failed task back in the queue; it continues from its durable offset.
     public func resume(_ id: UInt64) throws {
         let task = try task(id)
-        let moved = move(task, to: .queued, { state in
+        let moved = move(task, to: .queued, from: [.paused, .failed], { state in
             state.record.errorName = nil
             state.record.errorMessage = nil
             state.stopReason = nil
-        }, then: { [self] snapshot in
-            state.withLockedValue { $0.scheduler.enqueue(id, session: snapshot.session, priority: snapshot.record.options.priority) }
+        }, then: { [self] _, _, snapshot in
+            state.withLockedValue {
+                $0.scheduler.enqueue(id, session: snapshot.sessionID, priority: snapshot.record.options.priority)
+            }
         })
         guard moved != nil else {
             throw DownloadError.wrongState("task \(id) is \(task.snapshot.state); only paused or failed tasks can be resumed")
         }
         schedule()
+    }
+
+    /// Changes the options a live task may change (priority, bandwidth limit, metered).
+    /// A running transfer picks up a new limit within a second.
+    @discardableResult
+    public func changeOptions(_ id: UInt64, _ change: DownloadOptions.Change) throws -> TaskSnapshot {
+        let task = try task(id)
+        guard !change.isEmpty else { return task.snapshot }
+        return report(task, { $0.record.options.apply(change) }, events: { [self] delegate, task, snapshot in
+            delegate.optionsChanged(task, snapshot)
+            if let priority = change.priority {
+                state.withLockedValue { $0.scheduler.reprioritize(snapshot.id, priority) }
+            }
+        })
     }
 
     /// Stops a task and removes its partial file.
@@ -120,14 +199,26 @@ public final class SessionManager: Sendable {
         try await stop(task, reason: .cancel)
     }
 
-    /// Forgets a task that has ended (finished, failed or cancelled).
-    public func remove(_ id: UInt64) throws {
+    /// Forgets a task that is paused or has ended, removing its partial file unless
+    /// `keepingPartialFile` (a failed task's partial file is what Resume needs).
+    public func remove(_ id: UInt64, keepingPartialFile: Bool = false) async throws {
         let task = try task(id)
-        let snapshot = task.snapshot
-        guard snapshot.state.isTerminal || snapshot.state == .paused else {
-            throw DownloadError.wrongState("task \(id) is \(snapshot.state); cancel it first")
+        let removed: TaskSnapshot? = try task.eventOrder.withLock {
+            let snapshot = task.snapshot
+            guard snapshot.state.isTerminal || snapshot.state == .paused else {
+                throw DownloadError.wrongState("task \(id) is \(snapshot.state); cancel it first")
+            }
+            let wasThere = state.withLockedValue { state -> Bool in
+                state.scheduler.remove(id)
+                return state.tasks.removeValue(forKey: id) != nil
+            }
+            guard wasThere else { return nil }
+            delegate.removed(task, snapshot)
+            return snapshot
         }
-        _ = state.withLockedValue { $0.tasks.removeValue(forKey: id) }
+        guard removed != nil else { throw DownloadError.notFound("no task \(id)") }
+        if !keepingPartialFile { await removePartialFile(of: task) }
+        await task.eventsDelivered()
     }
 
     /// Resume data for a paused or failed task that holds a resumable partial download.
@@ -139,8 +230,55 @@ public final class SessionManager: Sendable {
         return try ResumeData(record: record).encoded(key: key)
     }
 
-    public func decodeResumeData(_ blob: [UInt8]) throws -> ResumeData {
-        try ResumeData.decode(blob, key: key)
+    /// Verifies a blob made by this engine for `owner`.
+    public func decodeResumeData(_ blob: [UInt8], owner: UInt32) throws -> ResumeData {
+        try ResumeData.decode(blob, key: key, owner: owner)
+    }
+
+    /// `ResumeWithData`: the task the data came from, if it still exists, gets `change` and is
+    /// resumed (a paused or failed one) or left running; otherwise a new task takes over the
+    /// old one's partial file when it is still there, or starts from zero when it is not.
+    public func adopt(_ data: ResumeData, change: DownloadOptions.Change) async throws -> TaskSnapshot {
+        if let existing = state.withLockedValue({ $0.tasks[data.taskID] }), existing.record.owner == data.owner {
+            switch existing.snapshot.state {
+            case .paused, .failed:
+                try changeOptions(data.taskID, change)
+                try resume(data.taskID)
+                return existing.snapshot
+            case .queued, .running, .retrying:
+                return try changeOptions(data.taskID, change)
+            case .finished, .cancelled:
+                break
+            }
+        }
+        var request = data.request
+        request.options.apply(change)
+        try request.options.validate()
+        let id = state.withLockedValue { state -> UInt64 in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        var record = DownloadTaskRecord(id: id, request: request)
+        let old = DownloadTaskRecord(id: data.taskID, request: data.request)
+        let fileAccess = self.fileAccess
+        let source = old.partialPath, target = record.partialPath
+        var adopted = false
+        if data.offset > 0, data.validator != nil {
+            adopted = (try? await DownloadTask(record: record).onIOQueue {
+                guard fileAccess.exists(source) else { return false }
+                try fileAccess.rename(source, to: target, replace: true)
+                return true
+            }) == true
+        }
+        if adopted {
+            record.durableOffset = data.offset
+            record.validator = data.validator
+            record.expectedLength = data.expectedLength
+            record.finalURL = data.finalURL
+            record.resolvedPath = data.resolvedPath
+        }
+        let fixed = record
+        return insert { _ in fixed }
     }
 
     /// Stops every transfer (checkpointing it) and leaves active tasks queued for the next start.
@@ -152,15 +290,20 @@ public final class SessionManager: Sendable {
         for task in tasks where task.snapshot.state.isActive {
             try? await stop(task, reason: .shutdown)
         }
+        for task in tasks { await task.eventsDelivered() }
         try? await client.shutdown()
     }
 
     /// Whether `session` still has a queued, running or retrying task.
-    public func hasActiveTasks(in session: String) -> Bool {
+    public func hasActiveTasks(in session: SessionID) -> Bool {
         state.withLockedValue { Array($0.tasks.values) }.contains { task in
             let snapshot = task.snapshot
-            return snapshot.session == session && snapshot.state.isActive
+            return snapshot.sessionID == session && snapshot.state.isActive
         }
+    }
+
+    public func taskCount(owner: UInt32) -> Int {
+        state.withLockedValue { Array($0.tasks.values) }.filter { $0.record.owner == owner }.count
     }
 
     // MARK: Stopping
@@ -186,16 +329,25 @@ public final class SessionManager: Sendable {
         switch plan {
         case .direct(let next):
             state.withLockedValue { $0.scheduler.remove(task.id) }
-            let moved = move(task, to: next, then: { [self] snapshot in
-                if next == .cancelled {
-                    try? fileAccess.remove(snapshot.record.partialPath)
-                    delegate.completed(snapshot, error: .cancelled, resumeData: nil)
-                }
+            let moved = move(task, to: next, then: { delegate, task, snapshot in
+                if next == .cancelled { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
             })
             guard let snapshot = moved else { throw DownloadError.wrongState("task \(task.id) changed state") }
-            sessionMayBeIdle(snapshot.session)
+            if next == .cancelled { await removePartialFile(of: task) }
+            sessionMayBeIdle(task, snapshot.sessionID)
         case .wait(let runner):
             await runner?.value
+        }
+    }
+
+    /// Removes a task's partial file on its I/O queue (after any write still queued there).
+    func removePartialFile(of task: DownloadTask) async {
+        let path = task.record.partialPath
+        let fileAccess = self.fileAccess
+        do {
+            try await task.onIOQueue { try fileAccess.remove(path) }
+        } catch {
+            logger.warning("task \(task.id): \(error)")
         }
     }
 
@@ -211,7 +363,9 @@ public final class SessionManager: Sendable {
             // events wait for this one (move holds the task's event order).
             let moved = move(task, to: .running, { state in
                 state.stopReason = nil
-                state.runner = Task { await self.run(task) }
+                state.runID += 1
+                let runID = state.runID
+                state.runner = Task { await self.run(task, runID: runID) }
             })
             if moved == nil {
                 state.withLockedValue { $0.scheduler.remove(task.id) }
@@ -219,25 +373,80 @@ public final class SessionManager: Sendable {
         }
     }
 
-    /// Moves a task to `next` and reports it (and, in `then`, the other events of the same step)
-    /// as one step under the task's event order. Returns nil when the transition is not allowed.
+    private func run(_ task: DownloadTask, runID: UInt64) async {
+        await TransferRun(task: task, manager: self).run()
+        // The scheduler let go of the task when it left running (in `move`); a new run may
+        // have started since: its handles are not ours to clear.
+        task.update { state in
+            guard state.runID == runID else { return }
+            state.runner = nil
+            state.request = nil
+        }
+        schedule()
+        let snapshot = task.snapshot
+        if !snapshot.state.isActive { sessionMayBeIdle(task, snapshot.sessionID) }
+    }
+
+    // MARK: Reporting
+
+    typealias Events = (SessionDelegate, DownloadTask, TaskSnapshot) -> Void
+
+    /// Moves a task to `next` and queues its events (`StateChanged`, and in `then` the other
+    /// events of the same step) as one step under the task's event order. Returns nil when the
+    /// transition is not allowed.
+    /// A task leaving running or retrying for a state without a transfer frees its place in the
+    /// scheduler in the same step, so a run that is ending never holds a place a new run took.
     @discardableResult
     func move(
-        _ task: DownloadTask, to next: DownloadState, _ change: (inout DownloadTask.State) -> Void = { _ in },
-        then: (TaskSnapshot) -> Void = { _ in }
+        _ task: DownloadTask, to next: DownloadState, from allowed: Set<DownloadState>? = nil,
+        _ change: (inout DownloadTask.State) -> Void = { _ in }, then: Events = { _, _, _ in }
     ) -> TaskSnapshot? {
         task.eventOrder.withLock {
-            guard let snapshot = task.transition(to: next, change) else { return nil }
-            delegate.stateChanged(snapshot)
-            then(snapshot)
+            guard let (previous, snapshot) = task.transition(to: next, from: allowed, change) else { return nil }
+            let hadTransfer = previous == .running || previous == .retrying
+            if hadTransfer && next != .running && next != .retrying {
+                state.withLockedValue { $0.scheduler.remove(task.id) }
+            }
+            delegate.stateChanged(task, snapshot)
+            then(delegate, task, snapshot)
             return snapshot
         }
     }
 
-    /// After a task left the active states: tell observers if its session has nothing left to do.
-    func sessionMayBeIdle(_ session: String) {
-        if !hasActiveTasks(in: session) {
-            delegate.sessionFinishedEvents(session)
+    /// Changes a task without a transition and queues the events that describe the change.
+    @discardableResult
+    func report(_ task: DownloadTask, _ change: (inout DownloadTask.State) -> Void, events: Events) -> TaskSnapshot {
+        task.eventOrder.withLock {
+            let snapshot = task.update(change)
+            events(delegate, task, snapshot)
+            return snapshot
+        }
+    }
+
+    /// Everything before `position` is fsynced: record it (called on the task's I/O queue, in
+    /// order with truncations, so it never outlives a restart from zero).
+    func recordDurable(_ task: DownloadTask, position: Int64) {
+        task.eventOrder.withLock {
+            let snapshot: TaskSnapshot? = task.state.withLockedValue { state in
+                guard position != state.record.durableOffset, position <= state.bytesWritten else { return nil }
+                state.record.durableOffset = position
+                return TaskSnapshot(record: state.record, bytesWritten: state.bytesWritten)
+            }
+            if let snapshot { delegate.checkpointed(task, snapshot) }
+        }
+    }
+
+    /// The partial file was emptied for a new version (on the I/O queue, after every older checkpoint).
+    func resetDurable(_ task: DownloadTask) {
+        report(task, { $0.record.durableOffset = 0 }, events: { delegate, task, snapshot in
+            delegate.checkpointed(task, snapshot)
+        })
+    }
+
+    /// After a task left the active states: observers hear if its session has nothing left to do.
+    func sessionMayBeIdle(_ task: DownloadTask, _ session: SessionID) {
+        delegate.sessionMayBeIdle(task, session) { [weak self] in
+            self.map { !$0.hasActiveTasks(in: session) } ?? false
         }
     }
 }

@@ -5,7 +5,9 @@ public struct TaskSnapshot: Sendable, Hashable {
     public let bytesWritten: Int64
 
     public var id: UInt64 { record.id }
+    public var owner: UInt32 { record.owner }
     public var session: String { record.session }
+    public var sessionID: SessionID { record.sessionID }
     public var state: DownloadState { record.state }
     public var durableOffset: Int64 { record.durableOffset }
     public var expectedLength: Int64 { record.expectedLength }

@@ -2,16 +2,19 @@ import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
 
-/// Streams one HTTP response into the partial file with `pwrite` at the right offset. All
-/// callbacks run on the request's event loop; the future returned for each body part is the
-/// backpressure (and the bandwidth limit). Checkpoints are requested every `checkpointBytes` or
-/// `checkpointInterval`; the stall watchdog fails the request when no byte arrives in time.
+/// Streams one HTTP response into the partial file through its `PartialFileWriter`. All
+/// callbacks run on the request's event loop and never block: the file is opened, truncated and
+/// written on the task's I/O queue, and the future returned for each body part is the
+/// backpressure (the writer's, and the bandwidth limit's). The file is opened only when the
+/// response says to write, so a refused request leaves nothing behind. Checkpoints are
+/// requested every `checkpointBytes` or `checkpointInterval`; the stall watchdog fails the
+/// request when no byte arrives in time.
 final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     struct Result: Sendable {
         var decision: ResponseDecision
         var status: Int
         var headers: HTTPHeaders
-        /// Where writing ended (the file holds [0, endOffset)).
+        /// Where writing ended (the file holds [0, endOffset) once the writer drained).
         var endOffset: Int64
         var bodyBytes: Int64
     }
@@ -19,18 +22,29 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     struct Hooks: Sendable {
         /// The head arrived and was decided (called before any body byte is written).
         var head: @Sendable (Int, HTTPHeaders, ResponseDecision) throws -> Void
-        /// Bytes were written; `position` is the end of what the file holds now.
-        var wrote: @Sendable (_ count: Int64, _ position: Int64) -> Void
+        /// Bytes were handed to the writer; `position` is the end of what the file will hold.
+        var wrote: @Sendable (_ position: Int64) -> Void
         /// Time for a checkpoint of everything before `position`.
         var checkpoint: @Sendable (_ position: Int64) -> Void
+        /// The file was emptied for a new version (called on the I/O queue, in order with checkpoints).
+        var truncated: @Sendable () -> Void
+        /// The bandwidth limit now (bytes per second, 0 = none).
+        var maxBytesPerSecond: @Sendable () -> UInt64
     }
 
-    private let file: PartialFile
+    struct Settings: Sendable {
+        var connectTimeout: Double
+        var stallTimeout: Double
+        var checkpointBytes: Int64
+        var checkpointInterval: Double
+        var retryAfterCap: Double
+    }
+
+    private let writer: PartialFileWriter
     private let requestedOffset: Int64
     private let knownLength: Int64
     private let validator: String?
     private let hooks: Hooks
-    private let maxBytesPerSecond: UInt64
     private let connectTimeout: TimeAmount
     private let stallTimeout: TimeAmount
     private let checkpointBytes: Int64
@@ -45,25 +59,24 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     private var lastActivity = NIODeadline.now()
     private var rateStart = NIODeadline.now()
     private var rateBytes: Int64 = 0
+    private var rateLimit: UInt64 = 0
     private var watchdog: RepeatedTask?
     private var failed = false
 
     init(
-        file: PartialFile, requestedOffset: Int64, knownLength: Int64, validator: String?, hooks: Hooks,
-        maxBytesPerSecond: UInt64, connectTimeout: Double, stallTimeout: Double,
-        checkpointBytes: Int64, checkpointInterval: Double, retryAfterCap: Double
+        writer: PartialFileWriter, requestedOffset: Int64, knownLength: Int64, validator: String?, hooks: Hooks,
+        settings: Settings
     ) {
-        self.file = file
+        self.writer = writer
         self.requestedOffset = requestedOffset
         self.knownLength = knownLength
         self.validator = validator
         self.hooks = hooks
-        self.maxBytesPerSecond = maxBytesPerSecond
-        self.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
-        self.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
-        self.checkpointBytes = checkpointBytes
-        self.checkpointInterval = .milliseconds(Int64(checkpointInterval * 1000))
-        self.retryAfterCap = retryAfterCap
+        self.connectTimeout = .milliseconds(Int64(settings.connectTimeout * 1000))
+        self.stallTimeout = .milliseconds(Int64(settings.stallTimeout * 1000))
+        self.checkpointBytes = settings.checkpointBytes
+        self.checkpointInterval = .milliseconds(Int64(settings.checkpointInterval * 1000))
+        self.retryAfterCap = settings.retryAfterCap
     }
 
     func didSendRequestHead(task: HTTPClient.Task<Result>, _ head: HTTPRequestHead) {
@@ -87,62 +100,64 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
             knownLength: knownLength, validator: validator, retryAfterCap: retryAfterCap
         )
         var start: Int64 = 0
-        if case .write(let offset, let truncate, _, _) = decision {
-            start = offset
-            if truncate {
-                do {
-                    try file.truncate(to: 0)
-                } catch {
-                    fail(task, error as? DownloadError ?? .file("\(error)"))
-                    return task.eventLoop.makeSucceededVoidFuture()
-                }
-            }
-        }
+        if case .write(let offset, _, _, _) = decision { start = offset }
         position = start
         lastCheckpointPosition = start
         lastCheckpointTime = .now()
         rateStart = .now()
+        rateLimit = hooks.maxBytesPerSecond()
         result = Result(decision: decision, status: status, headers: head.headers, endOffset: start, bodyBytes: 0)
         do {
             try hooks.head(status, head.headers, decision)
         } catch {
-            fail(task, error as? DownloadError ?? .file("\(error)"))
+            fail(task, DownloadError.classify(error))
             return task.eventLoop.makeSucceededVoidFuture()
         }
-        if case .write = decision {
+        guard case .write(_, let truncate, _, _) = decision else {
+            // Nothing of this body is wanted: end the request now (the decision is in `result`).
+            task.fail(reason: DecisionReached())
             return task.eventLoop.makeSucceededVoidFuture()
         }
-        // Nothing of this body is wanted: end the request now (the decision is in `result`).
-        task.fail(reason: DecisionReached())
-        return task.eventLoop.makeSucceededVoidFuture()
+        // The body may be written: open (and, for a new version, empty) the file first.
+        let hooks = self.hooks
+        return writer.perform(on: task.eventLoop) { writer in
+            try writer.openIfNeeded()
+            if truncate {
+                try writer.truncate(to: 0)
+                hooks.truncated()
+            }
+        }.flatMapErrorThrowing { [self] error in
+            fail(task, DownloadError.classify(error))
+        }
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<Result>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
         guard !failed, case .write = result?.decision else { return task.eventLoop.makeSucceededVoidFuture() }
         let count = Int64(buffer.readableBytes)
-        do {
-            try buffer.withUnsafeReadableBytes { try file.write($0, at: position) }
-        } catch {
-            fail(task, error as? DownloadError ?? .file("\(error)"))
-            return task.eventLoop.makeSucceededVoidFuture()
-        }
+        let written = writer.write(buffer, at: position, eventLoop: task.eventLoop)
         position += count
         result?.endOffset = position
         result?.bodyBytes += count
         let now = NIODeadline.now()
         lastActivity = now
-        hooks.wrote(count, position)
+        hooks.wrote(position)
         if position - lastCheckpointPosition >= checkpointBytes || now - lastCheckpointTime >= checkpointInterval {
             lastCheckpointPosition = position
             lastCheckpointTime = now
             hooks.checkpoint(position)
+            let limit = hooks.maxBytesPerSecond()
+            if limit != rateLimit {
+                rateLimit = limit
+                rateStart = now
+                rateBytes = 0
+            }
         }
-        guard maxBytesPerSecond > 0 else { return task.eventLoop.makeSucceededVoidFuture() }
+        guard rateLimit > 0 else { return written }
         rateBytes += count
-        let allowedAt = rateStart + .nanoseconds(Int64(Double(rateBytes) / Double(maxBytesPerSecond) * 1e9))
-        guard allowedAt > now else { return task.eventLoop.makeSucceededVoidFuture() }
+        let allowedAt = rateStart + .nanoseconds(Int64(Double(rateBytes) / Double(rateLimit) * 1e9))
+        guard allowedAt > now else { return written }
         lastActivity = allowedAt
-        return task.eventLoop.scheduleTask(deadline: allowedAt) {}.futureResult
+        return written.and(task.eventLoop.scheduleTask(deadline: allowedAt) {}.futureResult).map { _ in }
     }
 
     func didReceiveError(task: HTTPClient.Task<Result>, _ error: Error) {

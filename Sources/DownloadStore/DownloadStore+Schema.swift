@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 extension DownloadStore {
@@ -49,6 +50,33 @@ extension DownloadStore {
                 t.column("createdAt", .datetime).notNull()
                 t.primaryKey(["ownerUID", "session"])
                 t.foreignKey(["ownerUID", "session"], references: "session", onDelete: .cascade)
+            }
+        }
+        // Options were the synthesized Codable JSON of a Swift struct (camelCase property names);
+        // from v2 they use the documented snake_case keys of the D-Bus options. Written with
+        // plain JSON values, not app types, so it keeps meaning what it means today.
+        migrator.registerMigration("v2-options-keys") { db in
+            let renamed = [
+                "maxBytesPerSecond": "max_bytes_per_second", "connectTimeout": "connect_timeout",
+                "stallTimeout": "stall_timeout", "resourceTimeout": "resource_timeout", "allowMetered": "allow_metered",
+            ]
+            let rows = try Row.fetchAll(db, sql: "SELECT id, options FROM task")
+            for row in rows {
+                let id: Int64 = row["id"]
+                let text: String = row["options"]
+                guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+                    continue  // left as it is: the daemon reports the row and keeps it aside
+                }
+                var converted: [String: Any] = [:]
+                for (key, value) in object {
+                    converted[renamed[key] ?? key] = value
+                }
+                if (converted["headers"] as? [String: Any])?.isEmpty == true { converted["headers"] = nil }
+                if converted["priority"] as? String == "normal" { converted["priority"] = nil }
+                if converted["max_bytes_per_second"] as? Int == 0 { converted["max_bytes_per_second"] = nil }
+                if converted["overwrite"] as? Bool == false { converted["overwrite"] = nil }
+                let data = try JSONSerialization.data(withJSONObject: converted, options: [.sortedKeys, .withoutEscapingSlashes])
+                try db.execute(sql: "UPDATE task SET options = ? WHERE id = ?", arguments: [String(decoding: data, as: UTF8.self), id])
             }
         }
         return migrator

@@ -4,46 +4,74 @@ import GRDB
 
 /// The daemon's state in one SQLite file (WAL): sessions, tasks with their durable checkpoints,
 /// registered completion handlers and pending completion calls. Owns the database, runs the
-/// migrations when opened, and groups the writes that keep its invariants.
+/// migrations when opened, and groups the writes that keep its invariants (the shape of GRDB's
+/// `AppDatabase`). Engine state reaches it only through `StoreObserver`.
 public final class DownloadStore: Sendable {
-    let database: DatabasePool
+    let database: any DatabaseWriter
 
-    /// Opens (creating) `path`; fails with a readable error if it cannot.
-    public init(path: String) throws {
+    /// Opens (creating) `path` as a WAL database; fails with a readable error if it cannot.
+    public convenience init(path: String) throws {
+        try self.init(DatabasePool(path: path, configuration: DownloadStore.configuration))
+    }
+
+    /// Uses `database` (a `DatabaseQueue` on a temporary file in tests) and migrates it.
+    public init(_ database: any DatabaseWriter) throws {
+        self.database = database
+        try DownloadStore.migrator.migrate(database)
+    }
+
+    public static var configuration: Configuration {
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(5)
-        database = try DatabasePool(path: path, configuration: configuration)
-        try DownloadStore.migrator.migrate(database)
+        return configuration
     }
 
     // MARK: Tasks
 
-    /// Records a new task (and its session) and returns its id; the record's `id` is ignored.
-    public func createTask(_ record: DownloadTaskRecord, owner: UInt32) throws -> UInt64 {
+    /// Records a new task (and its session) under the id the engine gave it.
+    public func insertTask(_ record: DownloadTaskRecord) throws {
         try database.write { db in
-            try SessionRow(ownerUID: Int64(owner), name: record.session, endedSinceCall: 0).insert(db, onConflict: .ignore)
-            var row = try TaskRow(record: record, owner: owner)
-            row.id = nil
+            try SessionRow(ownerUID: Int64(record.owner), name: record.session, endedSinceCall: 0).insert(db, onConflict: .ignore)
+            var row = try TaskRow(record: record)
             try row.insert(db)
-            guard let id = row.id else { throw DatabaseError(message: "no id for the new task") }
-            return UInt64(id)
         }
     }
 
-    /// Saves what the engine knows of a task now (state, durable offset, validator…).
+    /// Saves what the engine knows of a task now (state, durable offset, validator, options…).
+    /// When the task has just ended, its session counts it towards the next completion call,
+    /// in the same transaction.
     public func save(_ record: DownloadTaskRecord) throws {
         try database.write { db in
             guard var row = try TaskRow.fetchOne(db, key: Int64(record.id)) else { return }
-            row.update(from: record)
+            let ended = try row.update(from: record)
             try row.update(db)
+            if ended {
+                try db.execute(
+                    sql: "UPDATE session SET endedSinceCall = endedSinceCall + 1 WHERE ownerUID = ? AND name = ?",
+                    arguments: [row.ownerUID, row.session]
+                )
+            }
         }
     }
 
-    /// Every task, with its owner, in id order.
-    public func loadTasks() throws -> [(owner: UInt32, record: DownloadTaskRecord)] {
+    /// Every readable task in id order, the rows that are not (kept in the database as they
+    /// are, for a person to look at), and the id after the highest one ever given.
+    public func loadTasks() throws -> (tasks: [DownloadTaskRecord], rejected: [RejectedTask], nextID: UInt64) {
         try database.read { db in
-            try TaskRow.order(Column("id")).fetchAll(db).map { (UInt32($0.ownerUID), try $0.record()) }
+            var tasks: [DownloadTaskRecord] = []
+            var rejected: [RejectedTask] = []
+            for row in try Row.fetchAll(db, sql: "SELECT * FROM task ORDER BY id") {
+                let id: Int64 = row["id"] ?? 0
+                do {
+                    tasks.append(try TaskRow(row: row).record())
+                } catch {
+                    rejected.append(RejectedTask(id: id, reason: "\(error)"))
+                }
+            }
+            // AUTOINCREMENT remembers the highest id ever used, so a removed task's id is never given again.
+            let highest = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'task'") ?? 0
+            return (tasks, rejected, UInt64(max(0, highest)) + 1)
         }
     }
 
@@ -59,57 +87,43 @@ public final class DownloadStore: Sendable {
         }
     }
 
-    public func taskCount(owner: UInt32) throws -> Int {
-        try database.read { db in try TaskRow.filter(Column("ownerUID") == Int64(owner)).fetchCount(db) }
-    }
-
     // MARK: Sessions and completion handlers
-
-    /// A task of the session ended: counts towards the next completion call.
-    public func noteTaskEnded(owner: UInt32, session: String) throws {
-        try database.write { db in
-            try db.execute(
-                sql: "UPDATE session SET endedSinceCall = endedSinceCall + 1 WHERE ownerUID = ? AND name = ?",
-                arguments: [Int64(owner), session]
-            )
-        }
-    }
 
     /// The session has nothing left to do. If any task ended since the last call, this is a
     /// transition: a completion call becomes pending (exactly one per transition).
     /// Returns whether it was a transition, and whether a call is pending now.
-    public func sessionBecameIdle(owner: UInt32, session: String) throws -> (transition: Bool, pending: Bool) {
+    public func sessionBecameIdle(_ session: SessionID) throws -> (transition: Bool, pending: Bool) {
         try database.write { db in
-            guard var row = try SessionRow.fetchOne(db, key: ["ownerUID": Int64(owner), "name": session]) else {
-                return (false, false)
-            }
+            let key: [String: any DatabaseValueConvertible] = ["ownerUID": Int64(session.owner), "name": session.name]
+            guard var row = try SessionRow.fetchOne(db, key: key) else { return (false, false) }
             let transition = row.endedSinceCall > 0
             if transition {
                 row.endedSinceCall = 0
                 try row.update(db)
-                try PendingCompletionRow(ownerUID: Int64(owner), session: session, createdAt: Date()).insert(db, onConflict: .ignore)
+                try PendingCompletionRow(ownerUID: Int64(session.owner), session: session.name, createdAt: Date())
+                    .insert(db, onConflict: .ignore)
             }
-            let pending = try PendingCompletionRow.fetchOne(db, key: ["ownerUID": Int64(owner), "session": session]) != nil
+            let pending = try PendingCompletionRow.fetchOne(db, key: DownloadStore.pendingKey(session)) != nil
             return (transition, pending)
         }
     }
 
-    public func isPending(owner: UInt32, session: String) throws -> Bool {
-        try database.read { db in
-            try PendingCompletionRow.fetchOne(db, key: ["ownerUID": Int64(owner), "session": session]) != nil
-        }
+    private static func pendingKey(_ session: SessionID) -> [String: any DatabaseValueConvertible] {
+        ["ownerUID": Int64(session.owner), "session": session.name]
+    }
+
+    public func isPending(_ session: SessionID) throws -> Bool {
+        try database.read { db in try PendingCompletionRow.fetchOne(db, key: DownloadStore.pendingKey(session)) != nil }
     }
 
     /// The completion handler replied: the call is done.
-    public func completionDelivered(owner: UInt32, session: String) throws {
-        _ = try database.write { db in
-            try PendingCompletionRow.deleteOne(db, key: ["ownerUID": Int64(owner), "session": session])
-        }
+    public func completionDelivered(_ session: SessionID) throws {
+        _ = try database.write { db in try PendingCompletionRow.deleteOne(db, key: DownloadStore.pendingKey(session)) }
     }
 
-    public func pendingCompletions() throws -> [(owner: UInt32, session: String)] {
+    public func pendingCompletions() throws -> [SessionID] {
         try database.read { db in
-            try PendingCompletionRow.fetchAll(db).map { (UInt32($0.ownerUID), $0.session) }
+            try PendingCompletionRow.fetchAll(db).map { SessionID(owner: UInt32($0.ownerUID), name: $0.session) }
         }
     }
 
@@ -121,9 +135,11 @@ public final class DownloadStore: Sendable {
         }
     }
 
-    public func handler(owner: UInt32, session: String) throws -> CompletionHandler? {
-        try database.read { db in
-            try HandlerRow.fetchOne(db, key: ["ownerUID": Int64(owner), "session": session])?.handler
-        }
+    public func handler(_ session: SessionID) throws -> CompletionHandler? {
+        try database.read { db in try HandlerRow.fetchOne(db, key: DownloadStore.pendingKey(session))?.handler }
+    }
+
+    public func handlerCount(owner: UInt32) throws -> Int {
+        try database.read { db in try HandlerRow.filter(Column("ownerUID") == Int64(owner)).fetchCount(db) }
     }
 }

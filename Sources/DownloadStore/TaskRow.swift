@@ -2,6 +2,8 @@ import DownloadEngine
 import Foundation
 import GRDB
 
+/// One row of `task`. `options` holds `DownloadOptions` in its documented JSON form (snake_case
+/// keys of the D-Bus option names, see data/schema.md), never Swift's property names.
 struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
     static let databaseTableName = "task"
     var id: Int64?
@@ -23,23 +25,32 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
     var updatedAt: Date
     var endedAt: Date?
 
-    init(record: DownloadTaskRecord, owner: UInt32) throws {
+    init(record: DownloadTaskRecord) throws {
         id = Int64(record.id)
-        ownerUID = Int64(owner)
+        ownerUID = Int64(record.owner)
         session = record.session
         url = record.url
         destination = record.destination
         destinationIsDirectory = record.destinationIsDirectory
-        options = String(decoding: try JSONEncoder().encode(record.options), as: UTF8.self)
+        options = ""
         state = record.state.rawValue
         durableOffset = 0
         expectedLength = -1
         createdAt = Date()
         updatedAt = createdAt
-        update(from: record)
+        try update(from: record)
     }
 
-    mutating func update(from record: DownloadTaskRecord) {
+    static func encode(_ options: DownloadOptions) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(options), as: UTF8.self)
+    }
+
+    /// Takes what the engine knows now; returns whether the task has just ended.
+    @discardableResult
+    mutating func update(from record: DownloadTaskRecord) throws -> Bool {
+        options = try TaskRow.encode(record.options)
         finalURL = record.finalURL
         resolvedPath = record.resolvedPath
         let wasEnded = DownloadState(rawValue: state)?.isTerminal ?? false
@@ -50,20 +61,31 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         errorName = record.errorName
         errorMessage = record.errorMessage
         updatedAt = Date()
-        if record.state.isTerminal && !wasEnded { endedAt = updatedAt }
         if !record.state.isTerminal { endedAt = nil }
+        guard record.state.isTerminal && (!wasEnded || endedAt == nil) else { return false }
+        endedAt = updatedAt
+        return true
     }
 
     mutating func didInsert(_ inserted: InsertionSuccess) {
         id = inserted.rowID
     }
 
+    /// The engine's record; throws (with the reason) when the row cannot be one.
     func record() throws -> DownloadTaskRecord {
-        let decoded = try JSONDecoder().decode(DownloadOptions.self, from: Data(options.utf8))
+        guard let id, id > 0 else { throw StoreError("row without an id") }
+        guard let owner = UInt32(exactly: ownerUID) else { throw StoreError("owner uid \(ownerUID) is out of range") }
+        guard let state = DownloadState(rawValue: state) else { throw StoreError("unknown state '\(state)'") }
+        let decoded: DownloadOptions
+        do {
+            decoded = try JSONDecoder().decode(DownloadOptions.self, from: Data(options.utf8))
+        } catch {
+            throw StoreError("options do not decode: \(error)")
+        }
         var record = DownloadTaskRecord(
-            id: UInt64(id ?? 0), session: session, url: url, destination: destination,
+            id: UInt64(id), owner: owner, session: session, url: url, destination: destination,
             destinationIsDirectory: destinationIsDirectory, options: decoded,
-            state: DownloadState(rawValue: state) ?? .failed, durableOffset: durableOffset,
+            state: state, durableOffset: durableOffset,
             expectedLength: expectedLength, validator: validator, finalURL: finalURL, resolvedPath: resolvedPath
         )
         record.errorName = errorName

@@ -1,60 +1,77 @@
 import DBus
 import DownloadEngine
+import DownloadsAPI
 
-/// One object per task at /org/example/Downloads/tasks/<id> with `org.example.Downloads.Task`.
+/// The task objects at /org/example/Downloads/tasks/<id>, served by one subtree handler: an
+/// object is built when it is called, so ten thousand tasks cost no more than their rows.
 extension DownloadsService {
-    func exportTask(_ id: UInt64) throws {
-        func handler(_ body: @escaping @Sendable (UInt64) async throws -> [DBusValue]) -> ExportedInterface.MethodHandler {
+    func taskSubtree() throws -> ExportedSubtree {
+        // Built once; each call finds its task by its path.
+        func handler(_ body: @escaping @Sendable (TaskSnapshot) async throws -> [DBusValue]) -> ExportedInterface.MethodHandler {
             { [self] call in
                 do {
-                    let uid = try await caller(call)
-                    return try await body(try task(call.path, for: uid))
+                    return try await body(try task(call.path, for: try await caller(call)))
                 } catch {
                     throw ServiceError.reply(for: error)
                 }
             }
         }
-        let interface = try ExportedInterface(
-            DownloadsInterfaces.task,
-            methods: [
-                "Pause": handler { [self] id in [.bytes(try await engine.pause(id))] },
-                "Resume": handler { [self] id in
-                    try engine.resume(id)
-                    return []
-                },
-                "Cancel": handler { [self] id in
-                    try await cancel(id)
-                    return []
-                },
-            ],
-            getProperty: { [self] name in
-                guard let snapshot = engine.snapshot(id) else { return nil }
-                return DownloadsService.property(name, of: snapshot)
+        let methods: [String: ExportedInterface.MethodHandler] = [
+            "Pause": handler { [self] task in [.bytes(try await pause(task))] },
+            "Resume": handler { [self] task in
+                try await resume(task)
+                return []
+            },
+            "Cancel": handler { [self] task in
+                try await cancel(task)
+                return []
+            },
+        ]
+        // Validate the declaration against the handlers once, up front.
+        _ = try ExportedInterface(DownloadsInterfaces.task, methods: methods)
+        return ExportedSubtree(
+            path: DownloadsAPI.tasksPath,
+            find: { [self] path in
+                guard let id = DownloadsAPI.taskID(path) else { return nil }
+                guard let interface = try? ExportedInterface(DownloadsInterfaces.task, methods: methods, getProperty: { [self] name in
+                    guard let property = TaskProperty(rawValue: name), let snapshot = engine.snapshot(id) else { return nil }
+                    return DownloadsService.value(property, of: snapshot)
+                }) else { return nil }
+                // Every path of the form answers; one that is not the caller's task answers NotFound
+                // (Introspect: UnknownObject), whether it is missing or another user's.
+                return try? ExportedObject(path: path, interfaces: [interface]) { [self] call in
+                    do {
+                        _ = try task(call.path, for: try await caller(call))
+                    } catch {
+                        throw ServiceError.reply(for: error)
+                    }
+                }
+            },
+            enumerate: { [self] call in
+                let uid = try await caller(call)
+                return engine.snapshots().filter { $0.owner == uid || uid == 0 }.map { String($0.id) }
             }
         )
-        // Properties too: another user must not read a task's URL or destination.
-        try connection.export(ExportedObject(path: DownloadsService.path(of: id), interfaces: [interface]) { [self] call in
-            do {
-                _ = try task(call.path, for: try await caller(call))
-            } catch {
-                throw ServiceError.reply(for: error)
-            }
-        })
     }
 
-    static func property(_ name: String, of snapshot: TaskSnapshot) -> DBusValue? {
+    /// The object of a task as the subtree serves it (for InterfacesAdded).
+    func taskObject(_ id: UInt64) -> ExportedObject? {
+        subtree.withLockedValue { $0 }?.find(DownloadsAPI.taskPath(id))
+    }
+
+    /// The one table of property values: Get, GetAll and PropertiesChanged all read it.
+    static func value(_ property: TaskProperty, of snapshot: TaskSnapshot) -> DBusValue {
         let record = snapshot.record
-        switch name {
-        case "Id": return .uint64(record.id)
-        case "Session": return .string(SessionKey(engineKey: record.session)?.name ?? record.session)
-        case "URL": return .string(record.url)
-        case "Destination": return .string(record.resolvedPath ?? record.destination)
-        case "State": return .string(record.state.rawValue)
-        case "BytesWritten": return .int64(snapshot.bytesWritten)
-        case "BytesExpected": return .int64(record.expectedLength)
-        case "Error": return .string(record.errorName.map(ServiceError.name) ?? "")
-        case "ErrorMessage": return .string(record.errorMessage ?? "")
-        default: return nil
+        switch property {
+        case .id: return .uint64(record.id)
+        case .session: return .string(record.session)
+        case .url: return .string(record.url)
+        case .destination: return .string(record.resolvedPath ?? record.destination)
+        case .state: return .string(record.state.rawValue)
+        case .bytesWritten: return .int64(snapshot.bytesWritten)
+        case .bytesExpected: return .int64(record.expectedLength)
+        case .error: return .string(record.errorName.map { DownloadsErrorName.prefix + $0 } ?? "")
+        case .errorMessage: return .string(record.errorMessage ?? "")
         }
     }
 }

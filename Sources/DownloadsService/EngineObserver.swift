@@ -1,10 +1,10 @@
 import DBus
 import DownloadEngine
-import Foundation
+import DownloadsAPI
 
-/// The service's view of the engine's events: persists them (the store), turns them into
-/// signals (D-Bus) and logs; drives completion handlers when a session becomes idle.
-/// Holds the service weakly (the engine's delegate outlives nothing; weak loads are thread-safe).
+/// Turns engine events into D-Bus signals and completion calls. Runs on each task's event queue,
+/// after the `StoreObserver` saved the same event. Holds the service weakly (the service owns
+/// the engine, which owns this observer).
 final class EngineObserver: DownloadObserver, @unchecked Sendable {
     private weak var service: DownloadsService?
 
@@ -12,24 +12,16 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
         self.service = service
     }
 
+    func taskWasCreated(_ task: TaskSnapshot) {
+        guard let service, !service.configuration.systemBus, let object = service.taskObject(task.id) else { return }
+        service.connection.announceAdded(object)
+    }
+
     func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {
-        guard let service, let key = SessionKey(engineKey: task.session) else { return }
-        service.save(task.record)
-        if state.isTerminal {
-            do {
-                try service.store.noteTaskEnded(owner: key.owner, session: key.name)
-            } catch {
-                service.logger.error("store: \(error)")
-            }
-        }
+        guard let service else { return }
         service.flushProgress(task.id)
-        let path = DownloadsService.path(of: task.id)
-        service.emit("StateChanged", owner: key.owner, [.objectPath(path), .string(state.rawValue)])
-        var changed: [String: DBusValue] = [:]
-        for name in ["State", "BytesWritten", "BytesExpected", "Error", "ErrorMessage", "Destination"] {
-            changed[name] = DownloadsService.property(name, of: task)
-        }
-        service.emitTaskProperties(task.id, changed)
+        service.emit(.stateChanged(task: DownloadsAPI.taskPath(task.id), state: state.rawValue), owner: task.owner)
+        service.emitTaskProperties(task, TaskProperty.changing)
     }
 
     func task(_ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64) {
@@ -39,40 +31,30 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
         }
     }
 
-    func taskDidCheckpoint(_ task: TaskSnapshot) {
-        service?.save(task.record)
-    }
-
     func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String) {
-        guard let service, let key = SessionKey(engineKey: task.session) else { return }
+        guard let service else { return }
         service.flushProgress(task.id)
-        service.emit("Finished", owner: key.owner, [.objectPath(DownloadsService.path(of: task.id)), .string(location)])
+        service.emit(.finished(task: DownloadsAPI.taskPath(task.id), location: location), owner: task.owner)
     }
 
     func task(_ task: TaskSnapshot, didCompleteWithError error: DownloadError, resumeData: [UInt8]?) {
-        guard let service, let key = SessionKey(engineKey: task.session) else { return }
+        guard let service else { return }
         service.flushProgress(task.id)
-        service.emit("Failed", owner: key.owner, [
-            .objectPath(DownloadsService.path(of: task.id)), .string(ServiceError.name(error.name)), .string(error.message),
-            .bytes(resumeData ?? []),
-        ])
+        let name = (DownloadsErrorName(rawValue: error.name) ?? .failed).fullName
+        service.emit(.failed(
+            task: DownloadsAPI.taskPath(task.id), errorName: name, message: error.message, resumeData: resumeData ?? []
+        ), owner: task.owner)
     }
 
-    func sessionDidFinishEvents(_ session: String) {
-        guard let service, let key = SessionKey(engineKey: session) else { return }
-        Task { await service.sessionBecameIdle(key) }
-    }
-}
-
-extension DownloadsService {
-    /// Persists what the engine knows of a task; a store failure is logged, never fatal.
-    func save(_ record: DownloadTaskRecord) {
-        var stored = record
-        stored.session = SessionKey(engineKey: record.session)?.name ?? record.session
-        do {
-            try store.save(stored)
-        } catch {
-            logger.error("store: could not save task \(record.id): \(error)")
+    func taskWasRemoved(_ task: TaskSnapshot) {
+        guard let service else { return }
+        service.progress.forget(task: task.id)
+        if !service.configuration.systemBus {
+            service.connection.announceRemoved(DownloadsAPI.taskPath(task.id), interfaces: [DownloadsInterfaces.task.name])
         }
+    }
+
+    func sessionDidFinishEvents(_ session: SessionID) {
+        service?.sessionBecameIdle(session)
     }
 }

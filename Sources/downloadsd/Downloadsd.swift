@@ -4,6 +4,7 @@ import DBus
 import Dispatch
 import DownloadEngine
 import DownloadStore
+import DownloadsAPI
 import DownloadsService
 import Foundation
 import Logging
@@ -77,6 +78,7 @@ struct Downloadsd: AsyncParsableCommand {
         engineConfiguration.maxRunning = maxRunning
         engineConfiguration.maxRunningPerSession = maxRunningPerSession
         let engine = SessionManager(configuration: engineConfiguration, resumeDataKey: key, logger: logger)
+        // The engine owns the files; the service reaches them only through it.
         var serviceConfiguration = DownloadsService.Configuration()
         serviceConfiguration.systemBus = system
         serviceConfiguration.maxTasksPerUser = maxTasksPerUser

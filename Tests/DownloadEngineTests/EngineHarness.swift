@@ -15,7 +15,7 @@ final class RecordingObserver: DownloadObserver {
         case checkpoint(UInt64, Int64)
         case finished(UInt64, String)
         case failed(UInt64, String, Bool)
-        case sessionIdle(String)
+        case sessionIdle(SessionID)
     }
 
     let events = NIOLockedValueBox([Event]())
@@ -30,7 +30,7 @@ final class RecordingObserver: DownloadObserver {
     func task(_ task: TaskSnapshot, didCompleteWithError error: DownloadError, resumeData: [UInt8]?) {
         append(.failed(task.id, error.name, resumeData != nil))
     }
-    func sessionDidFinishEvents(_ session: String) { append(.sessionIdle(session)) }
+    func sessionDidFinishEvents(_ session: SessionID) { append(.sessionIdle(session)) }
 
     private func append(_ event: Event) { events.withLockedValue { $0.append(event) } }
 
@@ -48,6 +48,8 @@ class EngineTestCase: XCTestCase {
     var manager: SessionManager!
     let key = SymmetricKey(data: [UInt8](repeating: 7, count: 32))
     var nextID: UInt64 = 1
+    /// The uid the tests' tasks belong to.
+    static let owner: UInt32 = 1000
 
     override func setUp() async throws {
         server = try TestHTTPServer()
@@ -82,12 +84,13 @@ class EngineTestCase: XCTestCase {
     ) throws -> UInt64 {
         var opts = DownloadOptions()
         options(&opts)
-        let id = nextID
+        let expected = nextID
         nextID += 1
-        try manager.add(DownloadTaskRecord(
-            id: id, session: session, url: server.url(path), destination: destination ?? directory.file("out\(id)"),
+        let id = try manager.create(DownloadRequest(
+            owner: Self.owner, session: session, url: server.url(path), destination: destination ?? directory.file("out\(expected)"),
             destinationIsDirectory: isDirectory, options: opts
-        ))
+        )).id
+        XCTAssertEqual(id, expected, "the engine gives ids in order from 1")
         return id
     }
 
@@ -96,12 +99,26 @@ class EngineTestCase: XCTestCase {
     func wait(_ id: UInt64, for states: Set<DownloadState>, seconds: Double = 30) async throws -> TaskSnapshot {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < deadline {
-            if let snapshot = manager.snapshot(id), states.contains(snapshot.state) { return snapshot }
+            if let snapshot = manager.snapshot(id), states.contains(snapshot.state) {
+                // Events reach observers on the task's queue, after the change: wait for them.
+                await manager.eventsDelivered(id)
+                return snapshot
+            }
             try await Task.sleep(for: .milliseconds(10))
         }
         let state = manager.snapshot(id)?.state.rawValue ?? "missing"
         XCTFail("task \(id) did not reach \(states) (is \(state))")
         throw CancellationError()
+    }
+
+    /// Waits (bounded) until the observer has seen an event matching `match`.
+    func waitForEvent(seconds: Double = 10, _ match: (RecordingObserver.Event) -> Bool) async throws {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if observer.all.contains(where: match) { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        XCTFail("no such event in \(observer.all)")
     }
 
     func waitForBytes(_ id: UInt64, atLeast bytes: Int64, seconds: Double = 30) async throws {

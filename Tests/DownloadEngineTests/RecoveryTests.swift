@@ -10,7 +10,7 @@ final class RecoveryTests: EngineTestCase {
         let content = Self.content(500_000)
         server.set("/r", Route(content: content))
         var record = DownloadTaskRecord(
-            id: 42, session: "s", url: server.url("/r"), destination: directory.file("restored"),
+            id: 42, owner: Self.owner, session: "s", url: server.url("/r"), destination: directory.file("restored"),
             destinationIsDirectory: false, options: DownloadOptions(), state: .running, durableOffset: 200_000,
             expectedLength: Int64(content.count), validator: "\"v1\""
         )
@@ -18,7 +18,7 @@ final class RecoveryTests: EngineTestCase {
         let partial = Array(content[0..<200_000]) + [UInt8](repeating: 0xEE, count: 50_000)
         try Data(partial).write(to: URL(fileURLWithPath: record.partialPath))
         record.finalURL = record.url
-        try manager.add(record)
+        manager.restore([record], nextID: 1)
         let done = try await wait(42, for: [.finished, .failed])
         XCTAssertEqual(done.state, .finished)
         XCTAssertEqual(sha256(ofFile: directory.file("restored")), Self.sha256(content))
@@ -29,12 +29,12 @@ final class RecoveryTests: EngineTestCase {
         let content = Self.content(1000)
         server.set("/done", Route(content: content))
         let record = DownloadTaskRecord(
-            id: 7, session: "s", url: server.url("/done"), destination: directory.file("done"),
+            id: 7, owner: Self.owner, session: "s", url: server.url("/done"), destination: directory.file("done"),
             destinationIsDirectory: false, options: DownloadOptions(), state: .queued, durableOffset: 1000,
             expectedLength: 1000, validator: "\"v1\""
         )
         try Data(content).write(to: URL(fileURLWithPath: record.partialPath))
-        try manager.add(record)
+        manager.restore([record], nextID: 1)
         let done = try await wait(7, for: [.finished, .failed])
         XCTAssertEqual(done.state, .finished)
         XCTAssertEqual(server.requests(for: "/done").map(\.status), [416])
@@ -48,7 +48,7 @@ final class RecoveryTests: EngineTestCase {
         let id = try start("/t")
         try await waitForBytes(id, atLeast: 50_000)
         let blob = try await manager.pause(id)
-        XCTAssertNoThrow(try manager.decodeResumeData(blob))
+        XCTAssertNoThrow(try manager.decodeResumeData(blob, owner: Self.owner))
         var altered = blob
         if let index = altered.firstIndex(of: UInt8(ascii: "{")) { altered[index + 3] ^= 1 }
         let other = SessionManager(resumeDataKey: .init(size: .bits256))
@@ -56,11 +56,11 @@ final class RecoveryTests: EngineTestCase {
             ("altered", altered), ("truncated", Array(blob.dropLast(20))), ("empty", []),
             ("garbage", Array("hello".utf8)), ("huge", [UInt8](repeating: 65, count: 70_000)),
         ] {
-            XCTAssertThrowsError(try manager.decodeResumeData(bad), name) { error in
+            XCTAssertThrowsError(try manager.decodeResumeData(bad, owner: Self.owner), name) { error in
                 XCTAssertEqual((error as? DownloadError)?.name, "InvalidResumeData", name)
             }
         }
-        XCTAssertThrowsError(try other.decodeResumeData(blob)) { error in
+        XCTAssertThrowsError(try other.decodeResumeData(blob, owner: Self.owner)) { error in
             XCTAssertEqual((error as? DownloadError)?.name, "InvalidResumeData")
         }
         await other.shutdown()
@@ -124,8 +124,10 @@ final class RecoveryTests: EngineTestCase {
         XCTAssertEqual(manager.snapshot(a2)?.state, .queued)
         XCTAssertEqual(manager.snapshot(b1)?.state, .running)
         for id in [a1, a2, b1] { try await wait(id, for: [.finished]) }
-        let idle = observer.all.filter { if case .sessionIdle("a") = $0 { return true } else { return false } }
-        XCTAssertEqual(idle.count, 1, "session a became idle once, after its last task")
+        let sessionA = RecordingObserver.Event.sessionIdle(SessionID(owner: Self.owner, name: "a"))
+        try await waitForEvent { $0 == sessionA }
+        try await Task.sleep(for: .milliseconds(100))
+        XCTAssertEqual(observer.all.filter { $0 == sessionA }.count, 1, "session a became idle once, after its last task")
     }
 }
 

@@ -23,10 +23,10 @@ final class RulesTests: XCTestCase {
 
     func testSchedulerPrioritiesFIFOAndLimits() {
         var scheduler = Scheduler(maxRunning: 2, maxRunningPerSession: 2)
-        scheduler.enqueue(1, session: "a", priority: .low)
-        scheduler.enqueue(2, session: "a", priority: .normal)
-        scheduler.enqueue(3, session: "b", priority: .high)
-        scheduler.enqueue(4, session: "b", priority: .normal)
+        scheduler.enqueue(1, session: SessionID(owner: 1, name: "a"), priority: .low)
+        scheduler.enqueue(2, session: SessionID(owner: 1, name: "a"), priority: .normal)
+        scheduler.enqueue(3, session: SessionID(owner: 1, name: "b"), priority: .high)
+        scheduler.enqueue(4, session: SessionID(owner: 1, name: "b"), priority: .normal)
         XCTAssertEqual(scheduler.next(), [3, 2])
         XCTAssertEqual(scheduler.next(), [])
         scheduler.remove(3)
@@ -35,9 +35,9 @@ final class RulesTests: XCTestCase {
         scheduler.remove(4)
         XCTAssertEqual(scheduler.next(), [1])
         var perSession = Scheduler(maxRunning: 10, maxRunningPerSession: 1)
-        perSession.enqueue(1, session: "a", priority: .normal)
-        perSession.enqueue(2, session: "a", priority: .normal)
-        perSession.enqueue(3, session: "b", priority: .normal)
+        perSession.enqueue(1, session: SessionID(owner: 1, name: "a"), priority: .normal)
+        perSession.enqueue(2, session: SessionID(owner: 1, name: "a"), priority: .normal)
+        perSession.enqueue(3, session: SessionID(owner: 1, name: "b"), priority: .normal)
         XCTAssertEqual(perSession.next(), [1, 3])
     }
 
@@ -111,10 +111,10 @@ final class RulesTests: XCTestCase {
     }
 
     func testRedirectChecks() throws {
-        XCTAssertEqual(try SessionManager.checkedRedirect(from: "http://a/b/c", to: "d"), "http://a/b/d")
-        XCTAssertEqual(try SessionManager.checkedRedirect(from: "http://a/b", to: "https://c/d"), "https://c/d")
-        XCTAssertThrowsError(try SessionManager.checkedRedirect(from: "https://a/b", to: "http://a/b"))
-        XCTAssertThrowsError(try SessionManager.checkedRedirect(from: "http://a/b", to: "file:///etc/passwd"))
-        XCTAssertThrowsError(try SessionManager.checkedRedirect(from: "http://a/b", to: "unix:///run/x"))
+        XCTAssertEqual(try RedirectRules.checkedRedirect(from: "http://a/b/c", to: "d"), "http://a/b/d")
+        XCTAssertEqual(try RedirectRules.checkedRedirect(from: "http://a/b", to: "https://c/d"), "https://c/d")
+        XCTAssertThrowsError(try RedirectRules.checkedRedirect(from: "https://a/b", to: "http://a/b"))
+        XCTAssertThrowsError(try RedirectRules.checkedRedirect(from: "http://a/b", to: "file:///etc/passwd"))
+        XCTAssertThrowsError(try RedirectRules.checkedRedirect(from: "http://a/b", to: "unix:///run/x"))
     }
 }

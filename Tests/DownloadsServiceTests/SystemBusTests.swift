@@ -73,6 +73,10 @@ final class SystemBusTests: DaemonTestCase {
                            ('getall', lambda: task.GetAll('org.example.Downloads.Task', dbus_interface='org.freedesktop.DBus.Properties')),
                            ('managed', lambda: bus.get_object('org.example.Downloads', '/org/example/Downloads').GetManagedObjects(
                                dbus_interface='org.freedesktop.DBus.ObjectManager')),
+                           ('pause_missing', lambda: m.Pause('/org/example/Downloads/tasks/999999')),
+                           ('introspect', lambda: task.Introspect(dbus_interface='org.freedesktop.DBus.Introspectable')),
+                           ('introspect_missing', lambda: bus.get_object('org.example.Downloads', '/org/example/Downloads/tasks/999999')
+                               .Introspect(dbus_interface='org.freedesktop.DBus.Introspectable')),
                            ('start', lambda: m.Start('\(http.url("/s"))', '/tmp/x', dbus.Dictionary({}, signature='sv'))),
                            ('resume_with_data', lambda: m.ResumeWithData(dbus.ByteArray(bytes([\(blobText)])),
                                                                           dbus.Dictionary({}, signature='sv')))]:
@@ -81,21 +85,29 @@ final class SystemBusTests: DaemonTestCase {
                 out[name] = 'allowed'
             except dbus.DBusException as e:
                 out[name] = e.get_dbus_name()
+        tasks_xml = bus.get_object('org.example.Downloads', '/org/example/Downloads/tasks').Introspect(
+            dbus_interface='org.freedesktop.DBus.Introspectable')
+        out['children'] = tasks_xml.count('<node name=')
         print(json.dumps(out))
         """)
         XCTAssertEqual(nobody.status, 0, nobody.description)
         let result = try JSONSerialization.jsonObject(with: Data(nobody.stdout.utf8)) as? [String: Any]
         XCTAssertEqual(result?["own"] as? String, "org.freedesktop.DBus.Error.AccessDenied", "only root may own the name")
         XCTAssertEqual(result?["list"] as? [String], [], "another user's tasks are not listed")
-        XCTAssertEqual(result?["pause"] as? String, "org.example.Downloads.Error.AccessDenied")
-        XCTAssertEqual(result?["get"] as? String, "org.example.Downloads.Error.AccessDenied", "another user's URL stays private")
-        XCTAssertEqual(result?["getall"] as? String, "org.example.Downloads.Error.AccessDenied")
+        // Another user's task does not exist for the caller: exactly a missing task's answer.
+        XCTAssertEqual(result?["pause"] as? String, "org.example.Downloads.Error.NotFound")
+        XCTAssertEqual(result?["get"] as? String, "org.example.Downloads.Error.NotFound", "another user's URL stays private")
+        XCTAssertEqual(result?["getall"] as? String, "org.example.Downloads.Error.NotFound")
+        XCTAssertEqual(result?["pause_missing"] as? String, result?["pause"] as? String, "a missing task answers alike")
+        XCTAssertEqual(result?["introspect"] as? String, "org.freedesktop.DBus.Error.UnknownObject")
+        XCTAssertEqual(result?["introspect_missing"] as? String, result?["introspect"] as? String)
+        XCTAssertEqual(result?["children"] as? Int, 0, "Introspect of /tasks lists only the caller's tasks")
         XCTAssertEqual(result?["managed"] as? String, "org.freedesktop.DBus.Error.UnknownInterface",
                        "no ObjectManager on the system bus: it would list every user's tasks")
         XCTAssertEqual(result?["start"] as? String, "org.example.Downloads.Error.AccessDenied",
                        "until per-user file access exists, other users cannot start downloads on the system bus")
-        XCTAssertEqual(result?["resume_with_data"] as? String, "org.example.Downloads.Error.AccessDenied",
-                       "nor make one from resume data")
+        XCTAssertEqual(result?["resume_with_data"] as? String, "org.example.Downloads.Error.InvalidResumeData",
+                       "another user's resume data is not theirs to use")
     }
 
     func testSignalsReachOnlyTheOwnersConnections() async throws {

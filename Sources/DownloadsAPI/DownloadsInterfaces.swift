@@ -1,11 +1,8 @@
 import DBus
 
-/// The public contract (v1). `dbus/*.xml` is rendered from these and a test keeps them equal.
+/// The interface declarations of the contract. One declaration drives dispatch, introspection
+/// and signal checks; `dbus/*.xml` is rendered from these and a test keeps them equal.
 public enum DownloadsInterfaces {
-    public static let busName = "org.example.Downloads"
-    public static let managerPath: ObjectPath = "/org/example/Downloads"
-    public static let tasksPath: ObjectPath = "/org/example/Downloads/tasks"
-
     public static let manager = InterfaceDescription(
         "org.example.Downloads",
         methods: [
@@ -39,17 +36,7 @@ public enum DownloadsInterfaces {
             .init("Resume"),
             .init("Cancel"),
         ],
-        properties: [
-            .init("Id", .uint64, emitsChanged: .const),
-            .init("Session", .string, emitsChanged: .const),
-            .init("URL", .string, emitsChanged: .const),
-            .init("Destination", .string),
-            .init("State", .string),
-            .init("BytesWritten", .int64),
-            .init("BytesExpected", .int64),
-            .init("Error", .string),
-            .init("ErrorMessage", .string),
-        ]
+        properties: TaskProperty.allCases.map(\.declaration)
     )
 
     /// What a client implements to receive completion calls.

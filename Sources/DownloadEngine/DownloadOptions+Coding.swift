@@ -1,0 +1,49 @@
+/// The one written form of options, in the store's `options` column and in resume data: JSON
+/// with the snake_case keys of the D-Bus option names (documented in data/schema.md), never
+/// Swift's property names, so renaming a property cannot change what is on disk.
+extension DownloadOptions: Codable {
+    enum CodingKeys: String, CodingKey {
+        case headers
+        case sha256
+        case priority
+        case maxBytesPerSecond = "max_bytes_per_second"
+        case overwrite
+        case allowMetered = "allow_metered"
+        case connectTimeout = "connect_timeout"
+        case stallTimeout = "stall_timeout"
+        case resourceTimeout = "resource_timeout"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init()
+        headers = try container.decodeIfPresent([String: String].self, forKey: .headers) ?? [:]
+        sha256 = try container.decodeIfPresent(String.self, forKey: .sha256)
+        if let text = try container.decodeIfPresent(String.self, forKey: .priority) {
+            guard let value = Priority(rawValue: text) else {
+                throw DecodingError.dataCorruptedError(forKey: .priority, in: container, debugDescription: "unknown priority '\(text)'")
+            }
+            priority = value
+        }
+        maxBytesPerSecond = try container.decodeIfPresent(UInt64.self, forKey: .maxBytesPerSecond) ?? 0
+        overwrite = try container.decodeIfPresent(Bool.self, forKey: .overwrite) ?? false
+        allowMetered = try container.decodeIfPresent(Bool.self, forKey: .allowMetered) ?? true
+        connectTimeout = try container.decodeIfPresent(Double.self, forKey: .connectTimeout)
+        stallTimeout = try container.decodeIfPresent(Double.self, forKey: .stallTimeout)
+        resourceTimeout = try container.decodeIfPresent(Double.self, forKey: .resourceTimeout)
+    }
+
+    /// Defaults are left out, so a row or blob names only what the client chose.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        if !headers.isEmpty { try container.encode(headers, forKey: .headers) }
+        try container.encodeIfPresent(sha256, forKey: .sha256)
+        if priority != .normal { try container.encode(priority.rawValue, forKey: .priority) }
+        if maxBytesPerSecond != 0 { try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond) }
+        if overwrite { try container.encode(overwrite, forKey: .overwrite) }
+        if !allowMetered { try container.encode(allowMetered, forKey: .allowMetered) }
+        try container.encodeIfPresent(connectTimeout, forKey: .connectTimeout)
+        try container.encodeIfPresent(stallTimeout, forKey: .stallTimeout)
+        try container.encodeIfPresent(resourceTimeout, forKey: .resourceTimeout)
+    }
+}

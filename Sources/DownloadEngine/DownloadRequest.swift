@@ -1,0 +1,22 @@
+/// What a new download is asked to do, before the engine gives it an id.
+public struct DownloadRequest: Sendable, Hashable {
+    public var owner: UInt32
+    public var session: String
+    public var url: String
+    /// A file path, or a directory (then `destinationIsDirectory`).
+    public var destination: String
+    public var destinationIsDirectory: Bool
+    public var options: DownloadOptions
+
+    public init(
+        owner: UInt32, session: String, url: String, destination: String, destinationIsDirectory: Bool,
+        options: DownloadOptions = DownloadOptions()
+    ) {
+        self.owner = owner
+        self.session = session
+        self.url = url
+        self.destination = destination
+        self.destinationIsDirectory = destinationIsDirectory
+        self.options = options
+    }
+}

@@ -1,0 +1,214 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Crypto
+import Dispatch
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// The partial file of one task, written off the event loops.
+///
+/// Every operation on the file (open, `pwrite`, `ftruncate`, `fdatasync`, the SHA-256, the final
+/// rename) is one entry of a single ordered list that the task's I/O queue drains, so a
+/// checkpoint always describes exactly the writes queued before it and a truncation can never
+/// be overtaken by an older checkpoint (this order replaces the epoch counter the transfer
+/// code once needed). The event loop only appends: `write` answers at once while fewer than
+/// `highWater` bytes wait, so the network keeps reading while the disk writes, and otherwise
+/// answers when the queue has caught up (backpressure).
+///
+/// Thread rules: `descriptor` and `failure` are touched only inside the drain (on `queue`);
+/// the list and the flow counters are behind `lock`. Hence `@unchecked Sendable`.
+final class PartialFileWriter: @unchecked Sendable {
+    private enum Operation {
+        case write(ByteBuffer, at: Int64)
+        case perform(@Sendable () -> Void)
+    }
+
+    let path: String
+    private let fileAccess: any FileAccess
+    private let queue: DispatchQueue
+    private let highWater: Int
+
+    // Drain-only state.
+    private var descriptor: Int32 = -1
+    private var failure: DownloadError?
+
+    // Shared state.
+    private let lock = NIOLock()
+    private var operations: [Operation] = []
+    private var draining = false
+    private var pendingBytes = 0
+    private var waiters: [EventLoopPromise<Void>] = []
+    private var sharedFailure: DownloadError?
+
+    init(path: String, fileAccess: any FileAccess, queue: DispatchQueue, highWater: Int = 4 << 20) {
+        self.path = path
+        self.fileAccess = fileAccess
+        self.queue = queue
+        self.highWater = highWater
+    }
+
+    deinit {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+    }
+
+    // MARK: From the event loop
+
+    /// Queues `buffer` for `offset`; the future is the backpressure (and carries a write error).
+    func write(_ buffer: ByteBuffer, at offset: Int64, eventLoop: EventLoop) -> EventLoopFuture<Void> {
+        let (failed, waiter): (DownloadError?, EventLoopPromise<Void>?) = lock.withLock {
+            if let sharedFailure { return (sharedFailure, nil) }
+            operations.append(.write(buffer, at: offset))
+            pendingBytes += buffer.readableBytes
+            scheduleDrainLocked()
+            guard pendingBytes > highWater else { return (nil, nil) }
+            let promise = eventLoop.makePromise(of: Void.self)
+            waiters.append(promise)
+            return (nil, promise)
+        }
+        if let failed { return eventLoop.makeFailedFuture(failed) }
+        return waiter?.futureResult ?? eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// Queues `body` after everything queued so far and completes the future with its result.
+    func perform(on eventLoop: EventLoop, _ body: @escaping @Sendable (PartialFileWriter) throws -> Void) -> EventLoopFuture<Void> {
+        let promise = eventLoop.makePromise(of: Void.self)
+        enqueue { writer in promise.completeWith(Result { try body(writer) }) }
+        return promise.futureResult
+    }
+
+    // MARK: From tasks
+
+    /// Queues `body` after everything queued so far; returns its result.
+    func perform<T: Sendable>(_ body: @escaping @Sendable (PartialFileWriter) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            enqueue { writer in continuation.resume(with: Result { try body(writer) }) }
+        }
+    }
+
+    /// Queues `body` without waiting for it.
+    func enqueue(_ body: @escaping @Sendable (PartialFileWriter) -> Void) {
+        lock.withLock {
+            operations.append(.perform { body(self) })
+            scheduleDrainLocked()
+        }
+    }
+
+    private func scheduleDrainLocked() {
+        guard !draining else { return }
+        draining = true
+        queue.async { self.drain() }
+    }
+
+    private func drain() {
+        while true {
+            let batch: [Operation] = lock.withLock {
+                if operations.isEmpty {
+                    draining = false
+                    return []
+                }
+                defer { operations.removeAll(keepingCapacity: true) }
+                return operations
+            }
+            if batch.isEmpty { return }
+            var written = 0
+            for operation in batch {
+                switch operation {
+                case .write(let buffer, let offset):
+                    written += buffer.readableBytes
+                    guard failure == nil else { continue }
+                    do {
+                        try openIfNeeded()
+                        try buffer.withUnsafeReadableBytes { try write($0, at: offset) }
+                    } catch {
+                        failure = error as? DownloadError ?? .file("\(error)")
+                    }
+                case .perform(let body):
+                    body()
+                }
+            }
+            let failure = self.failure
+            let wake: [EventLoopPromise<Void>] = lock.withLock {
+                pendingBytes -= written
+                if let failure { sharedFailure = failure }
+                guard failure != nil || pendingBytes <= highWater / 2 else { return [] }
+                defer { waiters = [] }
+                return waiters
+            }
+            for promise in wake {
+                if let failure { promise.fail(failure) } else { promise.succeed() }
+            }
+        }
+    }
+
+    // MARK: On the queue (inside `perform` bodies)
+
+    var isOpen: Bool { descriptor >= 0 }
+
+    /// The first write error, if any (later writes were dropped).
+    var writeFailure: DownloadError? { failure }
+
+    func openIfNeeded() throws {
+        guard descriptor < 0 else { return }
+        descriptor = try fileAccess.openPartial(path)
+    }
+
+    var size: Int64 {
+        var info = stat()
+        guard descriptor >= 0, fstat(descriptor, &info) == 0 else { return 0 }
+        return Int64(info.st_size)
+    }
+
+    func truncate(to length: Int64) throws {
+        try openIfNeeded()
+        guard ftruncate(descriptor, off_t(length)) == 0 else {
+            throw DownloadError.file("cannot truncate \(path): \(errnoText())")
+        }
+    }
+
+    /// Makes everything written so far durable; a write error since the last sync fails it.
+    func sync() throws {
+        if let failure { throw failure }
+        guard descriptor >= 0 else { return }
+        guard fdatasync(descriptor) == 0 else { throw DownloadError.file("cannot sync \(path): \(errnoText())") }
+    }
+
+    /// SHA-256 of the first `length` bytes, read through the open descriptor (never by path).
+    func sha256(length: Int64) throws -> String {
+        try openIfNeeded()
+        var hasher = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: Int64 = 0
+        while offset < length {
+            let want = Int(min(Int64(buffer.count), length - offset))
+            let n = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, want, off_t(offset)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw DownloadError.file("cannot read \(path) to verify it: \(errnoText())")
+            }
+            guard n > 0 else { throw DownloadError.file("\(path) is shorter than the download") }
+            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            offset += Int64(n)
+        }
+        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+
+    func close() {
+        guard descriptor >= 0 else { return }
+        Glibc.close(descriptor)
+        descriptor = -1
+    }
+
+    private func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        guard let base = bytes.baseAddress else { return }
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(descriptor, base + done, bytes.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw DownloadError.file("cannot write \(path): \(errnoText())")
+            }
+            done += n
+        }
+    }
+}

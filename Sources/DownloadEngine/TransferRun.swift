@@ -1,0 +1,309 @@
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+
+/// One run of a task, from the scheduler starting it to finished, failed or stopped. It owns
+/// the partial file's writer (the descriptor), the `TransferStateMachine` (retry and restart
+/// counts) and performs the machine's actions: HTTP requests through AsyncHTTPClient,
+/// truncations, checkpoints, waits, the finaliser. State changes and events go through the
+/// manager's `move` and `report`, so they reach observers in order.
+final class TransferRun: Sendable {
+    let task: DownloadTask
+    let manager: SessionManager
+    let writer: PartialFileWriter
+
+    init(task: DownloadTask, manager: SessionManager) {
+        self.task = task
+        self.manager = manager
+        writer = PartialFileWriter(path: task.record.partialPath, fileAccess: manager.fileAccess, queue: task.io)
+    }
+
+    private var configuration: SessionManager.Configuration { manager.configuration }
+    private var stopReason: DownloadTask.StopReason? { task.state.withLockedValue { $0.stopReason } }
+
+    func run() async {
+        let record = task.record
+        var machine = TransferStateMachine(url: record.url, limits: .init(
+            retry: configuration.retry, maxRedirects: configuration.maxRedirects, maxRestarts: configuration.retry.maxAttempts
+        ))
+        var action: TransferStateMachine.Action
+        do {
+            let offset = try await recover()
+            action = machine.start(offset: offset, validator: task.record.validator)
+        } catch {
+            action = .fail(DownloadError.classify(error))
+        }
+        while true {
+            if let reason = stopReason { return await stopped(reason) }
+            switch action {
+            case .send(let request):
+                let outcome = await send(request)
+                if let reason = stopReason { return await stopped(reason) }
+                let (offset, validator) = task.state.withLockedValue { ($0.bytesWritten, $0.record.validator) }
+                action = machine.requestEnded(outcome, offset: offset, validator: validator, random: Double.random(in: 0..<1))
+            case .restartFromZero(let reason, let request):
+                manager.logger.info("task \(task.id): restarting from zero: \(reason)")
+                do {
+                    try await restartFromZero()
+                    action = .send(request)
+                } catch {
+                    action = machine.finalizeFailed(DownloadError.classify(error))
+                }
+            case .retry(let delay, let error):
+                manager.logger.info("task \(task.id): \(error); retry \(machine.retries) in \(String(format: "%.1f", delay)) s")
+                await checkpoint()
+                guard manager.move(task, to: .retrying, from: [.running]) != nil else {
+                    // Only a stop may take a running task elsewhere; anything else is a bug: end the run.
+                    if let reason = stopReason { return await stopped(reason) }
+                    manager.logger.error("task \(task.id): left running unexpectedly; the run ends")
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
+                if stopReason != nil { continue }
+                guard manager.move(task, to: .running, from: [.retrying]) != nil else {
+                    manager.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
+                    return
+                }
+                let (offset, validator) = task.state.withLockedValue { ($0.record.durableOffset, $0.record.validator) }
+                task.update { $0.bytesWritten = offset }
+                action = machine.retryDelayElapsed(offset: offset, validator: validator)
+            case .finalize:
+                do {
+                    return try await finalize()
+                } catch {
+                    if let reason = stopReason { return await stopped(reason) }
+                    action = machine.finalizeFailed(DownloadError.classify(error))
+                }
+            case .fail(let error):
+                return await failed(error)
+            }
+        }
+    }
+
+    // MARK: Files
+
+    /// Opens the partial file when it should hold bytes and drops what a crash left past the
+    /// last checkpoint; a file shorter than its checkpoint lost data and starts from zero.
+    /// Returns the offset to continue from.
+    private func recover() async throws -> Int64 {
+        let durable = task.record.durableOffset
+        guard durable > 0 else {
+            task.update { $0.bytesWritten = 0 }
+            return 0
+        }
+        let offset: Int64 = try await writer.perform { writer in
+            try writer.openIfNeeded()
+            let offset = writer.size < durable ? 0 : durable
+            try writer.truncate(to: offset)
+            return offset
+        }
+        if offset < durable {
+            manager.logger.warning("task \(task.id): partial file is shorter than its checkpoint; restarting")
+            manager.report(task, { state in
+                state.record.validator = nil
+                state.record.durableOffset = 0
+            }, events: { delegate, task, snapshot in delegate.checkpointed(task, snapshot) })
+        }
+        task.update { $0.bytesWritten = offset }
+        return offset
+    }
+
+    private func restartFromZero() async throws {
+        let task = self.task
+        let manager = self.manager
+        try await writer.perform { writer in
+            try writer.truncate(to: 0)
+            manager.report(task, { state in
+                state.bytesWritten = 0
+                state.record.durableOffset = 0
+                state.record.validator = nil
+                state.record.expectedLength = -1
+            }, events: { delegate, task, snapshot in delegate.checkpointed(task, snapshot) })
+        }
+    }
+
+    /// Queues an fdatasync after the writes before `position` and records `position` as durable
+    /// once it is done (never more than was synced, never after a later truncation: one queue).
+    private func queueCheckpoint(_ position: Int64) {
+        let task = self.task
+        let manager = self.manager
+        writer.enqueue { writer in
+            do {
+                try writer.sync()
+            } catch {
+                manager.logger.error("task \(task.id): \(error)")
+                return
+            }
+            manager.recordDurable(task, position: position)
+        }
+    }
+
+    /// A checkpoint of everything received so far, waited for.
+    private func checkpoint() async {
+        let position = task.state.withLockedValue { $0.bytesWritten }
+        do {
+            try await writer.perform { writer in try writer.sync() }
+            manager.recordDurable(task, position: position)
+        } catch {
+            manager.logger.error("task \(task.id): \(error)")
+        }
+    }
+
+    // MARK: One request
+
+    private func send(_ request: TransferStateMachine.Request) async -> TransferStateMachine.Outcome {
+        let record = task.record
+        var headers = HTTPHeaders()
+        for (name, value) in record.options.headers.sorted(by: { $0.key < $1.key }) {
+            guard request.sendsCredentials || !RedirectRules.credentialHeaders.contains(name.lowercased()) else { continue }
+            headers.add(name: name, value: value)
+        }
+        headers.replaceOrAdd(name: "User-Agent", value: "org.example.Downloads/1")
+        headers.replaceOrAdd(name: "Accept-Encoding", value: "identity")
+        if let range = request.range {
+            headers.replaceOrAdd(name: "Range", value: "bytes=\(range.offset)-")
+            headers.replaceOrAdd(name: "If-Range", value: range.validator)
+        }
+        let httpRequest: HTTPClient.Request
+        do {
+            httpRequest = try HTTPClient.Request(url: request.url, method: .GET, headers: headers)
+        } catch {
+            return .failed(.invalidArgument("cannot request \(request.url): \(error)"))
+        }
+        let transfer = TransferDelegate(
+            writer: writer, requestedOffset: request.range?.offset ?? 0, knownLength: record.expectedLength,
+            validator: request.range?.validator, hooks: hooks(url: request.url),
+            settings: .init(
+                connectTimeout: record.options.connectTimeout ?? configuration.connectTimeout,
+                stallTimeout: record.options.stallTimeout ?? configuration.stallTimeout,
+                checkpointBytes: configuration.checkpointBytes, checkpointInterval: configuration.checkpointInterval,
+                retryAfterCap: configuration.retry.retryAfterCap
+            )
+        )
+        let deadline = record.options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
+        let started: HTTPClient.Task<TransferDelegate.Result>? = task.state.withLockedValue { state in
+            guard state.stopReason == nil else { return nil }
+            let httpTask = manager.client.execute(request: httpRequest, delegate: transfer, deadline: deadline)
+            state.request = httpTask
+            return httpTask
+        }
+        guard let httpTask = started else { return .failed(.cancelled) }
+        var result: TransferDelegate.Result?
+        var thrown: Error?
+        do {
+            result = try await httpTask.futureResult.get()
+        } catch is DecisionReached {
+            result = transfer.partialResult
+        } catch {
+            thrown = error
+        }
+        task.update { $0.request = nil }
+        // What was handed to the writer is on its way to the file; a write error shows here.
+        let writeFailure = try? await writer.perform { $0.writeFailure }
+        if let failure = writeFailure ?? nil { return .failed(failure) }
+        if let thrown { return .failed(DownloadError.classify(thrown)) }
+        guard let result else { return .failed(.invalidResponse("no response")) }
+        switch result.decision {
+        case .redirect(let location):
+            return .redirect(location: location)
+        case .alreadyComplete:
+            return .complete
+        case .restartFromZero(let reason):
+            return .restartFromZero(reason: reason)
+        case .fail(let error):
+            return .failed(error)
+        case .write(_, _, let expected, _):
+            // A body shorter than announced is an interruption (retried, resuming).
+            if let length = result.headers.first(name: "content-length").flatMap(Int64.init), result.bodyBytes != length {
+                return .failed(.interrupted("received \(result.bodyBytes) of \(length) bytes"))
+            }
+            if expected >= 0, result.endOffset != expected {
+                return .failed(.interrupted("the file holds \(result.endOffset) of \(expected) bytes"))
+            }
+            return .complete
+        }
+    }
+
+    private func hooks(url: String) -> TransferDelegate.Hooks {
+        let task = self.task
+        let manager = self.manager
+        return TransferDelegate.Hooks(
+            head: { status, headers, decision in
+                guard case .write(let offset, _, let expected, let validator) = decision else { return }
+                manager.report(task, { state in
+                    state.bytesWritten = offset
+                    state.record.finalURL = url
+                    state.record.expectedLength = expected
+                    state.record.validator = validator
+                    if state.record.destinationIsDirectory && state.record.resolvedPath == nil {
+                        // The name the server suggests; the finaliser makes it unique when it publishes.
+                        let name = HTTPHeaderRules.fileName(contentDisposition: headers.first(name: "content-disposition"), url: url)
+                        state.record.resolvedPath = FilePaths.join(state.record.destination, name)
+                    }
+                }, events: { delegate, task, snapshot in
+                    delegate.receivedResponse(task, snapshot, status: status)
+                })
+            },
+            wrote: { position in
+                if task.wrote(upTo: position) { manager.delegate.wroteData(task) }
+            },
+            checkpoint: { [self] position in queueCheckpoint(position) },
+            truncated: { manager.resetDurable(task) },
+            maxBytesPerSecond: { task.maxBytesPerSecond }
+        )
+    }
+
+    // MARK: Endings
+
+    private func finalize() async throws {
+        let record = task.record
+        let length = task.state.withLockedValue { $0.bytesWritten }
+        let finalizer = TransferFinalizer(fileAccess: manager.fileAccess)
+        let destination: String
+        do {
+            destination = try await writer.perform { writer in try finalizer.finalize(record, length: length, writer: writer) }
+        } catch let error as DownloadError where error.name == "ChecksumMismatch" {
+            manager.report(task, { state in
+                state.record.durableOffset = 0
+                state.bytesWritten = 0
+                state.record.validator = nil
+            }, events: { delegate, task, snapshot in delegate.checkpointed(task, snapshot) })
+            throw error
+        }
+        manager.move(task, to: .finished, { state in
+            state.record.resolvedPath = destination
+            state.record.durableOffset = length
+        }, then: { delegate, task, snapshot in
+            delegate.finished(task, snapshot, location: destination)
+        })
+    }
+
+    private func stopped(_ reason: DownloadTask.StopReason) async {
+        await checkpoint()
+        try? await writer.perform { $0.close() }
+        let next: DownloadState = reason == .pause ? .paused : reason == .cancel ? .cancelled : .queued
+        let removePartial = next == .cancelled
+        manager.move(task, to: next, { $0.stopReason = nil }, then: { delegate, task, snapshot in
+            if removePartial { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
+        })
+        if removePartial { await manager.removePartialFile(of: task) }
+    }
+
+    private func failed(_ error: DownloadError) async {
+        await checkpoint()
+        try? await writer.perform { $0.close() }
+        manager.logger.info("task \(task.id) failed: \(error)")
+        // A task that never received a byte leaves nothing behind; one with bytes keeps its
+        // partial file for Resume.
+        if task.record.durableOffset == 0 { await manager.removePartialFile(of: task) }
+        let key = manager.key
+        manager.move(task, to: .failed, { state in
+            state.record.errorName = error.name
+            state.record.errorMessage = error.message
+        }, then: { delegate, task, snapshot in
+            let resumable = snapshot.record.validator != nil && snapshot.durableOffset > 0
+            let resumeData = resumable ? try? ResumeData(record: snapshot.record).encoded(key: key) : nil
+            delegate.completed(task, snapshot, error: error, resumeData: resumeData)
+        })
+    }
+}

@@ -1,0 +1,147 @@
+/// The decisions of one run of a task, from its first request to finishing or failing: which
+/// request to send (range or not, with or without the caller's credentials), what a response
+/// means, when to restart from zero, when to retry and after how long, when to give up.
+/// Events in, actions out, no I/O (the shape of AsyncHTTPClient's `RequestBag+StateMachine`):
+/// `TransferRun` performs the actions. Retries and restarts are counted apart: a server that
+/// keeps changing the file is bounded by `maxRestarts`, a flaky network by the retry policy
+/// (every retry of the run counts, as curl's `--retry` and aria2's `--max-tries` do, so a
+/// transfer that keeps hitting its resource timeout ends).
+struct TransferStateMachine {
+    struct Request: Equatable, Sendable {
+        var url: String
+        /// Resume from `offset` with `If-Range: validator`; nil asks for the whole resource.
+        var range: ResumeRange?
+        /// Whether the caller's Authorization, Cookie and Proxy-Authorization go with it.
+        var sendsCredentials: Bool
+    }
+
+    struct ResumeRange: Equatable, Sendable {
+        var offset: Int64
+        var validator: String
+    }
+
+    /// What one request came to.
+    enum Outcome: Equatable, Sendable {
+        case redirect(location: String)
+        case complete
+        case restartFromZero(reason: String)
+        case failed(DownloadError)
+    }
+
+    enum Action: Equatable, Sendable {
+        case send(Request)
+        /// Truncate the partial file to zero and forget the validator, then send `then`.
+        case restartFromZero(reason: String, then: Request)
+        /// Hash, publish, report finished.
+        case finalize
+        /// Checkpoint, report `retrying`, wait `after` seconds, then call `retryDelayElapsed`.
+        case retry(after: Double, because: DownloadError)
+        case fail(DownloadError)
+    }
+
+    struct Limits: Sendable {
+        var retry: RetryPolicy
+        var maxRedirects: Int
+        var maxRestarts: Int
+    }
+
+    private enum State: Equatable {
+        case idle
+        case requesting(Request, redirects: Int)
+        case waitingToRetry
+        case ended
+    }
+
+    let originalURL: String
+    let limits: Limits
+    private var state = State.idle
+    private(set) var retries = 0
+    private(set) var restarts = 0
+
+    init(url: String, limits: Limits) {
+        originalURL = url
+        self.limits = limits
+    }
+
+    /// The first request of the run; `offset` is what the partial file durably holds.
+    mutating func start(offset: Int64, validator: String?) -> Action {
+        precondition(state == .idle, "start called twice")
+        return firstRequest(offset: offset, validator: validator)
+    }
+
+    mutating func requestEnded(_ outcome: Outcome, offset: Int64, validator: String?, random: Double) -> Action {
+        guard case .requesting(let request, let redirects) = state else {
+            return end(.fail(.invalidResponse("internal: a response arrived with no request out")))
+        }
+        switch outcome {
+        case .complete:
+            state = .ended
+            return .finalize
+        case .redirect(let location):
+            guard redirects < limits.maxRedirects else { return end(.fail(.tooManyRedirects(limits.maxRedirects))) }
+            let next: String
+            do {
+                next = try RedirectRules.checkedRedirect(from: request.url, to: location)
+            } catch {
+                return end(.fail(error as? DownloadError ?? .invalidResponse("\(error)")))
+            }
+            let hop = Request(
+                url: next, range: request.range,
+                sendsCredentials: request.sendsCredentials && RedirectRules.sameOrigin(request.url, next)
+            )
+            state = .requesting(hop, redirects: redirects + 1)
+            return .send(hop)
+        case .restartFromZero(let reason):
+            return restart(reason)
+        case .failed(let error):
+            guard error.isRetryable else { return end(.fail(error)) }
+            retries += 1
+            guard let delay = limits.retry.delay(forRetry: retries, retryAfter: error.retryAfter, random: random) else {
+                return end(.fail(error))
+            }
+            state = .waitingToRetry
+            return .retry(after: delay, because: error)
+        }
+    }
+
+    /// The wait before a retry is over: ask again from what the file durably holds.
+    mutating func retryDelayElapsed(offset: Int64, validator: String?) -> Action {
+        guard state == .waitingToRetry else { return end(.fail(.invalidResponse("internal: no retry was waiting"))) }
+        return firstRequest(offset: offset, validator: validator)
+    }
+
+    /// Finishing failed after the last byte (a checksum mismatch, a rename refused).
+    mutating func finalizeFailed(_ error: DownloadError) -> Action {
+        end(.fail(error))
+    }
+
+    private mutating func firstRequest(offset: Int64, validator: String?) -> Action {
+        if offset > 0 {
+            guard let validator else {
+                // Without a strong validator a range could splice two versions of the file.
+                return restart("no strong validator to resume with")
+            }
+            let request = Request(url: originalURL, range: ResumeRange(offset: offset, validator: validator), sendsCredentials: true)
+            state = .requesting(request, redirects: 0)
+            return .send(request)
+        }
+        let request = Request(url: originalURL, range: nil, sendsCredentials: true)
+        state = .requesting(request, redirects: 0)
+        return .send(request)
+    }
+
+    private mutating func restart(_ reason: String) -> Action {
+        restarts += 1
+        guard restarts <= limits.maxRestarts else {
+            return end(.fail(.invalidResponse("gave up after \(restarts - 1) restarts from zero: \(reason)")))
+        }
+        let request = Request(url: originalURL, range: nil, sendsCredentials: true)
+        state = .requesting(request, redirects: 0)
+        return .restartFromZero(reason: reason, then: request)
+    }
+
+    private mutating func end(_ action: Action) -> Action {
+        state = .ended
+        return action
+    }
+}

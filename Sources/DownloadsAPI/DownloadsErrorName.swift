@@ -1,0 +1,64 @@
+import DBus
+
+/// Every error name the service replies with or reports in `Failed`, with what it means: the one
+/// table behind `org.example.Downloads.Error.*` (the README's table is this one).
+public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
+    case invalidArgument = "InvalidArgument"
+    case notFound = "NotFound"
+    case accessDenied = "AccessDenied"
+    case wrongState = "WrongState"
+    case invalidResumeData = "InvalidResumeData"
+    case notResumable = "NotResumable"
+    case quotaExceeded = "QuotaExceeded"
+    case httpError = "HTTPError"
+    case networkError = "NetworkError"
+    case timeout = "Timeout"
+    case tooManyRedirects = "TooManyRedirects"
+    case insecureRedirect = "InsecureRedirect"
+    case invalidResponse = "InvalidResponse"
+    case checksumMismatch = "ChecksumMismatch"
+    case fileError = "FileError"
+    case fileExists = "FileExists"
+    case tlsError = "TLSError"
+    case cancelled = "Cancelled"
+    case interrupted = "Interrupted"
+    case failed = "Failed"
+
+    public static let prefix = "org.example.Downloads.Error."
+
+    /// `org.example.Downloads.Error.<Name>`.
+    public var fullName: String { DownloadsErrorName.prefix + rawValue }
+
+    /// The short name of a full error name of ours, or nil.
+    public init?(fullName: String) {
+        guard fullName.hasPrefix(DownloadsErrorName.prefix) else { return nil }
+        self.init(rawValue: String(fullName.dropFirst(DownloadsErrorName.prefix.count)))
+    }
+
+    public func error(_ message: String) -> BusError { BusError(name: fullName, message: message) }
+
+    public var meaning: String {
+        switch self {
+        case .invalidArgument: return "an argument or option is wrong: unknown key, wrong type, relative path, non-http(s) URL"
+        case .notFound: return "no such task, or it belongs to another user (the two answer alike)"
+        case .accessDenied: return "the caller cannot be identified, or a name it gave is not its own"
+        case .wrongState: return "the task is not in a state that allows this call"
+        case .invalidResumeData: return "the resume data was not made by this service for this user, was altered or is truncated"
+        case .notResumable: return "the task has nothing to resume from"
+        case .quotaExceeded: return "the caller has too many tasks or completion handlers"
+        case .httpError: return "the server answered with an error status (Failed only)"
+        case .networkError: return "the connection failed (Failed only, after retries)"
+        case .timeout: return "connect, stall or whole-transfer timeout (Failed only, after retries)"
+        case .tooManyRedirects: return "more than 10 redirects (Failed only)"
+        case .insecureRedirect: return "a redirect to a non-http(s) URL or from https to http (Failed only)"
+        case .invalidResponse: return "a malformed or inconsistent response (Failed only)"
+        case .checksumMismatch: return "the SHA-256 differs from the sha256 option; nothing was kept (Failed only)"
+        case .fileError: return "a file could not be opened, written or renamed (e.g. disk full)"
+        case .fileExists: return "the destination exists and overwrite is false"
+        case .tlsError: return "the TLS handshake or certificate check failed (Failed only)"
+        case .cancelled: return "the task was cancelled (Failed only)"
+        case .interrupted: return "the body ended early (retried; Failed only when retries ran out)"
+        case .failed: return "an unexpected internal error"
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import DBus
+
+/// The `a{sv}` options of `Start` and `ResumeWithData`, typed. Decoding is strict (an unknown
+/// key, a wrong type or an out-of-range value is `InvalidArgument` with a reason, as importd
+/// refuses unknown flags); encoding gives what a client sends. nil = not given (the default).
+public struct TaskOptions: Sendable, Hashable {
+    public enum Key: String, Sendable, Hashable, CaseIterable, Comparable {
+        case session, headers, sha256, priority
+        case maxBytesPerSecond = "max_bytes_per_second"
+        case connections, overwrite
+        case allowMetered = "allow_metered"
+        case connectTimeout = "connect_timeout"
+        case stallTimeout = "stall_timeout"
+        case resourceTimeout = "resource_timeout"
+
+        public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    public enum Priority: String, Sendable, Hashable, CaseIterable {
+        case low, normal, high
+    }
+
+    /// What `Start` takes.
+    public static let startKeys = Set(Key.allCases)
+    /// What `ResumeWithData` takes (what may change on an existing task).
+    public static let resumeKeys: Set<Key> = [.priority, .maxBytesPerSecond, .allowMetered]
+    /// Longest session name, in bytes.
+    public static let maxSessionBytes = 255
+    public static let maxConnections: UInt32 = 1
+
+    public var session: String?
+    public var headers: [String: String]?
+    public var sha256: String?
+    public var priority: Priority?
+    public var maxBytesPerSecond: UInt64?
+    public var connections: UInt32?
+    public var overwrite: Bool?
+    public var allowMetered: Bool?
+    /// Seconds.
+    public var connectTimeout: Double?
+    public var stallTimeout: Double?
+    public var resourceTimeout: Double?
+
+    public init() {}
+
+    /// Decodes `options`, refusing keys outside `allowed`.
+    public init(_ options: [String: DBusValue], allowed: Set<Key> = TaskOptions.startKeys) throws {
+        for (name, value) in options.sorted(by: { $0.key < $1.key }) {
+            guard let key = Key(rawValue: name), allowed.contains(key) else {
+                throw DownloadsErrorName.invalidArgument.error(
+                    "unknown option '\(name)' (known: \(allowed.sorted().map(\.rawValue).joined(separator: ", ")))"
+                )
+            }
+            func wrongType(_ signature: String) -> BusError {
+                DownloadsErrorName.invalidArgument.error("option '\(name)' must be of type \(signature), got \(value.type.signature)")
+            }
+            switch key {
+            case .session:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                session = try TaskOptions.checkedSession(text)
+            case .headers:
+                guard let dict = value.stringDictValue else { throw wrongType("a{ss}") }
+                headers = dict
+            case .sha256:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                sha256 = text.lowercased()
+            case .priority:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                guard let level = Priority(rawValue: text) else {
+                    throw DownloadsErrorName.invalidArgument.error("priority must be low, normal or high")
+                }
+                priority = level
+            case .maxBytesPerSecond:
+                guard case .uint64(let rate) = value else { throw wrongType("t") }
+                maxBytesPerSecond = rate
+            case .connections:
+                guard case .uint32(let count) = value else { throw wrongType("u") }
+                guard count >= 1 && count <= TaskOptions.maxConnections else {
+                    throw DownloadsErrorName.invalidArgument.error(
+                        "connections: 1 to \(TaskOptions.maxConnections) connections per download are supported"
+                    )
+                }
+                connections = count
+            case .overwrite:
+                guard case .boolean(let flag) = value else { throw wrongType("b") }
+                overwrite = flag
+            case .allowMetered:
+                guard case .boolean(let flag) = value else { throw wrongType("b") }
+                allowMetered = flag
+            case .connectTimeout, .stallTimeout, .resourceTimeout:
+                let seconds: Double
+                switch value {
+                case .uint32(let v): seconds = Double(v)
+                case .double(let v): seconds = v
+                default: throw wrongType("u or d (seconds)")
+                }
+                guard seconds > 0 && seconds <= 604_800 else {
+                    throw DownloadsErrorName.invalidArgument.error("\(name) must be between 0 and 604800 seconds")
+                }
+                if key == .connectTimeout { connectTimeout = seconds }
+                if key == .stallTimeout { stallTimeout = seconds }
+                if key == .resourceTimeout { resourceTimeout = seconds }
+            }
+        }
+    }
+
+    /// A session name: 1 to 255 bytes of UTF-8.
+    public static func checkedSession(_ name: String) throws -> String {
+        guard !name.isEmpty, name.utf8.count <= maxSessionBytes else {
+            throw DownloadsErrorName.invalidArgument.error("session must be 1 to \(maxSessionBytes) bytes")
+        }
+        return name
+    }
+
+    /// What a client sends: only the options that were set.
+    public var dictionary: [String: DBusValue] {
+        var result: [String: DBusValue] = [:]
+        if let session { result[Key.session.rawValue] = .string(session) }
+        if let headers { result[Key.headers.rawValue] = .stringDict(headers) }
+        if let sha256 { result[Key.sha256.rawValue] = .string(sha256) }
+        if let priority { result[Key.priority.rawValue] = .string(priority.rawValue) }
+        if let maxBytesPerSecond { result[Key.maxBytesPerSecond.rawValue] = .uint64(maxBytesPerSecond) }
+        if let connections { result[Key.connections.rawValue] = .uint32(connections) }
+        if let overwrite { result[Key.overwrite.rawValue] = .boolean(overwrite) }
+        if let allowMetered { result[Key.allowMetered.rawValue] = .boolean(allowMetered) }
+        if let connectTimeout { result[Key.connectTimeout.rawValue] = .double(connectTimeout) }
+        if let stallTimeout { result[Key.stallTimeout.rawValue] = .double(stallTimeout) }
+        if let resourceTimeout { result[Key.resourceTimeout.rawValue] = .double(resourceTimeout) }
+        return result
+    }
+}

@@ -1,0 +1,35 @@
+import DBus
+
+/// The properties of `org.example.Downloads.Task`: one table that gives the interface
+/// declaration, and the names the service fills in for Get, GetAll and PropertiesChanged.
+public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
+    case id = "Id"
+    case session = "Session"
+    case url = "URL"
+    case destination = "Destination"
+    case state = "State"
+    case bytesWritten = "BytesWritten"
+    case bytesExpected = "BytesExpected"
+    case error = "Error"
+    case errorMessage = "ErrorMessage"
+
+    public var name: String { rawValue }
+
+    public var type: DBusType {
+        switch self {
+        case .id: return .uint64
+        case .session, .url, .destination, .state, .error, .errorMessage: return .string
+        case .bytesWritten, .bytesExpected: return .int64
+        }
+    }
+
+    /// Never changes while the task exists (not in PropertiesChanged).
+    public var isConstant: Bool { self == .id || self == .session || self == .url }
+
+    public var declaration: InterfaceDescription.Property {
+        .init(name, type, emitsChanged: isConstant ? .const : .true)
+    }
+
+    /// What a `PropertiesChanged` after a state change carries.
+    public static let changing: [TaskProperty] = allCases.filter { !$0.isConstant }
+}
