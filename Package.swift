@@ -105,6 +105,9 @@ let package = Package(
         ),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadEngine", "TestHTTPServer", "TestSupport"]),
+        .testTarget(name: "DownloadStoreTests", dependencies: [
+            "DownloadStore", "DownloadEngine", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
         .testTarget(name: "DownloadsServiceTests", dependencies: [
             "DownloadsService", "DownloadsAPI", "DownloadStore", "DownloadEngine", "TestHTTPServer", "TestSupport", "DBus",
             .product(name: "GRDB", package: "GRDB.swift"),

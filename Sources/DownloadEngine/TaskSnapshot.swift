@@ -4,6 +4,11 @@ public struct TaskSnapshot: Sendable, Hashable {
     /// Bytes written so far (may be ahead of the durable offset).
     public let bytesWritten: Int64
 
+    public init(record: DownloadTaskRecord, bytesWritten: Int64) {
+        self.record = record
+        self.bytesWritten = bytesWritten
+    }
+
     public var id: UInt64 { record.id }
     public var owner: UInt32 { record.owner }
     public var session: String { record.session }

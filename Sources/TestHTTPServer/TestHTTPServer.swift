@@ -88,7 +88,10 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             return (state.routes[path], state.counts[path] ?? 1)
         }
         var userHeaders: [String: String] = [:]
-        for (name, value) in head.headers where name.lowercased().hasPrefix("x-") { userHeaders[name.lowercased()] = value }
+        let credentials: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+        for (name, value) in head.headers where name.lowercased().hasPrefix("x-") || credentials.contains(name.lowercased()) {
+            userHeaders[name.lowercased()] = value
+        }
         func record(_ status: Int) -> Int {
             state.withLockedValue { state in
                 state.requests.append(RequestRecord(

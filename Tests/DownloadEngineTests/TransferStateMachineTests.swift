@@ -1,0 +1,102 @@
+@testable import DownloadEngine
+import XCTest
+
+/// The transfer's decisions without I/O: events in, actions out.
+final class TransferStateMachineTests: XCTestCase {
+    typealias Machine = TransferStateMachine
+    let limits = Machine.Limits(retry: RetryPolicy(maxAttempts: 2, baseDelay: 1, maxDelay: 8, retryAfterCap: 30), maxRedirects: 2, maxRestarts: 1)
+    let url = "https://a.example/file"
+
+    func testFirstRequestResumesOnlyWithAStrongValidator() {
+        var fresh = Machine(url: url, limits: limits)
+        XCTAssertEqual(fresh.start(offset: 0, validator: nil), .send(.init(url: url, range: nil, sendsCredentials: true)))
+        var resuming = Machine(url: url, limits: limits)
+        XCTAssertEqual(
+            resuming.start(offset: 500, validator: "\"v\""),
+            .send(.init(url: url, range: .init(offset: 500, validator: "\"v\""), sendsCredentials: true))
+        )
+        var noValidator = Machine(url: url, limits: limits)
+        XCTAssertEqual(
+            noValidator.start(offset: 500, validator: nil),
+            .restartFromZero(reason: "no strong validator to resume with", then: .init(url: url, range: nil, sendsCredentials: true))
+        )
+    }
+
+    func testRedirectsKeepTheRangeAndDropCredentialsAcrossOrigins() {
+        var machine = Machine(url: url, limits: limits)
+        _ = machine.start(offset: 10, validator: "\"v\"")
+        let range = Machine.ResumeRange(offset: 10, validator: "\"v\"")
+        // Same origin (explicit default port): credentials stay.
+        XCTAssertEqual(
+            machine.requestEnded(.redirect(location: "https://A.example:443/next"), offset: 10, validator: "\"v\"", random: 0),
+            .send(.init(url: "https://A.example:443/next", range: range, sendsCredentials: true))
+        )
+        // Another host: dropped, and they stay dropped for every later hop.
+        XCTAssertEqual(
+            machine.requestEnded(.redirect(location: "https://b.example/x"), offset: 10, validator: "\"v\"", random: 0),
+            .send(.init(url: "https://b.example/x", range: range, sendsCredentials: false))
+        )
+        XCTAssertEqual(
+            machine.requestEnded(.redirect(location: "https://a.example/file"), offset: 10, validator: "\"v\"", random: 0),
+            .fail(.tooManyRedirects(2))
+        )
+    }
+
+    func testOtherPortOrSchemeIsAnotherOrigin() {
+        XCTAssertTrue(RedirectRules.sameOrigin("http://h/a", "http://H:80/b"))
+        XCTAssertFalse(RedirectRules.sameOrigin("http://h/a", "http://h:8080/a"))
+        XCTAssertFalse(RedirectRules.sameOrigin("http://h/a", "https://h/a"))
+        XCTAssertFalse(RedirectRules.sameOrigin("http://h/a", "http://h.evil/a"))
+    }
+
+    func testInsecureRedirectFails() {
+        var machine = Machine(url: url, limits: limits)
+        _ = machine.start(offset: 0, validator: nil)
+        guard case .fail(let error) = machine.requestEnded(.redirect(location: "http://a.example/"), offset: 0, validator: nil, random: 0)
+        else { return XCTFail("an https → http redirect must fail") }
+        XCTAssertEqual(error.name, "InsecureRedirect")
+    }
+
+    func testRetriesAreCountedAndBoundedAndHonourRetryAfter() {
+        var machine = Machine(url: url, limits: limits)
+        _ = machine.start(offset: 0, validator: nil)
+        XCTAssertEqual(
+            machine.requestEnded(.failed(.network("reset")), offset: 0, validator: nil, random: 0.5),
+            .retry(after: 1, because: .network("reset"))
+        )
+        XCTAssertEqual(machine.retryDelayElapsed(offset: 100, validator: "\"v\""),
+                       .send(.init(url: url, range: .init(offset: 100, validator: "\"v\""), sendsCredentials: true)))
+        let busy = DownloadError.http(status: 503, reason: "Busy", retryAfter: 7)
+        XCTAssertEqual(machine.requestEnded(.failed(busy), offset: 100, validator: "\"v\"", random: 0.5), .retry(after: 7, because: busy))
+        _ = machine.retryDelayElapsed(offset: 100, validator: "\"v\"")
+        XCTAssertEqual(machine.requestEnded(.failed(.network("reset")), offset: 100, validator: "\"v\"", random: 0.5),
+                       .fail(.network("reset")), "the third failure is past maxAttempts 2")
+        XCTAssertEqual(machine.retries, 3)
+    }
+
+    func testNonRetryableErrorsFailAtOnce() {
+        var machine = Machine(url: url, limits: limits)
+        _ = machine.start(offset: 0, validator: nil)
+        let notFound = DownloadError.http(status: 404, reason: "Not Found")
+        XCTAssertEqual(machine.requestEnded(.failed(notFound), offset: 0, validator: nil, random: 0), .fail(notFound))
+    }
+
+    func testRestartsAreCountedApartFromRetries() {
+        var machine = Machine(url: url, limits: limits)
+        _ = machine.start(offset: 10, validator: "\"v\"")
+        XCTAssertEqual(
+            machine.requestEnded(.restartFromZero(reason: "changed"), offset: 10, validator: "\"v\"", random: 0),
+            .restartFromZero(reason: "changed", then: .init(url: url, range: nil, sendsCredentials: true))
+        )
+        XCTAssertEqual(machine.retries, 0)
+        guard case .fail(let error) = machine.requestEnded(.restartFromZero(reason: "changed again"), offset: 0, validator: nil, random: 0)
+        else { return XCTFail("a second restart is past maxRestarts 1") }
+        XCTAssertEqual(error.name, "InvalidResponse")
+    }
+
+    func testCompleteFinalizes() {
+        var machine = Machine(url: url, limits: limits)
+        _ = machine.start(offset: 0, validator: nil)
+        XCTAssertEqual(machine.requestEnded(.complete, offset: 5, validator: nil, random: 0), .finalize)
+    }
+}

@@ -1,0 +1,127 @@
+@testable import DownloadStore
+import DownloadEngine
+import Foundation
+import GRDB
+import TestSupport
+import XCTest
+
+/// The store on a real SQLite file (GRDB's `DatabaseQueue` on a temporary path).
+final class DownloadStoreTests: XCTestCase {
+    var directory: TemporaryDirectory!
+    var path: String { directory.file("downloads.sqlite") }
+
+    override func setUp() async throws {
+        directory = try TemporaryDirectory(prefix: "store-test")
+    }
+
+    override func tearDown() async throws {
+        directory?.remove()
+    }
+
+    func record(_ id: UInt64, session: String = "photos", change: (inout DownloadTaskRecord) -> Void = { _ in }) -> DownloadTaskRecord {
+        var options = DownloadOptions()
+        options.maxBytesPerSecond = 5000
+        options.priority = .high
+        options.headers = ["X-Token": "t"]
+        var record = DownloadTaskRecord(
+            id: id, owner: 1000, session: session, url: "http://127.0.0.1/f", destination: "/tmp/f\(id)",
+            destinationIsDirectory: false, options: options
+        )
+        change(&record)
+        return record
+    }
+
+    func testOptionsAreStoredWithTheDocumentedKeysAndRoundTrip() throws {
+        let store = try DownloadStore(DatabaseQueue(path: path))
+        try store.insertTask(record(1))
+        let text = try DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = 1") }
+        XCTAssertEqual(text, #"{"headers":{"X-Token":"t"},"max_bytes_per_second":5000,"priority":"high"}"#)
+        let loaded = try store.loadTasks()
+        XCTAssertEqual(loaded.tasks, [record(1)])
+        XCTAssertEqual(loaded.tasks.first?.owner, 1000, "the owner is a column of its own")
+        XCTAssertEqual(loaded.tasks.first?.session, "photos", "the plain session name")
+    }
+
+    func testMigrationV2RewritesTheOptionsOfV1Rows() throws {
+        let queue = try DatabaseQueue(path: path)
+        try DownloadStore.migrator.migrate(queue, upTo: "v1")
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO session (ownerUID, name, endedSinceCall) VALUES (1000, 'old', 0)")
+            try db.execute(sql: """
+                INSERT INTO task (id, ownerUID, session, url, destination, destinationIsDirectory, state, durableOffset,
+                                  expectedLength, options, createdAt, updatedAt)
+                VALUES (7, 1000, 'old', 'http://127.0.0.1/x', '/tmp/x', 0, 'paused', 10, 100,
+                        '{"headers":{},"priority":"low","maxBytesPerSecond":77,"overwrite":true,"stallTimeout":9}',
+                        '2026-01-01 00:00:00', '2026-01-01 00:00:00')
+                """)
+        }
+        let store = try DownloadStore(queue)
+        let loaded = try store.loadTasks()
+        XCTAssertEqual(loaded.rejected, [])
+        let options = try XCTUnwrap(loaded.tasks.first?.options)
+        XCTAssertEqual(options.priority, .low)
+        XCTAssertEqual(options.maxBytesPerSecond, 77)
+        XCTAssertTrue(options.overwrite)
+        XCTAssertEqual(options.stallTimeout, 9)
+        XCTAssertEqual(loaded.tasks.first?.durableOffset, 10)
+    }
+
+    func testAnUnreadableRowIsKeptAsideAndTheRestIsServed() throws {
+        let store = try DownloadStore(DatabaseQueue(path: path))
+        try store.insertTask(record(1))
+        try store.insertTask(record(2))
+        try store.insertTask(record(3))
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "UPDATE task SET options = 'not json' WHERE id = 2")
+            try db.execute(sql: "UPDATE task SET options = '{\"priority\":\"urgent\"}' WHERE id = 3")
+        }
+        let loaded = try store.loadTasks()
+        XCTAssertEqual(loaded.tasks.map(\.id), [1])
+        XCTAssertEqual(loaded.rejected.map(\.id), [2, 3])
+        XCTAssertTrue(loaded.rejected[0].reason.contains("options"), loaded.rejected[0].reason)
+        XCTAssertEqual(loaded.nextID, 4, "ids of rows kept aside are not given again")
+        let count = try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM task") }
+        XCTAssertEqual(count, 3, "nothing was deleted")
+    }
+
+    func testIdsAreNeverGivenTwiceEvenAfterRemoval() throws {
+        let store = try DownloadStore(DatabaseQueue(path: path))
+        try store.insertTask(record(41))
+        try store.deleteTask(41)
+        XCTAssertEqual(try store.loadTasks().nextID, 42)
+    }
+
+    func testAnEndedTaskMakesOneCompletionCallPending() throws {
+        let store = try DownloadStore(DatabaseQueue(path: path))
+        let session = SessionID(owner: 1000, name: "photos")
+        try store.insertTask(record(1))
+        XCTAssertEqual(try store.sessionBecameIdle(session).transition, false, "nothing ended yet")
+        try store.save(record(1) { $0.state = .finished })
+        try store.save(record(1) { $0.state = .finished })
+        let first = try store.sessionBecameIdle(session)
+        XCTAssertEqual(first.transition, true)
+        XCTAssertEqual(first.pending, true)
+        XCTAssertEqual(try store.sessionBecameIdle(session).transition, false, "one call per transition")
+        try store.completionDelivered(session)
+        XCTAssertFalse(try store.isPending(session))
+        XCTAssertFalse(try store.isPending(SessionID(owner: 1001, name: "photos")), "another user's session is another session")
+    }
+
+    func testTheStoreObserverWritesWhatTheEngineReports() throws {
+        let store = try DownloadStore(DatabaseQueue(path: path))
+        let observer = StoreObserver(store: store, logger: .init(label: "test"))
+        var task = record(5)
+        observer.taskWasCreated(TaskSnapshot(record: task, bytesWritten: 0))
+        task.durableOffset = 4096
+        task.validator = "\"v\""
+        observer.taskDidCheckpoint(TaskSnapshot(record: task, bytesWritten: 5000))
+        task.options.maxBytesPerSecond = 1
+        observer.taskDidChangeOptions(TaskSnapshot(record: task, bytesWritten: 5000))
+        task.state = .failed
+        task.errorName = "HTTPError"
+        observer.task(TaskSnapshot(record: task, bytesWritten: 5000), didChangeState: .failed)
+        XCTAssertEqual(try store.loadTasks().tasks, [task])
+        observer.taskWasRemoved(TaskSnapshot(record: task, bytesWritten: 5000))
+        XCTAssertEqual(try store.loadTasks().tasks, [])
+    }
+}
