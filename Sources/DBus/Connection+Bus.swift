@@ -26,6 +26,17 @@ extension Connection {
     }
 
     /// The unique name owning `name`, or nil when nobody owns it.
+    /// The bus instance's id (`GetId`): unique names are unique only within one instance.
+    public func busID() async throws -> String {
+        guard let id = try await callBus("GetId", []).first?.stringValue else { throw BusError.failed("GetId gave no id") }
+        return id
+    }
+
+    /// Asks the bus to start the activatable service `name` (`StartServiceByName`) and waits.
+    public func startService(_ name: String) async throws {
+        _ = try await callBus("StartServiceByName", [.string(name), .uint32(0)])
+    }
+
     public func nameOwner(_ name: String) async throws -> String? {
         do {
             return try await callBus("GetNameOwner", [.string(name)]).first?.stringValue

@@ -2,7 +2,7 @@
 /// not break clients (the shape of AsyncHTTPClient's `HTTPClientError`). `name` is stable and is
 /// what the service turns into `org.example.Downloads.Error.<name>`.
 public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: String, Hashable, Sendable {
+    private enum Code: String, Hashable, Sendable, CaseIterable {
         case invalidArgument = "InvalidArgument"
         case notFound = "NotFound"
         case wrongState = "WrongState"
@@ -35,6 +35,9 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
         self.httpStatus = httpStatus
         self.retryAfter = retryAfter
     }
+
+    /// Every name an engine error can have (the service's error table must hold each: a test checks).
+    public static var allNames: [String] { Code.allCases.map(\.rawValue) }
 
     /// The stable name, e.g. `HTTPError`.
     public var name: String { code.rawValue }

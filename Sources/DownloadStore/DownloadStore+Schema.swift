@@ -79,6 +79,10 @@ extension DownloadStore {
                 try db.execute(sql: "UPDATE task SET options = ? WHERE id = ?", arguments: [String(decoding: data, as: UTF8.self), id])
             }
         }
+        // Unique names are unique within one bus instance only: remember which one.
+        migrator.registerMigration("v3-handler-bus-id") { db in
+            try db.alter(table: "handler") { t in t.add(column: "busID", .text) }
+        }
         return migrator
     }
 }

@@ -7,6 +7,7 @@ struct HandlerRow: Codable, FetchableRecord, PersistableRecord {
     var connection: String
     var objectPath: String
     var busName: String?
+    var busID: String?
 
     init(_ handler: CompletionHandler) {
         ownerUID = Int64(handler.owner)
@@ -14,9 +15,12 @@ struct HandlerRow: Codable, FetchableRecord, PersistableRecord {
         connection = handler.connection
         objectPath = handler.objectPath
         busName = handler.busName
+        busID = handler.busID
     }
 
     var handler: CompletionHandler {
-        CompletionHandler(owner: UInt32(ownerUID), session: session, connection: connection, objectPath: objectPath, busName: busName)
+        CompletionHandler(
+            owner: UInt32(ownerUID), session: session, connection: connection, objectPath: objectPath, busName: busName, busID: busID
+        )
     }
 }

@@ -29,7 +29,8 @@ extension DownloadsService {
             throw DownloadsErrorName.quotaExceeded.error("you have \(configuration.maxHandlersPerUser) completion handlers")
         }
         try store.registerHandler(CompletionHandler(
-            owner: owner, session: name, connection: call.sender, objectPath: object.rawValue, busName: busName
+            owner: owner, session: name, connection: call.sender, objectPath: object.rawValue, busName: busName,
+            busID: try await connection.busID()
         ))
         logger.info("completion handler for \(LogText.escaped(session.description)): \(busName ?? call.sender) \(object)")
         if try store.isPending(session) {
@@ -50,6 +51,29 @@ extension DownloadsService {
         }
     }
 
+    /// The unique name to call for `handler`, checked to belong to the handler's owner: the
+    /// owner of its well-known name (started by activation when nobody has it), or the
+    /// connection that registered, only on the bus instance it registered on. nil: nobody
+    /// (fit) to call now; the call stays pending.
+    func receiver(of handler: CompletionHandler) async throws -> String? {
+        var unique: String?
+        if let name = handler.busName {
+            unique = try await connection.nameOwner(name)
+            if unique == nil {
+                try? await connection.startService(name)
+                unique = try await connection.nameOwner(name)
+            }
+        } else if let recorded = handler.busID, recorded == (try await connection.busID()) {
+            unique = handler.connection
+        }
+        guard let unique else { return nil }
+        guard let credentials = try? await connection.credentials(of: unique), credentials.uid == handler.owner else {
+            logger.warning("completion handler of uid \(handler.owner): \(unique) belongs to another user; not called")
+            return nil
+        }
+        return unique
+    }
+
     /// Calls the handler; the reply is the completion handler being called, and only then is the
     /// pending call removed. No reply, an error, or nobody there: it stays pending.
     func deliverCompletion(_ session: SessionID) async {
@@ -60,10 +84,11 @@ extension DownloadsService {
             guard try store.isPending(session), let handler = try store.handler(session), !engine.hasActiveTasks(in: session)
             else { return }
             let path = try ObjectPath(handler.objectPath)
+            guard let receiver = try await receiver(of: handler) else { return }
             _ = try await connection.call(
-                destination: handler.busName ?? handler.connection, path: path,
+                destination: receiver, path: path,
                 interface: DownloadsInterfaces.client.name, method: "HandleEventsForBackgroundSession",
-                arguments: [.string(session.name)], timeout: configuration.completionTimeout, autoStart: handler.busName != nil
+                arguments: [.string(session.name)], timeout: configuration.completionTimeout, autoStart: false
             )
             try store.completionDelivered(session)
             logger.info("completion handler of \(LogText.escaped(session.description)) called")

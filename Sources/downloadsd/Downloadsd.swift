@@ -57,10 +57,12 @@ struct Downloadsd: AsyncParsableCommand {
         let bus: Connection.Bus = system ? .system : address.map { .address($0) } ?? .session
         let directory = stateDir ?? Downloadsd.defaultStateDirectory(system: system)
 
+        // Everything the daemon creates is its own alone: the database, its WAL, the key.
+        umask(0o077)
         let key: SymmetricKey
         let store: DownloadStore
         do {
-            try StateDirectory.prepare(directory)
+            for note in try StateDirectory.prepare(directory) { logger.warning("\(note)") }
             key = try StateDirectory.resumeDataKey(in: directory)
             store = try DownloadStore(path: directory + "/downloads.sqlite")
         } catch {

@@ -27,6 +27,48 @@ final class DaemonLifecycleTests: DaemonTestCase {
         XCTAssertTrue(output.stderr.contains("the state directory \(file) is unusable"), output.stderr)
     }
 
+    func testTheStateDirectoryIsTheDaemonsAlone() async throws {
+        // The running daemon's directory: created 0700, every file in it 0600.
+        func mode(_ path: String) -> Int? {
+            (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int
+        }
+        XCTAssertEqual(mode(stateDirectory), 0o700)
+        for name in ["downloads.sqlite", "resume-data.key"] {
+            XCTAssertEqual(mode(stateDirectory + "/" + name), 0o600, name)
+        }
+        // An existing directory of ours that others can read is tightened, and the log says so.
+        let loose = directory.file("loose")
+        try FileManager.default.createDirectory(atPath: loose, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+        let other = try PrivateBus()
+        defer { other.stop() }
+        let daemon = try ChildProcess(
+            ["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>\(directory.file("loose.log"))", DaemonTestCase.binary, "--address", other.address, "--state-dir", loose],
+            environment: other.environment
+        )
+        defer { daemon.stop() }
+        let probe = try await Connection.open(.address(other.address))
+        defer { probe.close() }
+        for _ in 0..<500 {
+            if try await probe.nameOwner("org.example.Downloads") != nil { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTAssertEqual(mode(loose), 0o700)
+        let log = (try? String(contentsOfFile: directory.file("loose.log"), encoding: .utf8)) ?? ""
+        XCTAssertTrue(log.contains("was mode 755; tightened to 0700"), log)
+        // Someone else's directory, or a symlink, is refused.
+        let foreign = directory.file("foreign")
+        try FileManager.default.createDirectory(atPath: foreign, withIntermediateDirectories: false)
+        XCTAssertEqual(chown(foreign, 65534, 65534), 0)
+        let refused = try await run([DaemonTestCase.binary, "--address", bus.address, "--state-dir", foreign], timeout: 30)
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("belongs to uid 65534"), refused.stderr)
+        let link = directory.file("link")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: loose)
+        let linked = try await run([DaemonTestCase.binary, "--address", bus.address, "--state-dir", link], timeout: 30)
+        XCTAssertEqual(linked.status, 1)
+        XCTAssertTrue(linked.stderr.contains("is not a directory"), linked.stderr)
+    }
+
     func testQuotaPerCaller() async throws {
         var slow = Route(content: Self.content(1_000_000))
         slow.bytesPerSecond = 100_000

@@ -152,3 +152,21 @@ final class SystemBusTests: DaemonTestCase {
         XCTAssertFalse(signalNames(for: path).isEmpty, "the owner's own connection got them")
     }
 }
+
+extension SystemBusTests {
+    /// Under the system bus's default policy (method calls denied), the shipped rule lets the
+    /// service call the completion handler, and the call reaches the owner's connection.
+    func testCompletionHandlerIsCalledOnTheSystemBus() async throws {
+        let app = try CompletionHandlerTests.App(connection: try await Connection.open(.address(bus.address)))
+        defer { app.connection.close() }
+        try await app.register("sys") { try await self.call($0, $1) }
+        http.set("/small", Route(content: Self.content(2000)))
+        let task = try await start(http.url("/small"), directory.file("small"), ["session": .string("sys")])
+        try await waitState(task, ["finished"])
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline && app.calls.withLockedValue({ $0 }).isEmpty {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTAssertEqual(app.calls.withLockedValue { $0 }, ["sys"], (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "")
+    }
+}

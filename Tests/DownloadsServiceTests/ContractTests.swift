@@ -1,0 +1,78 @@
+import DBus
+import DownloadEngine
+import DownloadsAPI
+import XCTest
+
+/// The contract's tables agree with each other and with the engine.
+final class ContractTests: XCTestCase {
+    func testEveryEngineErrorHasAnEntryInTheErrorTable() {
+        for name in DownloadError.allNames {
+            XCTAssertNotNil(DownloadsErrorName(rawValue: name), "\(name) is missing from DownloadsErrorName")
+        }
+        XCTAssertEqual(DownloadsErrorName(fullName: "org.example.Downloads.Error.NotFound"), .notFound)
+        XCTAssertNil(DownloadsErrorName(fullName: "org.freedesktop.DBus.Error.Failed"))
+    }
+
+    func testEveryTaskPropertyIsDeclaredOnceWithItsType() {
+        let declared = DownloadsInterfaces.task.properties
+        XCTAssertEqual(declared.map(\.name), TaskProperty.allCases.map(\.name))
+        for property in TaskProperty.allCases {
+            XCTAssertEqual(DownloadsInterfaces.task.property(named: property.name)?.type, property.type)
+        }
+    }
+
+    func testOptionsRoundTripThroughTheirDictionary() throws {
+        var options = TaskOptions()
+        options.session = "photos"
+        options.headers = ["X-A": "b"]
+        options.priority = .high
+        options.maxBytesPerSecond = 10
+        options.connections = 1
+        options.overwrite = true
+        options.allowMetered = false
+        options.connectTimeout = 3
+        XCTAssertEqual(try TaskOptions(options.dictionary), options)
+    }
+
+    func testOptionsAreRefusedWithAReason() {
+        let cases: [([String: DBusValue], String)] = [
+            (["nope": .string("x")], "unknown option 'nope'"),
+            (["session": .uint32(1)], "must be of type s"),
+            (["session": .string(String(repeating: "é", count: 128))], "1 to 255 bytes"),
+            (["priority": .string("urgent")], "low, normal or high"),
+            (["connections": .uint32(17)], "connections"),
+            (["stall_timeout": .double(-1)], "between 0 and 604800"),
+        ]
+        for (dict, reason) in cases {
+            XCTAssertThrowsError(try TaskOptions(dict)) { error in
+                let bus = error as? BusError
+                XCTAssertEqual(bus?.name, DownloadsErrorName.invalidArgument.fullName)
+                XCTAssertTrue(bus?.message.contains(reason) == true, "\(bus?.message ?? "") should say \(reason)")
+            }
+        }
+        XCTAssertThrowsError(try TaskOptions(["session": .string("s")], allowed: TaskOptions.resumeKeys))
+    }
+
+    func testTaskPathsMapToOneIdEach() {
+        XCTAssertEqual(DownloadsAPI.taskID(DownloadsAPI.taskPath(42)), 42)
+        XCTAssertNil(DownloadsAPI.taskID("/org/example/Downloads/tasks/042"))
+        XCTAssertNil(DownloadsAPI.taskID("/org/example/Downloads/tasks/4/2"))
+        XCTAssertNil(DownloadsAPI.taskID("/org/example/Downloads/tasks"))
+        XCTAssertNil(DownloadsAPI.taskID("/org/example/Downloads/tasks/x"))
+    }
+
+    func testSignalsDecodeWhatTheyEncode() {
+        let signals: [ManagerSignal] = [
+            .progress(task: DownloadsAPI.taskPath(1), bytesWritten: 1, totalBytesWritten: 2, totalBytesExpected: 3),
+            .finished(task: DownloadsAPI.taskPath(1), location: "/tmp/x"),
+            .failed(task: DownloadsAPI.taskPath(1), errorName: "e", message: "m", resumeData: [1, 2]),
+            .stateChanged(task: DownloadsAPI.taskPath(1), state: "paused"),
+            .eventsFinished(session: "s"),
+        ]
+        for signal in signals {
+            XCTAssertEqual(ManagerSignal(name: signal.name, arguments: signal.arguments), signal)
+            let declared = DownloadsInterfaces.manager.signal(named: signal.name)
+            XCTAssertEqual(declared?.signature, DBusType.signature(of: signal.arguments.map(\.type)), signal.name)
+        }
+    }
+}
