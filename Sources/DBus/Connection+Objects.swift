@@ -121,14 +121,6 @@ extension Connection {
         }
         let interfaceName = message.interface
         let signature = message.signature
-        let arguments: [DBusValue]
-        do {
-            arguments = try message.arguments()
-        } catch let error as BusError {
-            return .error(error)
-        } catch {
-            return .error(.invalidArgs("\(error)"))
-        }
         let (object, exists, objects) = state.withLockedValue { state in
             (state.objects[path], state.objects.exists(path), state.objects)
         }
@@ -142,12 +134,27 @@ extension Connection {
             defer { dbus_free(id) }
             return .reply([.string(String(cString: id))])
         case ("org.freedesktop.DBus.Introspectable", "Introspect"), (nil, "Introspect"):
-            return resolveIntrospect(message, path: path, object: object, exists: exists, objects: objects, arguments: arguments)
+            guard signature.isEmpty else { return .error(.invalidArgs("Introspect takes no arguments")) }
+            return resolveIntrospect(message, path: path, object: object, exists: exists, objects: objects, arguments: [])
         default:
             break
         }
 
         guard let object else { return .error(.unknownObject(path.rawValue)) }
+        // The signature is in the header: a call that does not match its declaration is refused
+        // before a byte of its body is decoded (a 20 MB array sent to a method taking a string
+        // costs nothing but this comparison).
+        if let expected = declaredSignature(of: object, interface: interfaceName, member: member), expected != signature {
+            return .error(.invalidArgs("\(interfaceName ?? "").\(member) takes '\(expected)', got '\(signature)'"))
+        }
+        let arguments: [DBusValue]
+        do {
+            arguments = try message.arguments()
+        } catch let error as BusError {
+            return .error(error)
+        } catch {
+            return .error(.invalidArgs("\(error)"))
+        }
         let call = MethodCall(
             connection: self, message: message, sender: message.sender ?? "", path: path,
             interface: interfaceName ?? "", member: member, arguments: arguments
@@ -167,6 +174,20 @@ extension Connection {
                 try await check(call)
                 return try await handler(call)
             }, call, outSignature)
+        }
+    }
+
+    /// The declared in-signature of the method a call names on `object`, or nil when it names none.
+    private func declaredSignature(of object: ExportedObject, interface: String?, member: String) -> String? {
+        switch interface {
+        case InterfaceDescription.properties.name?:
+            return InterfaceDescription.properties.method(named: member)?.inSignature
+        case InterfaceDescription.objectManager.name? where object.isObjectManager:
+            return InterfaceDescription.objectManager.method(named: member)?.inSignature
+        case let name?:
+            return object.interface(named: name)?.description.method(named: member)?.inSignature
+        case nil:
+            return object.interfaces.lazy.compactMap { $0.description.method(named: member) }.first?.inSignature
         }
     }
 

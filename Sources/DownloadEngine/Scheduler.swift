@@ -1,6 +1,6 @@
-/// Which queued tasks may start: a global limit on running transfers, a limit per session (a
-/// session is one user's: `SessionID`), higher priorities first, FIFO within a priority. Pure
-/// bookkeeping, tested without I/O.
+/// Which queued tasks may start: a global limit on running transfers shared fairly between
+/// users, a limit per session (a session is one user's: `SessionID`), and within one user
+/// higher priorities first, FIFO within a priority. Pure bookkeeping, tested without I/O.
 struct Scheduler: Sendable {
     var maxRunning: Int
     var maxRunningPerSession: Int
@@ -43,19 +43,40 @@ struct Scheduler: Sendable {
         running.removeValue(forKey: id)
     }
 
-    /// The tasks to start now, marked running.
+    /// The tasks to start now, marked running. Places are shared fairly between users: each free
+    /// place goes to the user with the fewest running transfers who has a task that may start
+    /// (ties: whoever has waited longest), so one user's thousand tasks never keep another's
+    /// from starting; priority then FIFO order only that user's own tasks.
     mutating func next() -> [UInt64] {
         var started: [UInt64] = []
-        let order = queued.sorted {
-            $0.priority != $1.priority ? $0.priority > $1.priority : $0.sequence < $1.sequence
-        }
-        for entry in order where running.count < maxRunning {
-            let inSession = running.values.filter { $0 == entry.session }.count
-            guard inSession < maxRunningPerSession else { continue }
+        while running.count < maxRunning {
+            var runningPerSession: [SessionID: Int] = [:]
+            var runningPerOwner: [UInt32: Int] = [:]
+            for session in running.values {
+                runningPerSession[session, default: 0] += 1
+                runningPerOwner[session.owner, default: 0] += 1
+            }
+            // Each user's best task that may start now.
+            var best: [UInt32: Entry] = [:]
+            for entry in queued where runningPerSession[entry.session, default: 0] < maxRunningPerSession {
+                let owner = entry.session.owner
+                if let current = best[owner], !Scheduler.before(entry, current) { continue }
+                best[owner] = entry
+            }
+            let chosen = best.values.min { a, b in
+                let ra = runningPerOwner[a.session.owner, default: 0], rb = runningPerOwner[b.session.owner, default: 0]
+                return ra != rb ? ra < rb : a.sequence < b.sequence
+            }
+            guard let entry = chosen else { break }
             running[entry.id] = entry.session
             queued.removeAll { $0.id == entry.id }
             started.append(entry.id)
         }
         return started
+    }
+
+    /// Within one user: higher priority first, then first come.
+    private static func before(_ a: Entry, _ b: Entry) -> Bool {
+        a.priority != b.priority ? a.priority > b.priority : a.sequence < b.sequence
     }
 }

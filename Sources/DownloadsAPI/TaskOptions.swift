@@ -27,6 +27,10 @@ public struct TaskOptions: Sendable, Hashable {
     /// Longest session name, in bytes.
     public static let maxSessionBytes = 255
     public static let maxConnections: UInt32 = 1
+    /// Request headers a task may carry, and their sizes in bytes.
+    public static let maxHeaders = 64
+    public static let maxHeaderBytes = 8 * 1024
+    public static let maxAllHeaderBytes = 32 * 1024
 
     public var session: String?
     public var headers: [String: String]?
@@ -60,6 +64,7 @@ public struct TaskOptions: Sendable, Hashable {
                 session = try TaskOptions.checkedSession(text)
             case .headers:
                 guard let dict = value.stringDictValue else { throw wrongType("a{ss}") }
+                try TaskOptions.checkHeaderSizes(dict)
                 headers = dict
             case .sha256:
                 guard case .string(let text) = value else { throw wrongType("s") }
@@ -101,6 +106,24 @@ public struct TaskOptions: Sendable, Hashable {
                 if key == .stallTimeout { stallTimeout = seconds }
                 if key == .resourceTimeout { resourceTimeout = seconds }
             }
+        }
+    }
+
+    /// At most `maxHeaders` headers, each name and value at most `maxHeaderBytes` and all of them
+    /// at most `maxAllHeaderBytes`, counted in bytes: `QuotaExceeded` beyond.
+    public static func checkHeaderSizes(_ headers: [String: String]) throws {
+        guard headers.count <= maxHeaders else {
+            throw DownloadsErrorName.quotaExceeded.error("at most \(maxHeaders) headers, got \(headers.count)")
+        }
+        var total = 0
+        for (name, value) in headers {
+            guard name.utf8.count <= maxHeaderBytes, value.utf8.count <= maxHeaderBytes else {
+                throw DownloadsErrorName.quotaExceeded.error("a header name or value is longer than \(maxHeaderBytes) bytes")
+            }
+            total += name.utf8.count + value.utf8.count
+        }
+        guard total <= maxAllHeaderBytes else {
+            throw DownloadsErrorName.quotaExceeded.error("the headers come to \(total) bytes; at most \(maxAllHeaderBytes)")
         }
     }
 

@@ -6,7 +6,14 @@ import Foundation
 /// takes: URLs must be http(s) with a host, destinations absolute without `..`; every refusal
 /// is `InvalidArgument` with a reason.
 enum StartRequest {
+    /// Longest URL and destination, in bytes (`QuotaExceeded` beyond).
+    static let maxURLBytes = 8 * 1024
+    static let maxPathBytes = 4096
+
     static func checkURL(_ text: String) throws -> String {
+        guard text.utf8.count <= maxURLBytes else {
+            throw DownloadsErrorName.quotaExceeded.error("the URL is \(text.utf8.count) bytes; at most \(maxURLBytes)")
+        }
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {
             throw DownloadsErrorName.invalidArgument.error("'\(text)' is not a URL")
         }
@@ -21,6 +28,9 @@ enum StartRequest {
     }
 
     static func checkDestination(_ path: String) throws -> String {
+        guard path.utf8.count <= maxPathBytes else {
+            throw DownloadsErrorName.quotaExceeded.error("the destination is \(path.utf8.count) bytes; at most \(maxPathBytes)")
+        }
         guard path.hasPrefix("/") else {
             throw DownloadsErrorName.invalidArgument.error("destination must be an absolute path, got '\(path)'")
         }

@@ -41,6 +41,19 @@ final class RulesTests: XCTestCase {
         XCTAssertEqual(perSession.next(), [1, 3])
     }
 
+    func testSchedulerSharesPlacesFairlyBetweenUsers() {
+        var scheduler = Scheduler(maxRunning: 3, maxRunningPerSession: 3)
+        let a = SessionID(owner: 1000, name: "bulk"), b = SessionID(owner: 1001, name: "one"), c = SessionID(owner: 1002, name: "x")
+        for id in 1...10 { scheduler.enqueue(UInt64(id), session: a, priority: .high) }
+        scheduler.enqueue(11, session: b, priority: .low)
+        XCTAssertEqual(scheduler.next(), [1, 11, 2], "user b's low-priority task is not kept waiting by a's high ones")
+        scheduler.remove(11)
+        scheduler.enqueue(12, session: c, priority: .normal)
+        XCTAssertEqual(scheduler.next(), [12], "the place goes to the user with none running")
+        scheduler.remove(1)
+        XCTAssertEqual(scheduler.next(), [3], "then back to a, in its own order")
+    }
+
     func testRetryPolicyBacksOffWithJitterAndHonoursRetryAfter() {
         let policy = RetryPolicy(maxAttempts: 3, baseDelay: 1, maxDelay: 3, retryAfterCap: 10)
         XCTAssertEqual(policy.delay(forRetry: 1, retryAfter: nil, random: 0.5), 1)

@@ -53,6 +53,21 @@ final class ContractTests: XCTestCase {
         XCTAssertThrowsError(try TaskOptions(["session": .string("s")], allowed: TaskOptions.resumeKeys))
     }
 
+    func testHeaderSizesAreCountedInBytes() {
+        let long = String(repeating: "é", count: TaskOptions.maxHeaderBytes / 2 + 1)  // fewer characters, more bytes
+        let cases: [[String: String]] = [
+            ["X-Long": long],
+            Dictionary(uniqueKeysWithValues: (0...TaskOptions.maxHeaders).map { ("X-\($0)", "v") }),
+            Dictionary(uniqueKeysWithValues: (0..<5).map { ("X-\($0)", String(repeating: "a", count: 8000)) }),
+        ]
+        for headers in cases {
+            XCTAssertThrowsError(try TaskOptions(["headers": .stringDict(headers)])) { error in
+                XCTAssertEqual((error as? BusError)?.name, DownloadsErrorName.quotaExceeded.fullName)
+            }
+        }
+        XCTAssertNoThrow(try TaskOptions(["headers": .stringDict(["X-Ok": String(repeating: "a", count: 4000)])]))
+    }
+
     func testTaskPathsMapToOneIdEach() {
         XCTAssertEqual(DownloadsAPI.taskID(DownloadsAPI.taskPath(42)), 42)
         XCTAssertNil(DownloadsAPI.taskID("/org/example/Downloads/tasks/042"))
