@@ -2,6 +2,8 @@
 # 1 GiB (and 4 GiB) from nginx on 127.0.0.1: the engine against `curl -o`, in the same run.
 # Wall time, CPU seconds (user+sys) and peak RSS of each, measured the same way (getrusage of
 # the child), and the ratios. Prints figures; asserts nothing. Usage: Benchmarks/engine-bench.sh [GiB...]
+# BASELINE=/path/to/another/engine-bench adds a row for that build (e.g. the previous commit's),
+# measured in the same run, so a change can be compared with what it replaced.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=("${@:-1 4}")
@@ -45,5 +47,12 @@ for gib in "${sizes[@]}"; do
   rm -f "$work/engine.bin"
   printf "%-6s %-8s %9s %9s %13s\n" "${gib}GiB" curl "$cw" "$cc" "$cr" "${gib}GiB" engine "$ew" "$ec" "$er"
   python3 -c "print(f'{\"\":6} ratio    {$ew/$cw:9.2f} {$ec/max($cc,0.01):9.2f} {$er/$cr:13.2f}   (engine / curl)')"
+  if [ -n "${BASELINE:-}" ]; then
+    read -r bw bc br < <(measure "$BASELINE" "$url" "$work/baseline.bin")
+    cmp -s "$work/www/file.bin" "$work/baseline.bin" || { echo "baseline: bytes differ"; exit 1; }
+    rm -f "$work/baseline.bin"
+    printf "%-6s %-8s %9s %9s %13s\n" "${gib}GiB" baseline "$bw" "$bc" "$br"
+    python3 -c "print(f'{\"\":6} ratio    {$ew/$bw:9.2f} {$ec/max($bc,0.01):9.2f} {$er/$br:13.2f}   (engine / baseline)')"
+  fi
   rm -f "$work/www/file.bin"
 done

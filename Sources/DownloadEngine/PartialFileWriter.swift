@@ -17,7 +17,9 @@ import NIOCore
 /// answers when the queue has caught up (backpressure).
 ///
 /// Thread rules: `descriptor` and `failure` are touched only inside the drain (on `queue`);
-/// the list and the flow counters are behind `lock`. Hence `@unchecked Sendable`.
+/// the list and the flow counters are behind `lock`. Hence `@unchecked Sendable`. Checkpoint
+/// syncs are the exception to "one queue": they run on `syncQueue` on a duplicated descriptor,
+/// overlapping later writes, and a truncation in between voids them (`generation`).
 final class PartialFileWriter: @unchecked Sendable {
     private enum Operation {
         case write(ByteBuffer, at: Int64)
@@ -33,6 +35,12 @@ final class PartialFileWriter: @unchecked Sendable {
     private var descriptor: Int32 = -1
     private var failure: DownloadError?
 
+    /// Checkpoint syncs run here, beside later writes, so the stream never waits for the disk.
+    private let syncQueue: DispatchQueue
+    /// Bumped by every truncation; a sync that started before one records nothing. Its lock is
+    /// held while a checkpoint is recorded (it comes before the task's locks).
+    private let generation = NIOLockedValueBox<UInt64>(0)
+
     // Shared state.
     private let lock = NIOLock()
     private var operations: [Operation] = []
@@ -41,11 +49,15 @@ final class PartialFileWriter: @unchecked Sendable {
     private var waiters: [EventLoopPromise<Void>] = []
     private var sharedFailure: DownloadError?
 
-    init(path: String, fileAccess: any FileAccess, queue: DispatchQueue, highWater: Int = 4 << 20) {
+    private let gatherBytes: Int
+
+    init(path: String, fileAccess: any FileAccess, queue: DispatchQueue, highWater: Int = 4 << 20, gatherBytes: Int = 512 << 10) {
+        self.gatherBytes = min(gatherBytes, highWater / 2)
         self.path = path
         self.fileAccess = fileAccess
         self.queue = queue
         self.highWater = highWater
+        self.syncQueue = DispatchQueue(label: "org.example.Downloads.sync")
     }
 
     deinit {
@@ -60,7 +72,10 @@ final class PartialFileWriter: @unchecked Sendable {
             if let sharedFailure { return (sharedFailure, nil) }
             operations.append(.write(buffer, at: offset))
             pendingBytes += buffer.readableBytes
-            scheduleDrainLocked()
+            // Writes gather until `gatherBytes` wait: one wake-up and one pwritev for many
+            // chunks. Every other operation (a checkpoint, the end of a request, a stop) wakes
+            // the queue at once, so nothing is left behind.
+            if pendingBytes >= gatherBytes { scheduleDrainLocked() }
             guard pendingBytes > highWater else { return (nil, nil) }
             let promise = eventLoop.makePromise(of: Void.self)
             waiters.append(promise)
@@ -94,6 +109,32 @@ final class PartialFileWriter: @unchecked Sendable {
         }
     }
 
+    /// Queues a checkpoint after everything queued so far: the writes before it are done when it
+    /// is reached, and an fdatasync of a duplicate of the descriptor then runs on the sync queue
+    /// while later writes carry on. `durable` is called once the sync succeeded, unless the file
+    /// was truncated meanwhile; `failed` when a write or the sync failed.
+    func checkpoint(durable: @escaping @Sendable () -> Void, failed: @escaping @Sendable (DownloadError) -> Void) {
+        let syncQueue = self.syncQueue
+        let generation = self.generation
+        enqueue { writer in
+            if let failure = writer.failure { return failed(failure) }
+            guard writer.descriptor >= 0 else { return }
+            let copy = dup(writer.descriptor)
+            guard copy >= 0 else { return failed(.file("cannot sync \(writer.path): \(errnoText())")) }
+            let started = generation.withLockedValue { $0 }
+            let path = writer.path
+            syncQueue.async {
+                let result = fdatasync(copy)
+                let error = result == 0 ? nil : DownloadError.file("cannot sync \(path): \(errnoText())")
+                Glibc.close(copy)
+                if let error { return failed(error) }
+                generation.withLockedValue { current in
+                    if current == started { durable() }
+                }
+            }
+        }
+    }
+
     private func scheduleDrainLocked() {
         guard !draining else { return }
         draining = true
@@ -101,42 +142,56 @@ final class PartialFileWriter: @unchecked Sendable {
     }
 
     private func drain() {
+        var batch: [Operation] = []
+        var run: [(ByteBuffer, Int64)] = []
         while true {
-            let batch: [Operation] = lock.withLock {
+            batch.removeAll(keepingCapacity: true)
+            let more: Bool = lock.withLock {
                 if operations.isEmpty {
                     draining = false
-                    return []
+                    return false
                 }
-                defer { operations.removeAll(keepingCapacity: true) }
-                return operations
+                swap(&batch, &operations)
+                return true
             }
-            if batch.isEmpty { return }
+            guard more else { return }
             var written = 0
+            // Writes that follow each other in the file go out as one pwritev.
+            func flush() {
+                guard !run.isEmpty else { return }
+                defer { run.removeAll(keepingCapacity: true) }
+                guard self.failure == nil else { return }
+                do {
+                    try openIfNeeded()
+                    try writeRun(run)
+                } catch {
+                    self.failure = error as? DownloadError ?? .file("\(error)")
+                }
+            }
             for operation in batch {
                 switch operation {
                 case .write(let buffer, let offset):
                     written += buffer.readableBytes
-                    guard failure == nil else { continue }
-                    do {
-                        try openIfNeeded()
-                        try buffer.withUnsafeReadableBytes { try write($0, at: offset) }
-                    } catch {
-                        failure = error as? DownloadError ?? .file("\(error)")
+                    if let last = run.last, last.1 + Int64(last.0.readableBytes) != offset || run.count == PartialFileWriter.maxIOVecs {
+                        flush()
                     }
+                    run.append((buffer, offset))
                 case .perform(let body):
+                    flush()
                     body()
                 }
             }
-            let failure = self.failure
+            flush()
+            let failed = self.failure
             let wake: [EventLoopPromise<Void>] = lock.withLock {
                 pendingBytes -= written
-                if let failure { sharedFailure = failure }
-                guard failure != nil || pendingBytes <= highWater / 2 else { return [] }
+                if let failed { sharedFailure = failed }
+                guard failed != nil || pendingBytes <= highWater / 2 else { return [] }
                 defer { waiters = [] }
                 return waiters
             }
             for promise in wake {
-                if let failure { promise.fail(failure) } else { promise.succeed() }
+                if let failed { promise.fail(failed) } else { promise.succeed() }
             }
         }
     }
@@ -161,6 +216,7 @@ final class PartialFileWriter: @unchecked Sendable {
 
     func truncate(to length: Int64) throws {
         try openIfNeeded()
+        generation.withLockedValue { $0 += 1 }
         guard ftruncate(descriptor, off_t(length)) == 0 else {
             throw DownloadError.file("cannot truncate \(path): \(errnoText())")
         }
@@ -197,6 +253,45 @@ final class PartialFileWriter: @unchecked Sendable {
         guard descriptor >= 0 else { return }
         Glibc.close(descriptor)
         descriptor = -1
+    }
+
+    /// Buffers per pwritev (IOV_MAX is 1024 on Linux).
+    static let maxIOVecs = 256
+
+    /// Writes contiguous buffers, the first at its offset, with one pwritev when it can. The
+    /// buffers stay alive in `run` for the call, so their storage does too.
+    private func writeRun(_ run: [(ByteBuffer, Int64)]) throws {
+        guard run.count > 1, let start = run.first?.1 else {
+            for (buffer, offset) in run { try buffer.withUnsafeReadableBytes { try write($0, at: offset) } }
+            return
+        }
+        var vectors: [iovec] = []
+        vectors.reserveCapacity(run.count)
+        var total = 0
+        for (buffer, _) in run {
+            buffer.withUnsafeReadableBytes { bytes in
+                vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count))
+            }
+            total += buffer.readableBytes
+        }
+        var n: Int
+        repeat {
+            n = pwritev(descriptor, vectors, Int32(vectors.count), off_t(start))
+        } while n < 0 && errno == EINTR
+        if n < 0 { throw DownloadError.file("cannot write \(path): \(errnoText())") }
+        guard n < total else { return }
+        // A short write: the rest one buffer at a time, from where it stopped.
+        var done = n
+        for (buffer, offset) in run {
+            let length = buffer.readableBytes
+            let end = Int(offset - start) + length
+            guard end > done else { continue }
+            let skip = max(0, done - Int(offset - start))
+            try buffer.withUnsafeReadableBytes { bytes in
+                try write(UnsafeRawBufferPointer(rebasing: bytes[skip...]), at: offset + Int64(skip))
+            }
+            done = end
+        }
     }
 
     private func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {

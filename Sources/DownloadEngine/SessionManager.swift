@@ -12,6 +12,7 @@ import NIOCore
 /// 1. `DownloadTask.eventOrder`: held while a task changes and its events are queued.
 /// 2. `SessionManager.state`: the task table, the scheduler, the next id.
 /// 3. `DownloadTask.state`: one task's record and counters.
+/// (0. `PartialFileWriter.generation`, held while a finished checkpoint sync is recorded.)
 /// A thread holding one may take a later one, never an earlier one; each is held only for
 /// bookkeeping (no I/O, no waiting, no observer code). Observers run on each task's `events`
 /// queue; file calls on each task's `io` queue (through `PartialFileWriter`); the event loops
@@ -423,12 +424,15 @@ public final class SessionManager: Sendable {
         }
     }
 
-    /// Everything before `position` is fsynced: record it (called on the task's I/O queue, in
-    /// order with truncations, so it never outlives a restart from zero).
+    /// Everything before `position` is fsynced: record it (called after the sync, under the
+    /// writer's generation lock, so a truncation since the sync started voids it).
     func recordDurable(_ task: DownloadTask, position: Int64) {
         task.eventOrder.withLock {
             let snapshot: TaskSnapshot? = task.state.withLockedValue { state in
-                guard position != state.record.durableOffset, position <= state.bytesWritten else { return nil }
+                // Only forward: a sync that finishes late (after a stop's own checkpoint, or the
+                // finish) never takes back what is already recorded; resets go through resetDurable.
+                guard position > state.record.durableOffset, position <= state.bytesWritten, !state.record.state.isTerminal
+                else { return nil }
                 state.record.durableOffset = position
                 return TaskSnapshot(record: state.record, bytesWritten: state.bytesWritten)
             }

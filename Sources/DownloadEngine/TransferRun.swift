@@ -123,19 +123,15 @@ final class TransferRun: Sendable {
     }
 
     /// Queues an fdatasync after the writes before `position` and records `position` as durable
-    /// once it is done (never more than was synced, never after a later truncation: one queue).
+    /// once it is done (never more than was synced; never after a later truncation, which voids it).
     private func queueCheckpoint(_ position: Int64) {
         let task = self.task
         let manager = self.manager
-        writer.enqueue { writer in
-            do {
-                try writer.sync()
-            } catch {
-                manager.logger.error("task \(task.id): \(error)")
-                return
-            }
+        writer.checkpoint(durable: {
             manager.recordDurable(task, position: position)
-        }
+        }, failed: { error in
+            manager.logger.error("task \(task.id): \(error)")
+        })
     }
 
     /// A checkpoint of everything received so far, waited for.
