@@ -65,7 +65,7 @@ struct TransferStateMachine {
 
     /// The first request of the run; `offset` is what the partial file durably holds.
     mutating func start(offset: Int64, validator: String?) -> Action {
-        precondition(state == .idle, "start called twice")
+        guard state == .idle else { return end(.fail(.invalidResponse("internal: the run was started twice"))) }
         return firstRequest(offset: offset, validator: validator)
     }
 
