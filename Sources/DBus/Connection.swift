@@ -187,6 +187,12 @@ public final class Connection: @unchecked Sendable {
             throw BusError.noMemory()
         }
         guard let pendingCall else { throw BusError.disconnected() }
+        // Our own reference while this function uses the pointer: a disconnect on another thread
+        // may fail the reply (cancel + unref) between its registration and set_notify below,
+        // which freed the pending call under us (a segfault when the bus dropped a client right
+        // after an oversized send).
+        dbus_pending_call_ref(pendingCall)
+        defer { dbus_pending_call_unref(pendingCall) }
         let reply: Message = try await withCheckedThrowingContinuation { continuation in
             let pending = PendingReply(pendingCall, continuation) { [weak self] reply in
                 _ = self?.state.withLockedValue { $0.pendingReplies.removeValue(forKey: ObjectIdentifier(reply)) }

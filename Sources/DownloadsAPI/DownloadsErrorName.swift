@@ -45,7 +45,7 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
         case .wrongState: return "the task is not in a state that allows this call"
         case .invalidResumeData: return "the resume data was not made by this service for this user, was altered or is truncated"
         case .notResumable: return "the task has nothing to resume from"
-        case .quotaExceeded: return "the caller has too many tasks or completion handlers"
+        case .quotaExceeded: return "a per-user limit (tasks, sessions, completion handlers) or an argument's size in bytes"
         case .httpError: return "the server answered with an error status (Failed only)"
         case .networkError: return "the connection failed (Failed only, after retries)"
         case .timeout: return "connect, stall or whole-transfer timeout (Failed only, after retries)"

@@ -79,9 +79,16 @@ extension DownloadsService {
         let destination = try StartRequest.checkDestination(destination)
         let engineOptions = try StartRequest.downloadOptions(options)
         try checkMayAddTask(owner: owner)
+        let session = options.session ?? "default"
+        let sessions = Set(engine.snapshots(owner: owner).map(\.session))
+        guard sessions.contains(session) || sessions.count < configuration.maxSessionsPerUser else {
+            throw DownloadsErrorName.quotaExceeded.error(
+                "your tasks are in \(configuration.maxSessionsPerUser) sessions already; use one of them or remove ended tasks"
+            )
+        }
         let isDirectory = try engine.checkDestination(destination, overwrite: engineOptions.overwrite)
         let snapshot = try engine.create(DownloadRequest(
-            owner: owner, session: options.session ?? "default", url: url, destination: destination,
+            owner: owner, session: session, url: url, destination: destination,
             destinationIsDirectory: isDirectory, options: engineOptions
         ))
         // The reply names the task only once the store holds it.

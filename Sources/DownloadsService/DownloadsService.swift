@@ -18,6 +18,8 @@ public final class DownloadsService: Sendable {
         public var systemBus = false
         public var maxTasksPerUser = 1000
         public var maxHandlersPerUser = 1000
+        /// Distinct sessions one user's tasks may be in.
+        public var maxSessionsPerUser = 100
         /// How long finished, failed and cancelled tasks stay listed.
         public var retention: Duration = .seconds(7 * 86_400)
         public var progressInterval: Duration = .milliseconds(100)

@@ -24,6 +24,7 @@ struct Downloadsd: AsyncParsableCommand {
     @Option(help: "Transfers running at once.") var maxRunning = 4
     @Option(help: "Transfers running at once in one session.") var maxRunningPerSession = 2
     @Option(help: "Tasks one user may have (QuotaExceeded beyond).") var maxTasksPerUser = 1000
+    @Option(help: "Distinct sessions one user's tasks may be in (QuotaExceeded beyond).") var maxSessionsPerUser = 100
     @Option(help: "Days finished, failed and cancelled tasks stay listed.") var retentionDays = 7
     @Option(help: "Progress signals per task per second, at most.") var progressRate = 10
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
@@ -33,7 +34,9 @@ struct Downloadsd: AsyncParsableCommand {
     func validate() throws {
         let chosen = [session, system, address != nil].filter { $0 }.count
         guard chosen <= 1 else { throw ValidationError("choose one of --session, --system and --address") }
-        guard maxRunning > 0, maxRunningPerSession > 0, maxTasksPerUser > 0, retentionDays >= 0, progressRate > 0 else {
+        guard maxRunning > 0, maxRunningPerSession > 0, maxTasksPerUser > 0, maxSessionsPerUser > 0, retentionDays >= 0,
+              progressRate > 0
+        else {
             throw ValidationError("limits must be positive")
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
@@ -84,6 +87,7 @@ struct Downloadsd: AsyncParsableCommand {
         var serviceConfiguration = DownloadsService.Configuration()
         serviceConfiguration.systemBus = system
         serviceConfiguration.maxTasksPerUser = maxTasksPerUser
+        serviceConfiguration.maxSessionsPerUser = maxSessionsPerUser
         serviceConfiguration.retention = .seconds(retentionDays * 86_400)
         serviceConfiguration.progressInterval = .milliseconds(1000 / progressRate)
         let service = DownloadsService(

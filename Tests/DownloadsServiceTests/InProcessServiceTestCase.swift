@@ -22,6 +22,8 @@ class InProcessServiceTestCase: XCTestCase {
     let key = SymmetricKey(data: [UInt8](repeating: 3, count: 32))
     let signals = NIOLockedValueBox([ManagerSignal]())
     var databasePath: String { directory.file("downloads.sqlite") }
+    /// What the service is started with (a test may lower its limits before `startService`).
+    var serviceConfiguration = DownloadsService.Configuration()
 
     override func setUp() async throws {
         bus = try PrivateBus()
@@ -49,7 +51,9 @@ class InProcessServiceTestCase: XCTestCase {
         var configuration = SessionManager.Configuration()
         configuration.checkpointBytes = 64 * 1024
         let engine = SessionManager(configuration: configuration, resumeDataKey: key)
-        let service = DownloadsService(connection: connection, engine: engine, store: try DownloadStore(path: databasePath))
+        let service = DownloadsService(
+            connection: connection, engine: engine, store: try DownloadStore(path: databasePath), configuration: serviceConfiguration
+        )
         try await service.start()
         self.service = service
         serviceConnection = connection

@@ -103,6 +103,27 @@ final class ResumeAndOwnershipTests: InProcessServiceTestCase {
         XCTAssertEqual(kept, 2, "the unreadable row is kept aside, not deleted")
     }
 
+    func testSessionsPerUserAreLimited() async throws {
+        await stopService()
+        serviceConfiguration.maxSessionsPerUser = 2
+        try await startService()
+        http.set("/s", Route(content: TestData.content(100)))
+        for (index, name) in ["a", "b", "a"].enumerated() {
+            var options = TaskOptions()
+            options.session = name
+            _ = try await start(http.url("/s"), directory.file("s\(index)"), options)
+        }
+        var third = TaskOptions()
+        third.session = "c"
+        do {
+            _ = try await start(http.url("/s"), directory.file("c"), third)
+            XCTFail("a third session was accepted")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, DownloadsErrorName.quotaExceeded.fullName)
+            XCTAssertTrue(error.message.contains("2 sessions"), error.message)
+        }
+    }
+
     func testTasksAreServedFromOneSubtree() async throws {
         let (route, _) = slowRoute(400_000)
         http.set("/t", route)
