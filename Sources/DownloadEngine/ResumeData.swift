@@ -137,14 +137,12 @@ public struct ResumeData: Sendable, Hashable {
             }
             options.headers = headers
         }
-        var data = ResumeData(record: DownloadTaskRecord(
+        return ResumeData(record: DownloadTaskRecord(
             id: body.task_id, owner: body.owner_uid, session: body.session, url: body.url, destination: body.destination,
             destinationIsDirectory: body.destination_is_directory, options: options, durableOffset: body.offset,
             expectedLength: body.expected_length, validator: body.validator, finalURL: body.final_url,
             resolvedPath: body.resolved_path
         ))
-        data.options = options
-        return data
     }
 
     private static func hexBytes<C: Collection>(_ text: C) -> [UInt8]? where C.Element == UInt8 {

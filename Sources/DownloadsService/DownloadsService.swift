@@ -159,9 +159,14 @@ public final class DownloadsService: Sendable {
     func emitTaskProperties(_ snapshot: TaskSnapshot, _ properties: [TaskProperty]) {
         var changed: [String: DBusValue] = [:]
         for property in properties { changed[property.name] = DownloadsService.value(property, of: snapshot) }
+        emitPropertiesChanged(task: snapshot.id, owner: snapshot.owner, changed)
+    }
+
+    /// `PropertiesChanged` of `org.example.Downloads.Task` on one task's object.
+    private func emitPropertiesChanged(task id: UInt64, owner: UInt32, _ changed: [String: DBusValue]) {
         send(
-            InterfaceDescription.properties, "PropertiesChanged", path: DownloadsAPI.taskPath(snapshot.id),
-            [.string(DownloadsInterfaces.task.name), .vardict(changed), .strings([])], owner: snapshot.owner
+            InterfaceDescription.properties, "PropertiesChanged", path: DownloadsAPI.taskPath(id),
+            [.string(DownloadsInterfaces.task.name), .vardict(changed), .strings([])], owner: owner
         )
     }
 
@@ -171,13 +176,9 @@ public final class DownloadsService: Sendable {
             task: DownloadsAPI.taskPath(id), bytesWritten: values.delta, totalBytesWritten: values.total,
             totalBytesExpected: values.expected
         ), owner: snapshot.owner)
-        var changed: [String: DBusValue] = [:]
-        changed[TaskProperty.bytesWritten.name] = .int64(values.total)
-        changed[TaskProperty.bytesExpected.name] = .int64(values.expected)
-        send(
-            InterfaceDescription.properties, "PropertiesChanged", path: DownloadsAPI.taskPath(id),
-            [.string(DownloadsInterfaces.task.name), .vardict(changed), .strings([])], owner: snapshot.owner
-        )
+        emitPropertiesChanged(task: id, owner: snapshot.owner, [
+            TaskProperty.bytesWritten.name: .int64(values.total), TaskProperty.bytesExpected.name: .int64(values.expected),
+        ])
     }
 
     private func flushDueProgress() {
