@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 # What building, running and testing need (busctl comes with systemd, gdbus with libglib2.0-bin).
 DEBIAN_PACKAGES := libdbus-1-dev libglib2.0-dev libglib2.0-bin libsqlite3-dev pkg-config dbus python3-dbus python3-gi \
-	systemd curl ca-certificates
+	systemd curl ca-certificates procps passwd
 # Reference tools of the benchmarks only.
 BENCH_PACKAGES := nginx-light curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -16,6 +16,7 @@ deps:
 
 build:
 	swift build -c release --product downloadsd
+	swift build -c release --product downloads-file-helper
 
 # Installs what is needed, builds, and runs the service on the session bus (a private one from
 # dbus-run-session when this machine has none).

@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "downloadsd", targets: ["downloadsd"]),
+        .executable(name: "downloads-file-helper", targets: ["downloads-file-helper"]),
         .executable(name: "dbus-bench", targets: ["dbus-bench"]),
         .executable(name: "engine-bench", targets: ["engine-bench"]),
         .library(name: "DBus", targets: ["DBus"]),
@@ -38,10 +39,17 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
+        // openat2, renameat2, SCM_RIGHTS and privilege dropping: what Swift cannot call directly.
+        .target(name: "CUserFiles"),
+        // File operations done with a user's credentials, in process or in that user's helper.
+        .target(name: "UserFiles", dependencies: ["CUserFiles"]),
+        // The per-user file helper downloadsd starts (small: no NIO, no Foundation).
+        .executableTarget(name: "downloads-file-helper", dependencies: ["UserFiles"]),
         // Downloads over HTTP(S): SessionManager, SessionDelegate, transfers, resume data. No D-Bus.
         .target(
             name: "DownloadEngine",
             dependencies: [
+                "UserFiles",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -56,7 +64,7 @@ let package = Package(
         .target(
             name: "DownloadStore",
             dependencies: [
-                "DownloadEngine",
+                "DownloadEngine", "UserFiles",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -103,6 +111,7 @@ let package = Package(
             dependencies: ["DBus", "TestSupport"],
             path: "Benchmarks/dbus-bench"
         ),
+        .testTarget(name: "UserFilesTests", dependencies: ["UserFiles", "TestSupport"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadEngine", "TestHTTPServer", "TestSupport"]),
         .testTarget(name: "DownloadStoreTests", dependencies: [

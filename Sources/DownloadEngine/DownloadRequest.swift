@@ -7,10 +7,12 @@ public struct DownloadRequest: Sendable, Hashable {
     public var destination: String
     public var destinationIsDirectory: Bool
     public var options: DownloadOptions
+    /// The finished file's mode (from the caller's umask); nil leaves it 0600.
+    public var fileMode: UInt32?
 
     public init(
         owner: UInt32, session: String, url: String, destination: String, destinationIsDirectory: Bool,
-        options: DownloadOptions = DownloadOptions()
+        options: DownloadOptions = DownloadOptions(), fileMode: UInt32? = nil
     ) {
         self.owner = owner
         self.session = session
@@ -18,5 +20,6 @@ public struct DownloadRequest: Sendable, Hashable {
         self.destination = destination
         self.destinationIsDirectory = destinationIsDirectory
         self.options = options
+        self.fileMode = fileMode
     }
 }

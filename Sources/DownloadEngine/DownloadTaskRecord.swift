@@ -1,3 +1,5 @@
+import UserFiles
+
 /// Everything the engine needs to run (or re-run after a restart) one download: the request,
 /// where it writes, and how far it durably got. The store persists exactly this.
 public struct DownloadTaskRecord: Sendable, Hashable {
@@ -22,6 +24,11 @@ public struct DownloadTaskRecord: Sendable, Hashable {
     /// A strong validator for If-Range (an ETag, or an HTTP-date).
     public var validator: String?
     public var finalURL: String?
+    /// The partial file the task created (device, inode): only this file is ever resumed or
+    /// published, never one put in its place.
+    public var partialFile: FileIdentity?
+    /// The finished file's mode (from the caller's umask); nil leaves it 0600.
+    public var fileMode: UInt32?
     public var errorName: String?
     public var errorMessage: String?
 
@@ -51,6 +58,7 @@ public struct DownloadTaskRecord: Sendable, Hashable {
             id: id, owner: request.owner, session: request.session, url: request.url, destination: request.destination,
             destinationIsDirectory: request.destinationIsDirectory, options: request.options
         )
+        fileMode = request.fileMode
     }
 
     public var sessionID: SessionID { SessionID(owner: owner, name: session) }

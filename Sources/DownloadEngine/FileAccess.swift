@@ -1,80 +1,29 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import UserFiles
 
-/// Every file the engine opens, renames or removes goes through this, so that the system-bus
-/// service can do it with the task owner's credentials instead of the daemon's.
+/// Every file the engine opens, renames or removes goes through this, done with the task
+/// owner's credentials (`FileAccessProvider` hands out one per owner). The engine itself only
+/// writes, truncates, syncs and reads through the descriptors it gets back.
 public protocol FileAccess: Sendable {
-    /// Opens (creating with mode 0600 if needed) a partial file for reading and writing.
-    func openPartial(_ path: String) throws -> Int32
-    /// Renames atomically; without `replace`, fails with `FileExists` if `to` exists.
-    func rename(_ from: String, to: String, replace: Bool) throws
+    /// Opens the partial file (keeping the one there only as `reuse` allows; see
+    /// `UserFileOperations.openPartial`).
+    func openPartial(_ path: String, reuse: PartialReuse) throws -> OpenedPartial
+    /// Renames the partial file to `destination` atomically (never replacing a file unless
+    /// `replace`: then `FileExists`), after checking it is still `identity`; sets `mode` and
+    /// syncs the directory.
+    func publish(_ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?) throws
     /// Removes a file; a missing file is not an error.
     func remove(_ path: String) throws
-    func isDirectory(_ path: String) -> Bool
-    func exists(_ path: String) -> Bool
-    /// fsyncs a directory so a rename in it is durable.
-    func syncDirectory(_ path: String)
+    /// Whether the owner reaches a directory at `path` (one they cannot reach reads as missing).
+    func isDirectory(_ path: String) throws -> Bool
+    /// Whether the owner may create files in the directory `path`.
+    func isWritableDirectory(_ path: String) throws -> Bool
+    /// Whether the owner sees anything at `path`.
+    func exists(_ path: String) throws -> Bool
 }
 
-/// File access as the daemon's own user (the session bus).
-public struct DirectFileAccess: FileAccess {
-    public init() {}
-
-    public func openPartial(_ path: String) throws -> Int32 {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw DownloadError.file("cannot open \(path): \(errnoText())") }
-        return fd
+extension FileOperationError {
+    /// The engine's error for it (`FileExists` or `FileError`, with the message as it is).
+    func downloadError(path: String) -> DownloadError {
+        kind == .exists ? .fileExists(path) : .file(message)
     }
-
-    public func rename(_ from: String, to: String, replace: Bool) throws {
-        if replace {
-            guard Glibc.rename(from, to) == 0 else {
-                throw DownloadError.file("cannot rename \(from) to \(to): \(errnoText())")
-            }
-            return
-        }
-        // link() fails with EEXIST instead of replacing: no window in which an existing file
-        // could be overwritten. Filesystems without hard links fall back to a checked rename.
-        if link(from, to) == 0 {
-            unlink(from)
-            return
-        }
-        let code = errno
-        if code == EEXIST { throw DownloadError.fileExists(to) }
-        guard code == EPERM || code == EOPNOTSUPP || code == EMLINK else {
-            throw DownloadError.file("cannot move \(from) to \(to): \(errnoText(code))")
-        }
-        guard !exists(to) else { throw DownloadError.fileExists(to) }
-        guard Glibc.rename(from, to) == 0 else {
-            throw DownloadError.file("cannot rename \(from) to \(to): \(errnoText())")
-        }
-    }
-
-    public func remove(_ path: String) throws {
-        if unlink(path) != 0 && errno != ENOENT {
-            throw DownloadError.file("cannot remove \(path): \(errnoText())")
-        }
-    }
-
-    public func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
-    }
-
-    public func exists(_ path: String) -> Bool {
-        var info = stat()
-        return lstat(path, &info) == 0
-    }
-
-    public func syncDirectory(_ path: String) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        fsync(fd)
-        close(fd)
-    }
-}
-
-func errnoText(_ code: Int32 = errno) -> String {
-    String(cString: strerror(code))
 }

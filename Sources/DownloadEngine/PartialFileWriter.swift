@@ -5,6 +5,7 @@ import Crypto
 import Dispatch
 import NIOConcurrencyHelpers
 import NIOCore
+import UserFiles
 
 /// The partial file of one task, written off the event loops.
 ///
@@ -34,6 +35,10 @@ final class PartialFileWriter: @unchecked Sendable {
     // Drain-only state.
     private var descriptor: Int32 = -1
     private var failure: DownloadError?
+    /// The open file's identity (drain-only).
+    private(set) var identity: FileIdentity?
+    private let reuse: @Sendable () -> PartialReuse
+    private let opened: @Sendable (FileIdentity) -> Void
 
     /// Checkpoint syncs run here, beside later writes, so the stream never waits for the disk.
     private let syncQueue: DispatchQueue
@@ -51,7 +56,14 @@ final class PartialFileWriter: @unchecked Sendable {
 
     private let gatherBytes: Int
 
-    init(path: String, fileAccess: any FileAccess, queue: DispatchQueue, highWater: Int = 4 << 20, gatherBytes: Int = 512 << 10) {
+    /// `reuse` says whether an existing file may be kept when the file is opened; `opened` hears
+    /// which file was opened (to record it).
+    init(
+        path: String, fileAccess: any FileAccess, queue: DispatchQueue, highWater: Int = 4 << 20, gatherBytes: Int = 512 << 10,
+        reuse: @escaping @Sendable () -> PartialReuse = { .ifOwned }, opened: @escaping @Sendable (FileIdentity) -> Void = { _ in }
+    ) {
+        self.reuse = reuse
+        self.opened = opened
         self.gatherBytes = min(gatherBytes, highWater / 2)
         self.path = path
         self.fileAccess = fileAccess
@@ -205,7 +217,10 @@ final class PartialFileWriter: @unchecked Sendable {
 
     func openIfNeeded() throws {
         guard descriptor < 0 else { return }
-        descriptor = try fileAccess.openPartial(path)
+        let file = try fileAccess.openPartial(path, reuse: reuse())
+        descriptor = file.descriptor
+        identity = file.identity
+        opened(file.identity)
     }
 
     var size: Int64 {

@@ -3,6 +3,7 @@ import Crypto
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import UserFiles
 
 /// Owns the HTTP client, the task table (id → task) and the scheduler, and reports every event
 /// through its `SessionDelegate`. Knows nothing of D-Bus. Owns every partial file: creating,
@@ -40,7 +41,7 @@ public final class SessionManager: Sendable {
     let configuration: Configuration
     let client: HTTPClient
     public let delegate: SessionDelegate
-    let fileAccess: any FileAccess
+    let files: any FileAccessProvider
     private let keyBytes: [UInt8]
     var key: SymmetricKey { SymmetricKey(data: keyBytes) }
     let logger: Logger
@@ -48,12 +49,12 @@ public final class SessionManager: Sendable {
 
     public init(
         configuration: Configuration = Configuration(), resumeDataKey: SymmetricKey,
-        fileAccess: any FileAccess = DirectFileAccess(), delegate: SessionDelegate = SessionDelegate(),
+        files: any FileAccessProvider = DirectFileAccess(), delegate: SessionDelegate = SessionDelegate(),
         logger: Logger = Logger(label: "downloads.engine")
     ) {
         self.configuration = configuration
         self.keyBytes = resumeDataKey.withUnsafeBytes { Array($0) }
-        self.fileAccess = fileAccess
+        self.files = files
         self.delegate = delegate
         self.logger = logger
         var clientConfiguration = HTTPClient.Configuration()
@@ -115,15 +116,22 @@ public final class SessionManager: Sendable {
         return snapshot
     }
 
-    /// Start's checks on a destination, made through the engine's file access: returns whether
-    /// it is a directory; a file needs an existing directory, and `overwrite` when it exists.
-    public func checkDestination(_ path: String, overwrite: Bool) throws -> Bool {
-        if fileAccess.isDirectory(path) { return true }
-        guard fileAccess.isDirectory(FilePaths.directory(of: path)) else {
+    /// Start's checks on a destination, made with the owner's credentials (a path the owner
+    /// cannot reach answers like a missing one): returns whether it is a directory; a file needs
+    /// an existing directory, and `overwrite` when it exists. Blocks on the owner's file helper.
+    public func checkDestination(_ path: String, overwrite: Bool, owner: UInt32) throws -> Bool {
+        let access = files.files(for: owner)
+        let isDirectory = try access.isDirectory(path)
+        let directory = isDirectory ? path : FilePaths.directory(of: path)
+        let directoryExists = try isDirectory || access.isDirectory(directory)
+        guard directoryExists else {
             throw DownloadError.invalidArgument("the directory of \(path) does not exist")
         }
-        if fileAccess.exists(path) && !overwrite { throw DownloadError.fileExists(path) }
-        return false
+        guard try access.isWritableDirectory(directory) else {
+            throw DownloadError.file("you cannot create files in \(directory)")
+        }
+        if !isDirectory, try access.exists(path), !overwrite { throw DownloadError.fileExists(path) }
+        return isDirectory
     }
 
     public func snapshot(_ id: UInt64) -> TaskSnapshot? {
@@ -239,7 +247,7 @@ public final class SessionManager: Sendable {
     /// `ResumeWithData`: the task the data came from, if it still exists, gets `change` and is
     /// resumed (a paused or failed one) or left running; otherwise a new task takes over the
     /// old one's partial file when it is still there, or starts from zero when it is not.
-    public func adopt(_ data: ResumeData, change: DownloadOptions.Change) async throws -> TaskSnapshot {
+    public func adopt(_ data: ResumeData, change: DownloadOptions.Change, fileMode: UInt32? = nil) async throws -> TaskSnapshot {
         if let existing = state.withLockedValue({ $0.tasks[data.taskID] }), existing.record.owner == data.owner {
             switch existing.snapshot.state {
             case .paused, .failed:
@@ -253,6 +261,7 @@ public final class SessionManager: Sendable {
             }
         }
         var request = data.request
+        request.fileMode = fileMode
         request.options.apply(change)
         try request.options.validate()
         let id = state.withLockedValue { state -> UInt64 in
@@ -261,13 +270,14 @@ public final class SessionManager: Sendable {
         }
         var record = DownloadTaskRecord(id: id, request: request)
         let old = DownloadTaskRecord(id: data.taskID, request: data.request)
-        let fileAccess = self.fileAccess
+        let access = files.files(for: record.owner)
         let source = old.partialPath, target = record.partialPath
         var adopted = false
         if data.offset > 0, data.validator != nil {
+            // Only a regular file of the owner with one link is taken over (publish checks).
             adopted = (try? await DownloadTask(record: record).onIOQueue {
-                guard fileAccess.exists(source) else { return false }
-                try fileAccess.rename(source, to: target, replace: true)
+                guard try access.exists(source) else { return false }
+                try access.publish(source, identity: nil, to: target, replace: true, mode: nil)
                 return true
             }) == true
         }
@@ -344,9 +354,9 @@ public final class SessionManager: Sendable {
     /// Removes a task's partial file on its I/O queue (after any write still queued there).
     func removePartialFile(of task: DownloadTask) async {
         let path = task.record.partialPath
-        let fileAccess = self.fileAccess
+        let access = files.files(for: task.record.owner)
         do {
-            try await task.onIOQueue { try fileAccess.remove(path) }
+            try await task.onIOQueue { try access.remove(path) }
         } catch {
             logger.warning("task \(task.id): \(error)")
         }

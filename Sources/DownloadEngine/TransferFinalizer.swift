@@ -1,3 +1,5 @@
+import UserFiles
+
 /// Turns a complete partial file into the destination: fdatasync, the SHA-256 read through the
 /// open descriptor, the atomic publish through `FileAccess` (never replacing a file unless
 /// `overwrite`), the directory synced. Runs inside a `PartialFileWriter.perform` body, so it
@@ -17,24 +19,25 @@ struct TransferFinalizer: Sendable {
                 throw DownloadError.checksumMismatch(expected: expected, actual: actual)
             }
         }
-        let destination = try publish(record, from: writer.path)
-        fileAccess.syncDirectory(FilePaths.directory(of: destination))
+        let destination = try publish(record, from: writer.path, identity: writer.identity)
         writer.close()
         return destination
     }
 
-    private func publish(_ record: DownloadTaskRecord, from partial: String) throws -> String {
+    private func publish(_ record: DownloadTaskRecord, from partial: String, identity: FileIdentity?) throws -> String {
         guard record.destinationIsDirectory else {
-            try fileAccess.rename(partial, to: record.destination, replace: record.options.overwrite)
+            try fileAccess.publish(
+                partial, identity: identity, to: record.destination, replace: record.options.overwrite, mode: record.fileMode
+            )
             return record.destination
         }
-        // The name chosen at the response may have been taken meanwhile: take the next free one.
+        // The name from the response, or the next free one: each try is a rename that refuses to
+        // replace (the O_EXCL of renames), so no probe can be raced.
         let name = record.resolvedPath.map { String($0.split(separator: "/").last ?? "download") }
             ?? HTTPHeaderRules.fileName(contentDisposition: nil, url: record.finalURL ?? record.url)
-        for _ in 0..<100 {
-            let candidate = uniquePath(in: record.destination, name: name)
+        for candidate in Self.candidates(in: record.destination, name: name) {
             do {
-                try fileAccess.rename(partial, to: candidate, replace: false)
+                try fileAccess.publish(partial, identity: identity, to: candidate, replace: false, mode: record.fileMode)
                 return candidate
             } catch let error as DownloadError where error.name == "FileExists" {
                 continue
@@ -43,17 +46,11 @@ struct TransferFinalizer: Sendable {
         throw DownloadError.file("no free file name for \(name) in \(record.destination)")
     }
 
-    /// A name in `directory` not taken yet: `name`, `name (1)`, `name (2)`…, keeping the extension.
-    func uniquePath(in directory: String, name: String) -> String {
-        let candidate = FilePaths.join(directory, name)
-        guard fileAccess.exists(candidate) else { return candidate }
+    /// `name`, `name (1)`, `name (2)`… in `directory`, keeping the extension.
+    static func candidates(in directory: String, name: String) -> [String] {
         let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
         let stem = dot.map { String(name[..<$0]) } ?? name
         let ext = dot.map { String(name[$0...]) } ?? ""
-        for n in 1..<10_000 {
-            let path = FilePaths.join(directory, "\(stem) (\(n))\(ext)")
-            if !fileAccess.exists(path) { return path }
-        }
-        return FilePaths.join(directory, "\(stem) (\(UInt64.random(in: 10_000...UInt64.max)))\(ext)")
+        return [FilePaths.join(directory, name)] + (1..<1000).map { FilePaths.join(directory, "\(stem) (\($0))\(ext)") }
     }
 }

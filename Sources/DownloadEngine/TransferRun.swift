@@ -15,7 +15,22 @@ final class TransferRun: Sendable {
     init(task: DownloadTask, manager: SessionManager) {
         self.task = task
         self.manager = manager
-        writer = PartialFileWriter(path: task.record.partialPath, fileAccess: manager.fileAccess, queue: task.io)
+        let record = task.record
+        writer = PartialFileWriter(
+            path: record.partialPath, fileAccess: manager.files.files(for: record.owner), queue: task.io,
+            reuse: { [task] in
+                let record = task.record
+                if let identity = record.partialFile { return .ifSame(identity) }
+                // A task stored before identities were recorded keeps a file of its owner.
+                return record.durableOffset > 0 ? .ifOwned : .never
+            },
+            opened: { [task, manager] identity in
+                guard task.record.partialFile != identity else { return }
+                manager.report(task, { $0.record.partialFile = identity }, events: { delegate, task, snapshot in
+                    delegate.checkpointed(task, snapshot)
+                })
+            }
+        )
     }
 
     private var configuration: SessionManager.Configuration { manager.configuration }
@@ -254,7 +269,7 @@ final class TransferRun: Sendable {
     private func finalize() async throws {
         let record = task.record
         let length = task.state.withLockedValue { $0.bytesWritten }
-        let finalizer = TransferFinalizer(fileAccess: manager.fileAccess)
+        let finalizer = TransferFinalizer(fileAccess: manager.files.files(for: record.owner))
         let destination: String
         do {
             destination = try await writer.perform { writer in try finalizer.finalize(record, length: length, writer: writer) }

@@ -83,6 +83,15 @@ extension DownloadStore {
         migrator.registerMigration("v3-handler-bus-id") { db in
             try db.alter(table: "handler") { t in t.add(column: "busID", .text) }
         }
+        // The partial file a task created (only that file is resumed or published) and the
+        // finished file's mode (from the caller's umask).
+        migrator.registerMigration("v4-partial-identity") { db in
+            try db.alter(table: "task") { t in
+                t.add(column: "partialDevice", .integer)
+                t.add(column: "partialInode", .integer)
+                t.add(column: "fileMode", .integer).check { $0 == nil || ($0 >= 0 && $0 <= 0o777) }
+            }
+        }
         return migrator
     }
 }

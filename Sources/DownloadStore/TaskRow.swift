@@ -1,6 +1,7 @@
 import DownloadEngine
 import Foundation
 import GRDB
+import UserFiles
 
 /// One row of `task`. `options` holds `DownloadOptions` in its documented JSON form (snake_case
 /// keys of the D-Bus option names, see data/schema.md), never Swift's property names.
@@ -21,6 +22,10 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
     var options: String
     var errorName: String?
     var errorMessage: String?
+    /// SQLite integers are signed: the bits of the UInt64 device and inode numbers.
+    var partialDevice: Int64?
+    var partialInode: Int64?
+    var fileMode: Int64?
     var createdAt: Date
     var updatedAt: Date
     var endedAt: Date?
@@ -60,6 +65,9 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         validator = record.validator
         errorName = record.errorName
         errorMessage = record.errorMessage
+        partialDevice = record.partialFile.map { Int64(bitPattern: $0.device) }
+        partialInode = record.partialFile.map { Int64(bitPattern: $0.inode) }
+        fileMode = record.fileMode.map { Int64($0) }
         updatedAt = Date()
         if !record.state.isTerminal { endedAt = nil }
         guard record.state.isTerminal && (!wasEnded || endedAt == nil) else { return false }
@@ -90,6 +98,13 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         )
         record.errorName = errorName
         record.errorMessage = errorMessage
+        if let partialDevice, let partialInode {
+            record.partialFile = FileIdentity(device: UInt64(bitPattern: partialDevice), inode: UInt64(bitPattern: partialInode))
+        }
+        if let fileMode {
+            guard let mode = UInt32(exactly: fileMode), mode <= 0o777 else { throw StoreError("file mode \(fileMode) is out of range") }
+            record.fileMode = mode
+        }
         return record
     }
 }

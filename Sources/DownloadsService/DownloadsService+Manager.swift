@@ -18,9 +18,10 @@ extension DownloadsService {
         return try ExportedInterface(DownloadsInterfaces.manager, methods: [
             "Start": handler { [self] call, uid in
                 let options = try TaskOptions(vardict(call.arguments[2]), allowed: TaskOptions.startKeys)
+                let pid = try? await call.credentials().pid
                 let path = try await start(
                     url: call.arguments[0].stringValue ?? "", destination: call.arguments[1].stringValue ?? "",
-                    options: options, owner: uid
+                    options: options, owner: uid, fileMode: CallerUmask.fileMode(pid: pid)
                 )
                 return [.objectPath(path)]
             },
@@ -37,7 +38,10 @@ extension DownloadsService {
             },
             "ResumeWithData": handler { [self] call, uid in
                 let options = try TaskOptions(vardict(call.arguments[1]), allowed: TaskOptions.resumeKeys)
-                return [.objectPath(try await resumeWithData(call.arguments[0].bytesValue ?? [], options: options, owner: uid))]
+                let fileMode = CallerUmask.fileMode(pid: try? await call.credentials().pid)
+                return [.objectPath(try await resumeWithData(
+                    call.arguments[0].bytesValue ?? [], options: options, owner: uid, fileMode: fileMode
+                ))]
             },
             "ListTasks": handler { [self] call, uid in
                 let session = call.arguments[0].stringValue ?? ""
@@ -58,13 +62,13 @@ extension DownloadsService {
         return dict
     }
 
-    /// Whether `owner` may have one more task: the quota; and, until files are created with each
-    /// user's own credentials (the per-user file helper), only root and the daemon's own user,
-    /// on any bus, so no caller can make the daemon write where the caller could not.
+    /// Whether `owner` may have one more task: the quota; and a daemon that cannot act as other
+    /// users (not root, so no file helpers) takes tasks only from its own user and root, so no
+    /// caller can make it write where the caller could not.
     private func checkMayAddTask(owner: UInt32) throws {
-        guard owner == 0 || owner == getuid() else {
+        guard configuration.filesAsEveryUser || owner == 0 || owner == getuid() else {
             throw DownloadsErrorName.accessDenied.error(
-                "downloads for users other than the daemon's own are not supported yet (they need per-user file access)"
+                "this downloadsd runs as uid \(getuid()) and cannot write files as you; use the system service (--system) or your own"
             )
         }
         guard engine.taskCount(owner: owner) < configuration.maxTasksPerUser else {
@@ -74,7 +78,7 @@ extension DownloadsService {
         }
     }
 
-    func start(url: String, destination: String, options: TaskOptions, owner: UInt32) async throws -> ObjectPath {
+    func start(url: String, destination: String, options: TaskOptions, owner: UInt32, fileMode: UInt32? = nil) async throws -> ObjectPath {
         let url = try StartRequest.checkURL(url)
         let destination = try StartRequest.checkDestination(destination)
         let engineOptions = try StartRequest.downloadOptions(options)
@@ -86,10 +90,14 @@ extension DownloadsService {
                 "your tasks are in \(configuration.maxSessionsPerUser) sessions already; use one of them or remove ended tasks"
             )
         }
-        let isDirectory = try engine.checkDestination(destination, overwrite: engineOptions.overwrite)
+        // Asked of the owner's file helper, off the cooperative pool (a hung mount blocks it).
+        let overwrite = engineOptions.overwrite
+        let isDirectory = try await Self.blocking { [engine] in
+            try engine.checkDestination(destination, overwrite: overwrite, owner: owner)
+        }
         let snapshot = try engine.create(DownloadRequest(
             owner: owner, session: session, url: url, destination: destination,
-            destinationIsDirectory: isDirectory, options: engineOptions
+            destinationIsDirectory: isDirectory, options: engineOptions, fileMode: fileMode
         ))
         // The reply names the task only once the store holds it.
         await engine.eventsDelivered(snapshot.id)
@@ -122,13 +130,13 @@ extension DownloadsService {
 
     /// The task the data came from, if it still exists, gets the options and carries on;
     /// otherwise a new task takes over its partial file.
-    func resumeWithData(_ blob: [UInt8], options: TaskOptions, owner: UInt32) async throws -> ObjectPath {
+    func resumeWithData(_ blob: [UInt8], options: TaskOptions, owner: UInt32, fileMode: UInt32? = nil) async throws -> ObjectPath {
         let data = try engine.decodeResumeData(blob, owner: owner)
         let source = engine.snapshot(data.taskID)
         if source == nil || source?.state == .finished || source?.state == .cancelled {
             try checkMayAddTask(owner: owner)
         }
-        let snapshot = try await engine.adopt(data, change: StartRequest.change(options))
+        let snapshot = try await engine.adopt(data, change: StartRequest.change(options), fileMode: fileMode)
         await engine.eventsDelivered(snapshot.id)
         return DownloadsAPI.taskPath(snapshot.id)
     }

@@ -16,6 +16,9 @@ public final class DownloadsService: Sendable {
         /// On the system bus signals are sent only to the owner's connections and no
         /// ObjectManager announces tasks.
         public var systemBus = false
+        /// Whether files are created with each owner's credentials (a root daemon with file
+        /// helpers); otherwise only the daemon's own user and root may start tasks.
+        public var filesAsEveryUser = false
         public var maxTasksPerUser = 1000
         public var maxHandlersPerUser = 1000
         /// Distinct sessions one user's tasks may be in.
@@ -133,13 +136,20 @@ public final class DownloadsService: Sendable {
         return snapshot
     }
 
+    /// Runs blocking work (file helper calls) on a Dispatch thread, not the cooperative pool.
+    static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
     // MARK: Signals
 
     /// Sends a signal about something of `owner`: broadcast on the session bus, only to that
     /// user's connections on the system bus. Checked against its declaration.
     private func send(_ interface: InterfaceDescription, _ name: String, path: ObjectPath, _ arguments: [DBusValue], owner: UInt32) {
         do {
-            guard configuration.systemBus else {
+            if broadcasts(owner) {
                 try connection.emit(interface, name, path: path, arguments: arguments)
                 return
             }
@@ -151,6 +161,15 @@ public final class DownloadsService: Sendable {
             logger.error("could not emit \(name): \(error)")
         }
     }
+
+    /// Whether events of `owner`'s tasks may go to everyone on the bus: only on the session bus
+    /// and only for the daemon's own user; whenever the owner is someone else (a root daemon on
+    /// any bus), the multi-user rules hold and signals go to the owner's connections alone.
+    func broadcasts(_ owner: UInt32) -> Bool {
+        !configuration.systemBus && owner == Self.daemonUID
+    }
+
+    static let daemonUID = UInt32(getuid())
 
     func emit(_ signal: ManagerSignal, owner: UInt32) {
         send(DownloadsInterfaces.manager, signal.name, path: DownloadsAPI.managerPath, signal.arguments, owner: owner)

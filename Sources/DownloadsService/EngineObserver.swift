@@ -13,7 +13,7 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
     }
 
     func taskWasCreated(_ task: TaskSnapshot) {
-        guard let service, !service.configuration.systemBus, let object = service.taskObject(task.id) else { return }
+        guard let service, service.broadcasts(task.owner), let object = service.taskObject(task.id) else { return }
         service.connection.announceAdded(object)
     }
 
@@ -49,7 +49,7 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
     func taskWasRemoved(_ task: TaskSnapshot) {
         guard let service else { return }
         service.progress.forget(task: task.id)
-        if !service.configuration.systemBus {
+        if service.broadcasts(task.owner) {
             service.connection.announceRemoved(DownloadsAPI.taskPath(task.id), interfaces: [DownloadsInterfaces.task.name])
         }
     }

@@ -27,6 +27,10 @@ struct Downloadsd: AsyncParsableCommand {
     @Option(help: "Distinct sessions one user's tasks may be in (QuotaExceeded beyond).") var maxSessionsPerUser = 100
     @Option(help: "Days finished, failed and cancelled tasks stay listed.") var retentionDays = 7
     @Option(help: "Progress signals per task per second, at most.") var progressRate = 10
+    @Option(help: "The per-user file helper a root daemon starts (default: downloads-file-helper beside downloadsd).")
+    var fileHelper: String?
+    @Option(help: "Seconds one file operation of a user's helper may take before the helper is killed.")
+    var fileHelperTimeout: Double = 30
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
     @Option(help: ArgumentHelp("Print the introspection XML of an interface and exit (the files in dbus/).", visibility: .hidden))
     var printInterface: String?
@@ -35,7 +39,7 @@ struct Downloadsd: AsyncParsableCommand {
         let chosen = [session, system, address != nil].filter { $0 }.count
         guard chosen <= 1 else { throw ValidationError("choose one of --session, --system and --address") }
         guard maxRunning > 0, maxRunningPerSession > 0, maxTasksPerUser > 0, maxSessionsPerUser > 0, retentionDays >= 0,
-              progressRate > 0
+              progressRate > 0, fileHelperTimeout > 0
         else {
             throw ValidationError("limits must be positive")
         }
@@ -82,10 +86,24 @@ struct Downloadsd: AsyncParsableCommand {
         var engineConfiguration = SessionManager.Configuration()
         engineConfiguration.maxRunning = maxRunning
         engineConfiguration.maxRunningPerSession = maxRunningPerSession
-        let engine = SessionManager(configuration: engineConfiguration, resumeDataKey: key, logger: logger)
+        // As root, every other user's files are touched by a helper running as that user.
+        // Without the helper, only the daemon's own user (and root) may start downloads.
+        var files: any FileAccessProvider = DirectFileAccess()
+        var filesAsEveryUser = false
+        if geteuid() == 0 {
+            let helper = fileHelper ?? Downloadsd.defaultFileHelper()
+            if access(helper, X_OK) == 0 {
+                files = FileHelperPool(executable: helper, timeout: fileHelperTimeout)
+                filesAsEveryUser = true
+            } else {
+                logger.warning("no file helper at \(helper) (--file-helper): other users' downloads are refused")
+            }
+        }
+        let engine = SessionManager(configuration: engineConfiguration, resumeDataKey: key, files: files, logger: logger)
         // The engine owns the files; the service reaches them only through it.
         var serviceConfiguration = DownloadsService.Configuration()
         serviceConfiguration.systemBus = system
+        serviceConfiguration.filesAsEveryUser = filesAsEveryUser
         serviceConfiguration.maxTasksPerUser = maxTasksPerUser
         serviceConfiguration.maxSessionsPerUser = maxSessionsPerUser
         serviceConfiguration.retention = .seconds(retentionDays * 86_400)
@@ -120,6 +138,12 @@ struct Downloadsd: AsyncParsableCommand {
             logger.info("stopped")
             return
         }
+    }
+
+    /// `downloads-file-helper` in the directory of this executable.
+    static func defaultFileHelper() -> String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("downloads-file-helper").path
     }
 
     static func defaultStateDirectory(system: Bool) -> String {

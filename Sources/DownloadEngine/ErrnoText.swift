@@ -1,0 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The text of an errno value.
+func errnoText(_ code: Int32 = errno) -> String {
+    String(cString: strerror(code))
+}

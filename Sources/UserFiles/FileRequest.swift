@@ -1,0 +1,121 @@
+/// One operation asked of a user's file helper (one datagram).
+public enum FileRequest: Sendable, Equatable {
+    case openPartial(path: String, reuse: PartialReuse)
+    case publish(partial: String, identity: FileIdentity?, destination: String, replace: Bool, mode: UInt32?)
+    case remove(path: String)
+    case isDirectory(path: String)
+    case exists(path: String)
+    case syncDirectory(path: String)
+    case isWritableDirectory(path: String)
+
+    func encoded() -> [UInt8] {
+        var writer = WireWriter()
+        switch self {
+        case .openPartial(let path, let reuse):
+            writer.byte(1)
+            writer.string(path)
+            switch reuse {
+            case .never: writer.byte(0)
+            case .ifOwned: writer.byte(1)
+            case .ifSame(let identity):
+                writer.byte(2)
+                writer.u64(identity.device)
+                writer.u64(identity.inode)
+            }
+        case .publish(let partial, let identity, let destination, let replace, let mode):
+            writer.byte(2)
+            writer.string(partial)
+            writer.bool(identity != nil)
+            writer.u64(identity?.device ?? 0)
+            writer.u64(identity?.inode ?? 0)
+            writer.string(destination)
+            writer.bool(replace)
+            writer.bool(mode != nil)
+            writer.u32(mode ?? 0)
+        case .remove(let path):
+            writer.byte(3)
+            writer.string(path)
+        case .isDirectory(let path):
+            writer.byte(4)
+            writer.string(path)
+        case .exists(let path):
+            writer.byte(5)
+            writer.string(path)
+        case .syncDirectory(let path):
+            writer.byte(6)
+            writer.string(path)
+        case .isWritableDirectory(let path):
+            writer.byte(7)
+            writer.string(path)
+        }
+        return writer.bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> FileRequest {
+        var reader = WireReader(bytes)
+        let request: FileRequest
+        switch try reader.byte() {
+        case 1:
+            let path = try reader.string()
+            let reuse: PartialReuse
+            switch try reader.byte() {
+            case 0: reuse = .never
+            case 1: reuse = .ifOwned
+            case 2: reuse = .ifSame(FileIdentity(device: try reader.u64(), inode: try reader.u64()))
+            default: throw WireReader.Malformed()
+            }
+            request = .openPartial(path: path, reuse: reuse)
+        case 2:
+            let partial = try reader.string()
+            let hasIdentity = try reader.bool()
+            let identity = FileIdentity(device: try reader.u64(), inode: try reader.u64())
+            let destination = try reader.string()
+            let replace = try reader.bool()
+            let hasMode = try reader.bool()
+            let mode = try reader.u32()
+            request = .publish(
+                partial: partial, identity: hasIdentity ? identity : nil, destination: destination, replace: replace,
+                mode: hasMode ? mode : nil
+            )
+        case 3: request = .remove(path: try reader.string())
+        case 4: request = .isDirectory(path: try reader.string())
+        case 5: request = .exists(path: try reader.string())
+        case 6: request = .syncDirectory(path: try reader.string())
+        case 7: request = .isWritableDirectory(path: try reader.string())
+        default: throw WireReader.Malformed()
+        }
+        guard reader.isAtEnd else { throw WireReader.Malformed() }
+        return request
+    }
+
+    /// Does it here, with this process's credentials. The descriptor of an opened file is
+    /// returned beside the reply.
+    func perform(with operations: UserFileOperations) -> (FileReply, Int32) {
+        do {
+            switch self {
+            case .openPartial(let path, let reuse):
+                let opened = try operations.openPartial(path, reuse: reuse)
+                return (.opened(opened.identity, created: opened.created), opened.descriptor)
+            case .publish(let partial, let identity, let destination, let replace, let mode):
+                try operations.publish(partial, identity: identity, to: destination, replace: replace, mode: mode)
+                return (.done, -1)
+            case .remove(let path):
+                try operations.remove(path)
+                return (.done, -1)
+            case .isDirectory(let path):
+                return (.answer(operations.isDirectory(path)), -1)
+            case .exists(let path):
+                return (.answer(operations.exists(path)), -1)
+            case .syncDirectory(let path):
+                operations.syncDirectory(path)
+                return (.done, -1)
+            case .isWritableDirectory(let path):
+                return (.answer(operations.isWritableDirectory(path)), -1)
+            }
+        } catch let error as FileOperationError {
+            return (.failed(error), -1)
+        } catch {
+            return (.failed(FileOperationError(.other, "\(error)")), -1)
+        }
+    }
+}

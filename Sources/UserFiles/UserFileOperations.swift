@@ -1,0 +1,170 @@
+import CUserFiles
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The file operations the service does for a user, done with the credentials of the process
+/// that runs them: in the daemon for its own user, in that user's file helper otherwise.
+///
+/// The directory a path names is resolved as given (the user chose it, links and all); the
+/// files the service makes in it are never reached through a link: each is opened by name below
+/// the directory's descriptor with `openat2(RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH)`, created with
+/// `O_EXCL`, and checked with `fstat` (a regular file of this user, one link, the recorded inode)
+/// before it is kept or published.
+public struct UserFileOperations: Sendable {
+    public init() {}
+
+    // MARK: Partial files
+
+    /// Opens the partial file at `path` for reading and writing. A file there is kept only when
+    /// `reuse` allows and it passes the checks; anything else there (another user's file, a
+    /// link, a second name of some other file, a FIFO) is unlinked and a fresh file created with
+    /// `O_CREAT | O_EXCL | O_NOFOLLOW`, mode 0600.
+    public func openPartial(_ path: String, reuse: PartialReuse) throws -> OpenedPartial {
+        let (directory, name) = try openDirectory(of: path)
+        defer { close(directory) }
+        if reuse != .never {
+            let fd = uf_open_beneath(directory, name, O_RDWR | O_NONBLOCK, 0)
+            if fd >= 0 {
+                if let identity = acceptable(fd, reuse: reuse) {
+                    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+                    return OpenedPartial(descriptor: fd, identity: identity, created: false)
+                }
+                close(fd)
+            } else if errno == ENOENT {
+                return try create(name, in: directory, path: path)
+            }
+        }
+        if unlinkat(directory, name, 0) != 0 && errno != ENOENT {
+            throw FileOperationError.system("a file that this download did not create is in the way at \(path) and cannot be removed")
+        }
+        return try create(name, in: directory, path: path)
+    }
+
+    private func create(_ name: String, in directory: Int32, path: String) throws -> OpenedPartial {
+        let fd = uf_open_beneath(directory, name, O_RDWR | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else { throw FileOperationError.system("cannot create \(path)") }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            close(fd)
+            throw FileOperationError.system("cannot inspect \(path)", code)
+        }
+        return OpenedPartial(descriptor: fd, identity: Self.identity(info), created: true)
+    }
+
+    /// The file's identity if it may be kept: regular, this user's, one link, and the recorded
+    /// file when one was recorded.
+    private func acceptable(_ fd: Int32, reuse: PartialReuse) -> FileIdentity? {
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(), info.st_nlink == 1 else {
+            return nil
+        }
+        let identity = Self.identity(info)
+        if case .ifSame(let recorded) = reuse, recorded != identity { return nil }
+        return identity
+    }
+
+    static func identity(_ info: stat) -> FileIdentity {
+        FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    // MARK: Publishing
+
+    /// Moves the partial file to `destination` in one rename (`RENAME_NOREPLACE` unless
+    /// `replace`), after checking that it is still `identity` and setting its `mode`. Syncs the
+    /// destination's directory.
+    public func publish(_ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?) throws {
+        let (source, sourceName) = try openDirectory(of: partial)
+        defer { close(source) }
+        let (target, targetName) = try openDirectory(of: destination)
+        defer { close(target) }
+        let fd = uf_open_beneath(source, sourceName, O_RDONLY | O_NONBLOCK, 0)
+        guard fd >= 0 else { throw FileOperationError.system("cannot open \(partial) to publish it") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(), info.st_nlink == 1,
+              identity == nil || identity == Self.identity(info)
+        else {
+            throw FileOperationError(.other, "\(partial) was replaced by another file while downloading; it is not published")
+        }
+        if let mode, fchmod(fd, mode_t(mode & 0o777)) != 0 {
+            throw FileOperationError.system("cannot set the mode of \(partial)")
+        }
+        if uf_renameat2(source, sourceName, target, targetName, replace ? 0 : 1) != 0 {
+            let code = errno
+            guard code == EINVAL || code == ENOSYS, !replace else {
+                throw FileOperationError.system("cannot move \(partial) to \(destination)", code)
+            }
+            // A file system without RENAME_NOREPLACE: link() fails with EEXIST instead of replacing.
+            guard linkat(source, sourceName, target, targetName, 0) == 0 else {
+                throw FileOperationError.system("cannot move \(partial) to \(destination)")
+            }
+            unlinkat(source, sourceName, 0)
+        }
+        let sync = openat(target, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if sync >= 0 {
+            fsync(sync)
+            close(sync)
+        }
+    }
+
+    // MARK: Paths
+
+    /// Removes a file (never a directory); a missing one is not an error.
+    public func remove(_ path: String) throws {
+        let (directory, name) = try openDirectory(of: path)
+        defer { close(directory) }
+        if unlinkat(directory, name, 0) != 0 && errno != ENOENT {
+            throw FileOperationError.system("cannot remove \(path)")
+        }
+    }
+
+    /// Whether `path` is a directory this user reaches. One the user cannot reach answers like a
+    /// missing one.
+    public func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// Whether this user may create files in the directory `path`.
+    public func isWritableDirectory(_ path: String) -> Bool {
+        isDirectory(path) && faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) == 0
+    }
+
+    /// Whether something (a link included) is at `path`, as far as this user can see.
+    public func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// Makes a rename in `path` durable.
+    public func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
+    }
+
+    /// The directory part of `path`, opened, and the last component.
+    private func openDirectory(of path: String) throws -> (Int32, String) {
+        guard let slash = path.lastIndex(of: "/") else {
+            throw FileOperationError(.other, code: EINVAL, "\(path) is not an absolute path")
+        }
+        let name = String(path[path.index(after: slash)...])
+        guard !name.isEmpty, name != ".", name != ".." else {
+            throw FileOperationError(.other, code: EINVAL, "\(path) does not name a file")
+        }
+        let directoryPath = slash == path.startIndex ? "/" : String(path[..<slash])
+        let fd = open(directoryPath, uf_O_PATH | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            // Not there and not reachable read the same: the service is no oracle for paths.
+            if code == EACCES || code == ENOENT || code == ENOTDIR {
+                throw FileOperationError(.other, code: ENOENT, "the directory \(directoryPath) does not exist")
+            }
+            throw FileOperationError.system("cannot open the directory \(directoryPath)", code)
+        }
+        return (fd, name)
+    }
+}

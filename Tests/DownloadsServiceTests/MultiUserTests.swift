@@ -1,0 +1,270 @@
+import Foundation
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// The daemon as root on a private system bus with the shipped policy, and two real users (made
+/// by the test) as clients under their own uids: files are made with the caller's credentials,
+/// and neither user can make the daemon touch what they could not touch themselves.
+final class MultiUserTests: SystemBusTestCase {
+    nonisolated(unsafe) static var users: TestUsers?
+
+    override class func tearDown() {
+        if users != nil { TestUsers.remove() }
+        users = nil
+        super.tearDown()
+    }
+
+    var users: TestUsers!
+
+    override func setUp() async throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root: creates users and runs the daemon as root") }
+        if Self.users == nil { Self.users = try TestUsers.create() }
+        users = Self.users
+        try await super.setUp()
+        chmod(directory.path, 0o755)
+    }
+
+    /// A directory `owner` owns with `mode`.
+    func makeDirectory(_ name: String, owner: TestUsers.User?, mode: mode_t) throws -> String {
+        let path = directory.file(name)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        if let owner { chown(path, owner.uid, owner.gid) }
+        chmod(path, mode)
+        return path
+    }
+
+    /// Runs python3-dbus as `user` (with `umask`), with helpers `m` (the manager), `prop`,
+    /// `wait`, `err` and `out` (printed as JSON at the end).
+    func python(as user: TestUsers.User, umask: Int = 0o022, _ body: String) async throws -> [String: Any] {
+        let script = """
+        import dbus, json, os, time
+        os.umask(\(umask))
+        bus = dbus.bus.BusConnection('\(bus.address)')
+        m = dbus.Interface(bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
+        def prop(path, name):
+            return bus.get_object('org.example.Downloads', path).Get(
+                'org.example.Downloads.Task', name, dbus_interface='org.freedesktop.DBus.Properties')
+        def wait(path, states, seconds=30):
+            deadline = time.time() + seconds
+            while time.time() < deadline:
+                state = str(prop(path, 'State'))
+                if state in states: return state
+                time.sleep(0.05)
+            return 'timeout:' + str(prop(path, 'State'))
+        def wait_bytes(path, n, seconds=30):
+            deadline = time.time() + seconds
+            while time.time() < deadline and int(prop(path, 'BytesWritten')) < n: time.sleep(0.02)
+        def err(f):
+            try:
+                r = f()
+                return 'ok:' + str(r)
+            except dbus.DBusException as e:
+                return e.get_dbus_name() + ': ' + e.get_dbus_message()
+        def start(url, dest, **options):
+            return str(m.Start(url, dest, dbus.Dictionary(options, signature='sv')))
+        out = {}
+        \(body)
+        print(json.dumps(out))
+        """
+        let output = try await run([
+            "setpriv", "--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups", "--reset-env", "/usr/bin/python3", "-c", script,
+        ])
+        XCTAssertEqual(output.status, 0, output.description)
+        let lines = output.stdout.split(separator: "\n")
+        guard let last = lines.last, let object = try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any] else {
+            XCTFail("no JSON from the client: \(output.description)\n\(daemonLogText)")
+            return [:]
+        }
+        return object
+    }
+
+    var daemonLogText: String { (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "" }
+
+    func owner(of path: String) -> (uid: UInt32, mode: UInt32)? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return (info.st_uid, UInt32(info.st_mode) & 0o7777)
+    }
+
+    func testFilesAreMadeWithTheCallersCredentialsAndUmask() async throws {
+        let home = try makeDirectory("a", owner: users.a, mode: 0o700)
+        let content = Self.content(300_000)
+        http.set("/s", Route(content: content))
+        var slow = Route(content: Self.content(400_000, seed: 2))
+        slow.bytesPerSecond = 400_000
+        http.set("/slow", slow)
+        let result = try await python(as: users.a, umask: 0o027, """
+        path = start('\(http.url("/s"))', '\(home)/s.bin')
+        out['state'] = wait(path, ['finished', 'failed'])
+        slow = start('\(http.url("/slow"))', '\(home)/slow.bin')
+        wait_bytes(slow, 50000)
+        out['partial'] = [n for n in os.listdir('\(home)') if n.endswith('.part')]
+        st = os.stat('\(home)/' + out['partial'][0]) if out['partial'] else None
+        out['partial_owner'] = [st.st_uid, st.st_mode & 0o7777] if st else None
+        out['slow'] = wait(slow, ['finished', 'failed'])
+        """)
+        XCTAssertEqual(result["state"] as? String, "finished", daemonLogText)
+        XCTAssertEqual(sha256(ofFile: home + "/s.bin"), Self.sha256(content))
+        let finished = owner(of: home + "/s.bin")
+        XCTAssertEqual(finished?.uid, users.a.uid, "the finished file is the caller's")
+        XCTAssertEqual(finished?.mode, 0o640, "0666 less the caller's umask 027")
+        XCTAssertEqual(result["partial_owner"] as? [Int], [Int(users.a.uid), 0o600], "the partial file is the caller's, 0600")
+        XCTAssertEqual(result["slow"] as? String, "finished")
+        // The helper that made them runs as A, with no way back to root.
+        let helpers = try await run(["pgrep", "-f", "downloads-file-helper --uid \(users.a.uid)$"])
+        let pid = try XCTUnwrap(helpers.stdout.split(separator: "\n").first.map(String.init), helpers.description)
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let fields = Dictionary(status.split(separator: "\n").compactMap { line -> (String, String)? in
+            let parts = line.split(separator: ":", maxSplits: 1)
+            return parts.count == 2 ? (String(parts[0]), parts[1].trimmingCharacters(in: .whitespaces)) : nil
+        }, uniquingKeysWith: { a, _ in a })
+        XCTAssertEqual(fields["Uid"]?.split(separator: "\t").map(String.init), Array(repeating: "\(users.a.uid)", count: 4))
+        XCTAssertEqual(fields["Gid"]?.split(separator: "\t").map(String.init), Array(repeating: "\(users.a.gid)", count: 4))
+        XCTAssertEqual(fields["NoNewPrivs"], "1")
+        XCTAssertEqual(fields["CapEff"], "0000000000000000")
+        XCTAssertEqual(fields["CapPrm"], "0000000000000000")
+    }
+
+    func testAnotherUsersPlacesAnswerLikeMissingOnes() async throws {
+        let home = try makeDirectory("a", owner: users.a, mode: 0o700)
+        let content = Self.content(600_000)
+        var slow = Route(content: content)
+        slow.bytesPerSecond = 300_000
+        http.set("/slow", slow)
+        let a = try await python(as: users.a, """
+        path = start('\(http.url("/slow"))', '\(home)/mine.bin')
+        wait_bytes(path, 60000)
+        out['blob'] = list(bytes(m.Pause(path)))
+        out['path'] = path
+        """)
+        let blob = try XCTUnwrap(a["blob"] as? [Int])
+        let partials = try FileManager.default.contentsOfDirectory(atPath: home).filter { $0.hasSuffix(".part") }
+        XCTAssertEqual(partials.count, 1)
+        let partialSum = sha256(ofFile: home + "/" + (partials.first ?? ""))
+        try FileManager.default.createDirectory(atPath: home + "/sub", withIntermediateDirectories: false)
+        chown(home + "/sub", users.a.uid, users.a.gid)
+        let b = try await python(as: users.b, """
+        url = '\(http.url("/slow"))'
+        out['into_home'] = err(lambda: start(url, '\(home)/x.bin'))
+        out['onto_existing'] = err(lambda: start(url, '\(home)/mine.bin'))
+        out['into_sub'] = err(lambda: start(url, '\(home)/sub/x.bin'))
+        out['into_missing'] = err(lambda: start(url, '\(directory.file("missing"))/x.bin'))
+        out['into_etc'] = err(lambda: start(url, '/etc/x.bin'))
+        out['resume_as_b'] = err(lambda: m.ResumeWithData(dbus.ByteArray(bytes(\(blob))), dbus.Dictionary({}, signature='sv')))
+        out['pause_a'] = err(lambda: m.Pause('\(a["path"] as? String ?? "")'))
+        out['pause_missing'] = err(lambda: m.Pause('/org/example/Downloads/tasks/99999'))
+        """)
+        func text(_ key: String, _ path: String) -> String {
+            (b[key] as? String ?? "").replacingOccurrences(of: path, with: "P")
+        }
+        // What B can see (A's home is a directory) is said; what B cannot (inside it) reads as missing.
+        XCTAssertEqual(b["into_home"] as? String, "org.example.Downloads.Error.FileError: you cannot create files in \(home)")
+        XCTAssertEqual(b["onto_existing"] as? String, b["into_home"] as? String, "no FileExists oracle for A's files")
+        XCTAssertTrue(text("into_missing", directory.file("missing") + "/x.bin").hasPrefix("org.example.Downloads.Error.InvalidArgument"), "\(b)")
+        XCTAssertEqual(text("into_sub", home + "/sub/x.bin"), text("into_missing", directory.file("missing") + "/x.bin"),
+                       "a directory B cannot reach answers exactly like a missing one")
+        XCTAssertEqual(b["into_etc"] as? String, "org.example.Downloads.Error.FileError: you cannot create files in /etc")
+        XCTAssertTrue((b["resume_as_b"] as? String ?? "").hasPrefix("org.example.Downloads.Error.InvalidResumeData"), "\(b)")
+        XCTAssertEqual(text("pause_a", a["path"] as? String ?? "-"), text("pause_missing", "/org/example/Downloads/tasks/99999"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "/etc/x.bin"))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: "/etc").filter { $0.hasPrefix(".org.example.Downloads") }, [])
+        XCTAssertEqual(sha256(ofFile: home + "/" + (partials.first ?? "")), partialSum, "A's partial file is untouched")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: home).sorted(), (partials + ["sub"]).sorted(), "B made nothing in A's home")
+    }
+
+    /// B plants links and files where A's next partial file will be (task ids are visible), in
+    /// a shared directory and in a sticky one; A's downloads never write through them and A's
+    /// files stay as they were.
+    func testPlantedLinksAndFilesAreNeverFollowed() async throws {
+        let home = try makeDirectory("a", owner: users.a, mode: 0o700)
+        let shared = try makeDirectory("shared", owner: nil, mode: 0o777)
+        let sticky = try makeDirectory("sticky", owner: nil, mode: 0o1777)
+        let precious = home + "/precious"
+        try Data("A's precious file".utf8).write(to: URL(fileURLWithPath: precious))
+        chown(precious, users.a.uid, users.a.gid)
+        chmod(precious, 0o600)
+        let content = Self.content(200_000)
+        http.set("/s", Route(content: content))
+        // B learns the next task id from its own task, then plants for the next ones.
+        let b = try await python(as: users.b, """
+        mine = start('\(http.url("/s"))', '\(shared)/b.bin')
+        n = int(mine.rsplit('/', 1)[1])
+        for i in range(n + 1, n + 4):
+            os.symlink('\(precious)', '\(shared)/.org.example.Downloads-%d.part' % i)
+            os.symlink('\(precious)', '\(sticky)/.org.example.Downloads-%d.part' % i)
+        open('\(shared)/b-own', 'w').write('B')
+        os.unlink('\(shared)/.org.example.Downloads-%d.part' % (n + 3))
+        os.link('\(shared)/b-own', '\(shared)/.org.example.Downloads-%d.part' % (n + 3))
+        out['n'] = n
+        """)
+        let n = try XCTUnwrap(b["n"] as? Int)
+        let a = try await python(as: users.a, """
+        first = start('\(http.url("/s"))', '\(shared)/one.bin')
+        out['first'] = [first, wait(first, ['finished', 'failed'])]
+        second = start('\(http.url("/s"))', '\(sticky)/two.bin')
+        out['second'] = [second, wait(second, ['finished', 'failed']), str(prop(second, 'ErrorMessage'))]
+        third = start('\(http.url("/s"))', '\(shared)/three.bin')
+        out['third'] = [third, wait(third, ['finished', 'failed'])]
+        """)
+        XCTAssertEqual((a["first"] as? [String])?.first, "/org/example/Downloads/tasks/\(n + 1)")
+        XCTAssertEqual((a["first"] as? [String])?.last, "finished", daemonLogText)
+        XCTAssertEqual(sha256(ofFile: shared + "/one.bin"), Self.sha256(content))
+        XCTAssertEqual(owner(of: shared + "/one.bin")?.uid, users.a.uid)
+        // In the sticky directory A cannot remove B's link: the task fails and says why.
+        let second = a["second"] as? [String] ?? []
+        XCTAssertEqual(second.dropFirst().first, "failed", "\(a)")
+        XCTAssertTrue(second.last?.contains("did not create is in the way") == true, "\(second)")
+        XCTAssertEqual(owner(of: sticky + "/.org.example.Downloads-\(n + 2).part")?.uid, users.b.uid, "B's link is still there")
+        // A second name of B's file is replaced, never written into.
+        XCTAssertEqual((a["third"] as? [String])?.last, "finished")
+        XCTAssertEqual(sha256(ofFile: shared + "/three.bin"), Self.sha256(content))
+        XCTAssertEqual(try String(contentsOfFile: shared + "/b-own", encoding: .utf8), "B")
+        XCTAssertEqual(try String(contentsOfFile: precious, encoding: .utf8), "A's precious file", "A's file never written through a link")
+        XCTAssertEqual(owner(of: precious)?.mode, 0o600)
+    }
+
+    /// A paused task's partial file is swapped while it waits (for a link to A's file, then for
+    /// B's own file with other bytes): the resumed task never writes through the link and never
+    /// splices B's bytes into A's download.
+    func testSwappedPartialFileIsNeverResumedFrom() async throws {
+        let home = try makeDirectory("a", owner: users.a, mode: 0o700)
+        let shared = try makeDirectory("shared", owner: nil, mode: 0o777)
+        let precious = home + "/precious"
+        try Data("A's precious file".utf8).write(to: URL(fileURLWithPath: precious))
+        chown(precious, users.a.uid, users.a.gid)
+        let content = Self.content(500_000)
+        var slow = Route(content: content)
+        slow.bytesPerSecond = 500_000
+        http.set("/slow", slow)
+        for swap in ["link", "file"] {
+            let target = shared + "/\(swap).bin"
+            let a = try await python(as: users.a, """
+            path = start('\(http.url("/slow"))', '\(target)')
+            wait_bytes(path, 100000)
+            m.Pause(path)
+            out['path'] = path
+            """)
+            let path = try XCTUnwrap(a["path"] as? String)
+            let partial = shared + "/.org.example.Downloads-\(path.split(separator: "/").last ?? "").part"
+            XCTAssertEqual(owner(of: partial)?.uid, users.a.uid)
+            let b = try await python(as: users.b, swap == "link" ? """
+            os.unlink('\(partial)')
+            os.symlink('\(precious)', '\(partial)')
+            """ : """
+            size = os.stat('\(partial)').st_size
+            os.unlink('\(partial)')
+            open('\(partial)', 'wb').write(b'B' * size)
+            """)
+            XCTAssertNotNil(b)
+            let resumed = try await python(as: users.a, """
+            m.Resume('\(path)')
+            out['state'] = wait('\(path)', ['finished', 'failed'])
+            """)
+            XCTAssertEqual(resumed["state"] as? String, "finished", "\(swap): \(daemonLogText)")
+            XCTAssertEqual(sha256(ofFile: target), Self.sha256(content), "\(swap): no bytes of the swapped file")
+            XCTAssertEqual(owner(of: target)?.uid, users.a.uid)
+        }
+        XCTAssertEqual(try String(contentsOfFile: precious, encoding: .utf8), "A's precious file")
+    }
+}

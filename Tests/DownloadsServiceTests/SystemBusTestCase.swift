@@ -1,0 +1,38 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// `downloadsd --system` on a private system-type bus whose configuration includes the shipped
+/// policy (dbus/org.example.Downloads.conf), with a second user (nobody) as a client.
+class SystemBusTestCase: DaemonTestCase {
+    override var busArguments: [String] { ["--system"] }
+
+    override func makeBus() throws -> PrivateBus {
+        // The default policy of a system bus (as Debian's system.conf): nobody owns names or sends
+        // method calls unless a service's policy file allows it.
+        let bus = try PrivateBus(type: "system", policy: """
+              <policy context="default">
+                <allow user="*"/>
+                <deny own="*"/>
+                <deny send_type="method_call"/>
+                <allow send_type="signal"/>
+                <allow send_requested_reply="true" send_type="method_return"/>
+                <allow send_requested_reply="true" send_type="error"/>
+                <allow receive_type="method_call"/>
+                <allow receive_type="method_return"/>
+                <allow receive_type="error"/>
+                <allow receive_type="signal"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+              </policy>
+            """, includes: [DaemonTestCase.packageRoot.appendingPathComponent("dbus/org.example.Downloads.conf").path])
+        // Let another user reach the socket.
+        chmod(bus.directory.path, 0o755)
+        return bus
+    }
+
+    /// Runs python3-dbus as user nobody against the system bus.
+    func asNobody(_ script: String) async throws -> ProcessRunner.Output {
+        try await run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script])
+    }
+}

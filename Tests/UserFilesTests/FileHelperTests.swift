@@ -1,0 +1,136 @@
+import Foundation
+import TestSupport
+import XCTest
+@testable import UserFiles
+
+/// The per-user file helper as the daemon uses it: a real `downloads-file-helper` process,
+/// descriptors passed back over its socket, credentials dropped, a hung helper killed.
+final class FileHelperTests: XCTestCase {
+    static let packageRoot: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
+            url.deleteLastPathComponent()
+        }
+        return url
+    }()
+
+    static let helper = packageRoot.appendingPathComponent(".build/debug/downloads-file-helper").path
+
+    var directory: TemporaryDirectory!
+
+    override func setUp() async throws {
+        directory = try TemporaryDirectory(prefix: "file-helper-test")
+    }
+
+    override func tearDown() async throws {
+        directory?.remove()
+    }
+
+    private func write(_ text: String, to descriptor: Int32) {
+        let bytes = Array(text.utf8)
+        XCTAssertEqual(bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }, bytes.count)
+    }
+
+    func testHelperOpensAndPublishesThroughTheSocket() throws {
+        let client = FileHelperClient(uid: getuid(), executable: Self.helper, timeout: 10)
+        defer { client.stop() }
+        let partial = directory.file(".p.part"), destination = directory.file("done.txt")
+        let (reply, descriptor) = try client.perform(.openPartial(path: partial, reuse: .never))
+        guard case .opened(let identity, let created) = reply else { return XCTFail("\(reply)") }
+        XCTAssertTrue(created)
+        XCTAssertGreaterThanOrEqual(descriptor, 0, "the descriptor came over SCM_RIGHTS")
+        write("hello", to: descriptor)
+        close(descriptor)
+        let (published, _) = try client.perform(.publish(partial: partial, identity: identity, destination: destination, replace: false, mode: 0o640))
+        guard case .done = published else { return XCTFail("\(published)") }
+        XCTAssertEqual(try String(contentsOfFile: destination, encoding: .utf8), "hello")
+        var info = stat()
+        XCTAssertEqual(stat(destination, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o640)
+        // RENAME_NOREPLACE: an existing destination is FileExists, and the partial file stays.
+        let (second, secondDescriptor) = try client.perform(.openPartial(path: partial, reuse: .never))
+        if secondDescriptor >= 0 { close(secondDescriptor) }
+        guard case .opened(let secondIdentity, _) = second else { return XCTFail("\(second)") }
+        let (refused, _) = try client.perform(.publish(partial: partial, identity: secondIdentity, destination: destination, replace: false, mode: nil))
+        guard case .failed(let error) = refused else { return XCTFail("\(refused)") }
+        XCTAssertEqual(error.kind, .exists)
+        XCTAssertEqual(try String(contentsOfFile: destination, encoding: .utf8), "hello")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: partial))
+        // A file that is not the recorded one is not published.
+        let (swapped, _) = try client.perform(.publish(
+            partial: partial, identity: FileIdentity(device: 1, inode: 1), destination: directory.file("other"), replace: false, mode: nil
+        ))
+        guard case .failed(let swapError) = swapped else { return XCTFail("\(swapped)") }
+        XCTAssertTrue(swapError.message.contains("was replaced"), swapError.message)
+    }
+
+    func testHelperRunsAsTheUserWithNoWayBack() throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root to start a helper for another user") }
+        let nobody: UInt32 = 65534
+        chmod(directory.path, 0o777)
+        let client = FileHelperClient(uid: nobody, executable: Self.helper, timeout: 10)
+        defer { client.stop() }
+        let (reply, descriptor) = try client.perform(.openPartial(path: directory.file(".n.part"), reuse: .never))
+        guard case .opened = reply else { return XCTFail("\(reply)") }
+        close(descriptor)
+        var info = stat()
+        XCTAssertEqual(stat(directory.file(".n.part"), &info), 0)
+        XCTAssertEqual(info.st_uid, nobody, "created with the user's uid")
+        XCTAssertEqual(info.st_mode & 0o777, 0o600)
+        // What the user cannot do, the helper cannot do.
+        let (denied, _) = try client.perform(.openPartial(path: "/etc/.downloads-test.part", reuse: .never))
+        guard case .failed(let error) = denied else { return XCTFail("\(denied)") }
+        XCTAssertTrue(error.message.contains("Permission denied"), error.message)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "/etc/.downloads-test.part"))
+        let (unreachable, _) = try client.perform(.isDirectory(path: "/root"))
+        XCTAssertEqual("\(unreachable)", "\(FileReply.answer(true))", "/root itself can be stat'ed by anyone")
+        let (inside, _) = try client.perform(.exists(path: "/root/.bashrc"))
+        XCTAssertEqual("\(inside)", "\(FileReply.answer(false))", "what is inside /root reads as missing")
+        let pid = try XCTUnwrap(client.pid)
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        XCTAssertTrue(status.contains("NoNewPrivs:\t1"), status)
+        XCTAssertTrue(status.contains("CapEff:\t0000000000000000"), status)
+        XCTAssertTrue(status.contains("Groups:\t65534") || status.contains("Groups:\t\n") || status.contains("Groups:\n"), status)
+    }
+
+    func testHungHelperIsKilledAndReplaced() throws {
+        let script = directory.file("hang.sh")
+        try "#!/bin/sh\nexec sleep 60\n".write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        let client = FileHelperClient(uid: getuid(), executable: script, timeout: 0.3)
+        let started = ContinuousClock.now
+        XCTAssertThrowsError(try client.perform(.exists(path: "/"))) { error in
+            let failure = error as? FileOperationError
+            XCTAssertEqual(failure?.kind, .helper)
+            XCTAssertTrue(failure?.message.contains("did not answer within") == true, "\(error)")
+        }
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(10))
+        XCTAssertNil(client.pid, "the hung helper is gone from the client")
+        let leftover = try ProcessRunner.runBlocking(["pgrep", "-f", "sleep 60"])
+        let pids = leftover.stdout.split(separator: "\n").compactMap { Int32($0) }
+        // Reaped in the background: give it a moment.
+        for _ in 0..<100 where pids.contains(where: { kill($0, 0) == 0 && isChild($0) }) { usleep(20_000) }
+        XCTAssertFalse(pids.contains(where: { kill($0, 0) == 0 && isChild($0) }), "killed")
+    }
+
+    /// Whether `pid` is a child of this process.
+    private func isChild(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
+        let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+        return fields.count > 2 && Int32(fields[1]) == getpid()
+    }
+
+    func testMalformedDatagramsAreRefusedNotTrusted() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let length = Int.random(in: 0..<64, using: &generator)
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            _ = try? FileRequest.decode(bytes)
+            _ = try? FileReply.decode(bytes)
+        }
+        let request = FileRequest.publish(partial: "/a/b", identity: FileIdentity(device: 7, inode: .max), destination: "/a/c", replace: true, mode: 0o644)
+        XCTAssertEqual(try FileRequest.decode(request.encoded()), request)
+        XCTAssertThrowsError(try FileRequest.decode(request.encoded() + [0]), "trailing bytes")
+        XCTAssertThrowsError(try FileRequest.decode([1, 255, 255, 255, 255]), "a length past the end")
+    }
+}
