@@ -20,6 +20,7 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
         case tlsError = "TLSError"
         case cancelled = "Cancelled"
         case interrupted = "Interrupted"
+        case accessDenied = "AccessDenied"
     }
 
     private let code: Code
@@ -63,6 +64,8 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
         .init(.httpError, "the server answered \(status) \(reason)", httpStatus: status, retryAfter: retryAfter)
     }
     public static func network(_ message: String) -> DownloadError { .init(.networkError, message) }
+    /// A destination the owner may not reach (a denied network).
+    public static func accessDenied(_ message: String) -> DownloadError { .init(.accessDenied, message) }
     public static func timeout(_ message: String) -> DownloadError { .init(.timeout, message) }
     public static func tooManyRedirects(_ limit: Int) -> DownloadError {
         .init(.tooManyRedirects, "more than \(limit) redirects")

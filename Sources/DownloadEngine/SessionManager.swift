@@ -28,6 +28,9 @@ public final class SessionManager: Sendable {
         public var checkpointBytes: Int64 = 4 * 1024 * 1024
         public var checkpointInterval: Double = 1
         public var maxRedirects = 10
+        /// Networks that tasks of owners other than root may not reach: every hop's address is
+        /// checked at connect time and the connection pinned to a checked address.
+        public var deniedNetworks: [NetworkRange] = []
         public init() {}
     }
 
@@ -40,6 +43,7 @@ public final class SessionManager: Sendable {
 
     let configuration: Configuration
     let client: HTTPClient
+    private let clientConfiguration: HTTPClient.Configuration
     public let delegate: SessionDelegate
     let files: any FileAccessProvider
     private let keyBytes: [UInt8]
@@ -61,10 +65,37 @@ public final class SessionManager: Sendable {
         clientConfiguration.redirectConfiguration = .disallow
         clientConfiguration.timeout = .init(connect: .milliseconds(Int64(configuration.connectTimeout * 1000)))
         clientConfiguration.decompression = .disabled
+        self.clientConfiguration = clientConfiguration
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         state = NIOLockedValueBox(State(
             scheduler: Scheduler(maxRunning: configuration.maxRunning, maxRunningPerSession: configuration.maxRunningPerSession)
         ))
+    }
+
+    // MARK: Connections
+
+    /// The client for one request of `owner`: the shared one; or, when the owner's downloads are
+    /// held to `deniedNetworks`, one pinned (through `dnsOverride`, keeping the name for TLS) to
+    /// an address of the host outside them, so no later lookup can swap in another address. The
+    /// caller shuts a pinned client down after its request.
+    func client(for owner: UInt32, host: String, port: Int) async throws -> (client: HTTPClient, pinned: Bool) {
+        let denied = configuration.deniedNetworks
+        guard owner != 0, !denied.isEmpty else { return (client, false) }
+        func deniedRange(_ address: String) -> NetworkRange? { denied.first { $0.contains(address) } }
+        if NetworkRange.parse(host) != nil {
+            if let range = deniedRange(host) {
+                throw DownloadError.accessDenied("\(host) is in a network this service does not reach for you (\(range))")
+            }
+            return (client, false)
+        }
+        let addresses = try await AddressResolver.resolve(host, port: port)
+        guard let allowed = addresses.first(where: { deniedRange($0) == nil }) else {
+            let ranges = Set(addresses.compactMap { deniedRange($0)?.description }).sorted().joined(separator: ", ")
+            throw DownloadError.accessDenied("every address of \(host) is in a network this service does not reach for you (\(ranges))")
+        }
+        var pinned = clientConfiguration
+        pinned.dnsOverride = [host: allowed]
+        return (HTTPClient(eventLoopGroupProvider: .singleton, configuration: pinned), true)
     }
 
     // MARK: Tasks

@@ -192,9 +192,18 @@ final class TransferRun: Sendable {
             )
         )
         let deadline = record.options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
+        let connection: (client: HTTPClient, pinned: Bool)
+        do {
+            connection = try await manager.client(for: record.owner, host: httpRequest.host, port: httpRequest.port)
+        } catch {
+            return .failed(DownloadError.classify(error))
+        }
+        defer {
+            if connection.pinned { connection.client.shutdown { _ in } }
+        }
         let started: HTTPClient.Task<TransferDelegate.Result>? = task.state.withLockedValue { state in
             guard state.stopReason == nil else { return nil }
-            let httpTask = manager.client.execute(request: httpRequest, delegate: transfer, deadline: deadline)
+            let httpTask = connection.client.execute(request: httpRequest, delegate: transfer, deadline: deadline)
             state.request = httpTask
             return httpTask
         }

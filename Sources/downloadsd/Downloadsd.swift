@@ -31,6 +31,11 @@ struct Downloadsd: AsyncParsableCommand {
     var fileHelper: String?
     @Option(help: "Seconds one file operation of a user's helper may take before the helper is killed.")
     var fileHelperTimeout: Double = 30
+    @Option(help: ArgumentHelp(
+        "A network (CIDR) that no user but root may download from; repeatable; replaces the default (with --system: 169.254.0.0/16 and fe80::/10, link-local); 'none' denies nothing.",
+        valueName: "cidr"
+    ))
+    var denyNetwork: [String] = []
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
     @Option(help: ArgumentHelp("Print the introspection XML of an interface and exit (the files in dbus/).", visibility: .hidden))
     var printInterface: String?
@@ -42,6 +47,9 @@ struct Downloadsd: AsyncParsableCommand {
               progressRate > 0, fileHelperTimeout > 0
         else {
             throw ValidationError("limits must be positive")
+        }
+        for network in denyNetwork where network != "none" && NetworkRange(network) == nil {
+            throw ValidationError("--deny-network \(network) is not a network in CIDR notation (e.g. 10.0.0.0/8, fd00::/8)")
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
     }
@@ -86,6 +94,12 @@ struct Downloadsd: AsyncParsableCommand {
         var engineConfiguration = SessionManager.Configuration()
         engineConfiguration.maxRunning = maxRunning
         engineConfiguration.maxRunningPerSession = maxRunningPerSession
+        engineConfiguration.deniedNetworks = denyNetwork.isEmpty
+            ? (system ? NetworkRange.linkLocal : [])
+            : denyNetwork.compactMap { $0 == "none" ? nil : NetworkRange($0) }
+        if !engineConfiguration.deniedNetworks.isEmpty {
+            logger.info("users other than root cannot download from \(engineConfiguration.deniedNetworks.map(\.description).joined(separator: ", "))")
+        }
         // As root, every other user's files are touched by a helper running as that user.
         // Without the helper, only the daemon's own user (and root) may start downloads.
         var files: any FileAccessProvider = DirectFileAccess()

@@ -267,4 +267,19 @@ final class MultiUserTests: SystemBusTestCase {
         }
         XCTAssertEqual(try String(contentsOfFile: precious, encoding: .utf8), "A's precious file")
     }
+
+    /// On the system bus link-local addresses (cloud metadata, printers' admin pages) are out of
+    /// other users' reach by default; the check comes before any connection, so nothing leaves
+    /// this machine.
+    func testLinkLocalIsDeniedToUsersByDefault() async throws {
+        let home = try makeDirectory("a", owner: users.a, mode: 0o700)
+        let a = try await python(as: users.a, """
+        path = start('http://169.254.169.254/latest/meta-data/', '\(home)/meta')
+        out['state'] = wait(path, ['finished', 'failed'])
+        out['error'] = str(prop(path, 'Error')) + ': ' + str(prop(path, 'ErrorMessage'))
+        """)
+        XCTAssertEqual(a["state"] as? String, "failed")
+        XCTAssertEqual(a["error"] as? String,
+            "org.example.Downloads.Error.AccessDenied: 169.254.169.254 is in a network this service does not reach for you (169.254.0.0/16)")
+    }
 }
