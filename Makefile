@@ -1,7 +1,7 @@
 # Set-up and test entry points. `make run` and `make test` are the README's two quick-start commands.
 SHELL := /bin/bash
 # What building, running and testing need (busctl comes with systemd, gdbus with libglib2.0-bin).
-DEBIAN_PACKAGES := libdbus-1-dev libglib2.0-dev libglib2.0-bin libsqlite3-dev pkg-config dbus python3-dbus python3-gi \
+DEBIAN_PACKAGES := libdbus-1-dev libglib2.0-dev libglib2.0-bin libsqlite3-dev pkg-config dbus python3-dbus python3-gi python3-dbusmock python3-hypothesis \
 	systemd curl ca-certificates procps passwd
 # Reference tools of the benchmarks only.
 BENCH_PACKAGES := nginx-light curl

@@ -33,8 +33,11 @@ extension DownloadsService {
                 return []
             },
             "Cancel": handler { [self] call, uid in
-                try await cancel(try task(call.arguments[0].objectPathValue ?? .root, for: uid))
+                try await cancel(try await task(call.arguments[0].objectPathValue ?? .root, for: call, uid: uid, asAdmin: true))
                 return []
+            },
+            "ListAllTasks": handler { [self] call, uid in
+                [.objectPaths(try await listAllTasks(call, uid: uid))]
             },
             "ResumeWithData": handler { [self] call, uid in
                 let options = try TaskOptions(vardict(call.arguments[1]), allowed: TaskOptions.resumeKeys)

@@ -7,10 +7,12 @@ import DownloadsAPI
 extension DownloadsService {
     func taskSubtree() throws -> ExportedSubtree {
         // Built once; each call finds its task by its path.
-        func handler(_ body: @escaping @Sendable (TaskSnapshot) async throws -> [DBusValue]) -> ExportedInterface.MethodHandler {
+        func handler(
+            asAdmin: Bool = false, _ body: @escaping @Sendable (TaskSnapshot) async throws -> [DBusValue]
+        ) -> ExportedInterface.MethodHandler {
             { [self] call in
                 do {
-                    return try await body(try task(call.path, for: try await caller(call)))
+                    return try await body(try await task(call.path, for: call, uid: try await caller(call), asAdmin: asAdmin))
                 } catch {
                     throw ServiceError.reply(for: error)
                 }
@@ -22,7 +24,7 @@ extension DownloadsService {
                 try await resume(task)
                 return []
             },
-            "Cancel": handler { [self] task in
+            "Cancel": handler(asAdmin: true) { [self] task in
                 try await cancel(task)
                 return []
             },
@@ -38,10 +40,11 @@ extension DownloadsService {
                     return DownloadsService.value(property, of: snapshot)
                 }) else { return nil }
                 // Every path of the form answers; one that is not the caller's task answers NotFound
-                // (Introspect: UnknownObject), whether it is missing or another user's.
+                // (Introspect: UnknownObject), whether it is missing or another user's. An
+                // administrator reads every task (the methods check for themselves).
                 return try? ExportedObject(path: path, interfaces: [interface]) { [self] call in
                     do {
-                        _ = try task(call.path, for: try await caller(call))
+                        _ = try await task(call.path, for: call, uid: try await caller(call), asAdmin: true)
                     } catch {
                         throw ServiceError.reply(for: error)
                     }
@@ -49,7 +52,8 @@ extension DownloadsService {
             },
             enumerate: { [self] call in
                 let uid = try await caller(call)
-                return engine.snapshots().filter { $0.owner == uid || uid == 0 }.map { String($0.id) }
+                let all = await mayManageAll(call, uid: uid)
+                return engine.snapshots().filter { all || $0.owner == uid }.map { String($0.id) }
             }
         )
     }

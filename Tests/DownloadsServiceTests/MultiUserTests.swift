@@ -1,3 +1,4 @@
+import DBus
 import Foundation
 import TestHTTPServer
 import TestSupport
@@ -281,5 +282,51 @@ final class MultiUserTests: SystemBusTestCase {
         XCTAssertEqual(a["state"] as? String, "failed")
         XCTAssertEqual(a["error"] as? String,
             "org.example.Downloads.Error.AccessDenied: 169.254.169.254 is in a network this service does not reach for you (169.254.0.0/16)")
+    }
+
+    /// ListAllTasks and Cancel of another user's task: refused (and the task a missing one)
+    /// without polkit, or when polkit says no; allowed when polkit authorizes the caller's
+    /// connection for org.example.Downloads.manage-all. Pause stays the owner's.
+    func testAdministratorsNeedPolkitToSeeAndCancelEveryonesTasks() async throws {
+        let home = try makeDirectory("a", owner: users.a, mode: 0o700)
+        var slow = Route(content: Self.content(2_000_000))
+        slow.bytesPerSecond = 200_000
+        http.set("/slow", slow)
+        let a = try await python(as: users.a, """
+        path = start('\(http.url("/slow"))', '\(home)/big.bin')
+        wait_bytes(path, 10000)
+        out['path'] = path
+        """)
+        let path = try XCTUnwrap(a["path"] as? String)
+        let probe = """
+        out['name'] = bus.get_unique_name()
+        out['all'] = err(lambda: [str(p) for p in m.ListAllTasks()])
+        out['url'] = err(lambda: prop('\(path)', 'URL'))
+        out['pause'] = err(lambda: m.Pause('\(path)'))
+        out['cancel'] = err(lambda: m.Cancel('\(path)'))
+        """
+        let noPolkit = try await python(as: users.b, probe)
+        XCTAssertTrue((noPolkit["all"] as? String ?? "").hasPrefix("org.example.Downloads.Error.AccessDenied"), "\(noPolkit)")
+        XCTAssertTrue((noPolkit["cancel"] as? String ?? "").hasPrefix("org.example.Downloads.Error.NotFound"), "\(noPolkit)")
+        _ = try await startMock("polkitd", name: "org.freedesktop.PolicyKit1")
+        let saysNo = try await python(as: users.b, probe)
+        XCTAssertTrue((saysNo["all"] as? String ?? "").hasPrefix("org.example.Downloads.Error.AccessDenied"), "\(saysNo)")
+        XCTAssertTrue((saysNo["url"] as? String ?? "").hasPrefix("org.example.Downloads.Error.NotFound"), "\(saysNo)")
+        let allowed = try await run([
+            "gdbus", "call", "--address", bus.address, "--dest", "org.freedesktop.PolicyKit1",
+            "--object-path", "/org/freedesktop/PolicyKit1/Authority", "--method", "org.freedesktop.DBus.Mock.SetAllowed",
+            "['org.example.Downloads.manage-all']",
+        ])
+        XCTAssertEqual(allowed.status, 0, allowed.description)
+        let admin = try await python(as: users.b, probe)
+        XCTAssertEqual(admin["all"] as? String, "ok:['\(path)']", "\(admin)")
+        XCTAssertEqual(admin["url"] as? String, "ok:\(http.url("/slow"))")
+        XCTAssertTrue((admin["pause"] as? String ?? "").hasPrefix("org.example.Downloads.Error.NotFound"), "pausing stays the owner's: \(admin)")
+        XCTAssertEqual(admin["cancel"] as? String, "ok:None")
+        let state = try await property(ObjectPath(path), "State")?.stringValue
+        XCTAssertEqual(state, "cancelled")
+        // polkit was asked about the caller's own connection.
+        let log = try String(contentsOfFile: directory.file("polkitd.log"), encoding: .utf8)
+        XCTAssertTrue(log.contains("CheckAuthorization") && log.contains(admin["name"] as? String ?? "-"), log)
     }
 }

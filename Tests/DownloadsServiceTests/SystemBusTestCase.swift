@@ -25,6 +25,17 @@ class SystemBusTestCase: DaemonTestCase {
                 <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
                 <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
               </policy>
+              <!-- Test only: root runs python-dbusmock stand-ins of the desktop's system services. -->
+              <policy user="root">
+                <allow own="org.freedesktop.PolicyKit1"/>
+                <allow own="org.freedesktop.login1"/>
+                <allow own="org.freedesktop.NetworkManager"/>
+              </policy>
+              <policy context="default">
+                <allow send_destination="org.freedesktop.PolicyKit1"/>
+                <allow send_destination="org.freedesktop.login1"/>
+                <allow send_destination="org.freedesktop.NetworkManager"/>
+              </policy>
             """, includes: [DaemonTestCase.packageRoot.appendingPathComponent("dbus/org.example.Downloads.conf").path])
         // Let another user reach the socket.
         chmod(bus.directory.path, 0o755)
@@ -34,5 +45,22 @@ class SystemBusTestCase: DaemonTestCase {
     /// Runs python3-dbus as user nobody against the system bus.
     func asNobody(_ script: String) async throws -> ProcessRunner.Output {
         try await run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script])
+    }
+
+    /// Starts a python-dbusmock template (`polkitd`, `logind`, `networkmanager`) on this bus as
+    /// root and waits until it owns its name. Stopped at the end of the test.
+    func startMock(_ template: String, name: String) async throws -> ChildProcess {
+        let mock = try ChildProcess(
+            ["/usr/bin/python3", "-m", "dbusmock", "--system", "--template", template, "-l", directory.file("\(template).log")],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
+        )
+        addTeardownBlock { mock.stop() }
+        for _ in 0..<250 {
+            let owner = try await run(["busctl", "--address=\(bus.address)", "status", name])
+            if owner.status == 0 { return mock }
+            try await Task.sleep(for: .milliseconds(40))
+        }
+        XCTFail("the \(template) mock did not take \(name)")
+        return mock
     }
 }
