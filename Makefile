@@ -8,7 +8,7 @@ BENCH_PACKAGES := nginx-light curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STATE_DIR ?= $(HOME)/.local/state/org.example.Downloads
 
-.PHONY: deps build run test bench-dbus bench-engine
+.PHONY: deps build run test fuzz bench-dbus bench-engine
 
 deps:
 	$(SUDO) apt-get update -qq
@@ -35,6 +35,11 @@ run: deps build
 test: deps
 	swift build --build-tests
 	swift test --skip-build --disable-swift-testing
+
+# A longer fuzzing run than the suite's (python3-hypothesis as user nobody, on the system bus).
+fuzz: deps
+	swift build --build-tests
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-20000} swift test --skip-build --disable-swift-testing --filter FuzzTests
 
 bench-dbus:
 	swift build -c release --product dbus-bench

@@ -18,6 +18,9 @@ final class MultiUserTests: SystemBusTestCase {
 
     var users: TestUsers!
 
+    /// Two transfer places and a small task quota, so that sharing and limits show quickly.
+    override var extraArguments: [String] { ["--max-running", "2", "--max-tasks-per-user", "20"] }
+
     override func setUp() async throws {
         guard getuid() == 0 else { throw XCTSkip("needs root: creates users and runs the daemon as root") }
         if Self.users == nil { Self.users = try TestUsers.create() }
@@ -328,5 +331,64 @@ final class MultiUserTests: SystemBusTestCase {
         // polkit was asked about the caller's own connection.
         let log = try String(contentsOfFile: directory.file("polkitd.log"), encoding: .utf8)
         XCTAssertTrue(log.contains("CheckAuthorization") && log.contains(admin["name"] as? String ?? "-"), log)
+    }
+
+    /// A's app (python3-dbus with a GLib main loop, as user A) registers a completion handler on
+    /// the system bus; under the bus's default-deny policy the shipped rule lets the daemon call it.
+    func testUsersCompletionHandlerIsCalledOnTheSystemBus() async throws {
+        let home = try makeDirectory("a", owner: users.a, mode: 0o700)
+        http.set("/x", Route(content: Self.content(3000)))
+        let result = try await python(as: users.a, """
+        import dbus.service, dbus.mainloop.glib
+        from gi.repository import GLib
+        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+        app_bus = dbus.bus.BusConnection('\(bus.address)')
+        loop = GLib.MainLoop()
+        class App(dbus.service.Object):
+            @dbus.service.method('org.example.Downloads.Client', in_signature='s')
+            def HandleEventsForBackgroundSession(self, session):
+                out['handled'] = str(session)
+                GLib.idle_add(loop.quit)
+        app = App(app_bus, '/app')
+        manager = dbus.Interface(app_bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
+        manager.RegisterCompletionHandler('bg', '/app', dbus.Dictionary({}, signature='sv'))
+        out['task'] = str(manager.Start('\(http.url("/x"))', '\(home)/x', dbus.Dictionary({'session': 'bg'}, signature='sv')))
+        GLib.timeout_add(20000, loop.quit)
+        loop.run()
+        """)
+        XCTAssertEqual(result["handled"] as? String, "bg", "\(result)\n\(daemonLogText)")
+        XCTAssertEqual(sha256(ofFile: home + "/x"), Self.sha256(Self.content(3000)))
+    }
+
+    /// A fills both transfer places and queues more; B's one task takes the next free place
+    /// before A's queued ones (fewest running first), and B's quota is B's own.
+    func testOneUsersManyTasksDoNotKeepAnothersWaiting() async throws {
+        let aHome = try makeDirectory("a", owner: users.a, mode: 0o700)
+        let bHome = try makeDirectory("b", owner: users.b, mode: 0o700)
+        var slow = Route(content: Self.content(300_000))
+        slow.bytesPerSecond = 300_000
+        http.set("/slow", slow)
+        let a = try await python(as: users.a, """
+        out['tasks'] = [start('\(http.url("/slow"))', '\(aHome)/%d' % i) for i in range(4)]
+        out['quota'] = err(lambda: [start('\(http.url("/slow"))', '\(aHome)/q%d' % i) for i in range(20)])
+        """)
+        let aTasks = try XCTUnwrap(a["tasks"] as? [String])
+        XCTAssertTrue((a["quota"] as? String ?? "").hasPrefix("org.example.Downloads.Error.QuotaExceeded"), "\(a)")
+        // Cancel what went over A's first four, so only those compete with B.
+        for path in try await call("ListAllTasks").first?.objectPathArrayValue ?? [] where !aTasks.contains(path.rawValue) {
+            _ = try await call("Cancel", [.objectPath(path)])
+        }
+        let b = try await python(as: users.b, """
+        mine = start('\(http.url("/slow"))', '\(bHome)/mine')
+        out['state'] = wait(mine, ['finished', 'failed'])
+        """)
+        XCTAssertEqual(b["state"] as? String, "finished", "B's quota is not A's: \(b)")
+        var statesWhenBFinished: [String] = []
+        for path in aTasks {
+            statesWhenBFinished.append(try await property(ObjectPath(path), "State")?.stringValue ?? "?")
+        }
+        XCTAssertTrue(statesWhenBFinished.contains { $0 != "finished" },
+                      "B finished while A still had tasks waiting or running: \(statesWhenBFinished)")
+        for path in aTasks { try await waitState(ObjectPath(path), ["finished"]) }
     }
 }
