@@ -1,3 +1,4 @@
+import Dispatch
 import NIOConcurrencyHelpers
 import UserFiles
 #if canImport(Glibc)
@@ -10,13 +11,25 @@ public final class FileHelperPool: FileAccessProvider {
     private let executable: String
     private let timeout: Double
     private let helpers = NIOLockedValueBox<[UInt32: FileHelperClient]>([:])
+    /// Dispatch sources are thread-safe; only set up in init and cancelled in deinit.
+    nonisolated(unsafe) private let reaper: DispatchSourceTimer
 
     /// `executable` is `downloads-file-helper`; `timeout` is how long one operation may take
-    /// before the helper is killed.
-    public init(executable: String, timeout: Double = 30) {
+    /// before the helper is killed; a helper unused for `idleTime` seconds exits (the next
+    /// operation starts a new one).
+    public init(executable: String, timeout: Double = 30, idleTime: Double = 300) {
         self.executable = executable
         self.timeout = timeout
+        reaper = DispatchSource.makeTimerSource(queue: .global())
+        let helpers = self.helpers
+        reaper.schedule(deadline: .now() + idleTime / 4, repeating: idleTime / 4)
+        reaper.setEventHandler {
+            for helper in helpers.withLockedValue({ Array($0.values) }) { helper.stopIfIdle(for: idleTime) }
+        }
+        reaper.resume()
     }
+
+    deinit { reaper.cancel() }
 
     public func files(for owner: UInt32) -> any FileAccess {
         guard owner != geteuid() else { return DirectFileAccess() }

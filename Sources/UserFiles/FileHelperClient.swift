@@ -17,6 +17,8 @@ public final class FileHelperClient: Sendable {
     private struct Running: Sendable {
         var pid: pid_t
         var socket: Int32
+        /// When the last operation ended (CLOCK_MONOTONIC seconds).
+        var lastUse: Double
     }
 
     private let running = Mutex<Running?>(nil)
@@ -36,6 +38,7 @@ public final class FileHelperClient: Sendable {
             if running == nil { running = try start() }
             guard let helper = running else { throw FileOperationError(.helper, "no file helper") }
             do {
+                defer { running?.lastUse = Self.now() }
                 return try exchange(request, with: helper)
             } catch {
                 end(helper, kill: true)
@@ -51,6 +54,21 @@ public final class FileHelperClient: Sendable {
             if let helper = running { end(helper, kill: false) }
             running = nil
         }
+    }
+
+    /// Ends the helper if no operation used it for `seconds` (a waiting operation goes first).
+    public func stopIfIdle(for seconds: Double) {
+        running.withLock { running in
+            guard let helper = running, Self.now() - helper.lastUse >= seconds else { return }
+            end(helper, kill: false)
+            running = nil
+        }
+    }
+
+    static func now() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     /// The helper's pid, if one runs (for tests).
@@ -75,7 +93,7 @@ public final class FileHelperClient: Sendable {
             close(pair[0])
             throw FileOperationError(.helper, code: code, "cannot start the file helper \(executable): \(String(cString: strerror(code)))")
         }
-        let helper = Running(pid: pid, socket: pair[0])
+        let helper = Running(pid: pid, socket: pair[0], lastUse: Self.now())
         var interval = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1_000_000))
         setsockopt(helper.socket, SOL_SOCKET, SO_RCVTIMEO, &interval, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(helper.socket, SOL_SOCKET, SO_SNDTIMEO, &interval, socklen_t(MemoryLayout<timeval>.size))

@@ -133,4 +133,20 @@ final class FileHelperTests: XCTestCase {
         XCTAssertThrowsError(try FileRequest.decode(request.encoded() + [0]), "trailing bytes")
         XCTAssertThrowsError(try FileRequest.decode([1, 255, 255, 255, 255]), "a length past the end")
     }
+
+    func testIdleHelperExitsAndTheNextOperationStartsAnother() throws {
+        let client = FileHelperClient(uid: getuid(), executable: Self.helper, timeout: 10)
+        defer { client.stop() }
+        _ = try client.perform(.exists(path: "/"))
+        let first = try XCTUnwrap(client.pid)
+        client.stopIfIdle(for: 3600)
+        XCTAssertEqual(client.pid, first, "used a moment ago: kept")
+        client.stopIfIdle(for: 0)
+        XCTAssertNil(client.pid)
+        for _ in 0..<100 where kill(first, 0) == 0 { usleep(20_000) }
+        XCTAssertNotEqual(kill(first, 0), 0, "the idle helper exited")
+        let (reply, _) = try client.perform(.isDirectory(path: "/"))
+        XCTAssertEqual("\(reply)", "\(FileReply.answer(true))")
+        XCTAssertNotEqual(client.pid, first)
+    }
 }
