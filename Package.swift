@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "DownloadEngine", targets: ["DownloadEngine"]),
         .library(name: "DownloadsAPI", targets: ["DownloadsAPI"]),
+        .library(name: "DownloadsClient", targets: ["DownloadsClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/async-http-client.git", exact: "1.37.0"),
@@ -71,6 +72,11 @@ let package = Package(
         ),
         // The public contract as code: names, paths, interfaces, errors, options, signals.
         .target(name: "DownloadsAPI", dependencies: ["DBus"]),
+        // A URLSession-shaped client of the service (DownloadSession, delegate, resume data).
+        .target(
+            name: "DownloadsClient",
+            dependencies: ["DBus", "DownloadsAPI", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+        ),
         // org.example.Downloads objects <-> engine: the only place D-Bus and downloads meet.
         .target(
             name: "DownloadsService",
@@ -118,7 +124,7 @@ let package = Package(
             "DownloadStore", "DownloadEngine", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "DownloadsServiceTests", dependencies: [
-            "DownloadsService", "DownloadsAPI", "DownloadStore", "DownloadEngine", "TestHTTPServer", "TestSupport", "DBus",
+            "DownloadsService", "DownloadsAPI", "DownloadsClient", "DownloadStore", "DownloadEngine", "TestHTTPServer", "TestSupport", "DBus",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
     ]

@@ -1,0 +1,97 @@
+import DBus
+import DownloadsAPI
+import Foundation
+import NIOConcurrencyHelpers
+
+/// One download of a `DownloadSession` (the `URLSessionDownloadTask` of this service). Like
+/// URLSession's, a new task is suspended until `resume()`, which hands it to the service; the
+/// service then runs it whether or not this process lives.
+public final class BackgroundDownloadTask: Sendable, Hashable, CustomStringConvertible {
+    enum Origin: Sendable {
+        case url(String, destination: String, options: TaskOptions)
+        case resumeData(Data, options: TaskOptions)
+        case existing
+    }
+
+    private let origin: Origin
+    private let proxy: DownloadsProxy
+    /// Tells the session a start is on its way (`nil`), and then its path (or `nil` again when
+    /// it failed), so that signals arriving before Start's reply are matched to this task.
+    private let onStart: @Sendable (BackgroundDownloadTask, _ phase: StartPhase) -> Void
+
+    enum StartPhase: Sendable {
+        case starting
+        case started(ObjectPath)
+        case failed
+    }
+    private let path = NIOLockedValueBox<ObjectPath?>(nil)
+
+    init(
+        proxy: DownloadsProxy, origin: Origin, path: ObjectPath? = nil,
+        onStart: @escaping @Sendable (BackgroundDownloadTask, StartPhase) -> Void
+    ) {
+        self.proxy = proxy
+        self.origin = origin
+        self.onStart = onStart
+        self.path.withLockedValue { $0 = path }
+    }
+
+    /// The task's object path, once the service has it.
+    public var objectPath: ObjectPath? { path.withLockedValue { $0 } }
+
+    /// The service's id of the task (the `<id>` of its object path), once it has one.
+    public var taskIdentifier: UInt64? { objectPath.flatMap(DownloadsAPI.taskID) }
+
+    public var description: String { objectPath?.rawValue ?? "(not started)" }
+
+    /// Starts the task (the first time) or resumes it (after `pause()` or a failure).
+    public func resume() async throws {
+        if let existing = objectPath {
+            try await proxy.resume(existing)
+            return
+        }
+        let created: ObjectPath
+        onStart(self, .starting)
+        do {
+            switch origin {
+            case .url(let url, let destination, let options):
+                created = try await proxy.start(url: url, destination: destination, options: options)
+            case .resumeData(let data, let options):
+                created = try await proxy.resume(resumeData: data, options: options)
+            case .existing:
+                throw DownloadsClientError(name: DownloadsErrorName.notFound.fullName, message: "the task has no object path")
+            }
+        } catch {
+            onStart(self, .failed)
+            throw error
+        }
+        path.withLockedValue { $0 = created }
+        onStart(self, .started(created))
+    }
+
+    /// Pauses the task and returns its resume data (`cancel(byProducingResumeData:)`, but the
+    /// task stays listed, paused, and `resume()` also continues it).
+    public func pause() async throws -> Data {
+        try await proxy.pause(try started())
+    }
+
+    /// Cancels the task (removes its partial file); cancelling an ended task removes it from the list.
+    public func cancel() async throws {
+        try await proxy.cancel(try started())
+    }
+
+    /// The service's current view of the task.
+    public func status() async throws -> DownloadTaskStatus {
+        try await proxy.status(try started())
+    }
+
+    private func started() throws -> ObjectPath {
+        guard let path = objectPath else {
+            throw DownloadsClientError(name: DownloadsErrorName.wrongState.fullName, message: "the task was not started (call resume())")
+        }
+        return path
+    }
+
+    public static func == (a: BackgroundDownloadTask, b: BackgroundDownloadTask) -> Bool { a === b }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}

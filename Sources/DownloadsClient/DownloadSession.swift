@@ -1,0 +1,230 @@
+import DBus
+import DownloadsAPI
+import Foundation
+import NIOConcurrencyHelpers
+
+/// A background session of the download service, shaped like
+/// `URLSession(configuration: .background(withIdentifier:), delegate:delegateQueue:)`.
+///
+/// Its tasks belong to the service: they go on when this process exits, and a new session with
+/// the same identifier finds them again (`allTasks()`). Events reach the delegate one at a time,
+/// in the service's order, and `events` as an `AsyncSequence`. When every task of the session
+/// has ended the service calls the session (its completion handler), which calls
+/// `downloadSessionDidFinishEvents(forBackgroundSession:)` and then answers the service.
+/// Call `invalidate()` when done with it (as URLSession's `invalidateAndCancel`, but the tasks
+/// keep running in the service).
+public final class DownloadSession: Sendable {
+    public struct Configuration: Sendable {
+        /// The session's name in the service (the `session` option of its tasks).
+        public var identifier: String
+        /// Where the service is: the session bus (default), the system bus or an address.
+        public var bus: DownloadsProxy.Bus = .session
+        /// Whether this session registers itself as the completion handler of `identifier`.
+        public var handlesEvents = true
+        /// A well-known name this process owns, so that D-Bus activation can start the app to
+        /// receive the completion call (install a D-Bus service file for it).
+        public var completionBusName: String?
+
+        public init(identifier: String) {
+            self.identifier = identifier
+        }
+
+        /// `URLSessionConfiguration.background(withIdentifier:)`.
+        public static func background(identifier: String) -> Configuration {
+            Configuration(identifier: identifier)
+        }
+    }
+
+    enum Inbound: Sendable {
+        case signal(ManagerSignal)
+        case completion(CheckedContinuation<Void, Never>)
+    }
+
+    struct Registry {
+        var tasks: [ObjectPath: BackgroundDownloadTask] = [:]
+        var foreign: Set<ObjectPath> = []
+        var pendingStarts = 0
+    }
+
+    public let configuration: Configuration
+    public let proxy: DownloadsProxy
+    public let delegate: (any DownloadSessionDelegate)?
+    /// Every event, also given to the delegate. Buffers the newest 10,000 when nobody reads.
+    public let events: AsyncStream<DownloadEvent>
+    private let sink: AsyncStream<DownloadEvent>.Continuation
+    private let inbox: AsyncStream<Inbound>.Continuation
+    private let registry = NIOLockedValueBox(Registry())
+
+    /// The object the service calls when the session's tasks are done.
+    public var completionObject: ObjectPath {
+        // Object path elements allow [A-Za-z0-9_]: anything else is written as _XX.
+        let element = configuration.identifier.utf8.map { byte -> String in
+            let scalar = Unicode.Scalar(byte)
+            return (scalar.properties.isASCIIHexDigit || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a))
+                ? String(scalar) : String(format: "_%02x", byte)
+        }.joined()
+        return (try? ObjectPath("/org/example/Downloads/Client/s" + element)) ?? "/org/example/Downloads/Client"
+    }
+
+    /// Connects to the service, subscribes to its signals, makes itself known (on the system
+    /// bus signals are sent only to known connections), learns the session's existing tasks and,
+    /// unless told not to, registers as the session's completion handler.
+    public init(configuration: Configuration, delegate: (any DownloadSessionDelegate)? = nil) async throws {
+        _ = try TaskOptions.checkedSession(configuration.identifier)
+        self.configuration = configuration
+        self.delegate = delegate
+        proxy = try await DownloadsProxy.connect(configuration.bus)
+        (events, sink) = AsyncStream.makeStream(of: DownloadEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        let (incoming, inbox) = AsyncStream.makeStream(of: Inbound.self)
+        self.inbox = inbox
+        do {
+            try await proxy.connection.subscribe(MatchRule(sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name)) { message in
+                guard let signal = ManagerSignal(name: message.member ?? "", arguments: (try? message.arguments()) ?? []) else { return }
+                inbox.yield(.signal(signal))
+            }
+            for path in try await proxy.listTasks(session: configuration.identifier) { _ = register(path) }
+            if configuration.handlesEvents { try await registerCompletionHandler() }
+        } catch {
+            proxy.close()
+            throw DownloadsClientError.wrap(error)
+        }
+        Task { [self] in
+            for await item in incoming { await handle(item) }
+        }
+    }
+
+    /// Stops events, answers nothing more and closes the connection. The tasks go on.
+    public func invalidate() {
+        inbox.finish()
+        sink.finish()
+        proxy.close()
+    }
+
+    // MARK: Tasks
+
+    /// A new, suspended task downloading `url` to `destination` (a file, or an existing
+    /// directory: the name then comes from the response). `resume()` starts it.
+    public func downloadTask(with url: URL, to destination: String, options: TaskOptions = TaskOptions()) -> BackgroundDownloadTask {
+        var options = options
+        options.session = configuration.identifier
+        return makeTask(.url(url.absoluteString, destination: destination, options: options))
+    }
+
+    /// A suspended task that continues from resume data (`downloadTask(withResumeData:)`).
+    public func downloadTask(withResumeData data: Data, options: TaskOptions = TaskOptions()) -> BackgroundDownloadTask {
+        makeTask(.resumeData(data, options: options))
+    }
+
+    /// The session's tasks the service holds (`getAllTasks`), live and ended.
+    public func allTasks() async throws -> [BackgroundDownloadTask] {
+        try await proxy.listTasks(session: configuration.identifier).map { register($0) }
+    }
+
+    private func makeTask(_ origin: BackgroundDownloadTask.Origin) -> BackgroundDownloadTask {
+        BackgroundDownloadTask(proxy: proxy, origin: origin) { [weak self] task, phase in
+            self?.registry.withLockedValue { registry in
+                switch phase {
+                case .starting:
+                    registry.pendingStarts += 1
+                case .started(let path):
+                    registry.tasks[path] = task
+                    registry.foreign.remove(path)
+                    registry.pendingStarts = max(0, registry.pendingStarts - 1)
+                case .failed:
+                    registry.pendingStarts = max(0, registry.pendingStarts - 1)
+                }
+            }
+        }
+    }
+
+    /// The task object for `path`, made if the session has none yet.
+    private func register(_ path: ObjectPath) -> BackgroundDownloadTask {
+        registry.withLockedValue { registry in
+            if let task = registry.tasks[path] { return task }
+            let task = BackgroundDownloadTask(proxy: proxy, origin: .existing, path: path) { _, _ in }
+            registry.tasks[path] = task
+            return task
+        }
+    }
+
+    /// Whether a signal's task is this session's: known tasks are; an unknown one (started by
+    /// an earlier run, or by a Start whose reply is still on its way) is asked for its session.
+    private func task(for path: ObjectPath) async -> BackgroundDownloadTask? {
+        for _ in 0..<2500 {
+            let (known, foreign, pending) = registry.withLockedValue { ($0.tasks[path], $0.foreign.contains(path), $0.pendingStarts) }
+            if let known { return known }
+            if foreign { return nil }
+            guard pending > 0 else { break }
+            // A Start of ours may be about to name this task: let its reply land first.
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        if let status = try? await proxy.status(path), status.session == configuration.identifier {
+            return register(path)
+        }
+        _ = registry.withLockedValue { $0.foreign.insert(path) }
+        return nil
+    }
+
+    // MARK: Events
+
+    private func handle(_ item: Inbound) async {
+        switch item {
+        case .completion(let answered):
+            finishEvents()
+            answered.resume()
+        case .signal(let signal):
+            guard let path = signal.task else {
+                if case .eventsFinished(let session) = signal, session == configuration.identifier, !configuration.handlesEvents {
+                    finishEvents()
+                }
+                return
+            }
+            guard let task = await task(for: path) else { return }
+            switch signal {
+            case .progress(_, let written, let total, let expected):
+                delegate?.downloadSession(self, downloadTask: task, didWriteData: written, totalBytesWritten: total, totalBytesExpectedToWrite: expected)
+                sink.yield(.wroteData(task, bytesWritten: written, totalBytesWritten: total, totalBytesExpected: expected))
+            case .stateChanged(_, let state):
+                sink.yield(.stateChanged(task, state: state))
+            case .finished(_, let location):
+                delegate?.downloadSession(self, downloadTask: task, didFinishDownloadingTo: location)
+                sink.yield(.finished(task, location: location))
+                delegate?.downloadSession(self, task: task, didCompleteWithError: nil)
+                sink.yield(.completed(task, error: nil))
+            case .failed(_, let name, let message, let resumeData):
+                let error = DownloadsClientError(name: name, message: message, resumeData: resumeData.isEmpty ? nil : Data(resumeData))
+                delegate?.downloadSession(self, task: task, didCompleteWithError: error)
+                sink.yield(.completed(task, error: error))
+            case .eventsFinished:
+                break
+            }
+        }
+    }
+
+    private func finishEvents() {
+        delegate?.downloadSessionDidFinishEvents(forBackgroundSession: self)
+        sink.yield(.finishedEvents(session: configuration.identifier))
+    }
+
+    /// Exports the completion object and registers it (with the well-known name, if any). The
+    /// service's call is answered after the delegate has handled every event before it.
+    private func registerCompletionHandler() async throws {
+        let inbox = self.inbox
+        let identifier = configuration.identifier
+        try proxy.connection.export(ExportedObject(path: completionObject, interfaces: [
+            ExportedInterface(DownloadsInterfaces.client, methods: [
+                "HandleEventsForBackgroundSession": { call in
+                    guard call.arguments.first?.stringValue == identifier else { return [] }
+                    await withCheckedContinuation { continuation in
+                        if case .terminated = inbox.yield(.completion(continuation)) { continuation.resume() }
+                    }
+                    return []
+                },
+            ]),
+        ]))
+        if let name = configuration.completionBusName { try await proxy.connection.requestName(name) }
+        try await proxy.registerCompletionHandler(
+            session: identifier, object: completionObject, busName: configuration.completionBusName
+        )
+    }
+}

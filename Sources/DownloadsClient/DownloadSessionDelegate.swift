@@ -1,0 +1,30 @@
+/// What a `DownloadSession` tells its delegate, in the shapes of `URLSessionDownloadDelegate`.
+/// Calls come one at a time, in the order the service sent the events (like a serial
+/// `delegateQueue`). Every method has an empty default.
+public protocol DownloadSessionDelegate: AnyObject, Sendable {
+    /// Bytes reached the file (`urlSession(_:downloadTask:didWriteData:…)`); coalesced by the service.
+    func downloadSession(
+        _ session: DownloadSession, downloadTask: BackgroundDownloadTask, didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64
+    )
+    /// The file is complete at `location` (`urlSession(_:downloadTask:didFinishDownloadingTo:)`).
+    /// Unlike URLSession's temporary file, the file is already where you asked and stays there.
+    func downloadSession(_ session: DownloadSession, downloadTask: BackgroundDownloadTask, didFinishDownloadingTo location: String)
+    /// The task ended (`urlSession(_:task:didCompleteWithError:)`): nil after a finish, else the
+    /// error, whose `resumeData` is set when the task can be resumed.
+    func downloadSession(_ session: DownloadSession, task: BackgroundDownloadTask, didCompleteWithError error: DownloadsClientError?)
+    /// Every task of the session has ended (`urlSessionDidFinishEvents(forBackgroundURLSession:)`).
+    /// When the session is the completion handler, the service's call is answered after this
+    /// returns (as calling `backgroundCompletionHandler` does).
+    func downloadSessionDidFinishEvents(forBackgroundSession session: DownloadSession)
+}
+
+extension DownloadSessionDelegate {
+    public func downloadSession(
+        _ session: DownloadSession, downloadTask: BackgroundDownloadTask, didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64
+    ) {}
+    public func downloadSession(_ session: DownloadSession, downloadTask: BackgroundDownloadTask, didFinishDownloadingTo location: String) {}
+    public func downloadSession(_ session: DownloadSession, task: BackgroundDownloadTask, didCompleteWithError error: DownloadsClientError?) {}
+    public func downloadSessionDidFinishEvents(forBackgroundSession session: DownloadSession) {}
+}

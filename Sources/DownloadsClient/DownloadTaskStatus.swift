@@ -1,0 +1,42 @@
+import DBus
+import DownloadsAPI
+
+/// What the service says about one task (its `org.example.Downloads.Task` properties).
+public struct DownloadTaskStatus: Sendable, Hashable, Codable {
+    public var id: UInt64
+    public var session: String
+    public var url: String
+    /// The destination as given, or the file once it is known.
+    public var destination: String
+    /// `queued`, `running`, `paused`, `retrying`, `finished`, `failed` or `cancelled`.
+    public var state: String
+    public var bytesWritten: Int64
+    /// -1 while unknown.
+    public var bytesExpected: Int64
+    /// The full error name of a failed task, or "".
+    public var error: String
+    public var errorMessage: String
+
+    enum CodingKeys: String, CodingKey {
+        case id, session, url, destination, state
+        case bytesWritten = "bytes_written", bytesExpected = "bytes_expected", error, errorMessage = "error_message"
+    }
+
+    init(properties: [String: DBusValue]) throws {
+        func string(_ property: TaskProperty) -> String { properties[property.name]?.stringValue ?? "" }
+        guard let id = properties[TaskProperty.id.name]?.uint64Value else {
+            throw DownloadsClientError(name: BusError.invalidArgsName, message: "the service sent no task id")
+        }
+        self.id = id
+        session = string(.session)
+        url = string(.url)
+        destination = string(.destination)
+        state = string(.state)
+        bytesWritten = properties[TaskProperty.bytesWritten.name]?.int64Value ?? 0
+        bytesExpected = properties[TaskProperty.bytesExpected.name]?.int64Value ?? -1
+        error = string(.error)
+        errorMessage = string(.errorMessage)
+    }
+
+    public var isEnded: Bool { ["finished", "failed", "cancelled"].contains(state) }
+}

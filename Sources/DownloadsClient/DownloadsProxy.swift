@@ -1,0 +1,109 @@
+import DBus
+import DownloadsAPI
+import Foundation
+
+/// The service's methods as Swift calls on one bus connection; every error is a
+/// `DownloadsClientError`. `DownloadSession` is built on it; tools use it directly.
+public final class DownloadsProxy: Sendable {
+    /// Where the service is.
+    public enum Bus: Sendable, Hashable {
+        /// The user's session bus (a per-user daemon).
+        case session
+        /// The system bus (the system service, every user).
+        case system
+        /// A bus at a D-Bus address (tests, private buses).
+        case address(String)
+
+        var connectionBus: Connection.Bus {
+            switch self {
+            case .session: return .session
+            case .system: return .system
+            case .address(let address): return .address(address)
+            }
+        }
+    }
+
+    public let connection: Connection
+
+    public init(connection: Connection) {
+        self.connection = connection
+    }
+
+    /// Connects to `bus`.
+    public static func connect(_ bus: Bus) async throws -> DownloadsProxy {
+        do {
+            return DownloadsProxy(connection: try await Connection.open(bus.connectionBus))
+        } catch {
+            throw DownloadsClientError.wrap(error)
+        }
+    }
+
+    public func close() { connection.close() }
+
+    private func manager(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
+        try await call(DownloadsAPI.managerPath, DownloadsInterfaces.manager.name, method, arguments)
+    }
+
+    private func call(_ path: ObjectPath, _ interface: String, _ method: String, _ arguments: [DBusValue]) async throws -> [DBusValue] {
+        do {
+            return try await connection.call(
+                destination: DownloadsAPI.busName, path: path, interface: interface, method: method, arguments: arguments
+            )
+        } catch {
+            throw DownloadsClientError.wrap(error)
+        }
+    }
+
+    private func path(_ reply: [DBusValue]) throws -> ObjectPath {
+        guard let path = reply.first?.objectPathValue else {
+            throw DownloadsClientError(name: BusError.invalidArgsName, message: "the service sent no task path")
+        }
+        return path
+    }
+
+    public func start(url: String, destination: String, options: TaskOptions = TaskOptions()) async throws -> ObjectPath {
+        try path(try await manager("Start", [.string(url), .string(destination), .vardict(options.dictionary)]))
+    }
+
+    public func pause(_ task: ObjectPath) async throws -> Data {
+        Data(try await manager("Pause", [.objectPath(task)]).first?.bytesValue ?? [])
+    }
+
+    public func resume(_ task: ObjectPath) async throws {
+        _ = try await manager("Resume", [.objectPath(task)])
+    }
+
+    public func cancel(_ task: ObjectPath) async throws {
+        _ = try await manager("Cancel", [.objectPath(task)])
+    }
+
+    public func resume(resumeData: Data, options: TaskOptions = TaskOptions()) async throws -> ObjectPath {
+        try path(try await manager("ResumeWithData", [.bytes(Array(resumeData)), .vardict(options.dictionary)]))
+    }
+
+    /// The caller's tasks (of one session, or all with "").
+    public func listTasks(session: String = "") async throws -> [ObjectPath] {
+        try await manager("ListTasks", [.string(session)]).first?.objectPathArrayValue ?? []
+    }
+
+    public func registerCompletionHandler(session: String, object: ObjectPath, busName: String?) async throws {
+        var options: [String: DBusValue] = [:]
+        if let busName { options["bus_name"] = .string(busName) }
+        _ = try await manager("RegisterCompletionHandler", [.string(session), .objectPath(object), .vardict(options)])
+    }
+
+    public func status(_ task: ObjectPath) async throws -> DownloadTaskStatus {
+        let reply = try await call(task, InterfaceDescription.properties.name, "GetAll", [.string(DownloadsInterfaces.task.name)])
+        guard let properties = reply.first?.vardictValue else {
+            throw DownloadsClientError(name: BusError.invalidArgsName, message: "the service sent no properties")
+        }
+        return try DownloadTaskStatus(properties: properties)
+    }
+
+    /// A task's object path from an id (`12`) or a path (`/org/example/Downloads/tasks/12`).
+    public static func taskPath(_ text: String) -> ObjectPath? {
+        if let id = UInt64(text) { return DownloadsAPI.taskPath(id) }
+        guard let path = try? ObjectPath(text), DownloadsAPI.taskID(path) != nil else { return nil }
+        return path
+    }
+}

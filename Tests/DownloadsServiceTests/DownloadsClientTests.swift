@@ -1,0 +1,153 @@
+import DBus
+import DownloadsAPI
+import DownloadsClient
+import Foundation
+import NIOConcurrencyHelpers
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// DownloadsClient against the real daemon on a private bus.
+final class DownloadsClientTests: DaemonTestCase {
+    /// Writes down every delegate call, in order.
+    final class Recorder: DownloadSessionDelegate {
+        let calls = NIOLockedValueBox([String]())
+        let progress = NIOLockedValueBox([Int64]())
+
+        func downloadSession(
+            _ session: DownloadSession, downloadTask: BackgroundDownloadTask, didWriteData bytesWritten: Int64,
+            totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64
+        ) {
+            progress.withLockedValue { $0.append(totalBytesWritten) }
+            calls.withLockedValue { if $0.last != "write \(downloadTask.taskIdentifier ?? 0)" { $0.append("write \(downloadTask.taskIdentifier ?? 0)") } }
+        }
+
+        func downloadSession(_ session: DownloadSession, downloadTask: BackgroundDownloadTask, didFinishDownloadingTo location: String) {
+            calls.withLockedValue { $0.append("finish \(downloadTask.taskIdentifier ?? 0) \(location)") }
+        }
+
+        func downloadSession(_ session: DownloadSession, task: BackgroundDownloadTask, didCompleteWithError error: DownloadsClientError?) {
+            calls.withLockedValue { $0.append("complete \(task.taskIdentifier ?? 0) \(error?.shortName ?? "ok")") }
+        }
+
+        func downloadSessionDidFinishEvents(forBackgroundSession session: DownloadSession) {
+            calls.withLockedValue { $0.append("events \(session.configuration.identifier)") }
+        }
+
+        var all: [String] { calls.withLockedValue { $0 } }
+    }
+
+    func session(_ identifier: String, delegate: Recorder? = nil, handlesEvents: Bool = true) async throws -> DownloadSession {
+        var configuration = DownloadSession.Configuration.background(identifier: identifier)
+        configuration.bus = .address(bus.address)
+        configuration.handlesEvents = handlesEvents
+        return try await DownloadSession(configuration: configuration, delegate: delegate)
+    }
+
+    func waitUntil(seconds: Double = 30, _ condition: @Sendable () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline && !condition() { try await Task.sleep(for: .milliseconds(20)) }
+    }
+
+    func testDelegateSeesProgressThenFinishThenEventsFinished() async throws {
+        let content = Self.content(1_500_000)
+        var route = Route(content: content)
+        route.bytesPerSecond = 3_000_000
+        http.set("/f", route)
+        let recorder = Recorder()
+        let session = try await session("app", delegate: recorder)
+        defer { session.invalidate() }
+        let task = session.downloadTask(with: try XCTUnwrap(URL(string: http.url("/f"))), to: directory.file("f.bin"))
+        XCTAssertNil(task.taskIdentifier, "suspended until resume()")
+        try await task.resume()
+        let id = try XCTUnwrap(task.taskIdentifier)
+        try await waitUntil { recorder.all.contains("events app") }
+        XCTAssertEqual(recorder.all, [
+            "write \(id)", "finish \(id) \(directory.file("f.bin"))", "complete \(id) ok", "events app",
+        ])
+        XCTAssertEqual(recorder.progress.withLockedValue { $0.last }, Int64(content.count))
+        XCTAssertEqual(sha256(ofFile: directory.file("f.bin")), Self.sha256(content))
+        let status = try await task.status()
+        XCTAssertEqual(status.state, "finished")
+        XCTAssertEqual(status.session, "app")
+    }
+
+    func testPauseGivesResumeDataThatResumesInANewSession() async throws {
+        let content = Self.content(2_000_000)
+        var route = Route(content: content)
+        route.bytesPerSecond = 1_000_000
+        http.set("/slow", route)
+        let first = try await session("resumable", handlesEvents: false)
+        let task = first.downloadTask(with: try XCTUnwrap(URL(string: http.url("/slow"))), to: directory.file("slow.bin"))
+        try await task.resume()
+        try await waitBytes(try XCTUnwrap(task.objectPath), atLeast: 200_000)
+        let data = try await task.pause()
+        XCTAssertFalse(data.isEmpty)
+        _ = try await task.cancel()  // the task goes; its partial file is adopted through the data
+        first.invalidate()
+        // A new process: same identifier, the data from disk.
+        let recorder = Recorder()
+        let second = try await session("resumable", delegate: recorder)
+        defer { second.invalidate() }
+        let resumed = second.downloadTask(withResumeData: data)
+        try await resumed.resume()
+        let id = try XCTUnwrap(resumed.taskIdentifier)
+        XCTAssertNotEqual(id, task.taskIdentifier, "a new task took over")
+        try await waitUntil { recorder.all.contains("complete \(id) ok") }
+        XCTAssertEqual(sha256(ofFile: directory.file("slow.bin")), Self.sha256(content))
+        XCTAssertLessThan(http.requests(for: "/slow").count, 3)
+    }
+
+    func testANewSessionFindsTheServicesTasks() async throws {
+        var route = Route(content: Self.content(3_000_000))
+        route.bytesPerSecond = 1_000_000
+        http.set("/long", route)
+        let first = try await session("keep", handlesEvents: false)
+        let task = first.downloadTask(with: try XCTUnwrap(URL(string: http.url("/long"))), to: directory.file("long.bin"))
+        try await task.resume()
+        first.invalidate()  // the app exits; the download goes on
+        let recorder = Recorder()
+        let second = try await session("keep", delegate: recorder)
+        defer { second.invalidate() }
+        let tasks = try await second.allTasks()
+        XCTAssertEqual(tasks.map(\.taskIdentifier), [task.taskIdentifier])
+        let other = try await session("other", handlesEvents: false)
+        let otherTasks = try await other.allTasks()
+        XCTAssertEqual(otherTasks.count, 0, "sessions are apart")
+        other.invalidate()
+        let id = try XCTUnwrap(task.taskIdentifier)
+        try await waitUntil { recorder.all.contains("events keep") }
+        XCTAssertEqual(recorder.all.filter { !$0.hasPrefix("write") }, [
+            "finish \(id) \(directory.file("long.bin"))", "complete \(id) ok", "events keep",
+        ], "events of a task started by an earlier process reach the new one")
+    }
+
+    func testServiceErrorsAreTyped() async throws {
+        let session = try await session("errors", handlesEvents: false)
+        defer { session.invalidate() }
+        let task = session.downloadTask(with: try XCTUnwrap(URL(string: "ftp://127.0.0.1/x")), to: directory.file("x"))
+        do {
+            try await task.resume()
+            XCTFail("an ftp URL is refused")
+        } catch let error as DownloadsClientError {
+            XCTAssertEqual(error.code, .invalidArgument)
+            XCTAssertTrue(error.message.contains("ftp"), error.message)
+        }
+        var notFound = Route(content: [])
+        notFound.failFirst = (count: 10, status: 404, retryAfter: nil)
+        http.set("/missing", notFound)
+        let recorder = Recorder()
+        let watched = try await self.session("errors2", delegate: recorder, handlesEvents: false)
+        defer { watched.invalidate() }
+        let missing = watched.downloadTask(with: try XCTUnwrap(URL(string: http.url("/missing"))), to: directory.file("m"))
+        try await missing.resume()
+        try await waitUntil { recorder.all.contains { $0.hasPrefix("complete") } }
+        XCTAssertEqual(recorder.all.filter { $0.hasPrefix("complete") }, ["complete \(missing.taskIdentifier ?? 0) HTTPError"])
+        do {
+            _ = try await missing.pause()
+            XCTFail("a failed task cannot be paused")
+        } catch let error as DownloadsClientError {
+            XCTAssertEqual(error.code, .wrongState)
+        }
+    }
+}
