@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "downloadsd", targets: ["downloadsd"]),
         .executable(name: "downloads-file-helper", targets: ["downloads-file-helper"]),
+        .executable(name: "downloadsctl", targets: ["downloadsctl"]),
         .executable(name: "dbus-bench", targets: ["dbus-bench"]),
         .executable(name: "engine-bench", targets: ["engine-bench"]),
         .library(name: "DBus", targets: ["DBus"]),
@@ -76,6 +77,11 @@ let package = Package(
         .target(
             name: "DownloadsClient",
             dependencies: ["DBus", "DownloadsAPI", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+        ),
+        // The command line: get, start, list, status, pause, resume, cancel, wait, watch.
+        .executableTarget(
+            name: "downloadsctl",
+            dependencies: ["DownloadsClient", "DownloadsAPI", "DBus", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // org.example.Downloads objects <-> engine: the only place D-Bus and downloads meet.
         .target(

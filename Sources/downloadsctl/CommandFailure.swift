@@ -1,0 +1,32 @@
+import ArgumentParser
+import DownloadsClient
+import Foundation
+
+/// A failure shown as one line on standard error, with an exit status (never a stack trace).
+struct CommandFailure: Error {
+    let line: String
+    let status: Int32
+
+    init(_ error: Error, verbose: Bool, status: Int32 = 1, prefix: String? = nil) {
+        let client = error as? DownloadsClientError
+        var text = client.map { $0.message } ?? "\(error)"
+        if let client, verbose { text += " (\(client.name))" }
+        if let client, client.name == "org.freedesktop.DBus.Error.ServiceUnknown" {
+            text = "the download service is not running on this bus" + (verbose ? " (\(client.name))" : "")
+        }
+        if let prefix { text = "\(prefix): \(text)" }
+        line = text
+        self.status = client?.name == "org.freedesktop.DBus.Error.ServiceUnknown" ? 69 : status
+    }
+
+    init(message: String, status: Int32 = 1) {
+        line = message
+        self.status = status
+    }
+
+    /// Prints the line and exits.
+    func exit() -> Never {
+        FileHandle.standardError.write(Data("downloadsctl: \(line)\n".utf8))
+        Foundation.exit(status)
+    }
+}

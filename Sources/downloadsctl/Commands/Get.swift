@@ -1,0 +1,28 @@
+import ArgumentParser
+import Foundation
+
+struct Get: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Download a URL and follow it to the end.",
+        discussion: "Prints the file's path when it is complete. Ctrl-C pauses the download and prints how to resume it."
+    )
+
+    @OptionGroup var service: ServiceOptions
+    @Argument(help: "The http or https URL.") var url: String
+    @Option(name: .shortAndLong, help: ArgumentHelp(
+        "The file to write, or an existing directory (the name then comes from the server). Default: the current directory.",
+        valueName: "path"
+    ))
+    var output: String?
+    @OptionGroup var options: TaskOptionArguments
+
+    func run() async throws {
+        let destination = Paths.absolute(output ?? FileManager.default.currentDirectoryPath)
+        let taskOptions = try options.taskOptions
+        try await service.run { proxy in
+            let path = try await proxy.start(url: url, destination: destination, options: taskOptions)
+            let file = try await TaskFollower(proxy: proxy, path: path, service: service).follow()
+            print(file)
+        }
+    }
+}

@@ -1,0 +1,28 @@
+import ArgumentParser
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show one task.")
+
+    @OptionGroup var service: ServiceOptions
+    @Argument(help: "A task id or object path.") var task: TaskArgument
+    @Flag(help: "One JSON object.") var json = false
+
+    func run() async throws {
+        try await service.run { proxy in
+            let status = try await proxy.status(task.path)
+            if json {
+                print(TaskRow.json(TaskRow(status)))
+                return
+            }
+            let progress = status.bytesExpected > 0
+                ? "\(ByteCount.format(status.bytesWritten)) of \(ByteCount.format(status.bytesExpected))"
+                : ByteCount.format(status.bytesWritten)
+            var lines = [
+                "task:        \(status.id)", "state:       \(status.state)", "progress:    \(progress)",
+                "url:         \(status.url)", "destination: \(status.destination)", "session:     \(status.session)",
+            ]
+            if !status.error.isEmpty { lines.append("error:       \(status.errorMessage) (\(status.error))") }
+            print(lines.joined(separator: "\n"))
+        }
+    }
+}

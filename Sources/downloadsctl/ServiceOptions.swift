@@ -1,0 +1,44 @@
+import ArgumentParser
+import DownloadsClient
+import Foundation
+
+/// Which service to talk to, shared by every command.
+struct ServiceOptions: ParsableArguments {
+    @Flag(name: .customLong("user"), help: "The service on your session bus (the default).") var user = false
+    @Flag(name: .customLong("system"), help: "The system service (every user's downloads, each with their own files).") var system = false
+    @Option(name: .customLong("address"), help: ArgumentHelp("The service on the bus at this D-Bus address.", valueName: "address"))
+    var address: String?
+    @Flag(help: "Show D-Bus error names with errors.") var verbose = false
+
+    func validate() throws {
+        guard [user, system, address != nil].filter({ $0 }).count <= 1 else {
+            throw ValidationError("choose one of --user, --system and --address")
+        }
+    }
+
+    var bus: DownloadsProxy.Bus {
+        if system { return .system }
+        if let address { return .address(address) }
+        return .session
+    }
+
+    /// Connects, runs `body`, closes; any error becomes one line on stderr and an exit status.
+    func run(_ body: (DownloadsProxy) async throws -> Void) async throws {
+        let proxy: DownloadsProxy
+        do {
+            proxy = try await DownloadsProxy.connect(bus)
+        } catch {
+            CommandFailure(error, verbose: verbose, status: 69, prefix: "cannot reach the bus").exit()
+        }
+        defer { proxy.close() }
+        do {
+            try await body(proxy)
+        } catch let exit as ExitCode {
+            throw exit
+        } catch let failure as CommandFailure {
+            failure.exit()
+        } catch {
+            CommandFailure(error, verbose: verbose).exit()
+        }
+    }
+}

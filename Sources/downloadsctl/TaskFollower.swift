@@ -1,0 +1,73 @@
+import ArgumentParser
+import DBus
+import DownloadsAPI
+import DownloadsClient
+import Foundation
+
+/// Follows one task to its end for `get`: a progress bar on a terminal (standard error), plain
+/// lines at most once a second otherwise; Ctrl-C pauses the task and says how to resume.
+struct TaskFollower {
+    let proxy: DownloadsProxy
+    let path: ObjectPath
+    let service: ServiceOptions
+
+    var id: String { DownloadsAPI.taskID(path).map(String.init) ?? path.rawValue }
+
+    /// Returns the finished file's path; throws `CommandFailure` or `ExitCode(130)`.
+    func follow() async throws -> String {
+        let interrupt = Interrupt()
+        let terminal = isatty(STDERR_FILENO) == 1
+        var line = ProgressLine()
+        var lastPlain = 0.0
+        let started = Date().timeIntervalSince1970
+        while true {
+            let status = try await proxy.status(path)
+            let now = Date().timeIntervalSince1970
+            let speed = line.record(bytes: status.bytesWritten, at: now)
+            if terminal {
+                let width = Int(ProcessInfo.processInfo.environment["COLUMNS"] ?? "") ?? 80
+                let text = ProgressLine.bar(written: status.bytesWritten, expected: status.bytesExpected, speed: speed, width: width)
+                write("\r\u{1B}[K" + text)
+            } else if now - lastPlain >= 1 || status.isEnded {
+                lastPlain = now
+                write(ProgressLine.plain(written: status.bytesWritten, expected: status.bytesExpected, speed: speed) + "\n")
+            }
+            switch status.state {
+            case "finished":
+                if terminal { write("\n") }
+                let seconds = max(0.001, now - started)
+                write("downloaded \(ByteCount.format(status.bytesWritten)) in \(ByteCount.duration(seconds))\n")
+                return status.destination
+            case "failed":
+                if terminal { write("\n") }
+                var text = "download failed: \(status.errorMessage)"
+                if service.verbose { text += " (\(status.error))" }
+                text += "; resume with: \(resumeCommand)"
+                throw CommandFailure(message: text)
+            case "cancelled":
+                if terminal { write("\n") }
+                throw CommandFailure(message: "the download was cancelled")
+            default:
+                break
+            }
+            if interrupt.isRaised {
+                if terminal { write("\n") }
+                _ = try await proxy.pause(path)
+                write("paused task \(id); resume with: \(resumeCommand)\n")
+                throw ExitCode(130)
+            }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+    }
+
+    private var resumeCommand: String {
+        var words = ["downloadsctl"]
+        if service.system { words.append("--system") }
+        if let address = service.address { words += ["--address", address] }
+        return (words + ["resume", id]).joined(separator: " ")
+    }
+
+    private func write(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}

@@ -1,0 +1,44 @@
+import ArgumentParser
+import DownloadsAPI
+
+/// The Start options as flags (`get` and `start`).
+struct TaskOptionArguments: ParsableArguments {
+    @Option(help: "The session the task belongs to.") var session = "downloadsctl"
+    @Option(help: ArgumentHelp("Check the file's SHA-256 (hex) before it is kept.", valueName: "hex")) var sha256: String?
+    @Option(name: .customLong("limit-rate"), help: ArgumentHelp("At most this many bytes per second.", valueName: "bytes"))
+    var limitRate: UInt64?
+    @Option(help: ArgumentHelp("Ranged connections at once, when the server allows ranges.", valueName: "n")) var connections: UInt32?
+    @Option(help: ArgumentHelp("low, normal or high (orders only your own tasks).", valueName: "priority")) var priority: String?
+    @Option(name: .customLong("header"), help: ArgumentHelp("An HTTP header, 'Name: value' (repeatable).", valueName: "header"))
+    var headers: [String] = []
+    @Flag(help: "Replace the destination if it exists.") var overwrite = false
+
+    var taskOptions: TaskOptions {
+        get throws {
+            var options = TaskOptions()
+            options.session = session
+            options.sha256 = sha256
+            options.maxBytesPerSecond = limitRate
+            options.connections = connections
+            if let priority {
+                guard let value = TaskOptions.Priority(rawValue: priority) else {
+                    throw ValidationError("--priority must be low, normal or high")
+                }
+                options.priority = value
+            }
+            if overwrite { options.overwrite = true }
+            if !headers.isEmpty {
+                var parsed: [String: String] = [:]
+                for header in headers {
+                    guard let colon = header.firstIndex(of: ":") else {
+                        throw ValidationError("--header '\(header)' is not 'Name: value'")
+                    }
+                    parsed[String(header[..<colon]).trimmingCharacters(in: .whitespaces)] =
+                        String(header[header.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+                }
+                options.headers = parsed
+            }
+            return options
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import DownloadsClient
+import Foundation
+
+/// One task as `list --json` and `status --json` print it (the keys are documented in DESIGN.md).
+struct TaskRow: Encodable {
+    let id: UInt64
+    let session: String
+    let url: String
+    let destination: String
+    let state: String
+    let bytesWritten: Int64
+    let bytesExpected: Int64
+    let error: String
+    let errorMessage: String
+    let waitingFor: String
+
+    enum CodingKeys: String, CodingKey {
+        case id, session, url, destination, state, error
+        case bytesWritten = "bytes_written", bytesExpected = "bytes_expected", errorMessage = "error_message"
+        case waitingFor = "waiting_for"
+    }
+
+    init(_ status: DownloadTaskStatus) {
+        id = status.id
+        session = status.session
+        url = status.url
+        destination = status.destination
+        state = status.state
+        bytesWritten = status.bytesWritten
+        bytesExpected = status.bytesExpected
+        error = status.error
+        errorMessage = status.errorMessage
+        waitingFor = ""
+    }
+
+    static func json<T: Encodable>(_ value: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(value)) ?? Data("null".utf8), as: UTF8.self)
+    }
+
+    /// `  3 running     42%  downloadsctl  /home/me/file.iso`
+    static func table(_ statuses: [DownloadTaskStatus]) -> String {
+        var lines = [["ID", "STATE", "PROGRESS", "SESSION", "DESTINATION"]]
+        for status in statuses {
+            let progress = status.bytesExpected > 0
+                ? "\(Int(min(1, Double(status.bytesWritten) / Double(status.bytesExpected)) * 100))%"
+                : ByteCount.format(status.bytesWritten)
+            var destination = status.destination
+            if !status.error.isEmpty { destination += " (\(status.errorMessage))" }
+            lines.append([String(status.id), status.state, progress, status.session, destination])
+        }
+        let widths = (0..<4).map { column in lines.map { $0[column].count }.max() ?? 0 }
+        return lines.map { row in
+            (0..<4).map { row[$0].padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  ")
+                + "  " + row[4]
+        }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,136 @@
+import DBus
+import Foundation
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// downloadsctl run as a binary against the real daemon on a private bus.
+final class DownloadsctlTests: DaemonTestCase {
+    static let ctl = DaemonTestCase.packageRoot.appendingPathComponent(".build/debug/downloadsctl").path
+
+    func ctl(_ arguments: [String], timeout: TimeInterval = 60) async throws -> ProcessRunner.Output {
+        try await run([Self.ctl, "--address", bus.address] + arguments, timeout: timeout)
+    }
+
+    func lines(_ text: String) -> [String] {
+        text.split(separator: "\n").map(String.init)
+    }
+
+    func testGetPrintsThePathAndPlainProgressWhenNotATerminal() async throws {
+        let content = Self.content(2_000_000)
+        var route = Route(content: content)
+        route.bytesPerSecond = 1_500_000
+        http.set("/file.bin", route)
+        let out = try await ctl(["get", http.url("/file.bin"), "-o", directory.file("got.bin")])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(out.stdout, directory.file("got.bin") + "\n")
+        XCTAssertEqual(sha256(ofFile: directory.file("got.bin")), Self.sha256(content))
+        let progress = lines(out.stderr)
+        XCTAssertTrue(progress.contains { $0.hasPrefix("100% 1.9 MiB of 1.9 MiB") }, out.stderr)
+        XCTAssertTrue(progress.last?.hasPrefix("downloaded 1.9 MiB in ") == true, out.stderr)
+        XCTAssertFalse(out.stderr.contains("\r"), "no bar drawn into a pipe")
+    }
+
+    func testGetDrawsABarOnAPseudoTerminal() async throws {
+        let content = Self.content(1_000_000)
+        var route = Route(content: content)
+        route.bytesPerSecond = 1_000_000
+        http.set("/tty.bin", route)
+        let command = [Self.ctl, "--address", bus.address, "get", http.url("/tty.bin"), "-o", directory.file("tty.bin")]
+            .map { "'\($0)'" }.joined(separator: " ")
+        let out = try await run(["script", "-qefc", command, "/dev/null"], timeout: 60)
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertTrue(out.stdout.contains("\r\u{1B}[K"), "the bar redraws in place: \(out.stdout.debugDescription)")
+        XCTAssertTrue(out.stdout.contains("100% ["), out.stdout)
+        XCTAssertTrue(out.stdout.contains(directory.file("tty.bin")))
+        XCTAssertEqual(sha256(ofFile: directory.file("tty.bin")), Self.sha256(content))
+    }
+
+    func testStartListStatusWaitWithJSON() async throws {
+        http.set("/a", Route(content: Self.content(50_000)))
+        let started = try await ctl(["start", http.url("/a"), directory.file("a"), "--session", "cli"])
+        XCTAssertEqual(started.status, 0, started.description)
+        let id = started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertNotNil(UInt64(id), started.stdout)
+        let waited = try await ctl(["wait", id])
+        XCTAssertEqual(waited.status, 0, waited.description)
+        XCTAssertEqual(waited.stdout, "task \(id) finished: \(directory.file("a"))\n")
+        let listed = try await ctl(["list", "--json"])
+        XCTAssertEqual(listed.status, 0, listed.description)
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
+        XCTAssertEqual(rows.count, 1)
+        XCTAssertEqual(Set(rows[0].keys), [
+            "id", "session", "url", "destination", "state", "bytes_written", "bytes_expected", "error", "error_message", "waiting_for",
+        ])
+        XCTAssertEqual(rows[0]["state"] as? String, "finished")
+        XCTAssertEqual(rows[0]["bytes_written"] as? Int, 50_000)
+        XCTAssertEqual(rows[0]["session"] as? String, "cli")
+        let status = try await ctl(["status", "/org/example/Downloads/tasks/\(id)", "--json"])
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(object["destination"] as? String, directory.file("a"))
+        let table = try await ctl(["list"])
+        XCTAssertTrue(lines(table.stdout).first?.hasPrefix("ID") == true, table.stdout)
+        XCTAssertTrue(table.stdout.contains("finished"), table.stdout)
+    }
+
+    func testPauseToAFileThenResumeFromIt() async throws {
+        let content = Self.content(2_000_000)
+        var route = Route(content: content)
+        route.bytesPerSecond = 1_000_000
+        http.set("/slow", route)
+        let id = try await ctl(["start", http.url("/slow"), directory.file("slow")]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        try await waitBytes(ObjectPath("/org/example/Downloads/tasks/\(id)"), atLeast: 100_000)
+        let data = directory.file("slow.resume")
+        let paused = try await ctl(["pause", id, "--resume-data", data])
+        XCTAssertEqual(paused.stdout, "paused task \(id)\n", paused.description)
+        var info = stat()
+        XCTAssertEqual(stat(data, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o600)
+        let cancelled = try await ctl(["cancel", id])
+        XCTAssertEqual(cancelled.status, 0, cancelled.description)
+        let resumed = try await ctl(["resume", "--resume-data", data])
+        XCTAssertEqual(resumed.status, 0, resumed.description)
+        let newID = resumed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertNotEqual(newID, id)
+        let waited = try await ctl(["wait", newID])
+        XCTAssertEqual(waited.status, 0, waited.description)
+        XCTAssertEqual(sha256(ofFile: directory.file("slow")), Self.sha256(content))
+    }
+
+    func testCtrlCPausesAndSaysHowToResume() async throws {
+        var route = Route(content: Self.content(3_000_000))
+        route.bytesPerSecond = 500_000
+        http.set("/long", route)
+        let child = try ChildProcess([Self.ctl, "--address", bus.address, "get", http.url("/long"), "-o", directory.file("long")])
+        let path = ObjectPath("/org/example/Downloads/tasks/1")
+        try await waitBytes(path, atLeast: 100_000)
+        child.signal(SIGINT)
+        let status = child.wait()
+        let stderr = String(decoding: child.stderr.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(status, 130, stderr)
+        XCTAssertTrue(stderr.contains("paused task 1; resume with: downloadsctl --address \(bus.address) resume 1"), stderr)
+        let state = try await property(path, "State")?.stringValue
+        XCTAssertEqual(state, "paused")
+    }
+
+    func testErrorsAreOneLineAndAnExitStatus() async throws {
+        let ftp = try await ctl(["get", "ftp://127.0.0.1/x", "-o", directory.file("x")])
+        XCTAssertEqual(ftp.status, 1)
+        XCTAssertEqual(ftp.stderr, "downloadsctl: only http and https URLs can be downloaded, not 'ftp'\n")
+        let verbose = try await ctl(["--verbose", "status", "999"])
+        XCTAssertEqual(verbose.status, 1)
+        XCTAssertEqual(verbose.stderr, "downloadsctl: no task at /org/example/Downloads/tasks/999 (org.example.Downloads.Error.NotFound)\n")
+        var failing = Route(content: [])
+        failing.failFirst = (count: 10, status: 404, retryAfter: nil)
+        http.set("/gone", failing)
+        let gone = try await ctl(["get", http.url("/gone"), "-o", directory.file("gone")])
+        XCTAssertEqual(gone.status, 1)
+        XCTAssertTrue(lines(gone.stderr).last?.hasPrefix("downloadsctl: download failed: the server answered 404 Not Found") == true, gone.stderr)
+        let usage = try await ctl(["resume"])
+        XCTAssertEqual(usage.status, 64, usage.description)
+        stopDaemon()
+        let down = try await ctl(["list"])
+        XCTAssertEqual(down.status, 69, down.description)
+        XCTAssertEqual(down.stderr, "downloadsctl: the download service is not running on this bus\n")
+    }
+}
