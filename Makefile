@@ -8,7 +8,7 @@ BENCH_PACKAGES := nginx-light curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STATE_DIR ?= $(HOME)/.local/state/org.example.Downloads
 
-.PHONY: deps build run test fuzz bench-dbus bench-engine
+.PHONY: deps build run test fuzz docs bench-dbus bench-engine
 
 deps:
 	$(SUDO) apt-get update -qq
@@ -40,6 +40,17 @@ test: deps
 fuzz: deps
 	swift build --build-tests
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-20000} swift test --skip-build --disable-swift-testing --filter FuzzTests
+
+# Man pages (from the argument parsers, swift-argument-parser's generate-manual plugin) and shell
+# completions of downloadsctl, into .build/docs (the package installs them from there).
+DOCS := .build/docs
+docs:
+	mkdir -p $(DOCS)/man $(DOCS)/completions
+	swift package --allow-writing-to-directory $(DOCS)/man generate-manual --output-directory $(DOCS)/man --date 2026-11-22
+	swift build -c release --product downloadsctl
+	.build/release/downloadsctl --generate-completion-script bash > $(DOCS)/completions/downloadsctl.bash
+	.build/release/downloadsctl --generate-completion-script zsh > $(DOCS)/completions/_downloadsctl
+	.build/release/downloadsctl --generate-completion-script fish > $(DOCS)/completions/downloadsctl.fish
 
 bench-dbus:
 	swift build -c release --product dbus-bench

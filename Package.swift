@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "downloadsd", targets: ["downloadsd"]),
         .executable(name: "downloads-file-helper", targets: ["downloads-file-helper"]),
         .executable(name: "downloadsctl", targets: ["downloadsctl"]),
+        .executable(name: "downloads-monitor", targets: ["downloads-monitor"]),
         .executable(name: "dbus-bench", targets: ["dbus-bench"]),
         .executable(name: "engine-bench", targets: ["engine-bench"]),
         .library(name: "DBus", targets: ["DBus"]),
@@ -83,6 +84,10 @@ let package = Package(
             name: "downloadsctl",
             dependencies: ["DownloadsClient", "DownloadsAPI", "DBus", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // GIO (GDBus) through a module map, for the GLib example client.
+        .systemLibrary(name: "CGio", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
+        // One line per task event, on GDBus: an independent D-Bus implementation against ours.
+        .executableTarget(name: "downloads-monitor", dependencies: ["CGio"]),
         // org.example.Downloads objects <-> engine: the only place D-Bus and downloads meet.
         .target(
             name: "DownloadsService",

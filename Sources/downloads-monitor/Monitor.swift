@@ -1,0 +1,149 @@
+import CGio
+import Foundation
+
+/// Follows the service's signals on one GDBusConnection and prints one line per task event:
+/// started (with the URL and destination, read through a GDBusProxy), progress at most once a
+/// second, paused, finished, failed with the reason. The example a GLib/GTK program copies.
+final class Monitor {
+    static let busName = "org.example.Downloads"
+    static let managerInterface = "org.example.Downloads"
+    static let taskInterface = "org.example.Downloads.Task"
+
+    let connection: OpaquePointer
+    private var lastProgress: [String: Double] = [:]
+
+    init(connection: OpaquePointer) {
+        self.connection = connection
+    }
+
+    /// Subscribes to every signal of the manager interface sent by the service, and watches the
+    /// service's name: whenever it appears (started, restarted, activated) the monitor calls
+    /// ListTasks once, because on the system bus the service sends a user's signals only to
+    /// connections it has seen.
+    func start() {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        g_dbus_connection_signal_subscribe(
+            connection, Self.busName, Self.managerInterface, nil, "/org/example/Downloads", nil,
+            G_DBUS_SIGNAL_FLAGS_NONE,
+            { _, _, _, _, member, parameters, data in
+                guard let member, let parameters, let data else { return }
+                Unmanaged<Monitor>.fromOpaque(data).takeUnretainedValue().handle(String(cString: member), parameters)
+            },
+            me, nil
+        )
+        g_bus_watch_name_on_connection(
+            connection, Self.busName, G_BUS_NAME_WATCHER_FLAGS_NONE,
+            { _, _, _, data in
+                guard let data else { return }
+                Unmanaged<Monitor>.fromOpaque(data).takeUnretainedValue().serviceAppeared()
+            },
+            { _, _, data in
+                guard let data else { return }
+                Unmanaged<Monitor>.fromOpaque(data).takeUnretainedValue().note("the download service is not running; waiting for it")
+            },
+            me, nil
+        )
+    }
+
+    private func serviceAppeared() {
+        var error: UnsafeMutablePointer<GError>?
+        let reply = g_dbus_connection_call_sync(
+            connection, Self.busName, "/org/example/Downloads", Self.managerInterface, "ListTasks",
+            cgio_tuple_string(""), nil, G_DBUS_CALL_FLAGS_NONE, 10_000, nil, &error
+        )
+        if let reply { g_variant_unref(reply) }
+        if let error {
+            note("the download service does not answer: \(String(cString: error.pointee.message))")
+            g_error_free(error)
+            return
+        }
+        note("watching org.example.Downloads (Ctrl-C ends)")
+    }
+
+    /// A status line on standard error.
+    func note(_ line: String) {
+        FileHandle.standardError.write(Data("downloads-monitor: \(line)\n".utf8))
+    }
+
+    private func string(_ tuple: OpaquePointer, _ index: Int) -> String {
+        guard let child = g_variant_get_child_value(tuple, gsize(index)) else { return "" }
+        defer { g_variant_unref(child) }
+        return String(cString: g_variant_get_string(child, nil))
+    }
+
+    private func int64(_ tuple: OpaquePointer, _ index: Int) -> Int64 {
+        guard let child = g_variant_get_child_value(tuple, gsize(index)) else { return 0 }
+        defer { g_variant_unref(child) }
+        return Int64(g_variant_get_int64(child))
+    }
+
+    private func id(_ path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+
+    func handle(_ member: String, _ parameters: OpaquePointer) {
+        let signature = String(cString: g_variant_get_type_string(parameters))
+        switch (member, signature) {
+        case ("StateChanged", "(os)"):
+            let path = string(parameters, 0)
+            switch string(parameters, 1) {
+            case "running":
+                let (url, destination) = properties(path)
+                emit("task \(id(path)) started: \(url) -> \(destination)")
+            case "paused":
+                emit("task \(id(path)) paused")
+            case "retrying":
+                emit("task \(id(path)) retrying")
+            default:
+                break
+            }
+        case ("Progress", "(oxxx)"):
+            let path = string(parameters, 0)
+            let now = Date().timeIntervalSince1970
+            guard now - (lastProgress[path] ?? 0) >= 1 else { return }
+            lastProgress[path] = now
+            let written = int64(parameters, 2), expected = int64(parameters, 3)
+            let amount = expected > 0
+                ? "\(Int(Double(written) * 100 / Double(expected)))% (\(written) of \(expected) bytes)"
+                : "\(written) bytes"
+            emit("task \(id(path)) progress: \(amount)")
+        case ("Finished", "(os)"):
+            let path = string(parameters, 0)
+            lastProgress[path] = nil
+            emit("task \(id(path)) finished: \(string(parameters, 1))")
+        case ("Failed", "(ossay)"):
+            let path = string(parameters, 0)
+            lastProgress[path] = nil
+            let name = string(parameters, 1)
+            if name.hasSuffix(".Cancelled") {
+                emit("task \(id(path)) cancelled")
+            } else {
+                emit("task \(id(path)) failed: \(string(parameters, 2)) (\(name))")
+            }
+        default:
+            break
+        }
+    }
+
+    /// URL and Destination of a task, through a GDBusProxy (which loads every property at once).
+    private func properties(_ path: String) -> (String, String) {
+        var error: UnsafeMutablePointer<GError>?
+        guard let proxy = g_dbus_proxy_new_sync(
+            connection, G_DBUS_PROXY_FLAGS_DO_NOT_CONNECT_SIGNALS, nil, Self.busName, path, Self.taskInterface, nil, &error
+        ) else {
+            if let error { g_error_free(error) }
+            return ("?", "?")
+        }
+        defer { g_object_unref(proxy) }
+        func property(_ name: String) -> String {
+            guard let value = g_dbus_proxy_get_cached_property(proxy, name) else { return "?" }
+            defer { g_variant_unref(value) }
+            return String(cString: g_variant_get_string(value, nil))
+        }
+        return (property("URL"), property("Destination"))
+    }
+
+    private func emit(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}

@@ -1,0 +1,36 @@
+import DBus
+import Foundation
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// downloads-monitor (GIO's GDBus, not libdbus) following the real daemon's tasks.
+final class DownloadsMonitorTests: DaemonTestCase {
+    static let monitor = DaemonTestCase.packageRoot.appendingPathComponent(".build/debug/downloads-monitor").path
+
+    func testReportsADownloadThroughToItsEnd() async throws {
+        let child = try ChildProcess([Self.monitor, "--address", bus.address])
+        let ready = await Task.detached { String(decoding: child.stderr.availableData, as: UTF8.self) }.value
+        XCTAssertTrue(ready.contains("watching org.example.Downloads"), ready)
+        var route = Route(content: Self.content(2_500_000))
+        route.bytesPerSecond = 1_000_000
+        http.set("/m.bin", route)
+        var failing = Route(content: [])
+        failing.failFirst = (count: 10, status: 404, retryAfter: nil)
+        http.set("/gone", failing)
+        let path = try await start(http.url("/m.bin"), directory.file("m.bin"))
+        try await waitState(path, ["finished"])
+        let gone = try await start(http.url("/gone"), directory.file("gone"))
+        try await waitState(gone, ["failed"])
+        try await Task.sleep(for: .milliseconds(300))
+        child.signal(SIGTERM)
+        XCTAssertEqual(child.wait(), 0)
+        let lines = String(decoding: child.stdout.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.first, "task 1 started: \(http.url("/m.bin")) -> \(directory.file("m.bin"))", "\(lines)")
+        let progress = lines.filter { $0.hasPrefix("task 1 progress: ") }
+        XCTAssertGreaterThanOrEqual(progress.count, 1, "\(lines)")
+        XCTAssertLessThanOrEqual(progress.count, 4, "at most one a second: \(lines)")
+        XCTAssertTrue(lines.contains("task 1 finished: \(directory.file("m.bin"))"), "\(lines)")
+        XCTAssertEqual(lines.last, "task 2 failed: the server answered 404 Not Found (org.example.Downloads.Error.HTTPError)", "\(lines)")
+    }
+}
