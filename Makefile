@@ -17,6 +17,8 @@ deps:
 build:
 	swift build -c release --product downloadsd
 	swift build -c release --product downloads-file-helper
+	swift build -c release --product downloadsctl
+	swift build -c release --product downloads-monitor
 
 # Installs what is needed, builds, and runs the service on the session bus (a private one from
 # dbus-run-session when this machine has none).
