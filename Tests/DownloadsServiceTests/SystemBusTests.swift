@@ -1,4 +1,6 @@
 import DBus
+import DownloadsClient
+import NIOConcurrencyHelpers
 import Foundation
 import TestHTTPServer
 import TestSupport
@@ -137,5 +139,33 @@ extension SystemBusTests {
             try await Task.sleep(for: .milliseconds(20))
         }
         XCTAssertEqual(app.calls.withLockedValue { $0 }, ["sys"], (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "")
+    }
+
+    /// DownloadsClient on the system bus: signals there are unicast to connections the service
+    /// has seen, so the session makes itself known before it relies on them, and its completion
+    /// handler is called under the default-deny policy.
+    func testDownloadSessionOnTheSystemBus() async throws {
+        final class Recorder: DownloadSessionDelegate {
+            let calls = NIOLockedValueBox([String]())
+            func downloadSession(_ session: DownloadSession, downloadTask: BackgroundDownloadTask, didFinishDownloadingTo location: String) {
+                calls.withLockedValue { $0.append("finish") }
+            }
+            func downloadSessionDidFinishEvents(forBackgroundSession session: DownloadSession) {
+                calls.withLockedValue { $0.append("events") }
+            }
+        }
+        var configuration = DownloadSession.Configuration.background(identifier: "sysclient")
+        configuration.bus = .address(bus.address)
+        let recorder = Recorder()
+        let session = try await DownloadSession(configuration: configuration, delegate: recorder)
+        defer { session.invalidate() }
+        http.set("/c", Route(content: Self.content(100_000)))
+        let task = session.downloadTask(with: try XCTUnwrap(URL(string: http.url("/c"))), to: directory.file("c"))
+        try await task.resume()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline && !recorder.calls.withLockedValue({ $0.contains("events") }) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTAssertEqual(recorder.calls.withLockedValue { $0 }, ["finish", "events"], daemonLog)
     }
 }
