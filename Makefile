@@ -3,12 +3,14 @@ SHELL := /bin/bash
 # What building, running and testing need (busctl comes with systemd, gdbus with libglib2.0-bin).
 DEBIAN_PACKAGES := libdbus-1-dev libglib2.0-dev libglib2.0-bin libsqlite3-dev pkg-config dbus python3-dbus python3-gi python3-dbusmock python3-hypothesis \
 	systemd curl ca-certificates procps passwd
+# Building the .deb.
+DEB_PACKAGES := dpkg-dev debhelper lintian fakeroot
 # Reference tools of the benchmarks only.
 BENCH_PACKAGES := nginx-light curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STATE_DIR ?= $(HOME)/.local/state/org.example.Downloads
 
-.PHONY: deps build run test fuzz docs bench-dbus bench-engine
+.PHONY: deps build run test fuzz docs deb test-install bench-dbus bench-engine
 
 deps:
 	$(SUDO) apt-get update -qq
@@ -53,6 +55,16 @@ docs:
 	.build/release/downloadsctl --generate-completion-script bash > $(DOCS)/completions/downloadsctl.bash
 	.build/release/downloadsctl --generate-completion-script zsh > $(DOCS)/completions/_downloadsctl
 	.build/release/downloadsctl --generate-completion-script fish > $(DOCS)/completions/downloadsctl.fish
+
+# dist/org-example-downloads_<version>_<arch>.deb (static Swift stdlib, man pages, completions),
+# checked with lintian.
+deb: deps
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(DEB_PACKAGES)
+	packaging/build-deb
+
+# Installs the .deb into a clean Debian 12 root (debootstrap) and uses it as a user (slow; root).
+test-install:
+	$(SUDO) packaging/test-install
 
 bench-dbus:
 	swift build -c release --product dbus-bench

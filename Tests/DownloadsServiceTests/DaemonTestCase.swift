@@ -19,15 +19,9 @@ class DaemonTestCase: XCTestCase {
     let signals = NIOLockedValueBox([(String, [DBusValue])]())
 
     /// The directory holding Package.swift (for the built daemon and the shipped files in dbus/).
-    static let packageRoot: URL = {
-        var url = URL(fileURLWithPath: #filePath)
-        while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
-            url.deleteLastPathComponent()
-        }
-        return url
-    }()
+    static let packageRoot = PackageRoot.url
 
-    static let binary = packageRoot.appendingPathComponent(".build/debug/downloadsd").path
+    static let binary = PackageRoot.debugBinary("downloadsd")
 
     var stateDirectory: String { directory.file("state") }
 

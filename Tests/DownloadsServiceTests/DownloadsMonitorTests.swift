@@ -6,7 +6,7 @@ import XCTest
 
 /// downloads-monitor (GIO's GDBus, not libdbus) following the real daemon's tasks.
 final class DownloadsMonitorTests: DaemonTestCase {
-    static let monitor = DaemonTestCase.packageRoot.appendingPathComponent(".build/debug/downloads-monitor").path
+    static let monitor = PackageRoot.debugBinary("downloads-monitor")
 
     func testReportsADownloadThroughToItsEnd() async throws {
         let child = try ChildProcess([Self.monitor, "--address", bus.address])

@@ -6,7 +6,7 @@ import XCTest
 
 /// downloadsctl run as a binary against the real daemon on a private bus.
 final class DownloadsctlTests: DaemonTestCase {
-    static let ctl = DaemonTestCase.packageRoot.appendingPathComponent(".build/debug/downloadsctl").path
+    static let ctl = PackageRoot.debugBinary("downloadsctl")
 
     func ctl(_ arguments: [String], timeout: TimeInterval = 60) async throws -> ProcessRunner.Output {
         try await run([Self.ctl, "--address", bus.address] + arguments, timeout: timeout)

@@ -6,15 +6,7 @@ import XCTest
 /// The per-user file helper as the daemon uses it: a real `downloads-file-helper` process,
 /// descriptors passed back over its socket, credentials dropped, a hung helper killed.
 final class FileHelperTests: XCTestCase {
-    static let packageRoot: URL = {
-        var url = URL(fileURLWithPath: #filePath)
-        while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
-            url.deleteLastPathComponent()
-        }
-        return url
-    }()
-
-    static let helper = packageRoot.appendingPathComponent(".build/debug/downloads-file-helper").path
+    static let helper = PackageRoot.debugBinary("downloads-file-helper")
 
     var directory: TemporaryDirectory!
 
