@@ -1,6 +1,6 @@
 import DBus
 import DownloadsAPI
-import Foundation
+import FoundationEssentials
 import NIOConcurrencyHelpers
 
 /// One download of a `DownloadSession` (the `URLSessionDownloadTask` of this service). Like

@@ -1,6 +1,6 @@
 import DBus
 import DownloadsAPI
-import Foundation
+import FoundationEssentials
 import NIOConcurrencyHelpers
 
 /// A background session of the download service, shaped like
@@ -61,7 +61,7 @@ public final class DownloadSession: Sendable {
         let element = configuration.identifier.utf8.map { byte -> String in
             let scalar = Unicode.Scalar(byte)
             return (scalar.properties.isASCIIHexDigit || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a))
-                ? String(scalar) : String(format: "_%02x", byte)
+                ? String(scalar) : "_" + (byte < 16 ? "0" : "") + String(byte, radix: 16)
         }.joined()
         return (try? ObjectPath("/org/example/Downloads/Client/s" + element)) ?? "/org/example/Downloads/Client"
     }

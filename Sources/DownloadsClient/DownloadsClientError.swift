@@ -1,6 +1,6 @@
 import DBus
 import DownloadsAPI
-import Foundation
+import FoundationEssentials
 
 /// An error from the service (or the bus), with the D-Bus error name and the service's message.
 /// When a task failed in a way it can resume from, `resumeData` holds what

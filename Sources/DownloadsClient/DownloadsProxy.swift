@@ -1,6 +1,6 @@
 import DBus
 import DownloadsAPI
-import Foundation
+import FoundationEssentials
 
 /// The service's methods as Swift calls on one bus connection; every error is a
 /// `DownloadsClientError`. `DownloadSession` is built on it; tools use it directly.

@@ -1,5 +1,7 @@
 import CGio
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Follows the service's signals on one GDBusConnection and prints one line per task event:
 /// started (with the URL and destination, read through a GDBusProxy), progress at most once a
@@ -62,7 +64,7 @@ final class Monitor {
 
     /// A status line on standard error.
     func note(_ line: String) {
-        FileHandle.standardError.write(Data("downloads-monitor: \(line)\n".utf8))
+        Output.write("downloads-monitor: \(line)\n", to: 2)
     }
 
     private func string(_ tuple: OpaquePointer, _ index: Int) -> String {
@@ -99,7 +101,7 @@ final class Monitor {
             }
         case ("Progress", "(oxxx)"):
             let path = string(parameters, 0)
-            let now = Date().timeIntervalSince1970
+            let now = Double(g_get_monotonic_time()) / 1_000_000
             guard now - (lastProgress[path] ?? 0) >= 1 else { return }
             lastProgress[path] = now
             let written = int64(parameters, 2), expected = int64(parameters, 3)
@@ -144,6 +146,6 @@ final class Monitor {
     }
 
     private func emit(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        Output.write(line + "\n", to: 1)
     }
 }

@@ -1,10 +1,12 @@
 import CGio
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // downloads-monitor [--user | --system | --address ADDRESS]: one line per task event of the
 // org.example.Downloads service, through GIO's GDBus (not libdbus).
 func fail(_ message: String, status: Int32) -> Never {
-    FileHandle.standardError.write(Data("downloads-monitor: \(message)\n".utf8))
+    Output.write("downloads-monitor: \(message)\n", to: 2)
     exit(status)
 }
 

@@ -8,13 +8,17 @@ enum ByteCount {
             value /= 1024
             unit += 1
         }
-        return unit == 0 ? "\(Int(value)) B" : String(format: value < 10 ? "%.1f %@" : "%.0f %@", value, units[unit])
+        guard unit > 0 else { return "\(Int(value)) B" }
+        // One decimal below 10 (1.5 MiB), none above (42 MiB).
+        let tenths = Int((value * 10).rounded())
+        return tenths < 100 ? "\(tenths / 10).\(tenths % 10) \(units[unit])" : "\(Int(value.rounded())) \(units[unit])"
     }
 
     static func duration(_ seconds: Double) -> String {
         guard seconds.isFinite, seconds >= 0, seconds < 360_000 else { return "--:--" }
         let total = Int(seconds.rounded())
         let (hours, minutes, rest) = (total / 3600, (total % 3600) / 60, total % 60)
-        return hours > 0 ? String(format: "%d:%02d:%02d", hours, minutes, rest) : String(format: "%d:%02d", minutes, rest)
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return hours > 0 ? "\(hours):\(two(minutes)):\(two(rest))" : "\(minutes):\(two(rest))"
     }
 }

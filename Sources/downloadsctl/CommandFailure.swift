@@ -1,6 +1,9 @@
 import ArgumentParser
 import DownloadsClient
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A failure shown as one line on standard error, with an exit status (never a stack trace).
 struct CommandFailure: Error {
@@ -26,7 +29,7 @@ struct CommandFailure: Error {
 
     /// Prints the line and exits.
     func exit() -> Never {
-        FileHandle.standardError.write(Data("downloadsctl: \(line)\n".utf8))
-        Foundation.exit(status)
+        Output.write("downloadsctl: \(line)\n", to: STDERR_FILENO)
+        Glibc.exit(status)
     }
 }

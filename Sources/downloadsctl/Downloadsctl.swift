@@ -9,8 +9,7 @@ struct Downloadsctl: AsyncParsableCommand {
         discussion: """
         Downloads run in the service: they go on when downloadsctl exits, survive restarts, and can \
         be paused and resumed (also from resume data). TASK is a task id or object path. \
-        --user, --system, --address and --verbose may come before or after the command.
-
+        --user, --system, --address and --verbose may come before or after the command. \
         Exit status: 0 success; 1 a service error or a failed, cancelled or missing task; 64 a usage \
         error; 69 the service cannot be reached; 130 interrupted (get pauses its task first).
         """,

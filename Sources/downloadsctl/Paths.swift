@@ -1,7 +1,10 @@
 import DBus
 import DownloadsAPI
 import DownloadsClient
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Paths and ids as the command line takes and prints them.
 enum Paths {

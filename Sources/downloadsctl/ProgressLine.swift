@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The progress of one download for a person: percent, bytes, speed and time left, as a bar on
 /// a terminal or as a plain line; the speed is averaged over the last few seconds.
@@ -21,7 +24,8 @@ struct ProgressLine {
         }
         let fraction = min(1, Double(written) / Double(expected))
         let eta = speed > 0 ? ByteCount.duration(Double(expected - written) / speed) : "--:--"
-        let text = String(format: "%3d%%", Int(fraction * 100))
+        let percent = "\(Int(fraction * 100))%"
+        let text = String(repeating: " ", count: max(0, 4 - percent.count)) + percent
         let tail = " \(ByteCount.format(written)) / \(ByteCount.format(expected))  \(speedText)  ETA \(eta)"
         let barWidth = max(10, min(50, width - text.count - tail.count - 3))
         let filled = Int(fraction * Double(barWidth))

@@ -1,6 +1,9 @@
 import ArgumentParser
 import DownloadsClient
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Which service to talk to, shared by every command.
 struct ServiceOptions: ParsableArguments {

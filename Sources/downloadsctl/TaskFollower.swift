@@ -2,7 +2,10 @@ import ArgumentParser
 import DBus
 import DownloadsAPI
 import DownloadsClient
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Follows one task to its end for `get`: a progress bar on a terminal (standard error), plain
 /// lines at most once a second otherwise; Ctrl-C pauses the task and says how to resume.
@@ -68,6 +71,6 @@ struct TaskFollower {
     }
 
     private func write(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
+        Output.write(text, to: STDERR_FILENO)
     }
 }

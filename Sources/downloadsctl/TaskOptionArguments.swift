@@ -13,6 +13,10 @@ struct TaskOptionArguments: ParsableArguments {
     var headers: [String] = []
     @Flag(help: "Replace the destination if it exists.") var overwrite = false
 
+    static func trimmed(_ text: Substring) -> String {
+        String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
+
     var taskOptions: TaskOptions {
         get throws {
             var options = TaskOptions()
@@ -33,8 +37,7 @@ struct TaskOptionArguments: ParsableArguments {
                     guard let colon = header.firstIndex(of: ":") else {
                         throw ValidationError("--header '\(header)' is not 'Name: value'")
                     }
-                    parsed[String(header[..<colon]).trimmingCharacters(in: .whitespaces)] =
-                        String(header[header.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+                    parsed[Self.trimmed(header[..<colon])] = Self.trimmed(header[header.index(after: colon)...])
                 }
                 options.headers = parsed
             }

@@ -1,5 +1,8 @@
 import DownloadsClient
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One task as `list --json` and `status --json` print it (the keys are documented in DESIGN.md).
 struct TaskRow: Encodable {
@@ -52,7 +55,7 @@ struct TaskRow: Encodable {
         }
         let widths = (0..<4).map { column in lines.map { $0[column].count }.max() ?? 0 }
         return lines.map { row in
-            (0..<4).map { row[$0].padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  ")
+            (0..<4).map { row[$0] + String(repeating: " ", count: max(0, widths[$0] - row[$0].count)) }.joined(separator: "  ")
                 + "  " + row[4]
         }.joined(separator: "\n")
     }

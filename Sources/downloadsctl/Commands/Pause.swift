@@ -1,5 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Pause: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Pause a task (optionally keeping its resume data in a file).")

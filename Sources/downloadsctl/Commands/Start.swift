@@ -1,5 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Start: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Start a download and print its task id.")

@@ -1,5 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -38,6 +41,6 @@ struct Watch: AsyncParsableCommand {
 
     /// Unbuffered, so a pipe sees each line when it happens.
     private func output(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        Output.write(line + "\n", to: STDOUT_FILENO)
     }
 }
