@@ -20,5 +20,3 @@ enum Paths {
         DownloadsAPI.taskID(path).map(String.init) ?? path.rawValue
     }
 }
-
-typealias DownloadTaskStatusAlias = DownloadTaskStatus

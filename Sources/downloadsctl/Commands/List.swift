@@ -1,4 +1,5 @@
 import ArgumentParser
+import DownloadsClient
 
 struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List your tasks.")
@@ -9,7 +10,7 @@ struct List: AsyncParsableCommand {
 
     func run() async throws {
         try await service.run { proxy in
-            var statuses = [DownloadTaskStatusAlias]()
+            var statuses = [DownloadTaskStatus]()
             for path in try await proxy.listTasks(session: session ?? "") {
                 // A task removed meanwhile is skipped.
                 if let status = try? await proxy.status(path) { statuses.append(status) }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DownloadsClient
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
@@ -18,7 +19,7 @@ struct Watch: AsyncParsableCommand {
         try await service.run { proxy in
             var last: [UInt64: String] = [:]
             while !interrupt.isRaised {
-                var statuses = [DownloadTaskStatusAlias]()
+                var statuses = [DownloadTaskStatus]()
                 for path in try await proxy.listTasks(session: session ?? "") {
                     if let status = try? await proxy.status(path) { statuses.append(status) }
                 }
