@@ -79,15 +79,20 @@ let package = Package(
             name: "DownloadsClient",
             dependencies: ["DBus", "DownloadsAPI", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
         ),
+        // Unbuffered output for the command-line programs.
+        .target(name: "TerminalOutput"),
         // The command line: get, start, list, status, pause, resume, cancel, wait, watch.
         .executableTarget(
             name: "downloadsctl",
-            dependencies: ["DownloadsClient", "DownloadsAPI", "DBus", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "DownloadsClient", "DownloadsAPI", "DBus", "TerminalOutput",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         // GIO (GDBus) through a module map, for the GLib example client.
         .systemLibrary(name: "CGio", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
         // One line per task event, on GDBus: an independent D-Bus implementation against ours.
-        .executableTarget(name: "downloads-monitor", dependencies: ["CGio"]),
+        .executableTarget(name: "downloads-monitor", dependencies: ["CGio", "TerminalOutput"]),
         // org.example.Downloads objects <-> engine: the only place D-Bus and downloads meet.
         .target(
             name: "DownloadsService",

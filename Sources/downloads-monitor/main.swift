@@ -1,4 +1,5 @@
 import CGio
+import TerminalOutput
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -3,6 +3,7 @@ import DBus
 import DownloadsAPI
 import DownloadsClient
 import FoundationEssentials
+import TerminalOutput
 #if canImport(Glibc)
 import Glibc
 #endif

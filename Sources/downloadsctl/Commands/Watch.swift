@@ -1,6 +1,7 @@
 import ArgumentParser
 import DownloadsClient
 import FoundationEssentials
+import TerminalOutput
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,9 +2,10 @@
 import Glibc
 #endif
 
-/// Unbuffered writes to a descriptor (no Foundation: the monitor stays small).
-enum Output {
-    static func write(_ text: String, to descriptor: Int32) {
+/// Unbuffered writes to a descriptor, so a pipe sees each line when it happens (no Foundation:
+/// the command-line programs stay small).
+public enum Output {
+    public static func write(_ text: String, to descriptor: Int32) {
         var bytes = Array(text.utf8)
         var done = 0
         while done < bytes.count {
