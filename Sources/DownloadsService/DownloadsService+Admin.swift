@@ -38,12 +38,14 @@ extension DownloadsService {
     /// The task a path names if the caller may see it: its owner, root, or (when `asAdmin`) an
     /// administrator. Anyone else gets exactly a missing task's answer.
     func task(_ path: ObjectPath, for call: MethodCall, uid: UInt32, asAdmin: Bool) async throws -> TaskSnapshot {
-        guard let id = DownloadsAPI.taskID(path), let snapshot = engine.snapshot(id) else {
-            throw DownloadsErrorName.notFound.error("no task at \(path)")
+        do {
+            return try task(path, for: uid)
+        } catch {
+            guard asAdmin, let id = DownloadsAPI.taskID(path), let snapshot = engine.snapshot(id),
+                  await mayManageAll(call, uid: uid)
+            else { throw error }
+            return snapshot
         }
-        if snapshot.owner == uid || uid == 0 { return snapshot }
-        if asAdmin, await mayManageAll(call, uid: uid) { return snapshot }
-        throw DownloadsErrorName.notFound.error("no task at \(path)")
     }
 
     func listAllTasks(_ call: MethodCall, uid: UInt32) async throws -> [ObjectPath] {
