@@ -147,6 +147,12 @@ final class PartialFileWriter: @unchecked Sendable {
         }
     }
 
+    /// Inside a `perform` body: waits until every checkpoint sync started before has finished
+    /// and recorded, so what follows (a failure, a stop) sees the last durable offset.
+    func awaitCheckpoints() {
+        syncQueue.sync {}
+    }
+
     private func scheduleDrainLocked() {
         guard !draining else { return }
         draining = true

@@ -153,7 +153,10 @@ final class TransferRun: Sendable {
     private func checkpoint() async {
         let position = task.state.withLockedValue { $0.bytesWritten }
         do {
-            try await writer.perform { writer in try writer.sync() }
+            try await writer.perform { writer in
+                writer.awaitCheckpoints()
+                try writer.sync()
+            }
             manager.recordDurable(task, position: position)
         } catch {
             manager.logger.error("task \(task.id): \(error)")
