@@ -45,7 +45,7 @@ let package = Package(
         // openat2, renameat2, SCM_RIGHTS and privilege dropping: what Swift cannot call directly.
         .target(name: "CUserFiles"),
         // File operations done with a user's credentials, in process or in that user's helper.
-        .target(name: "UserFiles", dependencies: ["CUserFiles"]),
+        .target(name: "UserFiles", dependencies: ["CUserFiles", "TerminalOutput"]),
         // The per-user file helper downloadsd starts (small: no NIO, no Foundation).
         .executableTarget(name: "downloads-file-helper", dependencies: ["UserFiles"]),
         // Downloads over HTTP(S): SessionManager, SessionDelegate, transfers, resume data. No D-Bus.

@@ -1,4 +1,5 @@
 import CUserFiles
+import TerminalOutput
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,8 +43,7 @@ public enum FileHelperServer {
 
     /// One line on standard error (the daemon's journal).
     public static func printError(_ line: String) {
-        let bytes = Array((line + "\n").utf8)
-        _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        Output.write(line + "\n", to: 2)
     }
 
     private static func send(_ reply: FileReply, on socket: Int32, descriptor: Int32 = -1) -> Bool {
