@@ -48,9 +48,11 @@ let loop = g_main_loop_new(nil, 0)
 signal(SIGINT, SIG_IGN)
 signal(SIGTERM, SIG_IGN)
 for number in [SIGINT, SIGTERM] {
+    // Keep the source (return true): removing the last one puts back the default action, and a
+    // second signal while the loop winds down would then kill the monitor instead of ending it.
     g_unix_signal_add(number, { data in
         g_main_loop_quit(OpaquePointer(data))
-        return 0
+        return 1
     }, UnsafeMutableRawPointer(loop))
 }
 g_main_loop_run(loop)
