@@ -1,15 +1,29 @@
 import Dispatch
+import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Resolves a host name to its addresses with getaddrinfo, off the caller's thread (it blocks).
 enum AddressResolver {
+    /// Cancellation (a Pause or Cancel of the task) answers at once with `CancellationError`;
+    /// getaddrinfo cannot be interrupted, so its thread finishes on its own and is ignored.
     static func resolve(_ host: String, port: Int) async throws -> [String] {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result { try resolveBlocking(host, port: port) })
+        let pending = NIOLockedValueBox<CheckedContinuation<[String], Error>?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                pending.withLockedValue { $0 = continuation }
+                if Task.isCancelled {
+                    pending.withLockedValue { $0.take() }?.resume(throwing: CancellationError())
+                    return
+                }
+                DispatchQueue.global().async {
+                    let result = Result { try resolveBlocking(host, port: port) }
+                    pending.withLockedValue { $0.take() }?.resume(with: result)
+                }
             }
+        } onCancel: {
+            pending.withLockedValue { $0.take() }?.resume(throwing: CancellationError())
         }
     }
 
