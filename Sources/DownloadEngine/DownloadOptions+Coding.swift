@@ -12,6 +12,7 @@ extension DownloadOptions: Codable {
         case connectTimeout = "connect_timeout"
         case stallTimeout = "stall_timeout"
         case resourceTimeout = "resource_timeout"
+        case desktopEntry = "desktop_entry"
     }
 
     public init(from decoder: Decoder) throws {
@@ -31,6 +32,7 @@ extension DownloadOptions: Codable {
         connectTimeout = try container.decodeIfPresent(Double.self, forKey: .connectTimeout)
         stallTimeout = try container.decodeIfPresent(Double.self, forKey: .stallTimeout)
         resourceTimeout = try container.decodeIfPresent(Double.self, forKey: .resourceTimeout)
+        desktopEntry = try container.decodeIfPresent(String.self, forKey: .desktopEntry)
     }
 
     /// Defaults are left out, so a row or blob names only what the client chose.
@@ -45,5 +47,6 @@ extension DownloadOptions: Codable {
         try container.encodeIfPresent(connectTimeout, forKey: .connectTimeout)
         try container.encodeIfPresent(stallTimeout, forKey: .stallTimeout)
         try container.encodeIfPresent(resourceTimeout, forKey: .resourceTimeout)
+        try container.encodeIfPresent(desktopEntry, forKey: .desktopEntry)
     }
 }

@@ -23,6 +23,8 @@ public struct DownloadOptions: Sendable, Hashable {
     public var stallTimeout: Double?
     /// Whole-transfer limit in seconds; nil = none.
     public var resourceTimeout: Double?
+    /// The calling app's desktop file id, for the desktop agent (checked by the service).
+    public var desktopEntry: String?
 
     public init() {}
 

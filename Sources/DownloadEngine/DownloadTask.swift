@@ -8,6 +8,8 @@ import NIOConcurrencyHelpers
 final class DownloadTask: Sendable {
     enum StopReason: Sendable, Equatable {
         case pause, cancel, shutdown
+        /// The network no longer allows the task: back to the queue until it does.
+        case wait
     }
 
     struct State {
@@ -23,6 +25,12 @@ final class DownloadTask: Sendable {
         var progressQueued = false
         /// `bytesWritten` at the last progress delivery.
         var progressDelivered: Int64
+        /// Why it waits while queued (kept by the manager).
+        var waitingFor: WaitingFor = .nothing
+        /// The run transferring now, for checkpoints asked from outside (before sleep).
+        var transfer: TransferRun?
+
+        var snapshot: TaskSnapshot { TaskSnapshot(record: record, bytesWritten: bytesWritten, waitingFor: waitingFor) }
     }
 
     let id: UInt64
@@ -47,7 +55,7 @@ final class DownloadTask: Sendable {
     }
 
     var snapshot: TaskSnapshot {
-        state.withLockedValue { TaskSnapshot(record: $0.record, bytesWritten: $0.bytesWritten) }
+        state.withLockedValue { $0.snapshot }
     }
 
     var record: DownloadTaskRecord { state.withLockedValue { $0.record } }
@@ -62,7 +70,7 @@ final class DownloadTask: Sendable {
             guard previous.canTransition(to: next), allowed?.contains(previous) ?? true else { return nil }
             state.record.state = next
             change(&state)
-            return (previous, TaskSnapshot(record: state.record, bytesWritten: state.bytesWritten))
+            return (previous, state.snapshot)
         }
     }
 
@@ -70,7 +78,7 @@ final class DownloadTask: Sendable {
     func update(_ change: (inout State) -> Void) -> TaskSnapshot {
         state.withLockedValue { state in
             change(&state)
-            return TaskSnapshot(record: state.record, bytesWritten: state.bytesWritten)
+            return state.snapshot
         }
     }
 
@@ -93,7 +101,7 @@ final class DownloadTask: Sendable {
             state.progressDelivered = state.bytesWritten
             guard delta != 0 else { return nil }
             // After a restart from zero the total went down: report what the new run wrote.
-            return (TaskSnapshot(record: state.record, bytesWritten: state.bytesWritten), delta > 0 ? delta : state.bytesWritten)
+            return (state.snapshot, delta > 0 ? delta : state.bytesWritten)
         }
     }
 

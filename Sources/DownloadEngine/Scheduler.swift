@@ -1,14 +1,17 @@
 /// Which queued tasks may start: a global limit on running transfers shared fairly between
 /// users, a limit per session (a session is one user's: `SessionID`), and within one user
-/// higher priorities first, FIFO within a priority. Pure bookkeeping, tested without I/O.
+/// higher priorities first, FIFO within a priority; only tasks the network allows (nothing
+/// offline, only `allow_metered` ones on a metered network). Pure bookkeeping, tested without I/O.
 struct Scheduler: Sendable {
     var maxRunning: Int
     var maxRunningPerSession: Int
+    var network = NetworkStatus()
 
     private struct Entry: Sendable {
         let id: UInt64
         let session: SessionID
-        let priority: DownloadOptions.Priority
+        var priority: DownloadOptions.Priority
+        var allowMetered: Bool
         let sequence: UInt64
     }
 
@@ -24,17 +27,21 @@ struct Scheduler: Sendable {
     var runningCount: Int { running.count }
     var queuedIDs: [UInt64] { queued.map(\.id) }
 
-    mutating func enqueue(_ id: UInt64, session: SessionID, priority: DownloadOptions.Priority) {
+    mutating func enqueue(_ id: UInt64, session: SessionID, priority: DownloadOptions.Priority, allowMetered: Bool = true) {
         guard running[id] == nil, !queued.contains(where: { $0.id == id }) else { return }
         sequence += 1
-        queued.append(Entry(id: id, session: session, priority: priority, sequence: sequence))
+        queued.append(Entry(id: id, session: session, priority: priority, allowMetered: allowMetered, sequence: sequence))
     }
 
-    /// Moves a queued task within the order after its priority changed.
-    mutating func reprioritize(_ id: UInt64, _ priority: DownloadOptions.Priority) {
+    mutating func enqueue(_ id: UInt64, session: SessionID, options: DownloadOptions) {
+        enqueue(id, session: session, priority: options.priority, allowMetered: options.allowMetered)
+    }
+
+    /// A queued task's options changed (its priority moves it within the order).
+    mutating func update(_ id: UInt64, _ options: DownloadOptions) {
         guard let index = queued.firstIndex(where: { $0.id == id }) else { return }
-        let entry = queued[index]
-        queued[index] = Entry(id: entry.id, session: entry.session, priority: priority, sequence: entry.sequence)
+        queued[index].priority = options.priority
+        queued[index].allowMetered = options.allowMetered
     }
 
     /// Forgets a task, queued or running.
@@ -49,7 +56,7 @@ struct Scheduler: Sendable {
     /// from starting; priority then FIFO order only that user's own tasks.
     mutating func next() -> [UInt64] {
         var started: [UInt64] = []
-        while running.count < maxRunning {
+        while running.count < maxRunning && network.online {
             var runningPerSession: [SessionID: Int] = [:]
             var runningPerOwner: [UInt32: Int] = [:]
             for session in running.values {
@@ -58,7 +65,8 @@ struct Scheduler: Sendable {
             }
             // Each user's best task that may start now.
             var best: [UInt32: Entry] = [:]
-            for entry in queued where runningPerSession[entry.session, default: 0] < maxRunningPerSession {
+            for entry in queued where runningPerSession[entry.session, default: 0] < maxRunningPerSession
+                && network.allows(allowMetered: entry.allowMetered) {
                 let owner = entry.session.owner
                 if let current = best[owner], !Scheduler.before(entry, current) { continue }
                 best[owner] = entry

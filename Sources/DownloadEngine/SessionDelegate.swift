@@ -44,6 +44,10 @@ public final class SessionDelegate: Sendable {
         post(task) { $0.taskDidChangeOptions(snapshot) }
     }
 
+    func waitingChanged(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
+        post(task) { $0.task(snapshot, isWaitingFor: snapshot.waitingFor) }
+    }
+
     func receivedResponse(_ task: DownloadTask, _ snapshot: TaskSnapshot, status: Int) {
         post(task) { $0.task(snapshot, didReceiveResponse: status, expectedLength: snapshot.expectedLength) }
     }

@@ -111,7 +111,9 @@ public final class SessionManager: Sendable {
                 state.tasks[record.id] = task
                 state.nextID = max(state.nextID, record.id + 1)
                 if record.state == .queued {
-                    state.scheduler.enqueue(record.id, session: record.sessionID, priority: record.options.priority)
+                    state.scheduler.enqueue(record.id, session: record.sessionID, options: record.options)
+                    let waiting = state.scheduler.network.waitingFor(allowMetered: record.options.allowMetered)
+                    task.update { $0.waitingFor = waiting }
                 }
             }
         }
@@ -134,11 +136,12 @@ public final class SessionManager: Sendable {
             return task
         }
         let snapshot = task.eventOrder.withLock {
-            let snapshot = task.snapshot
+            let network = state.withLockedValue { $0.scheduler.network }
+            let snapshot = task.update { $0.waitingFor = network.waitingFor(allowMetered: $0.record.options.allowMetered) }
             delegate.created(task, snapshot)
             state.withLockedValue { state in
                 if snapshot.state == .queued {
-                    state.scheduler.enqueue(snapshot.id, session: snapshot.sessionID, priority: snapshot.record.options.priority)
+                    state.scheduler.enqueue(snapshot.id, session: snapshot.sessionID, options: snapshot.record.options)
                 }
             }
             return snapshot
@@ -210,7 +213,7 @@ public final class SessionManager: Sendable {
             state.stopReason = nil
         }, then: { [self] _, _, snapshot in
             state.withLockedValue {
-                $0.scheduler.enqueue(id, session: snapshot.sessionID, priority: snapshot.record.options.priority)
+                $0.scheduler.enqueue(id, session: snapshot.sessionID, options: snapshot.record.options)
             }
         })
         guard moved != nil else {
@@ -220,17 +223,91 @@ public final class SessionManager: Sendable {
     }
 
     /// Changes the options a live task may change (priority, bandwidth limit, metered).
-    /// A running transfer picks up a new limit within a second.
+    /// A running transfer picks up a new limit within a second; one that may no longer use the
+    /// network it is on goes back to the queue, and a queued one that now may starts.
     @discardableResult
     public func changeOptions(_ id: UInt64, _ change: DownloadOptions.Change) throws -> TaskSnapshot {
         let task = try task(id)
         guard !change.isEmpty else { return task.snapshot }
-        return report(task, { $0.record.options.apply(change) }, events: { [self] delegate, task, snapshot in
-            delegate.optionsChanged(task, snapshot)
-            if let priority = change.priority {
-                state.withLockedValue { $0.scheduler.reprioritize(snapshot.id, priority) }
+        let snapshot = task.eventOrder.withLock {
+            let network = state.withLockedValue { $0.scheduler.network }
+            let before = task.snapshot.waitingFor
+            let snapshot = task.update { state in
+                state.record.options.apply(change)
+                if state.record.state == .queued {
+                    state.waitingFor = network.waitingFor(allowMetered: state.record.options.allowMetered)
+                }
             }
-        })
+            delegate.optionsChanged(task, snapshot)
+            if snapshot.waitingFor != before { delegate.waitingChanged(task, snapshot) }
+            state.withLockedValue { $0.scheduler.update(snapshot.id, snapshot.record.options) }
+            return snapshot
+        }
+        if snapshot.state == .running || snapshot.state == .retrying,
+           !state.withLockedValue({ $0.scheduler.network }).allows(allowMetered: snapshot.record.options.allowMetered) {
+            Task { try? await stop(task, reason: .wait) }
+        }
+        schedule()
+        return snapshot
+    }
+
+    // MARK: The network and sleep
+
+    /// What the network allows now (from NetworkManager). Transfers it no longer allows are
+    /// checkpointed and go back to the queue (`WaitingFor` says why), instead of burning their
+    /// retries; queued ones it allows start. Returns once those transfers have stopped.
+    public func setNetwork(_ network: NetworkStatus) async {
+        let (changed, tasks) = state.withLockedValue { state -> (Bool, [DownloadTask]) in
+            let changed = state.scheduler.network != network
+            state.scheduler.network = network
+            return (changed, Array(state.tasks.values))
+        }
+        guard changed else { return }
+        logger.info("network: \(network)")
+        var stopping: [DownloadTask] = []
+        for task in tasks {
+            task.eventOrder.withLock {
+                let (before, snapshot) = task.state.withLockedValue { state -> (WaitingFor, TaskSnapshot) in
+                    let before = state.waitingFor
+                    if state.record.state == .queued {
+                        state.waitingFor = network.waitingFor(allowMetered: state.record.options.allowMetered)
+                    }
+                    return (before, state.snapshot)
+                }
+                if snapshot.state == .queued, snapshot.waitingFor != before { delegate.waitingChanged(task, snapshot) }
+                if snapshot.state == .running || snapshot.state == .retrying,
+                   !network.allows(allowMetered: snapshot.record.options.allowMetered) {
+                    stopping.append(task)
+                }
+            }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for task in stopping {
+                group.addTask { try? await self.stop(task, reason: .wait) }
+            }
+        }
+        schedule()
+    }
+
+    public var network: NetworkStatus { state.withLockedValue { $0.scheduler.network } }
+
+    /// Transfers holding a place now (running, or retrying after a pause).
+    public var transfersRunning: Int { state.withLockedValue { $0.scheduler.runningCount } }
+
+    /// Makes every running transfer durable now (fdatasync, then the offset recorded and
+    /// delivered to the observers) without stopping it: what happens before the machine sleeps.
+    public func checkpointTransfers() async {
+        let runs = state.withLockedValue { Array($0.tasks.values) }.compactMap { task in
+            task.state.withLockedValue { $0.transfer }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for run in runs {
+                group.addTask {
+                    await run.checkpointNow()
+                    await run.task.eventsDelivered()
+                }
+            }
+        }
     }
 
     /// Stops a task and removes its partial file.
@@ -444,7 +521,11 @@ public final class SessionManager: Sendable {
         _ change: (inout DownloadTask.State) -> Void = { _ in }, then: Events = { _, _, _ in }
     ) -> TaskSnapshot? {
         task.eventOrder.withLock {
-            guard let (previous, snapshot) = task.transition(to: next, from: allowed, change) else { return nil }
+            let network = next == .queued ? state.withLockedValue { $0.scheduler.network } : nil
+            guard let (previous, snapshot) = task.transition(to: next, from: allowed, { state in
+                change(&state)
+                state.waitingFor = network?.waitingFor(allowMetered: state.record.options.allowMetered) ?? .nothing
+            }) else { return nil }
             let hadTransfer = previous == .running || previous == .retrying
             if hadTransfer && next != .running && next != .retrying {
                 state.withLockedValue { $0.scheduler.remove(task.id) }
@@ -475,7 +556,7 @@ public final class SessionManager: Sendable {
                 guard position > state.record.durableOffset, position <= state.bytesWritten, !state.record.state.isTerminal
                 else { return nil }
                 state.record.durableOffset = position
-                return TaskSnapshot(record: state.record, bytesWritten: state.bytesWritten)
+                return state.snapshot
             }
             if let snapshot { delegate.checkpointed(task, snapshot) }
         }

@@ -3,10 +3,13 @@ public struct TaskSnapshot: Sendable, Hashable {
     public let record: DownloadTaskRecord
     /// Bytes written so far (may be ahead of the durable offset).
     public let bytesWritten: Int64
+    /// Why a queued task does not run yet; `.nothing` in every other state.
+    public let waitingFor: WaitingFor
 
-    public init(record: DownloadTaskRecord, bytesWritten: Int64) {
+    public init(record: DownloadTaskRecord, bytesWritten: Int64, waitingFor: WaitingFor = .nothing) {
         self.record = record
         self.bytesWritten = bytesWritten
+        self.waitingFor = record.state == .queued ? waitingFor : .nothing
     }
 
     public var id: UInt64 { record.id }

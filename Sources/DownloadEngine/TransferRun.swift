@@ -37,6 +37,8 @@ final class TransferRun: Sendable {
     private var stopReason: DownloadTask.StopReason? { task.state.withLockedValue { $0.stopReason } }
 
     func run() async {
+        task.update { $0.transfer = self }
+        defer { task.update { if $0.transfer === self { $0.transfer = nil } } }
         let record = task.record
         var machine = TransferStateMachine(url: record.url, limits: .init(
             retry: configuration.retry, maxRedirects: configuration.maxRedirects, maxRestarts: configuration.retry.maxAttempts
@@ -149,7 +151,12 @@ final class TransferRun: Sendable {
         })
     }
 
-    /// A checkpoint of everything received so far, waited for.
+    /// A checkpoint of everything received so far, waited for; the transfer goes on meanwhile
+    /// (what arrives during the sync is covered by the next one).
+    func checkpointNow() async {
+        await checkpoint()
+    }
+
     private func checkpoint() async {
         let position = task.state.withLockedValue { $0.bytesWritten }
         do {
@@ -306,8 +313,15 @@ final class TransferRun: Sendable {
         try? await writer.perform { $0.close() }
         let next: DownloadState = reason == .pause ? .paused : reason == .cancel ? .cancelled : .queued
         let removePartial = next == .cancelled
+        let manager = self.manager
         manager.move(task, to: next, { $0.stopReason = nil }, then: { delegate, task, snapshot in
             if removePartial { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
+            // Waiting for the network: queued again, to start when the network allows it.
+            if reason == .wait {
+                manager.state.withLockedValue {
+                    $0.scheduler.enqueue(snapshot.id, session: snapshot.sessionID, options: snapshot.record.options)
+                }
+            }
         })
         if removePartial { await manager.removePartialFile(of: task) }
     }

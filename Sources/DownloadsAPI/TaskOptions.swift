@@ -12,6 +12,7 @@ public struct TaskOptions: Sendable, Hashable {
         case connectTimeout = "connect_timeout"
         case stallTimeout = "stall_timeout"
         case resourceTimeout = "resource_timeout"
+        case desktopEntry = "desktop_entry"
 
         public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
     }
@@ -44,6 +45,8 @@ public struct TaskOptions: Sendable, Hashable {
     public var connectTimeout: Double?
     public var stallTimeout: Double?
     public var resourceTimeout: Double?
+    /// The calling app's desktop file id (`org.gnome.Epiphany.desktop`).
+    public var desktopEntry: String?
 
     public init() {}
 
@@ -92,6 +95,9 @@ public struct TaskOptions: Sendable, Hashable {
             case .allowMetered:
                 guard case .boolean(let flag) = value else { throw wrongType("b") }
                 allowMetered = flag
+            case .desktopEntry:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                desktopEntry = try TaskOptions.checkedDesktopEntry(text)
             case .connectTimeout, .stallTimeout, .resourceTimeout:
                 let seconds: Double
                 switch value {
@@ -127,6 +133,22 @@ public struct TaskOptions: Sendable, Hashable {
         }
     }
 
+    /// A desktop file id as the Desktop Entry Specification names them: letters, digits, `-`,
+    /// `_` and `.`, ending in `.desktop`, at most 255 bytes.
+    public static func checkedDesktopEntry(_ id: String) throws -> String {
+        let allowed = id.utf8.allSatisfy { byte in
+            (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+        }
+        guard allowed, id.hasSuffix(".desktop"), id.utf8.count > 8, id.utf8.count <= 255, !id.hasPrefix("."), !id.hasPrefix("-")
+        else {
+            throw DownloadsErrorName.invalidArgument.error(
+                "desktop_entry must be a desktop file id such as org.gnome.Epiphany.desktop, got '\(id)'"
+            )
+        }
+        return id
+    }
+
     /// A session name: 1 to 255 bytes of UTF-8.
     public static func checkedSession(_ name: String) throws -> String {
         guard !name.isEmpty, name.utf8.count <= maxSessionBytes else {
@@ -149,6 +171,7 @@ public struct TaskOptions: Sendable, Hashable {
         if let connectTimeout { result[Key.connectTimeout.rawValue] = .double(connectTimeout) }
         if let stallTimeout { result[Key.stallTimeout.rawValue] = .double(stallTimeout) }
         if let resourceTimeout { result[Key.resourceTimeout.rawValue] = .double(resourceTimeout) }
+        if let desktopEntry { result[Key.desktopEntry.rawValue] = .string(desktopEntry) }
         return result
     }
 }

@@ -12,19 +12,23 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     case bytesExpected = "BytesExpected"
     case error = "Error"
     case errorMessage = "ErrorMessage"
+    /// v1.1: why a queued task does not run yet (`""`, `slot`, `network`, `unmetered-network`).
+    case waitingFor = "WaitingFor"
+    /// v1.1: the `desktop_entry` option (`""` when not given).
+    case desktopEntry = "DesktopEntry"
 
     public var name: String { rawValue }
 
     public var type: DBusType {
         switch self {
         case .id: return .uint64
-        case .session, .url, .destination, .state, .error, .errorMessage: return .string
+        case .session, .url, .destination, .state, .error, .errorMessage, .waitingFor, .desktopEntry: return .string
         case .bytesWritten, .bytesExpected: return .int64
         }
     }
 
     /// Never changes while the task exists (not in PropertiesChanged).
-    public var isConstant: Bool { self == .id || self == .session || self == .url }
+    public var isConstant: Bool { self == .id || self == .session || self == .url || self == .desktopEntry }
 
     public var declaration: InterfaceDescription.Property {
         .init(name, type, emitsChanged: isConstant ? .const : .true)

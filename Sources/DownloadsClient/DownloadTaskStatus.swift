@@ -16,10 +16,15 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
     /// The full error name of a failed task, or "".
     public var error: String
     public var errorMessage: String
+    /// Why a queued task does not run yet: "", `slot`, `network` or `unmetered-network`.
+    public var waitingFor: String
+    /// The app the task was started for (its desktop file id), or "".
+    public var desktopEntry: String
 
     enum CodingKeys: String, CodingKey {
         case id, session, url, destination, state
         case bytesWritten = "bytes_written", bytesExpected = "bytes_expected", error, errorMessage = "error_message"
+        case waitingFor = "waiting_for", desktopEntry = "desktop_entry"
     }
 
     init(properties: [String: DBusValue]) throws {
@@ -36,6 +41,25 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         bytesExpected = properties[TaskProperty.bytesExpected.name]?.int64Value ?? -1
         error = string(.error)
         errorMessage = string(.errorMessage)
+        waitingFor = string(.waitingFor)
+        desktopEntry = string(.desktopEntry)
+    }
+
+    /// Applies a `PropertiesChanged` of the task.
+    public mutating func apply(_ changed: [String: DBusValue]) {
+        for (name, value) in changed {
+            guard let property = TaskProperty(rawValue: name) else { continue }
+            switch property {
+            case .destination: destination = value.stringValue ?? destination
+            case .state: state = value.stringValue ?? state
+            case .bytesWritten: bytesWritten = value.int64Value ?? bytesWritten
+            case .bytesExpected: bytesExpected = value.int64Value ?? bytesExpected
+            case .error: error = value.stringValue ?? error
+            case .errorMessage: errorMessage = value.stringValue ?? errorMessage
+            case .waitingFor: waitingFor = value.stringValue ?? waitingFor
+            case .id, .session, .url, .desktopEntry: break
+            }
+        }
     }
 
     public var isEnded: Bool { ["finished", "failed", "cancelled"].contains(state) }

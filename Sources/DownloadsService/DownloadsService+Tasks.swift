@@ -76,6 +76,8 @@ extension DownloadsService {
         case .bytesExpected: return .int64(record.expectedLength)
         case .error: return .string(record.errorName.map { DownloadsErrorName.prefix + $0 } ?? "")
         case .errorMessage: return .string(record.errorMessage ?? "")
+        case .waitingFor: return .string(snapshot.waitingFor.rawValue)
+        case .desktopEntry: return .string(record.options.desktopEntry ?? "")
         }
     }
 }

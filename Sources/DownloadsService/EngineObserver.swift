@@ -24,6 +24,10 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
         service.emitTaskProperties(task, TaskProperty.changing)
     }
 
+    func task(_ task: TaskSnapshot, isWaitingFor reason: WaitingFor) {
+        service?.emitTaskProperties(task, [.waitingFor])
+    }
+
     func task(_ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64) {
         guard let service else { return }
         if let values = service.progress.offer(task: task.id, delta: bytesWritten, total: totalBytesWritten, expected: totalBytesExpected) {

@@ -50,6 +50,7 @@ enum StartRequest {
         result.connectTimeout = options.connectTimeout
         result.stallTimeout = options.stallTimeout
         result.resourceTimeout = options.resourceTimeout
+        result.desktopEntry = options.desktopEntry
         do {
             try result.validate()
         } catch {

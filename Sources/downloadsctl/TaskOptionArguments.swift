@@ -12,6 +12,10 @@ struct TaskOptionArguments: ParsableArguments {
     @Option(name: .customLong("header"), help: ArgumentHelp("An HTTP header, 'Name: value' (repeatable).", valueName: "header"))
     var headers: [String] = []
     @Flag(help: "Replace the destination if it exists.") var overwrite = false
+    @Flag(name: .customLong("no-metered"), help: "Wait while the network is metered (as NetworkManager says).")
+    var noMetered = false
+    @Option(name: .customLong("desktop-entry"), help: ArgumentHelp("The app the download is for (its desktop file id): the desktop shows progress under it.", valueName: "id"))
+    var desktopEntry: String?
 
     static func trimmed(_ text: Substring) -> String {
         String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
@@ -31,6 +35,8 @@ struct TaskOptionArguments: ParsableArguments {
                 options.priority = value
             }
             if overwrite { options.overwrite = true }
+            if noMetered { options.allowMetered = false }
+            options.desktopEntry = desktopEntry
             if !headers.isEmpty {
                 var parsed: [String: String] = [:]
                 for header in headers {

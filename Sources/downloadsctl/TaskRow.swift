@@ -33,7 +33,7 @@ struct TaskRow: Encodable {
         bytesExpected = status.bytesExpected
         error = status.error
         errorMessage = status.errorMessage
-        waitingFor = ""
+        waitingFor = status.waitingFor
     }
 
     static func json<T: Encodable>(_ value: T) -> String {
@@ -51,7 +51,8 @@ struct TaskRow: Encodable {
                 : ByteCount.format(status.bytesWritten)
             var destination = status.destination
             if !status.error.isEmpty { destination += " (\(status.errorMessage))" }
-            lines.append([String(status.id), status.state, progress, status.session, destination])
+            let state = status.waitingFor.isEmpty || status.waitingFor == "slot" ? status.state : "waiting (\(status.waitingFor))"
+            lines.append([String(status.id), state, progress, status.session, destination])
         }
         let widths = (0..<4).map { column in lines.map { $0[column].count }.max() ?? 0 }
         return lines.map { row in

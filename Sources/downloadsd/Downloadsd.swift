@@ -36,7 +36,11 @@ struct Downloadsd: AsyncParsableCommand {
         valueName: "cidr"
     ))
     var denyNetwork: [String] = []
+    @Flag(inversion: .prefixedNo, help: "Follow logind (a sleep inhibitor while transfers run) and NetworkManager (tasks wait offline and, with allow_metered false, on metered networks) on the system bus.")
+    var desktop = true
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
+    @Option(help: ArgumentHelp("Seconds between checkpoints of a running transfer.", visibility: .hidden))
+    var checkpointInterval: Double = 1
     @Option(help: ArgumentHelp("Print the introspection XML of an interface and exit (the files in dbus/).", visibility: .hidden))
     var printInterface: String?
 
@@ -44,7 +48,7 @@ struct Downloadsd: AsyncParsableCommand {
         let chosen = [session, system, address != nil].filter { $0 }.count
         guard chosen <= 1 else { throw ValidationError("choose one of --session, --system and --address") }
         guard maxRunning > 0, maxRunningPerSession > 0, maxTasksPerUser > 0, maxSessionsPerUser > 0, retentionDays >= 0,
-              progressRate > 0, fileHelperTimeout > 0
+              progressRate > 0, fileHelperTimeout > 0, checkpointInterval > 0
         else {
             throw ValidationError("limits must be positive")
         }
@@ -94,6 +98,7 @@ struct Downloadsd: AsyncParsableCommand {
         var engineConfiguration = SessionManager.Configuration()
         engineConfiguration.maxRunning = maxRunning
         engineConfiguration.maxRunningPerSession = maxRunningPerSession
+        engineConfiguration.checkpointInterval = checkpointInterval
         engineConfiguration.deniedNetworks = denyNetwork.isEmpty
             ? (system ? NetworkRange.linkLocal : [])
             : denyNetwork.compactMap { $0 == "none" ? nil : NetworkRange($0) }
@@ -125,6 +130,8 @@ struct Downloadsd: AsyncParsableCommand {
         let service = DownloadsService(
             connection: connection, engine: engine, store: store, configuration: serviceConfiguration, logger: logger
         )
+        // Before the tasks are restored, so none starts on a network it may not use.
+        let desktop = self.desktop ? await DesktopWatchers.start(engine: engine, logger: logger) : nil
         do {
             try await service.start()
         } catch let error as BusError where error.name == BusError.nameTakenName {
@@ -147,6 +154,7 @@ struct Downloadsd: AsyncParsableCommand {
         }
         for await reason in stop {
             logger.info("stopping (\(reason)): checkpointing transfers")
+            desktop?.stop()
             await service.shutdown()
             connection.close()
             logger.info("stopped")

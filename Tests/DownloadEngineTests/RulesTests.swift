@@ -41,6 +41,24 @@ final class RulesTests: XCTestCase {
         XCTAssertEqual(perSession.next(), [1, 3])
     }
 
+    func testSchedulerStartsOnlyWhatTheNetworkAllows() {
+        var scheduler = Scheduler(maxRunning: 4, maxRunningPerSession: 4)
+        let session = SessionID(owner: 1, name: "a")
+        scheduler.network = NetworkStatus(online: false)
+        scheduler.enqueue(1, session: session, priority: .normal, allowMetered: false)
+        scheduler.enqueue(2, session: session, priority: .normal)
+        XCTAssertEqual(scheduler.next(), [], "nothing starts offline")
+        scheduler.network = NetworkStatus(online: true, metered: true)
+        XCTAssertEqual(scheduler.next(), [2], "on a metered network only tasks that allow it")
+        var options = DownloadOptions()
+        options.allowMetered = true
+        scheduler.update(1, options)
+        XCTAssertEqual(scheduler.next(), [1])
+        XCTAssertEqual(NetworkStatus(online: false).waitingFor(allowMetered: true), .network)
+        XCTAssertEqual(NetworkStatus(metered: true).waitingFor(allowMetered: false), .unmeteredNetwork)
+        XCTAssertEqual(NetworkStatus(metered: true).waitingFor(allowMetered: true), .slot)
+    }
+
     func testSchedulerSharesPlacesFairlyBetweenUsers() {
         var scheduler = Scheduler(maxRunning: 3, maxRunningPerSession: 3)
         let a = SessionID(owner: 1000, name: "bulk"), b = SessionID(owner: 1001, name: "one"), c = SessionID(owner: 1002, name: "x")

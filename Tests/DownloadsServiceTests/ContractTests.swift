@@ -31,6 +31,7 @@ final class ContractTests: XCTestCase {
         options.overwrite = true
         options.allowMetered = false
         options.connectTimeout = 3
+        options.desktopEntry = "org.gnome.Epiphany.desktop"
         XCTAssertEqual(try TaskOptions(options.dictionary), options)
     }
 
@@ -42,6 +43,10 @@ final class ContractTests: XCTestCase {
             (["priority": .string("urgent")], "low, normal or high"),
             (["connections": .uint32(17)], "connections"),
             (["stall_timeout": .double(-1)], "between 0 and 604800"),
+            (["desktop_entry": .string("../../evil.desktop")], "desktop file id"),
+            (["desktop_entry": .string("firefox")], "desktop file id"),
+            (["desktop_entry": .string(".desktop")], "desktop file id"),
+            (["desktop_entry": .uint32(1)], "must be of type s"),
         ]
         for (dict, reason) in cases {
             XCTAssertThrowsError(try TaskOptions(dict)) { error in

@@ -21,6 +21,7 @@ struct Status: AsyncParsableCommand {
                 "task:        \(status.id)", "state:       \(status.state)", "progress:    \(progress)",
                 "url:         \(status.url)", "destination: \(status.destination)", "session:     \(status.session)",
             ]
+            if !status.waitingFor.isEmpty { lines.append("waiting for: \(status.waitingFor)") }
             if !status.error.isEmpty { lines.append("error:       \(status.errorMessage) (\(status.error))") }
             print(lines.joined(separator: "\n"))
         }

@@ -1,0 +1,11 @@
+/// Why a queued task does not run yet (the task property `WaitingFor`): empty for every other
+/// state. Not stored: it follows from the network and the limits whenever the daemon runs.
+public enum WaitingFor: String, Sendable, Hashable, CaseIterable {
+    case nothing = ""
+    /// The limits on transfers running at once.
+    case slot
+    /// No connectivity (NetworkManager says so).
+    case network
+    /// The network is metered and the task has `allow_metered` false.
+    case unmeteredNetwork = "unmetered-network"
+}

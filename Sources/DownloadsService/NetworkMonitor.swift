@@ -1,0 +1,92 @@
+import DBus
+import DownloadEngine
+import Logging
+import NIOConcurrencyHelpers
+
+/// Tells the engine what NetworkManager says of the network: `State` and `Connectivity` decide
+/// whether transfers can reach anything, `Metered` whether they cost money. Any change it
+/// announces (the standard `PropertiesChanged`, or the older NetworkManager-specific signals)
+/// and NetworkManager appearing or leaving the bus make it read the three properties again, one
+/// reading at a time. Without NetworkManager, a full, unmetered network.
+public final class NetworkMonitor: Sendable {
+    static let busName = "org.freedesktop.NetworkManager"
+    static let path: ObjectPath = "/org/freedesktop/NetworkManager"
+
+    private let connection: Connection
+    private let engine: SessionManager
+    private let logger: Logger
+    private let pokes: AsyncStream<Void>.Continuation
+    private let stream: AsyncStream<Void>
+    private let pending = NIOLockedValueBox(false)
+
+    public init(connection: Connection, engine: SessionManager, logger: Logger) {
+        self.connection = connection
+        self.engine = engine
+        self.logger = logger
+        (stream, pokes) = AsyncStream.makeStream(of: Void.self)
+    }
+
+    /// Subscribes, reads the network once (returning after the engine has it) and keeps
+    /// following it.
+    public func start() async throws {
+        let poke: @Sendable (Message) -> Void = { [weak self] _ in self?.refresh() }
+        try await connection.subscribe(MatchRule(
+            sender: Self.busName, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: Self.path
+        ), handler: poke)
+        try await connection.subscribe(MatchRule(sender: Self.busName, interface: Self.busName, path: Self.path), handler: poke)
+        try await connection.onNameOwnerChanged { [weak self] name, _, _ in
+            if name == Self.busName { self?.refresh() }
+        }
+        let stream = self.stream
+        Task { [weak self] in
+            for await _ in stream {
+                guard let self else { return }
+                self.pending.withLockedValue { $0 = false }
+                await self.engine.setNetwork(await self.read())
+            }
+        }
+        await engine.setNetwork(await read())
+    }
+
+    public func stop() {
+        pokes.finish()
+    }
+
+    /// Asks for a new reading (coalesced: one waiting at most).
+    func refresh() {
+        let first = pending.withLockedValue { pending -> Bool in
+            defer { pending = true }
+            return !pending
+        }
+        if first { pokes.yield() }
+    }
+
+    private func read() async -> NetworkStatus {
+        let properties: [String: DBusValue]
+        do {
+            let reply = try await connection.call(
+                destination: Self.busName, path: Self.path, interface: "org.freedesktop.DBus.Properties", method: "GetAll",
+                arguments: [.string(Self.busName)], timeout: .seconds(10), autoStart: false
+            )
+            properties = reply.first?.vardictValue ?? [:]
+        } catch {
+            logger.debug("NetworkManager is not answering (\(error)): the network counts as full and unmetered")
+            return NetworkStatus()
+        }
+        return Self.status(
+            state: properties["State"]?.uint32Value, connectivity: properties["Connectivity"]?.uint32Value,
+            metered: properties["Metered"]?.uint32Value
+        )
+    }
+
+    /// NetworkManager's values as the engine takes them. Offline: `State` asleep, disconnected,
+    /// disconnecting or connecting (10–40), or `Connectivity` none (1) or behind a captive portal
+    /// (2, where every request gets the portal's page). `limited` (3) still reaches the local
+    /// network, and unknown values (0, or missing) decide nothing. Metered: `Metered` yes (1)
+    /// or guess-yes (3).
+    static func status(state: UInt32?, connectivity: UInt32?, metered: UInt32?) -> NetworkStatus {
+        let offlineState = state.map { (10...40).contains($0) } ?? false
+        let offlineConnectivity = connectivity == 1 || connectivity == 2
+        return NetworkStatus(online: !offlineState && !offlineConnectivity, metered: metered == 1 || metered == 3)
+    }
+}

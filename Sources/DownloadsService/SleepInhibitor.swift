@@ -1,0 +1,177 @@
+import DBus
+import DownloadEngine
+import Logging
+import NIOConcurrencyHelpers
+
+/// A logind `delay` inhibitor for `sleep:shutdown`, held exactly while transfers run: before the
+/// machine sleeps or shuts down (`PrepareForSleep(true)`, `PrepareForShutdown(true)`) every
+/// transfer is checkpointed and only then the lock released, so what was received survives a
+/// battery that runs out during the sleep; on wake (`PrepareForSleep(false)`) it is taken again
+/// and the transfers carry on. Its text says how many transfers run (retaken when that changes).
+/// One reconciliation at a time, coalesced; without logind, nothing is held.
+public final class SleepInhibitor: DownloadObserver, @unchecked Sendable {
+    static let busName = "org.freedesktop.login1"
+    static let path: ObjectPath = "/org/freedesktop/login1"
+    static let interface = "org.freedesktop.login1.Manager"
+
+    struct State {
+        var lock: UnixFD?
+        /// The number of transfers the held lock's text names.
+        var described = 0
+        /// Between PrepareForSleep(true) and (false): no lock is taken.
+        var sleeping = false
+        var checkpointWanted = false
+        var pokePending = false
+        var logindMissingLogged = false
+    }
+
+    private let connection: Connection
+    private let engine: SessionManager
+    private let logger: Logger
+    private let state = NIOLockedValueBox(State())
+    private let stream: AsyncStream<Void>
+    private let pokes: AsyncStream<Void>.Continuation
+
+    public init(connection: Connection, engine: SessionManager, logger: Logger) {
+        self.connection = connection
+        self.engine = engine
+        self.logger = logger
+        (stream, pokes) = AsyncStream.makeStream(of: Void.self)
+    }
+
+    public func start() async throws {
+        for member in ["PrepareForSleep", "PrepareForShutdown"] {
+            try await connection.subscribe(MatchRule(
+                sender: Self.busName, interface: Self.interface, member: member, path: Self.path
+            )) { [weak self] message in
+                guard let self, let sender = message.sender, case .boolean(let starting)? = (try? message.arguments())?.first
+                else { return }
+                Task { await self.prepare(member == "PrepareForSleep" ? "sleep" : "shutdown", starting: starting, sender: sender) }
+            }
+        }
+        try await connection.onNameOwnerChanged { [weak self] name, _, new in
+            guard name == Self.busName, let self else { return }
+            // A new logind knows nothing of our lock (and a gone one released it).
+            self.state.withLockedValue { state in
+                state.lock = nil
+                state.described = 0
+                if new.isEmpty { state.sleeping = false }
+            }
+            self.poke()
+        }
+        let stream = self.stream
+        Task { [weak self] in
+            for await _ in stream {
+                guard let self else { return }
+                await self.reconcile()
+            }
+        }
+        poke()
+    }
+
+    public func stop() {
+        pokes.finish()
+        state.withLockedValue { $0.lock = nil }
+    }
+
+    /// Whether a lock is held now (for the log and tests).
+    public var isHeld: Bool { state.withLockedValue { $0.lock != nil } }
+
+    // MARK: Engine events
+
+    public func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {
+        poke()
+    }
+
+    // MARK: Work
+
+    private func poke() {
+        let first = state.withLockedValue { state -> Bool in
+            defer { state.pokePending = true }
+            return !state.pokePending
+        }
+        if first { pokes.yield() }
+    }
+
+    /// Only logind's own signals count: anyone may send a signal with its interface.
+    private func prepare(_ what: String, starting: Bool, sender: String) async {
+        guard let owner = try? await connection.nameOwner(Self.busName), owner == sender else {
+            logger.warning("ignored a Prepare\(what == "sleep" ? "ForSleep" : "ForShutdown") that did not come from logind (\(sender))")
+            return
+        }
+        state.withLockedValue { state in
+            if starting {
+                state.sleeping = true
+                state.checkpointWanted = true
+            } else {
+                // Woke up, or the shutdown was cancelled.
+                state.sleeping = false
+            }
+        }
+        if !starting { logger.info(what == "sleep" ? "the machine woke up; transfers carry on" : "the shutdown was cancelled") }
+        poke()
+    }
+
+    private func reconcile() async {
+        let (sleeping, checkpoint, held, described) = state.withLockedValue { state in
+            state.pokePending = false
+            defer { state.checkpointWanted = false }
+            return (state.sleeping, state.checkpointWanted, state.lock, state.described)
+        }
+        if checkpoint {
+            let running = engine.transfersRunning
+            await engine.checkpointTransfers()
+            release()
+            logger.info("before sleep or shutdown: \(running) transfer(s) checkpointed; the inhibitor is released")
+            return
+        }
+        let running = engine.transfersRunning
+        if sleeping || running == 0 {
+            if held != nil {
+                release()
+                logger.debug("no transfer runs: the sleep inhibitor is released")
+            }
+            return
+        }
+        guard held == nil || described != running else { return }
+        let why = running == 1 ? "1 download in progress" : "\(running) downloads in progress"
+        do {
+            let reply = try await connection.call(
+                destination: Self.busName, path: Self.path, interface: Self.interface, method: "Inhibit",
+                arguments: [.string("sleep:shutdown"), .string("Downloads"), .string(why), .string("delay")],
+                timeout: .seconds(10), autoStart: false
+            )
+            guard let fd = reply.first?.unixFDValue else {
+                logger.warning("logind's Inhibit returned no descriptor")
+                return
+            }
+            let previous = state.withLockedValue { state -> UnixFD? in
+                // Asleep since the call went out: do not hold it.
+                guard !state.sleeping else { return fd }
+                defer {
+                    state.lock = fd
+                    state.described = running
+                }
+                return state.lock
+            }
+            _ = previous  // released here: closed when the last reference goes
+            if held == nil { logger.debug("sleep inhibitor taken: \(why)") }
+            state.withLockedValue { $0.logindMissingLogged = false }
+        } catch {
+            let first = state.withLockedValue { state -> Bool in
+                defer { state.logindMissingLogged = true }
+                return !state.logindMissingLogged
+            }
+            if first { logger.info("no sleep inhibitor (\(error.localizedDescription)): downloads do not delay sleep") }
+        }
+        // Transfers may have changed while the call was out.
+        if engine.transfersRunning != running { poke() }
+    }
+
+    private func release() {
+        state.withLockedValue { state in
+            state.lock = nil
+            state.described = 0
+        }
+    }
+}
