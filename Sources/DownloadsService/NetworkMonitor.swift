@@ -1,7 +1,6 @@
 import DBus
 import DownloadEngine
 import Logging
-import NIOConcurrencyHelpers
 
 /// Tells the engine what NetworkManager says of the network: `State` and `Connectivity` decide
 /// whether transfers can reach anything, `Metered` whether they cost money. Any change it
@@ -15,50 +14,35 @@ public final class NetworkMonitor: Sendable {
     private let connection: Connection
     private let engine: SessionManager
     private let logger: Logger
-    private let pokes: AsyncStream<Void>.Continuation
-    private let stream: AsyncStream<Void>
-    private let pending = NIOLockedValueBox(false)
+    private let readings = WorkTrigger()
 
     public init(connection: Connection, engine: SessionManager, logger: Logger) {
         self.connection = connection
         self.engine = engine
         self.logger = logger
-        (stream, pokes) = AsyncStream.makeStream(of: Void.self)
     }
 
     /// Subscribes, reads the network once (returning after the engine has it) and keeps
     /// following it.
     public func start() async throws {
-        let poke: @Sendable (Message) -> Void = { [weak self] _ in self?.refresh() }
+        let readings = self.readings
+        let poke: @Sendable (Message) -> Void = { _ in readings.poke() }
         try await connection.subscribe(MatchRule(
             sender: Self.busName, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: Self.path
         ), handler: poke)
         try await connection.subscribe(MatchRule(sender: Self.busName, interface: Self.busName, path: Self.path), handler: poke)
         try await connection.onNameOwnerChanged { [weak self] name, _, _ in
-            if name == Self.busName { self?.refresh() }
+            if name == Self.busName { self?.readings.poke() }
         }
-        let stream = self.stream
-        Task { [weak self] in
-            for await _ in stream {
-                guard let self else { return }
-                self.pending.withLockedValue { $0 = false }
-                await self.engine.setNetwork(await self.read())
-            }
+        readings.run { [weak self] in
+            guard let self else { return }
+            await self.engine.setNetwork(await self.read())
         }
         await engine.setNetwork(await read())
     }
 
     public func stop() {
-        pokes.finish()
-    }
-
-    /// Asks for a new reading (coalesced: one waiting at most).
-    func refresh() {
-        let first = pending.withLockedValue { pending -> Bool in
-            defer { pending = true }
-            return !pending
-        }
-        if first { pokes.yield() }
+        readings.finish()
     }
 
     private func read() async -> NetworkStatus {

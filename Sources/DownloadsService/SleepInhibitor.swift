@@ -9,7 +9,7 @@ import NIOConcurrencyHelpers
 /// battery that runs out during the sleep; on wake (`PrepareForSleep(false)`) it is taken again
 /// and the transfers carry on. Its text says how many transfers run (retaken when that changes).
 /// One reconciliation at a time, coalesced; without logind, nothing is held.
-public final class SleepInhibitor: DownloadObserver, @unchecked Sendable {
+public final class SleepInhibitor: DownloadObserver, Sendable {
     static let busName = "org.freedesktop.login1"
     static let path: ObjectPath = "/org/freedesktop/login1"
     static let interface = "org.freedesktop.login1.Manager"
@@ -21,7 +21,6 @@ public final class SleepInhibitor: DownloadObserver, @unchecked Sendable {
         /// Between PrepareForSleep(true) and (false): no lock is taken.
         var sleeping = false
         var checkpointWanted = false
-        var pokePending = false
         var logindMissingLogged = false
     }
 
@@ -29,14 +28,12 @@ public final class SleepInhibitor: DownloadObserver, @unchecked Sendable {
     private let engine: SessionManager
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
-    private let stream: AsyncStream<Void>
-    private let pokes: AsyncStream<Void>.Continuation
+    private let reconciliations = WorkTrigger()
 
     public init(connection: Connection, engine: SessionManager, logger: Logger) {
         self.connection = connection
         self.engine = engine
         self.logger = logger
-        (stream, pokes) = AsyncStream.makeStream(of: Void.self)
     }
 
     public func start() async throws {
@@ -57,20 +54,14 @@ public final class SleepInhibitor: DownloadObserver, @unchecked Sendable {
                 state.described = 0
                 if new.isEmpty { state.sleeping = false }
             }
-            self.poke()
+            self.reconciliations.poke()
         }
-        let stream = self.stream
-        Task { [weak self] in
-            for await _ in stream {
-                guard let self else { return }
-                await self.reconcile()
-            }
-        }
-        poke()
+        reconciliations.run { [weak self] in await self?.reconcile() }
+        reconciliations.poke()
     }
 
     public func stop() {
-        pokes.finish()
+        reconciliations.finish()
         state.withLockedValue { $0.lock = nil }
     }
 
@@ -80,18 +71,10 @@ public final class SleepInhibitor: DownloadObserver, @unchecked Sendable {
     // MARK: Engine events
 
     public func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {
-        poke()
+        reconciliations.poke()
     }
 
     // MARK: Work
-
-    private func poke() {
-        let first = state.withLockedValue { state -> Bool in
-            defer { state.pokePending = true }
-            return !state.pokePending
-        }
-        if first { pokes.yield() }
-    }
 
     /// Only logind's own signals count: anyone may send a signal with its interface.
     private func prepare(_ what: String, starting: Bool, sender: String) async {
@@ -109,12 +92,11 @@ public final class SleepInhibitor: DownloadObserver, @unchecked Sendable {
             }
         }
         if !starting { logger.info(what == "sleep" ? "the machine woke up; transfers carry on" : "the shutdown was cancelled") }
-        poke()
+        reconciliations.poke()
     }
 
     private func reconcile() async {
         let (sleeping, checkpoint, held, described) = state.withLockedValue { state in
-            state.pokePending = false
             defer { state.checkpointWanted = false }
             return (state.sleeping, state.checkpointWanted, state.lock, state.described)
         }
@@ -165,7 +147,7 @@ public final class SleepInhibitor: DownloadObserver, @unchecked Sendable {
             if first { logger.info("no sleep inhibitor (\(error.localizedDescription)): downloads do not delay sleep") }
         }
         // Transfers may have changed while the call was out.
-        if engine.transfersRunning != running { poke() }
+        if engine.transfersRunning != running { reconciliations.poke() }
     }
 
     private func release() {

@@ -126,6 +126,17 @@ class DaemonTestCase: XCTestCase {
         return last
     }
 
+    /// Waits (bounded) until `condition` holds; on a timeout the failure shows `log` (default: the daemon's).
+    func until(_ what: String, seconds: Double = 20, log: String? = nil, _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        let path = log ?? daemonLog
+        XCTFail("timed out waiting for \(what); \(path):\n\((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")")
+    }
+
     func waitBytes(_ path: ObjectPath, atLeast bytes: Int64, seconds: Double = 30) async throws {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < deadline {

@@ -29,15 +29,6 @@ final class DesktopCitizenTests: SystemBusTestCase {
         ])
     }
 
-    private func until(_ what: String, seconds: Double = 20, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(25))
-        }
-        XCTFail("timed out waiting for \(what); daemon log:\n\((try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "")")
-    }
-
     private func durableOffset(_ id: Int64) async throws -> Int64 {
         try await DatabaseQueue(path: stateDirectory + "/downloads.sqlite").read { db in
             try Int64.fetchOne(db, sql: "SELECT durableOffset FROM task WHERE id = ?", arguments: [id]) ?? -1
