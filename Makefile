@@ -21,6 +21,7 @@ build:
 	swift build -c release --product downloads-file-helper
 	swift build -c release --product downloadsctl
 	swift build -c release --product downloads-monitor
+	swift build -c release --product downloads-agent
 
 # Installs what is needed, builds, and runs the service on the session bus (a private one from
 # dbus-run-session when this machine has none).

@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "downloads-file-helper", targets: ["downloads-file-helper"]),
         .executable(name: "downloadsctl", targets: ["downloadsctl"]),
         .executable(name: "downloads-monitor", targets: ["downloads-monitor"]),
+        .executable(name: "downloads-agent", targets: ["downloads-agent"]),
         .executable(name: "dbus-bench", targets: ["dbus-bench"]),
         .executable(name: "engine-bench", targets: ["engine-bench"]),
         .library(name: "DBus", targets: ["DBus"]),
@@ -87,6 +88,16 @@ let package = Package(
             dependencies: [
                 "DownloadsClient", "DownloadsAPI", "DBus", "TerminalOutput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // The desktop bridge: a user's tasks as KDE job views, dock progress and notifications.
+        .executableTarget(
+            name: "downloads-agent",
+            dependencies: [
+                "DownloadsClient", "DownloadsAPI", "DBus", "TerminalOutput",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // GIO (GDBus) through a module map, for the GLib example client.

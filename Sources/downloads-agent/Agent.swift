@@ -1,0 +1,277 @@
+import DBus
+import DownloadsAPI
+import DownloadsClient
+import Logging
+
+/// Follows the user's tasks on the service's bus and shows them on the desktop's session bus:
+/// a KDE job view per running task when a job-view server is there (Plasma then shows progress
+/// in its task manager and notifies the end itself), otherwise dock progress for the task's
+/// `desktop_entry` and a notification when it finishes or fails.
+///
+/// Every event goes through one stream and is handled by `run()` one at a time; the state
+/// below is touched only there.
+final class Agent: @unchecked Sendable {
+    static let viewDelay: Duration = .milliseconds(500)
+    /// The desktop entry of job views of tasks started without one.
+    static let ownDesktopEntry = "org.example.Downloads.Agent.desktop"
+
+    private let proxy: DownloadsProxy
+    private let desktop: Connection
+    private let logger: Logger
+    private let events: AsyncStream<AgentEvent>
+    private let inbox: AsyncStream<AgentEvent>.Continuation
+    private let jobViews: JobViews
+    private let dock: DockProgress
+    private let notifier: Notifier
+
+    private var tasks: [ObjectPath: AgentTask] = [:]
+    private var jobViewServer: String?
+    private var views: [ObjectPath: ObjectPath] = [:]
+    private var notifications: [UInt32: ObjectPath] = [:]
+    private var dockShown: Set<String> = []
+
+    init(proxy: DownloadsProxy, desktop: Connection, logger: Logger) {
+        self.proxy = proxy
+        self.desktop = desktop
+        self.logger = logger
+        (events, inbox) = AsyncStream.makeStream(of: AgentEvent.self)
+        jobViews = JobViews(connection: desktop)
+        dock = DockProgress(connection: desktop)
+        notifier = Notifier(connection: desktop)
+    }
+
+    func start() async throws {
+        let inbox = self.inbox
+        let service = proxy.connection
+        try await service.subscribe(MatchRule(sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name)) { message in
+            if let signal = ManagerSignal(name: message.member ?? "", arguments: (try? message.arguments()) ?? []) {
+                inbox.yield(.service(signal))
+            }
+        }
+        try await service.subscribe(MatchRule(
+            sender: DownloadsAPI.busName, interface: InterfaceDescription.properties.name, member: "PropertiesChanged"
+        )) { message in
+            guard let path = message.path, DownloadsAPI.taskID(path) != nil, let arguments = try? message.arguments(),
+                  arguments.count == 3, arguments[0].stringValue == DownloadsInterfaces.task.name,
+                  let changed = arguments[1].vardictValue else { return }
+            inbox.yield(.properties(path, changed))
+        }
+        try await service.onNameOwnerChanged { name, _, new in
+            if name == DownloadsAPI.busName, !new.isEmpty { inbox.yield(.serviceAppeared) }
+        }
+        try await desktop.onNameOwnerChanged { name, _, new in
+            if name == JobViews.busName { inbox.yield(.jobViewServer(new.isEmpty ? nil : new)) }
+        }
+        try await desktop.subscribe(MatchRule(interface: JobViews.viewInterface)) { message in
+            guard let path = message.path, let sender = message.sender, let member = message.member else { return }
+            inbox.yield(.jobViewRequest(view: path, sender: sender, request: member))
+        }
+        try await desktop.subscribe(MatchRule(sender: Notifier.busName, interface: Notifier.busName, member: "ActionInvoked")) { message in
+            guard let arguments = try? message.arguments(), arguments.count == 2, let id = arguments[0].uint32Value,
+                  let key = arguments[1].stringValue else { return }
+            inbox.yield(.notificationAction(id: id, key: key))
+        }
+        jobViewServer = try? await desktop.nameOwner(JobViews.busName)
+        // Only when the service runs: the agent never starts it (a login would start the daemon).
+        if try await service.nameOwner(DownloadsAPI.busName) != nil { inbox.yield(.serviceAppeared) }
+    }
+
+    func run() async {
+        for await event in events { await handle(event) }
+    }
+
+    func stop() { inbox.finish() }
+
+    // MARK: Events
+
+    private func handle(_ event: AgentEvent) async {
+        switch event {
+        case .serviceAppeared:
+            await synchronise()
+        case .service(let signal):
+            guard let path = signal.task else { return }
+            guard await known(path) else { return }
+            switch signal {
+            case .stateChanged(_, let state):
+                tasks[path]?.status.state = state
+                present(path)
+            case .progress(_, _, let total, let expected):
+                tasks[path]?.recordProgress(total, at: .now)
+                tasks[path]?.status.bytesExpected = expected
+                present(path)
+            case .finished(_, let location):
+                tasks[path]?.status.destination = location
+                tasks[path]?.status.state = "finished"
+                await ended(path)
+            case .failed(_, let name, let message, _):
+                let cancelled = name == DownloadsErrorName.cancelled.fullName
+                tasks[path]?.status.state = cancelled ? "cancelled" : "failed"
+                tasks[path]?.status.error = name
+                tasks[path]?.status.errorMessage = message
+                await ended(path)
+            case .eventsFinished:
+                break
+            }
+        case .properties(let path, let changed):
+            guard tasks[path] != nil else { return }
+            let before = tasks[path]?.status.state
+            tasks[path]?.status.apply(changed)
+            // Ends are handled on Finished and Failed, which say more.
+            if let state = tasks[path]?.status.state, state != before, ["finished", "failed", "cancelled"].contains(state) { return }
+            present(path)
+        case .jobViewServer(let owner):
+            jobViewServer = owner
+            // A new server knows none of our views: register the live tasks again.
+            views.removeAll()
+            for path in tasks.keys {
+                tasks[path]?.view = nil
+                tasks[path]?.viewPending = false
+                if owner != nil, tasks[path]?.shownByJobView == true, tasks[path]?.isActive == true {
+                    await requestView(path)
+                }
+            }
+            if owner != nil {
+                // Plasma's task manager shows job views: clear our dock entries.
+                for entry in dockShown { dock.update(desktopEntry: entry, count: 0, progress: nil) }
+                dockShown.removeAll()
+            }
+        case .jobViewRequest(let view, let sender, let request):
+            guard sender == jobViewServer, let path = views[view] else { return }
+            await perform(request, on: path)
+        case .viewDue(let path):
+            tasks[path]?.viewPending = false
+            if tasks[path]?.isActive == true, tasks[path]?.view == nil { await requestView(path) }
+        case .notificationAction(let id, let key):
+            guard let path = notifications[id], let task = tasks[path], task.status.state == "finished",
+                  key == "default" || key == "open" else { return }
+            logger.info("opening \(task.status.destination)")
+            Opener.open(task.status.destination)
+        }
+    }
+
+    /// Learns the user's tasks (again): at start and whenever the service comes back.
+    private func synchronise() async {
+        guard let paths = try? await proxy.listTasks(session: "") else { return }
+        for path in paths {
+            guard let status = try? await proxy.status(path) else { continue }
+            if tasks[path] == nil {
+                // Ended before the agent saw it: nothing to show.
+                tasks[path] = AgentTask(status: status)
+            } else {
+                tasks[path]?.status = status
+            }
+            if status.isEnded { await ended(path, announce: false) } else { present(path) }
+        }
+    }
+
+    /// Whether the task is known, learning it from the service when it is new.
+    private func known(_ path: ObjectPath) async -> Bool {
+        if tasks[path] != nil { return true }
+        guard let status = try? await proxy.status(path) else { return false }
+        tasks[path] = AgentTask(status: status)
+        return true
+    }
+
+    // MARK: Presenting
+
+    private func present(_ path: ObjectPath) {
+        guard let task = tasks[path], task.isActive else { return }
+        if jobViewServer != nil {
+            if let view = task.view {
+                jobViews.update(view, JobViews.state(of: task))
+            } else if !task.viewPending, task.status.state != "queued" {
+                tasks[path]?.viewPending = true
+                let inbox = self.inbox
+                Task {
+                    try? await Task.sleep(for: Agent.viewDelay)
+                    inbox.yield(.viewDue(path))
+                }
+            }
+        }
+        refreshDock(task.status.desktopEntry)
+    }
+
+    private func requestView(_ path: ObjectPath) async {
+        guard let task = tasks[path] else { return }
+        let entry = task.status.desktopEntry.isEmpty ? Agent.ownDesktopEntry : task.status.desktopEntry
+        do {
+            let view = try await jobViews.requestView(desktopEntry: String(entry.dropLast(".desktop".count)), state: JobViews.state(of: task))
+            views[view] = path
+            tasks[path]?.view = view
+            tasks[path]?.shownByJobView = true
+            if let task = tasks[path] {
+                jobViews.update(view, JobViews.state(of: task))
+                if !task.isActive { terminate(path) }
+            }
+        } catch {
+            logger.warning("no job view for \(path.rawValue): \(error)")
+        }
+    }
+
+    private func terminate(_ path: ObjectPath) {
+        guard let task = tasks[path], let view = task.view else { return }
+        let code: UInt32 = switch task.status.state {
+        case "finished": 0
+        case "cancelled": JobViews.killedError
+        default: JobViews.userDefinedError
+        }
+        jobViews.update(view, JobViews.state(of: task))
+        jobViews.terminate(view, errorCode: code, message: code == JobViews.userDefinedError ? task.status.errorMessage : "")
+        views[view] = nil
+        tasks[path]?.view = nil
+    }
+
+    /// A task finished, failed or was cancelled.
+    private func ended(_ path: ObjectPath, announce: Bool = true) async {
+        guard let task = tasks[path] else { return }
+        terminate(path)
+        refreshDock(task.status.desktopEntry)
+        // A job view's end is notified by the desktop; a cancel was the user's own doing.
+        guard announce, !task.shownByJobView, task.status.state != "cancelled" else { return }
+        let finished = task.status.state == "finished"
+        let id = await notifier.notify(
+            replacing: task.notification,
+            summary: finished ? "Download finished" : "Download failed",
+            body: finished ? task.fileName : "\(task.fileName): \(task.status.errorMessage)",
+            icon: finished ? "folder-download" : "dialog-error",
+            category: finished ? "transfer.complete" : "transfer.error",
+            desktopEntry: task.status.desktopEntry.isEmpty ? nil : task.status.desktopEntry,
+            actions: finished ? ["default", "Open", "open", "Open"] : []
+        )
+        guard id != 0 else { return }
+        if let old = task.notification { notifications[old] = nil }
+        tasks[path]?.notification = id
+        notifications[id] = path
+    }
+
+    /// The dock entry of an app: how many of its downloads are active and how far they are.
+    private func refreshDock(_ entry: String) {
+        guard !entry.isEmpty, jobViewServer == nil else { return }
+        let active = tasks.values.filter { $0.status.desktopEntry == entry && $0.isActive }
+        if active.isEmpty {
+            if dockShown.remove(entry) != nil { dock.update(desktopEntry: entry, count: 0, progress: nil) }
+            return
+        }
+        let sized = active.filter { $0.status.bytesExpected > 0 }
+        let expected = sized.reduce(Int64(0)) { $0 + $1.status.bytesExpected }
+        let written = sized.reduce(Int64(0)) { $0 + min($1.status.bytesWritten, $1.status.bytesExpected) }
+        dock.update(desktopEntry: entry, count: active.count, progress: expected > 0 ? Double(written) / Double(expected) : nil)
+        dockShown.insert(entry)
+    }
+
+    // MARK: Requests from the desktop
+
+    private func perform(_ request: String, on path: ObjectPath) async {
+        do {
+            switch request {
+            case "cancelRequested": try await proxy.cancel(path)
+            case "suspendRequested": _ = try await proxy.pause(path)
+            case "resumeRequested": try await proxy.resume(path)
+            default: return
+            }
+            logger.info("\(request) for \(path.rawValue)")
+        } catch {
+            logger.warning("\(request) for \(path.rawValue): \(error)")
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import DBus
+import DownloadsClient
+
+/// One of the user's tasks as the agent presents it.
+struct AgentTask {
+    var status: DownloadTaskStatus
+    /// Its KDE job view, once the server gave one.
+    var view: ObjectPath?
+    /// A view is asked for (or its delay runs).
+    var viewPending = false
+    /// A job view showed it: the desktop notifies its end itself.
+    var shownByJobView = false
+    /// The notification it has (replaced, not stacked).
+    var notification: UInt32?
+    /// For the speed: the bytes and time of the last progress.
+    var lastBytes: Int64 = 0
+    var lastTime: ContinuousClock.Instant?
+    var speed: UInt64 = 0
+
+    init(status: DownloadTaskStatus) {
+        self.status = status
+        lastBytes = status.bytesWritten
+    }
+
+    var isActive: Bool { !status.isEnded }
+
+    /// The file's name for people (the last part of its path).
+    var fileName: String {
+        status.destination.split(separator: "/").last.map(String.init) ?? status.destination
+    }
+
+    /// Bytes per second from two progress readings, smoothed.
+    mutating func recordProgress(_ total: Int64, at now: ContinuousClock.Instant) {
+        if let lastTime {
+            let seconds = Double((now - lastTime).components.attoseconds) / 1e18 + Double((now - lastTime).components.seconds)
+            if seconds > 0.05, total >= lastBytes {
+                let current = Double(total - lastBytes) / seconds
+                speed = speed == 0 ? UInt64(current) : UInt64(0.7 * Double(speed) + 0.3 * current)
+            }
+        }
+        if lastTime == nil || total < lastBytes || (lastTime.map { now - $0 > .milliseconds(50) } ?? true) {
+            lastBytes = total
+            lastTime = now
+        }
+        status.bytesWritten = total
+    }
+}

@@ -1,0 +1,251 @@
+import DBus
+import Foundation
+import NIOConcurrencyHelpers
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// downloads-agent between the daemon's bus and a second private bus that plays the desktop
+/// session: python-dbusmock's `notification_daemon`, a dock listener (this test's own
+/// connection) and a KDE job-view server written below in python3-dbus.
+final class DownloadsAgentTests: DaemonTestCase {
+    static let agentBinary = PackageRoot.debugBinary("downloads-agent")
+
+    var desktop: PrivateBus!
+    var desktopClient: Connection!
+    let dockUpdates = NIOLockedValueBox([(String, [String: DBusValue])]())
+    var agent: ChildProcess?
+    var children: [ChildProcess] = []
+
+    override func setUp() async throws {
+        try await super.setUp()
+        desktop = try PrivateBus()
+        desktopClient = try await Connection.open(.address(desktop.address))
+        try await desktopClient.subscribe(MatchRule(interface: "com.canonical.Unity.LauncherEntry", member: "Update")) { [dockUpdates] message in
+            guard let arguments = try? message.arguments(), arguments.count == 2, let uri = arguments[0].stringValue,
+                  let properties = arguments[1].vardictValue else { return }
+            dockUpdates.withLockedValue { $0.append((uri, properties)) }
+        }
+        // The desktop's file opener, as a script that says what it was asked to open.
+        let opener = directory.file("bin/xdg-open")
+        try FileManager.default.createDirectory(atPath: directory.file("bin"), withIntermediateDirectories: true)
+        try "#!/bin/sh\nprintf '%s' \"$1\" > \(directory.file("opened"))\n".write(toFile: opener, atomically: true, encoding: .utf8)
+        chmod(opener, 0o755)
+    }
+
+    override func tearDown() async throws {
+        agent?.stop()
+        for child in children { child.stop() }
+        desktopClient?.close()
+        desktop?.stop()
+        try await super.tearDown()
+    }
+
+    private var desktopEnvironment: [String: String] {
+        ["DBUS_SESSION_BUS_ADDRESS": desktop.address, "PATH": directory.file("bin") + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")]
+    }
+
+    private func startAgent() async throws {
+        let log = agentLog
+        agent = try ChildProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", Self.agentBinary, "--address", bus.address],
+                                 environment: desktopEnvironment)
+        try await until("the agent follows the service", log: log) { (try? String(contentsOfFile: log, encoding: .utf8))?.contains("following downloads") == true }
+    }
+
+    private func startOnDesktop(_ arguments: [String], name: String) async throws -> ChildProcess {
+        let child = try ChildProcess(arguments, environment: desktopEnvironment)
+        children.append(child)
+        try await until("\(name) on the desktop bus") { try await self.desktopClient.nameOwner(name) != nil }
+        return child
+    }
+
+    private func startNotificationDaemon() async throws {
+        _ = try await startOnDesktop(["/usr/bin/python3", "-m", "dbusmock", "--template", "notification_daemon", "-l", directory.file("notifications.log")],
+                                     name: "org.freedesktop.Notifications")
+    }
+
+    private var notificationLog: String { (try? String(contentsOfFile: directory.file("notifications.log"), encoding: .utf8)) ?? "" }
+
+    private var agentLog: String { directory.file("agent.log") }
+
+    // MARK: Without a job-view server: dock progress and notifications
+
+    func testDockProgressAndNotificationsWithAnActionThatOpensTheFile() async throws {
+        try await startNotificationDaemon()
+        try await startAgent()
+        // One agent per desktop session: a second one leaves quietly.
+        let second = try await ProcessRunner.run([Self.agentBinary, "--address", bus.address], environment: desktopEnvironment, timeout: 20)
+        XCTAssertEqual(second.status, 0)
+        XCTAssertTrue(second.stderr.contains("another downloads-agent runs in this session"), second.stderr)
+        let content = Self.content(1_200_000, seed: 7)
+        var slow = Route(content: content)
+        slow.bytesPerSecond = 600_000
+        http.set("/report.pdf", slow)
+        let target = directory.file("report.pdf")
+        let task = try await start(http.url("/report.pdf"), target, ["desktop_entry": .string("org.example.Test.desktop")])
+        let entry = try await property(task, "DesktopEntry")?.stringValue
+        XCTAssertEqual(entry, "org.example.Test.desktop")
+        try await waitState(task, ["finished"], seconds: 30)
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+
+        let uri = "application://org.example.Test.desktop"
+        try await until("the dock entry cleared", log: agentLog) {
+            self.dockUpdates.withLockedValue { $0.last }.map { $0.0 == uri && $0.1["count-visible"]?.boolValue == false } ?? false
+        }
+        let updates = dockUpdates.withLockedValue { $0 }.filter { $0.0 == uri }
+        let during = updates.filter { $0.1["progress-visible"]?.boolValue == true }
+        XCTAssertFalse(during.isEmpty, "progress was shown on the dock")
+        XCTAssertTrue(during.allSatisfy { $0.1["count"]?.int64Value == 1 })
+        let progress = during.compactMap { $0.1["progress"]?.doubleValue }
+        XCTAssertTrue(progress.contains { $0 > 0 && $0 < 1 }, "partial progress: \(progress)")
+        XCTAssertEqual(progress, progress.sorted(), "progress only grows")
+
+        try await until("the notification", log: agentLog) { self.notificationLog.contains("Download finished") }
+        let finished = try XCTUnwrap(notificationLog.split(separator: "\n").first { $0.contains("Download finished") })
+        XCTAssertTrue(finished.contains("\"report.pdf\""), String(finished))
+        XCTAssertTrue(finished.contains("transfer.complete"), String(finished))
+        XCTAssertTrue(finished.contains("\"desktop-entry\": \"org.example.Test\""), String(finished))
+        XCTAssertTrue(finished.contains("[\"default\", \"Open\""), String(finished))
+
+        // Clicking it opens the file with the desktop's opener.
+        let emitted = try await run(["busctl", "--address=\(desktop.address)", "call", "org.freedesktop.Notifications", "/org/freedesktop/Notifications",
+                                     "org.freedesktop.DBus.Mock", "EmitSignal", "sssav", "org.freedesktop.Notifications", "ActionInvoked", "us", "2",
+                                     "u", "1", "s", "default"])
+        XCTAssertEqual(emitted.status, 0, emitted.stderr)
+        try await until("xdg-open called", log: agentLog) { (try? String(contentsOfFile: self.directory.file("opened"), encoding: .utf8)) == target }
+
+        // A failure notifies with the reason; the same task finishing later replaces it.
+        http.set("/later.bin", { var r = Route(content: content); r.failFirst = (count: 100, status: 404, retryAfter: nil); return r }())
+        let later = try await start(http.url("/later.bin"), directory.file("later.bin"))
+        try await waitState(later, ["failed"])
+        try await until("the failure notification", log: agentLog) { self.notificationLog.contains("Download failed") }
+        let failed = try XCTUnwrap(notificationLog.split(separator: "\n").first { $0.contains("Download failed") })
+        XCTAssertTrue(failed.contains("transfer.error") && failed.contains("later.bin"), String(failed))
+        http.set("/later.bin", Route(content: content))
+        _ = try await client.call(destination: "org.example.Downloads", path: later, interface: "org.example.Downloads.Task", method: "Resume")
+        try await waitState(later, ["finished"])
+        try await until("the replacing notification", log: agentLog) {
+            self.notificationLog.split(separator: "\n").contains { $0.contains("Download finished") && $0.contains("\"later.bin\"") }
+        }
+        let replacing = try XCTUnwrap(notificationLog.split(separator: "\n").first { $0.contains("Download finished") && $0.contains("\"later.bin\"") })
+        XCTAssertTrue(replacing.contains("Notify \"Downloads\" 2 "), "replaces notification 2: \(replacing)")
+    }
+
+    // MARK: With a job-view server (Plasma)
+
+    static let jobViewServer = """
+        import json, sys
+        import dbus, dbus.service, dbus.mainloop.glib
+        from gi.repository import GLib
+        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+        bus = dbus.SessionBus()
+        log = open(sys.argv[1], 'a', buffering=1)
+        def record(**entry):
+            log.write(json.dumps(entry, default=str) + '\\n')
+        class View(dbus.service.Object):
+            def __init__(self, path):
+                super().__init__(bus, path)
+                self.path = path
+            @dbus.service.method('org.kde.JobViewV3', in_signature='a{sv}')
+            def update(self, properties):
+                record(call='update', view=self.path, properties=dict(properties))
+            @dbus.service.method('org.kde.JobViewV3', in_signature='usa{sv}')
+            def terminate(self, code, message, hints):
+                record(call='terminate', view=self.path, code=int(code), message=str(message))
+            @dbus.service.signal('org.kde.JobViewV3')
+            def cancelRequested(self): pass
+            @dbus.service.signal('org.kde.JobViewV3')
+            def suspendRequested(self): pass
+            @dbus.service.signal('org.kde.JobViewV3')
+            def resumeRequested(self): pass
+        class Server(dbus.service.Object):
+            def __init__(self, prefix):
+                super().__init__(bus, '/JobViewServer')
+                self.views, self.prefix = {}, prefix
+            @dbus.service.method('org.kde.JobViewServerV2', in_signature='sia{sv}', out_signature='o')
+            def requestView(self, entry, capabilities, hints):
+                path = '/JobViewServer/%s_%d' % (self.prefix, len(self.views) + 1)
+                self.views[path] = View(path)
+                record(call='requestView', entry=str(entry), capabilities=int(capabilities), view=path)
+                return dbus.ObjectPath(path)
+            @dbus.service.method('org.example.Test', in_signature='os')
+            def Emit(self, view, name):
+                getattr(self.views[str(view)], name)()
+        name = dbus.service.BusName('org.kde.JobViewServer', bus)
+        server = Server(sys.argv[2])
+        GLib.MainLoop().run()
+        """
+
+    private var jobViewCalls: [[String: Any]] {
+        ((try? String(contentsOfFile: directory.file("jobviews.log"), encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    private func startJobViewServer(_ prefix: String) async throws -> ChildProcess {
+        try await startOnDesktop(["/usr/bin/python3", "-c", Self.jobViewServer, directory.file("jobviews.log"), prefix], name: "org.kde.JobViewServer")
+    }
+
+    private func emitOnView(_ view: String, _ signal: String) async throws {
+        let output = try await run(["busctl", "--address=\(desktop.address)", "call", "org.kde.JobViewServer", "/JobViewServer",
+                                    "org.example.Test", "Emit", "os", view, signal])
+        XCTAssertEqual(output.status, 0, output.stderr)
+    }
+
+    private func view(after count: Int = 0) async throws -> String {
+        var found: String?
+        try await until("a job view", log: agentLog) {
+            found = self.jobViewCalls.filter { $0["call"] as? String == "requestView" }.dropFirst(count).first?["view"] as? String
+            return found != nil
+        }
+        return try XCTUnwrap(found)
+    }
+
+    func testJobViewsShowTasksAndTheirRequestsReachTheService() async throws {
+        try await startNotificationDaemon()
+        let server = try await startJobViewServer("first")
+        try await startAgent()
+        let content = Self.content(3_000_000, seed: 9)
+        var slow = Route(content: content)
+        slow.bytesPerSecond = 300_000
+        http.set("/big.iso", slow)
+        let target = directory.file("big.iso")
+        let task = try await start(http.url("/big.iso"), target, ["desktop_entry": .string("org.example.Test.desktop")])
+
+        let first = try await view()
+        let request = try XCTUnwrap(jobViewCalls.first { $0["call"] as? String == "requestView" })
+        XCTAssertEqual(request["entry"] as? String, "org.example.Test")
+        XCTAssertEqual(request["capabilities"] as? Int, 3, "cancel and suspend")
+        try await until("progress in the view", log: agentLog) {
+            self.jobViewCalls.contains {
+                guard $0["call"] as? String == "update", $0["view"] as? String == first,
+                      let properties = $0["properties"] as? [String: Any] else { return false }
+                return (properties["processedBytes"] as? Int ?? 0) > 0 && properties["totalBytes"] as? Int == 3_000_000
+                    && (properties["percent"] as? Int).map { $0 < 100 } == true && properties["destUrl"] as? String == "file://" + target
+            }
+        }
+
+        try await emitOnView(first, "suspendRequested")
+        try await waitState(task, ["paused"])
+        try await emitOnView(first, "resumeRequested")
+        try await waitState(task, ["running"])
+
+        // Plasma restarts: the running task gets a view from the new server.
+        server.stop()
+        _ = try await startJobViewServer("second")
+        let second = try await view(after: 1)
+        XCTAssertTrue(second.contains("second"), second)
+
+        try await emitOnView(second, "cancelRequested")
+        try await waitState(task, ["cancelled"])
+        try await until("the view terminated", log: agentLog) {
+            self.jobViewCalls.contains { $0["call"] as? String == "terminate" && $0["view"] as? String == second && $0["code"] as? Int == 1 }
+        }
+        // The desktop shows job views and their ends: no notification, and no dock progress of
+        // ours left (only while no server was there did the dock show it).
+        try await Task.sleep(for: .milliseconds(300))
+        XCTAssertFalse(notificationLog.contains("Notify"), notificationLog)
+        let lastDock = dockUpdates.withLockedValue { $0.last }
+        XCTAssertTrue(lastDock.map { $0.1["count-visible"]?.boolValue == false } ?? true, "\(String(describing: lastDock))")
+    }
+}
