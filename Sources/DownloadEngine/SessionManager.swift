@@ -39,6 +39,9 @@ public final class SessionManager: Sendable {
         var scheduler: Scheduler
         var nextID: UInt64 = 1
         var shuttingDown = false
+        /// Counts the moments connections may work again (wake-up, the network back): a retry
+        /// waiting for its delay goes at once when this changes.
+        var reconnectGeneration: UInt64 = 0
     }
 
     let configuration: Configuration
@@ -264,6 +267,7 @@ public final class SessionManager: Sendable {
         }
         guard changed else { return }
         logger.info("network: \(network)")
+        if network.online { reconnectNow() }
         var stopping: [DownloadTask] = []
         for task in tasks {
             task.eventOrder.withLock {
@@ -290,6 +294,14 @@ public final class SessionManager: Sendable {
     }
 
     public var network: NetworkStatus { state.withLockedValue { $0.scheduler.network } }
+
+    /// Connections may work again (the machine woke up): transfers waiting to retry do it now
+    /// instead of sitting out their back-off.
+    public func reconnectNow() {
+        state.withLockedValue { $0.reconnectGeneration += 1 }
+    }
+
+    var reconnectGeneration: UInt64 { state.withLockedValue { $0.reconnectGeneration } }
 
     /// Transfers holding a place now (running, or retrying after a pause).
     public var transfersRunning: Int { state.withLockedValue { $0.scheduler.runningCount } }

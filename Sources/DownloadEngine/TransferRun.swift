@@ -75,7 +75,7 @@ final class TransferRun: Sendable {
                     manager.logger.error("task \(task.id): left running unexpectedly; the run ends")
                     return
                 }
-                try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
+                await waitToRetry(delay)
                 if stopReason != nil { continue }
                 guard manager.move(task, to: .running, from: [.retrying]) != nil else {
                     manager.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
@@ -95,6 +95,17 @@ final class TransferRun: Sendable {
                 return await failed(error)
             }
         }
+    }
+
+    /// Sits out a retry's back-off, in steps, ending early when the manager says connections
+    /// may work again (a wake-up) or the task is stopped.
+    private func waitToRetry(_ delay: Double) async {
+        let generation = manager.reconnectGeneration
+        let end = ContinuousClock.now + .milliseconds(Int64(delay * 1000))
+        while ContinuousClock.now < end, stopReason == nil, !Task.isCancelled, manager.reconnectGeneration == generation {
+            try? await Task.sleep(for: min(.milliseconds(200), end - ContinuousClock.now))
+        }
+        if manager.reconnectGeneration != generation { manager.logger.info("task \(task.id): retrying now") }
     }
 
     // MARK: Files

@@ -91,7 +91,11 @@ public final class SleepInhibitor: DownloadObserver, Sendable {
                 state.sleeping = false
             }
         }
-        if !starting { logger.info(what == "sleep" ? "the machine woke up; transfers carry on" : "the shutdown was cancelled") }
+        if !starting {
+            logger.info(what == "sleep" ? "the machine woke up; transfers carry on" : "the shutdown was cancelled")
+            // Connections the sleep broke are retried now, not after their back-off.
+            engine.reconnectNow()
+        }
         reconciliations.poke()
     }
 

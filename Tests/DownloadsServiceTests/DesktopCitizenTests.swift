@@ -94,6 +94,20 @@ final class DesktopCitizenTests: SystemBusTestCase {
         try await until("the lock released at the end") { try await !self.inhibitors().contains("Downloads") }
     }
 
+    func testOnWakeATransferWaitingToRetryGoesAtOnce() async throws {
+        _ = try await startMock("logind", name: "org.freedesktop.login1")
+        let content = Self.content(200_000, seed: 11)
+        var route = Route(content: content)
+        route.failFirst = (count: 1, status: 503, retryAfter: "120")
+        http.set("/busy", route)
+        let task = try await start(http.url("/busy"), directory.file("busy.bin"))
+        try await waitState(task, ["retrying"])
+        // Retry-After asks for two minutes; the wake-up cuts it short.
+        try await emitPrepareForSleep(false)
+        try await waitState(task, ["finished"], seconds: 30)
+        XCTAssertEqual(sha256(ofFile: directory.file("busy.bin")), Self.sha256(content))
+    }
+
     // MARK: NetworkManager
 
     private func setConnectivity(_ value: Int) async throws {
