@@ -8,7 +8,7 @@ import XCTest
 /// downloads-agent between the daemon's bus and a second private bus that plays the desktop
 /// session: python-dbusmock's `notification_daemon`, a dock listener (this test's own
 /// connection) and a KDE job-view server written below in python3-dbus.
-final class DownloadsAgentTests: DaemonTestCase {
+class DownloadsAgentTests: DaemonTestCase {
     static let agentBinary = PackageRoot.debugBinary("downloads-agent")
 
     var desktop: PrivateBus!
@@ -41,13 +41,16 @@ final class DownloadsAgentTests: DaemonTestCase {
         try await super.tearDown()
     }
 
+    /// How the agent finds the service.
+    var agentBusArguments: [String] { ["--address", bus.address] }
+
     private var desktopEnvironment: [String: String] {
-        ["DBUS_SESSION_BUS_ADDRESS": desktop.address, "PATH": directory.file("bin") + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")]
+        ["DBUS_SESSION_BUS_ADDRESS": desktop.address, "DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PATH": directory.file("bin") + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")]
     }
 
     private func startAgent() async throws {
         let log = agentLog
-        agent = try ChildProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", Self.agentBinary, "--address", bus.address],
+        agent = try ChildProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", Self.agentBinary] + agentBusArguments,
                                  environment: desktopEnvironment)
         try await until("the agent follows the service", log: log) { (try? String(contentsOfFile: log, encoding: .utf8))?.contains("following downloads") == true }
     }
@@ -74,7 +77,7 @@ final class DownloadsAgentTests: DaemonTestCase {
         try await startNotificationDaemon()
         try await startAgent()
         // One agent per desktop session: a second one leaves quietly.
-        let second = try await ProcessRunner.run([Self.agentBinary, "--address", bus.address], environment: desktopEnvironment, timeout: 20)
+        let second = try await ProcessRunner.run([Self.agentBinary] + agentBusArguments, environment: desktopEnvironment, timeout: 20)
         XCTAssertEqual(second.status, 0)
         XCTAssertTrue(second.stderr.contains("another downloads-agent runs in this session"), second.stderr)
         let content = Self.content(1_200_000, seed: 7)
@@ -247,5 +250,22 @@ final class DownloadsAgentTests: DaemonTestCase {
         XCTAssertFalse(notificationLog.contains("Notify"), notificationLog)
         let lastDock = dockUpdates.withLockedValue { $0.last }
         XCTAssertTrue(lastDock.map { $0.1["count-visible"]?.boolValue == false } ?? true, "\(String(describing: lastDock))")
+    }
+}
+
+/// The same on the system bus under the shipped policy: the daemon sends the events of a task
+/// only to its owner's connections that called it, which the agent does when it starts.
+final class SystemBusAgentTests: DownloadsAgentTests {
+    override var busArguments: [String] { ["--system"] }
+    override func makeBus() throws -> PrivateBus { try SystemBusTestCase.makeSystemBus() }
+    override var agentBusArguments: [String] { ["--system"] }
+
+    // Declared again: test discovery on Linux finds only a class's own methods.
+    override func testDockProgressAndNotificationsWithAnActionThatOpensTheFile() async throws {
+        try await super.testDockProgressAndNotificationsWithAnActionThatOpensTheFile()
+    }
+
+    override func testJobViewsShowTasksAndTheirRequestsReachTheService() async throws {
+        try await super.testJobViewsShowTasksAndTheirRequestsReachTheService()
     }
 }

@@ -7,7 +7,11 @@ import XCTest
 class SystemBusTestCase: DaemonTestCase {
     override var busArguments: [String] { ["--system"] }
 
-    override func makeBus() throws -> PrivateBus {
+    override func makeBus() throws -> PrivateBus { try Self.makeSystemBus() }
+
+    /// A private system-type bus with Debian's default policy, the shipped policy and the
+    /// desktop services' names for python-dbusmock.
+    static func makeSystemBus() throws -> PrivateBus {
         // The default policy of a system bus (as Debian's system.conf): nobody owns names or sends
         // method calls unless a service's policy file allows it.
         let bus = try PrivateBus(type: "system", policy: """
