@@ -1,4 +1,5 @@
 import DBus
+import DownloadsAPI
 import Foundation
 import GRDB
 import TestHTTPServer
@@ -173,12 +174,24 @@ final class DesktopCitizenTests: SystemBusTestCase {
         try await setMetered(1)
         let content = Self.content(1_000_000, seed: 5)
         http.set("/file", Route(content: content))
-        let careful = try await start(http.url("/file"), directory.file("careful.bin"), ["allow_metered": .boolean(false)])
+        // Started with downloadsctl: --no-metered is allow_metered false.
+        let ctl = DownloadsctlTests.ctl
+        let started = try await run([ctl, "--system", "start", http.url("/file"), directory.file("careful.bin"), "--no-metered",
+                                     "--desktop-entry", "org.example.Test.desktop"])
+        XCTAssertEqual(started.status, 0, started.stderr)
+        let careful = DownloadsAPI.taskPath(try XCTUnwrap(UInt64(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines))))
         let anyway = try await start(http.url("/file"), directory.file("anyway.bin"))
         try await until("WaitingFor unmetered-network") { try await self.waitingFor(careful) == "unmetered-network" }
         try await waitState(anyway, ["finished"])
         let carefulState = try await property(careful, "State")?.stringValue
         XCTAssertEqual(carefulState, "queued")
+        let entry = try await property(careful, "DesktopEntry")?.stringValue
+        XCTAssertEqual(entry, "org.example.Test.desktop")
+        let status = try await run([ctl, "--system", "status", started.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--json"])
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(object["waiting_for"] as? String, "unmetered-network")
+        let table = try await run([ctl, "--system", "list"])
+        XCTAssertTrue(table.stdout.contains("waiting (unmetered-network)"), table.stdout)
 
         try await setMetered(4)  // guess-no
         try await waitState(careful, ["finished"])
