@@ -78,6 +78,7 @@ struct Downloadsd: AsyncParsableCommand {
 
         // Everything the daemon creates is its own alone: the database, its WAL, the key.
         umask(0o077)
+        MallocTuning.apply()
         let key: SymmetricKey
         let store: DownloadStore
         do {

@@ -40,7 +40,8 @@ final class AbuseTests: DaemonTestCase {
             }
         }
         let after = try XCTUnwrap(residentMiB())
-        XCTAssertLessThan(after - before, 60, "five 20 MB messages are not kept (\(before) → \(after) MiB)")
+        // The daemon's malloc returns large blocks (MallocTuning): not even one message stays.
+        XCTAssertLessThan(after - before, 15, "five 20 MB messages are not kept (\(before) → \(after) MiB)")
         let owner = try await client.nameOwner("org.example.Downloads")
         XCTAssertNotNil(owner, "the daemon is still there")
     }
