@@ -14,6 +14,7 @@ final class Agent: @unchecked Sendable {
     static let viewDelay: Duration = .milliseconds(500)
     /// The desktop entry of job views of tasks started without one.
     static let ownDesktopEntry = "org.example.Downloads.Agent.desktop"
+    static let keptEndedTasks = 500
 
     private let proxy: DownloadsProxy
     private let desktop: Connection
@@ -226,6 +227,7 @@ final class Agent: @unchecked Sendable {
         guard let task = tasks[path] else { return }
         terminate(path)
         refreshDock(task.status.desktopEntry)
+        forgetOldEndedTasks()
         // A job view's end is notified by the desktop; a cancel was the user's own doing.
         guard announce, !task.shownByJobView, task.status.state != "cancelled" else { return }
         let finished = task.status.state == "finished"
@@ -242,6 +244,17 @@ final class Agent: @unchecked Sendable {
         if let old = task.notification { notifications[old] = nil }
         tasks[path]?.notification = id
         notifications[id] = path
+    }
+
+    /// Ended tasks are kept for their notification's action; beyond `keptEndedTasks` the oldest
+    /// ids go (the service itself forgets them after its retention).
+    private func forgetOldEndedTasks() {
+        let ended = tasks.filter { !$0.value.isActive }.sorted { $0.value.status.id < $1.value.status.id }
+        guard ended.count > Agent.keptEndedTasks else { return }
+        for (path, task) in ended.prefix(ended.count - Agent.keptEndedTasks) {
+            tasks[path] = nil
+            if let id = task.notification { notifications[id] = nil }
+        }
     }
 
     /// The dock entry of an app: how many of its downloads are active and how far they are.
