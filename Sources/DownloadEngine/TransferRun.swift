@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 
@@ -11,6 +12,8 @@ final class TransferRun: Sendable {
     let task: DownloadTask
     let manager: SessionManager
     let writer: PartialFileWriter
+    /// Checkpoints asked for during this run (logged at the end: their cost is a benchmark's figure).
+    private let checkpoints = NIOLockedValueBox(0)
 
     init(task: DownloadTask, manager: SessionManager) {
         self.task = task
@@ -153,6 +156,7 @@ final class TransferRun: Sendable {
     /// Queues an fdatasync after the writes before `position` and records `position` as durable
     /// once it is done (never more than was synced; never after a later truncation, which voids it).
     private func queueCheckpoint(_ position: Int64) {
+        checkpoints.withLockedValue { $0 += 1 }
         let task = self.task
         let manager = self.manager
         writer.checkpoint(durable: {
@@ -169,6 +173,7 @@ final class TransferRun: Sendable {
     }
 
     private func checkpoint() async {
+        checkpoints.withLockedValue { $0 += 1 }
         let position = task.state.withLockedValue { $0.bytesWritten }
         do {
             try await writer.perform { writer in
@@ -311,6 +316,7 @@ final class TransferRun: Sendable {
             }, events: { delegate, task, snapshot in delegate.checkpointed(task, snapshot) })
             throw error
         }
+        manager.logger.info("task \(task.id) finished: \(length) bytes, \(checkpoints.withLockedValue { $0 }) checkpoint(s) in its last run")
         manager.move(task, to: .finished, { state in
             state.record.resolvedPath = destination
             state.record.durableOffset = length

@@ -41,6 +41,8 @@ struct Downloadsd: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
     @Option(help: ArgumentHelp("Seconds between checkpoints of a running transfer.", visibility: .hidden))
     var checkpointInterval: Double = 1
+    @Option(help: ArgumentHelp("Bytes between checkpoints of a running transfer.", visibility: .hidden))
+    var checkpointBytes: Int64 = 64 << 20
     @Option(help: ArgumentHelp("Print the introspection XML of an interface and exit (the files in dbus/).", visibility: .hidden))
     var printInterface: String?
 
@@ -48,7 +50,7 @@ struct Downloadsd: AsyncParsableCommand {
         let chosen = [session, system, address != nil].filter { $0 }.count
         guard chosen <= 1 else { throw ValidationError("choose one of --session, --system and --address") }
         guard maxRunning > 0, maxRunningPerSession > 0, maxTasksPerUser > 0, maxSessionsPerUser > 0, retentionDays >= 0,
-              progressRate > 0, fileHelperTimeout > 0, checkpointInterval > 0
+              progressRate > 0, fileHelperTimeout > 0, checkpointInterval > 0, checkpointBytes > 0
         else {
             throw ValidationError("limits must be positive")
         }
@@ -100,6 +102,7 @@ struct Downloadsd: AsyncParsableCommand {
         engineConfiguration.maxRunning = maxRunning
         engineConfiguration.maxRunningPerSession = maxRunningPerSession
         engineConfiguration.checkpointInterval = checkpointInterval
+        engineConfiguration.checkpointBytes = checkpointBytes
         engineConfiguration.deniedNetworks = denyNetwork.isEmpty
             ? (system ? NetworkRange.linkLocal : [])
             : denyNetwork.compactMap { $0 == "none" ? nil : NetworkRange($0) }

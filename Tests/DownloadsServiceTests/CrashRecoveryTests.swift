@@ -32,9 +32,9 @@ final class CrashRecoveryTests: DaemonTestCase {
             XCTAssertEqual(state, "finished")
             XCTAssertEqual(sha256(ofFile: target), Self.sha256(content), target)
         }
-        // A checkpoint is every 4 MiB or every second, whichever comes first: at this rate one
+        // A checkpoint is every second or every 64 MiB, whichever comes first: at this rate one
         // second's worth; allow one more second for bytes in flight in socket buffers.
-        let checkpoint = min(4 * 1024 * 1024, rate)
+        let checkpoint = min(64 * 1024 * 1024, rate)
         for (_, _, content, route) in paths {
             let served = http.requests(for: route).map(\.bodyBytesSent).reduce(0, +)
             XCTAssertLessThanOrEqual(served - content.count, crashes * (checkpoint + rate), "\(route) refetched too much")
