@@ -6,11 +6,11 @@ DEBIAN_PACKAGES := libdbus-1-dev libglib2.0-dev libglib2.0-bin libsqlite3-dev pk
 # Building the .deb.
 DEB_PACKAGES := dpkg-dev debhelper lintian fakeroot
 # Reference tools of the benchmarks only.
-BENCH_PACKAGES := nginx-light curl
+BENCH_PACKAGES := nginx-light curl wget aria2 python3-dbus python3-gi
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STATE_DIR ?= $(HOME)/.local/state/org.example.Downloads
 
-.PHONY: deps build run test fuzz docs deb test-install bench-dbus bench-engine
+.PHONY: deps build run test fuzz docs deb test-install bench bench-dbus bench-engine
 
 deps:
 	$(SUDO) apt-get update -qq
@@ -66,6 +66,13 @@ deb: deps
 # Installs the .deb into a clean Debian 12 root (debootstrap) and uses it as a user (slow; root).
 test-install:
 	$(SUDO) packaging/test-install
+
+# The service against curl, wget, aria2c and dd, printed and written to Benchmarks/RESULTS.md
+# (about 25 minutes; BENCH_ARGS="--runs 3 --sections single" for a part).
+bench: deps
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(BENCH_PACKAGES)
+	swift build -c release --product downloadsd
+	Benchmarks/bench.py $(BENCH_ARGS)
 
 bench-dbus:
 	swift build -c release --product dbus-bench

@@ -1,0 +1,477 @@
+#!/usr/bin/python3
+"""`make bench`: the service against reference tools, in one run, on this machine.
+
+nginx on 127.0.0.1 serves generated files; downloadsd (release build) runs on a private
+dbus-daemon and is driven over D-Bus (Start -> Finished); the reference tools run as child
+processes. Runs are alternated between tools, `sync` before each; figures are medians with the
+number of runs, and ratios against the reference measured in the same run (the machine is
+shared and noisy). Prints a table and writes Benchmarks/RESULTS.md. Asserts nothing.
+
+    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory]
+"""
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import dbus
+import dbus.mainloop.glib
+from gi.repository import GLib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DAEMON = os.path.join(ROOT, ".build/release/downloadsd")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+GiB = 1024 ** 3
+MiB = 1024 ** 2
+
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Nginx:
+    """nginx serving `www`: / as fast as it can, /limited/ at 5 MB/s per connection, /stall/ at 1 KB/s."""
+
+    def __init__(self, work):
+        self.work, self.port = work, free_port()
+        self.www = os.path.join(work, "www")
+        os.makedirs(self.www)
+        os.makedirs(os.path.join(work, "logs"))
+        conf = os.path.join(work, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(f"""daemon on; pid {work}/nginx.pid; worker_processes 2; error_log {work}/logs/error.log;
+events {{ worker_connections 1024; }}
+http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000;
+  client_body_temp_path {work}; proxy_temp_path {work}; fastcgi_temp_path {work}; uwsgi_temp_path {work}; scgi_temp_path {work};
+  server {{ listen 127.0.0.1:{self.port}; root {self.www};
+    location /limited/ {{ alias {self.www}/; limit_rate 5m; }}
+    location /stall/ {{ alias {self.www}/; limit_rate 1k; }} }} }}
+""")
+        subprocess.run(["/usr/sbin/nginx", "-c", conf, "-p", work], check=True)
+
+    def url(self, name, location=""):
+        return f"http://127.0.0.1:{self.port}/{location}{name}"
+
+    def file(self, name, size):
+        path = os.path.join(self.www, name)
+        with open(path, "wb") as f:
+            block = os.urandom(4 * MiB)
+            for _ in range(size // len(block)):
+                f.write(block)
+                block = block[1:] + block[:1]  # no two blocks alike
+            f.write(os.urandom(size % (4 * MiB)))
+        return path
+
+    def stop(self):
+        try:
+            with open(os.path.join(self.work, "nginx.pid")) as f:
+                os.kill(int(f.read()), signal.SIGTERM)
+        except (OSError, ValueError):
+            pass
+
+
+class Service:
+    """downloadsd on a private bus it owns, with the client connection of the benchmark."""
+
+    def __init__(self, work, arguments=()):
+        self.work = work
+        os.makedirs(work, exist_ok=True)
+        self.bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1",
+                                     f"--address=unix:dir={work}"], stdout=subprocess.PIPE, text=True)
+        self.address = self.bus.stdout.readline().strip()
+        self.state = os.path.join(work, "state")
+        self.arguments = list(arguments)
+        self.daemon = None
+        self.connection = dbus.bus.BusConnection(self.address)
+        self.finished, self.progress = {}, 0
+        self.connection.add_signal_receiver(self._signal, dbus_interface="org.example.Downloads", member_keyword="member")
+        self.start_daemon()
+
+    def start_daemon(self):
+        log = open(os.path.join(self.work, "daemon.log"), "a")
+        started = time.monotonic()
+        self.daemon = subprocess.Popen([DAEMON, "--address", self.address, "--state-dir", self.state, "--no-desktop"]
+                                       + self.arguments, stderr=log)
+        while not self.connection.name_has_owner("org.example.Downloads"):
+            if self.daemon.poll() is not None:
+                sys.exit("downloadsd exited; see " + log.name)
+            time.sleep(0.005)
+        return time.monotonic() - started
+
+    def stop_daemon(self):
+        self.daemon.send_signal(signal.SIGTERM)
+        self.daemon.wait()
+
+    def stop(self):
+        if self.daemon and self.daemon.poll() is None:
+            self.stop_daemon()
+        self.connection.close()
+        self.bus.terminate()
+        self.bus.wait()
+
+    def _signal(self, *args, member=None):
+        if member == "Progress":
+            self.progress += 1
+        elif member in ("Finished", "Failed"):
+            self.finished[str(args[0])] = member if member == "Finished" else f"Failed: {args[2]}"
+
+    @property
+    def manager(self):
+        return dbus.Interface(self.connection.get_object("org.example.Downloads", "/org/example/Downloads"),
+                              "org.example.Downloads")
+
+    def cpu(self):
+        with open(f"/proc/{self.daemon.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def status(self, key):
+        with open(f"/proc/{self.daemon.pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024  # MiB
+        return 0.0
+
+    def last_checkpoints(self):
+        """The checkpoints of the last finished task, from the daemon's log."""
+        import re
+        with open(os.path.join(self.work, "daemon.log")) as f:
+            found = re.findall(r"finished: \d+ bytes, (\d+) checkpoint", f.read())
+        return int(found[-1]) if found else float("nan")
+
+    def reset_peak(self):
+        with open(f"/proc/{self.daemon.pid}/clear_refs", "w") as f:
+            f.write("5")
+
+    def start(self, url, destination, options=None):
+        return str(self.manager.Start(url, destination, dbus.Dictionary(options or {}, signature="sv")))
+
+    def wait(self, paths, timeout=3600):
+        loop, context = GLib.MainLoop(), GLib.MainContext.default()
+        deadline = time.monotonic() + timeout
+        while not all(p in self.finished for p in paths):
+            if time.monotonic() > deadline:
+                sys.exit(f"timed out waiting for {len(paths)} task(s)")
+            context.iteration(True)
+        del loop
+        failed = [self.finished[p] for p in paths if self.finished[p] != "Finished"]
+        if failed:
+            sys.exit(f"downloadsd: {failed[0]}")
+
+    def download(self, url, destination, options=None):
+        """wall_s, cpu_s (the daemon's), peak RSS MiB (the daemon's, during this download), Progress signals."""
+        self.reset_peak()
+        cpu, signals = self.cpu(), self.progress
+        started = time.monotonic()
+        path = self.start(url, destination, options)
+        self.wait([path])
+        wall = time.monotonic() - started
+        # Signals still on their way.
+        context = GLib.MainContext.default()
+        while context.pending():
+            context.iteration(False)
+        return wall, self.cpu() - cpu, self.status("VmHWM"), self.progress - signals
+
+
+def tool(command):
+    """wall_s, cpu_s, peak RSS MiB of one child process (its own rusage, from wait4)."""
+    started = time.monotonic()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.monotonic() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        sys.exit(f"{command[0]} failed with {child.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def same(a, b):
+    return subprocess.run(["cmp", "-s", a, b]).returncode == 0
+
+
+def median(values):
+    return statistics.median(values) if values else float("nan")
+
+
+class Table:
+    def __init__(self, title, command):
+        self.title, self.command, self.rows, self.notes = title, command, [], []
+
+    def add(self, *row):
+        self.rows.append(row)
+
+    def text(self, markdown=False):
+        header = ("case", "runs", "wall s", "CPU s", "peak RSS MiB", "vs reference")
+        rows = [header] + [tuple(str(c) for c in r) for r in self.rows]
+        if markdown:
+            lines = ["| " + " | ".join(r) + " |" for r in rows]
+            lines.insert(1, "|" + "---|" * len(header))
+            return "\n".join(lines)
+        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
+
+
+def fmt(values, digits=2):
+    return f"{median(values):.{digits}f}" if values else "-"
+
+
+def section_single(nginx, work, disk, runs):
+    size = GiB
+    nginx.file("single.bin", size)
+    url = nginx.url("single.bin")
+    source = os.path.join(nginx.www, "single.bin")
+    shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
+    service = Service(os.path.join(work, "single"))
+    results = {k: [] for k in ("svc-tmpfs", "curl-null", "svc-disk", "curl", "wget", "aria2c", "dd")}
+    signal_rates, checkpoints = [], []
+    try:
+        for run in range(runs):
+            for case in results:
+                os.sync()
+                target = os.path.join(shm if case == "svc-tmpfs" else disk, f"{case}.bin")
+                if case.startswith("svc"):
+                    wall, cpu, rss, signals = service.download(url, target)
+                    if case == "svc-tmpfs":
+                        signal_rates.append(signals / wall)
+                        checkpoints.append(service.last_checkpoints())
+                elif case == "curl-null":
+                    wall, cpu, rss = tool(["curl", "-sS", "-o", "/dev/null", url])
+                    target = None
+                elif case == "curl":
+                    wall, cpu, rss = tool(["curl", "-sS", "-o", target, url])
+                elif case == "wget":
+                    wall, cpu, rss = tool(["wget", "-q", "-O", target, url])
+                elif case == "aria2c":
+                    wall, cpu, rss = tool(["aria2c", "-q", "-x1", "-s1", "--allow-overwrite=true", "-d", disk, "-o", "aria2c.bin", url])
+                else:
+                    wall, cpu, rss = tool(["dd", f"if={source}", f"of={target}", "bs=1M", "conv=fdatasync", "status=none"])
+                if target:
+                    if not same(source, target):
+                        sys.exit(f"{case}: the bytes differ")
+                    os.unlink(target)
+                results[case].append((wall, cpu, rss))
+                print(f"  single run {run + 1}/{runs} {case:10} {wall:6.2f} s {cpu:6.2f} CPU s {rss:7.1f} MiB", flush=True)
+    finally:
+        service.stop()
+        shutil.rmtree(shm, ignore_errors=True)
+        os.unlink(source)
+    table = Table("Single stream, 1 GiB", "")
+    ref = {"svc-tmpfs": "curl-null", "svc-disk": "curl"}
+    names = {"svc-tmpfs": "service → tmpfs", "curl-null": "curl -o /dev/null", "svc-disk": "service → disk",
+             "curl": "curl -o (disk)", "wget": "wget -O (disk)", "aria2c": "aria2c -x1 (disk)", "dd": "dd conv=fdatasync (disk)"}
+    for case, values in results.items():
+        walls, cpus, rsss = [v[0] for v in values], [v[1] for v in values], [v[2] for v in values]
+        versus = ""
+        if case in ref:
+            r = results[ref[case]]
+            speed = [rw / w for (w, _, _), (rw, _, _) in zip(values, r)]
+            cpu_ratio = [c / max(rc, 0.01) for (_, c, _), (_, rc, _) in zip(values, r)]
+            versus = f"speed {median(speed):.2f}× ({min(speed):.2f}–{max(speed):.2f}), CPU {median(cpu_ratio):.2f}× of {names[ref[case]]}"
+        elif case in ("wget", "aria2c", "dd"):
+            speed = [w / sw for (w, _, _), (sw, _, _) in zip(values, results["svc-disk"])]
+            versus = f"the service is {median(speed):.2f}× as fast"
+        table.add(names[case], len(values), fmt(walls), fmt(cpus), fmt(rsss, 1), versus)
+    mbps = [size / MiB / v[0] for v in results["svc-tmpfs"]]
+    table.notes.append(f"Service into tmpfs: {median(mbps):.0f} MiB/s median; daemon CPU per GiB {fmt([v[1] for v in results['svc-tmpfs']])} s.")
+    table.notes.append(f"Progress signals during the tmpfs runs: {median(signal_rates):.1f} per second (throttle: 10 per task per second); "
+                       f"checkpoints per GiB: {median(checkpoints):.0f}.")
+    speed = median([rw / w for (w, _, _), (rw, _, _) in zip(results["svc-tmpfs"], results["curl-null"])])
+    cpu_ratio = median([c / max(rc, 0.01) for (_, c, _), (_, rc, _) in zip(results["svc-tmpfs"], results["curl-null"])])
+    disk = median([rw / w for (w, _, _), (rw, _, _) in zip(results["svc-disk"], results["curl"])])
+    table.notes.append(f"Targets: ≥ 0.6 of curl's speed into tmpfs: {speed:.2f} ({'met' if speed >= 0.6 else f'not met, {0.6 - speed:.2f} short'}); "
+                       f"≤ 2× curl's CPU: {cpu_ratio:.2f}× ({'met' if cpu_ratio <= 2 else 'not met'}); "
+                       f"on disk never slower than curl -o: {disk:.2f}× ({'met' if disk >= 1 else 'not met'}).")
+    return table
+
+
+def section_limited(nginx, work, disk, runs):
+    size = 160 * MiB
+    nginx.file("limited.bin", size)
+    url = nginx.url("limited.bin", "limited/")
+    source = os.path.join(nginx.www, "limited.bin")
+    service = Service(os.path.join(work, "limited"))
+    table = Table("Per-connection limit 5 MB/s (nginx limit_rate), 160 MiB", "")
+    try:
+        for n in (1, 4, 8):
+            svc, aria, refused = [], [], None
+            for run in range(runs):
+                target = os.path.join(disk, "limited-svc.bin")
+                os.sync()
+                try:
+                    svc.append(service.download(url, target, {"connections": dbus.UInt32(n)})[:3])
+                    if not same(source, target):
+                        sys.exit("service: the bytes differ")
+                    os.unlink(target)
+                except dbus.DBusException as error:
+                    refused = error.get_dbus_message()
+                os.sync()
+                aria.append(tool(["aria2c", "-q", f"-x{n}", f"-s{n}", "-k1M", "--allow-overwrite=true", "-d", disk, "-o", "limited-aria.bin", url]))
+                if not same(source, os.path.join(disk, "limited-aria.bin")):
+                    sys.exit("aria2c: the bytes differ")
+                os.unlink(os.path.join(disk, "limited-aria.bin"))
+                print(f"  limited connections={n} run {run + 1}/{runs}: service {svc[-1][0] if svc else 'refused'} aria2c {aria[-1][0]:.2f}", flush=True)
+            if svc:
+                ratio = [a[0] / s[0] for s, a in zip(svc, aria)]
+                table.add(f"service, connections {n}", len(svc), fmt([s[0] for s in svc]), fmt([s[1] for s in svc]),
+                          fmt([s[2] for s in svc], 1), f"{median(ratio):.2f}× aria2c's speed (target ≥ 1.2)")
+            else:
+                table.add(f"service, connections {n}", 0, "-", "-", "-", f"refused: {refused}")
+            table.add(f"aria2c -x{n} -s{n}", len(aria), fmt([a[0] for a in aria]), fmt([a[1] for a in aria]), fmt([a[2] for a in aria], 1), "")
+    finally:
+        service.stop()
+        os.unlink(source)
+    return table
+
+
+def section_scale(nginx, work, disk, count):
+    nginx.file("small.bin", MiB)
+    table = Table(f"Scale: {count:,} tasks", "")
+    service = Service(os.path.join(work, "scale"), ["--max-tasks-per-user", str(count * 2), "--max-sessions-per-user", "1000",
+                                                    "--max-running", "2"])
+    try:
+        manager = service.manager
+        url = nginx.url("small.bin", "stall/")
+        started, cpu = time.monotonic(), service.cpu()
+        for i in range(count):
+            manager.Start(url, os.path.join(disk, f"scale-{i}.bin"), dbus.Dictionary({"session": f"s{i % 500}"}, signature="sv"))
+        wall = time.monotonic() - started
+        table.add(f"{count:,} Start calls, one in flight", 1, f"{wall:.2f}", f"{service.cpu() - cpu:.2f}", f"{service.status('VmRSS'):.1f}",
+                  f"{count / wall:.0f} calls/s; RSS with them queued")
+        service.stop_daemon()
+        restart = service.start_daemon()
+        time.sleep(1)
+        table.add(f"restart restoring {count:,} tasks", 1, f"{restart:.2f}", f"{service.cpu():.2f}", f"{service.status('VmRSS'):.1f}",
+                  "exec to bus name (the tasks are restored first)")
+    finally:
+        service.stop()
+        for name in os.listdir(disk):
+            if name.startswith("scale-") or name.startswith(".org.example.Downloads"):
+                os.unlink(os.path.join(disk, name))
+    nginx.file("hundred.bin", 10 * MiB)
+    service = Service(os.path.join(work, "hundred"), ["--max-running", "100", "--max-running-per-session", "100"])
+    try:
+        service.reset_peak()
+        started, cpu = time.monotonic(), service.cpu()
+        paths = [service.start(nginx.url("hundred.bin"), os.path.join(disk, f"hundred-{i}.bin")) for i in range(100)]
+        service.wait(paths)
+        wall = time.monotonic() - started
+        table.add("100 transfers of 10 MiB at once", 1, f"{wall:.2f}", f"{service.cpu() - cpu:.2f}", f"{service.status('VmHWM'):.1f}",
+                  f"{100 * 10 / wall:.0f} MiB/s in all")
+    finally:
+        service.stop()
+        for i in range(100):
+            try:
+                os.unlink(os.path.join(disk, f"hundred-{i}.bin"))
+            except OSError:
+                pass
+    return table
+
+
+def section_overheads(nginx, work, runs):
+    nginx.file("over.bin", GiB)
+    url = nginx.url("over.bin")
+    shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
+    table = Table("Checkpoints: default (every second or 64 MiB) and every 4 MiB (as before) against only the final sync, 1 GiB into tmpfs", "")
+    cases = {"default": [], "every 4 MiB": [], "no checkpoints": []}
+    services = {"default": Service(os.path.join(work, "ck-default")),
+                "every 4 MiB": Service(os.path.join(work, "ck-4m"), ["--checkpoint-bytes", str(4 * MiB)]),
+                "no checkpoints": Service(os.path.join(work, "ck-none"), ["--checkpoint-bytes", str(1 << 40), "--checkpoint-interval", "100000"])}
+    counts = {name: [] for name in cases}
+    try:
+        for run in range(runs):
+            for name, service in services.items():
+                os.sync()
+                target = os.path.join(shm, "over.bin")
+                cases[name].append(service.download(url, target)[:3])
+                counts[name].append(service.last_checkpoints())
+                os.unlink(target)
+        for name, values in cases.items():
+            versus = f"{median(counts[name]):.0f} checkpoints"
+            if name != "no checkpoints":
+                extra = [d[1] - n[1] for d, n in zip(values, cases["no checkpoints"])]
+                versus += f"; {median(extra):+.3f} CPU s against none"
+            table.add(name, len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1), versus)
+    finally:
+        for service in services.values():
+            service.stop()
+        shutil.rmtree(shm, ignore_errors=True)
+        os.unlink(os.path.join(nginx.www, "over.bin"))
+    return table
+
+
+def section_memory(nginx, work):
+    nginx.file("four.bin", 4 * GiB)
+    shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
+    service = Service(os.path.join(work, "memory"))
+    table = Table("Memory: one 4 GiB download into tmpfs", "")
+    try:
+        wall, cpu, rss, _ = service.download(nginx.url("four.bin"), os.path.join(shm, "four.bin"))
+        table.add("service, 4 GiB", 1, f"{wall:.2f}", f"{cpu:.2f}", f"{rss:.1f}", f"target < 64 MiB: {'met' if rss < 64 else 'not met'}")
+    finally:
+        service.stop()
+        shutil.rmtree(shm, ignore_errors=True)
+        os.unlink(os.path.join(nginx.www, "four.bin"))
+    return table
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--sections", default="single,limited,scale,overheads,memory")
+    parser.add_argument("--tasks", type=int, default=10000)
+    args = parser.parse_args()
+    if not os.access(DAEMON, os.X_OK):
+        sys.exit(f"no {DAEMON}: swift build -c release --product downloadsd")
+    dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+    work = tempfile.mkdtemp(prefix="downloads-bench-")
+    disk = tempfile.mkdtemp(prefix="downloads-bench-disk-", dir="/var/tmp")
+    nginx = Nginx(work)
+    command = "Benchmarks/bench.py " + " ".join(sys.argv[1:]) if len(sys.argv) > 1 else "make bench"
+    tables = []
+    try:
+        sections = args.sections.split(",")
+        if "single" in sections:
+            tables.append(section_single(nginx, work, disk, args.runs))
+        if "limited" in sections:
+            tables.append(section_limited(nginx, work, disk, max(1, min(args.runs, 3))))
+        if "scale" in sections:
+            tables.append(section_scale(nginx, work, disk, args.tasks))
+        if "overheads" in sections:
+            tables.append(section_overheads(nginx, work, max(1, min(args.runs, 3))))
+        if "memory" in sections:
+            tables.append(section_memory(nginx, work))
+    finally:
+        nginx.stop()
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(disk, ignore_errors=True)
+    machine = (f"{os.cpu_count()} cores, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // GiB} GiB RAM; "
+               + subprocess.run(["/usr/sbin/nginx", "-v"], capture_output=True, text=True).stderr.strip() + "; "
+               + subprocess.run(["curl", "--version"], capture_output=True, text=True).stdout.split("\n")[0].split(" (")[0] + "; "
+               + subprocess.run(["aria2c", "--version"], capture_output=True, text=True).stdout.split("\n")[0])
+    out = [f"# Benchmark results\n\n`{command}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit "
+           + subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+           + f"; {machine}. Medians of the runs shown; ratios are per run against the reference run beside it.\n"]
+    for table in tables:
+        print(f"\n== {table.title}\n{table.text()}")
+        for note in table.notes:
+            print("   " + note)
+        out.append(f"## {table.title}\n\n{table.text(markdown=True)}\n")
+        out.extend(f"- {note}" for note in table.notes)
+        out.append("")
+    with open(os.path.join(ROOT, "Benchmarks/RESULTS.md"), "w") as f:
+        f.write("\n".join(out) + "\n")
+    print("\nwritten to Benchmarks/RESULTS.md")
+
+
+if __name__ == "__main__":
+    main()
