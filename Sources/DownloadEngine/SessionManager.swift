@@ -39,12 +39,22 @@ public final class SessionManager: Sendable {
 
     struct State {
         var tasks: [UInt64: DownloadTask] = [:]
+        /// Per owner: how many tasks, in which sessions (name → tasks). Kept with `tasks`, so
+        /// Start's quota checks cost the same with ten thousand tasks as with ten.
+        var owners: [UInt32: OwnerTasks] = [:]
+        /// Queued, running or retrying tasks per session (for "the session has nothing left to do").
+        var activePerSession: [SessionID: Int] = [:]
         var scheduler: Scheduler
         var nextID: UInt64 = 1
         var shuttingDown = false
         /// Counts the moments connections may work again (wake-up, the network back): a retry
         /// waiting for its delay goes at once when this changes.
         var reconnectGeneration: UInt64 = 0
+    }
+
+    struct OwnerTasks {
+        var count = 0
+        var sessions: [String: Int] = [:]
     }
 
     let configuration: Configuration
@@ -115,6 +125,7 @@ public final class SessionManager: Sendable {
             let task = DownloadTask(record: record)
             state.withLockedValue { state in
                 state.tasks[record.id] = task
+                state.counted(record, active: record.state.isActive, by: 1)
                 state.nextID = max(state.nextID, record.id + 1)
                 if record.state == .queued {
                     state.scheduler.enqueue(record.id, session: record.sessionID, options: record.options)
@@ -139,6 +150,7 @@ public final class SessionManager: Sendable {
             state.nextID += 1
             let task = DownloadTask(record: record)
             state.tasks[record.id] = task
+            state.counted(record, active: record.state.isActive, by: 1)
             return task
         }
         let snapshot = task.eventOrder.withLock {
@@ -342,7 +354,9 @@ public final class SessionManager: Sendable {
             }
             let wasThere = state.withLockedValue { state -> Bool in
                 state.scheduler.remove(id)
-                return state.tasks.removeValue(forKey: id) != nil
+                guard state.tasks.removeValue(forKey: id) != nil else { return false }
+                state.counted(snapshot.record, active: snapshot.state.isActive, by: -1)
+                return true
             }
             guard wasThere else { return nil }
             delegate.removed(task, snapshot)
@@ -430,14 +444,16 @@ public final class SessionManager: Sendable {
 
     /// Whether `session` still has a queued, running or retrying task.
     public func hasActiveTasks(in session: SessionID) -> Bool {
-        state.withLockedValue { Array($0.tasks.values) }.contains { task in
-            let snapshot = task.snapshot
-            return snapshot.sessionID == session && snapshot.state.isActive
-        }
+        state.withLockedValue { $0.activePerSession[session, default: 0] > 0 }
     }
 
     public func taskCount(owner: UInt32) -> Int {
-        state.withLockedValue { Array($0.tasks.values) }.filter { $0.record.owner == owner }.count
+        state.withLockedValue { $0.owners[owner]?.count ?? 0 }
+    }
+
+    /// The names of the sessions `owner`'s tasks are in.
+    public func sessionNames(owner: UInt32) -> Set<String> {
+        state.withLockedValue { Set(($0.owners[owner]?.sessions ?? [:]).keys) }
     }
 
     // MARK: Stopping
@@ -545,6 +561,9 @@ public final class SessionManager: Sendable {
             if hadTransfer && next != .running && next != .retrying {
                 state.withLockedValue { $0.scheduler.remove(task.id) }
             }
+            if previous.isActive != next.isActive {
+                state.withLockedValue { $0.activeChanged(snapshot.sessionID, by: next.isActive ? 1 : -1) }
+            }
             delegate.stateChanged(task, snapshot)
             then(delegate, task, snapshot)
             return snapshot
@@ -589,5 +608,22 @@ public final class SessionManager: Sendable {
         delegate.sessionMayBeIdle(task, session) { [weak self] in
             self.map { !$0.hasActiveTasks(in: session) } ?? false
         }
+    }
+}
+
+extension SessionManager.State {
+    /// Counts `record` in (`by` 1) or out (-1) of its owner's tasks and sessions.
+    mutating func counted(_ record: DownloadTaskRecord, active: Bool, by change: Int) {
+        var owner = owners[record.owner] ?? SessionManager.OwnerTasks()
+        owner.count += change
+        owner.sessions[record.session, default: 0] += change
+        if owner.sessions[record.session] == 0 { owner.sessions[record.session] = nil }
+        owners[record.owner] = owner.count > 0 ? owner : nil
+        if active { activeChanged(record.sessionID, by: change) }
+    }
+
+    mutating func activeChanged(_ session: SessionID, by change: Int) {
+        let count = activePerSession[session, default: 0] + change
+        activePerSession[session] = count > 0 ? count : nil
     }
 }

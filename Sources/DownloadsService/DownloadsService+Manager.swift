@@ -87,7 +87,7 @@ extension DownloadsService {
         let engineOptions = try StartRequest.downloadOptions(options)
         try checkMayAddTask(owner: owner)
         let session = options.session ?? "default"
-        let sessions = Set(engine.snapshots(owner: owner).map(\.session))
+        let sessions = engine.sessionNames(owner: owner)
         guard sessions.contains(session) || sessions.count < configuration.maxSessionsPerUser else {
             throw DownloadsErrorName.quotaExceeded.error(
                 "your tasks are in \(configuration.maxSessionsPerUser) sessions already; use one of them or remove ended tasks"

@@ -8,6 +8,29 @@ import XCTest
 /// What the engine owns: partial files (none for a refused request), resume data bound to its
 /// owner, options that change on a live task, credentials that stay with their origin.
 final class OwnershipAndFilesTests: EngineTestCase {
+    /// The per-owner counts behind Start's quotas and the session's idle check follow every
+    /// task in and out (they are kept, not recounted, so ten thousand tasks cost no more).
+    func testTaskAndSessionCountsFollowTasksInAndOut() async throws {
+        server.set("/c", Route(content: Self.content(10_000)))
+        let a = try start("/c", session: "one")
+        let b = try start("/c", session: "two")
+        let c = try start("/c", session: "two")
+        XCTAssertEqual(manager.taskCount(owner: Self.owner), 3)
+        XCTAssertEqual(manager.sessionNames(owner: Self.owner), ["one", "two"])
+        XCTAssertEqual(manager.taskCount(owner: 4242), 0)
+        for id in [a, b, c] { try await wait(id, for: [.finished]) }
+        XCTAssertFalse(manager.hasActiveTasks(in: SessionID(owner: Self.owner, name: "two")))
+        let d = try start("/c", session: "two") { $0.maxBytesPerSecond = 1000 }
+        XCTAssertTrue(manager.hasActiveTasks(in: SessionID(owner: Self.owner, name: "two")))
+        try await manager.cancel(d)
+        XCTAssertFalse(manager.hasActiveTasks(in: SessionID(owner: Self.owner, name: "two")))
+        try await manager.remove(a)
+        XCTAssertEqual(manager.sessionNames(owner: Self.owner), ["two"])
+        for id in [b, c, d] { try await manager.remove(id) }
+        XCTAssertEqual(manager.taskCount(owner: Self.owner), 0)
+        XCTAssertEqual(manager.sessionNames(owner: Self.owner), [])
+    }
+
     func testARequestRefusedBeforeItsFirstByteLeavesNoFile() async throws {
         var missing = Route(content: [])
         missing.failFirst = (count: 100, status: 404, retryAfter: nil)
