@@ -6,7 +6,7 @@ DEBIAN_PACKAGES := libdbus-1-dev libglib2.0-dev libglib2.0-bin libsqlite3-dev pk
 # Building the .deb.
 DEB_PACKAGES := dpkg-dev debhelper lintian fakeroot
 # Reference tools of the benchmarks only.
-BENCH_PACKAGES := nginx-light curl wget aria2 python3-dbus python3-gi
+BENCH_PACKAGES := nginx-light curl wget aria2 time python3-dbus python3-gi
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STATE_DIR ?= $(HOME)/.local/state/org.example.Downloads
 
