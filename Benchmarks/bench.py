@@ -23,6 +23,7 @@ import dbus
 import dbus.mainloop.glib
 from gi.repository import GLib
 
+ANALYSIS_MARKER = "<!-- analysis: kept across runs -->"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DAEMON = os.path.join(ROOT, ".build/release/downloadsd")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -321,7 +322,7 @@ def section_limited(nginx, work, disk, runs):
                 if not same(source, os.path.join(disk, "limited-aria.bin")):
                     sys.exit("aria2c: the bytes differ")
                 os.unlink(os.path.join(disk, "limited-aria.bin"))
-                print(f"  limited connections={n} run {run + 1}/{runs}: service {svc[-1][0] if svc else 'refused'} aria2c {aria[-1][0]:.2f}", flush=True)
+                print(f"  limited connections={n} run {run + 1}/{runs}: service {f'{svc[-1][0]:.2f}' if svc else 'refused'} aria2c {aria[-1][0]:.2f}", flush=True)
             if svc:
                 ratio = [a[0] / s[0] for s, a in zip(svc, aria)]
                 table.add(f"service, connections {n}", len(svc), fmt([s[0] for s in svc]), fmt([s[1] for s in svc]),
@@ -470,8 +471,16 @@ def main():
         out.append(f"## {table.title}\n\n{table.text(markdown=True)}\n")
         out.extend(f"- {note}" for note in table.notes)
         out.append("")
-    with open(os.path.join(ROOT, "Benchmarks/RESULTS.md"), "w") as f:
-        f.write("\n".join(out) + "\n")
+    # The written analysis below the marker outlives a run (revisit it when the figures move).
+    results = os.path.join(ROOT, "Benchmarks/RESULTS.md")
+    kept = ""
+    if os.path.exists(results):
+        with open(results) as f:
+            previous = f.read()
+        if ANALYSIS_MARKER in previous:
+            kept = previous[previous.index(ANALYSIS_MARKER):]
+    with open(results, "w") as f:
+        f.write("\n".join(out) + "\n" + kept)
     print("\nwritten to Benchmarks/RESULTS.md")
 
 
