@@ -9,6 +9,9 @@ public enum DownloadState: String, Sendable, Hashable, CaseIterable, Codable {
     /// Queued, running or retrying: the session still has work to do for this task.
     public var isActive: Bool { self == .queued || self == .running || self == .retrying }
 
+    /// Running or retrying: the task holds a transfer place (and a run).
+    public var holdsTransfer: Bool { self == .running || self == .retrying }
+
     public func canTransition(to next: DownloadState) -> Bool {
         switch (self, next) {
         case (.queued, .running), (.queued, .paused), (.queued, .cancelled), (.queued, .failed):

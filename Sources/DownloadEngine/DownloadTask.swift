@@ -31,6 +31,11 @@ final class DownloadTask: Sendable {
         var transfer: TransferRun?
 
         var snapshot: TaskSnapshot { TaskSnapshot(record: record, bytesWritten: bytesWritten, waitingFor: waitingFor) }
+
+        /// Sets `waitingFor` from `network` (queued) or clears it (any other state).
+        mutating func wait(on network: NetworkStatus) {
+            waitingFor = record.state == .queued ? network.waitingFor(allowMetered: record.options.allowMetered) : .nothing
+        }
     }
 
     let id: UInt64

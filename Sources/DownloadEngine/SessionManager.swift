@@ -129,8 +129,8 @@ public final class SessionManager: Sendable {
                 state.nextID = max(state.nextID, record.id + 1)
                 if record.state == .queued {
                     state.scheduler.enqueue(record.id, session: record.sessionID, options: record.options)
-                    let waiting = state.scheduler.network.waitingFor(allowMetered: record.options.allowMetered)
-                    task.update { $0.waitingFor = waiting }
+                    let network = state.scheduler.network
+                    task.update { $0.wait(on: network) }
                 }
             }
         }
@@ -155,7 +155,7 @@ public final class SessionManager: Sendable {
         }
         let snapshot = task.eventOrder.withLock {
             let network = state.withLockedValue { $0.scheduler.network }
-            let snapshot = task.update { $0.waitingFor = network.waitingFor(allowMetered: $0.record.options.allowMetered) }
+            let snapshot = task.update { $0.wait(on: network) }
             delegate.created(task, snapshot)
             state.withLockedValue { state in
                 if snapshot.state == .queued {
@@ -252,17 +252,14 @@ public final class SessionManager: Sendable {
             let before = task.snapshot.waitingFor
             let snapshot = task.update { state in
                 state.record.options.apply(change)
-                if state.record.state == .queued {
-                    state.waitingFor = network.waitingFor(allowMetered: state.record.options.allowMetered)
-                }
+                state.wait(on: network)
             }
             delegate.optionsChanged(task, snapshot)
             if snapshot.waitingFor != before { delegate.waitingChanged(task, snapshot) }
             state.withLockedValue { $0.scheduler.update(snapshot.id, snapshot.record.options) }
             return snapshot
         }
-        if snapshot.state == .running || snapshot.state == .retrying,
-           !state.withLockedValue({ $0.scheduler.network }).allows(allowMetered: snapshot.record.options.allowMetered) {
+        if snapshot.state.holdsTransfer, !network.allows(allowMetered: snapshot.record.options.allowMetered) {
             Task { try? await stop(task, reason: .wait) }
         }
         schedule()
@@ -288,14 +285,11 @@ public final class SessionManager: Sendable {
             task.eventOrder.withLock {
                 let (before, snapshot) = task.state.withLockedValue { state -> (WaitingFor, TaskSnapshot) in
                     let before = state.waitingFor
-                    if state.record.state == .queued {
-                        state.waitingFor = network.waitingFor(allowMetered: state.record.options.allowMetered)
-                    }
+                    state.wait(on: network)
                     return (before, state.snapshot)
                 }
                 if snapshot.state == .queued, snapshot.waitingFor != before { delegate.waitingChanged(task, snapshot) }
-                if snapshot.state == .running || snapshot.state == .retrying,
-                   !network.allows(allowMetered: snapshot.record.options.allowMetered) {
+                if snapshot.state.holdsTransfer, !network.allows(allowMetered: snapshot.record.options.allowMetered) {
                     stopping.append(task)
                 }
             }
@@ -330,7 +324,7 @@ public final class SessionManager: Sendable {
         await withTaskGroup(of: Void.self) { group in
             for run in runs {
                 group.addTask {
-                    await run.checkpointNow()
+                    await run.checkpoint()
                     await run.task.eventsDelivered()
                 }
             }
@@ -552,13 +546,12 @@ public final class SessionManager: Sendable {
         _ change: (inout DownloadTask.State) -> Void = { _ in }, then: Events = { _, _, _ in }
     ) -> TaskSnapshot? {
         task.eventOrder.withLock {
-            let network = next == .queued ? state.withLockedValue { $0.scheduler.network } : nil
+            let network = state.withLockedValue { $0.scheduler.network }
             guard let (previous, snapshot) = task.transition(to: next, from: allowed, { state in
                 change(&state)
-                state.waitingFor = network?.waitingFor(allowMetered: state.record.options.allowMetered) ?? .nothing
+                state.wait(on: network)
             }) else { return nil }
-            let hadTransfer = previous == .running || previous == .retrying
-            if hadTransfer && next != .running && next != .retrying {
+            if previous.holdsTransfer && !next.holdsTransfer {
                 state.withLockedValue { $0.scheduler.remove(task.id) }
             }
             if previous.isActive != next.isActive {

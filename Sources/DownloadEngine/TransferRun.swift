@@ -167,12 +167,9 @@ final class TransferRun: Sendable {
     }
 
     /// A checkpoint of everything received so far, waited for; the transfer goes on meanwhile
-    /// (what arrives during the sync is covered by the next one).
-    func checkpointNow() async {
-        await checkpoint()
-    }
-
-    private func checkpoint() async {
+    /// (what arrives during the sync is covered by the next one). Also asked from outside the
+    /// run, before the machine sleeps.
+    func checkpoint() async {
         checkpoints.withLockedValue { $0 += 1 }
         let position = task.state.withLockedValue { $0.bytesWritten }
         do {
