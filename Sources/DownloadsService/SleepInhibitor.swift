@@ -131,16 +131,13 @@ public final class SleepInhibitor: DownloadObserver, Sendable {
                 logger.warning("logind's Inhibit returned no descriptor")
                 return
             }
-            let previous = state.withLockedValue { state -> UnixFD? in
-                // Asleep since the call went out: do not hold it.
-                guard !state.sleeping else { return fd }
-                defer {
-                    state.lock = fd
-                    state.described = running
-                }
-                return state.lock
+            state.withLockedValue { state in
+                // Asleep since the call went out: the new lock is dropped (closed) here.
+                guard !state.sleeping else { return }
+                // The lock it replaces is closed as its last reference goes.
+                state.lock = fd
+                state.described = running
             }
-            _ = previous  // released here: closed when the last reference goes
             if held == nil { logger.debug("sleep inhibitor taken: \(why)") }
             state.withLockedValue { $0.logindMissingLogged = false }
         } catch {

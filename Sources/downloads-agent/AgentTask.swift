@@ -31,17 +31,17 @@ struct AgentTask {
 
     /// Bytes per second from two progress readings, smoothed.
     mutating func recordProgress(_ total: Int64, at now: ContinuousClock.Instant) {
-        if let lastTime {
-            let seconds = Double((now - lastTime).components.attoseconds) / 1e18 + Double((now - lastTime).components.seconds)
-            if seconds > 0.05, total >= lastBytes {
-                let current = Double(total - lastBytes) / seconds
-                speed = speed == 0 ? UInt64(current) : UInt64(0.7 * Double(speed) + 0.3 * current)
-            }
-        }
-        if lastTime == nil || total < lastBytes || (lastTime.map { now - $0 > .milliseconds(50) } ?? true) {
-            lastBytes = total
-            lastTime = now
-        }
         status.bytesWritten = total
+        // First reading, or a restart from zero: a new starting point.
+        guard let last = lastTime, total >= lastBytes else {
+            (lastBytes, lastTime) = (total, now)
+            return
+        }
+        let elapsed = now - last
+        guard elapsed > .milliseconds(50) else { return }
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let current = Double(total - lastBytes) / seconds
+        speed = speed == 0 ? UInt64(current) : UInt64(0.7 * Double(speed) + 0.3 * current)
+        (lastBytes, lastTime) = (total, now)
     }
 }
