@@ -7,6 +7,7 @@ extension DownloadOptions: Codable {
         case sha256
         case priority
         case maxBytesPerSecond = "max_bytes_per_second"
+        case connections
         case overwrite
         case allowMetered = "allow_metered"
         case connectTimeout = "connect_timeout"
@@ -27,6 +28,7 @@ extension DownloadOptions: Codable {
             priority = value
         }
         maxBytesPerSecond = try container.decodeIfPresent(UInt64.self, forKey: .maxBytesPerSecond) ?? 0
+        connections = try container.decodeIfPresent(Int.self, forKey: .connections) ?? 1
         overwrite = try container.decodeIfPresent(Bool.self, forKey: .overwrite) ?? false
         allowMetered = try container.decodeIfPresent(Bool.self, forKey: .allowMetered) ?? true
         connectTimeout = try container.decodeIfPresent(Double.self, forKey: .connectTimeout)
@@ -42,6 +44,7 @@ extension DownloadOptions: Codable {
         try container.encodeIfPresent(sha256, forKey: .sha256)
         if priority != .normal { try container.encode(priority.rawValue, forKey: .priority) }
         if maxBytesPerSecond != 0 { try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond) }
+        if connections != 1 { try container.encode(connections, forKey: .connections) }
         if overwrite { try container.encode(overwrite, forKey: .overwrite) }
         if !allowMetered { try container.encode(allowMetered, forKey: .allowMetered) }
         try container.encodeIfPresent(connectTimeout, forKey: .connectTimeout)

@@ -14,6 +14,8 @@ public struct DownloadOptions: Sendable, Hashable {
     public var priority: Priority = .normal
     /// 0 = unlimited.
     public var maxBytesPerSecond: UInt64 = 0
+    /// Ranged connections at once (1–16) when the server allows ranges and the length is known.
+    public var connections = 1
     /// Replace an existing destination file.
     public var overwrite = false
     /// false: wait while the network is metered.
@@ -50,6 +52,9 @@ public struct DownloadOptions: Sendable, Hashable {
         if let allow = change.allowMetered { allowMetered = allow }
     }
 
+    /// The most ranged connections one download may open.
+    public static let maxConnections = 16
+
     /// Headers a caller may not set: the engine owns them.
     static let reservedHeaders: Set<String> = [
         "range", "if-range", "accept-encoding", "host", "content-length", "transfer-encoding", "connection",
@@ -67,6 +72,9 @@ public struct DownloadOptions: Sendable, Hashable {
             guard !DownloadOptions.reservedHeaders.contains(name.lowercased()) else {
                 throw DownloadError.invalidArgument("header '\(name)' is set by the service and cannot be given")
             }
+        }
+        guard (1...DownloadOptions.maxConnections).contains(connections) else {
+            throw DownloadError.invalidArgument("connections must be between 1 and \(DownloadOptions.maxConnections)")
         }
         if let sha256 {
             guard sha256.count == 64, sha256.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {

@@ -17,8 +17,13 @@ public struct DownloadTaskRecord: Sendable, Hashable {
     public var resolvedPath: String?
     public var options: DownloadOptions
     public var state: DownloadState
-    /// Bytes of the partial file that are fsynced: what a restart keeps.
+    /// Bytes of the partial file that are fsynced: what a restart keeps. With one stream the
+    /// file's first `durableOffset` bytes; for a segmented download the count of bytes outside
+    /// `segments`.
     public var durableOffset: Int64
+    /// A segmented download's ranges still to fetch (everything else of `expectedLength` is
+    /// fsynced); nil for one stream.
+    public var segments: [ByteRange]?
     /// -1 when unknown.
     public var expectedLength: Int64
     /// A strong validator for If-Range (an ETag, or an HTTP-date).

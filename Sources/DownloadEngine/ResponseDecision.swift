@@ -14,8 +14,9 @@ enum ResponseDecision: Equatable, Sendable {
 
     static func decide(
         status: Int, reason: String, headers: HTTPHeaders, requestedOffset: Int64, knownLength: Int64,
-        validator: String?, retryAfterCap: Double
+        validator: String?, retryAfterCap: Double, ranged: Bool? = nil
     ) -> ResponseDecision {
+        let ranged = ranged ?? (requestedOffset > 0)
         let contentLength = headers.first(name: "content-length").flatMap { Int64($0) }
         switch status {
         case 301, 302, 303, 307, 308:
@@ -29,7 +30,7 @@ enum ResponseDecision: Equatable, Sendable {
                 validator: HTTPHeaderRules.strongValidator(headers)
             )
         case 206:
-            guard requestedOffset > 0 else {
+            guard ranged else {
                 return .restartFromZero(reason: "206 to a request without a range")
             }
             guard let value = headers.first(name: "content-range"),
@@ -53,7 +54,7 @@ enum ResponseDecision: Equatable, Sendable {
             return .write(offset: first, truncate: false, expectedLength: complete, validator: validator)
         case 416:
             if let value = headers.first(name: "content-range"), let range = HTTPHeaderRules.parseContentRange(value),
-               let complete = range.complete, complete == requestedOffset, requestedOffset > 0,
+               let complete = range.complete, complete == requestedOffset, ranged, requestedOffset > 0,
                knownLength < 0 || knownLength == complete
             {
                 return .alreadyComplete

@@ -10,7 +10,9 @@ import Foundation
 /// with ChaCha20-Poly1305 under a key derived from the daemon's key; their names are not shown
 /// either. Everything else stays readable.
 public struct ResumeData: Sendable, Hashable {
-    public static let header = "org.example.Downloads.ResumeData/2"
+    public static let header = "org.example.Downloads.ResumeData/3"
+    /// Older blobs still read: version 2 had no segments (one stream).
+    static let readableHeaders = [header, "org.example.Downloads.ResumeData/2"]
     public static let maximumSize = 64 * 1024
 
     public var taskID: UInt64
@@ -24,6 +26,8 @@ public struct ResumeData: Sendable, Hashable {
     public var offset: Int64
     public var validator: String?
     public var expectedLength: Int64
+    /// A segmented download's ranges still to fetch; nil for one stream (`offset` is then a prefix).
+    public var segments: [ByteRange]?
     public var options: DownloadOptions
 
     public init(record: DownloadTaskRecord) {
@@ -38,6 +42,7 @@ public struct ResumeData: Sendable, Hashable {
         offset = record.durableOffset
         validator = record.validator
         expectedLength = record.expectedLength
+        segments = record.segments
         options = record.options
     }
 
@@ -62,6 +67,7 @@ public struct ResumeData: Sendable, Hashable {
         var offset: Int64
         var validator: String?
         var expected_length: Int64
+        var segments: [ByteRange]?
         var options: DownloadOptions
         /// base64 of ChaCha20-Poly1305 (nonce, ciphertext, tag) over the headers' JSON; absent without headers.
         var sealed_headers: String?
@@ -85,7 +91,8 @@ public struct ResumeData: Sendable, Hashable {
         let body = Body(
             task_id: taskID, owner_uid: owner, session: session, url: url, final_url: finalURL, destination: destination,
             destination_is_directory: destinationIsDirectory, resolved_path: resolvedPath, offset: offset,
-            validator: validator, expected_length: expectedLength, options: visible, sealed_headers: sealed
+            validator: validator, expected_length: expectedLength, segments: segments, options: visible,
+            sealed_headers: sealed
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -103,7 +110,7 @@ public struct ResumeData: Sendable, Hashable {
         var lines = blob.split(separator: 10, omittingEmptySubsequences: false)
         if lines.last?.isEmpty == true { lines.removeLast() }
         guard lines.count == 3 else { throw DownloadError.invalidResumeData("the resume data is truncated or malformed") }
-        guard Array(lines[0]) == Array(header.utf8) else {
+        guard readableHeaders.contains(where: { Array(lines[0]) == Array($0.utf8) }) else {
             throw DownloadError.invalidResumeData("unknown resume data version (expected \(header))")
         }
         let prefix = Array("hmac-sha256:".utf8)
@@ -126,6 +133,13 @@ public struct ResumeData: Sendable, Hashable {
             throw DownloadError.invalidResumeData("the resume data belongs to another user")
         }
         guard body.offset >= 0 else { throw DownloadError.invalidResumeData("negative offset") }
+        if let segments = body.segments {
+            guard body.validator != nil, ByteRange.valid(segments, length: body.expected_length),
+                  body.offset == ByteRange.held(length: body.expected_length, remaining: segments)
+            else {
+                throw DownloadError.invalidResumeData("the resume data's segments do not describe the file")
+            }
+        }
         var options = body.options
         if let sealed = body.sealed_headers {
             guard let combined = Data(base64Encoded: sealed),
@@ -137,12 +151,14 @@ public struct ResumeData: Sendable, Hashable {
             }
             options.headers = headers
         }
-        return ResumeData(record: DownloadTaskRecord(
+        var record = DownloadTaskRecord(
             id: body.task_id, owner: body.owner_uid, session: body.session, url: body.url, destination: body.destination,
             destinationIsDirectory: body.destination_is_directory, options: options, durableOffset: body.offset,
             expectedLength: body.expected_length, validator: body.validator, finalURL: body.final_url,
             resolvedPath: body.resolved_path
-        ))
+        )
+        record.segments = body.segments
+        return ResumeData(record: record)
     }
 
     private static func hexBytes<C: Collection>(_ text: C) -> [UInt8]? where C.Element == UInt8 {

@@ -1,5 +1,7 @@
-/// Which queued tasks may start: a global limit on running transfers shared fairly between
-/// users, a limit per session (a session is one user's: `SessionID`), and within one user
+/// Which queued tasks may start: a global limit on connections shared fairly between users, a
+/// limit per session (a session is one user's: `SessionID`), both counted in connections (a
+/// segmented download with `connections` 4 takes four places; never more than `maxRunning`, and
+/// a task may always start in a session running nothing), and within one user
 /// higher priorities first, FIFO within a priority; only tasks the network allows (nothing
 /// offline, only `allow_metered` ones on a metered network). Pure bookkeeping, tested without I/O.
 struct Scheduler: Sendable {
@@ -12,11 +14,13 @@ struct Scheduler: Sendable {
         let session: SessionID
         var priority: DownloadOptions.Priority
         var allowMetered: Bool
+        /// Connections it opens when it runs.
+        var weight: Int
         let sequence: UInt64
     }
 
     private var queued: [Entry] = []
-    private var running: [UInt64: SessionID] = [:]
+    private var running: [UInt64: (session: SessionID, weight: Int)] = [:]
     private var sequence: UInt64 = 0
 
     init(maxRunning: Int, maxRunningPerSession: Int) {
@@ -25,16 +29,23 @@ struct Scheduler: Sendable {
     }
 
     var runningCount: Int { running.count }
+    /// Places taken: the connections of the running tasks.
+    var connectionCount: Int { running.values.reduce(0) { $0 + $1.weight } }
     var queuedIDs: [UInt64] { queued.map(\.id) }
 
-    mutating func enqueue(_ id: UInt64, session: SessionID, priority: DownloadOptions.Priority, allowMetered: Bool = true) {
+    mutating func enqueue(
+        _ id: UInt64, session: SessionID, priority: DownloadOptions.Priority, allowMetered: Bool = true, connections: Int = 1
+    ) {
         guard running[id] == nil, !queued.contains(where: { $0.id == id }) else { return }
         sequence += 1
-        queued.append(Entry(id: id, session: session, priority: priority, allowMetered: allowMetered, sequence: sequence))
+        queued.append(Entry(
+            id: id, session: session, priority: priority, allowMetered: allowMetered,
+            weight: max(1, min(connections, maxRunning)), sequence: sequence
+        ))
     }
 
     mutating func enqueue(_ id: UInt64, session: SessionID, options: DownloadOptions) {
-        enqueue(id, session: session, priority: options.priority, allowMetered: options.allowMetered)
+        enqueue(id, session: session, priority: options.priority, allowMetered: options.allowMetered, connections: options.connections)
     }
 
     /// A queued task's options changed (its priority moves it within the order).
@@ -56,17 +67,19 @@ struct Scheduler: Sendable {
     /// from starting; priority then FIFO order only that user's own tasks.
     mutating func next() -> [UInt64] {
         var started: [UInt64] = []
-        while running.count < maxRunning && network.online {
+        while connectionCount < maxRunning && network.online {
             var runningPerSession: [SessionID: Int] = [:]
             var runningPerOwner: [UInt32: Int] = [:]
-            for session in running.values {
-                runningPerSession[session, default: 0] += 1
-                runningPerOwner[session.owner, default: 0] += 1
+            for (session, weight) in running.values {
+                runningPerSession[session, default: 0] += weight
+                runningPerOwner[session.owner, default: 0] += weight
             }
-            // Each user's best task that may start now.
+            let free = maxRunning - connectionCount
+            // Each user's best task that may start now (that fits the places left).
             var best: [UInt32: Entry] = [:]
-            for entry in queued where runningPerSession[entry.session, default: 0] < maxRunningPerSession
-                && network.allows(allowMetered: entry.allowMetered) {
+            for entry in queued where entry.weight <= free && network.allows(allowMetered: entry.allowMetered) {
+                let inSession = runningPerSession[entry.session, default: 0]
+                guard inSession == 0 || inSession + entry.weight <= maxRunningPerSession else { continue }
                 let owner = entry.session.owner
                 if let current = best[owner], !Scheduler.before(entry, current) { continue }
                 best[owner] = entry
@@ -76,7 +89,7 @@ struct Scheduler: Sendable {
                 return ra != rb ? ra < rb : a.sequence < b.sequence
             }
             guard let entry = chosen else { break }
-            running[entry.id] = entry.session
+            running[entry.id] = (entry.session, entry.weight)
             queued.removeAll { $0.id == entry.id }
             started.append(entry.id)
         }

@@ -31,6 +31,8 @@ public final class SessionManager: Sendable {
         public var checkpointBytes: Int64 = 64 * 1024 * 1024
         public var checkpointInterval: Double = 1
         public var maxRedirects = 10
+        /// A segmented download splits no range below this (aria2's `--min-split-size`).
+        public var minimumSegment: Int64 = 1 << 20
         /// Networks that tasks of owners other than root may not reach: every hop's address is
         /// checked at connect time and the connection pinned to a checked address.
         public var deniedNetworks: [NetworkRange] = []
@@ -415,6 +417,7 @@ public final class SessionManager: Sendable {
         if adopted {
             record.durableOffset = data.offset
             record.validator = data.validator
+            record.segments = data.segments
             record.expectedLength = data.expectedLength
             record.finalURL = data.finalURL
             record.resolvedPath = data.resolvedPath
@@ -463,7 +466,7 @@ public final class SessionManager: Sendable {
                 return .wait(nil)
             case (.running, _), (.retrying, _):
                 state.stopReason = reason
-                state.request?.cancel()
+                for request in state.requests.values { request.cancel() }
                 state.runner?.cancel()
                 return .wait(state.runner)
             default:
@@ -524,7 +527,7 @@ public final class SessionManager: Sendable {
         task.update { state in
             guard state.runID == runID else { return }
             state.runner = nil
-            state.request = nil
+            state.requests = [:]
         }
         schedule()
         let snapshot = task.snapshot
@@ -589,9 +592,28 @@ public final class SessionManager: Sendable {
         }
     }
 
+    /// A segmented download's checkpoint: everything of its `length` bytes outside `remaining`
+    /// is fsynced (called after the sync, like `recordDurable`).
+    func recordSegments(_ task: DownloadTask, remaining: [ByteRange], length: Int64) {
+        task.eventOrder.withLock {
+            let snapshot: TaskSnapshot? = task.state.withLockedValue { state in
+                guard !state.record.state.isTerminal, state.record.expectedLength == length,
+                      state.record.segments != remaining
+                else { return nil }
+                state.record.segments = remaining
+                state.record.durableOffset = ByteRange.held(length: length, remaining: remaining)
+                return state.snapshot
+            }
+            if let snapshot { delegate.checkpointed(task, snapshot) }
+        }
+    }
+
     /// The partial file was emptied for a new version (on the I/O queue, after every older checkpoint).
     func resetDurable(_ task: DownloadTask) {
-        report(task, { $0.record.durableOffset = 0 }, events: { delegate, task, snapshot in
+        report(task, { state in
+            state.record.durableOffset = 0
+            state.record.segments = nil
+        }, events: { delegate, task, snapshot in
             delegate.checkpointed(task, snapshot)
         })
     }

@@ -32,6 +32,12 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         var maxBytesPerSecond: @Sendable () -> UInt64
     }
 
+    /// For a segmented download: the range of the table this response fills.
+    struct Segment: Sendable {
+        let table: SegmentTable
+        let id: Int
+    }
+
     struct Settings: Sendable {
         var connectTimeout: Double
         var stallTimeout: Double
@@ -50,8 +56,17 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     private let checkpointBytes: Int64
     private let checkpointInterval: TimeAmount
     private let retryAfterCap: Double
+    /// The request asked for a range (`Range: bytes=requestedOffset-…`).
+    private let ranged: Bool
+    /// A response with a body to write may become the first segment of a segmented download
+    /// (the first request of one): asked once, after the head was decided and reported.
+    private let split: (@Sendable (Int, HTTPHeaders, ResponseDecision) -> Segment?)?
 
     // Event-loop state.
+    /// Set when this response fills a range of a segmented download.
+    private var segment: Segment?
+    /// Where the body of this response ends in the file (-1 unknown).
+    private var responseEnd: Int64 = -1
     private var result: Result?
     private var position: Int64 = 0
     private var lastCheckpointPosition: Int64 = 0
@@ -65,8 +80,12 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
 
     init(
         writer: PartialFileWriter, requestedOffset: Int64, knownLength: Int64, validator: String?, hooks: Hooks,
-        settings: Settings
+        settings: Settings, ranged: Bool? = nil, segment: Segment? = nil,
+        split: (@Sendable (Int, HTTPHeaders, ResponseDecision) -> Segment?)? = nil
     ) {
+        self.ranged = ranged ?? (requestedOffset > 0)
+        self.segment = segment
+        self.split = split
         self.writer = writer
         self.requestedOffset = requestedOffset
         self.knownLength = knownLength
@@ -95,12 +114,21 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     func didReceiveHead(task: HTTPClient.Task<Result>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         lastActivity = .now()
         let status = Int(head.status.code)
-        let decision = ResponseDecision.decide(
+        var decision = ResponseDecision.decide(
             status: status, reason: head.status.reasonPhrase, headers: head.headers, requestedOffset: requestedOffset,
-            knownLength: knownLength, validator: validator, retryAfterCap: retryAfterCap
+            knownLength: knownLength, validator: validator, retryAfterCap: retryAfterCap, ranged: ranged
         )
+        if segment != nil, case .write(_, true, _, _) = decision {
+            // A range of a segmented download answered with the whole resource: its other
+            // ranges are of another version or the server ignores ranges. Never spliced.
+            decision = .restartFromZero(reason: "\(status) to the ranged request for bytes \(requestedOffset)-")
+        }
         var start: Int64 = 0
-        if case .write(let offset, _, _, _) = decision { start = offset }
+        if case .write(let offset, _, let expected, _) = decision {
+            start = offset
+            let length = head.headers.first(name: "content-length").flatMap { Int64($0) }
+            responseEnd = length.map { offset + $0 } ?? expected
+        }
         position = start
         lastCheckpointPosition = start
         lastCheckpointTime = .now()
@@ -118,6 +146,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
             task.fail(reason: DecisionReached())
             return task.eventLoop.makeSucceededVoidFuture()
         }
+        if segment == nil, let split { segment = split(status, head.headers, decision) }
         // The body may be written: open (and, for a new version, empty) the file first.
         let hooks = self.hooks
         return writer.perform(on: task.eventLoop) { writer in
@@ -133,18 +162,34 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
 
     func didReceiveBodyPart(task: HTTPClient.Task<Result>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
         guard !failed, case .write = result?.decision else { return task.eventLoop.makeSucceededVoidFuture() }
-        let count = Int64(buffer.readableBytes)
-        let written = writer.write(buffer, at: position, eventLoop: task.eventLoop)
+        var count = Int64(buffer.readableBytes)
+        let written: EventLoopFuture<Void>
+        let progress: Int64
+        if let segment {
+            let handed = segment.table.write(segment.id, buffer, writer: writer, eventLoop: task.eventLoop)
+            count = handed.accepted
+            written = handed.written
+            progress = handed.held
+            if handed.complete && (position + count < responseEnd || responseEnd < 0) {
+                // The range is complete and the response goes on into another one's: end it.
+                failed = true
+                watchdog?.cancel()
+                task.fail(reason: DecisionReached())
+            }
+        } else {
+            written = writer.write(buffer, at: position, eventLoop: task.eventLoop)
+            progress = position + count
+        }
         position += count
         result?.endOffset = position
         result?.bodyBytes += count
         let now = NIODeadline.now()
         lastActivity = now
-        hooks.wrote(position)
+        hooks.wrote(progress)
         if position - lastCheckpointPosition >= checkpointBytes || now - lastCheckpointTime >= checkpointInterval {
             lastCheckpointPosition = position
             lastCheckpointTime = now
-            hooks.checkpoint(position)
+            hooks.checkpoint(progress)
             let limit = hooks.maxBytesPerSecond()
             if limit != rateLimit {
                 rateLimit = limit

@@ -14,6 +14,8 @@ final class TransferRun: Sendable {
     let writer: PartialFileWriter
     /// Checkpoints asked for during this run (logged at the end: their cost is a benchmark's figure).
     private let checkpoints = NIOLockedValueBox(0)
+    /// A segmented download's ranges and how this run fetches (see TransferRun+Segments).
+    let segmentState = NIOLockedValueBox(SegmentState())
 
     init(task: DownloadTask, manager: SessionManager) {
         self.task = task
@@ -36,8 +38,8 @@ final class TransferRun: Sendable {
         )
     }
 
-    private var configuration: SessionManager.Configuration { manager.configuration }
-    private var stopReason: DownloadTask.StopReason? { task.state.withLockedValue { $0.stopReason } }
+    var configuration: SessionManager.Configuration { manager.configuration }
+    var stopReason: DownloadTask.StopReason? { task.state.withLockedValue { $0.stopReason } }
 
     func run() async {
         task.update { $0.transfer = self }
@@ -57,7 +59,7 @@ final class TransferRun: Sendable {
             if let reason = stopReason { return await stopped(reason) }
             switch action {
             case .send(let request):
-                let outcome = await send(request)
+                let outcome = isSegmented ? await sendSegmented(request) : await send(request)
                 if let reason = stopReason { return await stopped(reason) }
                 let (offset, validator) = task.state.withLockedValue { ($0.bytesWritten, $0.record.validator) }
                 action = machine.requestEnded(outcome, offset: offset, validator: validator, random: Double.random(in: 0..<1))
@@ -118,6 +120,9 @@ final class TransferRun: Sendable {
     /// Returns the offset to continue from.
     private func recover() async throws -> Int64 {
         let durable = task.record.durableOffset
+        if let segments = task.record.segments {
+            return try await recoverSegments(segments, length: task.record.expectedLength)
+        }
         guard durable > 0 else {
             task.update { $0.bytesWritten = 0 }
             return 0
@@ -139,7 +144,27 @@ final class TransferRun: Sendable {
         return offset
     }
 
+    /// A segmented download's file keeps every byte outside `segments` (a crash's unsynced
+    /// writes inside them are fetched again and overwritten); a file shorter than the last
+    /// byte it should hold lost data and starts from zero.
+    private func recoverSegments(_ segments: [ByteRange], length: Int64) async throws -> Int64 {
+        let heldEnd = segments.last.map { $0.end == length ? $0.start : length } ?? length
+        let size = try await writer.perform { writer in
+            try writer.openIfNeeded()
+            return writer.size
+        }
+        guard size < heldEnd else {
+            let held = ByteRange.held(length: length, remaining: segments)
+            task.update { $0.bytesWritten = held }
+            return held
+        }
+        manager.logger.warning("task \(task.id): partial file is shorter than its checkpoint; restarting")
+        try await restartFromZero()
+        return 0
+    }
+
     private func restartFromZero() async throws {
+        segmentState.withLockedValue { $0.table = nil }
         let task = self.task
         let manager = self.manager
         try await writer.perform { writer in
@@ -147,6 +172,7 @@ final class TransferRun: Sendable {
             manager.report(task, { state in
                 state.bytesWritten = 0
                 state.record.durableOffset = 0
+                state.record.segments = nil
                 state.record.validator = nil
                 state.record.expectedLength = -1
             }, events: { delegate, task, snapshot in delegate.checkpointed(task, snapshot) })
@@ -155,8 +181,12 @@ final class TransferRun: Sendable {
 
     /// Queues an fdatasync after the writes before `position` and records `position` as durable
     /// once it is done (never more than was synced; never after a later truncation, which voids it).
-    private func queueCheckpoint(_ position: Int64) {
+    func countCheckpoint() {
         checkpoints.withLockedValue { $0 += 1 }
+    }
+
+    private func queueCheckpoint(_ position: Int64) {
+        countCheckpoint()
         let task = self.task
         let manager = self.manager
         writer.checkpoint(durable: {
@@ -170,6 +200,7 @@ final class TransferRun: Sendable {
     /// (what arrives during the sync is covered by the next one). Also asked from outside the
     /// run, before the machine sleeps.
     func checkpoint() async {
+        if let table = segmentState.withLockedValue({ $0.table }) { return await checkpoint(table) }
         checkpoints.withLockedValue { $0 += 1 }
         let position = task.state.withLockedValue { $0.bytesWritten }
         do {
@@ -185,34 +216,90 @@ final class TransferRun: Sendable {
 
     // MARK: One request
 
-    private func send(_ request: TransferStateMachine.Request) async -> TransferStateMachine.Outcome {
+    /// What one request came to before it is interpreted: the response as far as it went (its
+    /// decision, where its body ended), or the error it ended with.
+    enum Sent {
+        case response(TransferDelegate.Result)
+        case failed(DownloadError)
+    }
+
+    /// One request of a single-stream download (or the first of a segmented one, `split` then
+    /// deciding at its head whether to segment).
+    func send(
+        _ request: TransferStateMachine.Request, split: (@Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment?)? = nil
+    ) async -> TransferStateMachine.Outcome {
+        outcome(of: await execute(
+            url: request.url, sendsCredentials: request.sendsCredentials,
+            range: request.range.map { (start: $0.offset, end: nil) }, validator: request.range?.validator,
+            hooks: hooks(url: request.url), split: split
+        ))
+    }
+
+    /// What a single-stream request came to.
+    func outcome(of sent: Sent) -> TransferStateMachine.Outcome {
+        switch sent {
+        case .failed(let error):
+            return .failed(error)
+        case .response(let result):
+            switch result.decision {
+            case .redirect(let location):
+                return .redirect(location: location)
+            case .alreadyComplete:
+                return .complete
+            case .restartFromZero(let reason):
+                return .restartFromZero(reason: reason)
+            case .fail(let error):
+                return .failed(error)
+            case .write(_, _, let expected, _):
+                // A body shorter than announced is an interruption (retried, resuming).
+                if let length = result.headers.first(name: "content-length").flatMap(Int64.init), result.bodyBytes != length {
+                    return .failed(.interrupted("received \(result.bodyBytes) of \(length) bytes"))
+                }
+                if expected >= 0, result.endOffset != expected {
+                    return .failed(.interrupted("the file holds \(result.endOffset) of \(expected) bytes"))
+                }
+                return .complete
+            }
+        }
+    }
+
+    /// Sends one GET (`Range: bytes=start-[end-1]` with `If-Range: validator` when `range` is
+    /// given) and streams its body through a `TransferDelegate`: into the file at the response's
+    /// offset, or into `segment`'s range of a segmented download. Registered with the task so a
+    /// stop cancels it. A write error of the writer is this request's failure.
+    func execute(
+        url: String, sendsCredentials: Bool, range: (start: Int64, end: Int64?)?, validator: String?,
+        hooks: TransferDelegate.Hooks, segment: TransferDelegate.Segment? = nil,
+        split: (@Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment?)? = nil
+    ) async -> Sent {
         let record = task.record
         var headers = HTTPHeaders()
         for (name, value) in record.options.headers.sorted(by: { $0.key < $1.key }) {
-            guard request.sendsCredentials || !RedirectRules.credentialHeaders.contains(name.lowercased()) else { continue }
+            guard sendsCredentials || !RedirectRules.credentialHeaders.contains(name.lowercased()) else { continue }
             headers.add(name: name, value: value)
         }
         headers.replaceOrAdd(name: "User-Agent", value: "org.example.Downloads/1")
         headers.replaceOrAdd(name: "Accept-Encoding", value: "identity")
-        if let range = request.range {
-            headers.replaceOrAdd(name: "Range", value: "bytes=\(range.offset)-")
-            headers.replaceOrAdd(name: "If-Range", value: range.validator)
+        if let range {
+            headers.replaceOrAdd(name: "Range", value: "bytes=\(range.start)-\(range.end.map { String($0 - 1) } ?? "")")
+            if let validator { headers.replaceOrAdd(name: "If-Range", value: validator) }
         }
         let httpRequest: HTTPClient.Request
         do {
-            httpRequest = try HTTPClient.Request(url: request.url, method: .GET, headers: headers)
+            httpRequest = try HTTPClient.Request(url: url, method: .GET, headers: headers)
         } catch {
-            return .failed(.invalidArgument("cannot request \(request.url): \(error)"))
+            return .failed(.invalidArgument("cannot request \(url): \(error)"))
         }
         let transfer = TransferDelegate(
-            writer: writer, requestedOffset: request.range?.offset ?? 0, knownLength: record.expectedLength,
-            validator: request.range?.validator, hooks: hooks(url: request.url),
+            writer: writer, requestedOffset: range?.start ?? 0, knownLength: record.expectedLength,
+            validator: validator, hooks: hooks,
             settings: .init(
                 connectTimeout: record.options.connectTimeout ?? configuration.connectTimeout,
                 stallTimeout: record.options.stallTimeout ?? configuration.stallTimeout,
                 checkpointBytes: configuration.checkpointBytes, checkpointInterval: configuration.checkpointInterval,
                 retryAfterCap: configuration.retry.retryAfterCap
-            )
+            ),
+            ranged: range != nil, segment: segment, split: split
         )
         let deadline = record.options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
         let connection: (client: HTTPClient, pinned: Bool)
@@ -227,7 +314,7 @@ final class TransferRun: Sendable {
         let started: HTTPClient.Task<TransferDelegate.Result>? = task.state.withLockedValue { state in
             guard state.stopReason == nil else { return nil }
             let httpTask = connection.client.execute(request: httpRequest, delegate: transfer, deadline: deadline)
-            state.request = httpTask
+            state.requests[ObjectIdentifier(httpTask)] = httpTask
             return httpTask
         }
         guard let httpTask = started else { return .failed(.cancelled) }
@@ -240,34 +327,16 @@ final class TransferRun: Sendable {
         } catch {
             thrown = error
         }
-        task.update { $0.request = nil }
+        task.update { $0.requests[ObjectIdentifier(httpTask)] = nil }
         // What was handed to the writer is on its way to the file; a write error shows here.
         let writeFailure = try? await writer.perform { $0.writeFailure }
         if let failure = writeFailure ?? nil { return .failed(failure) }
         if let thrown { return .failed(DownloadError.classify(thrown)) }
         guard let result else { return .failed(.invalidResponse("no response")) }
-        switch result.decision {
-        case .redirect(let location):
-            return .redirect(location: location)
-        case .alreadyComplete:
-            return .complete
-        case .restartFromZero(let reason):
-            return .restartFromZero(reason: reason)
-        case .fail(let error):
-            return .failed(error)
-        case .write(_, _, let expected, _):
-            // A body shorter than announced is an interruption (retried, resuming).
-            if let length = result.headers.first(name: "content-length").flatMap(Int64.init), result.bodyBytes != length {
-                return .failed(.interrupted("received \(result.bodyBytes) of \(length) bytes"))
-            }
-            if expected >= 0, result.endOffset != expected {
-                return .failed(.interrupted("the file holds \(result.endOffset) of \(expected) bytes"))
-            }
-            return .complete
-        }
+        return .response(result)
     }
 
-    private func hooks(url: String) -> TransferDelegate.Hooks {
+    func hooks(url: String) -> TransferDelegate.Hooks {
         let task = self.task
         let manager = self.manager
         return TransferDelegate.Hooks(
@@ -290,9 +359,19 @@ final class TransferRun: Sendable {
             wrote: { position in
                 if task.wrote(upTo: position) { manager.delegate.wroteData(task) }
             },
-            checkpoint: { [self] position in queueCheckpoint(position) },
+            checkpoint: { [self] position in
+                if let table = segmentState.withLockedValue({ $0.table }) {
+                    queueSegmentCheckpoint(table)
+                } else {
+                    queueCheckpoint(position)
+                }
+            },
             truncated: { manager.resetDurable(task) },
-            maxBytesPerSecond: { task.maxBytesPerSecond }
+            maxBytesPerSecond: { [self] in
+                // Each connection of a segmented download takes its share of the limit.
+                let connections = segmentState.withLockedValue { $0.table == nil } ? 1 : connectionCount
+                return task.maxBytesPerSecond / UInt64(connections)
+            }
         )
     }
 
@@ -306,8 +385,10 @@ final class TransferRun: Sendable {
         do {
             destination = try await writer.perform { writer in try finalizer.finalize(record, length: length, writer: writer) }
         } catch let error as DownloadError where error.name == "ChecksumMismatch" {
+            segmentState.withLockedValue { $0.table = nil }
             manager.report(task, { state in
                 state.record.durableOffset = 0
+                state.record.segments = nil
                 state.bytesWritten = 0
                 state.record.validator = nil
             }, events: { delegate, task, snapshot in delegate.checkpointed(task, snapshot) })
@@ -317,6 +398,7 @@ final class TransferRun: Sendable {
         manager.move(task, to: .finished, { state in
             state.record.resolvedPath = destination
             state.record.durableOffset = length
+            state.record.segments = nil
         }, then: { delegate, task, snapshot in
             delegate.finished(task, snapshot, location: destination)
         })

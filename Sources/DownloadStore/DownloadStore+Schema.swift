@@ -92,6 +92,16 @@ extension DownloadStore {
                 t.add(column: "fileMode", .integer).check { $0 == nil || ($0 >= 0 && $0 <= 0o777) }
             }
         }
+        // A segmented download's ranges still to fetch, one row each (none for one stream).
+        migrator.registerMigration("v5-segments") { db in
+            try db.create(table: "segment") { t in
+                t.column("taskID", .integer).notNull().references("task", onDelete: .cascade)
+                t.column("start", .integer).notNull().check { $0 >= 0 }
+                t.column("end", .integer).notNull()
+                t.primaryKey(["taskID", "start"])
+                t.check(sql: "\"end\" > start")
+            }
+        }
         return migrator
     }
 }

@@ -35,6 +35,7 @@ public final class DownloadStore: Sendable {
             try SessionRow(ownerUID: Int64(record.owner), name: record.session, endedSinceCall: 0).insert(db, onConflict: .ignore)
             var row = try TaskRow(record: record)
             try row.insert(db)
+            try DownloadStore.saveSegments(record, db)
         }
     }
 
@@ -46,6 +47,7 @@ public final class DownloadStore: Sendable {
             guard var row = try TaskRow.fetchOne(db, key: Int64(record.id)) else { return }
             let ended = try row.update(from: record)
             try row.update(db)
+            try DownloadStore.saveSegments(record, db)
             if ended {
                 try db.execute(
                     sql: "UPDATE session SET endedSinceCall = endedSinceCall + 1 WHERE ownerUID = ? AND name = ?",
@@ -61,10 +63,21 @@ public final class DownloadStore: Sendable {
         try database.read { db in
             var tasks: [DownloadTaskRecord] = []
             var rejected: [RejectedTask] = []
+            var segments: [Int64: [ByteRange]] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT taskID, start, \"end\" FROM segment ORDER BY taskID, start") {
+                segments[row["taskID"], default: []].append(ByteRange(start: row["start"], end: row["end"]))
+            }
             for row in try Row.fetchAll(db, sql: "SELECT * FROM task ORDER BY id") {
                 let id: Int64 = row["id"] ?? 0
                 do {
-                    tasks.append(try TaskRow(row: row).record())
+                    var record = try TaskRow(row: row).record()
+                    if let ranges = segments[id] {
+                        guard ByteRange.valid(ranges, length: record.expectedLength) else {
+                            throw StoreError("its segments do not fit a file of \(record.expectedLength) bytes")
+                        }
+                        record.segments = ranges
+                    }
+                    tasks.append(record)
                 } catch {
                     rejected.append(RejectedTask(id: id, reason: "\(error)"))
                 }
@@ -72,6 +85,17 @@ public final class DownloadStore: Sendable {
             // AUTOINCREMENT remembers the highest id ever used, so a removed task's id is never given again.
             let highest = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'task'") ?? 0
             return (tasks, rejected, UInt64(max(0, highest)) + 1)
+        }
+    }
+
+    /// The task's rows of `segment` say what `record.segments` says (in the caller's transaction).
+    private static func saveSegments(_ record: DownloadTaskRecord, _ db: Database) throws {
+        try db.execute(sql: "DELETE FROM segment WHERE taskID = ?", arguments: [Int64(record.id)])
+        for range in record.segments ?? [] {
+            try db.execute(
+                sql: "INSERT INTO segment (taskID, start, \"end\") VALUES (?, ?, ?)",
+                arguments: [Int64(record.id), range.start, range.end]
+            )
         }
     }
 

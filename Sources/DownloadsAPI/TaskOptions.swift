@@ -27,7 +27,7 @@ public struct TaskOptions: Sendable, Hashable {
     public static let resumeKeys: Set<Key> = [.priority, .maxBytesPerSecond, .allowMetered]
     /// Longest session name, in bytes.
     public static let maxSessionBytes = 255
-    public static let maxConnections: UInt32 = 1
+    public static let maxConnections: UInt32 = 16
     /// Request headers a task may carry, and their sizes in bytes.
     public static let maxHeaders = 64
     public static let maxHeaderBytes = 8 * 1024

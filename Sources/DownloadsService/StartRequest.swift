@@ -47,6 +47,7 @@ enum StartRequest {
         result.sha256 = options.sha256
         result.apply(change(options))
         if let overwrite = options.overwrite { result.overwrite = overwrite }
+        if let connections = options.connections { result.connections = Int(connections) }
         result.connectTimeout = options.connectTimeout
         result.stallTimeout = options.stallTimeout
         result.resourceTimeout = options.resourceTimeout

@@ -11,12 +11,20 @@ public struct Route: Sendable {
     public var lastModified: Date?
     /// Bytes per second for the body; nil for as fast as possible.
     public var bytesPerSecond: Int?
+    /// Bytes per second for requests without a `Range` header (overrides `bytesPerSecond` for them).
+    public var bytesPerSecondWithoutRange: Int?
     /// Stop sending after this many body bytes of a response, keeping the connection open.
     public var stallAfter: Int?
     /// Close the connection after this many body bytes of a response.
     public var closeAfter: Int?
     /// Apply stallAfter/closeAfter to this many requests only (nil: every request).
     public var misbehaveTimes: Int?
+    /// Apply stallAfter/closeAfter only to requests with a `Range` header (the ranges of a
+    /// segmented download; `misbehaveTimes` still counts every request).
+    public var misbehaveRangedOnly = false
+    /// Answer a ranged request starting at or after this offset with 200 and the whole body
+    /// (a server that ignores ranges while it advertises them).
+    public var wholeBodyForRangesFrom: Int?
     /// Answer the first `count` requests with `status` (and `Retry-After` when set).
     public var failFirst: (count: Int, status: Int, retryAfter: String?)?
     /// `(status, location)`: redirect instead of serving.

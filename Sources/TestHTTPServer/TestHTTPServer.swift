@@ -138,7 +138,7 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
                 || (route.lastModified.map { ifRange == TestHTTPHandler.httpDate($0) } ?? false)
             if validatorMatches {
                 let spec = range.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
-                if spec.count == 2, let first = Int(spec[0]) {
+                if spec.count == 2, let first = Int(spec[0]), route.wholeBodyForRangesFrom.map({ first < $0 }) ?? true {
                     if first >= total {
                         _ = record(416)
                         sendSimple(context: context, status: .rangeNotSatisfiable, body: "", headers: ["Content-Range": "bytes */\(total)"])
@@ -157,11 +157,14 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             headers.add(name: "Content-Length", value: route.contentLengthOverride ?? "\(end - start)")
             if route.conflictingContentLength { headers.add(name: "Content-Length", value: "\(end - start + 7)") }
         }
+        var served = route
+        if head.headers.first(name: "range") == nil, let rate = route.bytesPerSecondWithoutRange { served.bytesPerSecond = rate }
         let index = record(Int(status.code))
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
-        let misbehave = route.misbehaveTimes.map { count <= $0 } ?? true
+        let misbehave = (route.misbehaveTimes.map { count <= $0 } ?? true)
+            && (!route.misbehaveRangedOnly || head.headers.first(name: "range") != nil)
         let limit = misbehave ? [route.stallAfter, route.closeAfter].compactMap { $0 }.min() : nil
-        sendBody(context: context, route: route, from: start, to: end, sent: 0, limit: limit,
+        sendBody(context: context, route: served, from: start, to: end, sent: 0, limit: limit,
                  closeAtLimit: misbehave && route.closeAfter != nil && route.closeAfter == limit, record: index)
     }
 

@@ -67,7 +67,7 @@ final class TransferTests: EngineTestCase {
         let again = try await manager.pause(id)
         XCTAssertEqual(again, blob, "pausing a paused task returns the same resume data")
         let text = String(decoding: blob, as: UTF8.self)
-        XCTAssertTrue(text.hasPrefix("org.example.Downloads.ResumeData/2\n{"), text)
+        XCTAssertTrue(text.hasPrefix("org.example.Downloads.ResumeData/3\n{"), text)
         XCTAssertTrue(text.contains(#""url":"\#(server.url("/slow"))""#), text)
         server.update("/slow") { $0.bytesPerSecond = nil }
         try manager.resume(id)

@@ -1,0 +1,303 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+
+/// Segmented downloads (option `connections` > 1), as aria2 does them: the first request
+/// learns the length, the strong validator and whether the server takes ranges; its head then
+/// splits what is left into ranges (`SegmentTable`), the first connection keeps the first one
+/// and the others fetch theirs with `Range: bytes=a-b` and `If-Range`. A connection whose range
+/// is done takes a waiting one or half of the largest one left (work stealing). All of them
+/// write into the one partial file at their offsets; one fdatasync checkpoints them all and
+/// the ranges still to fetch are then recorded (`SessionManager.recordSegments`).
+///
+/// A cut, stalled or failing connection retries its own range under the retry policy while
+/// the others go on; when every connection has given up, the run's state machine retries the
+/// whole download from the recorded ranges. A range answered with the whole resource (200), a
+/// wrong `Content-Range` or another version ends every connection and restarts the download
+/// from zero on one stream: never a splice of two versions.
+extension TransferRun {
+    /// The run's segmented state (behind `segmentState`'s lock).
+    struct SegmentState {
+        /// The ranges of the current segmented attempt; nil on one stream.
+        var table: SegmentTable?
+        /// The connection that made the first request: the range its response fills.
+        var firstClaim: Int?
+        /// Set once a segmented attempt restarted from zero: the rest of the run is one stream.
+        var singleStream = false
+        var lastCheckpoint = NIODeadline.uptimeNanoseconds(0)
+    }
+
+    /// Connections this task may open: its option, never more than the scheduler's places.
+    var connectionCount: Int { max(1, min(task.record.options.connections, configuration.maxRunning)) }
+
+    /// Whether this request goes through the segmented path.
+    var isSegmented: Bool {
+        let record = task.record
+        return !segmentState.withLockedValue { $0.singleStream } && (connectionCount > 1 || record.segments != nil)
+    }
+
+    /// What a segmented attempt shares between its connections.
+    private struct Attempt {
+        /// Set by the first connection that ends them all.
+        var abort: TransferStateMachine.Outcome?
+        var lastError: DownloadError?
+    }
+
+    /// One attempt at a segmented download: from the recorded ranges, or from `request` (the
+    /// state machine's) whose head may split the rest.
+    func sendSegmented(_ request: TransferStateMachine.Request) async -> TransferStateMachine.Outcome {
+        let record = task.record
+        let attempt = NIOLockedValueBox(Attempt())
+        let outcome: TransferStateMachine.Outcome
+        if let remaining = record.segments, let validator = record.validator, record.expectedLength > 0 {
+            let table = SegmentTable(
+                length: record.expectedLength, remaining: remaining, pieces: connectionCount,
+                minimumSplit: configuration.minimumSegment
+            )
+            segmentState.withLockedValue { $0.table = table }
+            manager.logger.info("task \(task.id): \(remaining.count) range(s) left, \(connectionCount) connection(s)")
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<connectionCount {
+                    group.addTask {
+                        await self.fetch(table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt)
+                    }
+                }
+            }
+            outcome = ending(table, attempt)
+        } else {
+            outcome = await firstRequest(request, attempt: attempt)
+        }
+        if case .restartFromZero = outcome {
+            // From now on this run fetches on one stream, from the start.
+            segmentState.withLockedValue { state in
+                state.singleStream = true
+                state.table = nil
+            }
+        }
+        return outcome
+    }
+
+    /// The first request of a segmented download: its head decides whether to split; if it
+    /// does, the other connections start and this one goes on as one of them.
+    private func firstRequest(
+        _ request: TransferStateMachine.Request, attempt: NIOLockedValueBox<Attempt>
+    ) async -> TransferStateMachine.Outcome {
+        let pieces = connectionCount
+        let minimum = configuration.minimumSegment
+        let (tables, continuation) = AsyncStream<(SegmentTable, Int)>.makeStream()
+        let state = segmentState
+        let split: @Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment? = { status, headers, decision in
+            defer { continuation.finish() }
+            guard case .write(let offset, _, let length, let validator) = decision, validator != nil, length > 0,
+                  status == 206 || headers.first(name: "accept-ranges")?.lowercased().contains("bytes") == true,
+                  length - offset >= 2 * minimum
+            else { return nil }
+            let table = SegmentTable(
+                length: length, remaining: [ByteRange(start: offset, end: length)], pieces: pieces, minimumSplit: minimum
+            )
+            guard let claim = table.claim(startingAt: offset) else { return nil }
+            state.withLockedValue { state in
+                state.table = table
+                state.firstClaim = claim.id
+            }
+            continuation.yield((table, claim.id))
+            return TransferDelegate.Segment(table: table, id: claim.id)
+        }
+        let validator = request.range?.validator
+        let single = NIOLockedValueBox<TransferStateMachine.Outcome?>(nil)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                let sent = await self.execute(
+                    url: request.url, sendsCredentials: request.sendsCredentials,
+                    range: request.range.map { (start: $0.offset, end: nil) }, validator: validator,
+                    hooks: self.hooks(url: request.url), split: split
+                )
+                continuation.finish()
+                let (table, claim) = self.segmentState.withLockedValue { ($0.table, $0.firstClaim) }
+                guard let table, let claim, let validator = self.task.record.validator else {
+                    // Not split: a single-stream request like any other.
+                    single.withLockedValue { $0 = self.outcome(of: sent) }
+                    return
+                }
+                // This connection's first range ended: it carries on as one of the connections.
+                table.release(claim)
+                let done = self.judge(sent, table: table, attempt: attempt, claim: claim)
+                await self.fetch(
+                    table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt,
+                    failures: done ? 0 : 1
+                )
+            }
+            group.addTask {
+                for await (table, _) in tables {
+                    let validator = self.task.record.validator ?? ""
+                    self.manager.logger.info("task \(self.task.id): segmented, \(pieces) connection(s)")
+                    await withTaskGroup(of: Void.self) { workers in
+                        for _ in 1..<pieces {
+                            workers.addTask {
+                                await self.fetch(table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let outcome = single.withLockedValue({ $0 }) { return outcome }
+        guard let table = segmentState.withLockedValue({ $0.table }) else { return .failed(.invalidResponse("no response")) }
+        return ending(table, attempt)
+    }
+
+    /// What an attempt came to once every connection ended.
+    private func ending(_ table: SegmentTable, _ attempt: NIOLockedValueBox<Attempt>) -> TransferStateMachine.Outcome {
+        let (abort, lastError) = attempt.withLockedValue { ($0.abort, $0.lastError) }
+        if let abort { return abort }
+        if table.isComplete {
+            task.update { $0.bytesWritten = table.length }
+            return .complete
+        }
+        if stopReason != nil { return .failed(.cancelled) }
+        return .failed(lastError ?? .interrupted("\(table.remaining.count) range(s) left"))
+    }
+
+    /// One connection: claims ranges and fetches them until none is left, it gives up, or the
+    /// attempt ends. `failures` counts its consecutive failed requests.
+    private func fetch(
+        _ table: SegmentTable, url: String, validator: String, credentials: Bool, attempt: NIOLockedValueBox<Attempt>,
+        failures initial: Int = 0
+    ) async {
+        var failures = initial
+        if failures > 0, !(await backOff(failures, attempt: attempt)) { return }
+        while stopReason == nil, attempt.withLockedValue({ $0.abort == nil }), let claim = table.claim() {
+            let sent = await execute(
+                url: url, sendsCredentials: credentials, range: (start: claim.start, end: claim.end), validator: validator,
+                hooks: segmentHooks(url: url), segment: TransferDelegate.Segment(table: table, id: claim.id)
+            )
+            table.release(claim.id)
+            if judge(sent, table: table, attempt: attempt, claim: claim.id) {
+                failures = 0
+                continue
+            }
+            failures += 1
+            guard await backOff(failures, attempt: attempt) else { return }
+        }
+    }
+
+    /// Waits before a connection's next try; false when it should give up (out of retries, a
+    /// stop, the attempt ended).
+    private func backOff(_ failures: Int, attempt: NIOLockedValueBox<Attempt>) async -> Bool {
+        let error = attempt.withLockedValue { $0.lastError }
+        guard let delay = configuration.retry.delay(forRetry: failures, retryAfter: error?.retryAfter, random: Double.random(in: 0..<1))
+        else { return false }
+        let end = ContinuousClock.now + .milliseconds(Int64(delay * 1000))
+        while ContinuousClock.now < end {
+            if stopReason != nil || Task.isCancelled || attempt.withLockedValue({ $0.abort != nil }) { return false }
+            try? await Task.sleep(for: min(.milliseconds(100), end - ContinuousClock.now))
+        }
+        return true
+    }
+
+    /// Judges one request of a connection: true when its range is complete (or the request
+    /// did its part); false after a failure worth retrying (recorded as the attempt's last
+    /// error). Ends the attempt for every connection when the download must restart from zero
+    /// or cannot go on.
+    private func judge(
+        _ sent: Sent, table: SegmentTable, attempt: NIOLockedValueBox<Attempt>, claim: Int? = nil
+    ) -> Bool {
+        if stopReason != nil || attempt.withLockedValue({ $0.abort != nil }) { return false }
+        let error: DownloadError
+        switch sent {
+        case .failed(let failure):
+            error = failure
+        case .response(let result):
+            switch result.decision {
+            case .write:
+                guard let claim, let left = table.range(of: claim) else { return true }
+                error = .interrupted("the range ended at \(left.start), before \(left.end)")
+            case .restartFromZero(let reason):
+                end(attempt, with: .restartFromZero(reason: reason))
+                return false
+            case .alreadyComplete:
+                end(attempt, with: .restartFromZero(reason: "416 for a range that is not held"))
+                return false
+            case .redirect:
+                error = .invalidResponse("a ranged request was redirected")
+            case .fail(let failure):
+                error = failure
+            }
+        }
+        guard error.isRetryable else {
+            end(attempt, with: .failed(error))
+            return false
+        }
+        manager.logger.info("task \(task.id): a connection: \(error)")
+        attempt.withLockedValue { $0.lastError = error }
+        return false
+    }
+
+    /// Ends every connection of the attempt with `outcome` (the first one to end it decides).
+    private func end(_ attempt: NIOLockedValueBox<Attempt>, with outcome: TransferStateMachine.Outcome) {
+        let first = attempt.withLockedValue { state -> Bool in
+            guard state.abort == nil else { return false }
+            state.abort = outcome
+            return true
+        }
+        guard first else { return }
+        manager.logger.info("task \(task.id): segmented download ends: \(outcome)")
+        task.state.withLockedValue { state in
+            for request in state.requests.values { request.cancel() }
+        }
+    }
+
+    /// The hooks of a range's request: progress is the bytes the download holds; the head
+    /// changes nothing (the first request recorded length and validator, which the decision checks).
+    private func segmentHooks(url: String) -> TransferDelegate.Hooks {
+        var hooks = hooks(url: url)
+        hooks.head = { _, _, _ in }
+        hooks.truncated = {}
+        return hooks
+    }
+
+    /// Queues a checkpoint of every range (one fdatasync), at most one per half checkpoint
+    /// interval however many connections ask.
+    func queueSegmentCheckpoint(_ table: SegmentTable) {
+        let now = NIODeadline.now()
+        let due = segmentState.withLockedValue { state -> Bool in
+            let spacing = TimeAmount.milliseconds(Int64(configuration.checkpointInterval * 500))
+            guard now - state.lastCheckpoint >= spacing else { return false }
+            state.lastCheckpoint = now
+            return true
+        }
+        guard due else { return }
+        countCheckpoint()
+        let writer = self.writer
+        let task = self.task
+        let manager = self.manager
+        table.withRemaining { remaining in
+            writer.checkpoint(durable: {
+                manager.recordSegments(task, remaining: remaining, length: table.length)
+            }, failed: { error in
+                manager.logger.error("task \(task.id): \(error)")
+            })
+        }
+    }
+
+    /// A checkpoint of every range, waited for.
+    func checkpoint(_ table: SegmentTable) async {
+        countCheckpoint()
+        do {
+            let remaining: [ByteRange] = try await withCheckedThrowingContinuation { continuation in
+                table.withRemaining { remaining in
+                    writer.enqueue { writer in
+                        writer.awaitCheckpoints()
+                        continuation.resume(with: Result {
+                            try writer.sync()
+                            return remaining
+                        })
+                    }
+                }
+            }
+            manager.recordSegments(task, remaining: remaining, length: table.length)
+        } catch {
+            manager.logger.error("task \(task.id): \(error)")
+        }
+    }
+}

@@ -1,0 +1,222 @@
+import Crypto
+import DownloadEngine
+import Foundation
+import TestHTTPServer
+import XCTest
+
+/// Segmented downloads (`connections` > 1) against the misbehaving server, which limits each
+/// response's rate as mirrors limit each connection: bytes on disk are checked by SHA-256, the
+/// requests by their `Range` and `If-Range` headers.
+final class SegmentedTransferTests: EngineTestCase {
+    static let size = 8 << 20
+
+    /// A route served at `rate` bytes per second per connection.
+    func serve(_ path: String, _ content: [UInt8], rate: Int = 8_000_000, _ change: (inout Route) -> Void = { _ in }) {
+        var route = Route(content: content)
+        route.bytesPerSecond = rate
+        change(&route)
+        server.set(path, route)
+    }
+
+    func startSegmented(_ path: String, connections: Int = 4, stallTimeout: Double? = nil) throws -> UInt64 {
+        try start(path) { options in
+            options.connections = connections
+            options.stallTimeout = stallTimeout
+        }
+    }
+
+    /// The ranges asked for, as (first, last) byte pairs, in request order.
+    func ranges(_ path: String) -> [(Int, Int?)] {
+        server.requests(for: path).compactMap { request in
+            guard let range = request.range, range.hasPrefix("bytes=") else { return nil }
+            let parts = range.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 2, let first = Int(parts[0]) else { return nil }
+            return (first, Int(parts[1]))
+        }
+    }
+
+    func testSegmentedDownloadSplitsIntoRangesWithIfRangeAndMatchesTheSource() async throws {
+        let content = Self.content(Self.size)
+        serve("/seg", content)
+        let id = try startSegmented("/seg", connections: 4)
+        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        let requests = server.requests(for: "/seg")
+        XCTAssertNil(requests.first?.range, "the first request asks for the whole resource")
+        let ranged = requests.dropFirst()
+        XCTAssertGreaterThanOrEqual(ranged.count, 3, "three more connections")
+        for request in ranged {
+            XCTAssertEqual(request.ifRange, "\"v1\"", "every range carries the strong validator")
+            XCTAssertEqual(request.status, 206)
+        }
+        // The first three extra ranges are the quarters the first response did not keep.
+        let quarter = Self.size / 4
+        XCTAssertEqual(Set(ranges("/seg").prefix(3).map { $0.0 }), [quarter, 2 * quarter, 3 * quarter])
+        XCTAssertTrue(ranges("/seg").allSatisfy { $0.1 != nil }, "every range is bounded")
+        // Nothing was fetched twice beyond what work stealing cut short.
+        let served = requests.map(\.bodyBytesSent).reduce(0, +)
+        XCTAssertLessThan(served, Self.size + Self.size / 4, "served \(served)")
+        XCTAssertEqual(leftovers(), [])
+    }
+
+    func testAFastConnectionStealsHalfOfASlowOnesRange() async throws {
+        // The first connection trickles; the others finish their ranges and take halves of
+        // what it has left, so it stops long before the end of its first range.
+        await manager.shutdown()
+        manager = makeManager { $0.minimumSegment = 128 * 1024 }
+        let content = Self.content(Self.size)
+        serve("/steal", content, rate: 50_000_000) { $0.bytesPerSecondWithoutRange = 1_000_000 }
+        let id = try startSegmented("/steal", connections: 4)
+        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.state, .finished)
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        let requests = server.requests(for: "/steal")
+        let first = try XCTUnwrap(requests.first)
+        XCTAssertNil(first.range)
+        XCTAssertLessThan(first.bodyBytesSent, Self.size / 8, "the slow connection's range was taken over")
+        XCTAssertGreaterThan(requests.count, 5, "ranges were stolen: \(requests.map { $0.range ?? "-" })")
+    }
+
+    func testACutRangeIsRetriedAloneFromWhereItStopped() async throws {
+        let content = Self.content(Self.size)
+        serve("/cut", content) { route in
+            route.closeAfter = 300_000
+            route.misbehaveRangedOnly = true
+            route.misbehaveTimes = 3
+        }
+        let id = try startSegmented("/cut", connections: 4)
+        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        // Each cut range is asked again from the byte after the last one received.
+        let quarter = Self.size / 4
+        let resumed = ranges("/cut").filter { range in (1...3).contains { range.0 == $0 * quarter + 300_000 } }
+        XCTAssertEqual(resumed.count, 2, "\(ranges("/cut"))")
+        XCTAssertEqual(observer.states(id), [.running, .finished], "a cut range does not stop the download")
+    }
+
+    func testAStalledRangeTimesOutAndIsFetchedAgain() async throws {
+        let content = Self.content(4 << 20)
+        serve("/stall", content) { route in
+            route.stallAfter = 100_000
+            route.misbehaveRangedOnly = true
+            route.misbehaveTimes = 2
+        }
+        let id = try startSegmented("/stall", connections: 2, stallTimeout: 1)
+        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        XCTAssertTrue(ranges("/stall").contains { $0.0 > 2 << 20 }, "the stalled range was asked again past its start")
+    }
+
+    func testARangeAnswered200RestartsFromZeroOnOneStream() async throws {
+        let content = Self.content(Self.size)
+        serve("/ignore", content) { $0.wholeBodyForRangesFrom = 1 }
+        let id = try startSegmented("/ignore", connections: 4)
+        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        let requests = server.requests(for: "/ignore")
+        XCTAssertNil(requests.last?.range, "after the 200 one stream from the start")
+        XCTAssertEqual(requests.last?.bodyBytesSent, Self.size)
+        let afterRestart = requests.drop { $0.range == nil }.drop { $0.range != nil }
+        XCTAssertEqual(afterRestart.count, 1, "no segmenting again in the same run: \(requests.map { $0.range ?? "-" })")
+    }
+
+    func testAWrongContentRangeRestartsFromZeroOnOneStream() async throws {
+        let content = Self.content(Self.size)
+        serve("/wrong", content) { $0.contentRangeOverride = "bytes 0-99/\(Self.size)" }
+        let id = try startSegmented("/wrong", connections: 4)
+        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        XCTAssertNil(server.requests(for: "/wrong").last?.range)
+    }
+
+    func testTheFileChangingUnderARangeIsNeverSpliced() async throws {
+        let old = Self.content(Self.size, seed: 1)
+        let new = Self.content(Self.size - 12345, seed: 2)
+        serve("/change", old, rate: 2_000_000)
+        let id = try startSegmented("/change", connections: 4)
+        try await waitForBytes(id, atLeast: 1_000_000)
+        server.update("/change") { route in
+            route.content = new
+            route.etag = "\"v2\""
+            route.bytesPerSecond = nil
+            route.closeAfter = nil
+        }
+        // The running responses still send the old version; cut them so new requests go out.
+        let paused = try await manager.pause(id)
+        XCTAssertFalse(paused.isEmpty)
+        try manager.resume(id)
+        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(new), "the new version, whole")
+        XCTAssertTrue(server.requests(for: "/change").contains { $0.ifRange == "\"v1\"" && $0.status == 200 })
+    }
+
+    func testPauseRecordsEveryRangeAndResumeFetchesOnlyWhatIsLeft() async throws {
+        let content = Self.content(Self.size)
+        serve("/pause", content, rate: 2_000_000)
+        let id = try startSegmented("/pause", connections: 4)
+        try await waitForBytes(id, atLeast: 2_000_000)
+        let blob = try await manager.pause(id)
+        let text = String(decoding: blob, as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("org.example.Downloads.ResumeData/3\n"), text)
+        let data = try manager.decodeResumeData(blob, owner: Self.owner)
+        let segments = try XCTUnwrap(data.segments, "resume data lists the ranges left")
+        XCTAssertEqual(segments.count, 4, "\(segments)")
+        XCTAssertEqual(data.offset, ByteRange.held(length: Int64(Self.size), remaining: segments))
+        XCTAssertGreaterThan(data.offset, 0)
+        let before = server.requests(for: "/pause").count
+        server.update("/pause") { $0.bytesPerSecond = 20_000_000 }
+        try manager.resume(id)
+        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        let after = server.requests(for: "/pause").dropFirst(before)
+        let starts = Set(after.compactMap { $0.range }.prefix(4))
+        XCTAssertEqual(starts, Set(segments.map { "bytes=\($0.start)-\($0.end - 1)" }), "each range resumes where it was durable")
+        XCTAssertTrue(after.allSatisfy { $0.ifRange == "\"v1\"" })
+    }
+
+    func testResumeDataOfVersionTwoIsStillRead() throws {
+        var record = DownloadTaskRecord(
+            id: 9, owner: Self.owner, session: "s", url: "http://127.0.0.1/x", destination: "/tmp/x",
+            destinationIsDirectory: false, options: DownloadOptions(), durableOffset: 10, expectedLength: 100, validator: "\"v\""
+        )
+        record.segments = nil
+        let current = try ResumeData(record: record).encoded(key: key)
+        var lines = String(decoding: current, as: UTF8.self).split(separator: "\n").map(String.init)
+        lines[0] = "org.example.Downloads.ResumeData/2"
+        let text = Array((lines[0] + "\n" + lines[1]).utf8)
+        let mac = HMAC<SHA256>.authenticationCode(for: text, using: key).map { String(format: "%02x", $0) }.joined()
+        let old = text + Array("\nhmac-sha256:\(mac)\n".utf8)
+        let data = try ResumeData.decode(old, key: key, owner: Self.owner)
+        XCTAssertEqual(data.offset, 10)
+        XCTAssertNil(data.segments)
+        // Segments that do not describe the file are refused even with a valid HMAC.
+        record.segments = [ByteRange(start: 50, end: 120)]
+        record.durableOffset = 50
+        let forged = try ResumeData(record: record).encoded(key: key)
+        XCTAssertThrowsError(try ResumeData.decode(forged, key: key, owner: Self.owner)) { error in
+            XCTAssertEqual((error as? DownloadError)?.name, "InvalidResumeData")
+        }
+    }
+
+    func testAServerWithoutRangesOrLengthGetsOneStream() async throws {
+        let content = Self.content(3 << 20)
+        serve("/noranges", content) { $0.ranges = false }
+        serve("/chunked", content) { $0.chunked = true }
+        let a = try startSegmented("/noranges", connections: 4)
+        let b = try startSegmented("/chunked", connections: 4)
+        for id in [a, b] {
+            let done = try await wait(id, for: [.finished, .failed], seconds: 60)
+            XCTAssertEqual(done.state, .finished)
+            XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        }
+        XCTAssertEqual(server.requests(for: "/noranges").count, 1)
+        XCTAssertEqual(server.requests(for: "/chunked").count, 1)
+    }
+}
