@@ -1,4 +1,6 @@
 @testable import DownloadEngine
+import NIOCore
+import NIOEmbedded
 import NIOHTTP1
 import XCTest
 
@@ -70,6 +72,61 @@ final class RulesTests: XCTestCase {
         XCTAssertEqual(scheduler.next(), [12], "the place goes to the user with none running")
         scheduler.remove(1)
         XCTAssertEqual(scheduler.next(), [3], "then back to a, in its own order")
+    }
+
+    func testSchedulerCountsConnectionsNotTasks() {
+        var scheduler = Scheduler(maxRunning: 6, maxRunningPerSession: 4)
+        let a = SessionID(owner: 1000, name: "a"), b = SessionID(owner: 1000, name: "b")
+        scheduler.enqueue(1, session: a, priority: .normal, connections: 4)
+        scheduler.enqueue(2, session: a, priority: .normal, connections: 1)
+        scheduler.enqueue(3, session: b, priority: .normal, connections: 16)
+        scheduler.enqueue(4, session: b, priority: .normal, connections: 2)
+        XCTAssertEqual(scheduler.next(), [1, 4], "4 + 2 connections fill the 6 places; 2 would pass a's 4")
+        XCTAssertEqual(scheduler.connectionCount, 6)
+        scheduler.remove(1)
+        XCTAssertEqual(scheduler.next(), [2], "16 connections count as 6 (all the places), which 2 still hold")
+        scheduler.remove(2)
+        scheduler.remove(4)
+        XCTAssertEqual(scheduler.next(), [3])
+        XCTAssertEqual(scheduler.connectionCount, 6)
+        var small = Scheduler(maxRunning: 4, maxRunningPerSession: 2)
+        small.enqueue(5, session: a, priority: .normal, connections: 8)
+        XCTAssertEqual(small.next(), [5], "a session running nothing may start a task above its own limit")
+    }
+
+    func testSegmentTableSplitsStealsAndCutsAtEachEnd() throws {
+        let coarse = SegmentTable(length: 1000, remaining: [ByteRange(start: 0, end: 1000)], pieces: 4, minimumSplit: 300)
+        XCTAssertEqual([coarse.claim()?.start, coarse.claim()?.start], [0, 500], "no range below the minimum: two, not four")
+        XCTAssertNil(coarse.claim(), "500 bytes left in each: not split below twice the minimum")
+
+        let table = SegmentTable(length: 1000, remaining: [ByteRange(start: 0, end: 1000)], pieces: 4, minimumSplit: 100)
+        XCTAssertEqual(table.remaining, [ByteRange(start: 0, end: 1000)], "adjacent ranges read as one")
+        let first = try XCTUnwrap(table.claim(startingAt: 0))
+        XCTAssertEqual([first.start, first.end], [0, 250])
+        let claims = (0..<3).compactMap { _ in table.claim() }
+        XCTAssertEqual(claims.map(\.start), [250, 500, 750])
+        // A fifth connection steals the second half of the largest range (the lowest of equals).
+        let fifth = try XCTUnwrap(table.claim())
+        XCTAssertEqual([fifth.start, fifth.end], [125, 250])
+        XCTAssertEqual(table.range(of: first.id), ByteRange(start: 0, end: 125))
+        // Bytes past a range's end are not its own: cut and reported complete. (The writer is
+        // never drained here: the table's bookkeeping is what is tested.)
+        let writer = PartialFileWriter(path: "/nonexistent/never-written", fileAccess: DirectFileAccess(), queue: .init(label: "t"))
+        let loop = EmbeddedEventLoop()
+        let handed = table.write(first.id, ByteBuffer(bytes: [UInt8](repeating: 1, count: 300)), writer: writer, eventLoop: loop)
+        XCTAssertEqual(handed.accepted, 125)
+        XCTAssertTrue(handed.complete)
+        XCTAssertEqual(table.held, 125)
+        XCTAssertNil(table.range(of: first.id))
+        _ = table.write(claims[0].id, ByteBuffer(bytes: [UInt8](repeating: 1, count: 10)), writer: writer, eventLoop: loop)
+        let stolen = try XCTUnwrap(table.claim())
+        XCTAssertEqual([stolen.start, stolen.end], [625, 750])
+        XCTAssertEqual(table.range(of: claims[1].id), ByteRange(start: 500, end: 625))
+        XCTAssertEqual(table.remaining, [ByteRange(start: 125, end: 250), ByteRange(start: 260, end: 1000)])
+        table.release(claims[2].id)
+        XCTAssertEqual(table.claim()?.start, 750, "a released range waits for the next connection")
+        XCTAssertFalse(table.isComplete)
+        try? loop.syncShutdownGracefully()
     }
 
     func testRetryPolicyBacksOffWithJitterAndHonoursRetryAfter() {

@@ -84,6 +84,40 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(count, 3, "nothing was deleted")
     }
 
+    func testSegmentsAreSavedWithTheTaskAndCheckedWhenLoaded() throws {
+        let store = try DownloadStore(DatabaseQueue(path: path))
+        let ranges = [ByteRange(start: 100, end: 250), ByteRange(start: 500, end: 1000)]
+        let segmented = record(1) { record in
+            record.expectedLength = 1000
+            record.validator = "\"v\""
+            record.segments = ranges
+            record.durableOffset = ByteRange.held(length: 1000, remaining: ranges)
+        }
+        try store.insertTask(segmented)
+        try store.insertTask(record(2))
+        XCTAssertEqual(try store.loadTasks().tasks, [segmented, record(2)])
+        var later = segmented
+        later.segments = [ByteRange(start: 900, end: 1000)]
+        later.durableOffset = 900
+        try store.save(later)
+        XCTAssertEqual(try store.loadTasks().tasks.first, later, "a checkpoint replaces the ranges")
+        later.segments = nil
+        later.durableOffset = 1000
+        try store.save(later)
+        XCTAssertNil(try store.loadTasks().tasks.first?.segments, "one stream again: no rows")
+        // Ranges that do not fit the file are a row kept aside, not a download that splices.
+        try store.save(segmented)
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "INSERT INTO segment (taskID, start, \"end\") VALUES (1, 200, 300)")
+        }
+        let loaded = try store.loadTasks()
+        XCTAssertEqual(loaded.rejected.map(\.id), [1])
+        XCTAssertTrue(loaded.rejected[0].reason.contains("segments"), loaded.rejected[0].reason)
+        try store.deleteTask(1)
+        let left = try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM segment") }
+        XCTAssertEqual(left, 0, "a task's ranges go with it")
+    }
+
     func testIdsAreNeverGivenTwiceEvenAfterRemoval() throws {
         let store = try DownloadStore(DatabaseQueue(path: path))
         try store.insertTask(record(41))

@@ -42,6 +42,36 @@ final class CrashRecoveryTests: DaemonTestCase {
         XCTAssertFalse(((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).contains { $0.hasSuffix(".part") })
     }
 
+    func testKillNineDuringASegmentedDownloadKeepsEveryRange() async throws {
+        let size = 12 << 20
+        let rate = 500_000
+        let content = Self.content(size, seed: 42)
+        var route = Route(content: content)
+        route.bytesPerSecond = rate
+        http.set("/seg", route)
+        let target = directory.file("seg.bin")
+        let path = try await start(http.url("/seg"), target, ["connections": .uint32(4)])
+        try await waitBytes(path, atLeast: 3_000_000)
+        try await Task.sleep(for: .milliseconds(1500))  // a checkpoint of every range
+        let before = http.requests(for: "/seg").count
+        killDaemon()
+        try await startDaemon()
+        let state = try await waitState(path, ["finished", "failed"], seconds: 120)
+        XCTAssertEqual(state, "finished")
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+        // After the crash every range resumed where it was durable: four ranged requests, none
+        // from a range's beginning, and what was fetched again is at most a checkpoint's worth
+        // (plus bytes in flight) per connection.
+        let after = http.requests(for: "/seg").dropFirst(before)
+        let starts = after.prefix(4).compactMap { $0.range }
+        XCTAssertEqual(starts.count, 4, "\(after.map { $0.range ?? "-" })")
+        let quarters = (0..<4).map { "bytes=\($0 * size / 4)-" }
+        XCTAssertFalse(starts.contains { start in quarters.contains { start.hasPrefix($0) } }, "\(starts)")
+        XCTAssertTrue(after.allSatisfy { $0.ifRange == "\"v1\"" })
+        let served = http.requests(for: "/seg").map(\.bodyBytesSent).reduce(0, +)
+        XCTAssertLessThanOrEqual(served - size, 4 * 2 * rate, "refetched too much")
+    }
+
     func testSigtermCheckpointsAndTheNextStartCarriesOn() async throws {
         let content = Self.content(3_000_000)
         var route = Route(content: content)
