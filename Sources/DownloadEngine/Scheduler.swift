@@ -1,12 +1,14 @@
-/// Which queued tasks may start: a global limit on connections shared fairly between users, a
-/// limit per session (a session is one user's: `SessionID`), both counted in connections (a
-/// segmented download with `connections` 4 takes four places; never more than `maxRunning`, and
-/// a task may always start in a session running nothing), and within one user
+/// Which queued tasks may start: a global limit on running transfers and one on the connections
+/// they open (a segmented download with `connections` 4 counts four, never more than
+/// `maxConnections`; a task may start whatever it weighs when nothing runs), shared fairly
+/// between users by connections, a limit of transfers per session (a session is one user's:
+/// `SessionID`), and within one user
 /// higher priorities first, FIFO within a priority; only tasks the network allows (nothing
 /// offline, only `allow_metered` ones on a metered network). Pure bookkeeping, tested without I/O.
 struct Scheduler: Sendable {
     var maxRunning: Int
     var maxRunningPerSession: Int
+    var maxConnections: Int
     var network = NetworkStatus()
 
     private struct Entry: Sendable {
@@ -23,9 +25,10 @@ struct Scheduler: Sendable {
     private var running: [UInt64: (session: SessionID, weight: Int)] = [:]
     private var sequence: UInt64 = 0
 
-    init(maxRunning: Int, maxRunningPerSession: Int) {
+    init(maxRunning: Int, maxRunningPerSession: Int, maxConnections: Int = 16) {
         self.maxRunning = max(1, maxRunning)
         self.maxRunningPerSession = max(1, maxRunningPerSession)
+        self.maxConnections = max(1, maxConnections)
     }
 
     var runningCount: Int { running.count }
@@ -40,7 +43,7 @@ struct Scheduler: Sendable {
         sequence += 1
         queued.append(Entry(
             id: id, session: session, priority: priority, allowMetered: allowMetered,
-            weight: max(1, min(connections, maxRunning)), sequence: sequence
+            weight: max(1, min(connections, maxConnections)), sequence: sequence
         ))
     }
 
@@ -62,24 +65,23 @@ struct Scheduler: Sendable {
     }
 
     /// The tasks to start now, marked running. Places are shared fairly between users: each free
-    /// place goes to the user with the fewest running transfers who has a task that may start
+    /// place goes to the user with the fewest running connections who has a task that may start
     /// (ties: whoever has waited longest), so one user's thousand tasks never keep another's
     /// from starting; priority then FIFO order only that user's own tasks.
     mutating func next() -> [UInt64] {
         var started: [UInt64] = []
-        while connectionCount < maxRunning && network.online {
+        while running.count < maxRunning && connectionCount < maxConnections && network.online {
             var runningPerSession: [SessionID: Int] = [:]
             var runningPerOwner: [UInt32: Int] = [:]
             for (session, weight) in running.values {
-                runningPerSession[session, default: 0] += weight
+                runningPerSession[session, default: 0] += 1
                 runningPerOwner[session.owner, default: 0] += weight
             }
-            let free = maxRunning - connectionCount
-            // Each user's best task that may start now (that fits the places left).
+            let free = running.isEmpty ? Int.max : maxConnections - connectionCount
+            // Each user's best task that may start now (whose connections fit the places left).
             var best: [UInt32: Entry] = [:]
-            for entry in queued where entry.weight <= free && network.allows(allowMetered: entry.allowMetered) {
-                let inSession = runningPerSession[entry.session, default: 0]
-                guard inSession == 0 || inSession + entry.weight <= maxRunningPerSession else { continue }
+            for entry in queued where entry.weight <= free && runningPerSession[entry.session, default: 0] < maxRunningPerSession
+                && network.allows(allowMetered: entry.allowMetered) {
                 let owner = entry.session.owner
                 if let current = best[owner], !Scheduler.before(entry, current) { continue }
                 best[owner] = entry

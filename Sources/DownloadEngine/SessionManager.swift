@@ -22,6 +22,8 @@ public final class SessionManager: Sendable {
     public struct Configuration: Sendable {
         public var maxRunning = 4
         public var maxRunningPerSession = 2
+        /// Connections all running transfers may open together (segmented ones open several).
+        public var maxConnections = 16
         public var retry = RetryPolicy()
         public var connectTimeout: Double = 30
         public var stallTimeout: Double = 60
@@ -86,7 +88,10 @@ public final class SessionManager: Sendable {
         self.clientConfiguration = clientConfiguration
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         state = NIOLockedValueBox(State(
-            scheduler: Scheduler(maxRunning: configuration.maxRunning, maxRunningPerSession: configuration.maxRunningPerSession)
+            scheduler: Scheduler(
+                maxRunning: configuration.maxRunning, maxRunningPerSession: configuration.maxRunningPerSession,
+                maxConnections: configuration.maxConnections
+            )
         ))
     }
 

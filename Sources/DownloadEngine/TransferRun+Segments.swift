@@ -28,7 +28,7 @@ extension TransferRun {
     }
 
     /// Connections this task may open: its option, never more than the scheduler's places.
-    var connectionCount: Int { max(1, min(task.record.options.connections, configuration.maxRunning)) }
+    var connectionCount: Int { max(1, min(task.record.options.connections, configuration.maxConnections)) }
 
     /// Whether this request goes through the segmented path.
     var isSegmented: Bool {
@@ -84,11 +84,11 @@ extension TransferRun {
     ) async -> TransferStateMachine.Outcome {
         let pieces = connectionCount
         let minimum = configuration.minimumSegment
-        let (tables, continuation) = AsyncStream<(SegmentTable, Int)>.makeStream()
+        let (tables, continuation) = AsyncStream<(SegmentTable, String)>.makeStream()
         let state = segmentState
         let split: @Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment? = { status, headers, decision in
             defer { continuation.finish() }
-            guard case .write(let offset, _, let length, let validator) = decision, validator != nil, length > 0,
+            guard case .write(let offset, _, let length, let validator?) = decision, length > 0,
                   status == 206 || headers.first(name: "accept-ranges")?.lowercased().contains("bytes") == true,
                   length - offset >= 2 * minimum
             else { return nil }
@@ -100,7 +100,7 @@ extension TransferRun {
                 state.table = table
                 state.firstClaim = claim.id
             }
-            continuation.yield((table, claim.id))
+            continuation.yield((table, validator))
             return TransferDelegate.Segment(table: table, id: claim.id)
         }
         let validator = request.range?.validator
@@ -128,8 +128,7 @@ extension TransferRun {
                 )
             }
             group.addTask {
-                for await (table, _) in tables {
-                    let validator = self.task.record.validator ?? ""
+                for await (table, validator) in tables {
                     self.manager.logger.info("task \(self.task.id): segmented, \(pieces) connection(s)")
                     await withTaskGroup(of: Void.self) { workers in
                         for _ in 1..<pieces {

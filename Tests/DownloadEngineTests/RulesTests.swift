@@ -74,24 +74,26 @@ final class RulesTests: XCTestCase {
         XCTAssertEqual(scheduler.next(), [3], "then back to a, in its own order")
     }
 
-    func testSchedulerCountsConnectionsNotTasks() {
-        var scheduler = Scheduler(maxRunning: 6, maxRunningPerSession: 4)
+    func testSchedulerCountsConnectionsAgainstTheirOwnLimit() {
+        var scheduler = Scheduler(maxRunning: 4, maxRunningPerSession: 3, maxConnections: 10)
         let a = SessionID(owner: 1000, name: "a"), b = SessionID(owner: 1000, name: "b")
-        scheduler.enqueue(1, session: a, priority: .normal, connections: 4)
-        scheduler.enqueue(2, session: a, priority: .normal, connections: 1)
-        scheduler.enqueue(3, session: b, priority: .normal, connections: 16)
-        scheduler.enqueue(4, session: b, priority: .normal, connections: 2)
-        XCTAssertEqual(scheduler.next(), [1, 4], "4 + 2 connections fill the 6 places; 2 would pass a's 4")
-        XCTAssertEqual(scheduler.connectionCount, 6)
+        scheduler.enqueue(1, session: a, priority: .normal, connections: 8)
+        scheduler.enqueue(2, session: a, priority: .normal, connections: 4)
+        scheduler.enqueue(3, session: b, priority: .normal, connections: 2)
+        scheduler.enqueue(4, session: b, priority: .normal, connections: 1)
+        XCTAssertEqual(scheduler.next(), [1, 3], "8 + 2 connections fill the 10; 4 waits, and so does 1 behind them")
+        XCTAssertEqual(scheduler.connectionCount, 10)
         scheduler.remove(1)
-        XCTAssertEqual(scheduler.next(), [2], "16 connections count as 6 (all the places), which 2 still hold")
+        XCTAssertEqual(scheduler.next(), [2, 4], "4 + 2 + 1 of 10")
         scheduler.remove(2)
+        scheduler.remove(3)
         scheduler.remove(4)
-        XCTAssertEqual(scheduler.next(), [3])
-        XCTAssertEqual(scheduler.connectionCount, 6)
-        var small = Scheduler(maxRunning: 4, maxRunningPerSession: 2)
-        small.enqueue(5, session: a, priority: .normal, connections: 8)
-        XCTAssertEqual(small.next(), [5], "a session running nothing may start a task above its own limit")
+        scheduler.enqueue(5, session: a, priority: .normal, connections: 16)
+        XCTAssertEqual(scheduler.next(), [5], "16 connections count as the 10 there are")
+        XCTAssertEqual(scheduler.connectionCount, 10)
+        var tasks = Scheduler(maxRunning: 2, maxRunningPerSession: 2, maxConnections: 16)
+        for id in 6...8 { tasks.enqueue(UInt64(id), session: a, priority: .normal) }
+        XCTAssertEqual(tasks.next(), [6, 7], "single streams are still held to the transfer limit")
     }
 
     func testSegmentTableSplitsStealsAndCutsAtEachEnd() throws {

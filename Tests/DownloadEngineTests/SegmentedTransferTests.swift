@@ -181,6 +181,26 @@ final class SegmentedTransferTests: EngineTestCase {
         XCTAssertTrue(after.allSatisfy { $0.ifRange == "\"v1\"" })
     }
 
+    func testResumeDataOfARemovedTaskTakesOverItsRanges() async throws {
+        let content = Self.content(Self.size)
+        serve("/adopt", content, rate: 2_000_000)
+        let id = try startSegmented("/adopt", connections: 4)
+        try await waitForBytes(id, atLeast: 2_000_000)
+        let blob = try await manager.pause(id)
+        let data = try manager.decodeResumeData(blob, owner: Self.owner)
+        let segments = try XCTUnwrap(data.segments)
+        try await manager.remove(id, keepingPartialFile: true)
+        let before = server.requests(for: "/adopt").count
+        server.update("/adopt") { $0.bytesPerSecond = nil }
+        let adopted = try await manager.adopt(data, change: DownloadOptions.Change())
+        XCTAssertEqual(adopted.record.segments, segments)
+        let done = try await wait(adopted.id, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        let first = server.requests(for: "/adopt").dropFirst(before).compactMap(\.range).prefix(segments.count)
+        XCTAssertEqual(Set(first), Set(segments.map { "bytes=\($0.start)-\($0.end - 1)" }))
+    }
+
     func testResumeDataOfVersionTwoIsStillRead() throws {
         var record = DownloadTaskRecord(
             id: 9, owner: Self.owner, session: "s", url: "http://127.0.0.1/x", destination: "/tmp/x",
