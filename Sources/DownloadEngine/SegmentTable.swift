@@ -33,13 +33,20 @@ final class SegmentTable: @unchecked Sendable {
     private var nextID = 0
     private var heldBytes: Int64
 
-    /// `remaining` are the ranges still to fetch; split at midpoints (largest first) into up to
-    /// `pieces` ranges of at least `minimumSplit` bytes.
+    /// `remaining` are the ranges still to fetch. One range (a new download) is cut into up to
+    /// `pieces` equal ranges of at least `minimumSplit` bytes; several (a resumed one) are split
+    /// at midpoints, largest first, until there are `pieces` or none is twice `minimumSplit`.
     init(length: Int64, remaining: [ByteRange], pieces: Int, minimumSplit: Int64) {
         self.length = length
         self.minimumSplit = max(1, minimumSplit)
         heldBytes = ByteRange.held(length: length, remaining: remaining)
         var ranges = remaining.sorted()
+        if ranges.count == 1, let range = ranges.first {
+            let parts = Int64(max(1, min(pieces, Int(range.count / self.minimumSplit))))
+            ranges = (0..<parts).map { part in
+                ByteRange(start: range.start + range.count * part / parts, end: range.start + range.count * (part + 1) / parts)
+            }
+        }
         while ranges.count < pieces,
               let largest = ranges.indices.max(by: { ranges[$0].count < ranges[$1].count }),
               ranges[largest].count >= 2 * self.minimumSplit

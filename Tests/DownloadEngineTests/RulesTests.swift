@@ -98,8 +98,13 @@ final class RulesTests: XCTestCase {
 
     func testSegmentTableSplitsStealsAndCutsAtEachEnd() throws {
         let coarse = SegmentTable(length: 1000, remaining: [ByteRange(start: 0, end: 1000)], pieces: 4, minimumSplit: 300)
-        XCTAssertEqual([coarse.claim()?.start, coarse.claim()?.start], [0, 500], "no range below the minimum: two, not four")
-        XCTAssertNil(coarse.claim(), "500 bytes left in each: not split below twice the minimum")
+        XCTAssertEqual([coarse.claim()?.start, coarse.claim()?.start, coarse.claim()?.start], [0, 333, 666], "equal thirds, not four below the minimum")
+        XCTAssertNil(coarse.claim(), "about 333 bytes left in each: not split below twice the minimum")
+        let resumed = SegmentTable(
+            length: 1000, remaining: [ByteRange(start: 100, end: 200), ByteRange(start: 400, end: 1000)], pieces: 3, minimumSplit: 100
+        )
+        XCTAssertEqual(resumed.held, 300)
+        XCTAssertEqual((0..<3).compactMap { _ in resumed.claim()?.start }, [100, 400, 700], "the largest range left is halved")
 
         let table = SegmentTable(length: 1000, remaining: [ByteRange(start: 0, end: 1000)], pieces: 4, minimumSplit: 100)
         XCTAssertEqual(table.remaining, [ByteRange(start: 0, end: 1000)], "adjacent ranges read as one")

@@ -31,6 +31,21 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertFalse(out.stderr.contains("\r"), "no bar drawn into a pipe")
     }
 
+    func testGetWithConnectionsFetchesRangesAtOnce() async throws {
+        let content = Self.content(6 << 20)
+        var route = Route(content: content)
+        route.bytesPerSecond = 3_000_000
+        http.set("/big.bin", route)
+        let out = try await ctl(["get", http.url("/big.bin"), "-o", directory.file("big.bin"), "--connections", "3"])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(sha256(ofFile: directory.file("big.bin")), Self.sha256(content))
+        let ranges = http.requests(for: "/big.bin").compactMap(\.range)
+        XCTAssertTrue(ranges.contains("bytes=\(2 << 20)-\((4 << 20) - 1)") && ranges.contains("bytes=\(4 << 20)-\((6 << 20) - 1)"), "\(ranges)")
+        let refused = try await ctl(["get", http.url("/big.bin"), "-o", directory.file("x"), "--connections", "17"])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("connections"), refused.stderr)
+    }
+
     func testGetDrawsABarOnAPseudoTerminal() async throws {
         let content = Self.content(1_000_000)
         var route = Route(content: content)
