@@ -588,7 +588,9 @@ public final class SessionManager: Sendable {
             let snapshot: TaskSnapshot? = task.state.withLockedValue { state in
                 // Only forward: a sync that finishes late (after a stop's own checkpoint, or the
                 // finish) never takes back what is already recorded; resets go through resetDurable.
-                guard position > state.record.durableOffset, position <= state.bytesWritten, !state.record.state.isTerminal
+                // A segmented download's checkpoints go through recordSegments (its offset is a count).
+                guard position > state.record.durableOffset, position <= state.bytesWritten, !state.record.state.isTerminal,
+                      state.record.segments == nil
                 else { return nil }
                 state.record.durableOffset = position
                 return state.snapshot
