@@ -25,6 +25,14 @@ final class SegmentedTransferTests: EngineTestCase {
         }
     }
 
+    /// Waits for the task to end and checks it finished with exactly `content` in `file`
+    /// (`out<id>` by default).
+    func assertFinished(_ id: UInt64, holding content: [UInt8], file: String? = nil, line: UInt = #line) async throws {
+        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.state, .finished, done.record.errorMessage ?? "", line: line)
+        XCTAssertEqual(sha256(ofFile: directory.file(file ?? "out\(id)")), Self.sha256(content), line: line)
+    }
+
     /// The ranges asked for, as (first, last) byte pairs, in request order.
     func ranges(_ path: String) -> [(Int, Int?)] {
         server.requests(for: path).compactMap { request in
@@ -39,9 +47,7 @@ final class SegmentedTransferTests: EngineTestCase {
         let content = Self.content(Self.size)
         serve("/seg", content)
         let id = try startSegmented("/seg", connections: 4)
-        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
-        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
-        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        try await assertFinished(id, holding: content)
         let requests = server.requests(for: "/seg")
         XCTAssertNil(requests.first?.range, "the first request asks for the whole resource")
         let ranged = requests.dropFirst()
@@ -68,9 +74,7 @@ final class SegmentedTransferTests: EngineTestCase {
         let content = Self.content(Self.size)
         serve("/steal", content, rate: 50_000_000) { $0.bytesPerSecondWithoutRange = 1_000_000 }
         let id = try startSegmented("/steal", connections: 4)
-        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
-        XCTAssertEqual(done.state, .finished)
-        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        try await assertFinished(id, holding: content)
         let requests = server.requests(for: "/steal")
         let first = try XCTUnwrap(requests.first)
         XCTAssertNil(first.range)
@@ -86,9 +90,7 @@ final class SegmentedTransferTests: EngineTestCase {
             route.misbehaveTimes = 3
         }
         let id = try startSegmented("/cut", connections: 4)
-        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
-        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
-        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        try await assertFinished(id, holding: content)
         // Each cut range is asked again from the byte after the last one received.
         let quarter = Self.size / 4
         let resumed = ranges("/cut").filter { range in (1...3).contains { range.0 == $0 * quarter + 300_000 } }
@@ -104,9 +106,7 @@ final class SegmentedTransferTests: EngineTestCase {
             route.misbehaveTimes = 2
         }
         let id = try startSegmented("/stall", connections: 2, stallTimeout: 1)
-        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
-        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
-        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        try await assertFinished(id, holding: content)
         XCTAssertTrue(ranges("/stall").contains { $0.0 > 2 << 20 }, "the stalled range was asked again past its start")
     }
 
@@ -114,9 +114,7 @@ final class SegmentedTransferTests: EngineTestCase {
         let content = Self.content(Self.size)
         serve("/ignore", content) { $0.wholeBodyForRangesFrom = 1 }
         let id = try startSegmented("/ignore", connections: 4)
-        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
-        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
-        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        try await assertFinished(id, holding: content)
         let requests = server.requests(for: "/ignore")
         XCTAssertNil(requests.last?.range, "after the 200 one stream from the start")
         XCTAssertEqual(requests.last?.bodyBytesSent, Self.size)
@@ -128,9 +126,7 @@ final class SegmentedTransferTests: EngineTestCase {
         let content = Self.content(Self.size)
         serve("/wrong", content) { $0.contentRangeOverride = "bytes 0-99/\(Self.size)" }
         let id = try startSegmented("/wrong", connections: 4)
-        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
-        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
-        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        try await assertFinished(id, holding: content)
         XCTAssertNil(server.requests(for: "/wrong").last?.range)
     }
 
@@ -150,9 +146,7 @@ final class SegmentedTransferTests: EngineTestCase {
         let paused = try await manager.pause(id)
         XCTAssertFalse(paused.isEmpty)
         try manager.resume(id)
-        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
-        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
-        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(new), "the new version, whole")
+        try await assertFinished(id, holding: new)
         XCTAssertTrue(server.requests(for: "/change").contains { $0.ifRange == "\"v1\"" && $0.status == 200 })
     }
 
@@ -172,9 +166,7 @@ final class SegmentedTransferTests: EngineTestCase {
         let before = server.requests(for: "/pause").count
         server.update("/pause") { $0.bytesPerSecond = 20_000_000 }
         try manager.resume(id)
-        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
-        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
-        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        try await assertFinished(id, holding: content)
         let after = server.requests(for: "/pause").dropFirst(before)
         let starts = Set(after.compactMap { $0.range }.prefix(4))
         XCTAssertEqual(starts, Set(segments.map { "bytes=\($0.start)-\($0.end - 1)" }), "each range resumes where it was durable")
@@ -194,9 +186,7 @@ final class SegmentedTransferTests: EngineTestCase {
         server.update("/adopt") { $0.bytesPerSecond = nil }
         let adopted = try await manager.adopt(data, change: DownloadOptions.Change())
         XCTAssertEqual(adopted.record.segments, segments)
-        let done = try await wait(adopted.id, for: [.finished, .failed], seconds: 60)
-        XCTAssertEqual(done.state, .finished, "\(done.record.errorMessage ?? "")")
-        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        try await assertFinished(adopted.id, holding: content, file: "out\(id)")
         let first = server.requests(for: "/adopt").dropFirst(before).compactMap(\.range).prefix(segments.count)
         XCTAssertEqual(Set(first), Set(segments.map { "bytes=\($0.start)-\($0.end - 1)" }))
     }
@@ -232,9 +222,7 @@ final class SegmentedTransferTests: EngineTestCase {
         let a = try startSegmented("/noranges", connections: 4)
         let b = try startSegmented("/chunked", connections: 4)
         for id in [a, b] {
-            let done = try await wait(id, for: [.finished, .failed], seconds: 60)
-            XCTAssertEqual(done.state, .finished)
-            XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+            try await assertFinished(id, holding: content)
         }
         XCTAssertEqual(server.requests(for: "/noranges").count, 1)
         XCTAssertEqual(server.requests(for: "/chunked").count, 1)
