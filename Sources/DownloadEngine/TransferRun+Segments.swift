@@ -84,6 +84,11 @@ extension TransferRun {
     ) async -> TransferStateMachine.Outcome {
         let pieces = connectionCount
         let minimum = configuration.minimumSegment
+        // Nothing of an earlier attempt (whose ranges were not recorded) may pass for this one's.
+        segmentState.withLockedValue { state in
+            state.table = nil
+            state.firstClaim = nil
+        }
         let (tables, continuation) = AsyncStream<(SegmentTable, String)>.makeStream()
         let state = segmentState
         let split: @Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment? = { status, headers, decision in
