@@ -146,10 +146,9 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
             task.fail(reason: DecisionReached())
             return task.eventLoop.makeSucceededVoidFuture()
         }
-        if segment == nil, let split { segment = split(status, head.headers, decision) }
         // The body may be written: open (and, for a new version, empty) the file first.
         let hooks = self.hooks
-        return writer.perform(on: task.eventLoop) { writer in
+        let opened = writer.perform(on: task.eventLoop) { writer in
             try writer.openIfNeeded()
             if truncate {
                 try writer.truncate(to: 0)
@@ -158,6 +157,9 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         }.flatMapErrorThrowing { [self] error in
             fail(task, DownloadError.classify(error))
         }
+        // Split only now: the other connections' writes queue behind that open and truncation.
+        if segment == nil, let split { segment = split(status, head.headers, decision) }
+        return opened
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<Result>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
