@@ -199,12 +199,11 @@ extension TransferRun {
         return true
     }
 
-    /// Judges one request of a connection: true when its range is complete (or the request
-    /// did its part); false after a failure worth retrying (recorded as the attempt's last
+    /// Judges one request of a connection: true when its range (`claim`) is complete; false after a failure worth retrying (recorded as the attempt's last
     /// error). Ends the attempt for every connection when the download must restart from zero
     /// or cannot go on.
     private func judge(
-        _ sent: Sent, table: SegmentTable, attempt: NIOLockedValueBox<Attempt>, claim: Int? = nil
+        _ sent: Sent, table: SegmentTable, attempt: NIOLockedValueBox<Attempt>, claim: Int
     ) -> Bool {
         if stopReason != nil || attempt.withLockedValue({ $0.abort != nil }) { return false }
         let error: DownloadError
@@ -214,7 +213,7 @@ extension TransferRun {
         case .response(let result):
             switch result.decision {
             case .write:
-                guard let claim, let left = table.range(of: claim) else { return true }
+                guard let left = table.range(of: claim) else { return true }
                 error = .interrupted("the range ended at \(left.start), before \(left.end)")
             case .restartFromZero(let reason):
                 end(attempt, with: .restartFromZero(reason: reason))

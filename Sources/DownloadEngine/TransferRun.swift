@@ -179,12 +179,13 @@ final class TransferRun: Sendable {
         }
     }
 
-    /// Queues an fdatasync after the writes before `position` and records `position` as durable
-    /// once it is done (never more than was synced; never after a later truncation, which voids it).
+    /// Counts a checkpoint asked for (one-stream or segmented), for the log line at the end.
     func countCheckpoint() {
         checkpoints.withLockedValue { $0 += 1 }
     }
 
+    /// Queues an fdatasync after the writes before `position` and records `position` as durable
+    /// once it is done (never more than was synced; never after a later truncation, which voids it).
     private func queueCheckpoint(_ position: Int64) {
         countCheckpoint()
         let task = self.task
@@ -201,7 +202,7 @@ final class TransferRun: Sendable {
     /// run, before the machine sleeps.
     func checkpoint() async {
         if let table = segmentState.withLockedValue({ $0.table }) { return await checkpoint(table) }
-        checkpoints.withLockedValue { $0 += 1 }
+        countCheckpoint()
         let position = task.state.withLockedValue { $0.bytesWritten }
         do {
             try await writer.perform { writer in
@@ -223,15 +224,12 @@ final class TransferRun: Sendable {
         case failed(DownloadError)
     }
 
-    /// One request of a single-stream download (or the first of a segmented one, `split` then
-    /// deciding at its head whether to segment).
-    func send(
-        _ request: TransferStateMachine.Request, split: (@Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment?)? = nil
-    ) async -> TransferStateMachine.Outcome {
+    /// One request of a single-stream download.
+    func send(_ request: TransferStateMachine.Request) async -> TransferStateMachine.Outcome {
         outcome(of: await execute(
             url: request.url, sendsCredentials: request.sendsCredentials,
             range: request.range.map { (start: $0.offset, end: nil) }, validator: request.range?.validator,
-            hooks: hooks(url: request.url), split: split
+            hooks: hooks(url: request.url)
         ))
     }
 
