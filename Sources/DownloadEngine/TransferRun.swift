@@ -366,9 +366,11 @@ final class TransferRun: Sendable {
             },
             truncated: { manager.resetDurable(task) },
             maxBytesPerSecond: { [self] in
-                // Each connection of a segmented download takes its share of the limit.
+                // Each connection of a segmented download takes its share of the limit (never 0,
+                // which would mean none).
+                let limit = task.maxBytesPerSecond
                 let connections = segmentState.withLockedValue { $0.table == nil } ? 1 : connectionCount
-                return task.maxBytesPerSecond / UInt64(connections)
+                return limit == 0 ? 0 : max(1, limit / UInt64(connections))
             }
         )
     }
