@@ -33,6 +33,20 @@ final class SegmentedTransferTests: EngineTestCase {
         XCTAssertEqual(sha256(ofFile: directory.file(file ?? "out\(id)")), Self.sha256(content), line: line)
     }
 
+    /// A four-connection download of `path` (2 MB/s per connection), paused after 2 MB.
+    func pausedMidway(_ path: String) async throws -> (id: UInt64, content: [UInt8], blob: [UInt8]) {
+        let content = Self.content(Self.size)
+        serve(path, content, rate: 2_000_000)
+        let id = try startSegmented(path, connections: 4)
+        try await waitForBytes(id, atLeast: 2_000_000)
+        return (id, content, try await manager.pause(id))
+    }
+
+    /// The `Range` headers that ask for exactly `segments`.
+    func rangeHeaders(_ segments: [ByteRange]) -> Set<String> {
+        Set(segments.map { "bytes=\($0.start)-\($0.end - 1)" })
+    }
+
     /// The ranges asked for, as (first, last) byte pairs, in request order.
     func ranges(_ path: String) -> [(Int, Int?)] {
         server.requests(for: path).compactMap { request in
@@ -151,11 +165,7 @@ final class SegmentedTransferTests: EngineTestCase {
     }
 
     func testPauseRecordsEveryRangeAndResumeFetchesOnlyWhatIsLeft() async throws {
-        let content = Self.content(Self.size)
-        serve("/pause", content, rate: 2_000_000)
-        let id = try startSegmented("/pause", connections: 4)
-        try await waitForBytes(id, atLeast: 2_000_000)
-        let blob = try await manager.pause(id)
+        let (id, content, blob) = try await pausedMidway("/pause")
         let text = String(decoding: blob, as: UTF8.self)
         XCTAssertTrue(text.hasPrefix("org.example.Downloads.ResumeData/3\n"), text)
         let data = try manager.decodeResumeData(blob, owner: Self.owner)
@@ -169,16 +179,12 @@ final class SegmentedTransferTests: EngineTestCase {
         try await assertFinished(id, holding: content)
         let after = server.requests(for: "/pause").dropFirst(before)
         let starts = Set(after.compactMap { $0.range }.prefix(4))
-        XCTAssertEqual(starts, Set(segments.map { "bytes=\($0.start)-\($0.end - 1)" }), "each range resumes where it was durable")
+        XCTAssertEqual(starts, rangeHeaders(segments), "each range resumes where it was durable")
         XCTAssertTrue(after.allSatisfy { $0.ifRange == "\"v1\"" })
     }
 
     func testResumeDataOfARemovedTaskTakesOverItsRanges() async throws {
-        let content = Self.content(Self.size)
-        serve("/adopt", content, rate: 2_000_000)
-        let id = try startSegmented("/adopt", connections: 4)
-        try await waitForBytes(id, atLeast: 2_000_000)
-        let blob = try await manager.pause(id)
+        let (id, content, blob) = try await pausedMidway("/adopt")
         let data = try manager.decodeResumeData(blob, owner: Self.owner)
         let segments = try XCTUnwrap(data.segments)
         try await manager.remove(id, keepingPartialFile: true)
@@ -188,7 +194,7 @@ final class SegmentedTransferTests: EngineTestCase {
         XCTAssertEqual(adopted.record.segments, segments)
         try await assertFinished(adopted.id, holding: content, file: "out\(id)")
         let first = server.requests(for: "/adopt").dropFirst(before).compactMap(\.range).prefix(segments.count)
-        XCTAssertEqual(Set(first), Set(segments.map { "bytes=\($0.start)-\($0.end - 1)" }))
+        XCTAssertEqual(Set(first), rangeHeaders(segments))
     }
 
     func testResumeDataOfVersionTwoIsStillRead() throws {
