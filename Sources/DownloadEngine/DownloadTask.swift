@@ -26,6 +26,8 @@ final class DownloadTask: Sendable {
         var progressQueued = false
         /// `bytesWritten` at the last progress delivery.
         var progressDelivered: Int64
+        /// When the last progress delivery ran (`DispatchTime.uptimeNanoseconds`).
+        var progressDeliveredAt: UInt64 = 0
         /// Why it waits while queued (kept by the manager).
         var waitingFor: WaitingFor = .nothing
         /// The run transferring now, for checkpoints asked from outside (before sleep).
@@ -88,24 +90,27 @@ final class DownloadTask: Sendable {
         }
     }
 
-    /// Bytes up to `position` were handed to the writer. Returns whether the caller should queue
-    /// a progress delivery (none is queued yet): one lock per chunk.
-    func wrote(upTo position: Int64) -> Bool {
+    /// Bytes up to `position` were handed to the writer. Returns when the caller should deliver
+    /// progress (`SessionDelegate.progressInterval` after the last delivery, or now), or nil when
+    /// a delivery is queued already: one lock per chunk, one queue hop per delivery.
+    func wrote(upTo position: Int64) -> DispatchTime? {
         state.withLockedValue { state in
             state.bytesWritten = position
-            guard !state.progressQueued else { return false }
+            guard !state.progressQueued else { return nil }
             state.progressQueued = true
-            return true
+            return DispatchTime(uptimeNanoseconds: state.progressDeliveredAt + SessionDelegate.progressInterval)
         }
     }
 
     /// The newest counters and the bytes since the last delivery; nil when nothing moved.
-    func takeProgress() -> (TaskSnapshot, Int64)? {
+    /// `endsQueued`: called by the queued delivery, so the next chunk may queue another.
+    func takeProgress(endsQueued: Bool) -> (TaskSnapshot, Int64)? {
         state.withLockedValue { state in
-            state.progressQueued = false
+            if endsQueued { state.progressQueued = false }
             let delta = state.bytesWritten - state.progressDelivered
-            state.progressDelivered = state.bytesWritten
             guard delta != 0 else { return nil }
+            state.progressDelivered = state.bytesWritten
+            state.progressDeliveredAt = DispatchTime.now().uptimeNanoseconds
             // After a restart from zero the total went down: report what the new run wrote.
             return (state.snapshot, delta > 0 ? delta : state.bytesWritten)
         }

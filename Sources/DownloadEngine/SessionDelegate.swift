@@ -23,9 +23,11 @@ public final class SessionDelegate: Sendable {
 
     private var all: [any DownloadObserver] { observers.withLockedValue { $0 } }
 
-    /// Queues `body` for every observer, in order, on the task's event queue.
+    /// Queues `body` for every observer, in order, on the task's event queue, after the progress
+    /// made so far (a delivery waiting for its interval never comes after a later event).
     private func post(_ task: DownloadTask, _ body: @escaping @Sendable (any DownloadObserver) -> Void) {
         task.events.async { [self] in
+            deliverProgress(task, queued: false)
             for observer in all { body(observer) }
         }
     }
@@ -68,16 +70,31 @@ public final class SessionDelegate: Sendable {
         post(task) { $0.taskWasRemoved(snapshot) }
     }
 
-    /// Bytes arrived and the caller claimed the delivery (`DownloadTask.wrote(upTo:)`). At most
-    /// one progress delivery is queued per task at a time: it reads the newest counters when it
-    /// runs, so a fast transfer costs one queue hop per delivery, not one per chunk. Not under
-    /// eventOrder: progress carries no state the store keeps.
-    func wroteData(_ task: DownloadTask) {
-        task.events.async { [self] in
-            guard let (snapshot, delta) = task.takeProgress() else { return }
-            for observer in all {
-                observer.task(snapshot, didWriteData: delta, totalBytesWritten: snapshot.bytesWritten, totalBytesExpected: snapshot.expectedLength)
-            }
+    /// Progress reaches the observers at most this often per task (nanoseconds): a fast transfer
+    /// writes a chunk every few tens of microseconds, and a queue hop (a thread wake-up) per chunk
+    /// cost more CPU than the service's whole D-Bus side. The D-Bus signals are throttled further.
+    public static let progressInterval: UInt64 = 20_000_000
+
+    /// Bytes arrived and the caller claimed the delivery (`DownloadTask.wrote(upTo:)`), to run at
+    /// `deadline`. At most one progress delivery is queued per task at a time: it reads the newest
+    /// counters when it runs. Not under eventOrder: progress carries no state the store keeps;
+    /// every other event delivers the progress before it first (`post`), so the order holds.
+    func wroteData(_ task: DownloadTask, at deadline: DispatchTime) {
+        let deliver: @Sendable () -> Void = { [self] in deliverProgress(task, queued: true) }
+        if deadline <= .now() {
+            task.events.async(execute: deliver)
+        } else {
+            task.events.asyncAfter(deadline: deadline, execute: deliver)
+        }
+    }
+
+    /// On the task's event queue: tells the observers the bytes written since the last delivery.
+    /// `queued`: this is the delivery `wroteData` queued (another event's flush leaves it queued,
+    /// so only one ever waits).
+    private func deliverProgress(_ task: DownloadTask, queued: Bool) {
+        guard let (snapshot, delta) = task.takeProgress(endsQueued: queued) else { return }
+        for observer in all {
+            observer.task(snapshot, didWriteData: delta, totalBytesWritten: snapshot.bytesWritten, totalBytesExpected: snapshot.expectedLength)
         }
     }
 

@@ -355,7 +355,7 @@ final class TransferRun: Sendable {
                 })
             },
             wrote: { position in
-                if task.wrote(upTo: position) { manager.delegate.wroteData(task) }
+                if let deadline = task.wrote(upTo: position) { manager.delegate.wroteData(task, at: deadline) }
             },
             checkpoint: { [self] position in
                 if let table = segmentState.withLockedValue({ $0.table }) {

@@ -31,6 +31,34 @@ final class TransferTests: EngineTestCase {
         XCTAssertEqual(leftovers(), [])
     }
 
+    func testProgressIsCoalescedInTimeAndNeverFollowsTheEnd() async throws {
+        // 32 MB as fast as the loop allows: hundreds of body parts, but progress reaches the
+        // observers at most every `progressInterval`, and the last of it comes before Finished.
+        // (Every other event delivers the progress before it: no checkpoints here to add some.)
+        await manager.shutdown()
+        manager = makeManager { $0.checkpointBytes = 1 << 40 }
+        let content = Self.content(32_000_000)
+        server.set("/fast", Route(content: content))
+        let started = Date()
+        let id = try start("/fast")
+        let done = try await wait(id, for: [.finished, .failed])
+        let seconds = Date().timeIntervalSince(started)
+        XCTAssertEqual(done.state, .finished)
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+        let events = observer.all.filter {
+            switch $0 {
+            case .progress(id, _), .finished(id, _): return true
+            default: return false
+            }
+        }
+        let progress = events.compactMap { if case .progress(_, let n) = $0 { return n } else { return nil } }
+        XCTAssertEqual(events.last, .finished(id, directory.file("out\(id)")))
+        XCTAssertEqual(progress.last, Int64(content.count), "the last delivery carries every byte")
+        XCTAssertEqual(progress, progress.sorted())
+        let interval = Double(SessionDelegate.progressInterval) / 1e9
+        XCTAssertLessThanOrEqual(Double(progress.count), seconds / interval + 2, "at most one delivery per interval")
+    }
+
     func testDirectoryDestinationTakesASanitisedServerName() async throws {
         var route = Route(content: Self.content(1000))
         route.contentDisposition = #"attachment; filename="../../etc/.evil.txt""#
