@@ -235,13 +235,13 @@ def section_single(nginx, work, disk, runs):
     source = os.path.join(nginx.www, "single.bin")
     shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
     service = Service(os.path.join(work, "single"))
-    results = {k: [] for k in ("svc-tmpfs", "curl-null", "svc-disk", "curl", "wget", "aria2c", "dd")}
+    results = {k: [] for k in ("svc-tmpfs", "curl-null", "dd-tmpfs", "svc-disk", "curl", "wget", "aria2c", "dd")}
     signal_rates, checkpoints = [], []
     try:
         for run in range(runs):
             for case in results:
                 os.sync()
-                target = os.path.join(shm if case == "svc-tmpfs" else disk, f"{case}.bin")
+                target = os.path.join(shm if case.endswith("tmpfs") else disk, f"{case}.bin")
                 if case.startswith("svc"):
                     wall, cpu, rss, signals = service.download(url, target)
                     if case == "svc-tmpfs":
@@ -249,6 +249,12 @@ def section_single(nginx, work, disk, runs):
                         checkpoints.append(service.last_checkpoints())
                 elif case == "curl-null":
                     wall, cpu, rss = tool(["curl", "-sS", "-o", "/dev/null", url])
+                    target = None
+                elif case == "dd-tmpfs":
+                    # The copy into a new tmpfs file alone, from /dev/zero: the work the service
+                    # does that curl -o /dev/null does not (page allocation included).
+                    wall, cpu, rss = tool(["dd", "if=/dev/zero", f"of={target}", "bs=1M", f"count={size // MiB}", "status=none"])
+                    os.unlink(target)
                     target = None
                 elif case == "curl":
                     wall, cpu, rss = tool(["curl", "-sS", "-o", target, url])
@@ -270,7 +276,8 @@ def section_single(nginx, work, disk, runs):
         os.unlink(source)
     table = Table("Single stream, 1 GiB", "")
     ref = {"svc-tmpfs": "curl-null", "svc-disk": "curl"}
-    names = {"svc-tmpfs": "service → tmpfs", "curl-null": "curl -o /dev/null", "svc-disk": "service → disk",
+    names = {"svc-tmpfs": "service → tmpfs", "curl-null": "curl -o /dev/null", "dd-tmpfs": "dd /dev/zero → tmpfs",
+             "svc-disk": "service → disk",
              "curl": "curl -o (disk)", "wget": "wget -O (disk)", "aria2c": "aria2c -x1 (disk)", "dd": "dd conv=fdatasync (disk)"}
     for case, values in results.items():
         walls, cpus, rsss = [v[0] for v in values], [v[1] for v in values], [v[2] for v in values]
@@ -280,6 +287,10 @@ def section_single(nginx, work, disk, runs):
             speed = [rw / w for (w, _, _), (rw, _, _) in zip(values, r)]
             cpu_ratio = [c / max(rc, 0.01) for (_, c, _), (_, rc, _) in zip(values, r)]
             versus = f"speed {median(speed):.2f}× ({min(speed):.2f}–{max(speed):.2f}), CPU {median(cpu_ratio):.2f}× of {names[ref[case]]}"
+        elif case == "dd-tmpfs":
+            floor = [c + dc for (_, c, _), (_, dc, _) in zip(results["curl-null"], values)]
+            ratio = [sc / max(f, 0.01) for (_, sc, _), f in zip(results["svc-tmpfs"], floor)]
+            versus = f"with curl -o /dev/null: {median(floor):.2f} CPU s, the floor; the service {median(ratio):.2f}× of it"
         elif case in ("wget", "aria2c", "dd"):
             speed = [w / sw for (w, _, _), (sw, _, _) in zip(values, results["svc-disk"])]
             versus = f"the service is {median(speed):.2f}× as fast"
