@@ -221,8 +221,12 @@ extension TransferRun {
             case .alreadyComplete:
                 end(attempt, with: .restartFromZero(reason: "416 for a range that is not held"))
                 return false
-            case .redirect:
-                error = .invalidResponse("a ranged request was redirected")
+            case .redirect(let location):
+                // The URL moved: a resumed download asks the URL it was given, which sends its
+                // ranges elsewhere (a mirror, a CDN's signed URL). The state machine follows the
+                // redirect under its rules, and the next attempt fetches the recorded ranges there.
+                end(attempt, with: .redirect(location: location))
+                return false
             case .fail(let failure):
                 error = failure
             }

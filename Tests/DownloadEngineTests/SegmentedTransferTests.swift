@@ -183,6 +183,28 @@ final class SegmentedTransferTests: EngineTestCase {
         XCTAssertTrue(after.allSatisfy { $0.ifRange == "\"v1\"" })
     }
 
+    func testResumeThroughARedirectFetchesTheRecordedRangesWhereItPoints() async throws {
+        // The URL given redirects (as release downloads do to a CDN): on resume the ranged
+        // requests to it are answered 302, and the ranges left are fetched where it points.
+        let content = Self.content(Self.size)
+        serve("/target", content, rate: 2_000_000)
+        var moved = Route(content: [])
+        moved.redirect = (302, "/target")
+        server.set("/moved", moved)
+        let id = try startSegmented("/moved", connections: 4)
+        try await waitForBytes(id, atLeast: 2_000_000)
+        let data = try manager.decodeResumeData(try await manager.pause(id), owner: Self.owner)
+        let segments = try XCTUnwrap(data.segments)
+        let before = server.requests(for: "/target").count
+        server.update("/target") { $0.bytesPerSecond = 20_000_000 }
+        try manager.resume(id)
+        try await assertFinished(id, holding: content)
+        XCTAssertTrue(server.requests(for: "/moved").contains { $0.range != nil }, "the resumed ranges asked the URL given")
+        let after = server.requests(for: "/target").dropFirst(before)
+        XCTAssertEqual(Set(after.compactMap { $0.range }.prefix(segments.count)), rangeHeaders(segments))
+        XCTAssertTrue(after.allSatisfy { $0.ifRange == "\"v1\"" && $0.status == 206 }, "never a whole body: no splice, no restart")
+    }
+
     func testResumeDataOfARemovedTaskTakesOverItsRanges() async throws {
         let (id, content, blob) = try await pausedMidway("/adopt")
         let data = try manager.decodeResumeData(blob, owner: Self.owner)
