@@ -131,7 +131,10 @@ final class DownloadTask: Sendable {
     /// Returns once every event queued so far has been delivered.
     func eventsDelivered() async {
         await withCheckedContinuation { continuation in
-            events.async { continuation.resume() }
+            // Under eventOrder: a change already visible has queued its events by then.
+            eventOrder.withLock {
+                events.async { continuation.resume() }
+            }
         }
     }
 }
