@@ -1,10 +1,10 @@
 /// Which queued tasks may start: a global limit on running transfers and one on the connections
-/// they open (a segmented download with `connections` 4 counts four, never more than
-/// `maxConnections`; a task may start whatever it weighs when nothing runs), shared fairly
-/// between users by connections, a limit of transfers per session (a session is one user's:
-/// `SessionID`), and within one user
-/// higher priorities first, FIFO within a priority; only tasks the network allows (nothing
-/// offline, only `allow_metered` ones on a metered network). Pure bookkeeping, tested without I/O.
+/// they open (a segmented download with `connections` 4 counts four), shared fairly between users
+/// by connections, a limit of transfers per session (a session is one user's: `SessionID`), and
+/// within one user higher priorities first, FIFO within a priority; only tasks the network allows
+/// (nothing offline, only `allow_metered` ones on a metered network). A task whose connections do
+/// not all fit starts with the places that are free (its `connections` is a maximum, as aria2's
+/// `-x` is), so smaller tasks behind it never pass it for ever. Pure bookkeeping, tested without I/O.
 struct Scheduler: Sendable {
     var maxRunning: Int
     var maxRunningPerSession: Int
@@ -32,6 +32,8 @@ struct Scheduler: Sendable {
     }
 
     var runningCount: Int { running.count }
+    /// The connections a running task was granted (1 when it is not running).
+    func connections(of id: UInt64) -> Int { running[id]?.weight ?? 1 }
     /// Places taken: the connections of the running tasks.
     var connectionCount: Int { running.values.reduce(0) { $0 + $1.weight } }
     var queuedIDs: [UInt64] { queued.map(\.id) }
@@ -77,10 +79,10 @@ struct Scheduler: Sendable {
                 runningPerSession[session, default: 0] += 1
                 runningPerOwner[session.owner, default: 0] += weight
             }
-            let free = running.isEmpty ? Int.max : maxConnections - connectionCount
-            // Each user's best task that may start now (whose connections fit the places left).
+            let free = maxConnections - connectionCount
+            // Each user's best task that may start now.
             var best: [UInt32: Entry] = [:]
-            for entry in queued where entry.weight <= free && runningPerSession[entry.session, default: 0] < maxRunningPerSession
+            for entry in queued where runningPerSession[entry.session, default: 0] < maxRunningPerSession
                 && network.allows(allowMetered: entry.allowMetered) {
                 let owner = entry.session.owner
                 if let current = best[owner], !Scheduler.before(entry, current) { continue }
@@ -91,7 +93,7 @@ struct Scheduler: Sendable {
                 return ra != rb ? ra < rb : a.sequence < b.sequence
             }
             guard let entry = chosen else { break }
-            running[entry.id] = (entry.session, entry.weight)
+            running[entry.id] = (entry.session, min(entry.weight, free))
             queued.removeAll { $0.id == entry.id }
             started.append(entry.id)
         }

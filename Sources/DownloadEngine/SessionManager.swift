@@ -506,18 +506,18 @@ public final class SessionManager: Sendable {
     // MARK: Scheduling
 
     func schedule() {
-        let starting = state.withLockedValue { state -> [DownloadTask] in
+        let starting = state.withLockedValue { state -> [(DownloadTask, Int)] in
             guard !state.shuttingDown else { return [] }
-            return state.scheduler.next().compactMap { state.tasks[$0] }
+            return state.scheduler.next().compactMap { id in state.tasks[id].map { ($0, state.scheduler.connections(of: id)) } }
         }
-        for task in starting {
+        for (task, connections) in starting {
             // The runner is stored under the task's lock, so a stop never misses it; its own
             // events wait for this one (move holds the task's event order).
             let moved = move(task, to: .running, { state in
                 state.stopReason = nil
                 state.runID += 1
                 let runID = state.runID
-                state.runner = Task { await self.run(task, runID: runID) }
+                state.runner = Task { await self.run(task, runID: runID, connections: connections) }
             })
             if moved == nil {
                 state.withLockedValue { $0.scheduler.remove(task.id) }
@@ -525,8 +525,8 @@ public final class SessionManager: Sendable {
         }
     }
 
-    private func run(_ task: DownloadTask, runID: UInt64) async {
-        await TransferRun(task: task, manager: self).run()
+    private func run(_ task: DownloadTask, runID: UInt64, connections: Int) async {
+        await TransferRun(task: task, manager: self, connections: connections).run()
         // The scheduler let go of the task when it left running (in `move`); a new run may
         // have started since: its handles are not ours to clear.
         task.update { state in

@@ -27,9 +27,6 @@ extension TransferRun {
         var lastCheckpoint = NIODeadline.uptimeNanoseconds(0)
     }
 
-    /// Connections this task may open: its option, never more than the scheduler's places.
-    var connectionCount: Int { max(1, min(task.record.options.connections, configuration.maxConnections)) }
-
     /// Whether this request goes through the segmented path.
     var isSegmented: Bool {
         let record = task.record

@@ -16,8 +16,12 @@ final class TransferRun: Sendable {
     private let checkpoints = NIOLockedValueBox(0)
     /// A segmented download's ranges and how this run fetches (see TransferRun+Segments).
     let segmentState = NIOLockedValueBox(SegmentState())
+    /// Connections this run may open (see TransferRun+Segments).
+    let connectionCount: Int
 
-    init(task: DownloadTask, manager: SessionManager) {
+    /// `connections`: the places the scheduler granted (at most the task's `connections`).
+    init(task: DownloadTask, manager: SessionManager, connections: Int = 1) {
+        self.connectionCount = max(1, connections)
         self.task = task
         self.manager = manager
         let record = task.record

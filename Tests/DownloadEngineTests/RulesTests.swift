@@ -81,10 +81,12 @@ final class RulesTests: XCTestCase {
         scheduler.enqueue(2, session: a, priority: .normal, connections: 4)
         scheduler.enqueue(3, session: b, priority: .normal, connections: 2)
         scheduler.enqueue(4, session: b, priority: .normal, connections: 1)
-        XCTAssertEqual(scheduler.next(), [1, 3], "8 + 2 connections fill the 10; 4 waits, and so does 1 behind them")
+        XCTAssertEqual(scheduler.next(), [1, 2], "8, then 2 of the 4 task 2 asked for, fill the 10; 3 and 4 wait")
+        XCTAssertEqual([scheduler.connections(of: 1), scheduler.connections(of: 2)], [8, 2])
         XCTAssertEqual(scheduler.connectionCount, 10)
         scheduler.remove(1)
-        XCTAssertEqual(scheduler.next(), [2, 4], "4 + 2 + 1 of 10")
+        XCTAssertEqual(scheduler.next(), [3, 4], "2 + 2 + 1 of 10")
+        XCTAssertEqual(scheduler.connectionCount, 5)
         scheduler.remove(2)
         scheduler.remove(3)
         scheduler.remove(4)
@@ -94,6 +96,22 @@ final class RulesTests: XCTestCase {
         var tasks = Scheduler(maxRunning: 2, maxRunningPerSession: 2, maxConnections: 16)
         for id in 6...8 { tasks.enqueue(UInt64(id), session: a, priority: .normal) }
         XCTAssertEqual(tasks.next(), [6, 7], "single streams are still held to the transfer limit")
+    }
+
+    func testALargeTaskIsNeverPassedByTheSmallerOnesBehindIt() {
+        var scheduler = Scheduler(maxRunning: 4, maxRunningPerSession: 4, maxConnections: 16)
+        let a = SessionID(owner: 1000, name: "a")
+        scheduler.enqueue(1, session: a, priority: .normal, connections: 8)
+        scheduler.enqueue(2, session: a, priority: .normal, connections: 8)
+        XCTAssertEqual(scheduler.next(), [1, 2])
+        scheduler.enqueue(3, session: a, priority: .normal, connections: 16)
+        for id in 4...6 { scheduler.enqueue(UInt64(id), session: a, priority: .normal) }
+        XCTAssertEqual(scheduler.next(), [], "no place is free")
+        scheduler.remove(1)
+        XCTAssertEqual(scheduler.next(), [3], "the 16-connection task starts with the 8 places free, before the single streams")
+        XCTAssertEqual(scheduler.connections(of: 3), 8)
+        scheduler.remove(2)
+        XCTAssertEqual(scheduler.next(), [4, 5, 6], "then the single streams behind it")
     }
 
     func testSegmentTableSplitsStealsAndCutsAtEachEnd() throws {
