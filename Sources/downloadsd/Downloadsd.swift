@@ -27,7 +27,7 @@ struct Downloadsd: AsyncParsableCommand {
     @Option(help: "Tasks one user may have (QuotaExceeded beyond).") var maxTasksPerUser = 1000
     @Option(help: "Distinct sessions one user's tasks may be in (QuotaExceeded beyond).") var maxSessionsPerUser = 100
     @Option(help: "Days finished, failed and cancelled tasks stay listed.") var retentionDays = 7
-    @Option(help: "Progress signals per task per second, at most.") var progressRate = 10
+    @Option(help: "Progress signals per task per second, at most (the engine reports progress every 20 ms at most, so 50 is the most that matters).") var progressRate = 10
     @Option(help: "The per-user file helper a root daemon starts (default: downloads-file-helper beside downloadsd).")
     var fileHelper: String?
     @Option(help: "Seconds one file operation of a user's helper may take before the helper is killed.")
