@@ -14,7 +14,8 @@ public struct DownloadOptions: Sendable, Hashable {
     public var priority: Priority = .normal
     /// 0 = unlimited.
     public var maxBytesPerSecond: UInt64 = 0
-    /// Ranged connections at once (1–16) when the server allows ranges and the length is known.
+    /// Ranged connections at once, at most (1–16), when the server allows ranges and the length is
+    /// known; the scheduler grants fewer when its connection places are short (`Scheduler`).
     public var connections = 1
     /// Replace an existing destination file.
     public var overwrite = false

@@ -7,7 +7,7 @@ struct TaskOptionArguments: ParsableArguments {
     @Option(help: ArgumentHelp("Check the file's SHA-256 (hex) before it is kept.", valueName: "hex")) var sha256: String?
     @Option(name: .customLong("limit-rate"), help: ArgumentHelp("At most this many bytes per second.", valueName: "bytes"))
     var limitRate: UInt64?
-    @Option(help: ArgumentHelp("Ranged connections at once, when the server allows ranges.", valueName: "n")) var connections: UInt32?
+    @Option(help: ArgumentHelp("Ranged connections at most (1-16), when the server allows ranges.", valueName: "n")) var connections: UInt32?
     @Option(help: ArgumentHelp("low, normal or high (orders only your own tasks).", valueName: "priority")) var priority: String?
     @Option(name: .customLong("header"), help: ArgumentHelp("An HTTP header, 'Name: value' (repeatable).", valueName: "header"))
     var headers: [String] = []
