@@ -205,6 +205,24 @@ final class SegmentedTransferTests: EngineTestCase {
         XCTAssertTrue(after.allSatisfy { $0.ifRange == "\"v1\"" && $0.status == 206 }, "never a whole body: no splice, no restart")
     }
 
+    func testATaskStartsWithTheConnectionPlacesLeftInsteadOfWaiting() async throws {
+        // 4 places: a three-connection download takes 3; one that asks for 4 starts at once on
+        // the one left (one stream: its only request asks for the whole file) instead of waiting.
+        await manager.shutdown()
+        manager = makeManager { $0.maxConnections = 4 }
+        let slow = Self.content(Self.size)
+        serve("/wide", slow, rate: 500_000)
+        let wide = try startSegmented("/wide", connections: 3)
+        try await waitForBytes(wide, atLeast: 100_000)
+        let content = Self.content(3 << 20, seed: 2)
+        serve("/narrow", content, rate: 20_000_000, { $0.etag = "\"n\"" })
+        let narrow = try startSegmented("/narrow", connections: 4)
+        try await assertFinished(narrow, holding: content)
+        XCTAssertEqual(server.requests(for: "/narrow").map { $0.range }, [nil], "one stream on the one place left")
+        XCTAssertEqual(manager.snapshot(wide)?.state, .running)
+        _ = try await manager.pause(wide)
+    }
+
     func testResumeDataOfARemovedTaskTakesOverItsRanges() async throws {
         let (id, content, blob) = try await pausedMidway("/adopt")
         let data = try manager.decodeResumeData(blob, owner: Self.owner)
