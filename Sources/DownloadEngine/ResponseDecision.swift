@@ -12,11 +12,12 @@ enum ResponseDecision: Equatable, Sendable {
     case restartFromZero(reason: String)
     case fail(DownloadError)
 
+    /// `ranged`: the request carried a `Range` header (from `requestedOffset`, possibly 0 for a
+    /// segmented download's first range, or bounded).
     static func decide(
         status: Int, reason: String, headers: HTTPHeaders, requestedOffset: Int64, knownLength: Int64,
-        validator: String?, retryAfterCap: Double, ranged: Bool? = nil
+        validator: String?, retryAfterCap: Double, ranged: Bool
     ) -> ResponseDecision {
-        let ranged = ranged ?? (requestedOffset > 0)
         let contentLength = headers.first(name: "content-length").flatMap { Int64($0) }
         switch status {
         case 301, 302, 303, 307, 308:

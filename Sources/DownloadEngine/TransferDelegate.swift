@@ -80,10 +80,10 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
 
     init(
         writer: PartialFileWriter, requestedOffset: Int64, knownLength: Int64, validator: String?, hooks: Hooks,
-        settings: Settings, ranged: Bool? = nil, segment: Segment? = nil,
+        settings: Settings, ranged: Bool, segment: Segment? = nil,
         split: (@Sendable (Int, HTTPHeaders, ResponseDecision) -> Segment?)? = nil
     ) {
-        self.ranged = ranged ?? (requestedOffset > 0)
+        self.ranged = ranged
         self.segment = segment
         self.split = split
         self.writer = writer

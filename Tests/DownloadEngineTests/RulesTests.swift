@@ -204,7 +204,7 @@ final class RulesTests: XCTestCase {
     func testResponseDecisions() {
         func decide(_ status: Int, _ headers: HTTPHeaders, offset: Int64 = 100, known: Int64 = 1000) -> ResponseDecision {
             ResponseDecision.decide(status: status, reason: "", headers: headers, requestedOffset: offset,
-                                    knownLength: known, validator: "\"v\"", retryAfterCap: 60)
+                                    knownLength: known, validator: "\"v\"", retryAfterCap: 60, ranged: offset > 0)
         }
         XCTAssertEqual(decide(200, ["Content-Length": "5", "ETag": "\"n\""]), .write(offset: 0, truncate: true, expectedLength: 5, validator: "\"n\""))
         XCTAssertEqual(decide(206, ["Content-Range": "bytes 100-999/1000"]), .write(offset: 100, truncate: false, expectedLength: 1000, validator: "\"v\""))
