@@ -73,6 +73,9 @@ final class FuzzTests: SystemBusTestCase {
         }
         print("fuzz: \(summary["calls"] ?? 0) calls, \(summary["tasks"] ?? 0) tasks; files \(before.fds) → \(after.fds), database \(before.database) → \(after.database), sockets \(before.sockets) → \(after.sockets), RSS \(before.rssKiB) → \(after.rssKiB) KiB; outcomes \(summary["outcomes"] ?? "")")
         XCTAssertEqual(summary["left"] as? [String], [], "every task the fuzzer made was removed")
+        if let left = summary["left"] as? [String], !left.isEmpty {
+            await diagnose("tasks left after Cancel: \(left)")
+        }
         XCTAssertGreaterThanOrEqual(summary["calls"] as? Int ?? 0, examples)
         XCTAssertEqual(daemon.map { kill($0.pid, 0) }, 0, "the daemon is up")
         // One in a few runs ends with one more pipe or eventfd than it began with, even after 5 s;

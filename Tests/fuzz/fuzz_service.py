@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections import Counter
 
 # libdbus aborts the client on a malformed argument (an invalid object path) unless told not to;
@@ -153,15 +154,20 @@ def test_service_answers(action):
 
 test_service_answers()
 # Leave nothing behind: cancel what is live, then remove what ended (Cancel of an ended task).
+# What each Cancel answered, for a task that is still listed at the end.
+cancelled = {}
 for path in list(tasks) + [str(p) for p in bus.call_blocking(NAME, MANAGER, IFACE, 'ListTasks', 's', [''])]:
     for _ in range(2):
+        started = time.monotonic()
         try:
             bus.call_blocking(NAME, MANAGER, IFACE, 'Cancel', 'o', [path], timeout=20)
-        except dbus.DBusException:
-            pass
+            answer = 'ok'
+        except dbus.DBusException as error:
+            answer = f"{error.get_dbus_name()}: {error.get_dbus_message()}"
+        cancelled.setdefault(path, []).append(f"{answer} after {time.monotonic() - started:.2f} s")
 def describe(path):
     values = bus.call_blocking(NAME, path, 'org.freedesktop.DBus.Properties', 'GetAll', 's', [IFACE + '.Task'])
-    return f"{path} {values.get('State')} {values.get('Error')} {values.get('ErrorMessage')}"
+    return f"{path} {values.get('State')} {values.get('Error')} {values.get('ErrorMessage')}; Cancel: {cancelled.get(path)}"
 
 
 left = [describe(str(p)) for p in bus.call_blocking(NAME, MANAGER, IFACE, 'ListTasks', 's', [''])]
