@@ -15,7 +15,7 @@ public struct DownloadOptions: Sendable, Hashable {
     /// 0 = unlimited.
     public var maxBytesPerSecond: UInt64 = 0
     /// Ranged connections at once, at most (1–16), when the server allows ranges and the length is
-    /// known; the scheduler grants fewer when its connection places are short (`Scheduler`).
+    /// known; the scheduler grants fewer when its connection places are short and more as they free up (`Scheduler`).
     public var connections = 1
     /// Replace an existing destination file.
     public var overwrite = false

@@ -4,7 +4,9 @@
 /// within one user higher priorities first, FIFO within a priority; only tasks the network allows
 /// (nothing offline, only `allow_metered` ones on a metered network). A task whose connections do
 /// not all fit starts with the places that are free (its `connections` is a maximum, as aria2's
-/// `-x` is), so smaller tasks behind it never pass it for ever. Pure bookkeeping, tested without I/O.
+/// `-x` is), so smaller tasks behind it never pass it for ever; places no queued task can take
+/// then go to running tasks that have fewer connections than they asked for (`grow`). Pure
+/// bookkeeping, tested without I/O.
 struct Scheduler: Sendable {
     var maxRunning: Int
     var maxRunningPerSession: Int
@@ -22,7 +24,14 @@ struct Scheduler: Sendable {
     }
 
     private var queued: [Entry] = []
-    private var running: [UInt64: (session: SessionID, weight: Int)] = [:]
+    /// A running task: the connections it holds (`weight`) and the most it asked for (`wanted`).
+    private struct Running: Sendable {
+        let session: SessionID
+        var weight: Int
+        var wanted: Int
+    }
+
+    private var running: [UInt64: Running] = [:]
     private var sequence: UInt64 = 0
 
     init(maxRunning: Int, maxRunningPerSession: Int, maxConnections: Int = 16) {
@@ -75,9 +84,9 @@ struct Scheduler: Sendable {
         while running.count < maxRunning && connectionCount < maxConnections && network.online {
             var runningPerSession: [SessionID: Int] = [:]
             var runningPerOwner: [UInt32: Int] = [:]
-            for (session, weight) in running.values {
-                runningPerSession[session, default: 0] += 1
-                runningPerOwner[session.owner, default: 0] += weight
+            for entry in running.values {
+                runningPerSession[entry.session, default: 0] += 1
+                runningPerOwner[entry.session.owner, default: 0] += entry.weight
             }
             let free = maxConnections - connectionCount
             // Each user's best task that may start now.
@@ -93,11 +102,45 @@ struct Scheduler: Sendable {
                 return ra != rb ? ra < rb : a.sequence < b.sequence
             }
             guard let entry = chosen else { break }
-            running[entry.id] = (entry.session, min(entry.weight, free))
+            running[entry.id] = Running(session: entry.session, weight: min(entry.weight, free), wanted: entry.weight)
             queued.removeAll { $0.id == entry.id }
             started.append(entry.id)
         }
         return started
+    }
+
+    /// Places left after `next` (no queued task can take them: the transfer limits or the
+    /// network hold those back) go, one at a time, to the running task with fewer connections
+    /// than it asked for whose user holds the fewest (ties: the oldest task). Returns the places
+    /// each task gained; the caller hands them to its run and gives back what it cannot use.
+    mutating func grow() -> [UInt64: Int] {
+        var granted: [UInt64: Int] = [:]
+        while connectionCount < maxConnections {
+            var perOwner: [UInt32: Int] = [:]
+            for entry in running.values { perOwner[entry.session.owner, default: 0] += entry.weight }
+            let candidate = running.filter { $0.value.weight < $0.value.wanted }.min { a, b in
+                let ra = perOwner[a.value.session.owner, default: 0], rb = perOwner[b.value.session.owner, default: 0]
+                return ra != rb ? ra < rb : a.key < b.key
+            }
+            guard let (id, _) = candidate else { break }
+            running[id]?.weight += 1
+            granted[id, default: 0] += 1
+        }
+        return granted
+    }
+
+    /// A running task gives back `count` places it was granted but cannot use now.
+    mutating func giveBack(_ id: UInt64, _ count: Int) {
+        guard let weight = running[id]?.weight else { return }
+        running[id]?.weight = max(1, weight - count)
+    }
+
+    /// A running task that fetches on one stream from now on keeps one place and is offered
+    /// no more.
+    mutating func settle(_ id: UInt64) {
+        guard running[id] != nil else { return }
+        running[id]?.weight = 1
+        running[id]?.wanted = 1
     }
 
     /// Within one user: higher priority first, then first come.

@@ -506,9 +506,17 @@ public final class SessionManager: Sendable {
     // MARK: Scheduling
 
     func schedule() {
-        let starting = state.withLockedValue { state -> [(DownloadTask, Int)] in
-            guard !state.shuttingDown else { return [] }
-            return state.scheduler.next().compactMap { id in state.tasks[id].map { ($0, state.scheduler.connections(of: id)) } }
+        let (starting, growing) = state.withLockedValue { state -> ([(DownloadTask, Int)], [(DownloadTask, Int)]) in
+            guard !state.shuttingDown else { return ([], []) }
+            let starting = state.scheduler.next().compactMap { id in state.tasks[id].map { ($0, state.scheduler.connections(of: id)) } }
+            let growing = state.scheduler.grow().compactMap { id, count in state.tasks[id].map { ($0, count) } }
+            return (starting, growing)
+        }
+        // Places no queued task can take: more connections for segmented runs that asked for them.
+        for (task, count) in growing {
+            let taken = task.state.withLockedValue { $0.transfer }?.addConnections(count) ?? 0
+            if taken < count { state.withLockedValue { $0.scheduler.giveBack(task.id, count - taken) } }
+            if taken > 0 { logger.info("task \(task.id): \(taken) more connection(s)") }
         }
         for (task, connections) in starting {
             // The runner is stored under the task's lock, so a stop never misses it; its own
@@ -523,6 +531,16 @@ public final class SessionManager: Sendable {
                 state.withLockedValue { $0.scheduler.remove(task.id) }
             }
         }
+    }
+
+    /// A run that fetches on one stream from now on gives back all but one of its places.
+    func settleOnOneStream(_ task: DownloadTask) {
+        let freed = state.withLockedValue { state -> Bool in
+            let held = state.scheduler.connections(of: task.id)
+            state.scheduler.settle(task.id)
+            return held > 1
+        }
+        if freed { schedule() }
     }
 
     private func run(_ task: DownloadTask, runID: UInt64, connections: Int) async {

@@ -15,6 +15,11 @@ import NIOHTTP1
 /// whole download from the recorded ranges. A range answered with the whole resource (200), a
 /// wrong `Content-Range` or another version ends every connection and restarts the download
 /// from zero on one stream: never a splice of two versions.
+///
+/// The run starts with the connections the scheduler granted (as many as the task asked for,
+/// or the places that were free); places that free up later may be granted while an attempt
+/// runs (`addConnections`), each one a new connection stealing half of the largest range. A
+/// download that turns out to be one stream (no ranges, no length) gives back all but one.
 extension TransferRun {
     /// The run's segmented state (behind `segmentState`'s lock).
     struct SegmentState {
@@ -25,12 +30,37 @@ extension TransferRun {
         /// Set once a segmented attempt restarted from zero: the rest of the run is one stream.
         var singleStream = false
         var lastCheckpoint = NIODeadline.uptimeNanoseconds(0)
+        /// Connections this run may open: the places it holds.
+        var connections: Int
+        /// The connections of the attempt running now (nil before its split and between attempts).
+        var workers: SegmentWorkers?
     }
 
-    /// Whether this request goes through the segmented path.
+    /// Connections this run may open now.
+    var connectionCount: Int { segmentState.withLockedValue { $0.connections } }
+
+    /// Whether this request goes through the segmented path: the task asked for more than one
+    /// connection (even if it was granted one: more may come) or has recorded ranges.
     var isSegmented: Bool {
         let record = task.record
-        return !segmentState.withLockedValue { $0.singleStream } && (connectionCount > 1 || record.segments != nil)
+        return !segmentState.withLockedValue { $0.singleStream } && (record.options.connections > 1 || record.segments != nil)
+    }
+
+    /// More places granted while the run goes on: started at once as connections of the
+    /// attempt running now. Returns how many it took (none before the split, between
+    /// attempts, or on one stream); the scheduler gets the rest back.
+    func addConnections(_ count: Int) -> Int {
+        segmentState.withLockedValue { state in
+            guard !state.singleStream, let workers = state.workers, workers.add(count) else { return 0 }
+            state.connections += count
+            return count
+        }
+    }
+
+    /// The download goes on one stream from now on: all but one place go back to the scheduler.
+    private func settleOnOneStream() {
+        segmentState.withLockedValue { $0.connections = 1 }
+        manager.settleOnOneStream(task)
     }
 
     /// What a segmented attempt shares between its connections.
@@ -47,29 +77,34 @@ extension TransferRun {
         let attempt = NIOLockedValueBox(Attempt())
         let outcome: TransferStateMachine.Outcome
         if let remaining = record.segments, let validator = record.validator, record.expectedLength > 0 {
+            let connections = connectionCount
             let table = SegmentTable(
-                length: record.expectedLength, remaining: remaining, pieces: connectionCount,
+                length: record.expectedLength, remaining: remaining, pieces: connections,
                 minimumSplit: configuration.minimumSegment
             )
-            segmentState.withLockedValue { $0.table = table }
-            manager.logger.info("task \(task.id): \(remaining.count) range(s) left, \(connectionCount) connection(s)")
-            await withTaskGroup(of: Void.self) { group in
-                for _ in 0..<connectionCount {
-                    group.addTask {
-                        await self.fetch(table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt)
-                    }
-                }
+            let workers = SegmentWorkers(live: connections)
+            segmentState.withLockedValue { state in
+                state.table = table
+                state.workers = workers
+            }
+            manager.logger.info("task \(task.id): \(remaining.count) range(s) left, \(connections) connection(s)")
+            // Places that freed since the run started may join this attempt.
+            manager.schedule()
+            await workers.run(spawning: connections) {
+                await self.fetch(table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt)
             }
             outcome = ending(table, attempt)
         } else {
             outcome = await firstRequest(request, attempt: attempt)
         }
+        segmentState.withLockedValue { $0.workers = nil }
         if case .restartFromZero = outcome {
             // From now on this run fetches on one stream, from the start.
             segmentState.withLockedValue { state in
                 state.singleStream = true
                 state.table = nil
             }
+            settleOnOneStream()
         }
         return outcome
     }
@@ -79,14 +114,14 @@ extension TransferRun {
     private func firstRequest(
         _ request: TransferStateMachine.Request, attempt: NIOLockedValueBox<Attempt>
     ) async -> TransferStateMachine.Outcome {
-        let pieces = connectionCount
         let minimum = configuration.minimumSegment
         // Nothing of an earlier attempt (whose ranges were not recorded) may pass for this one's.
         segmentState.withLockedValue { state in
             state.table = nil
             state.firstClaim = nil
+            state.workers = nil
         }
-        let (tables, continuation) = AsyncStream<(SegmentTable, String)>.makeStream()
+        let (tables, continuation) = AsyncStream<(SegmentTable, String, SegmentWorkers, Int)>.makeStream()
         let state = segmentState
         let split: @Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment? = { status, headers, decision in
             defer { continuation.finish() }
@@ -94,15 +129,19 @@ extension TransferRun {
                   status == 206 || headers.first(name: "accept-ranges")?.lowercased().contains("bytes") == true,
                   length - offset >= 2 * minimum
             else { return nil }
+            let pieces = state.withLockedValue { $0.connections }
             let table = SegmentTable(
                 length: length, remaining: [ByteRange(start: offset, end: length)], pieces: pieces, minimumSplit: minimum
             )
             guard let claim = table.claim(startingAt: offset) else { return nil }
+            // The first connection counts as one of the attempt's: it goes on after its range.
+            let workers = SegmentWorkers(live: pieces)
             state.withLockedValue { state in
                 state.table = table
                 state.firstClaim = claim.id
+                state.workers = workers
             }
-            continuation.yield((table, validator))
+            continuation.yield((table, validator, workers, pieces))
             return TransferDelegate.Segment(table: table, id: claim.id)
         }
         let validator = request.range?.validator
@@ -115,10 +154,16 @@ extension TransferRun {
                     hooks: self.hooks(url: request.url), split: split
                 )
                 continuation.finish()
-                let (table, claim) = self.segmentState.withLockedValue { ($0.table, $0.firstClaim) }
-                guard let table, let claim, let validator = self.task.record.validator else {
+                let (table, claim, workers) = self.segmentState.withLockedValue { ($0.table, $0.firstClaim, $0.workers) }
+                guard let table, let claim, let workers, let validator = self.task.record.validator else {
                     // Not split: a single-stream request like any other.
+                    workers?.ended()
                     single.withLockedValue { $0 = self.outcome(of: sent) }
+                    // A body that came whole (no ranges, no length, too small to split) will
+                    // come whole again: the run needs one place.
+                    if table == nil, case .response(let result) = sent, case .write = result.decision {
+                        self.settleOnOneStream()
+                    }
                     return
                 }
                 // This connection's first range ended: it carries on as one of the connections.
@@ -128,16 +173,15 @@ extension TransferRun {
                     table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt,
                     failures: done ? 0 : 1
                 )
+                workers.ended()
             }
             group.addTask {
-                for await (table, validator) in tables {
+                for await (table, validator, workers, pieces) in tables {
                     self.manager.logger.info("task \(self.task.id): segmented, \(pieces) connection(s)")
-                    await withTaskGroup(of: Void.self) { workers in
-                        for _ in 1..<pieces {
-                            workers.addTask {
-                                await self.fetch(table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt)
-                            }
-                        }
+                    // Places that freed since the run started may join this attempt.
+                    self.manager.schedule()
+                    await workers.run(spawning: pieces - 1) {
+                        await self.fetch(table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt)
                     }
                 }
             }

@@ -15,13 +15,12 @@ final class TransferRun: Sendable {
     /// Checkpoints asked for during this run (logged at the end: their cost is a benchmark's figure).
     private let checkpoints = NIOLockedValueBox(0)
     /// A segmented download's ranges and how this run fetches (see TransferRun+Segments).
-    let segmentState = NIOLockedValueBox(SegmentState())
-    /// Connections this run may open (see TransferRun+Segments).
-    let connectionCount: Int
+    let segmentState: NIOLockedValueBox<SegmentState>
 
-    /// `connections`: the places the scheduler granted (at most the task's `connections`).
+    /// `connections`: the places the scheduler granted (at most the task's `connections`;
+    /// it may grant more while the run goes on, see `addConnections`).
     init(task: DownloadTask, manager: SessionManager, connections: Int = 1) {
-        self.connectionCount = max(1, connections)
+        segmentState = NIOLockedValueBox(SegmentState(connections: max(1, connections)))
         self.task = task
         self.manager = manager
         let record = task.record
@@ -373,7 +372,7 @@ final class TransferRun: Sendable {
                 // Each connection of a segmented download takes its share of the limit (never 0,
                 // which would mean none).
                 let limit = task.maxBytesPerSecond
-                let connections = segmentState.withLockedValue { $0.table == nil } ? 1 : connectionCount
+                let connections = segmentState.withLockedValue { $0.table == nil ? 1 : $0.connections }
                 return limit == 0 ? 0 : max(1, limit / UInt64(connections))
             }
         )

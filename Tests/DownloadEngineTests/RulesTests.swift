@@ -114,6 +114,34 @@ final class RulesTests: XCTestCase {
         XCTAssertEqual(scheduler.next(), [4, 5, 6], "then the single streams behind it")
     }
 
+    func testPlacesNoQueuedTaskCanTakeGoToRunningTasksThatAskedForMore() {
+        var scheduler = Scheduler(maxRunning: 3, maxRunningPerSession: 3, maxConnections: 8)
+        let a = SessionID(owner: 1000, name: "a"), b = SessionID(owner: 1001, name: "b")
+        scheduler.enqueue(1, session: a, priority: .normal, connections: 6)
+        scheduler.enqueue(2, session: a, priority: .normal, connections: 4)
+        XCTAssertEqual(scheduler.next(), [1, 2])
+        XCTAssertEqual(scheduler.grow(), [:], "no place is free")
+        XCTAssertEqual(scheduler.connections(of: 2), 2, "task 2 holds the 2 places left of the 4 it asked for")
+        scheduler.enqueue(3, session: b, priority: .normal, connections: 4)
+        scheduler.remove(1)
+        XCTAssertEqual(scheduler.next(), [3], "a queued task takes freed places first")
+        XCTAssertEqual(scheduler.grow(), [2: 2], "the places it leaves go to the running task short of its connections")
+        XCTAssertEqual([scheduler.connections(of: 2), scheduler.connections(of: 3), scheduler.connectionCount], [4, 4, 8])
+        scheduler.remove(2)
+        scheduler.enqueue(5, session: a, priority: .normal)
+        scheduler.enqueue(4, session: a, priority: .normal, connections: 6)
+        XCTAssertEqual(scheduler.next(), [5, 4], "5 then 4 in user a's order, 4 on the 3 places left")
+        XCTAssertEqual(scheduler.connections(of: 4), 3)
+        XCTAssertEqual(scheduler.grow(), [:], "8 of 8")
+        scheduler.giveBack(3, 2)
+        XCTAssertEqual(scheduler.grow(), [3: 2], "places go to the user holding fewer (b: 2, a: 4), as in next()")
+        scheduler.giveBack(3, 2)
+        scheduler.settle(4)
+        XCTAssertEqual(scheduler.connections(of: 4), 1, "one stream from now on: one place")
+        XCTAssertEqual(scheduler.grow(), [3: 2], "and it is offered none again")
+        XCTAssertEqual(scheduler.grow(), [:])
+    }
+
     func testSegmentTableSplitsStealsAndCutsAtEachEnd() throws {
         let coarse = SegmentTable(length: 1000, remaining: [ByteRange(start: 0, end: 1000)], pieces: 4, minimumSplit: 300)
         XCTAssertEqual([coarse.claim()?.start, coarse.claim()?.start, coarse.claim()?.start], [0, 333, 666], "equal thirds, not four below the minimum")

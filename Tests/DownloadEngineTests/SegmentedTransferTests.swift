@@ -223,6 +223,28 @@ final class SegmentedTransferTests: EngineTestCase {
         _ = try await manager.pause(wide)
     }
 
+    func testPlacesThatFreeUpJoinARunningSegmentedDownload() async throws {
+        // 4 places: a three-connection download takes 3, one asking for 4 starts on the one
+        // left; when the first is paused its 3 places join the second as new connections,
+        // each taking half of the largest range left.
+        await manager.shutdown()
+        manager = makeManager { $0.maxConnections = 4 }
+        serve("/holder", Self.content(Self.size), rate: 500_000)
+        let holder = try startSegmented("/holder", connections: 3)
+        try await waitForBytes(holder, atLeast: 100_000)
+        let content = Self.content(Self.size, seed: 3)
+        serve("/grows", content, rate: 1_000_000, { $0.etag = "\"g\"" })
+        let grows = try startSegmented("/grows", connections: 4)
+        try await waitForBytes(grows, atLeast: 200_000)
+        XCTAssertEqual(server.requests(for: "/grows").count, 1, "one connection while no place is free")
+        _ = try await manager.pause(holder)
+        try await assertFinished(grows, holding: content)
+        let requests = server.requests(for: "/grows")
+        XCTAssertEqual(requests.first?.range, nil, "the first request asked for the whole file")
+        XCTAssertGreaterThanOrEqual(requests.dropFirst().filter { $0.range != nil && $0.ifRange == "\"g\"" }.count, 3,
+                                    "three more connections fetched ranges, with If-Range")
+    }
+
     func testResumeDataOfARemovedTaskTakesOverItsRanges() async throws {
         let (id, content, blob) = try await pausedMidway("/adopt")
         let data = try manager.decodeResumeData(blob, owner: Self.owner)
