@@ -471,7 +471,7 @@ public final class SessionManager: Sendable {
                 return .wait(nil)
             case (.running, _), (.retrying, _):
                 state.stopReason = reason
-                for request in state.requests.values { request.cancel() }
+                for cancel in state.requests.values { cancel() }
                 state.runner?.cancel()
                 return .wait(state.runner)
             default:

@@ -76,6 +76,8 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     private var rateBytes: Int64 = 0
     private var rateLimit: UInt64 = 0
     private var watchdog: RepeatedTask?
+    /// The rate limit's wait before the next body part (see `interrupt`).
+    private var throttle: Scheduled<Void>?
     private var failed = false
 
     init(
@@ -204,7 +206,16 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         let allowedAt = rateStart + .nanoseconds(Int64(Double(rateBytes) / Double(rateLimit) * 1e9))
         guard allowedAt > now else { return written }
         lastActivity = allowedAt
-        return written.and(task.eventLoop.scheduleTask(deadline: allowedAt) {}.futureResult).map { _ in }
+        let wait = task.eventLoop.scheduleTask(deadline: allowedAt) {}
+        throttle = wait
+        return written.and(wait.futureResult).map { _ in }
+    }
+
+    /// Ends a rate limit's wait now (it fails, and so does the request): the request was
+    /// cancelled. A cancel alone does not end a request whose response has fully arrived
+    /// while its delegate is still waiting, and at a low limit that wait lasts hours.
+    func interrupt(on eventLoop: EventLoop) {
+        eventLoop.execute { self.throttle?.cancel() }
     }
 
     func didReceiveError(task: HTTPClient.Task<Result>, _ error: Error) {

@@ -291,7 +291,7 @@ extension TransferRun {
         guard first else { return }
         manager.logger.info("task \(task.id): segmented download ends: \(outcome)")
         task.state.withLockedValue { state in
-            for request in state.requests.values { request.cancel() }
+            for cancel in state.requests.values { cancel() }
         }
     }
 

@@ -315,7 +315,12 @@ final class TransferRun: Sendable {
         let started: HTTPClient.Task<TransferDelegate.Result>? = task.state.withLockedValue { state in
             guard state.stopReason == nil else { return nil }
             let httpTask = connection.client.execute(request: httpRequest, delegate: transfer, deadline: deadline)
-            state.requests[ObjectIdentifier(httpTask)] = httpTask
+            state.requests[ObjectIdentifier(httpTask)] = {
+                httpTask.cancel()
+                // A response that has ended waits for its delegate, which may be in a rate
+                // limit's wait: AsyncHTTPClient fails the request only once that wait is over.
+                transfer.interrupt(on: httpTask.eventLoop)
+            }
             return httpTask
         }
         guard let httpTask = started else { return .failed(.cancelled) }

@@ -377,6 +377,22 @@ extension TransferTests {
         XCTAssertEqual(server.requests(for: "/trickle").count, 5, "the first attempt and 4 retries")
     }
 
+    func testAThrottledTransferStopsAtOnce() async throws {
+        // At 1 byte per second the first body part's wait lasts hours: Pause and Cancel must not
+        // wait for it (the request is cancelled under it).
+        // A small body arrives whole before the wait: the response has ended under it.
+        server.set("/crawl", Route(content: Self.content(200_000)))
+        server.set("/small", Route(content: Self.content(2000)))
+        for (path, stop) in [("/crawl", "pause"), ("/crawl", "cancel"), ("/small", "pause"), ("/small", "cancel")] {
+            let id = try start(path) { $0.maxBytesPerSecond = 1 }
+            try await waitForBytes(id, atLeast: 1)
+            let started = ContinuousClock.now
+            if stop == "pause" { _ = try await manager.pause(id) } else { try await manager.cancel(id) }
+            XCTAssertLessThan(ContinuousClock.now - started, .seconds(5), "\(stop) of \(path) returned at once")
+            XCTAssertEqual(manager.snapshot(id)?.state, stop == "pause" ? .paused : .cancelled)
+        }
+    }
+
     func testBandwidthLimitIsAnUpperBound() async throws {
         // Only an upper bound on the rate is asserted: a slow machine can only make it slower.
         let content = Self.content(400_000)
