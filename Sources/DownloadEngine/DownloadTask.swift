@@ -117,6 +117,19 @@ final class DownloadTask: Sendable {
         }
     }
 
+    /// The bytes up to `position` (an event's snapshot) that were not delivered, if any: the
+    /// progress an event delivers before itself. Only forward: a lower position is an older
+    /// snapshot, or a restart, which the queued delivery reports.
+    func takeProgress(upTo position: Int64) -> Int64? {
+        state.withLockedValue { state in
+            let delta = position - state.progressDelivered
+            guard delta > 0 else { return nil }
+            state.progressDelivered = position
+            state.progressDeliveredAt = DispatchTime.now().uptimeNanoseconds
+            return delta
+        }
+    }
+
     /// The bandwidth limit now (read per chunk, so a change applies to a running transfer).
     var maxBytesPerSecond: UInt64 { state.withLockedValue { $0.record.options.maxBytesPerSecond } }
 

@@ -24,10 +24,12 @@ public final class SessionDelegate: Sendable {
     private var all: [any DownloadObserver] { observers.withLockedValue { $0 } }
 
     /// Queues `body` for every observer, in order, on the task's event queue, after the progress
-    /// made so far (a delivery waiting for its interval never comes after a later event).
-    private func post(_ task: DownloadTask, _ body: @escaping @Sendable (any DownloadObserver) -> Void) {
+    /// made up to the event (`snapshot`): a delivery waiting for its interval never comes after a
+    /// later event, and bytes that arrived after the event (before its turn on the queue) are
+    /// not reported before it.
+    private func post(_ task: DownloadTask, _ snapshot: TaskSnapshot, _ body: @escaping @Sendable (any DownloadObserver) -> Void) {
         task.events.async { [self] in
-            deliverProgress(task, queued: false)
+            deliverProgress(task, upTo: snapshot)
             for observer in all { body(observer) }
         }
     }
@@ -35,39 +37,39 @@ public final class SessionDelegate: Sendable {
     // MARK: Task events (called under the task's eventOrder)
 
     func created(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
-        post(task) { $0.taskWasCreated(snapshot) }
+        post(task, snapshot) { $0.taskWasCreated(snapshot) }
     }
 
     func stateChanged(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
-        post(task) { $0.task(snapshot, didChangeState: snapshot.state) }
+        post(task, snapshot) { $0.task(snapshot, didChangeState: snapshot.state) }
     }
 
     func optionsChanged(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
-        post(task) { $0.taskDidChangeOptions(snapshot) }
+        post(task, snapshot) { $0.taskDidChangeOptions(snapshot) }
     }
 
     func waitingChanged(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
-        post(task) { $0.task(snapshot, isWaitingFor: snapshot.waitingFor) }
+        post(task, snapshot) { $0.task(snapshot, isWaitingFor: snapshot.waitingFor) }
     }
 
     func receivedResponse(_ task: DownloadTask, _ snapshot: TaskSnapshot, status: Int) {
-        post(task) { $0.task(snapshot, didReceiveResponse: status, expectedLength: snapshot.expectedLength) }
+        post(task, snapshot) { $0.task(snapshot, didReceiveResponse: status, expectedLength: snapshot.expectedLength) }
     }
 
     func checkpointed(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
-        post(task) { $0.taskDidCheckpoint(snapshot) }
+        post(task, snapshot) { $0.taskDidCheckpoint(snapshot) }
     }
 
     func finished(_ task: DownloadTask, _ snapshot: TaskSnapshot, location: String) {
-        post(task) { $0.task(snapshot, didFinishDownloadingTo: location) }
+        post(task, snapshot) { $0.task(snapshot, didFinishDownloadingTo: location) }
     }
 
     func completed(_ task: DownloadTask, _ snapshot: TaskSnapshot, error: DownloadError, resumeData: [UInt8]?) {
-        post(task) { $0.task(snapshot, didCompleteWithError: error, resumeData: resumeData) }
+        post(task, snapshot) { $0.task(snapshot, didCompleteWithError: error, resumeData: resumeData) }
     }
 
     func removed(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
-        post(task) { $0.taskWasRemoved(snapshot) }
+        post(task, snapshot) { $0.taskWasRemoved(snapshot) }
     }
 
     /// Progress reaches the observers at most this often per task (nanoseconds): a fast transfer
@@ -93,6 +95,16 @@ public final class SessionDelegate: Sendable {
     /// so only one ever waits).
     private func deliverProgress(_ task: DownloadTask, queued: Bool) {
         guard let (snapshot, delta) = task.takeProgress(endsQueued: queued) else { return }
+        tell(snapshot, delta)
+    }
+
+    /// Before an event: the progress up to its snapshot, if it is ahead of what was delivered.
+    private func deliverProgress(_ task: DownloadTask, upTo event: TaskSnapshot) {
+        guard let delta = task.takeProgress(upTo: event.bytesWritten) else { return }
+        tell(event, delta)
+    }
+
+    private func tell(_ snapshot: TaskSnapshot, _ delta: Int64) {
         for observer in all {
             observer.task(snapshot, didWriteData: delta, totalBytesWritten: snapshot.bytesWritten, totalBytesExpected: snapshot.expectedLength)
         }
