@@ -194,21 +194,47 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
             lastCheckpointPosition = position
             lastCheckpointTime = now
             hooks.checkpoint(progress)
-            let limit = hooks.maxBytesPerSecond()
-            if limit != rateLimit {
-                rateLimit = limit
-                rateStart = now
-                rateBytes = 0
-            }
+            retune(to: hooks.maxBytesPerSecond(), at: now)
         }
         guard rateLimit > 0 else { return written }
         rateBytes += count
-        let allowedAt = rateStart + .nanoseconds(Int64(Double(rateBytes) / Double(rateLimit) * 1e9))
-        guard allowedAt > now else { return written }
+        let allowed = task.eventLoop.makePromise(of: Void.self)
+        waitForRate(on: task.eventLoop, then: allowed)
+        return written.and(allowed.futureResult).map { _ in }
+    }
+
+    /// A new limit from `at` on: the bytes still owed at the old one (received beyond what it
+    /// allowed so far) are owed at the new one.
+    private func retune(to limit: UInt64, at now: NIODeadline) {
+        guard limit != rateLimit else { return }
+        let elapsed = Double((now - rateStart).nanoseconds) / 1e9
+        let owed = rateLimit == 0 ? 0 : Int64(max(0, Double(rateBytes) - elapsed * Double(rateLimit)))
+        rateLimit = limit
+        rateStart = now
+        rateBytes = owed
+    }
+
+    /// Completes `allowed` once the rate limit lets the next body part in: in steps of at most
+    /// 250 ms, reading the limit again at each, so a limit raised or lifted while waiting
+    /// (`MaxBytesPerSecond` set to 0) applies at once rather than after a wait reckoned at the
+    /// old one (at 1 byte per second, hours). A cancelled step (`interrupt`) fails it.
+    private func waitForRate(on eventLoop: EventLoop, then allowed: EventLoopPromise<Void>) {
+        let now = NIODeadline.now()
+        retune(to: hooks.maxBytesPerSecond(), at: now)
+        // (At most a year: a wait that long is as good as for ever, and stays within Int64.)
+        let wait = min(Double(rateBytes) / Double(max(rateLimit, 1)), 365 * 86400)
+        let allowedAt = rateStart + .nanoseconds(Int64(wait * 1e9))
+        guard rateLimit > 0, allowedAt > now else {
+            allowed.succeed()
+            return
+        }
+        // The watchdog counts a wait as activity: a limit is no stall.
         lastActivity = allowedAt
-        let wait = task.eventLoop.scheduleTask(deadline: allowedAt) {}
-        throttle = wait
-        return written.and(wait.futureResult).map { _ in }
+        let step = eventLoop.scheduleTask(deadline: min(allowedAt, now + .milliseconds(250))) { [self] in
+            waitForRate(on: eventLoop, then: allowed)
+        }
+        step.futureResult.whenFailure { allowed.fail($0) }
+        throttle = step
     }
 
     /// Ends a rate limit's wait now (it fails, and so does the request): the request was

@@ -393,6 +393,22 @@ extension TransferTests {
         }
     }
 
+    func testALimitLiftedWhileWaitingAppliesAtOnce() async throws {
+        // The first body part at 1 byte per second owes hours; setting the limit to 0 ends the wait.
+        let content = Self.content(2000)
+        server.set("/owed", Route(content: content))
+        let id = try start("/owed") { $0.maxBytesPerSecond = 1 }
+        try await waitForBytes(id, atLeast: 1)
+        try await Task.sleep(for: .milliseconds(300))
+        XCTAssertEqual(manager.snapshot(id)?.state, .running, "still in the limit's wait")
+        var change = DownloadOptions.Change()
+        change.maxBytesPerSecond = 0
+        _ = try manager.changeOptions(id, change)
+        let done = try await wait(id, for: [.finished, .failed], seconds: 10)
+        XCTAssertEqual(done.state, .finished)
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+    }
+
     func testBandwidthLimitIsAnUpperBound() async throws {
         // Only an upper bound on the rate is asserted: a slow machine can only make it slower.
         let content = Self.content(400_000)
