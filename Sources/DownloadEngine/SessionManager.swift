@@ -505,18 +505,14 @@ public final class SessionManager: Sendable {
 
     // MARK: Scheduling
 
-    func schedule() {
-        let (starting, growing) = state.withLockedValue { state -> ([(DownloadTask, Int)], [(DownloadTask, Int)]) in
+    /// Starts what the scheduler lets start; with `growing`, then hands places no queued task
+    /// can take to segmented runs short of their connections.
+    func schedule(growing: Bool = true) {
+        let (starting, grown) = state.withLockedValue { state -> ([(DownloadTask, Int)], [(DownloadTask, Int)]) in
             guard !state.shuttingDown else { return ([], []) }
             let starting = state.scheduler.next().compactMap { id in state.tasks[id].map { ($0, state.scheduler.connections(of: id)) } }
-            let growing = state.scheduler.grow().compactMap { id, count in state.tasks[id].map { ($0, count) } }
-            return (starting, growing)
-        }
-        // Places no queued task can take: more connections for segmented runs that asked for them.
-        for (task, count) in growing {
-            let taken = task.state.withLockedValue { $0.transfer }?.addConnections(count) ?? 0
-            if taken < count { state.withLockedValue { $0.scheduler.giveBack(task.id, count - taken) } }
-            if taken > 0 { logger.info("task \(task.id): \(taken) more connection(s)") }
+            let grown = growing ? state.scheduler.grow().compactMap { id, count in state.tasks[id].map { ($0, count) } } : []
+            return (starting, grown)
         }
         for (task, connections) in starting {
             // The runner is stored under the task's lock, so a stop never misses it; its own
@@ -531,6 +527,18 @@ public final class SessionManager: Sendable {
                 state.withLockedValue { $0.scheduler.remove(task.id) }
             }
         }
+        var gaveBack = false
+        for (task, count) in grown {
+            let taken = task.state.withLockedValue { $0.transfer }?.addConnections(count) ?? 0
+            if taken < count {
+                state.withLockedValue { $0.scheduler.giveBack(task.id, count - taken) }
+                gaveBack = true
+            }
+            if taken > 0 { logger.info("task \(task.id): \(taken) more connection(s)") }
+        }
+        // A task queued meanwhile may have found those places taken: it may start now (without
+        // offering them again to the runs that just refused them).
+        if gaveBack { schedule(growing: false) }
     }
 
     /// A run that fetches on one stream from now on gives back all but one of its places.
