@@ -198,9 +198,17 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         }
         guard rateLimit > 0 else { return written }
         rateBytes += count
+        // Most parts of a transfer under its limit need no wait: no promise, no lock.
+        guard rateAllowedAt() > now else { return written }
         let allowed = task.eventLoop.makePromise(of: Void.self)
         waitForRate(on: task.eventLoop, then: allowed)
         return written.and(allowed.futureResult).map { _ in }
+    }
+
+    /// When the bytes received so far are within the limit (at most a year away: a wait that
+    /// long is as good as for ever, and stays within Int64).
+    private func rateAllowedAt() -> NIODeadline {
+        rateStart + .nanoseconds(Int64(min(Double(rateBytes) / Double(max(rateLimit, 1)), 365 * 86400) * 1e9))
     }
 
     /// A new limit from `at` on: the bytes still owed at the old one (received beyond what it
@@ -221,9 +229,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     private func waitForRate(on eventLoop: EventLoop, then allowed: EventLoopPromise<Void>) {
         let now = NIODeadline.now()
         retune(to: hooks.maxBytesPerSecond(), at: now)
-        // (At most a year: a wait that long is as good as for ever, and stays within Int64.)
-        let wait = min(Double(rateBytes) / Double(max(rateLimit, 1)), 365 * 86400)
-        let allowedAt = rateStart + .nanoseconds(Int64(wait * 1e9))
+        let allowedAt = rateAllowedAt()
         guard rateLimit > 0, allowedAt > now else {
             allowed.succeed()
             return
