@@ -115,16 +115,19 @@ struct Scheduler: Sendable {
     /// each task gained; the caller hands them to its run and gives back what it cannot use.
     mutating func grow() -> [UInt64: Int] {
         var granted: [UInt64: Int] = [:]
-        while connectionCount < maxConnections {
-            var perOwner: [UInt32: Int] = [:]
-            for entry in running.values { perOwner[entry.session.owner, default: 0] += entry.weight }
+        var free = maxConnections - connectionCount
+        var perOwner: [UInt32: Int] = [:]
+        for entry in running.values { perOwner[entry.session.owner, default: 0] += entry.weight }
+        while free > 0 {
             let candidate = running.filter { $0.value.weight < $0.value.wanted }.min { a, b in
                 let ra = perOwner[a.value.session.owner, default: 0], rb = perOwner[b.value.session.owner, default: 0]
                 return ra != rb ? ra < rb : a.key < b.key
             }
-            guard let (id, _) = candidate else { break }
+            guard let (id, entry) = candidate else { break }
             running[id]?.weight += 1
+            perOwner[entry.session.owner, default: 0] += 1
             granted[id, default: 0] += 1
+            free -= 1
         }
         return granted
     }
