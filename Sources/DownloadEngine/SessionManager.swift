@@ -461,34 +461,41 @@ public final class SessionManager: Sendable {
     // MARK: Stopping
 
     private func stop(_ task: DownloadTask, reason: DownloadTask.StopReason) async throws {
-        enum Plan { case direct(DownloadState), wait(Task<Void, Never>?) }
-        let plan: Plan = try task.state.withLockedValue { state in
-            let current = state.record.state
-            switch (current, reason) {
-            case (.queued, .pause), (.queued, .cancel), (.paused, .cancel), (.failed, .cancel):
-                return .direct(reason == .pause ? .paused : .cancelled)
-            case (.queued, .shutdown):
-                return .wait(nil)
-            case (.running, _), (.retrying, _):
-                state.stopReason = reason
-                for cancel in state.requests.values { cancel() }
-                state.runner?.cancel()
-                return .wait(state.runner)
-            default:
-                throw DownloadError.wrongState("task \(task.id) is \(current)")
+        enum Plan { case direct(from: DownloadState, to: DownloadState), wait(Task<Void, Never>?) }
+        while true {
+            let plan: Plan = try task.state.withLockedValue { state in
+                let current = state.record.state
+                switch (current, reason) {
+                case (.queued, .pause), (.queued, .cancel), (.paused, .cancel), (.failed, .cancel):
+                    return .direct(from: current, to: reason == .pause ? .paused : .cancelled)
+                case (.queued, .shutdown):
+                    return .wait(nil)
+                case (.running, _), (.retrying, _):
+                    state.stopReason = reason
+                    for cancel in state.requests.values { cancel() }
+                    state.runner?.cancel()
+                    return .wait(state.runner)
+                default:
+                    throw DownloadError.wrongState("task \(task.id) is \(current)")
+                }
             }
-        }
-        switch plan {
-        case .direct(let next):
-            state.withLockedValue { $0.scheduler.remove(task.id) }
-            let moved = move(task, to: next, then: { delegate, task, snapshot in
-                if next == .cancelled { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
-            })
-            guard let snapshot = moved else { throw DownloadError.wrongState("task \(task.id) changed state") }
-            if next == .cancelled { await removePartialFile(of: task) }
-            sessionMayBeIdle(task, snapshot.sessionID)
-        case .wait(let runner):
-            await runner?.value
+            switch plan {
+            case .direct(let current, let next):
+                // Only from the state planned for: the scheduler may have started the queued task
+                // since, and a run is stopped by its runner, never by relabelling it.
+                let moved = move(task, to: next, from: [current], then: { delegate, task, snapshot in
+                    if next == .cancelled { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
+                })
+                guard let snapshot = moved else { continue }
+                // After the move: had the scheduler picked it meanwhile, its start failed and
+                // gave the places back; this takes it out of the queue.
+                state.withLockedValue { $0.scheduler.remove(task.id) }
+                if next == .cancelled { await removePartialFile(of: task) }
+                sessionMayBeIdle(task, snapshot.sessionID)
+            case .wait(let runner):
+                await runner?.value
+            }
+            return
         }
     }
 
@@ -514,17 +521,21 @@ public final class SessionManager: Sendable {
             let grown = growing ? state.scheduler.grow().compactMap { id, count in state.tasks[id].map { ($0, count) } } : []
             return (starting, grown)
         }
+        var freed = false
         for (task, connections) in starting {
             // The runner is stored under the task's lock, so a stop never misses it; its own
             // events wait for this one (move holds the task's event order).
-            let moved = move(task, to: .running, { state in
+            let moved = move(task, to: .running, from: [.queued], { state in
                 state.stopReason = nil
                 state.runID += 1
                 let runID = state.runID
                 state.runner = Task { await self.run(task, runID: runID, connections: connections) }
             })
             if moved == nil {
+                // Stopped between the scheduler's pick and here: its places are free again, and
+                // whoever stopped it looked for work while they still looked taken.
                 state.withLockedValue { $0.scheduler.remove(task.id) }
+                freed = true
             }
         }
         var gaveBack = false
@@ -537,8 +548,8 @@ public final class SessionManager: Sendable {
             if taken > 0 { logger.info("task \(task.id): \(taken) more connection(s)") }
         }
         // A task queued meanwhile may have found those places taken: it may start now (without
-        // offering them again to the runs that just refused them).
-        if gaveBack { schedule(growing: false) }
+        // offering places given back to the runs that just refused them).
+        if freed || gaveBack { schedule(growing: !gaveBack) }
     }
 
     /// A run that fetches on one stream from now on gives back all but one of its places.

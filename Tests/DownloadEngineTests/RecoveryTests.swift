@@ -96,6 +96,52 @@ final class RecoveryTests: EngineTestCase {
         XCTAssertEqual(leftovers(), [])
     }
 
+    func testStoppingQueuedTasksAsTheirPlaceFreesNeverLeavesARunBehind() async throws {
+        await manager.shutdown()
+        manager = makeManager { $0.maxRunning = 1 }
+        var route = Route(content: Self.content(400_000))
+        route.bytesPerSecond = 2_000_000
+        server.set("/p", route)
+        let manager = self.manager!
+        for round in 0..<8 {
+            let holder = try start("/p")
+            try await waitForBytes(holder, atLeast: 1)
+            let queued = try (0..<12).map { _ in try start("/p") }
+            // Pausing the holder frees the place: the scheduler picks the next queued task while
+            // the others are being paused or cancelled.
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { _ = try? await manager.pause(holder) }
+                for (i, id) in queued.enumerated() {
+                    group.addTask {
+                        if (i + round) % 2 == 0 { _ = try? await manager.pause(id) } else { try? await manager.cancel(id) }
+                    }
+                }
+            }
+            let before = queued.map { manager.snapshot($0) }
+            try await Task.sleep(for: .milliseconds(150))
+            for (id, earlier) in zip(queued, before) {
+                let now = try XCTUnwrap(manager.snapshot(id))
+                if earlier?.state == .paused || earlier?.state == .cancelled {
+                    // A stopped task stays stopped and writes nothing more.
+                    XCTAssertEqual(now.state, earlier?.state, "round \(round), task \(id)")
+                    XCTAssertEqual(now.bytesWritten, earlier?.bytesWritten, "round \(round), task \(id)")
+                }
+                var previous = DownloadState.queued
+                for state in observer.states(id) {
+                    XCTAssertTrue(previous.canTransition(to: state), "\(previous) → \(state) in \(observer.states(id))")
+                    previous = state
+                }
+            }
+            for id in [holder] + queued { try? await manager.cancel(id) }
+            for id in [holder] + queued { _ = try await wait(id, for: [.cancelled, .finished]) }
+        }
+        XCTAssertEqual(leftovers(), [])
+        // Nothing holds a place: a new task starts at once.
+        let last = try start("/p")
+        let done = try await wait(last, for: [.finished, .failed], seconds: 10)
+        XCTAssertEqual(done.state, .finished)
+    }
+
     func testCancelRemovesThePartialFile() async throws {
         var route = Route(content: Self.content(1_000_000))
         route.bytesPerSecond = 500_000
