@@ -24,11 +24,14 @@ struct Scheduler: Sendable {
     }
 
     private var queued: [Entry] = []
-    /// A running task: the connections it holds (`weight`) and the most it asked for (`wanted`).
+    /// A running task: the connections it holds (`weight`), the most it asked for (`wanted`),
+    /// and the queue entry it was started from (`ticket`: a task stopped and queued again before
+    /// its start took effect is a new entry, so a late start of the old one is told apart).
     private struct Running: Sendable {
         let session: SessionID
         var weight: Int
         var wanted: Int
+        let ticket: UInt64
     }
 
     private var running: [UInt64: Running] = [:]
@@ -43,6 +46,8 @@ struct Scheduler: Sendable {
     var runningCount: Int { running.count }
     /// The connections a running task was granted (1 when it is not running).
     func connections(of id: UInt64) -> Int { running[id]?.weight ?? 1 }
+    /// The ticket `next` started a task with; nil when it is not running.
+    func ticket(of id: UInt64) -> UInt64? { running[id]?.ticket }
     /// Places taken: the connections of the running tasks.
     var connectionCount: Int { running.values.reduce(0) { $0 + $1.weight } }
     var queuedIDs: [UInt64] { queued.map(\.id) }
@@ -75,6 +80,12 @@ struct Scheduler: Sendable {
         running.removeValue(forKey: id)
     }
 
+    /// Forgets a start that did not take effect, unless the task runs under another ticket now.
+    mutating func remove(_ id: UInt64, ticket: UInt64) {
+        guard running[id]?.ticket == ticket else { return }
+        running.removeValue(forKey: id)
+    }
+
     /// The tasks to start now, marked running. Places are shared fairly between users: each free
     /// place goes to the user with the fewest running connections who has a task that may start
     /// (ties: whoever has waited longest), so one user's thousand tasks never keep another's
@@ -102,7 +113,9 @@ struct Scheduler: Sendable {
                 return ra != rb ? ra < rb : a.sequence < b.sequence
             }
             guard let entry = chosen else { break }
-            running[entry.id] = Running(session: entry.session, weight: min(entry.weight, free), wanted: entry.weight)
+            running[entry.id] = Running(
+                session: entry.session, weight: min(entry.weight, free), wanted: entry.weight, ticket: entry.sequence
+            )
             queued.removeAll { $0.id == entry.id }
             started.append(entry.id)
         }

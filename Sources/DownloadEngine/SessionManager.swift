@@ -483,13 +483,13 @@ public final class SessionManager: Sendable {
             case .direct(let current, let next):
                 // Only from the state planned for: the scheduler may have started the queued task
                 // since, and a run is stopped by its runner, never by relabelling it.
-                let moved = move(task, to: next, from: [current], then: { delegate, task, snapshot in
+                // Leaving the queue in the same step: a start the scheduler picked it for and
+                // has not made yet is refused by its ticket.
+                let moved = move(task, to: next, from: [current], then: { [self] delegate, task, snapshot in
+                    state.withLockedValue { $0.scheduler.remove(task.id) }
                     if next == .cancelled { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
                 })
                 guard let snapshot = moved else { continue }
-                // After the move: had the scheduler picked it meanwhile, its start failed and
-                // gave the places back; this takes it out of the queue.
-                state.withLockedValue { $0.scheduler.remove(task.id) }
                 if next == .cancelled { await removePartialFile(of: task) }
                 sessionMayBeIdle(task, snapshot.sessionID)
             case .wait(let runner):
@@ -515,17 +515,22 @@ public final class SessionManager: Sendable {
     /// Starts what the scheduler lets start; with `growing`, then hands places no queued task
     /// can take to segmented runs short of their connections.
     func schedule(growing: Bool = true) {
-        let (starting, grown) = state.withLockedValue { state -> ([(DownloadTask, Int)], [(DownloadTask, Int)]) in
+        typealias Start = (task: DownloadTask, connections: Int, ticket: UInt64)
+        let (starting, grown) = state.withLockedValue { state -> ([Start], [(DownloadTask, Int)]) in
             guard !state.shuttingDown else { return ([], []) }
-            let starting = state.scheduler.next().compactMap { id in state.tasks[id].map { ($0, state.scheduler.connections(of: id)) } }
+            let starting = state.scheduler.next().compactMap { id in
+                state.tasks[id].map { Start($0, state.scheduler.connections(of: id), state.scheduler.ticket(of: id) ?? 0) }
+            }
             let grown = growing ? state.scheduler.grow().compactMap { id, count in state.tasks[id].map { ($0, count) } } : []
             return (starting, grown)
         }
         var freed = false
-        for (task, connections) in starting {
+        for (task, connections, ticket) in starting {
             // The runner is stored under the task's lock, so a stop never misses it; its own
-            // events wait for this one (move holds the task's event order).
-            let moved = move(task, to: .running, from: [.queued], { state in
+            // events wait for this one (move holds the task's event order). Only while the
+            // scheduler still counts this start: a stop since (and a resume that queued the task
+            // again) took it back in the same event order.
+            let moved = move(task, to: .running, from: [.queued], provided: { $0.ticket(of: task.id) == ticket }, { state in
                 state.stopReason = nil
                 state.runID += 1
                 let runID = state.runID
@@ -533,8 +538,8 @@ public final class SessionManager: Sendable {
             })
             if moved == nil {
                 // Stopped between the scheduler's pick and here: its places are free again, and
-                // whoever stopped it looked for work while they still looked taken.
-                state.withLockedValue { $0.scheduler.remove(task.id) }
+                // whoever stopped it may have looked for work while they still looked taken.
+                state.withLockedValue { $0.scheduler.remove(task.id, ticket: ticket) }
                 freed = true
             }
         }
@@ -585,14 +590,16 @@ public final class SessionManager: Sendable {
     /// transition is not allowed.
     /// A task leaving running or retrying for a state without a transfer frees its place in the
     /// scheduler in the same step, so a run that is ending never holds a place a new run took.
+    /// `provided` is asked of the scheduler in the same step, before the transition.
     @discardableResult
     func move(
         _ task: DownloadTask, to next: DownloadState, from allowed: Set<DownloadState>? = nil,
+        provided: (Scheduler) -> Bool = { _ in true },
         _ change: (inout DownloadTask.State) -> Void = { _ in }, then: Events = { _, _, _ in }
     ) -> TaskSnapshot? {
         task.eventOrder.withLock {
-            let network = state.withLockedValue { $0.scheduler.network }
-            guard let (previous, snapshot) = task.transition(to: next, from: allowed, { state in
+            let (network, allowedNow) = state.withLockedValue { ($0.scheduler.network, provided($0.scheduler)) }
+            guard allowedNow, let (previous, snapshot) = task.transition(to: next, from: allowed, { state in
                 change(&state)
                 state.wait(on: network)
             }) else { return nil }

@@ -142,6 +142,26 @@ final class RulesTests: XCTestCase {
         XCTAssertEqual(scheduler.grow(), [:])
     }
 
+    func testAStartTakenBackBeforeItTookEffectIsToldApartByItsTicket() throws {
+        var scheduler = Scheduler(maxRunning: 1, maxRunningPerSession: 1)
+        let a = SessionID(owner: 1000, name: "a")
+        scheduler.enqueue(1, session: a, priority: .normal)
+        XCTAssertEqual(scheduler.next(), [1])
+        let first = try XCTUnwrap(scheduler.ticket(of: 1))
+        // Paused and resumed before that start took effect: a new queue entry, started anew.
+        scheduler.remove(1)
+        scheduler.enqueue(1, session: a, priority: .normal)
+        XCTAssertNil(scheduler.ticket(of: 1), "queued, not running")
+        XCTAssertEqual(scheduler.next(), [1])
+        let second = try XCTUnwrap(scheduler.ticket(of: 1))
+        XCTAssertNotEqual(first, second)
+        // The first start, refused, gives back nothing the second holds.
+        scheduler.remove(1, ticket: first)
+        XCTAssertEqual([scheduler.runningCount, scheduler.connectionCount], [1, 1])
+        scheduler.remove(1, ticket: second)
+        XCTAssertEqual([scheduler.runningCount, scheduler.connectionCount], [0, 0])
+    }
+
     func testSegmentTableSplitsStealsAndCutsAtEachEnd() throws {
         let coarse = SegmentTable(length: 1000, remaining: [ByteRange(start: 0, end: 1000)], pieces: 4, minimumSplit: 300)
         XCTAssertEqual([coarse.claim()?.start, coarse.claim()?.start, coarse.claim()?.start], [0, 333, 666], "equal thirds, not four below the minimum")
