@@ -51,20 +51,16 @@ final class SegmentWorkers: Sendable {
     /// when every connection counted in `live` (those started elsewhere too) has ended.
     func run(spawning count: Int, _ work: @escaping @Sendable () async -> Void) async {
         await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<count {
-                group.addTask {
-                    await work()
-                    self.ended()
-                }
-            }
-            for await more in added {
-                for _ in 0..<more {
+            func spawn(_ connections: Int) {
+                for _ in 0..<connections {
                     group.addTask {
                         await work()
                         self.ended()
                     }
                 }
             }
+            spawn(count)
+            for await more in added { spawn(more) }
         }
     }
 }
