@@ -162,6 +162,13 @@ extension Connection {
         let resolution = resolveOnObject(object, call: call, signature: signature, objects: objects)
         guard let check = object.accessCheck else { return resolution }
         switch resolution {
+        case .error(let error) where error.name == BusError.unknownObjectName:
+            // The object went away after it was found: the check answers as it does for a
+            // missing object (a task's `NotFound`), so both look the same to the caller.
+            return .handler({ call in
+                try await check(call)
+                throw error
+            }, call, nil)
         case .error:
             return resolution
         case .reply(let values):
@@ -274,14 +281,24 @@ extension Connection {
         }
         switch member {
         case "GetAll":
-            return .reply([.vardict(interface.readableProperties())])
+            let values = interface.readableProperties()
+            // Every getter answering nil: the object went away after it was found (a task being
+            // removed); answer as for a missing object, never an empty success.
+            if values.isEmpty, interface.description.properties.contains(where: { $0.access != .write }) {
+                return .error(.unknownObject(object.path.rawValue))
+            }
+            return .reply([.vardict(values)])
         case "Get":
             let name = arguments[1].stringValue ?? ""
             guard let property = interface.description.property(named: name), property.access != .write else {
                 return .error(.unknownProperty(name, interfaceName))
             }
-            guard let value = interface.getProperty(name), value.type == property.type else {
-                return .error(.failed("property \(name) has no value"))
+            guard let value = interface.getProperty(name) else {
+                // The object went away after it was found (a task being removed).
+                return .error(.unknownObject(object.path.rawValue))
+            }
+            guard value.type == property.type else {
+                return .error(.failed("property \(name) has type '\(value.type.signature)', declared '\(property.type.signature)'"))
             }
             return .reply([.variant(value)])
         default:  // Set

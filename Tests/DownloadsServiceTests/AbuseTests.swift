@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import NIOConcurrencyHelpers
 import TestHTTPServer
 import TestSupport
 import XCTest
@@ -57,5 +58,66 @@ final class AbuseTests: DaemonTestCase {
         XCTAssertFalse(log.contains("\nFORGED"), "a newline from a caller starts no log line")
         XCTAssertTrue(log.contains("a\\x0aFORGED"), log)
         XCTAssertFalse(log.contains("hunter2"), "URL credentials are never logged")
+    }
+}
+
+extension AbuseTests {
+    /// A task removed while callers read it (Cancel of an ended task removes it) answers as a
+    /// missing task, never `org.freedesktop.DBus.Error.Failed` ("property Id has no value") or an
+    /// empty success.
+    func testReadsOfATaskBeingRemovedAnswerAsForAMissingTask() async throws {
+        http.set("/gone", Route(content: Self.content(1000)))
+        let answers = NIOLockedValueBox([String]())
+        for round in 0..<8 {
+            let path = try await start(http.url("/gone"), directory.file("gone-\(round)"))
+            try await waitState(path, ["finished"])
+            await withTaskGroup(of: Void.self) { group in
+                for member in ["Get", "GetAll", "Introspect", "Pause"] {
+                    group.addTask { [client] in
+                        guard let client else { return }
+                        for _ in 0..<200 {
+                            let arguments: [DBusValue]
+                            let interface: String
+                            switch member {
+                            case "Get": (interface, arguments) = ("org.freedesktop.DBus.Properties", [.string("org.example.Downloads.Task"), .string("Id")])
+                            case "GetAll": (interface, arguments) = ("org.freedesktop.DBus.Properties", [.string("org.example.Downloads.Task")])
+                            case "Introspect": (interface, arguments) = ("org.freedesktop.DBus.Introspectable", [])
+                            default: (interface, arguments) = ("org.example.Downloads.Task", [])
+                            }
+                            do {
+                                let reply = try await client.call(
+                                    destination: "org.example.Downloads", path: path, interface: interface, method: member, arguments: arguments
+                                )
+                                if member == "GetAll", case .dictionary(_, _, let entries)? = reply.first, entries.isEmpty {
+                                    answers.withLockedValue { $0.append("GetAll: empty success") }
+                                }
+                            } catch let error as BusError {
+                                answers.withLockedValue { $0.append("\(member): \(error.name)") }
+                                if error.name == BusError.unknownObjectName || error.name.hasSuffix(".NotFound") { return }
+                            } catch {
+                                answers.withLockedValue { $0.append("\(member): \(error)") }
+                            }
+                        }
+                    }
+                }
+                group.addTask { [client] in
+                    _ = try? await client?.call(
+                        destination: "org.example.Downloads", path: "/org/example/Downloads", interface: "org.example.Downloads",
+                        method: "Cancel", arguments: [.objectPath(path)]
+                    )
+                }
+            }
+        }
+        // A missing task's answers: NotFound for property reads and methods, UnknownObject for Introspect.
+        let allowed: Set<String> = [
+            "Get: org.example.Downloads.Error.NotFound", "GetAll: org.example.Downloads.Error.NotFound",
+            "Introspect: \(BusError.unknownObjectName)",
+            "Pause: org.example.Downloads.Error.NotFound",
+            // Pausing a finished task, before it is removed.
+            "Pause: org.example.Downloads.Error.WrongState",
+        ]
+        let unexpected = answers.withLockedValue { $0 }.filter { !allowed.contains($0) }
+        XCTAssertEqual(unexpected, [], "answers other than a missing task's")
+        XCTAssertTrue(answers.withLockedValue { $0 }.contains("Get: org.example.Downloads.Error.NotFound"), "the task was removed")
     }
 }
