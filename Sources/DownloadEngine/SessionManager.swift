@@ -38,6 +38,8 @@ public final class SessionManager: Sendable {
         /// Networks that tasks of owners other than root may not reach: every hop's address is
         /// checked at connect time and the connection pinned to a checked address.
         public var deniedNetworks: [NetworkRange] = []
+        /// Certificates (PEM) trusted beside the system store: an administrator's flag, never a caller's.
+        public var caFile: String?
         public init() {}
     }
 
@@ -62,8 +64,7 @@ public final class SessionManager: Sendable {
     }
 
     let configuration: Configuration
-    let client: HTTPClient
-    private let clientConfiguration: HTTPClient.Configuration
+    let clients: HTTPClients
     public let delegate: SessionDelegate
     let files: any FileAccessProvider
     private let keyBytes: [UInt8]
@@ -81,12 +82,10 @@ public final class SessionManager: Sendable {
         self.files = files
         self.delegate = delegate
         self.logger = logger
-        var clientConfiguration = HTTPClient.Configuration()
-        clientConfiguration.redirectConfiguration = .disallow
-        clientConfiguration.timeout = .init(connect: .milliseconds(Int64(configuration.connectTimeout * 1000)))
-        clientConfiguration.decompression = .disabled
-        self.clientConfiguration = clientConfiguration
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+        clients = HTTPClients(
+            connectTimeout: configuration.connectTimeout, caFile: configuration.caFile,
+            connectionsPerHost: configuration.maxConnections
+        )
         state = NIOLockedValueBox(State(
             scheduler: Scheduler(
                 maxRunning: configuration.maxRunning, maxRunningPerSession: configuration.maxRunningPerSession,
@@ -97,28 +96,25 @@ public final class SessionManager: Sendable {
 
     // MARK: Connections
 
-    /// The client for one request of `owner`: the shared one; or, when the owner's downloads are
-    /// held to `deniedNetworks`, one pinned (through `dnsOverride`, keeping the name for TLS) to
-    /// an address of the host outside them, so no later lookup can swap in another address. The
-    /// caller shuts a pinned client down after its request.
-    func client(for owner: UInt32, host: String, port: Int) async throws -> (client: HTTPClient, pinned: Bool) {
+    /// The client for one request of `owner` (see `HTTPClients`): a shared one; or, when the
+    /// owner's downloads are held to `deniedNetworks`, one pinned to an address of the host
+    /// outside them. The caller hands the lease back to `clients` after its request.
+    func client(_ kind: HTTPClients.Kind, for owner: UInt32, host: String, port: Int) async throws -> HTTPClients.Lease {
         let denied = configuration.deniedNetworks
-        guard owner != 0, !denied.isEmpty else { return (client, false) }
+        guard owner != 0, !denied.isEmpty else { return clients.lease(kind) }
         func deniedRange(_ address: String) -> NetworkRange? { denied.first { $0.contains(address) } }
         if NetworkRange.parse(host) != nil {
             if let range = deniedRange(host) {
                 throw DownloadError.accessDenied("\(host) is in a network this service does not reach for you (\(range))")
             }
-            return (client, false)
+            return clients.lease(kind)
         }
         let addresses = try await AddressResolver.resolve(host, port: port)
         guard let allowed = addresses.first(where: { deniedRange($0) == nil }) else {
             let ranges = Set(addresses.compactMap { deniedRange($0)?.description }).sorted().joined(separator: ", ")
             throw DownloadError.accessDenied("every address of \(host) is in a network this service does not reach for you (\(ranges))")
         }
-        var pinned = clientConfiguration
-        pinned.dnsOverride = [host: allowed]
-        return (HTTPClient(eventLoopGroupProvider: .singleton, configuration: pinned), true)
+        return clients.lease(kind, owner: owner, host: host, port: port, address: allowed)
     }
 
     // MARK: Tasks
@@ -441,7 +437,7 @@ public final class SessionManager: Sendable {
             try? await stop(task, reason: .shutdown)
         }
         for task in tasks { await task.eventsDelivered() }
-        try? await client.shutdown()
+        await clients.shutdown()
     }
 
     /// Whether `session` still has a queued, running or retrying task.

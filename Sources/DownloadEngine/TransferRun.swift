@@ -303,15 +303,16 @@ final class TransferRun: Sendable {
             ranged: range != nil, segment: segment, split: split
         )
         let deadline = record.options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
-        let connection: (client: HTTPClient, pinned: Bool)
+        let connection: HTTPClients.Lease
         do {
-            connection = try await manager.client(for: record.owner, host: httpRequest.host, port: httpRequest.port)
+            connection = try await manager.client(
+                segment != nil || split != nil ? .separate : .multiplexed,
+                for: record.owner, host: httpRequest.host, port: httpRequest.port
+            )
         } catch {
             return .failed(DownloadError.classify(error))
         }
-        defer {
-            if connection.pinned { connection.client.shutdown { _ in } }
-        }
+        defer { manager.clients.release(connection) }
         let started: HTTPClient.Task<TransferDelegate.Result>? = task.state.withLockedValue { state in
             guard state.stopReason == nil else { return nil }
             let httpTask = connection.client.execute(request: httpRequest, delegate: transfer, deadline: deadline)

@@ -58,4 +58,6 @@ public struct RequestRecord: Sendable, Hashable {
     public let status: Int
     /// Body bytes the server wrote (or tried to) for this request.
     public var bodyBytesSent: Int
+    /// Which connection carried it (1 for the server's first, counting up).
+    public let connection: Int
 }

@@ -11,26 +11,38 @@ public final class TestHTTPServer: Sendable {
         var routes: [String: Route] = [:]
         var requests: [RequestRecord] = []
         var counts: [String: Int] = [:]
+        /// Connections accepted so far (each request records the number of its connection).
+        var connections = 0
     }
 
     let state = NIOLockedValueBox(State())
     private let channel: Channel
     public let port: Int
+    /// The address it listens on: 127.0.0.1, or ::1.
+    public let host: String
 
-    public init() throws {
+    /// - Parameter host: `127.0.0.1` or `::1`.
+    public init(host: String = "127.0.0.1") throws {
+        self.host = host
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { [state] channel in
                 channel.pipeline.configureHTTPServerPipeline(withErrorHandling: true).flatMap {
-                    channel.pipeline.addHandler(TestHTTPHandler(state: state))
+                    let connection = state.withLockedValue { state -> Int in
+                        state.connections += 1
+                        return state.connections
+                    }
+                    return channel.pipeline.addHandler(TestHTTPHandler(state: state, connection: connection))
                 }
             }
-        channel = try bootstrap.bind(host: "127.0.0.1", port: 0).wait()
+        channel = try bootstrap.bind(host: host, port: 0).wait()
         port = channel.localAddress?.port ?? 0
     }
 
-    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    public func url(_ path: String) -> String {
+        "http://\(host.contains(":") ? "[\(host)]" : host):\(port)\(path)"
+    }
 
     public func set(_ path: String, _ route: Route) {
         state.withLockedValue { $0.routes[path] = route }
@@ -61,9 +73,11 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
     let state: NIOLockedValueBox<TestHTTPServer.State>
     private var head: HTTPRequestHead?
     private var closed = false
+    private let connection: Int
 
-    init(state: NIOLockedValueBox<TestHTTPServer.State>) {
+    init(state: NIOLockedValueBox<TestHTTPServer.State>, connection: Int) {
         self.state = state
+        self.connection = connection
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -97,7 +111,7 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
                 state.requests.append(RequestRecord(
                     path: path, range: head.headers.first(name: "range"), ifRange: head.headers.first(name: "if-range"),
                     acceptEncoding: head.headers.first(name: "accept-encoding"), userHeaders: userHeaders,
-                    status: status, bodyBytesSent: 0
+                    status: status, bodyBytesSent: 0, connection: connection
                 ))
                 return state.requests.count - 1
             }

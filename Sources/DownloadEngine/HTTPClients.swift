@@ -1,0 +1,193 @@
+import AsyncHTTPClient
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOSSL
+
+/// The HTTP clients every request goes through, and which one a request takes.
+///
+/// - `.multiplexed`: HTTP/2 when the server offers it (ALPN), else HTTP/1.1. Single-stream
+///   downloads take it, so many downloads from one host share one HTTP/2 connection.
+/// - `.separate`: HTTP/1.1 only, so N requests at once are N TCP connections: the connections
+///   of a segmented download (`connections: N` means N connections, as aria2's `-x`; over HTTP/2
+///   they would all be streams of one connection, which gains nothing against a server that
+///   limits each connection or a path one TCP window cannot fill).
+///
+/// Owners held to `deniedNetworks` get clients pinned (through `dnsOverride`, keeping the name
+/// for TLS) to a checked address, so no later lookup can swap in another one. A pinned client is
+/// kept per (owner, host, port, address, kind) and shared by that owner's requests while they
+/// use it: a TCP and TLS handshake per host, not per request. One that no request has used for
+/// `idleTimeout` is shut down (the pool's own idle connections close after the same time).
+///
+/// Trust: the system store (`/etc/ssl/certs/ca-certificates.crt`, what `update-ca-certificates`
+/// writes), plus an administrator's `caFile`; certificate and host-name checks are always on.
+///
+/// The lock (`pinned`) is a leaf: nothing else is taken under it, and clients are shut down
+/// outside it.
+final class HTTPClients: Sendable {
+    enum Kind: Hashable, Sendable {
+        case multiplexed
+        case separate
+    }
+
+    /// A client for one request; hand it back with `release` when the request ended.
+    struct Lease: Sendable {
+        let client: HTTPClient
+        fileprivate let key: PinKey?
+        /// The address a pinned client connects to (nil: the host name is looked up as usual).
+        var pinnedAddress: String? { key?.address }
+    }
+
+    fileprivate struct PinKey: Hashable, Sendable {
+        let owner: UInt32
+        let host: String
+        let port: Int
+        let address: String
+        let kind: Kind
+    }
+
+    private struct Pinned {
+        let client: HTTPClient
+        var users: Int
+        var idleSince: NIODeadline?
+    }
+
+    private struct State {
+        var pinned: [PinKey: Pinned] = [:]
+        var shutDown = false
+    }
+
+    private let multiplexedConfiguration: HTTPClient.Configuration
+    private let separateConfiguration: HTTPClient.Configuration
+    private let multiplexedClient: HTTPClient
+    private let separateClient: HTTPClient
+    private let state = NIOLockedValueBox(State())
+    let idleTimeout: TimeAmount
+    let tlsConfiguration: TLSConfiguration
+
+    /// - Parameters:
+    ///   - connectionsPerHost: HTTP/1.1 connections one client opens to one host at once.
+    init(connectTimeout: Double, caFile: String?, connectionsPerHost: Int, idleTimeout: TimeAmount = .seconds(60)) {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .fullVerification
+        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
+        // Closing a TLS connection sends close_notify and waits for the server's; until then
+        // NIOSSL reads (and drops) whatever still arrives. A segment's request ended mid-body
+        // went on receiving the server's bytes for NIOSSL's default 5 s: at 2 MB/s, 10 MB of
+        // one 16 MiB download fetched twice. A server still sending will not answer in time.
+        tls.shutdownTimeout = .milliseconds(200)
+        tlsConfiguration = tls
+        self.idleTimeout = idleTimeout
+        var base = HTTPClient.Configuration()
+        base.tlsConfiguration = tls
+        base.redirectConfiguration = .disallow
+        base.timeout = .init(connect: .milliseconds(Int64(connectTimeout * 1000)))
+        base.decompression = .disabled
+        // The engine retries with its own policy (back-off, Retry-After, a task's state says
+        // `retrying`); the pool's own retries would hide a refused connection or a certificate
+        // that will never verify behind the whole connect timeout.
+        base.connectionPool = .init(idleTimeout: idleTimeout, concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connectionsPerHost))
+        base.connectionPool.retryConnectionEstablishment = false
+        var multiplexed = base
+        multiplexed.httpVersion = .automatic
+        var separate = base
+        separate.httpVersion = .http1Only
+        multiplexedConfiguration = multiplexed
+        separateConfiguration = separate
+        multiplexedClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: multiplexed)
+        separateClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: separate)
+    }
+
+    /// The shared client of `kind`.
+    func lease(_ kind: Kind) -> Lease {
+        Lease(client: kind == .multiplexed ? multiplexedClient : separateClient, key: nil)
+    }
+
+    /// The client of `owner` pinned to `address` for `host`: the one already open, or a new one.
+    func lease(_ kind: Kind, owner: UInt32, host: String, port: Int, address: String) -> Lease {
+        let key = PinKey(owner: owner, host: host, port: port, address: address, kind: kind)
+        let (client, expired) = state.withLockedValue { state -> (HTTPClient?, [HTTPClient]) in
+            let expired = Self.takeExpired(&state, now: .now(), idleTimeout: idleTimeout)
+            if var entry = state.pinned[key] {
+                entry.users += 1
+                entry.idleSince = nil
+                state.pinned[key] = entry
+                return (entry.client, expired)
+            }
+            return (nil, expired)
+        }
+        Self.shutDown(expired)
+        if let client { return Lease(client: client, key: key) }
+        var configuration = kind == .multiplexed ? multiplexedConfiguration : separateConfiguration
+        configuration.dnsOverride = [host: address]
+        let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        // Another request of the same owner may have made one meanwhile: keep the first.
+        let (chosen, surplus) = state.withLockedValue { state -> (HTTPClient, HTTPClient?) in
+            if state.shutDown { return (made, nil) }
+            if var entry = state.pinned[key] {
+                entry.users += 1
+                entry.idleSince = nil
+                state.pinned[key] = entry
+                return (entry.client, made)
+            }
+            state.pinned[key] = Pinned(client: made, users: 1, idleSince: nil)
+            return (made, nil)
+        }
+        if let surplus { Self.shutDown([surplus]) }
+        return Lease(client: chosen, key: key)
+    }
+
+    /// Hands a lease back. A pinned client left unused is shut down after `idleTimeout`.
+    func release(_ lease: Lease) {
+        guard let key = lease.key else { return }
+        let (orphan, idle) = state.withLockedValue { state -> (HTTPClient?, Bool) in
+            guard var entry = state.pinned[key], entry.client === lease.client else {
+                // Made after shutdown, or replaced: nobody else holds it.
+                return (lease.client, false)
+            }
+            entry.users -= 1
+            if entry.users == 0 { entry.idleSince = .now() }
+            state.pinned[key] = entry
+            return (nil, entry.users == 0)
+        }
+        if let orphan { Self.shutDown([orphan]) }
+        guard idle else { return }
+        let delay = idleTimeout + .milliseconds(100)
+        Task { [weak self] in
+            try? await Task.sleep(nanoseconds: UInt64(max(0, delay.nanoseconds)))
+            self?.reap()
+        }
+    }
+
+    /// Pinned clients open now (for tests and logs).
+    var pinnedCount: Int { state.withLockedValue { $0.pinned.count } }
+
+    /// Shuts down the pinned clients idle for `idleTimeout`.
+    func reap() {
+        let expired = state.withLockedValue { Self.takeExpired(&$0, now: .now(), idleTimeout: idleTimeout) }
+        Self.shutDown(expired)
+    }
+
+    /// Shuts every client down; leases taken after this are shut down on release.
+    func shutdown() async {
+        let pinned = state.withLockedValue { state -> [HTTPClient] in
+            state.shutDown = true
+            defer { state.pinned = [:] }
+            return state.pinned.values.map(\.client)
+        }
+        for client in pinned + [multiplexedClient, separateClient] {
+            try? await client.shutdown()
+        }
+    }
+
+    private static func takeExpired(_ state: inout State, now: NIODeadline, idleTimeout: TimeAmount) -> [HTTPClient] {
+        let expired = state.pinned.filter { _, entry in
+            entry.users == 0 && (entry.idleSince.map { now - $0 >= idleTimeout } ?? false)
+        }
+        for key in expired.keys { state.pinned[key] = nil }
+        return expired.values.map(\.client)
+    }
+
+    private static func shutDown(_ clients: [HTTPClient]) {
+        for client in clients { client.shutdown { _ in } }
+    }
+}
