@@ -62,6 +62,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
             ]
         ),
         // SQLite state (GRDB): sessions, tasks, checkpoints, completion handlers.
@@ -119,6 +120,7 @@ let package = Package(
                 "DownloadsService", "DownloadsAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // An HTTP/1.1 server on 127.0.0.1 that misbehaves on request (tests and benchmarks).

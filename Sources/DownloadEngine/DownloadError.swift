@@ -44,6 +44,9 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     public var name: String { code.rawValue }
     public var description: String { "\(name): \(message)" }
 
+    /// A TLS failure (handshake, certificate, host name).
+    public var isTLSFailure: Bool { code == .tlsError }
+
     /// Whether trying again later may succeed (connection errors, truncated bodies, 408/429/5xx, stalls).
     public var isRetryable: Bool {
         switch code {

@@ -338,7 +338,17 @@ final class TransferRun: Sendable {
         // What was handed to the writer is on its way to the file; a write error shows here.
         let writeFailure = try? await writer.perform { $0.writeFailure }
         if let failure = writeFailure ?? nil { return .failed(failure) }
-        if let thrown { return .failed(DownloadError.classify(thrown)) }
+        if let thrown {
+            let error = DownloadError.classify(thrown)
+            guard error.isTLSFailure, result == nil else { return .failed(error) }
+            // BoringSSL says only "CERTIFICATE_VERIFY_FAILED": find out which check failed.
+            let why = await TLSDiagnosis.explain(
+                host: httpRequest.host, port: httpRequest.port, address: connection.pinnedAddress,
+                configuration: manager.clients.tlsConfiguration,
+                timeout: .milliseconds(Int64((record.options.connectTimeout ?? configuration.connectTimeout) * 1000))
+            )
+            return .failed(why.map { DownloadError.tls($0) } ?? error)
+        }
         guard let result else { return .failed(.invalidResponse("no response")) }
         return .response(result)
     }

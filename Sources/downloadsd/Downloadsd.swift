@@ -8,6 +8,7 @@ import DownloadsAPI
 import DownloadsService
 import Foundation
 import Logging
+import NIOSSL
 
 @main
 struct Downloadsd: AsyncParsableCommand {
@@ -37,6 +38,11 @@ struct Downloadsd: AsyncParsableCommand {
         valueName: "cidr"
     ))
     var denyNetwork: [String] = []
+    @Option(help: ArgumentHelp(
+        "Certificates (PEM) to trust beside the system store (/etc/ssl/certs/ca-certificates.crt), e.g. a test CA; an administrator's flag, no caller can send one. An organisation's CA belongs in the system store: update-ca-certificates.",
+        valueName: "file"
+    ))
+    var caFile: String?
     @Flag(inversion: .prefixedNo, help: "Follow logind (a sleep inhibitor while transfers run) and NetworkManager (tasks wait offline and, with allow_metered false, on metered networks) on the system bus.")
     var desktop = true
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
@@ -57,6 +63,9 @@ struct Downloadsd: AsyncParsableCommand {
         }
         for network in denyNetwork where network != "none" && NetworkRange(network) == nil {
             throw ValidationError("--deny-network \(network) is not a network in CIDR notation (e.g. 10.0.0.0/8, fd00::/8)")
+        }
+        if let caFile, (try? NIOSSLCertificate.fromPEMFile(caFile))?.isEmpty ?? true {
+            throw ValidationError("--ca-file \(caFile) is not a readable file of PEM certificates")
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
     }
@@ -105,6 +114,7 @@ struct Downloadsd: AsyncParsableCommand {
         engineConfiguration.maxConnections = maxConnections
         engineConfiguration.checkpointInterval = checkpointInterval
         engineConfiguration.checkpointBytes = checkpointBytes
+        engineConfiguration.caFile = caFile
         engineConfiguration.deniedNetworks = denyNetwork.isEmpty
             ? (system ? NetworkRange.linkLocal : [])
             : denyNetwork.compactMap { $0 == "none" ? nil : NetworkRange($0) }

@@ -349,8 +349,8 @@ final class TransferTests: EngineTestCase {
 
 extension TransferTests {
     func testTLSFailuresAreFailuresNotRetriedOrIgnored() async throws {
-        // An https URL to a plain-HTTP port: the handshake cannot succeed. AsyncHTTPClient keeps
-        // trying to connect until the connect timeout, then reports the TLS error.
+        // An https URL to a plain-HTTP port: the handshake cannot succeed. The pool does not
+        // retry connections by itself, so the failure comes at once, saying why.
         await manager.shutdown()
         manager = makeManager { $0.connectTimeout = 2 }
         server.set("/tls", Route(content: Self.content(100)))
@@ -361,6 +361,7 @@ extension TransferTests {
         let done = try await wait(id, for: [.finished, .failed])
         XCTAssertEqual(done.state, .failed)
         XCTAssertEqual(done.record.errorName, "TLSError", done.record.errorMessage ?? "")
+        XCTAssertTrue(done.record.errorMessage?.contains("does not speak TLS on this port") ?? false, done.record.errorMessage ?? "")
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("tls")))
     }
 }

@@ -13,6 +13,8 @@ class DaemonTestCase: XCTestCase {
     var daemon: ChildProcess?
     var client: Connection!
     var extraArguments: [String] { [] }
+    /// A command the daemon's command line is handed to (it must exec it, so the pid stays the daemon's).
+    var launcher: [String] { [] }
     /// How the daemon finds its bus (subclasses may use `--system` with DBUS_SYSTEM_BUS_ADDRESS).
     var busArguments: [String] { ["--address", bus.address] }
     func makeBus() throws -> PrivateBus { try PrivateBus() }
@@ -50,7 +52,7 @@ class DaemonTestCase: XCTestCase {
     func startDaemon() async throws {
         let log = directory.file("daemon-\(Int(Date().timeIntervalSince1970 * 1000)).log")
         daemonLog = log
-        daemon = try ChildProcess([
+        daemon = try ChildProcess(launcher + [
             "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", DaemonTestCase.binary, "--state-dir", stateDirectory,
         ] + busArguments + extraArguments, environment: bus.environment)
         let probe = try await Connection.open(.address(bus.address))

@@ -1,0 +1,134 @@
+import Foundation
+
+/// nginx (Debian's, with `ssl` and `http2`) on 127.0.0.1 and ::1 serving `www` over TLS with the
+/// certificates of `TestCertificates`, one port per kind of site, for tests of HTTPS as users meet
+/// it. Each site serves `/` as fast as it can, `/limited/` at `limitRate` bytes a second per
+/// request, and `/redirect/NAME` with a 302 to `https://localhost:<http1 port>/NAME` (another
+/// host and port). Every request is logged with nginx's connection serial number, so a test
+/// counts the TCP connections a download really opened.
+public final class TLSTestServer: @unchecked Sendable {
+    public enum Site: String, CaseIterable, Sendable {
+        /// HTTP/2 and HTTP/1.1 (ALPN), the good certificate.
+        case http2
+        /// HTTP/1.1 only, the good certificate.
+        case http1
+        /// HTTP/2 on [::1].
+        case ipv6
+        /// A certificate from a CA nobody trusts.
+        case untrusted
+        /// A certificate that expired in 2020.
+        case expired
+        /// A certificate for other.example.
+        case otherHost
+    }
+
+    /// One line of the access log.
+    public struct Request: Sendable {
+        public let connection: Int
+        public let port: Int
+        public let path: String
+        public let status: Int
+        /// `HTTP/2.0` or `HTTP/1.1`.
+        public let httpVersion: String
+        public let range: String?
+        /// Body bytes nginx sent.
+        public let bodyBytes: Int
+    }
+
+    public let certificates: TestCertificates
+    public let www: String
+    public let limitRate: Int
+    private let work: String
+    private let ports: [Site: Int]
+    private var process: ChildProcess?
+
+    public init(in work: String, limitRate: Int = 2_000_000) throws {
+        self.work = work
+        self.limitRate = limitRate
+        www = work + "/www"
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: work + "/certificates", withIntermediateDirectories: true)
+        certificates = try TestCertificates(in: work + "/certificates")
+        var ports: [Site: Int] = [:]
+        for site in Site.allCases { ports[site] = try FreePort.pick(ipv6: site == .ipv6) }
+        self.ports = ports
+        try config().write(toFile: work + "/nginx.conf", atomically: true, encoding: .utf8)
+        process = try ChildProcess(["/usr/sbin/nginx", "-c", work + "/nginx.conf", "-p", work, "-e", work + "/error.log"])
+        // Ready when every port answers a TCP connection.
+        let deadline = Date().addingTimeInterval(20)
+        while !Site.allCases.allSatisfy({ FreePort.accepts(port: self.port($0), ipv6: $0 == .ipv6) }) {
+            guard Date() < deadline, process?.hasExited == false else {
+                let log = (try? String(contentsOfFile: work + "/error.log", encoding: .utf8)) ?? ""
+                stop()
+                throw POSIXError(.EIO, userInfo: [NSLocalizedDescriptionKey: "nginx did not start: \(log)"])
+            }
+            usleep(20_000)
+        }
+    }
+
+    public func port(_ site: Site) -> Int { ports[site] ?? 0 }
+
+    /// `https://HOST:PORT/PATH` of `site` (`host` defaults to localhost, [::1] for `.ipv6`).
+    public func url(_ site: Site, _ path: String, host: String? = nil) -> String {
+        "https://\(host ?? (site == .ipv6 ? "[::1]" : "localhost")):\(port(site))\(path)"
+    }
+
+    /// Writes `content` as `www/NAME`.
+    public func file(_ name: String, _ content: [UInt8]) throws {
+        try Data(content).write(to: URL(fileURLWithPath: www + "/" + name))
+    }
+
+    /// Every request logged so far (nginx writes a line once a request has ended).
+    public var requests: [Request] {
+        let text = (try? String(contentsOfFile: work + "/access.log", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+            guard fields.count == 8, let connection = Int(fields[0]), let port = Int(fields[1]), let status = Int(fields[3]) else {
+                return nil
+            }
+            return Request(
+                connection: connection, port: port, path: fields[2], status: status, httpVersion: fields[4],
+                range: fields[5] == "-" ? nil : fields[5], bodyBytes: Int(fields[6]) ?? 0
+            )
+        }
+    }
+
+    public func requests(for path: String, on site: Site) -> [Request] {
+        requests.filter { $0.path == path && $0.port == port(site) }
+    }
+
+    public func stop() {
+        process?.stop()
+        process = nil
+    }
+
+    deinit { stop() }
+
+    private func config() -> String {
+        let c = certificates
+        func server(_ site: Site, certificate: String, http2: Bool) -> String {
+            let address = site == .ipv6 ? "[::1]" : "127.0.0.1"
+            return """
+              server {
+                listen \(address):\(port(site)) ssl\(http2 ? " http2" : "");
+                ssl_certificate \(certificate); ssl_certificate_key \(c.serverKey);
+                root \(www);
+                location /limited/ { alias \(www)/; limit_rate \(limitRate); }
+                location /redirect/ { rewrite ^/redirect/(.*)$ https://localhost:\(port(.http1))/$1 redirect; }
+              }
+
+            """
+        }
+        return """
+        daemon off; master_process off; worker_processes 1; pid \(work)/nginx.pid; error_log \(work)/error.log;
+        events { worker_connections 1024; }
+        http {
+          log_format tests '$connection $server_port $uri $status $server_protocol $http_range $body_bytes_sent $request_time';
+          access_log \(work)/access.log tests;
+          sendfile on; keepalive_requests 100000; http2_max_concurrent_streams 128;
+          client_body_temp_path \(work); proxy_temp_path \(work); fastcgi_temp_path \(work); uwsgi_temp_path \(work); scgi_temp_path \(work);
+        \(server(.http2, certificate: c.good, http2: true))\(server(.http1, certificate: c.good, http2: false))\(server(.ipv6, certificate: c.good, http2: true))\(server(.untrusted, certificate: c.untrusted, http2: true))\(server(.expired, certificate: c.expired, http2: true))\(server(.otherHost, certificate: c.otherHost, http2: true))}
+
+        """
+    }
+}
