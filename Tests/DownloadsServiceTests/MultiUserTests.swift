@@ -10,20 +10,33 @@ import XCTest
 final class MultiUserTests: SystemBusTestCase {
     nonisolated(unsafe) static var users: TestUsers?
 
+    /// nginx over TLS, made once for the class (the daemon trusts its CA through --ca-file).
+    nonisolated(unsafe) static var tls: (server: TLSTestServer, directory: TemporaryDirectory)?
+
     override class func tearDown() {
         if users != nil { TestUsers.remove() }
         users = nil
+        tls?.server.stop()
+        tls?.directory.remove()
+        tls = nil
         super.tearDown()
     }
 
     var users: TestUsers!
+    var tls: TLSTestServer { Self.tls!.server }
 
     /// Two transfer places and a small task quota, so that sharing and limits show quickly.
-    override var extraArguments: [String] { ["--max-running", "2", "--max-tasks-per-user", "20"] }
+    override var extraArguments: [String] {
+        ["--max-running", "2", "--max-tasks-per-user", "20", "--ca-file", tls.certificates.caFile]
+    }
 
     override func setUp() async throws {
         guard getuid() == 0 else { throw XCTSkip("needs root: creates users and runs the daemon as root") }
         if Self.users == nil { Self.users = try TestUsers.create() }
+        if Self.tls == nil {
+            let directory = try TemporaryDirectory(prefix: "tls-test")
+            Self.tls = (try TLSTestServer(in: directory.path), directory)
+        }
         users = Self.users
         try await super.setUp()
         chmod(directory.path, 0o755)
@@ -390,5 +403,41 @@ final class MultiUserTests: SystemBusTestCase {
         XCTAssertTrue(statesWhenBFinished.contains { $0 != "finished" },
                       "B finished while A still had tasks waiting or running: \(statesWhenBFinished)")
         for path in aTasks { try await waitState(ObjectPath(path), ["finished"]) }
+    }
+}
+
+extension MultiUserTests {
+    /// A user's requests go through clients pinned to a checked address (--deny-network), kept
+    /// and shared while used: small files from one host share one connection, and a segmented
+    /// download still opens its four.
+    func testAUsersHTTPSDownloadsReuseTheirPinnedConnection() async throws {
+        let home = try makeDirectory("pinned", owner: users.a, mode: 0o700)
+        var contents: [[UInt8]] = []
+        for n in 0..<6 {
+            contents.append(Self.content(5_000 + n, seed: UInt32(300 + n)))
+            try tls.file("pinned-\(n).bin", contents[n])
+        }
+        let big = Self.content(16 << 20, seed: 310)
+        try tls.file("pinned-big.bin", big)
+        let a = try await python(as: users.a, """
+        states = []
+        for n in range(6):
+            path = start('\(tls.url(.http2, "/pinned-"))%d.bin' % n, '\(home)/%d.bin' % n)
+            states.append(wait(path, ['finished', 'failed']))
+        path = start('\(tls.url(.http1, "/limited/pinned-big.bin"))', '\(home)/big.bin', connections=dbus.UInt32(4))
+        states.append(wait(path, ['finished', 'failed'], 90))
+        out['states'] = states
+        out['error'] = str(prop(path, 'ErrorMessage'))
+        """)
+        XCTAssertEqual(a["states"] as? [String], Array(repeating: "finished", count: 7), "\(a["error"] ?? "")")
+        for n in 0..<6 { XCTAssertEqual(sha256(ofFile: "\(home)/\(n).bin"), Self.sha256(contents[n])) }
+        XCTAssertEqual(sha256(ofFile: "\(home)/big.bin"), Self.sha256(big))
+        let small = tls.requests.filter { $0.path.hasPrefix("/pinned-") && $0.port == tls.port(.http2) }
+        XCTAssertEqual(small.count, 6)
+        XCTAssertEqual(Set(small.map(\.connection)).count, 1, "six downloads, one connection")
+        try await until("nginx logged the first request of the segmented download") {
+            tls.requests(for: "/limited/pinned-big.bin", on: .http1).contains { $0.range == nil }
+        }
+        XCTAssertEqual(Set(tls.requests(for: "/limited/pinned-big.bin", on: .http1).map(\.connection)).count, 4)
     }
 }
