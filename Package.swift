@@ -53,7 +53,7 @@ let package = Package(
         .target(
             name: "DownloadEngine",
             dependencies: [
-                "UserFiles",
+                "UserFiles", "TerminalOutput",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -109,7 +109,7 @@ let package = Package(
         .target(
             name: "DownloadsService",
             dependencies: [
-                "DBus", "DownloadsAPI", "DownloadEngine", "DownloadStore",
+                "DBus", "DownloadsAPI", "DownloadEngine", "DownloadStore", "TerminalOutput",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -147,6 +147,7 @@ let package = Package(
             path: "Benchmarks/dbus-bench"
         ),
         .testTarget(name: "UserFilesTests", dependencies: ["UserFiles", "TestSupport"]),
+        .testTarget(name: "TerminalOutputTests", dependencies: ["TerminalOutput"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadEngine", "TestHTTPServer", "TestSupport"]),
         .testTarget(name: "DownloadStoreTests", dependencies: [

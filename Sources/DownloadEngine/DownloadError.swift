@@ -1,3 +1,5 @@
+import TerminalOutput
+
 /// Why a download failed or a request was refused. A struct with a private code so new cases do
 /// not break clients (the shape of AsyncHTTPClient's `HTTPClientError`). `name` is stable and is
 /// what the service turns into `org.example.Downloads.Error.<name>`.
@@ -64,7 +66,7 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     public static func invalidResumeData(_ message: String) -> DownloadError { .init(.invalidResumeData, message) }
     public static func notResumable(_ message: String) -> DownloadError { .init(.notResumable, message) }
     public static func http(status: Int, reason: String, retryAfter: Double? = nil) -> DownloadError {
-        .init(.httpError, "the server answered \(status) \(reason)", httpStatus: status, retryAfter: retryAfter)
+        .init(.httpError, "the server answered \(status) \(DisplayText.quoted(reason, limit: 60))", httpStatus: status, retryAfter: retryAfter)
     }
     public static func network(_ message: String) -> DownloadError { .init(.networkError, message) }
     /// A destination the owner may not reach (a denied network).

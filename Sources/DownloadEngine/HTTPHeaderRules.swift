@@ -1,4 +1,5 @@
 import Foundation
+import TerminalOutput
 import NIOHTTP1
 
 /// The HTTP rules the transfer applies, as pure functions (tested without I/O).
@@ -97,18 +98,35 @@ public enum HTTPHeaderRules {
         return sanitize(last.removingPercentEncoding ?? last) ?? "download"
     }
 
-    /// No `/` or `\`, no `..`, no control characters, not hidden, at most 255 bytes; nil if
+    /// The longest name `sanitize` keeps, in bytes: NAME_MAX (255) less the ` (999)` the
+    /// finaliser may add to find a free name.
+    public static let maximumNameBytes = 255 - " (999)".utf8.count
+
+    /// A file name from a server (Content-Disposition or the URL's last segment) made safe to
+    /// create and to show: every character `DisplayText` hides (C0, DEL, C1, bidi and other
+    /// format characters, line separators), `/` and `\\` become `_`; no leading dots or spaces;
+    /// at most `maximumNameBytes` bytes, cut from the stem so the extension stays. Nil if
     /// nothing usable is left.
     public static func sanitize(_ name: String) -> String? {
-        var cleaned = String(name.unicodeScalars.map { scalar -> Character in
-            if scalar == "/" || scalar == "\\" || scalar.value < 32 || scalar.value == 127 { return "_" }
-            return Character(scalar)
-        })
+        var cleaned = String(String.UnicodeScalarView(name.unicodeScalars.map { scalar -> Unicode.Scalar in
+            scalar == "/" || scalar == "\\" || DisplayText.isHidden(scalar) ? "_" : scalar
+        }))
         cleaned = cleaned.trimmingCharacters(in: .whitespaces)
         while cleaned.hasPrefix(".") { cleaned.removeFirst() }
         cleaned = cleaned.trimmingCharacters(in: .whitespaces)
-        while cleaned.utf8.count > 255 { cleaned.removeLast() }
         guard !cleaned.isEmpty, cleaned != "_" || name == "_" else { return nil }
-        return cleaned
+        return shortened(cleaned, to: maximumNameBytes)
+    }
+
+    /// `name` within `limit` UTF-8 bytes, whole characters only, keeping an extension of up to
+    /// 32 bytes (`.tar.gz` counts as `.gz`).
+    static func shortened(_ name: String, to limit: Int) -> String {
+        guard name.utf8.count > limit else { return name }
+        let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
+        var ext = dot.map { String(name[$0...]) } ?? ""
+        if ext.utf8.count > 32 || ext.contains(" ") { ext = "" }
+        var stem = ext.isEmpty ? name : String(name[..<name.index(name.endIndex, offsetBy: -ext.count)])
+        while stem.utf8.count + ext.utf8.count > limit, !stem.isEmpty { stem.removeLast() }
+        return stem.trimmingCharacters(in: .whitespaces) + ext
     }
 }

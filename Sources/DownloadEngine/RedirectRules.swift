@@ -1,4 +1,5 @@
 import Foundation
+import TerminalOutput
 
 /// What a redirect may do, as pure functions (tested without I/O).
 public enum RedirectRules {
@@ -11,10 +12,10 @@ public enum RedirectRules {
         guard let base = URL(string: current), let next = URL(string: location, relativeTo: base)?.absoluteURL,
               let scheme = next.scheme?.lowercased()
         else {
-            throw DownloadError.invalidResponse("redirect to an invalid location '\(location)'")
+            throw DownloadError.invalidResponse("redirect to an invalid location “\(DisplayText.quoted(location, limit: 80))”")
         }
         guard scheme == "http" || scheme == "https" else {
-            throw DownloadError.insecureRedirect("redirect to a '\(scheme)' URL is not followed")
+            throw DownloadError.insecureRedirect("redirect to a “\(DisplayText.quoted(scheme, limit: 20))” URL is not followed")
         }
         if base.scheme?.lowercased() == "https" && scheme == "http" {
             throw DownloadError.insecureRedirect("redirect from https to http is not followed")

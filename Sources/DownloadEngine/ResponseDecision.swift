@@ -1,4 +1,5 @@
 import NIOHTTP1
+import TerminalOutput
 
 /// What to do with a response head, decided by the resume rules of RFC 9110 (pure; tested
 /// without I/O). Never splices two versions of a resource.
@@ -69,7 +70,7 @@ enum ResponseDecision: Equatable, Sendable {
         case 400...499:
             return .fail(.http(status: status, reason: reason))
         default:
-            return .fail(.invalidResponse("unexpected status \(status) \(reason)"))
+            return .fail(.invalidResponse("unexpected status \(status) \(DisplayText.quoted(reason, limit: 60))"))
         }
     }
 }

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import NIOTLS
+import TerminalOutput
 
 /// Why a TLS handshake failed, in words a person can act on. BoringSSL reports every failed
 /// verification as one `CERTIFICATE_VERIFY_FAILED`; after a failure the engine connects again
@@ -154,18 +155,7 @@ enum TLSDiagnosis {
         let common = names.first { $0.type == .commonName }?.value
         let organization = names.first { $0.type == .organization }?.value
         let text = [common.map { "CN=\($0)" }, organization.map { "O=\($0)" }].compactMap { $0 }.joined(separator: ", ")
-        return text.isEmpty ? "an unnamed issuer" : "“\(printable(text))”"
-    }
-
-    /// A server's text, shortened, with control and format characters (C0, C1, bidi) shown as `?`.
-    private static func printable(_ text: String) -> String {
-        let kept = text.unicodeScalars.prefix(80).map { scalar -> Character in
-            switch scalar.properties.generalCategory {
-            case .control, .format, .lineSeparator, .paragraphSeparator: return "?"
-            default: return Character(scalar)
-            }
-        }
-        return String(kept) + (text.unicodeScalars.count > 80 ? "…" : "")
+        return text.isEmpty ? "an unnamed issuer" : "“\(DisplayText.quoted(text, limit: 80))”"
     }
 
     private static func date(_ seconds: time_t) -> String {

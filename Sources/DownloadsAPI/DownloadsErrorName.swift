@@ -37,6 +37,22 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
 
     public func error(_ message: String) -> BusError { BusError(name: fullName, message: message) }
 
+    /// Whether `Resume` of a task that failed with this error may get further: the network,
+    /// the disk or the trust store may have changed since. A refused request (404, an insecure
+    /// redirect, a malformed response, a checksum that differs) fails the same way again.
+    /// `HTTPError` counts when its status is one servers use for "later" (408, 429, 5xx), which
+    /// the engine's message states as "the server answered NNN".
+    public func isWorthResuming(message: String) -> Bool {
+        switch self {
+        case .networkError, .timeout, .interrupted, .fileError, .tlsError: return true
+        case .httpError:
+            let prefix = "the server answered "
+            guard message.hasPrefix(prefix), let status = Int(message.dropFirst(prefix.count).prefix(3)) else { return false }
+            return status == 408 || status == 429 || (500...599).contains(status)
+        default: return false
+        }
+    }
+
     public var meaning: String {
         switch self {
         case .invalidArgument: return "an argument or option is wrong: unknown key, wrong type, relative path, non-http(s) URL"

@@ -1,19 +1,11 @@
 import Foundation
+import TerminalOutput
 
-/// Text from callers as it goes into the log: control characters escaped (a newline in a session
-/// name forges no log line) and URL credentials left out.
+/// Text from callers and servers as it goes into the log: what `DisplayText` hides escaped (a
+/// newline in a session name forges no log line, a CSI reaches no terminal reading the journal)
+/// and URL credentials left out.
 enum LogText {
-    static func escaped(_ text: String) -> String {
-        var result = ""
-        for scalar in text.unicodeScalars {
-            if scalar.value < 32 || scalar.value == 127 {
-                result += String(format: "\\x%02x", scalar.value)
-            } else {
-                result.unicodeScalars.append(scalar)
-            }
-        }
-        return result
-    }
+    static func escaped(_ text: String) -> String { DisplayText.escaped(text) }
 
     /// The URL without its userinfo, escaped.
     static func url(_ text: String) -> String {

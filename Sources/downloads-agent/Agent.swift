@@ -1,6 +1,7 @@
 import DBus
 import DownloadsAPI
 import DownloadsClient
+import TerminalOutput
 import Logging
 
 /// Follows the user's tasks on the service's bus and shows them on the desktop's session bus:
@@ -217,7 +218,9 @@ final class Agent: @unchecked Sendable {
         default: JobViews.userDefinedError
         }
         jobViews.update(view, JobViews.state(of: task))
-        jobViews.terminate(view, errorCode: code, message: code == JobViews.userDefinedError ? task.status.errorMessage : "")
+        jobViews.terminate(
+            view, errorCode: code, message: code == JobViews.userDefinedError ? DisplayText.escaped(task.status.errorMessage) : ""
+        )
         views[view] = nil
         tasks[path]?.view = nil
     }
@@ -234,7 +237,8 @@ final class Agent: @unchecked Sendable {
         let id = await notifier.notify(
             replacing: task.notification,
             summary: finished ? "Download finished" : "Download failed",
-            body: finished ? task.fileName : "\(task.fileName): \(task.status.errorMessage)",
+            // The body is markup to the notification server: names and messages are escaped.
+            body: DisplayText.markup(finished ? task.fileName : "\(task.fileName): \(task.status.errorMessage)"),
             icon: finished ? "folder-download" : "dialog-error",
             category: finished ? "transfer.complete" : "transfer.error",
             desktopEntry: task.status.desktopEntry.isEmpty ? nil : task.status.desktopEntry,

@@ -1,5 +1,6 @@
 import DBus
 import DownloadsClient
+import TerminalOutput
 
 /// The KDE job-view protocol (kjobwidgets' `KUiServerV2JobTracker`): `org.kde.JobViewServerV2`
 /// at `org.kde.JobViewServer` `/JobViewServer` gives a `org.kde.JobViewV3` object per job.
@@ -19,9 +20,11 @@ struct JobViews {
     static func state(of task: AgentTask) -> [String: DBusValue] {
         let status = task.status
         var state: [String: DBusValue] = [
-            "title": .string("Downloading \(task.fileName)"),
-            "descriptionLabel1": .string("Source"), "descriptionValue1": .string(status.url),
-            "descriptionLabel2": .string("Destination"), "descriptionValue2": .string(status.destination),
+            // Plain text in the job view, but a bidi override or a control character still
+            // rearranges or hides what a person reads: escaped.
+            "title": .string("Downloading \(DisplayText.escaped(task.fileName))"),
+            "descriptionLabel1": .string("Source"), "descriptionValue1": .string(DisplayText.escaped(status.url)),
+            "descriptionLabel2": .string("Destination"), "descriptionValue2": .string(DisplayText.escaped(status.destination)),
             "destUrl": .string("file://" + status.destination),
             "processedBytes": .uint64(UInt64(max(0, status.bytesWritten))),
             "speed": .uint64(task.speed),

@@ -146,7 +146,9 @@ final class Monitor {
         return (property("URL"), property("Destination"))
     }
 
+    /// Every line, whole: URLs, names and messages come from callers and servers, and a
+    /// terminal obeys the control sequences they may carry.
     private func emit(_ line: String) {
-        Output.write(line + "\n", to: 1)
+        Output.write(DisplayText.escaped(line) + "\n", to: 1)
     }
 }

@@ -13,7 +13,8 @@ struct CommandFailure: Error {
 
     init(_ error: Error, verbose: Bool, status: Int32 = 1, prefix: String? = nil) {
         let client = error as? DownloadsClientError
-        var text = client.map { $0.message } ?? "\(error)"
+        // The service's message may quote a URL or a name a server chose.
+        var text = DisplayText.escaped(client.map { $0.message } ?? "\(error)")
         if let client, verbose { text += " (\(client.name))" }
         if let client, client.name == "org.freedesktop.DBus.Error.ServiceUnknown" {
             text = "the download service is not running on this bus" + (verbose ? " (\(client.name))" : "")

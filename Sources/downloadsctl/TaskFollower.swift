@@ -44,9 +44,12 @@ struct TaskFollower {
                 return status.destination
             case "failed":
                 if terminal { write("\n") }
-                var text = "download failed: \(status.errorMessage)"
+                var text = "download failed: \(DisplayText.escaped(status.errorMessage))"
                 if service.verbose { text += " (\(status.error))" }
-                text += "; resume with: \(resumeCommand)"
+                // Offered only where trying again may get further (not after a 404).
+                if let name = DownloadsErrorName(fullName: status.error), name.isWorthResuming(message: status.errorMessage) {
+                    text += "; resume with: \(resumeCommand)"
+                }
                 throw CommandFailure(message: text)
             case "cancelled":
                 if terminal { write("\n") }

@@ -1,5 +1,6 @@
 import DownloadsClient
 import FoundationEssentials
+import TerminalOutput
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -49,10 +50,11 @@ struct TaskRow: Encodable {
             let progress = status.bytesExpected > 0
                 ? "\(Int(min(1, Double(status.bytesWritten) / Double(status.bytesExpected)) * 100))%"
                 : ByteCount.format(status.bytesWritten)
-            var destination = status.destination
-            if !status.error.isEmpty { destination += " (\(status.errorMessage))" }
+            // Names, sessions and messages come from servers and callers: escaped for the terminal.
+            var destination = DisplayText.escaped(status.destination)
+            if !status.error.isEmpty { destination += " (\(DisplayText.escaped(status.errorMessage)))" }
             let state = status.waitingFor.isEmpty || status.waitingFor == "slot" ? status.state : "waiting (\(status.waitingFor))"
-            lines.append([String(status.id), state, progress, status.session, destination])
+            lines.append([String(status.id), state, progress, DisplayText.escaped(status.session), destination])
         }
         let widths = (0..<4).map { column in lines.map { $0[column].count }.max() ?? 0 }
         return lines.map { row in

@@ -134,6 +134,26 @@ class DownloadsAgentTests: DaemonTestCase {
         XCTAssertTrue(replacing.contains("Notify \"Downloads\" 2 "), "replaces notification 2: \(replacing)")
     }
 
+    /// The body of a notification is markup to the notification server: a name or a message a
+    /// server chose reaches it escaped (no link, no image, no broken markup from a bare `&`).
+    func testNotificationsEscapeMarkupAndHiddenCharacters() async throws {
+        try await startNotificationDaemon()
+        try await startAgent()
+        var named = Route(content: Self.content(2000))
+        named.contentDisposition = "attachment; filename=\"<a href='https:__evil.example'>Open</a> & <img src='x'>.pdf\""
+        http.set("/named", named)
+        let folder = directory.file("named")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let task = try await start(http.url("/named"), folder)
+        try await waitState(task, ["finished"])
+        try await until("the notification", log: agentLog) { self.notificationLog.contains("Download finished") }
+        let finished = try XCTUnwrap(notificationLog.split(separator: "\n").first { $0.contains("Download finished") })
+        XCTAssertTrue(
+            finished.contains("&lt;a href='https:__evil.example'&gt;Open&lt;_a&gt; &amp; &lt;img src='x'&gt;.pdf"), String(finished)
+        )
+        XCTAssertFalse(finished.contains("<a href") || finished.contains("<img"), String(finished))
+    }
+
     // MARK: With a job-view server (Plasma)
 
     static let jobViewServer = """

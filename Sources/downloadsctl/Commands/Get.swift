@@ -1,5 +1,6 @@
 import ArgumentParser
 import FoundationEssentials
+import TerminalOutput
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,7 +26,8 @@ struct Get: AsyncParsableCommand {
         try await service.run { proxy in
             let path = try await proxy.start(url: url, destination: destination, options: taskOptions)
             let file = try await TaskFollower(proxy: proxy, path: path, service: service).follow()
-            print(file)
+            // Escaped on a terminal (as ls does); as it is for a script reading the path.
+            print(isatty(STDOUT_FILENO) == 1 ? DisplayText.escaped(file) : file)
         }
     }
 }

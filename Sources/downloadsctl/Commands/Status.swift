@@ -1,4 +1,5 @@
 import ArgumentParser
+import TerminalOutput
 
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show one task.")
@@ -19,10 +20,11 @@ struct Status: AsyncParsableCommand {
                 : ByteCount.format(status.bytesWritten)
             var lines = [
                 "task:        \(status.id)", "state:       \(status.state)", "progress:    \(progress)",
-                "url:         \(status.url)", "destination: \(status.destination)", "session:     \(status.session)",
+                "url:         \(DisplayText.escaped(status.url))", "destination: \(DisplayText.escaped(status.destination))",
+                "session:     \(DisplayText.escaped(status.session))",
             ]
             if !status.waitingFor.isEmpty { lines.append("waiting for: \(status.waitingFor)") }
-            if !status.error.isEmpty { lines.append("error:       \(status.errorMessage) (\(status.error))") }
+            if !status.error.isEmpty { lines.append("error:       \(DisplayText.escaped(status.errorMessage)) (\(status.error))") }
             print(lines.joined(separator: "\n"))
         }
     }

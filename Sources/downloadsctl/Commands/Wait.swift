@@ -1,4 +1,5 @@
 import ArgumentParser
+import TerminalOutput
 
 struct Wait: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,9 +24,11 @@ struct Wait: AsyncParsableCommand {
                     guard status.isEnded else { continue }
                     still.removeAll { $0 == path }
                     if status.state == "finished" {
-                        print("task \(status.id) finished: \(status.destination)")
+                        print("task \(status.id) finished: \(DisplayText.escaped(status.destination))")
                     } else {
-                        failures.append("task \(status.id) \(status.state)" + (status.errorMessage.isEmpty ? "" : ": \(status.errorMessage)"))
+                        failures.append(
+                            "task \(status.id) \(status.state)" + (status.errorMessage.isEmpty ? "" : ": \(DisplayText.escaped(status.errorMessage))")
+                        )
                     }
                 }
                 pending = still
