@@ -66,8 +66,12 @@ final class TransferRun: Sendable {
                 if let reason = stopReason { return await stopped(reason) }
                 let (offset, validator) = task.state.withLockedValue { ($0.bytesWritten, $0.record.validator) }
                 action = machine.requestEnded(outcome, offset: offset, validator: validator, random: Double.random(in: 0..<1))
-            case .restartFromZero(let reason, let request):
-                manager.logger.info("task \(task.id): restarting from zero: \(reason)")
+            case .restartFromZero(let reason, let delay, let request):
+                manager.logger.info("task \(task.id): restarting from zero\(delay > 0 ? String(format: " in %.1f s", delay) : ""): \(reason)")
+                if delay > 0 {
+                    await waitToRetry(delay)
+                    if stopReason != nil { continue }
+                }
                 do {
                     try await restartFromZero()
                     action = .send(request)
@@ -452,6 +456,10 @@ final class TransferRun: Sendable {
         manager.move(task, to: .failed, { state in
             state.record.errorName = error.name
             state.record.errorMessage = error.message
+            // What a failed task holds is what is durable: bytes written after the last
+            // checkpoint are not kept (and with nothing durable the partial file is gone).
+            state.bytesWritten = state.record.durableOffset
+            state.progressDelivered = state.record.durableOffset
         }, then: { delegate, task, snapshot in
             let resumable = snapshot.record.validator != nil && snapshot.durableOffset > 0
             let resumeData = resumable ? try? ResumeData(record: snapshot.record).encoded(key: key) : nil

@@ -30,8 +30,11 @@ struct TransferStateMachine {
 
     enum Action: Equatable, Sendable {
         case send(Request)
-        /// Truncate the partial file to zero and forget the validator, then send `then`.
-        case restartFromZero(reason: String, then: Request)
+        /// Wait `after` seconds (0 for the first restart of a run, then the retry policy's
+        /// back-off: a server that answers every request so would otherwise be asked again at
+        /// once, many times a second), truncate the partial file to zero and forget the
+        /// validator, then send `then`.
+        case restartFromZero(reason: String, after: Double, then: Request)
         /// Hash, publish, report finished.
         case finalize
         /// Checkpoint, report `retrying`, wait `after` seconds, then call `retryDelayElapsed`.
@@ -92,7 +95,7 @@ struct TransferStateMachine {
             state = .requesting(hop, redirects: redirects + 1)
             return .send(hop)
         case .restartFromZero(let reason):
-            return restart(reason)
+            return restart(reason, random: random)
         case .failed(let error):
             guard error.isRetryable else { return end(.fail(error)) }
             retries += 1
@@ -119,7 +122,7 @@ struct TransferStateMachine {
         if offset > 0 {
             guard let validator else {
                 // Without a strong validator a range could splice two versions of the file.
-                return restart("no strong validator to resume with")
+                return restart("no strong validator to resume with", random: 0.5)
             }
             let request = Request(url: originalURL, range: ResumeRange(offset: offset, validator: validator), sendsCredentials: true)
             state = .requesting(request, redirects: 0)
@@ -130,14 +133,15 @@ struct TransferStateMachine {
         return .send(request)
     }
 
-    private mutating func restart(_ reason: String) -> Action {
+    private mutating func restart(_ reason: String, random: Double) -> Action {
         restarts += 1
         guard restarts <= limits.maxRestarts else {
             return end(.fail(.invalidResponse("gave up after \(restarts - 1) restarts from zero: \(reason)")))
         }
         let request = Request(url: originalURL, range: nil, sendsCredentials: true)
         state = .requesting(request, redirects: 0)
-        return .restartFromZero(reason: reason, then: request)
+        let delay = restarts == 1 ? 0 : limits.retry.delay(forRetry: restarts - 1, retryAfter: nil, random: random) ?? 0
+        return .restartFromZero(reason: reason, after: delay, then: request)
     }
 
     private mutating func end(_ action: Action) -> Action {

@@ -200,6 +200,7 @@ extension RecoveryTests {
         XCTAssertEqual(failed.record.errorName, "FileError")
         XCTAssertTrue(failed.record.errorMessage?.contains("No space left on device") ?? false, failed.record.errorMessage ?? "")
         XCTAssertGreaterThan(failed.durableOffset, 0)
+        XCTAssertEqual(failed.bytesWritten, failed.durableOffset, "a failed task reports the bytes it keeps")
         XCTAssertTrue(observer.all.contains(.failed(id, "FileError", true)), "resume data is offered")
         let grown = try await ProcessRunner.run(["mount", "-o", "remount,size=8m", mountPoint])
         XCTAssertEqual(grown.status, 0, grown.stderr)

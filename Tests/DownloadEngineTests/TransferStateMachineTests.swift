@@ -18,7 +18,7 @@ final class TransferStateMachineTests: XCTestCase {
         var noValidator = Machine(url: url, limits: limits)
         XCTAssertEqual(
             noValidator.start(offset: 500, validator: nil),
-            .restartFromZero(reason: "no strong validator to resume with", then: .init(url: url, range: nil, sendsCredentials: true))
+            .restartFromZero(reason: "no strong validator to resume with", after: 0, then: .init(url: url, range: nil, sendsCredentials: true))
         )
     }
 
@@ -86,12 +86,30 @@ final class TransferStateMachineTests: XCTestCase {
         _ = machine.start(offset: 10, validator: "\"v\"")
         XCTAssertEqual(
             machine.requestEnded(.restartFromZero(reason: "changed"), offset: 10, validator: "\"v\"", random: 0),
-            .restartFromZero(reason: "changed", then: .init(url: url, range: nil, sendsCredentials: true))
+            .restartFromZero(reason: "changed", after: 0, then: .init(url: url, range: nil, sendsCredentials: true))
         )
         XCTAssertEqual(machine.retries, 0)
         guard case .fail(let error) = machine.requestEnded(.restartFromZero(reason: "changed again"), offset: 0, validator: nil, random: 0)
         else { return XCTFail("a second restart is past maxRestarts 1") }
         XCTAssertEqual(error.name, "InvalidResponse")
+    }
+
+    func testRestartsAfterTheFirstBackOffAsRetriesDo() {
+        var machine = Machine(url: url, limits: .init(
+            retry: RetryPolicy(maxAttempts: 5, baseDelay: 1, maxDelay: 60, retryAfterCap: 300), maxRedirects: 10, maxRestarts: 5
+        ))
+        _ = machine.start(offset: 0, validator: nil)
+        var delays: [Double] = []
+        for _ in 0..<5 {
+            guard case .restartFromZero(_, let delay, _) = machine.requestEnded(
+                .restartFromZero(reason: "206 to a request without Range"), offset: 0, validator: nil, random: 0.5
+            ) else { return XCTFail("a restart") }
+            delays.append(delay)
+        }
+        XCTAssertEqual(delays, [0, 1, 2, 4, 8])
+        guard case .fail = machine.requestEnded(.restartFromZero(reason: "again"), offset: 0, validator: nil, random: 0.5) else {
+            return XCTFail("past maxRestarts")
+        }
     }
 
     func testCompleteFinalizes() {
