@@ -14,6 +14,8 @@ extension DownloadOptions: Codable {
         case stallTimeout = "stall_timeout"
         case resourceTimeout = "resource_timeout"
         case desktopEntry = "desktop_entry"
+        case lowSpeedLimit = "low_speed_limit"
+        case lowSpeedTime = "low_speed_time"
     }
 
     public init(from decoder: Decoder) throws {
@@ -35,6 +37,8 @@ extension DownloadOptions: Codable {
         stallTimeout = try container.decodeIfPresent(Double.self, forKey: .stallTimeout)
         resourceTimeout = try container.decodeIfPresent(Double.self, forKey: .resourceTimeout)
         desktopEntry = try container.decodeIfPresent(String.self, forKey: .desktopEntry)
+        lowSpeedLimit = try container.decodeIfPresent(UInt64.self, forKey: .lowSpeedLimit)
+        lowSpeedTime = try container.decodeIfPresent(Double.self, forKey: .lowSpeedTime)
     }
 
     /// Defaults are left out, so a row or blob names only what the client chose.
@@ -51,5 +55,7 @@ extension DownloadOptions: Codable {
         try container.encodeIfPresent(stallTimeout, forKey: .stallTimeout)
         try container.encodeIfPresent(resourceTimeout, forKey: .resourceTimeout)
         try container.encodeIfPresent(desktopEntry, forKey: .desktopEntry)
+        try container.encodeIfPresent(lowSpeedLimit, forKey: .lowSpeedLimit)
+        try container.encodeIfPresent(lowSpeedTime, forKey: .lowSpeedTime)
     }
 }

@@ -28,6 +28,10 @@ public struct DownloadOptions: Sendable, Hashable {
     public var resourceTimeout: Double?
     /// The calling app's desktop file id, for the desktop agent (checked by the service).
     public var desktopEntry: String?
+    /// A transfer slower than `lowSpeedLimit` bytes a second for `lowSpeedTime` seconds ends as
+    /// `Timeout` (and is retried); nil = the engine's defaults, a limit of 0 = no check.
+    public var lowSpeedLimit: UInt64?
+    public var lowSpeedTime: Double?
 
     public init() {}
 
@@ -82,7 +86,10 @@ public struct DownloadOptions: Sendable, Hashable {
                 throw DownloadError.invalidArgument("sha256 must be 64 lowercase hexadecimal digits")
             }
         }
-        for (name, value) in [("connect_timeout", connectTimeout), ("stall_timeout", stallTimeout), ("resource_timeout", resourceTimeout)] {
+        for (name, value) in [
+            ("connect_timeout", connectTimeout), ("stall_timeout", stallTimeout), ("resource_timeout", resourceTimeout),
+            ("low_speed_time", lowSpeedTime),
+        ] {
             if let value, !(value > 0 && value <= 86_400 * 7) {
                 throw DownloadError.invalidArgument("\(name) must be between 0 and 604800 seconds")
             }

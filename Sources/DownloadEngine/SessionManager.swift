@@ -27,6 +27,11 @@ public final class SessionManager: Sendable {
         public var retry = RetryPolicy()
         public var connectTimeout: Double = 30
         public var stallTimeout: Double = 60
+        /// A transfer below `lowSpeedLimit` bytes a second for `lowSpeedTime` seconds ends as
+        /// `Timeout` and is retried: a server that drips a byte every few seconds never trips
+        /// the stall timeout. curl's `--speed-limit 1 --speed-time 60` shape; 0 turns it off.
+        public var lowSpeedLimit: UInt64 = 1
+        public var lowSpeedTime: Double = 60
         /// A running transfer is checkpointed every `checkpointInterval` seconds, or sooner once
         /// `checkpointBytes` arrived: a crash costs at most about a second of transfer, and a fast
         /// one is not held to a SQLite commit and an fdatasync every few megabytes.

@@ -41,6 +41,9 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     struct Settings: Sendable {
         var connectTimeout: Double
         var stallTimeout: Double
+        /// Bytes per second (0: no check) and the seconds over which they are counted.
+        var lowSpeedLimit: UInt64 = 0
+        var lowSpeedTime: Double = 60
         var checkpointBytes: Int64
         var checkpointInterval: Double
         var retryAfterCap: Double
@@ -53,6 +56,8 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     private let hooks: Hooks
     private let connectTimeout: TimeAmount
     private let stallTimeout: TimeAmount
+    private let lowSpeedLimit: UInt64
+    private let lowSpeedTime: TimeAmount
     private let checkpointBytes: Int64
     private let checkpointInterval: TimeAmount
     private let retryAfterCap: Double
@@ -72,6 +77,9 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     private var lastCheckpointPosition: Int64 = 0
     private var lastCheckpointTime = NIODeadline.now()
     private var lastActivity = NIODeadline.now()
+    /// The minimum-speed window: when it began and the body bytes received since.
+    private var speedWindowStart: NIODeadline?
+    private var speedWindowBytes: Int64 = 0
     private var rateStart = NIODeadline.now()
     private var rateBytes: Int64 = 0
     private var rateLimit: UInt64 = 0
@@ -95,6 +103,8 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         self.hooks = hooks
         self.connectTimeout = .milliseconds(Int64(settings.connectTimeout * 1000))
         self.stallTimeout = .milliseconds(Int64(settings.stallTimeout * 1000))
+        self.lowSpeedLimit = settings.lowSpeedLimit
+        self.lowSpeedTime = .milliseconds(Int64(settings.lowSpeedTime * 1000))
         self.checkpointBytes = settings.checkpointBytes
         self.checkpointInterval = .milliseconds(Int64(settings.checkpointInterval * 1000))
         self.retryAfterCap = settings.retryAfterCap
@@ -105,12 +115,37 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         guard watchdog == nil else { return }
         watchdog = task.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { [self] _ in
             let limit = result == nil ? connectTimeout : stallTimeout
-            if NIODeadline.now() - lastActivity > limit {
+            let now = NIODeadline.now()
+            if now - lastActivity > limit {
                 fail(task, .timeout(result == nil
                     ? "no response within \(limit.nanoseconds / 1_000_000_000) s"
                     : "no data for \(limit.nanoseconds / 1_000_000_000) s (stalled)"))
+            } else if let slow = tooSlow(at: now) {
+                fail(task, .timeout(slow))
             }
         }
+    }
+
+    /// The minimum speed, checked once per `lowSpeedTime` window of the body: fewer bytes than
+    /// `lowSpeedLimit` a second over the whole window is a drip (a byte every ten seconds never
+    /// trips the stall timeout). A bandwidth limit below it lowers it to half the limit, so a
+    /// transfer held to its limit is never taken for a slow one.
+    private func tooSlow(at now: NIODeadline) -> String? {
+        guard lowSpeedLimit > 0, case .write = result?.decision else { return nil }
+        guard let start = speedWindowStart else {
+            speedWindowStart = now
+            speedWindowBytes = 0
+            return nil
+        }
+        let elapsed = now - start
+        guard elapsed >= lowSpeedTime else { return nil }
+        let floor = rateLimit > 0 ? min(lowSpeedLimit, rateLimit / 2) : lowSpeedLimit
+        let seconds = Double(elapsed.nanoseconds) / 1e9
+        let speed = Double(speedWindowBytes) / seconds
+        speedWindowStart = now
+        speedWindowBytes = 0
+        guard floor > 0, speed < Double(floor) else { return nil }
+        return String(format: "slower than %llu bytes/s for %.0f s (%.1f bytes/s)", floor, seconds, speed)
     }
 
     func didReceiveHead(task: HTTPClient.Task<Result>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
@@ -187,6 +222,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         position += count
         result?.endOffset = position
         result?.bodyBytes += count
+        speedWindowBytes += count
         let now = NIODeadline.now()
         lastActivity = now
         hooks.wrote(progress)

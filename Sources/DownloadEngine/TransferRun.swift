@@ -301,6 +301,8 @@ final class TransferRun: Sendable {
             settings: .init(
                 connectTimeout: record.options.connectTimeout ?? configuration.connectTimeout,
                 stallTimeout: record.options.stallTimeout ?? configuration.stallTimeout,
+                lowSpeedLimit: record.options.lowSpeedLimit ?? configuration.lowSpeedLimit,
+                lowSpeedTime: record.options.lowSpeedTime ?? configuration.lowSpeedTime,
                 checkpointBytes: configuration.checkpointBytes, checkpointInterval: configuration.checkpointInterval,
                 retryAfterCap: configuration.retry.retryAfterCap
             ),

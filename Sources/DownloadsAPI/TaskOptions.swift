@@ -13,6 +13,8 @@ public struct TaskOptions: Sendable, Hashable {
         case stallTimeout = "stall_timeout"
         case resourceTimeout = "resource_timeout"
         case desktopEntry = "desktop_entry"
+        case lowSpeedLimit = "low_speed_limit"
+        case lowSpeedTime = "low_speed_time"
 
         public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
     }
@@ -47,6 +49,10 @@ public struct TaskOptions: Sendable, Hashable {
     public var resourceTimeout: Double?
     /// The calling app's desktop file id (`org.gnome.Epiphany.desktop`).
     public var desktopEntry: String?
+    /// Bytes per second below which, for `lowSpeedTime` seconds, a transfer ends as `Timeout`
+    /// (retried); 0 turns the check off (curl's `--speed-limit`/`--speed-time`).
+    public var lowSpeedLimit: UInt64?
+    public var lowSpeedTime: UInt32?
 
     public init() {}
 
@@ -81,6 +87,15 @@ public struct TaskOptions: Sendable, Hashable {
             case .maxBytesPerSecond:
                 guard case .uint64(let rate) = value else { throw wrongType("t") }
                 maxBytesPerSecond = rate
+            case .lowSpeedLimit:
+                guard case .uint64(let rate) = value else { throw wrongType("t") }
+                lowSpeedLimit = rate
+            case .lowSpeedTime:
+                guard case .uint32(let seconds) = value else { throw wrongType("u") }
+                guard seconds >= 1 && seconds <= 604_800 else {
+                    throw DownloadsErrorName.invalidArgument.error("low_speed_time must be between 1 and 604800 seconds")
+                }
+                lowSpeedTime = seconds
             case .connections:
                 guard case .uint32(let count) = value else { throw wrongType("u") }
                 guard count >= 1 && count <= TaskOptions.maxConnections else {
@@ -172,6 +187,8 @@ public struct TaskOptions: Sendable, Hashable {
         if let stallTimeout { result[Key.stallTimeout.rawValue] = .double(stallTimeout) }
         if let resourceTimeout { result[Key.resourceTimeout.rawValue] = .double(resourceTimeout) }
         if let desktopEntry { result[Key.desktopEntry.rawValue] = .string(desktopEntry) }
+        if let lowSpeedLimit { result[Key.lowSpeedLimit.rawValue] = .uint64(lowSpeedLimit) }
+        if let lowSpeedTime { result[Key.lowSpeedTime.rawValue] = .uint32(lowSpeedTime) }
         return result
     }
 }

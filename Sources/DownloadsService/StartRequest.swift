@@ -52,6 +52,8 @@ enum StartRequest {
         result.stallTimeout = options.stallTimeout
         result.resourceTimeout = options.resourceTimeout
         result.desktopEntry = options.desktopEntry
+        result.lowSpeedLimit = options.lowSpeedLimit
+        result.lowSpeedTime = options.lowSpeedTime.map(Double.init)
         do {
             try result.validate()
         } catch {

@@ -16,6 +16,13 @@ struct TaskOptionArguments: ParsableArguments {
     var noMetered = false
     @Option(name: .customLong("desktop-entry"), help: ArgumentHelp("The app the download is for (its desktop file id): the desktop shows progress under it.", valueName: "id"))
     var desktopEntry: String?
+    @Option(name: .customLong("speed-limit"), help: ArgumentHelp(
+        "Give up on (and retry) a transfer slower than this many bytes per second for --speed-time seconds (curl's; default 1, 0 turns it off).",
+        valueName: "bytes"
+    ))
+    var speedLimit: UInt64?
+    @Option(name: .customLong("speed-time"), help: ArgumentHelp("Seconds over which --speed-limit is counted (default 60).", valueName: "seconds"))
+    var speedTime: UInt32?
 
     static func trimmed(_ text: Substring) -> String {
         String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
@@ -37,6 +44,8 @@ struct TaskOptionArguments: ParsableArguments {
             if overwrite { options.overwrite = true }
             if noMetered { options.allowMetered = false }
             options.desktopEntry = desktopEntry
+            options.lowSpeedLimit = speedLimit
+            options.lowSpeedTime = speedTime
             if !headers.isEmpty {
                 var parsed: [String: String] = [:]
                 for header in headers {

@@ -378,6 +378,34 @@ extension TransferTests {
         XCTAssertEqual(server.requests(for: "/trickle").count, 5, "the first attempt and 4 retries")
     }
 
+    func testADripBelowTheMinimumSpeedEndsAsATimeoutAndIsRetried() async throws {
+        var route = Route(content: Self.content(1_000_000))
+        route.bytesPerSecond = 300  // a byte every few milliseconds: never a stall
+        server.set("/drip", route)
+        let id = try start("/drip") {
+            $0.lowSpeedLimit = 1000
+            $0.lowSpeedTime = 1
+        }
+        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.state, .failed)
+        XCTAssertEqual(done.record.errorName, "Timeout")
+        XCTAssertTrue(done.record.errorMessage?.hasPrefix("slower than 1000 bytes/s for 1 s") ?? false, done.record.errorMessage ?? "")
+        XCTAssertEqual(server.requests(for: "/drip").count, 5, "the first attempt and 4 retries, each from the durable offset")
+    }
+
+    func testATransferHeldToItsBandwidthLimitIsNotTakenForADrip() async throws {
+        let content = Self.content(6000)
+        server.set("/held", Route(content: content))
+        let id = try start("/held") {
+            $0.maxBytesPerSecond = 2000
+            $0.lowSpeedLimit = 100_000
+            $0.lowSpeedTime = 1
+        }
+        let done = try await wait(id, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.state, .finished, done.record.errorMessage ?? "")
+        XCTAssertEqual(sha256(ofFile: directory.file("out\(id)")), Self.sha256(content))
+    }
+
     func testAThrottledTransferStopsAtOnce() async throws {
         // At 1 byte per second the first body part's wait lasts hours: Pause and Cancel must not
         // wait for it (the request is cancelled under it).

@@ -32,6 +32,8 @@ final class ContractTests: XCTestCase {
         options.allowMetered = false
         options.connectTimeout = 3
         options.desktopEntry = "org.gnome.Epiphany.desktop"
+        options.lowSpeedLimit = 1000
+        options.lowSpeedTime = 30
         XCTAssertEqual(try TaskOptions(options.dictionary), options)
     }
 
