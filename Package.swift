@@ -72,6 +72,7 @@ let package = Package(
                 "DownloadEngine", "UserFiles",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // The public contract as code: names, paths, interfaces, errors, options, signals.

@@ -8,16 +8,63 @@ import GRDB
 /// `AppDatabase`). Engine state reaches it only through `StoreObserver`.
 public final class DownloadStore: Sendable {
     let database: any DatabaseWriter
+    /// Room released when the disk is full so the write can still be made (see `StorageReserve`).
+    public let reserve: StorageReserve?
+    /// Where the database lives, for messages.
+    public let directory: String
 
     /// Opens (creating) `path` as a WAL database; fails with a readable error if it cannot.
     public convenience init(path: String) throws {
-        try self.init(DatabasePool(path: path, configuration: DownloadStore.configuration))
+        let directory = (path as NSString).deletingLastPathComponent
+        try self.init(
+            DatabasePool(path: path, configuration: DownloadStore.configuration),
+            reserve: StorageReserve(directory: directory), directory: directory
+        )
     }
 
     /// Uses `database` (a `DatabaseQueue` on a temporary file in tests) and migrates it.
-    public init(_ database: any DatabaseWriter) throws {
+    public init(_ database: any DatabaseWriter, reserve: StorageReserve? = nil, directory: String = "") throws {
         self.database = database
+        self.reserve = reserve
+        self.directory = directory
         try DownloadStore.migrator.migrate(database)
+        _ = reserve?.ensure()
+    }
+
+    /// Free bytes new work needs beside the reserve.
+    public static let minimumFree: Int64 = 1 << 20
+
+    /// Whether a call may go ahead. New work (Start, Resume, ResumeWithData, a completion
+    /// handler) needs the reserve in place (made again if it was released) and some free space
+    /// beside it; a call that only ends or holds work (Cancel, Pause) needs either, since the
+    /// reserve is there to record exactly that. A call asks first, so a full disk refuses it
+    /// before anything changes.
+    public func hasRoom(forNewWork: Bool) -> Bool {
+        guard let reserve else { return true }
+        let reserved = reserve.ensure()
+        var info = statvfs()
+        let free = statvfs(directory, &info) == 0 ? Int64(info.f_bavail) * Int64(info.f_frsize) : Int64.max
+        return forNewWork ? reserved && free >= Self.minimumFree : reserved || free >= Self.minimumFree
+    }
+
+    /// Every write: on SQLITE_FULL the reserve is released (when `mayUseReserve`) and the write
+    /// tried once more; if it fails again, a `StoreError` with `isStorageFull`. Checkpoints do not
+    /// use the reserve: it is kept for the state changes (a pause, a failure) that follow.
+    func write<T>(mayUseReserve: Bool = true, _ body: (Database) throws -> T) throws -> T {
+        do {
+            return try database.write(body)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            guard mayUseReserve, reserve?.release() == true else { throw full(error) }
+            do {
+                return try database.write(body)
+            } catch let again as DatabaseError where again.resultCode == .SQLITE_FULL {
+                throw full(again)
+            }
+        }
+    }
+
+    private func full(_ error: DatabaseError) -> StoreError {
+        StoreError("the state directory \(directory) is full (\(error.message ?? "SQLITE_FULL"))", storageFull: true)
     }
 
     public static var configuration: Configuration {
@@ -31,7 +78,7 @@ public final class DownloadStore: Sendable {
 
     /// Records a new task (and its session) under the id the engine gave it.
     public func insertTask(_ record: DownloadTaskRecord) throws {
-        try database.write { db in
+        try write { db in
             try SessionRow(ownerUID: Int64(record.owner), name: record.session, endedSinceCall: 0).insert(db, onConflict: .ignore)
             var row = try TaskRow(record: record)
             try row.insert(db)
@@ -42,8 +89,8 @@ public final class DownloadStore: Sendable {
     /// Saves what the engine knows of a task now (state, durable offset, validator, options…).
     /// When the task has just ended, its session counts it towards the next completion call,
     /// in the same transaction.
-    public func save(_ record: DownloadTaskRecord) throws {
-        try database.write { db in
+    public func save(_ record: DownloadTaskRecord, mayUseReserve: Bool = true) throws {
+        try write(mayUseReserve: mayUseReserve) { db in
             guard var row = try TaskRow.fetchOne(db, key: Int64(record.id)) else { return }
             let ended = try row.update(from: record)
             try row.update(db)
@@ -100,7 +147,7 @@ public final class DownloadStore: Sendable {
     }
 
     public func deleteTask(_ id: UInt64) throws {
-        _ = try database.write { db in try TaskRow.deleteOne(db, key: Int64(id)) }
+        _ = try write { db in try TaskRow.deleteOne(db, key: Int64(id)) }
     }
 
     /// Ended tasks whose end is older than `date`.
@@ -117,7 +164,7 @@ public final class DownloadStore: Sendable {
     /// transition: a completion call becomes pending (exactly one per transition).
     /// Returns whether it was a transition, and whether a call is pending now.
     public func sessionBecameIdle(_ session: SessionID) throws -> (transition: Bool, pending: Bool) {
-        try database.write { db in
+        try write { db in
             let key: [String: any DatabaseValueConvertible] = ["ownerUID": Int64(session.owner), "name": session.name]
             guard var row = try SessionRow.fetchOne(db, key: key) else { return (false, false) }
             let transition = row.endedSinceCall > 0
@@ -142,7 +189,7 @@ public final class DownloadStore: Sendable {
 
     /// The completion handler replied: the call is done.
     public func completionDelivered(_ session: SessionID) throws {
-        _ = try database.write { db in try PendingCompletionRow.deleteOne(db, key: DownloadStore.pendingKey(session)) }
+        _ = try write { db in try PendingCompletionRow.deleteOne(db, key: DownloadStore.pendingKey(session)) }
     }
 
     public func pendingCompletions() throws -> [SessionID] {
@@ -153,7 +200,7 @@ public final class DownloadStore: Sendable {
 
     /// Registers (replacing) the handler of a session.
     public func registerHandler(_ handler: CompletionHandler) throws {
-        try database.write { db in
+        try write { db in
             try SessionRow(ownerUID: Int64(handler.owner), name: handler.session, endedSinceCall: 0).insert(db, onConflict: .ignore)
             try HandlerRow(handler).save(db)
         }

@@ -1,24 +1,43 @@
 import DownloadEngine
 import Logging
+import NIOConcurrencyHelpers
 
 /// The one writer of engine state to the store: every task event that changes what a restart
 /// must know is saved here, on the task's event queue (never on an event loop, never under an
 /// engine lock). Added to the engine's delegate before any other observer, so the others see
 /// only what is already durable.
+///
+/// A write that fails (the state directory's disk is full even with its reserve released) is
+/// kept per task for the service, which answers the call that caused it with the failure
+/// (`takeFailure`), and a checkpoint that cannot be recorded is reported to `checkpointFailed`
+/// (the service pauses that task rather than let it race on with nothing durable).
 public final class StoreObserver: DownloadObserver {
     private let store: DownloadStore
     private let logger: Logger
+    private let failures = NIOLockedValueBox([UInt64: StoreError]())
+    private let checkpointFailed: @Sendable (TaskSnapshot, StoreError) -> Void
 
-    public init(store: DownloadStore, logger: Logger) {
+    public init(store: DownloadStore, logger: Logger, checkpointFailed: @escaping @Sendable (TaskSnapshot, StoreError) -> Void = { _, _ in }) {
         self.store = store
         self.logger = logger
+        self.checkpointFailed = checkpointFailed
     }
 
-    private func write(_ what: String, _ id: UInt64, _ body: () throws -> Void) {
+    /// The failed write of task `id` since the last call, if any (cleared).
+    public func takeFailure(_ id: UInt64) -> StoreError? {
+        failures.withLockedValue { $0.removeValue(forKey: id) }
+    }
+
+    @discardableResult
+    private func write(_ what: String, _ id: UInt64, _ body: () throws -> Void) -> StoreError? {
         do {
             try body()
+            return nil
         } catch {
             logger.error("store: could not \(what) task \(id): \(error)")
+            let failure = error as? StoreError ?? StoreError("\(error)")
+            failures.withLockedValue { $0[id] = failure }
+            return failure
         }
     }
 
@@ -35,11 +54,15 @@ public final class StoreObserver: DownloadObserver {
     }
 
     public func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64) {
-        write("save", task.id) { try store.save(task.record) }
+        if let failure = write("save", task.id, { try store.save(task.record, mayUseReserve: false) }), task.state.isActive {
+            checkpointFailed(task, failure)
+        }
     }
 
     public func taskDidCheckpoint(_ task: TaskSnapshot) {
-        write("save", task.id) { try store.save(task.record) }
+        if let failure = write("save", task.id, { try store.save(task.record, mayUseReserve: false) }), task.state.isActive {
+            checkpointFailed(task, failure)
+        }
     }
 
     public func taskWasRemoved(_ task: TaskSnapshot) {

@@ -22,6 +22,7 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
     case tlsError = "TLSError"
     case cancelled = "Cancelled"
     case interrupted = "Interrupted"
+    case storageFull = "StorageFull"
     case failed = "Failed"
 
     public static let prefix = "org.example.Downloads.Error."
@@ -74,6 +75,7 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
         case .tlsError: return "the TLS handshake or certificate check failed (Failed only)"
         case .cancelled: return "the task was cancelled (Failed only)"
         case .interrupted: return "the body ended early (retried; Failed only when retries ran out)"
+        case .storageFull: return "the state directory cannot take a write (its disk is full): the call changed nothing"
         case .failed: return "an unexpected internal error"
         }
     }

@@ -28,6 +28,7 @@ extension DownloadsService {
         if try store.handler(session) == nil, try store.handlerCount(owner: owner) >= configuration.maxHandlersPerUser {
             throw DownloadsErrorName.quotaExceeded.error("you have \(configuration.maxHandlersPerUser) completion handlers")
         }
+        try requireRoom()
         try store.registerHandler(CompletionHandler(
             owner: owner, session: name, connection: call.sender, objectPath: object.rawValue, busName: busName,
             busID: try await connection.busID()

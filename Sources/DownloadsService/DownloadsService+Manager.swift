@@ -81,6 +81,23 @@ extension DownloadsService {
         }
     }
 
+    /// A call that changes state asks first whether the state directory has room (its reserve is
+    /// in place), so a full disk refuses the call before anything changes.
+    func requireRoom(forNewWork: Bool = true) throws {
+        guard store.hasRoom(forNewWork: forNewWork) else {
+            throw DownloadsErrorName.storageFull.error(
+                "the state directory \(store.directory) is full: nothing was changed; free some space there and try again"
+            )
+        }
+    }
+
+    /// A write of task `id`'s events failed after all (the disk filled meanwhile): the call fails.
+    func requireStored(_ id: UInt64) throws {
+        if let failure = storeObserver.takeFailure(id) {
+            throw DownloadsErrorName.storageFull.error("task \(id) could not be recorded: \(failure)")
+        }
+    }
+
     func start(url: String, destination: String, options: TaskOptions, owner: UInt32, fileMode: UInt32? = nil) async throws -> ObjectPath {
         let url = try StartRequest.checkURL(url)
         let destination = try StartRequest.checkDestination(destination)
@@ -93,6 +110,7 @@ extension DownloadsService {
                 "your tasks are in \(configuration.maxSessionsPerUser) sessions already; use one of them or remove ended tasks"
             )
         }
+        try requireRoom()
         // Asked of the owner's file helper, off the cooperative pool (a hung mount blocks it).
         let overwrite = engineOptions.overwrite
         let isDirectory = try await Self.blocking { [engine] in
@@ -102,8 +120,14 @@ extension DownloadsService {
             owner: owner, session: session, url: url, destination: destination,
             destinationIsDirectory: isDirectory, options: engineOptions, fileMode: fileMode
         ))
-        // The reply names the task only once the store holds it.
+        // The reply names the task only once the store holds it; one the store could not take
+        // is taken back, so nothing runs that a restart would not know.
         await engine.eventsDelivered(snapshot.id)
+        if let failure = storeObserver.takeFailure(snapshot.id) {
+            try? await engine.remove(snapshot.id)
+            _ = storeObserver.takeFailure(snapshot.id)
+            throw DownloadsErrorName.storageFull.error("the task could not be recorded: \(failure); nothing was changed")
+        }
         logger.info("task \(snapshot.id) of uid \(owner): \(LogText.url(url)) → \(LogText.escaped(destination))")
         return DownloadsAPI.taskPath(snapshot.id)
     }
@@ -111,24 +135,30 @@ extension DownloadsService {
     // A control call's reply means its effect is in the store: each waits for the task's events.
 
     func pause(_ task: TaskSnapshot) async throws -> [UInt8] {
+        try requireRoom(forNewWork: false)
         let data = try await engine.pause(task.id)
         await engine.eventsDelivered(task.id)
+        try requireStored(task.id)
         return data
     }
 
     func resume(_ task: TaskSnapshot) async throws {
+        try requireRoom()
         try engine.resume(task.id)
         await engine.eventsDelivered(task.id)
+        try requireStored(task.id)
     }
 
     /// Cancel stops a live task; on an ended task it removes it from the list (with its partial file).
     func cancel(_ task: TaskSnapshot) async throws {
+        try requireRoom(forNewWork: false)
         if task.state.isTerminal {
             try await engine.remove(task.id)
         } else {
             try await engine.cancel(task.id)
-            await engine.eventsDelivered(task.id)
         }
+        await engine.eventsDelivered(task.id)
+        try requireStored(task.id)
     }
 
     /// The task the data came from, if it still exists, gets the options and carries on;
@@ -139,8 +169,10 @@ extension DownloadsService {
         if source == nil || source?.state == .finished || source?.state == .cancelled {
             try checkMayAddTask(owner: owner)
         }
+        try requireRoom()
         let snapshot = try await engine.adopt(data, change: StartRequest.change(options), fileMode: fileMode)
         await engine.eventsDelivered(snapshot.id)
+        try requireStored(snapshot.id)
         return DownloadsAPI.taskPath(snapshot.id)
     }
 }

@@ -40,6 +40,8 @@ public final class DownloadsService: Sendable {
     let connection: Connection
     let engine: SessionManager
     let store: DownloadStore
+    /// The store's writer of engine events; says which task's write failed.
+    let storeObserver: StoreObserver
     let configuration: Configuration
     let logger: Logger
     let state = NIOLockedValueBox(State())
@@ -55,6 +57,12 @@ public final class DownloadsService: Sendable {
         self.connection = connection
         self.engine = engine
         self.store = store
+        // A running task whose checkpoint cannot be recorded is paused (with its resume data)
+        // instead of racing on: a crash would cost everything since the last record.
+        self.storeObserver = StoreObserver(store: store, logger: logger) { [engine, logger] task, failure in
+            logger.warning("task \(task.id) paused: its checkpoint could not be recorded: \(failure)")
+            Task { _ = try? await engine.pause(task.id) }
+        }
         self.configuration = configuration
         self.logger = logger
         self.progress = ProgressThrottle(interval: configuration.progressInterval)
@@ -62,7 +70,7 @@ public final class DownloadsService: Sendable {
 
     /// Exports every object, restores every task, then takes the bus name.
     public func start() async throws {
-        engine.delegate.add(StoreObserver(store: store, logger: logger))
+        engine.delegate.add(storeObserver)
         engine.delegate.add(EngineObserver(service: self))
         // ObjectManager would list (and announce) every user's tasks: session bus only.
         try connection.export(ExportedObject(

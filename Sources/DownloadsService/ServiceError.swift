@@ -1,5 +1,6 @@
 import DBus
 import DownloadEngine
+import DownloadStore
 import DownloadsAPI
 
 /// Turns whatever a handler throws into the reply: our `BusError`s pass, an engine error becomes
@@ -12,6 +13,8 @@ enum ServiceError {
             return error
         case let error as DownloadError:
             return (DownloadsErrorName(rawValue: error.name) ?? .failed).error(error.message)
+        case let error as StoreError where error.isStorageFull:
+            return DownloadsErrorName.storageFull.error("\(error.description); nothing was changed")
         default:
             return DownloadsErrorName.failed.error("\(error)")
         }
