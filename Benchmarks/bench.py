@@ -7,7 +7,7 @@ processes. Runs are alternated between tools, `sync` before each; figures are me
 number of runs, and ratios against the reference measured in the same run (the machine is
 shared and noisy). Prints a table and writes Benchmarks/RESULTS.md. Asserts nothing.
 
-    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory]
+    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks]
 """
 import argparse
 import os
@@ -428,6 +428,65 @@ def section_overheads(nginx, work, runs):
     return table
 
 
+class ChunkServer:
+    """A hostile server on 127.0.0.1: every body is `count` chunks of one byte each
+    (`Transfer-Encoding: chunked`), written in large batches, so the sender is never the limit
+    and every chunk costs the receiver a parse and a callback."""
+
+    def __init__(self, count):
+        import http.server
+        import threading
+        body = b"".join(b"1\r\n" + bytes([48 + i % 10]) + b"\r\n" for i in range(count)) + b"0\r\n\r\n"
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+
+
+def section_chunks(work, runs, count=1_000_000):
+    """What one task of one-byte chunks costs (issue 22): the daemon's CPU per chunk against
+    curl's parsing the same body into a file, in the same run."""
+    server = ChunkServer(count)
+    url = f"http://127.0.0.1:{server.port}/chunks"
+    shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
+    table = Table(f"A hostile server: {count:,} chunks of one byte (chunked encoding), into tmpfs", "")
+    service = Service(os.path.join(work, "chunks"))
+    ours, curl = [], []
+    try:
+        for run in range(runs):
+            target = os.path.join(shm, "ours.bin")
+            ours.append(service.download(url, target)[:3])
+            os.unlink(target)
+            target = os.path.join(shm, "curl.bin")
+            curl.append(tool(["curl", "-sS", "-o", target, url]))
+            os.unlink(target)
+        per = lambda values: f"{median([v[1] for v in values]) / count * 1e6:.2f} µs CPU per chunk"
+        table.add("curl -o", len(curl), fmt([v[0] for v in curl]), fmt([v[1] for v in curl]), fmt([v[2] for v in curl], 1), per(curl))
+        ratio = median([o[1] / max(c[1], 1e-3) for o, c in zip(ours, curl)])
+        table.add("downloadsd", len(ours), fmt([v[0] for v in ours]), fmt([v[1] for v in ours]), fmt([v[2] for v in ours], 1),
+                  per(ours) + f"; {ratio:.1f}× curl's CPU")
+    finally:
+        service.stop()
+        server.stop()
+        shutil.rmtree(shm, ignore_errors=True)
+    return table
+
+
 def section_memory(nginx, work):
     nginx.file("four.bin", 4 * GiB)
     shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
@@ -446,7 +505,7 @@ def section_memory(nginx, work):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--sections", default="single,limited,scale,overheads,memory")
+    parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks")
     parser.add_argument("--tasks", type=int, default=10000)
     args = parser.parse_args()
     if not os.access(DAEMON, os.X_OK):
@@ -469,6 +528,8 @@ def main():
             tables.append(section_overheads(nginx, work, max(1, min(args.runs, 3))))
         if "memory" in sections:
             tables.append(section_memory(nginx, work))
+        if "chunks" in sections:
+            tables.append(section_chunks(work, max(1, min(args.runs, 3))))
     finally:
         nginx.stop()
         shutil.rmtree(work, ignore_errors=True)

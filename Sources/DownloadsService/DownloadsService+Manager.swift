@@ -124,6 +124,8 @@ extension DownloadsService {
         // is taken back, so nothing runs that a restart would not know.
         await engine.eventsDelivered(snapshot.id)
         if let failure = storeObserver.takeFailure(snapshot.id) {
+            // Cancelled first: a queued or running task cannot be removed as it is.
+            try? await engine.cancel(snapshot.id)
             try? await engine.remove(snapshot.id)
             _ = storeObserver.takeFailure(snapshot.id)
             throw DownloadsErrorName.storageFull.error("the task could not be recorded: \(failure); nothing was changed")
