@@ -1,10 +1,12 @@
 import TerminalOutput
 
-/// Why a download failed or a request was refused. A struct with a private code so new cases do
-/// not break clients (the shape of AsyncHTTPClient's `HTTPClientError`). `name` is stable and is
-/// what the service turns into `org.example.Downloads.Error.<name>`.
+/// Why a download failed or a request was refused: a code and a message (the shape of
+/// AsyncHTTPClient's `HTTPClientError`). Two errors are equal when their codes are (the message,
+/// status and Retry-After say more about the same error), so code compares codes, never names:
+/// `error.code == .checksumMismatch`. `name` is stable and is what the service turns into
+/// `org.example.Downloads.Error.<name>`.
 public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: String, Hashable, Sendable, CaseIterable {
+    public enum Code: String, Hashable, Sendable, CaseIterable {
         case invalidArgument = "InvalidArgument"
         case notFound = "NotFound"
         case wrongState = "WrongState"
@@ -25,7 +27,7 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
         case accessDenied = "AccessDenied"
     }
 
-    private let code: Code
+    public let code: Code
     public let message: String
     /// The HTTP status, for `HTTPError`.
     public let httpStatus: Int?
@@ -39,15 +41,15 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
         self.retryAfter = retryAfter
     }
 
+    public static func == (lhs: DownloadError, rhs: DownloadError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
     /// Every name an engine error can have (the service's error table must hold each: a test checks).
     public static var allNames: [String] { Code.allCases.map(\.rawValue) }
 
     /// The stable name, e.g. `HTTPError`.
     public var name: String { code.rawValue }
     public var description: String { "\(name): \(message)" }
-
-    /// A TLS failure (handshake, certificate, host name).
-    public var isTLSFailure: Bool { code == .tlsError }
 
     /// Whether trying again later may succeed (connection errors, truncated bodies, 408/429/5xx, stalls).
     public var isRetryable: Bool {

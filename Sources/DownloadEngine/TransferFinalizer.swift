@@ -39,7 +39,7 @@ struct TransferFinalizer: Sendable {
             do {
                 try fileAccess.publish(partial, identity: identity, to: candidate, replace: false, mode: record.fileMode)
                 return candidate
-            } catch let error as DownloadError where error.name == "FileExists" {
+            } catch let error as DownloadError where error.code == .fileExists {
                 continue
             }
         }

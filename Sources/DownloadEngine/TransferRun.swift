@@ -346,7 +346,7 @@ final class TransferRun: Sendable {
         if let failure = writeFailure ?? nil { return .failed(failure) }
         if let thrown {
             let error = DownloadError.classify(thrown)
-            guard error.isTLSFailure, result == nil else { return .failed(error) }
+            guard error.code == .tlsError, result == nil else { return .failed(error) }
             // BoringSSL says only "CERTIFICATE_VERIFY_FAILED": find out which check failed.
             let why = await TLSDiagnosis.explain(
                 host: httpRequest.host, port: httpRequest.port, address: connection.pinnedAddress,
@@ -409,7 +409,7 @@ final class TransferRun: Sendable {
         let destination: String
         do {
             destination = try await writer.perform { writer in try finalizer.finalize(record, length: length, writer: writer) }
-        } catch let error as DownloadError where error.name == "ChecksumMismatch" {
+        } catch let error as DownloadError where error.code == .checksumMismatch {
             segmentState.withLockedValue { $0.table = nil }
             manager.report(task, { state in
                 state.record.durableOffset = 0

@@ -313,3 +313,14 @@ final class RulesTests: XCTestCase {
         XCTAssertThrowsError(try RedirectRules.checkedRedirect(from: "http://a/b", to: "unix:///run/x"))
     }
 }
+
+extension RulesTests {
+    /// Errors compare by code, as AsyncHTTPClient's do: the message says more about the same error.
+    func testDownloadErrorsCompareByCode() {
+        XCTAssertEqual(DownloadError.network("reset"), DownloadError.network("refused"))
+        XCTAssertNotEqual(DownloadError.network("x"), DownloadError.timeout("x"))
+        XCTAssertEqual(DownloadError.checksumMismatch(expected: "a", actual: "b").code, .checksumMismatch)
+        XCTAssertEqual(Set([DownloadError.file("a"), DownloadError.file("b")]).count, 1)
+        XCTAssertEqual(DownloadError.allNames.count, DownloadError.Code.allCases.count)
+    }
+}
