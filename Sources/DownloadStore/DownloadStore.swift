@@ -192,6 +192,14 @@ public final class DownloadStore: Sendable {
         _ = try write { db in try PendingCompletionRow.deleteOne(db, key: DownloadStore.pendingKey(session)) }
     }
 
+    /// Sessions that count ended tasks not yet turned into a completion call: what a kill between
+    /// a task's end (saved with its count) and the session's idle step leaves.
+    public func sessionsWithUnreportedEnds() throws -> [SessionID] {
+        try database.read { db in
+            try SessionRow.filter(Column("endedSinceCall") > 0).fetchAll(db).map { SessionID(owner: UInt32($0.ownerUID), name: $0.name) }
+        }
+    }
+
     public func pendingCompletions() throws -> [SessionID] {
         try database.read { db in
             try PendingCompletionRow.fetchAll(db).map { SessionID(owner: UInt32($0.ownerUID), name: $0.session) }

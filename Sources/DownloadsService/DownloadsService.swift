@@ -91,6 +91,13 @@ public final class DownloadsService: Sendable {
         }
         try await connection.requestName(DownloadsAPI.busName)
         startTimers()
+        // A task's end and the completion call it causes are two steps (the end is saved with
+        // the session's count on the task's queue, the call made pending when the session is
+        // idle): a kill between them is finished here, before any task runs again.
+        for session in try store.sessionsWithUnreportedEnds() where !engine.hasActiveTasks(in: session) {
+            logger.info("session \(LogText.escaped(session.description)): tasks ended before the last stop; its completion is due")
+            sessionBecameIdle(session)
+        }
         // Pending completion calls with a well-known name can be delivered by activation now.
         for session in try store.pendingCompletions() {
             if let handler = try store.handler(session), handler.busName != nil {
