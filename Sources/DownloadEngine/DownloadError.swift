@@ -90,9 +90,4 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     public static let cancelled = DownloadError(.cancelled, "the download was cancelled")
     /// The body ended before its announced length (retried, resuming).
     public static func interrupted(_ message: String) -> DownloadError { .init(.interrupted, message) }
-
-    /// Rebuilds an error from its stored name and message (the store keeps both).
-    public static func restored(name: String, message: String) -> DownloadError {
-        DownloadError(Code(rawValue: name) ?? .networkError, message)
-    }
 }

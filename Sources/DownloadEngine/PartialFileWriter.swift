@@ -224,8 +224,6 @@ final class PartialFileWriter: @unchecked Sendable {
 
     // MARK: On the queue (inside `perform` bodies)
 
-    var isOpen: Bool { descriptor >= 0 }
-
     /// The first write error, if any (later writes were dropped).
     var writeFailure: DownloadError? { failure }
 

@@ -50,7 +50,6 @@ struct Scheduler: Sendable {
     func ticket(of id: UInt64) -> UInt64? { running[id]?.ticket }
     /// Places taken: the connections of the running tasks.
     var connectionCount: Int { running.values.reduce(0) { $0 + $1.weight } }
-    var queuedIDs: [UInt64] { queued.map(\.id) }
 
     mutating func enqueue(
         _ id: UInt64, session: SessionID, priority: DownloadOptions.Priority, allowMetered: Bool = true, connections: Int = 1

@@ -65,9 +65,6 @@ public final class SleepInhibitor: DownloadObserver, Sendable {
         state.withLockedValue { $0.lock = nil }
     }
 
-    /// Whether a lock is held now (for the log and tests).
-    public var isHeld: Bool { state.withLockedValue { $0.lock != nil } }
-
     // MARK: Engine events
 
     public func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {
