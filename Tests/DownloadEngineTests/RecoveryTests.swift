@@ -153,7 +153,7 @@ final class RecoveryTests: EngineTestCase {
         XCTAssertEqual(manager.snapshot(id)?.state, .cancelled)
         XCTAssertEqual(leftovers(), [])
         XCTAssertTrue(observer.all.contains(.failed(id, "Cancelled", false)))
-        await XCTAssertThrowsErrorAsync(try await manager.cancel(id))
+        await XCTAssertThrowsErrorAsync(try await manager.cancel(id), code: .wrongState)
     }
 
     func testSchedulerRunsAtMostTheLimitPerSession() async throws {
@@ -177,11 +177,16 @@ final class RecoveryTests: EngineTestCase {
     }
 }
 
-func XCTAssertThrowsErrorAsync<T>(_ expression: @autoclosure () async throws -> T, file: StaticString = #filePath, line: UInt = #line) async {
+/// Fails unless `expression` throws a `DownloadError` of `code`.
+func XCTAssertThrowsErrorAsync<T>(
+    _ expression: @autoclosure () async throws -> T, code: DownloadError.Code, file: StaticString = #filePath, line: UInt = #line
+) async {
     do {
         _ = try await expression()
         XCTFail("expected an error", file: file, line: line)
-    } catch {}
+    } catch {
+        XCTAssertEqual((error as? DownloadError)?.code, code, "\(error)", file: file, line: line)
+    }
 }
 
 extension RecoveryTests {

@@ -57,7 +57,9 @@ final class ContractTests: XCTestCase {
                 XCTAssertTrue(bus?.message.contains(reason) == true, "\(bus?.message ?? "") should say \(reason)")
             }
         }
-        XCTAssertThrowsError(try TaskOptions(["session": .string("s")], allowed: TaskOptions.resumeKeys))
+        XCTAssertThrowsError(try TaskOptions(["session": .string("s")], allowed: TaskOptions.resumeKeys)) { error in
+            XCTAssertEqual((error as? BusError)?.name, DownloadsErrorName.invalidArgument.fullName)
+        }
     }
 
     func testHeaderSizesAreCountedInBytes() {
