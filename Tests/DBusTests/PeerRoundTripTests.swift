@@ -192,7 +192,11 @@ final class PeerRoundTripTests: BusTestCase {
             TestService.interfaceName, "Sleep", "u", "800",
         ], timeout: 0.3)
         XCTAssertNotEqual(killed.status, 0)
-        try await Task.sleep(for: .milliseconds(1200))
+        // The handler finishes its 800 ms and replies into the void.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while testService.state.withLockedValue({ $0.sleepsFinished }) < 1, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         XCTAssertEqual(testService.state.withLockedValue { $0.sleepsFinished }, 1)
         let ok = try await busctlCall("Echo", "v", ["u", "7"])
         XCTAssertEqual(ok, "v u 7")

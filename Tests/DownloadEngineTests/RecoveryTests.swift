@@ -165,7 +165,11 @@ final class RecoveryTests: EngineTestCase {
         let a1 = try start("/q", session: "a")
         let a2 = try start("/q", session: "a")
         let b1 = try start("/q", session: "b")
-        try await Task.sleep(for: .milliseconds(50))
+        // The scheduler starts what fits as soon as tasks are created: wait for the two to run.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline, manager.snapshot(a1)?.state != .running || manager.snapshot(b1)?.state != .running {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         XCTAssertEqual(manager.snapshot(a1)?.state, .running)
         XCTAssertEqual(manager.snapshot(a2)?.state, .queued)
         XCTAssertEqual(manager.snapshot(b1)?.state, .running)

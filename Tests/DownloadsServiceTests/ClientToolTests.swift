@@ -26,7 +26,7 @@ final class ClientToolTests: DaemonTestCase {
             "org.example.Downloads.Task", "State",
         ])
         XCTAssertEqual(state.stdout.trimmingCharacters(in: .whitespacesAndNewlines), #"s "finished""#)
-        try await Task.sleep(for: .milliseconds(200))
+        try await until("the Finished signal") { self.signalNames(for: path).contains("Finished") }
         let names = signalNames(for: path)
         let progress = signals.withLockedValue { $0 }.filter { $0.0 == "Progress" && $0.1.first?.objectPathValue == path }
         XCTAssertGreaterThan(progress.count, 1)

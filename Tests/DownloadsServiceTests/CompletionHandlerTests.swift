@@ -76,7 +76,10 @@ final class CompletionHandlerTests: DaemonTestCase {
         http.set("/x", Route(content: Self.content(5000)))
         let task = try await start(http.url("/x"), directory.file("x"), ["session": .string("later")])
         try await waitState(task, ["finished"])
-        try await Task.sleep(for: .milliseconds(300))
+        // The call is pending (stored) once EventsFinished went out.
+        try await until("EventsFinished") {
+            self.signals.withLockedValue { $0 }.contains { $0.0 == "EventsFinished" && $0.1.first == .string("later") }
+        }
         stopDaemon()
         try await startDaemon()
         let again = try await makeApp()

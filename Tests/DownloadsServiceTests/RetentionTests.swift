@@ -20,7 +20,9 @@ final class RetentionTests: DaemonTestCase {
         XCTAssertEqual(before, [.objectPaths([ended, paused])], "still listed until the next sweep")
         stopDaemon()
         try await startDaemon()
-        try await Task.sleep(for: .milliseconds(300))
+        try await until("the sweep at start removed the finished task") {
+            try await self.call("ListTasks", [.string("")]) == [.objectPaths([paused])]
+        }
         let after = try await call("ListTasks", [.string("")])
         XCTAssertEqual(after, [.objectPaths([paused])], "the finished task expired; the paused one has not ended")
         XCTAssertTrue(FileManager.default.fileExists(atPath: directory.file("r")), "expiry forgets the task, not the file")
@@ -29,7 +31,9 @@ final class RetentionTests: DaemonTestCase {
     func testFailedSignalCarriesTheErrorNameAndMessage() async throws {
         let path = try await start(http.url("/missing"), directory.file("m"))
         try await waitState(path, ["failed"])
-        try await Task.sleep(for: .milliseconds(200))
+        try await until("the Failed signal") {
+            self.signals.withLockedValue { $0 }.contains { $0.0 == "Failed" && $0.1.first == .objectPath(path) }
+        }
         let failed = signals.withLockedValue { $0 }.first { $0.0 == "Failed" && $0.1.first == .objectPath(path) }
         XCTAssertEqual(failed?.1.dropFirst().first, .string("org.example.Downloads.Error.HTTPError"))
         XCTAssertEqual(failed?.1.dropFirst(2).first, .string("the server answered 404 Not Found"))
