@@ -1,6 +1,5 @@
 import DBus
 import Foundation
-import NIOConcurrencyHelpers
 import TestHTTPServer
 import TestSupport
 import XCTest
@@ -24,19 +23,11 @@ final class DownloadsMonitorTests: DaemonTestCase {
         let gone = try await start(http.url("/gone"), directory.file("gone"))
         try await waitState(gone, ["failed"])
         // Read as the monitor writes, until its last line is there, then stop it.
-        let output = NIOLockedValueBox("")
-        let reader = Task.detached {
-            while true {
-                let data = child.stdout.availableData
-                if data.isEmpty { return }
-                output.withLockedValue { $0 += String(decoding: data, as: UTF8.self) }
-            }
-        }
-        try await until("the monitor reports task 2 failed") { output.withLockedValue { $0 }.contains("task 2 failed") }
+        let output = OutputCollector(child.stdout)
+        try await until("the monitor reports task 2 failed") { output.text.contains("task 2 failed") }
         child.signal(SIGTERM)
         XCTAssertEqual(child.wait(), 0)
-        _ = await reader.value
-        let lines = output.withLockedValue { $0 }.split(separator: "\n").map(String.init)
+        let lines = await output.finish().split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.first, "task 1 started: \(http.url("/m.bin")) -> \(directory.file("m.bin"))", "\(lines)")
         let progress = lines.filter { $0.hasPrefix("task 1 progress: ") }
         XCTAssertGreaterThanOrEqual(progress.count, 1, "\(lines)")

@@ -1,6 +1,5 @@
 import DBus
 import Foundation
-import NIOConcurrencyHelpers
 import TestHTTPServer
 import TestSupport
 import XCTest
@@ -116,18 +115,12 @@ final class HostileServerTests: DaemonTestCase {
         XCTAssertTrue(ready.contains("watching"), ready)
         let watched = try await start(http.url("/plain"), directory.file("w" + hostile))
         try await waitState(watched, ["finished"])
-        let output = NIOLockedValueBox("")
-        let reader = Task.detached {
-            while true {
-                let data = monitor.stdout.availableData
-                if data.isEmpty { return }
-                output.withLockedValue { $0 += String(decoding: data, as: UTF8.self) }
-            }
+        let output = OutputCollector(monitor.stdout)
+        try await until("downloads-monitor reports the task finished") {
+            output.text.contains("task \(watched.rawValue.split(separator: "/").last ?? "") finished")
         }
-        try await until("downloads-monitor reports the task finished") { output.withLockedValue { $0 }.contains("task \(watched.rawValue.split(separator: "/").last ?? "") finished") }
         monitor.stop()
-        _ = await reader.value
-        let seen = output.withLockedValue { $0 }
+        let seen = await output.finish()
         assertNothingHidden(seen, "downloads-monitor")
         XCTAssertTrue(seen.contains("\\x1b[2J\\x9b31m\\u{202e}txt.sh"), seen)
     }
