@@ -54,12 +54,16 @@ public final class StoreObserver: DownloadObserver {
     }
 
     public func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64) {
-        if let failure = write("save", task.id, { try store.save(task.record, mayUseReserve: false) }), task.state.isActive {
-            checkpointFailed(task, failure)
-        }
+        saveProgress(task)
     }
 
     public func taskDidCheckpoint(_ task: TaskSnapshot) {
+        saveProgress(task)
+    }
+
+    /// A running task's progress (its response, its checkpoints): saved without the reserve,
+    /// which is kept for the state change that follows when it cannot be.
+    private func saveProgress(_ task: TaskSnapshot) {
         if let failure = write("save", task.id, { try store.save(task.record, mayUseReserve: false) }), task.state.isActive {
             checkpointFailed(task, failure)
         }
