@@ -45,15 +45,17 @@ let package = Package(
         ),
         // openat2, renameat2, SCM_RIGHTS and privilege dropping: what Swift cannot call directly.
         .target(name: "CUserFiles"),
+        // Named places where a debug build kills itself on request (DOWNLOADSD_CRASH_AT): the crash tests.
+        .target(name: "CrashPoints"),
         // File operations done with a user's credentials, in process or in that user's helper.
-        .target(name: "UserFiles", dependencies: ["CUserFiles", "TerminalOutput"]),
+        .target(name: "UserFiles", dependencies: ["CUserFiles", "CrashPoints", "TerminalOutput"]),
         // The per-user file helper downloadsd starts (small: no NIO, no Foundation).
         .executableTarget(name: "downloads-file-helper", dependencies: ["UserFiles"]),
         // Downloads over HTTP(S): SessionManager, SessionDelegate, transfers, resume data. No D-Bus.
         .target(
             name: "DownloadEngine",
             dependencies: [
-                "UserFiles", "TerminalOutput",
+                "CrashPoints", "UserFiles", "TerminalOutput",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -69,7 +71,7 @@ let package = Package(
         .target(
             name: "DownloadStore",
             dependencies: [
-                "DownloadEngine", "UserFiles",
+                "CrashPoints", "DownloadEngine", "UserFiles",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -110,7 +112,7 @@ let package = Package(
         .target(
             name: "DownloadsService",
             dependencies: [
-                "DBus", "DownloadsAPI", "DownloadEngine", "DownloadStore", "TerminalOutput",
+                "CrashPoints", "DBus", "DownloadsAPI", "DownloadEngine", "DownloadStore", "TerminalOutput",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -147,7 +149,7 @@ let package = Package(
             dependencies: ["DBus", "TestSupport"],
             path: "Benchmarks/dbus-bench"
         ),
-        .testTarget(name: "UserFilesTests", dependencies: ["UserFiles", "TestSupport"]),
+        .testTarget(name: "UserFilesTests", dependencies: ["CrashPoints", "UserFiles", "TestSupport"]),
         .testTarget(name: "TerminalOutputTests", dependencies: ["TerminalOutput"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadEngine", "TestHTTPServer", "TestSupport"]),
@@ -155,7 +157,8 @@ let package = Package(
             "DownloadStore", "DownloadEngine", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "DownloadsServiceTests", dependencies: [
-            "DownloadsService", "DownloadsAPI", "DownloadsClient", "DownloadStore", "DownloadEngine", "TestHTTPServer", "TestSupport", "DBus",
+            "CrashPoints", "DownloadsService", "DownloadsAPI", "DownloadsClient", "DownloadStore", "DownloadEngine", "TestHTTPServer",
+            "TestSupport", "DBus",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
     ]

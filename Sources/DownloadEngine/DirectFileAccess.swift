@@ -29,6 +29,8 @@ public struct DirectFileAccess: FileAccess, FileAccessProvider {
 
     public func exists(_ path: String) -> Bool { operations.exists(path) }
 
+    public func isFile(_ path: String, identity: FileIdentity) -> Bool { operations.isFile(path, identity: identity) }
+
     private func mapped<T>(_ path: String, _ body: () throws -> T) throws -> T {
         do {
             return try body()

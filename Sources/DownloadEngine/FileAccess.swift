@@ -19,6 +19,8 @@ public protocol FileAccess: Sendable {
     func isWritableDirectory(_ path: String) throws -> Bool
     /// Whether the owner sees anything at `path`.
     func exists(_ path: String) throws -> Bool
+    /// Whether `path` is the owner's regular file `identity` (a link is not followed).
+    func isFile(_ path: String, identity: FileIdentity) throws -> Bool
 }
 
 extension FileOperationError {

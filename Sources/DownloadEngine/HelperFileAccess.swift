@@ -37,6 +37,10 @@ struct HelperFileAccess: FileAccess {
         try answer(.exists(path: path), path: path)
     }
 
+    func isFile(_ path: String, identity: FileIdentity) throws -> Bool {
+        try answer(.isFile(path: path, identity: identity), path: path)
+    }
+
     private func answer(_ request: FileRequest, path: String) throws -> Bool {
         guard case .answer(let value) = try perform(request, path: path).0 else {
             throw DownloadError.file("the file helper for uid \(helper.uid) answered out of turn")

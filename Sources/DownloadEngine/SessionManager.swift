@@ -626,50 +626,6 @@ public final class SessionManager: Sendable {
         }
     }
 
-    /// Everything before `position` is fsynced: record it (called after the sync, under the
-    /// writer's generation lock, so a truncation since the sync started voids it).
-    func recordDurable(_ task: DownloadTask, position: Int64) {
-        task.eventOrder.withLock {
-            let snapshot: TaskSnapshot? = task.state.withLockedValue { state in
-                // Only forward: a sync that finishes late (after a stop's own checkpoint, or the
-                // finish) never takes back what is already recorded; resets go through resetDurable.
-                // A segmented download's checkpoints go through recordSegments (its offset is a count).
-                guard position > state.record.durableOffset, position <= state.bytesWritten, !state.record.state.isTerminal,
-                      state.record.segments == nil
-                else { return nil }
-                state.record.durableOffset = position
-                return state.snapshot
-            }
-            if let snapshot { delegate.checkpointed(task, snapshot) }
-        }
-    }
-
-    /// A segmented download's checkpoint: everything of its `length` bytes outside `remaining`
-    /// is fsynced (called after the sync, like `recordDurable`).
-    func recordSegments(_ task: DownloadTask, remaining: [ByteRange], length: Int64) {
-        task.eventOrder.withLock {
-            let snapshot: TaskSnapshot? = task.state.withLockedValue { state in
-                guard !state.record.state.isTerminal, state.record.expectedLength == length,
-                      state.record.segments != remaining
-                else { return nil }
-                state.record.segments = remaining
-                state.record.durableOffset = ByteRange.held(length: length, remaining: remaining)
-                return state.snapshot
-            }
-            if let snapshot { delegate.checkpointed(task, snapshot) }
-        }
-    }
-
-    /// The partial file was emptied for a new version (on the I/O queue, after every older checkpoint).
-    func resetDurable(_ task: DownloadTask) {
-        report(task, { state in
-            state.record.durableOffset = 0
-            state.record.segments = nil
-        }, events: { delegate, task, snapshot in
-            delegate.checkpointed(task, snapshot)
-        })
-    }
-
     /// After a task left the active states: observers hear if its session has nothing left to do.
     func sessionMayBeIdle(_ task: DownloadTask, _ session: SessionID) {
         delegate.sessionMayBeIdle(task, session) { [weak self] in

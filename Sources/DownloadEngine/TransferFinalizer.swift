@@ -7,8 +7,8 @@ import UserFiles
 struct TransferFinalizer: Sendable {
     let fileAccess: any FileAccess
 
-    /// Returns where the file now is. A checksum mismatch removes the partial file.
-    func finalize(_ record: DownloadTaskRecord, length: Int64, writer: PartialFileWriter) throws -> String {
+    /// Makes the whole file durable and checks it. A checksum mismatch removes the partial file.
+    func complete(_ record: DownloadTaskRecord, length: Int64, writer: PartialFileWriter) throws {
         try writer.openIfNeeded()
         try writer.sync()
         if let expected = record.options.sha256 {
@@ -19,9 +19,31 @@ struct TransferFinalizer: Sendable {
                 throw DownloadError.checksumMismatch(expected: expected, actual: actual)
             }
         }
+    }
+
+    /// Renames the complete file into place; returns where it now is.
+    func publish(_ record: DownloadTaskRecord, writer: PartialFileWriter) throws -> String {
         let destination = try publish(record, from: writer.path, identity: writer.identity)
         writer.close()
         return destination
+    }
+
+    /// Where a run before a crash published this task's partial file, when the crash came
+    /// between the rename and the `finished` row: the partial file is gone and the recorded file
+    /// (device and inode) is at the destination, or at one of the names tried after it.
+    func publishedBeforeCrash(_ record: DownloadTaskRecord) throws -> String? {
+        guard let identity = record.partialFile, !(try fileAccess.exists(record.partialPath)) else { return nil }
+        guard record.destinationIsDirectory else {
+            return try fileAccess.isFile(record.destination, identity: identity) ? record.destination : nil
+        }
+        let name = record.resolvedPath.map { String($0.split(separator: "/").last ?? "download") }
+            ?? HTTPHeaderRules.fileName(contentDisposition: nil, url: record.finalURL ?? record.url)
+        // The names were tried in order and the first free one taken: it is among those that exist.
+        for candidate in Self.candidates(in: record.destination, name: name) {
+            guard try fileAccess.exists(candidate) else { return nil }
+            if try fileAccess.isFile(candidate, identity: identity) { return candidate }
+        }
+        return nil
     }
 
     private func publish(_ record: DownloadTaskRecord, from partial: String, identity: FileIdentity?) throws -> String {

@@ -8,7 +8,7 @@ import NIOHTTP1
 /// and the others fetch theirs with `Range: bytes=a-b` and `If-Range`. A connection whose range
 /// is done takes a waiting one or half of the largest one left (work stealing). All of them
 /// write into the one partial file at their offsets; one fdatasync checkpoints them all and
-/// the ranges still to fetch are then recorded (`SessionManager.recordSegments`).
+/// the ranges still to fetch are then recorded (`recordSegments`, see TransferRun+Durability).
 ///
 /// A cut, stalled or failing connection retries its own range under the retry policy while
 /// the others go on; when every connection has given up, the run's state machine retries the
@@ -304,48 +304,4 @@ extension TransferRun {
         return hooks
     }
 
-    /// Queues a checkpoint of every range (one fdatasync), at most one per half checkpoint
-    /// interval however many connections ask.
-    func queueSegmentCheckpoint(_ table: SegmentTable) {
-        let now = NIODeadline.now()
-        let due = segmentState.withLockedValue { state -> Bool in
-            let spacing = TimeAmount.milliseconds(Int64(configuration.checkpointInterval * 500))
-            guard now - state.lastCheckpoint >= spacing else { return false }
-            state.lastCheckpoint = now
-            return true
-        }
-        guard due else { return }
-        countCheckpoint()
-        let writer = self.writer
-        let task = self.task
-        let manager = self.manager
-        table.withRemaining { remaining in
-            writer.checkpoint(durable: {
-                manager.recordSegments(task, remaining: remaining, length: table.length)
-            }, failed: { error in
-                manager.logger.error("task \(task.id): \(error)")
-            })
-        }
-    }
-
-    /// A checkpoint of every range, waited for.
-    func checkpoint(_ table: SegmentTable) async {
-        countCheckpoint()
-        do {
-            let remaining: [ByteRange] = try await withCheckedThrowingContinuation { continuation in
-                table.withRemaining { remaining in
-                    writer.enqueue { writer in
-                        writer.awaitCheckpoints()
-                        continuation.resume(with: Result {
-                            try writer.sync()
-                            return remaining
-                        })
-                    }
-                }
-            }
-            manager.recordSegments(task, remaining: remaining, length: table.length)
-        } catch {
-            manager.logger.error("task \(task.id): \(error)")
-        }
-    }
 }

@@ -13,7 +13,7 @@ final class TransferRun: Sendable {
     let manager: SessionManager
     let writer: PartialFileWriter
     /// Checkpoints asked for during this run (logged at the end: their cost is a benchmark's figure).
-    private let checkpoints = NIOLockedValueBox(0)
+    let checkpoints = NIOLockedValueBox(0)
     /// A segmented download's ranges and how this run fetches (see TransferRun+Segments).
     let segmentState: NIOLockedValueBox<SegmentState>
 
@@ -53,6 +53,11 @@ final class TransferRun: Sendable {
         ))
         var action: TransferStateMachine.Action
         do {
+            if let destination = try await publishedBeforeCrash() {
+                manager.logger.info("task \(task.id): was published to \(destination) before a crash")
+                let record = task.record
+                return finished(at: destination, length: record.expectedLength >= 0 ? record.expectedLength : record.durableOffset)
+            }
             let offset = try await recover()
             action = machine.start(offset: offset, validator: task.record.validator)
         } catch {
@@ -118,108 +123,6 @@ final class TransferRun: Sendable {
             try? await Task.sleep(for: min(.milliseconds(200), end - ContinuousClock.now))
         }
         if manager.reconnectGeneration != generation { manager.logger.info("task \(task.id): retrying now") }
-    }
-
-    // MARK: Files
-
-    /// Opens the partial file when it should hold bytes and drops what a crash left past the
-    /// last checkpoint; a file shorter than its checkpoint lost data and starts from zero.
-    /// Returns the offset to continue from.
-    private func recover() async throws -> Int64 {
-        let durable = task.record.durableOffset
-        if let segments = task.record.segments {
-            return try await recoverSegments(segments, length: task.record.expectedLength)
-        }
-        guard durable > 0 else {
-            task.update { $0.bytesWritten = 0 }
-            return 0
-        }
-        let offset: Int64 = try await writer.perform { writer in
-            try writer.openIfNeeded()
-            let offset = writer.size < durable ? 0 : durable
-            try writer.truncate(to: offset)
-            return offset
-        }
-        if offset < durable {
-            manager.logger.warning("task \(task.id): partial file is shorter than its checkpoint; restarting")
-            manager.report(task, { state in
-                state.record.validator = nil
-                state.record.durableOffset = 0
-            }, events: { delegate, task, snapshot in delegate.checkpointed(task, snapshot) })
-        }
-        task.update { $0.bytesWritten = offset }
-        return offset
-    }
-
-    /// A segmented download's file keeps every byte outside `segments` (a crash's unsynced
-    /// writes inside them are fetched again and overwritten); a file shorter than the last
-    /// byte it should hold lost data and starts from zero.
-    private func recoverSegments(_ segments: [ByteRange], length: Int64) async throws -> Int64 {
-        let heldEnd = segments.last.map { $0.end == length ? $0.start : length } ?? length
-        let size = try await writer.perform { writer in
-            try writer.openIfNeeded()
-            return writer.size
-        }
-        guard size < heldEnd else {
-            let held = ByteRange.held(length: length, remaining: segments)
-            task.update { $0.bytesWritten = held }
-            return held
-        }
-        manager.logger.warning("task \(task.id): partial file is shorter than its checkpoint; restarting")
-        try await restartFromZero()
-        return 0
-    }
-
-    private func restartFromZero() async throws {
-        segmentState.withLockedValue { $0.table = nil }
-        let task = self.task
-        let manager = self.manager
-        try await writer.perform { writer in
-            try writer.truncate(to: 0)
-            manager.report(task, { state in
-                state.bytesWritten = 0
-                state.record.durableOffset = 0
-                state.record.segments = nil
-                state.record.validator = nil
-                state.record.expectedLength = -1
-            }, events: { delegate, task, snapshot in delegate.checkpointed(task, snapshot) })
-        }
-    }
-
-    /// Counts a checkpoint asked for (one-stream or segmented), for the log line at the end.
-    func countCheckpoint() {
-        checkpoints.withLockedValue { $0 += 1 }
-    }
-
-    /// Queues an fdatasync after the writes before `position` and records `position` as durable
-    /// once it is done (never more than was synced; never after a later truncation, which voids it).
-    private func queueCheckpoint(_ position: Int64) {
-        countCheckpoint()
-        let task = self.task
-        let manager = self.manager
-        writer.checkpoint(durable: {
-            manager.recordDurable(task, position: position)
-        }, failed: { error in
-            manager.logger.error("task \(task.id): \(error)")
-        })
-    }
-
-    /// A checkpoint of everything received so far, waited for; the transfer goes on meanwhile
-    /// (what arrives during the sync is covered by the next one). Also asked from outside the
-    /// run, before the machine sleeps.
-    func checkpoint() async {
-        if let table = segmentState.withLockedValue({ $0.table }) { return await checkpoint(table) }
-        countCheckpoint()
-        let position = task.state.withLockedValue { $0.bytesWritten }
-        do {
-            try await writer.perform { writer in
-                writer.awaitCheckpoints()
-                try writer.sync()
-            }
-            manager.recordDurable(task, position: position)
-        } catch {
-            manager.logger.error("task \(task.id): \(error)")
-        }
     }
 
     // MARK: One request
@@ -389,7 +292,7 @@ final class TransferRun: Sendable {
                     queueCheckpoint(position)
                 }
             },
-            truncated: { manager.resetDurable(task) },
+            truncated: { [self] in resetDurable(.durableBytes) },
             maxBytesPerSecond: { [self] in
                 // Each connection of a segmented download takes its share of the limit (never 0,
                 // which would mean none).
@@ -400,34 +303,7 @@ final class TransferRun: Sendable {
         )
     }
 
-    // MARK: Endings
-
-    private func finalize() async throws {
-        let record = task.record
-        let length = task.state.withLockedValue { $0.bytesWritten }
-        let finalizer = TransferFinalizer(fileAccess: manager.files.files(for: record.owner))
-        let destination: String
-        do {
-            destination = try await writer.perform { writer in try finalizer.finalize(record, length: length, writer: writer) }
-        } catch let error as DownloadError where error.code == .checksumMismatch {
-            segmentState.withLockedValue { $0.table = nil }
-            manager.report(task, { state in
-                state.record.durableOffset = 0
-                state.record.segments = nil
-                state.bytesWritten = 0
-                state.record.validator = nil
-            }, events: { delegate, task, snapshot in delegate.checkpointed(task, snapshot) })
-            throw error
-        }
-        manager.logger.info("task \(task.id) finished: \(length) bytes, \(checkpoints.withLockedValue { $0 }) checkpoint(s) in its last run")
-        manager.move(task, to: .finished, { state in
-            state.record.resolvedPath = destination
-            state.record.durableOffset = length
-            state.record.segments = nil
-        }, then: { delegate, task, snapshot in
-            delegate.finished(task, snapshot, location: destination)
-        })
-    }
+    // MARK: Stopped and failed (the finish is in TransferRun+Durability)
 
     private func stopped(_ reason: DownloadTask.StopReason) async {
         await checkpoint()

@@ -1,3 +1,4 @@
+import CrashPoints
 import Foundation
 import GRDB
 
@@ -5,7 +6,7 @@ extension DownloadStore {
     /// Shipped migrations are never edited: add a new one instead. Documented in data/schema.md.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
+        migrator.registerMigration("v1", migrate: Self.crashable { db in
             try db.create(table: "session") { t in
                 t.column("ownerUID", .integer).notNull().check { $0 >= 0 }
                 t.column("name", .text).notNull().check { length($0) > 0 }
@@ -51,11 +52,11 @@ extension DownloadStore {
                 t.primaryKey(["ownerUID", "session"])
                 t.foreignKey(["ownerUID", "session"], references: "session", onDelete: .cascade)
             }
-        }
+        })
         // Options were the synthesized Codable JSON of a Swift struct (camelCase property names);
         // from v2 they use the documented snake_case keys of the D-Bus options. Written with
         // plain JSON values, not app types, so it keeps meaning what it means today.
-        migrator.registerMigration("v2-options-keys") { db in
+        migrator.registerMigration("v2-options-keys", migrate: Self.crashable { db in
             let renamed = [
                 "maxBytesPerSecond": "max_bytes_per_second", "connectTimeout": "connect_timeout",
                 "stallTimeout": "stall_timeout", "resourceTimeout": "resource_timeout", "allowMetered": "allow_metered",
@@ -78,22 +79,22 @@ extension DownloadStore {
                 let data = try JSONSerialization.data(withJSONObject: converted, options: [.sortedKeys, .withoutEscapingSlashes])
                 try db.execute(sql: "UPDATE task SET options = ? WHERE id = ?", arguments: [String(decoding: data, as: UTF8.self), id])
             }
-        }
+        })
         // Unique names are unique within one bus instance only: remember which one.
-        migrator.registerMigration("v3-handler-bus-id") { db in
+        migrator.registerMigration("v3-handler-bus-id", migrate: Self.crashable { db in
             try db.alter(table: "handler") { t in t.add(column: "busID", .text) }
-        }
+        })
         // The partial file a task created (only that file is resumed or published) and the
         // finished file's mode (from the caller's umask).
-        migrator.registerMigration("v4-partial-identity") { db in
+        migrator.registerMigration("v4-partial-identity", migrate: Self.crashable { db in
             try db.alter(table: "task") { t in
                 t.add(column: "partialDevice", .integer)
                 t.add(column: "partialInode", .integer)
                 t.add(column: "fileMode", .integer).check { $0 == nil || ($0 >= 0 && $0 <= 0o777) }
             }
-        }
+        })
         // A segmented download's ranges still to fetch, one row each (none for one stream).
-        migrator.registerMigration("v5-segments") { db in
+        migrator.registerMigration("v5-segments", migrate: Self.crashable { db in
             try db.create(table: "segment") { t in
                 t.column("taskID", .integer).notNull().references("task", onDelete: .cascade)
                 t.column("start", .integer).notNull().check { $0 >= 0 }
@@ -101,7 +102,16 @@ extension DownloadStore {
                 t.primaryKey(["taskID", "start"])
                 t.check(sql: "\"end\" > start")
             }
-        }
+        })
         return migrator
+    }
+
+    /// A migration's body, then the `migrating` crash point (inside its transaction): the crash
+    /// tests kill the daemon inside the n-th migration a fresh state directory runs.
+    private static func crashable(_ body: @escaping @Sendable (Database) throws -> Void) -> @Sendable (Database) throws -> Void {
+        { db in
+            try body(db)
+            CrashPoint.migrating.reached()
+        }
     }
 }

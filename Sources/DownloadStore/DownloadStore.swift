@@ -1,3 +1,4 @@
+import CrashPoints
 import DownloadEngine
 import Foundation
 import GRDB
@@ -95,6 +96,7 @@ public final class DownloadStore: Sendable {
             let ended = try row.update(from: record)
             try row.update(db)
             try DownloadStore.saveSegments(record, db)
+            if record.segments?.isEmpty == false { CrashPoint.segmentsSaving.reached() }
             if ended {
                 try db.execute(
                     sql: "UPDATE session SET endedSinceCall = endedSinceCall + 1 WHERE ownerUID = ? AND name = ?",

@@ -1,3 +1,4 @@
+import CrashPoints
 import DBus
 import DownloadEngine
 import DownloadStore
@@ -43,6 +44,7 @@ extension DownloadsService {
     /// queue, after the store saved that task's end).
     func sessionBecameIdle(_ session: SessionID) {
         guard !engine.hasActiveTasks(in: session) else { return }
+        CrashPoint.endedUnreported.reached()
         do {
             let (transition, pending) = try store.sessionBecameIdle(session)
             if transition { emit(.eventsFinished(session: session.name), owner: session.owner) }
@@ -91,6 +93,7 @@ extension DownloadsService {
                 interface: DownloadsInterfaces.client.name, method: "HandleEventsForBackgroundSession",
                 arguments: [.string(session.name)], timeout: configuration.completionTimeout, autoStart: false
             )
+            CrashPoint.completionAnswered.reached()
             try store.completionDelivered(session)
             logger.info("completion handler of \(LogText.escaped(session.description)) called")
         } catch {

@@ -1,4 +1,5 @@
 import CUserFiles
+import CrashPoints
 import Dispatch
 import Synchronization
 #if canImport(Glibc)
@@ -80,7 +81,13 @@ public final class FileHelperClient: Sendable {
             throw FileOperationError.system("cannot make a socket for the file helper")
         }
         let arguments = [executable, "--uid", String(uid)]
-        let environment = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"]
+        var environment = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"]
+        #if DEBUG
+        // The crash tests arm the helper's crash point through the daemon's environment.
+        if let armed = getenv(CrashPoint.environmentVariable) {
+            environment.append("\(CrashPoint.environmentVariable)=\(String(cString: armed))")
+        }
+        #endif
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = environment.map { strdup($0) } + [nil]
         defer {

@@ -1,4 +1,5 @@
 import CUserFiles
+import CrashPoints
 import TerminalOutput
 #if canImport(Glibc)
 import Glibc
@@ -32,6 +33,7 @@ public enum FileHelperServer {
             var descriptor: Int32 = -1
             if let request = try? FileRequest.decode(Array(buffer[0..<n])) {
                 (reply, descriptor) = request.perform(with: operations)
+                if case .opened(_, created: true) = reply { CrashPoint.helperCreated.reached() }
             } else {
                 reply = .failed(FileOperationError(.other, code: EINVAL, "malformed request"))
             }

@@ -7,6 +7,7 @@ public enum FileRequest: Sendable, Equatable {
     case exists(path: String)
     case syncDirectory(path: String)
     case isWritableDirectory(path: String)
+    case isFile(path: String, identity: FileIdentity)
 
     func encoded() -> [UInt8] {
         var writer = WireWriter()
@@ -47,6 +48,11 @@ public enum FileRequest: Sendable, Equatable {
         case .isWritableDirectory(let path):
             writer.byte(7)
             writer.string(path)
+        case .isFile(let path, let identity):
+            writer.byte(8)
+            writer.string(path)
+            writer.u64(identity.device)
+            writer.u64(identity.inode)
         }
         return writer.bytes
     }
@@ -82,6 +88,7 @@ public enum FileRequest: Sendable, Equatable {
         case 5: request = .exists(path: try reader.string())
         case 6: request = .syncDirectory(path: try reader.string())
         case 7: request = .isWritableDirectory(path: try reader.string())
+        case 8: request = .isFile(path: try reader.string(), identity: FileIdentity(device: try reader.u64(), inode: try reader.u64()))
         default: throw WireReader.Malformed()
         }
         guard reader.isAtEnd else { throw WireReader.Malformed() }
@@ -111,6 +118,8 @@ public enum FileRequest: Sendable, Equatable {
                 return (.done, -1)
             case .isWritableDirectory(let path):
                 return (.answer(operations.isWritableDirectory(path)), -1)
+            case .isFile(let path, let identity):
+                return (.answer(operations.isFile(path, identity: identity)), -1)
             }
         } catch let error as FileOperationError {
             return (.failed(error), -1)

@@ -138,6 +138,14 @@ public struct UserFileOperations: Sendable {
         return lstat(path, &info) == 0
     }
 
+    /// Whether `path` is the regular file `identity` of this user (a link is not followed): how
+    /// a restart finds the file it published before a crash kept it from recording so.
+    public func isFile(_ path: String, identity: FileIdentity) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && info.st_uid == geteuid()
+            && Self.identity(info) == identity
+    }
+
     /// Makes a rename in `path` durable.
     public func syncDirectory(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

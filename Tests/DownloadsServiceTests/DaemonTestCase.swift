@@ -48,13 +48,21 @@ class DaemonTestCase: XCTestCase {
     }
 
     var daemonLog = ""
+    /// Set for the daemon's next start, beside the bus's (a crash point, for one).
+    var daemonEnvironment: [String: String] = [:]
 
-    func startDaemon() async throws {
+    /// Starts the daemon without waiting for it to take its name.
+    func launchDaemon() throws {
         let log = directory.file("daemon-\(Int(Date().timeIntervalSince1970 * 1000)).log")
         daemonLog = log
         daemon = try ChildProcess(launcher + [
             "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", DaemonTestCase.binary, "--state-dir", stateDirectory,
-        ] + busArguments + extraArguments, environment: bus.environment)
+        ] + busArguments + extraArguments, environment: bus.environment.merging(daemonEnvironment) { $1 })
+    }
+
+    func startDaemon() async throws {
+        try launchDaemon()
+        let log = daemonLog
         let probe = try await Connection.open(.address(bus.address))
         defer { probe.close() }
         for _ in 0..<500 {

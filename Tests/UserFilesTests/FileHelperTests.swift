@@ -1,3 +1,4 @@
+import CrashPoints
 import Foundation
 import TestSupport
 import XCTest
@@ -39,6 +40,15 @@ final class FileHelperTests: XCTestCase {
         var info = stat()
         XCTAssertEqual(stat(destination, &info), 0)
         XCTAssertEqual(info.st_mode & 0o777, 0o640)
+        // How a restart finds a file it published before a crash: by the partial file's identity.
+        let (found, _) = try client.perform(.isFile(path: destination, identity: identity))
+        XCTAssertEqual("\(found)", "\(FileReply.answer(true))")
+        let (other, _) = try client.perform(.isFile(path: destination, identity: FileIdentity(device: identity.device, inode: identity.inode + 1)))
+        XCTAssertEqual("\(other)", "\(FileReply.answer(false))")
+        let link = directory.file("link.txt")
+        XCTAssertEqual(symlink(destination, link), 0)
+        let (throughLink, _) = try client.perform(.isFile(path: link, identity: identity))
+        XCTAssertEqual("\(throughLink)", "\(FileReply.answer(false))", "a link is not followed")
         // RENAME_NOREPLACE: an existing destination is FileExists, and the partial file stays.
         let (second, secondDescriptor) = try client.perform(.openPartial(path: partial, reuse: .never))
         if secondDescriptor >= 0 { close(secondDescriptor) }
@@ -54,6 +64,30 @@ final class FileHelperTests: XCTestCase {
         ))
         guard case .failed(let swapError) = swapped else { return XCTFail("\(swapped)") }
         XCTAssertTrue(swapError.message.contains("was replaced"), swapError.message)
+    }
+
+    /// The helper killed between creating a partial file and replying (its crash point): the
+    /// daemon's call fails as a helper failure instead of hanging, the next call starts a new
+    /// helper, which opens the file the dead one left, and publishing it works.
+    func testHelperKilledBetweenCreateAndReply() throws {
+        let client = FileHelperClient(uid: getuid(), executable: Self.helper, timeout: 10)
+        defer { client.stop() }
+        let partial = directory.file(".crash.part"), destination = directory.file("crash.txt")
+        setenv(CrashPoint.environmentVariable, "\(CrashPoint.helperCreated.rawValue):1", 1)
+        defer { unsetenv(CrashPoint.environmentVariable) }
+        XCTAssertThrowsError(try client.perform(.openPartial(path: partial, reuse: .never))) { error in
+            XCTAssertEqual((error as? FileOperationError)?.kind, .helper, "\(error)")
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: partial), "created before the crash")
+        unsetenv(CrashPoint.environmentVariable)
+        let (reply, descriptor) = try client.perform(.openPartial(path: partial, reuse: .never))
+        guard case .opened(let identity, _) = reply else { return XCTFail("\(reply)") }
+        write("after", to: descriptor)
+        close(descriptor)
+        let (published, _) = try client.perform(.publish(partial: partial, identity: identity, destination: destination, replace: false, mode: nil))
+        guard case .done = published else { return XCTFail("\(published)") }
+        XCTAssertEqual(try String(contentsOfFile: destination, encoding: .utf8), "after")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: partial))
     }
 
     func testHelperRunsAsTheUserWithNoWayBack() throws {
@@ -122,6 +156,8 @@ final class FileHelperTests: XCTestCase {
         }
         let request = FileRequest.publish(partial: "/a/b", identity: FileIdentity(device: 7, inode: .max), destination: "/a/c", replace: true, mode: 0o644)
         XCTAssertEqual(try FileRequest.decode(request.encoded()), request)
+        let isFile = FileRequest.isFile(path: "/a/c", identity: FileIdentity(device: 3, inode: 4))
+        XCTAssertEqual(try FileRequest.decode(isFile.encoded()), isFile)
         XCTAssertThrowsError(try FileRequest.decode(request.encoded() + [0]), "trailing bytes")
         XCTAssertThrowsError(try FileRequest.decode([1, 255, 255, 255, 255]), "a length past the end")
     }
