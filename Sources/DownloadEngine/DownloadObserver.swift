@@ -6,7 +6,7 @@
 /// task's serial event queue, never under an engine lock and never on an event loop, so an
 /// observer may write SQLite or send on D-Bus. Observers are called in the order they were
 /// added (the store first, so others see what is durable). Progress is coalesced: one
-/// `didWriteData` per task at most every `SessionDelegate.progressInterval` (20 ms), carrying the
+/// `didWriteData` per task at most every `SessionManager.Configuration.progressInterval` (20 ms by default), carrying the
 /// bytes of every chunk since the last, and always before the task's next other event.
 public protocol DownloadObserver: AnyObject, Sendable {
     /// A new task exists (created by a client or from resume data; not a restored one).

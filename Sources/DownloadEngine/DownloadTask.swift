@@ -92,14 +92,14 @@ final class DownloadTask: Sendable {
     }
 
     /// Bytes up to `position` were handed to the writer. Returns when the caller should deliver
-    /// progress (`SessionDelegate.progressInterval` after the last delivery, or now), or nil when
-    /// a delivery is queued already: one lock per chunk, one queue hop per delivery.
-    func wrote(upTo position: Int64) -> DispatchTime? {
+    /// progress (`interval` nanoseconds after the last delivery, or now), or nil when a delivery
+    /// is queued already: one lock per chunk, one queue hop per delivery.
+    func wrote(upTo position: Int64, interval: UInt64) -> DispatchTime? {
         state.withLockedValue { state in
             state.bytesWritten = position
             guard !state.progressQueued else { return nil }
             state.progressQueued = true
-            return DispatchTime(uptimeNanoseconds: state.progressDeliveredAt + SessionDelegate.progressInterval)
+            return DispatchTime(uptimeNanoseconds: state.progressDeliveredAt + interval)
         }
     }
 

@@ -50,7 +50,7 @@ final class PartialFileWriter: @unchecked Sendable {
     /// Checkpoint syncs run here, beside later writes, so the stream never waits for the disk.
     private let syncQueue: DispatchQueue
     /// Bumped by every truncation; a sync that started before one records nothing. Its lock is
-    /// held while a checkpoint is recorded (it comes before the task's locks).
+    /// held while a checkpoint is recorded (the lock order is in `SessionManager`).
     private let generation = NIOLockedValueBox<UInt64>(0)
 
     // Shared state.

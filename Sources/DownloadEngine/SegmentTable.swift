@@ -10,7 +10,7 @@ import NIOCore
 /// (`checkpoint`) describes exactly the writes queued before its sync.
 ///
 /// Called from the event loops of all the connections and from the run: one lock, held for
-/// bookkeeping and the writer's enqueue only (lock order: this, then the writer's).
+/// bookkeeping and the writer's enqueue only (the lock order is in `SessionManager`).
 final class SegmentTable: @unchecked Sendable {
     /// A range handed to one connection: fetch `start..<end` (the end may move closer later).
     struct Claim: Sendable, Equatable {

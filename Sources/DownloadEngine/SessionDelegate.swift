@@ -72,11 +72,6 @@ public final class SessionDelegate: Sendable {
         post(task, snapshot) { $0.taskWasRemoved(snapshot) }
     }
 
-    /// Progress reaches the observers at most this often per task (nanoseconds): a fast transfer
-    /// writes a chunk every few tens of microseconds, and a queue hop (a thread wake-up) per chunk
-    /// cost more CPU than the service's whole D-Bus side. The D-Bus signals are throttled further.
-    public static let progressInterval: UInt64 = 20_000_000
-
     /// Bytes arrived and the caller claimed the delivery (`DownloadTask.wrote(upTo:)`), to run at
     /// `deadline`. At most one progress delivery is queued per task at a time: it reads the newest
     /// counters when it runs. Not under eventOrder: progress carries no state the store keeps;

@@ -42,6 +42,7 @@ final class TransferRun: Sendable {
     }
 
     var configuration: SessionManager.Configuration { manager.configuration }
+    var progressInterval: UInt64 { UInt64(max(0, configuration.progressInterval) * 1e9) }
     var stopReason: DownloadTask.StopReason? { task.state.withLockedValue { $0.stopReason } }
 
     func run() async {
@@ -222,18 +223,22 @@ final class TransferRun: Sendable {
             return .failed(DownloadError.classify(error))
         }
         defer { manager.clients.release(connection) }
-        let started: HTTPClient.Task<TransferDelegate.Result>? = task.state.withLockedValue { state in
-            guard state.stopReason == nil else { return nil }
-            let httpTask = connection.client.execute(request: httpRequest, delegate: transfer, deadline: deadline)
-            state.requests[ObjectIdentifier(httpTask)] = {
-                httpTask.cancel()
-                // A response that has ended waits for its delegate, which may be in a rate
-                // limit's wait: AsyncHTTPClient fails the request only once that wait is over.
-                transfer.interrupt(on: httpTask.eventLoop)
-            }
-            return httpTask
+        guard stopReason == nil else { return .failed(.cancelled) }
+        let httpTask = connection.client.execute(request: httpRequest, delegate: transfer, deadline: deadline)
+        let cancel: @Sendable () -> Void = {
+            httpTask.cancel()
+            // A response that has ended waits for its delegate, which may be in a rate
+            // limit's wait: AsyncHTTPClient fails the request only once that wait is over.
+            transfer.interrupt(on: httpTask.eventLoop)
         }
-        guard let httpTask = started else { return .failed(.cancelled) }
+        // Registered under the task's lock, or cancelled here when a stop came first: a stop
+        // cancels what is registered when it sets its reason, so no request outlives it.
+        let stoppedMeanwhile = task.state.withLockedValue { state -> Bool in
+            guard state.stopReason == nil else { return true }
+            state.requests[ObjectIdentifier(httpTask)] = cancel
+            return false
+        }
+        if stoppedMeanwhile { cancel() }
         var result: TransferDelegate.Result?
         var thrown: Error?
         do {
@@ -282,8 +287,8 @@ final class TransferRun: Sendable {
                     delegate.receivedResponse(task, snapshot, status: status)
                 })
             },
-            wrote: { position in
-                if let deadline = task.wrote(upTo: position) { manager.delegate.wroteData(task, at: deadline) }
+            wrote: { [progressInterval] position in
+                if let deadline = task.wrote(upTo: position, interval: progressInterval) { manager.delegate.wroteData(task, at: deadline) }
             },
             checkpoint: { [self] position in
                 if let table = segmentState.withLockedValue({ $0.table }) {

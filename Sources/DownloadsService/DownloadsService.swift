@@ -25,7 +25,6 @@ public final class DownloadsService: Sendable {
         public var maxSessionsPerUser = 100
         /// How long finished, failed and cancelled tasks stay listed.
         public var retention: Duration = .seconds(7 * 86_400)
-        public var progressInterval: Duration = .milliseconds(100)
         public var completionTimeout: Duration = .seconds(25)
         public init() {}
     }
@@ -45,7 +44,6 @@ public final class DownloadsService: Sendable {
     let configuration: Configuration
     let logger: Logger
     let state = NIOLockedValueBox(State())
-    let progress: ProgressThrottle
     /// The task subtree, once exported.
     let subtree = NIOLockedValueBox<ExportedSubtree?>(nil)
     private let timers = TimerList()
@@ -65,7 +63,6 @@ public final class DownloadsService: Sendable {
         }
         self.configuration = configuration
         self.logger = logger
-        self.progress = ProgressThrottle(interval: configuration.progressInterval)
     }
 
     /// Exports every object, restores every task, then takes the bus name.
@@ -113,11 +110,6 @@ public final class DownloadsService: Sendable {
     }
 
     private func startTimers() {
-        let flush = DispatchSource.makeTimerSource(queue: .global())
-        let interval = configuration.progressInterval
-        flush.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(Int(interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)))
-        flush.setEventHandler { [weak self] in self?.flushDueProgress() }
-        flush.resume()
         let retention = DispatchSource.makeTimerSource(queue: .global())
         retention.schedule(deadline: .now(), repeating: .seconds(3600))
         retention.setEventHandler { [weak self] in
@@ -125,7 +117,7 @@ public final class DownloadsService: Sendable {
             Task { await self.expireEndedTasks() }
         }
         retention.resume()
-        timers.set([flush, retention])
+        timers.set([retention])
     }
 
     // MARK: Callers
@@ -204,24 +196,15 @@ public final class DownloadsService: Sendable {
         )
     }
 
-    func emitProgress(_ id: UInt64, _ values: ProgressThrottle.Values) {
-        guard let snapshot = engine.snapshot(id) else { return }
+    /// One Progress signal and the properties it changes (on the task's event queue: the engine
+    /// sends progress at most every `progressInterval`, the last of it before the next event).
+    func emitProgress(_ task: TaskSnapshot, delta: Int64, total: Int64, expected: Int64) {
         emit(.progress(
-            task: DownloadsAPI.taskPath(id), bytesWritten: values.delta, totalBytesWritten: values.total,
-            totalBytesExpected: values.expected
-        ), owner: snapshot.owner)
-        emitPropertiesChanged(task: id, owner: snapshot.owner, [
-            TaskProperty.bytesWritten.name: .int64(values.total), TaskProperty.bytesExpected.name: .int64(values.expected),
+            task: DownloadsAPI.taskPath(task.id), bytesWritten: delta, totalBytesWritten: total, totalBytesExpected: expected
+        ), owner: task.owner)
+        emitPropertiesChanged(task: task.id, owner: task.owner, [
+            TaskProperty.bytesWritten.name: .int64(total), TaskProperty.bytesExpected.name: .int64(expected),
         ])
-    }
-
-    private func flushDueProgress() {
-        for (id, values) in progress.due() { emitProgress(id, values) }
-    }
-
-    /// Sends the held-back Progress of a task before a visible state change.
-    func flushProgress(_ id: UInt64) {
-        if let values = progress.flush(task: id) { emitProgress(id, values) }
     }
 
     // MARK: Retention

@@ -19,7 +19,6 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
 
     func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {
         guard let service else { return }
-        service.flushProgress(task.id)
         service.emit(.stateChanged(task: DownloadsAPI.taskPath(task.id), state: state.rawValue), owner: task.owner)
         service.emitTaskProperties(task, TaskProperty.changing)
     }
@@ -29,21 +28,16 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
     }
 
     func task(_ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64) {
-        guard let service else { return }
-        if let values = service.progress.offer(task: task.id, delta: bytesWritten, total: totalBytesWritten, expected: totalBytesExpected) {
-            service.emitProgress(task.id, values)
-        }
+        service?.emitProgress(task, delta: bytesWritten, total: totalBytesWritten, expected: totalBytesExpected)
     }
 
     func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String) {
         guard let service else { return }
-        service.flushProgress(task.id)
         service.emit(.finished(task: DownloadsAPI.taskPath(task.id), location: location), owner: task.owner)
     }
 
     func task(_ task: TaskSnapshot, didCompleteWithError error: DownloadError, resumeData: [UInt8]?) {
         guard let service else { return }
-        service.flushProgress(task.id)
         let name = (DownloadsErrorName(rawValue: error.name) ?? .failed).fullName
         service.emit(.failed(
             task: DownloadsAPI.taskPath(task.id), errorName: name, message: error.message, resumeData: resumeData ?? []
@@ -52,7 +46,6 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
 
     func taskWasRemoved(_ task: TaskSnapshot) {
         guard let service else { return }
-        service.progress.forget(task: task.id)
         if service.broadcasts(task.owner) {
             service.connection.announceRemoved(DownloadsAPI.taskPath(task.id), interfaces: [DownloadsInterfaces.task.name])
         }

@@ -28,7 +28,7 @@ struct Downloadsd: AsyncParsableCommand {
     @Option(help: "Tasks one user may have (QuotaExceeded beyond).") var maxTasksPerUser = 1000
     @Option(help: "Distinct sessions one user's tasks may be in (QuotaExceeded beyond).") var maxSessionsPerUser = 100
     @Option(help: "Days finished, failed and cancelled tasks stay listed.") var retentionDays = 7
-    @Option(help: "Progress signals per task per second, at most (the engine reports progress every 20 ms at most, so 50 is the most that matters).") var progressRate = 10
+    @Option(help: "Progress signals per task per second, at most (each sent in order with the task's other signals).") var progressRate = 10
     @Option(help: "The per-user file helper a root daemon starts (default: downloads-file-helper beside downloadsd).")
     var fileHelper: String?
     @Option(help: "Seconds one file operation of a user's helper may take before the helper is killed.")
@@ -115,6 +115,7 @@ struct Downloadsd: AsyncParsableCommand {
         engineConfiguration.checkpointInterval = checkpointInterval
         engineConfiguration.checkpointBytes = checkpointBytes
         engineConfiguration.caFile = caFile
+        engineConfiguration.progressInterval = 1 / Double(progressRate)
         engineConfiguration.deniedNetworks = denyNetwork.isEmpty
             ? (system ? NetworkRange.linkLocal : [])
             : denyNetwork.compactMap { $0 == "none" ? nil : NetworkRange($0) }
@@ -142,7 +143,6 @@ struct Downloadsd: AsyncParsableCommand {
         serviceConfiguration.maxTasksPerUser = maxTasksPerUser
         serviceConfiguration.maxSessionsPerUser = maxSessionsPerUser
         serviceConfiguration.retention = .seconds(retentionDays * 86_400)
-        serviceConfiguration.progressInterval = .milliseconds(1000 / progressRate)
         let service = DownloadsService(
             connection: connection, engine: engine, store: store, configuration: serviceConfiguration, logger: logger
         )

@@ -55,7 +55,7 @@ final class TransferTests: EngineTestCase {
         XCTAssertEqual(events.last, .finished(id, directory.file("out\(id)")))
         XCTAssertEqual(progress.last, Int64(content.count), "the last delivery carries every byte")
         XCTAssertEqual(progress, progress.sorted())
-        let interval = Double(SessionDelegate.progressInterval) / 1e9
+        let interval = SessionManager.Configuration().progressInterval
         XCTAssertLessThanOrEqual(Double(progress.count), seconds / interval + 2, "at most one delivery per interval")
     }
 

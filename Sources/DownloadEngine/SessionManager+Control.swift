@@ -1,0 +1,184 @@
+/// What callers do to tasks: create, pause, resume, change options, cancel, remove; the stop
+/// protocol; destination checks; partial files removed.
+extension SessionManager {
+    /// A new task: gets the next id, is reported (`taskWasCreated`) and queued.
+    @discardableResult
+    public func create(_ request: DownloadRequest) throws -> TaskSnapshot {
+        try request.options.validate()
+        return insert { id in DownloadTaskRecord(id: id, request: request) }
+    }
+
+    func insert(_ makeRecord: (UInt64) -> DownloadTaskRecord) -> TaskSnapshot {
+        let task = state.withLockedValue { state -> DownloadTask in
+            let record = makeRecord(state.takeID())
+            let task = DownloadTask(record: record)
+            state.add(task, record)
+            return task
+        }
+        let snapshot = task.eventOrder.withLock {
+            let network = state.withLockedValue { $0.scheduler.network }
+            let snapshot = task.update { $0.wait(on: network) }
+            delegate.created(task, snapshot)
+            state.withLockedValue { state in
+                if snapshot.state == .queued {
+                    state.scheduler.enqueue(snapshot.id, session: snapshot.sessionID, options: snapshot.record.options)
+                }
+            }
+            return snapshot
+        }
+        schedule()
+        return snapshot
+    }
+
+    /// Start's checks on a destination, made with the owner's credentials (a path the owner
+    /// cannot reach answers like a missing one): returns whether it is a directory; a file needs
+    /// an existing directory, and `overwrite` when it exists. Blocks on the owner's file helper.
+    public func checkDestination(_ path: String, overwrite: Bool, owner: UInt32) throws -> Bool {
+        let access = files.files(for: owner)
+        let isDirectory = try access.isDirectory(path)
+        let directory = isDirectory ? path : FilePaths.directory(of: path)
+        let directoryExists = try isDirectory || access.isDirectory(directory)
+        guard directoryExists else {
+            throw DownloadError.invalidArgument("the directory of \(path) does not exist")
+        }
+        guard try access.isWritableDirectory(directory) else {
+            throw DownloadError.file("you cannot create files in \(directory)")
+        }
+        if !isDirectory, try access.exists(path), !overwrite { throw DownloadError.fileExists(path) }
+        return isDirectory
+    }
+
+    /// Stops a task, keeps its partial file, and returns resume data for it. Pausing a paused
+    /// task just returns its resume data again.
+    public func pause(_ id: UInt64) async throws -> [UInt8] {
+        let task = try task(id)
+        if task.snapshot.state != .paused {
+            try await stop(task, reason: .pause)
+        }
+        return try resumeData(for: id)
+    }
+
+    /// Puts a paused or failed task back in the queue; it continues from its durable offset.
+    public func resume(_ id: UInt64) throws {
+        let task = try task(id)
+        let moved = move(task, to: .queued, from: [.paused, .failed], { state in
+            state.record.errorName = nil
+            state.record.errorMessage = nil
+            state.stopReason = nil
+        }, then: { [self] _, _, snapshot in
+            state.withLockedValue {
+                $0.scheduler.enqueue(id, session: snapshot.sessionID, options: snapshot.record.options)
+            }
+        })
+        guard moved != nil else {
+            throw DownloadError.wrongState("task \(id) is \(task.snapshot.state); only paused or failed tasks can be resumed")
+        }
+        schedule()
+    }
+
+    /// Changes the options a live task may change (priority, bandwidth limit, metered).
+    /// A running transfer picks up a new limit within a second; one that may no longer use the
+    /// network it is on goes back to the queue, and a queued one that now may starts.
+    @discardableResult
+    public func changeOptions(_ id: UInt64, _ change: DownloadOptions.Change) throws -> TaskSnapshot {
+        let task = try task(id)
+        guard !change.isEmpty else { return task.snapshot }
+        let snapshot = task.eventOrder.withLock {
+            let network = state.withLockedValue { $0.scheduler.network }
+            let before = task.snapshot.waitingFor
+            let snapshot = task.update { state in
+                state.record.options.apply(change)
+                state.wait(on: network)
+            }
+            delegate.optionsChanged(task, snapshot)
+            if snapshot.waitingFor != before { delegate.waitingChanged(task, snapshot) }
+            state.withLockedValue { $0.scheduler.update(snapshot.id, snapshot.record.options) }
+            return snapshot
+        }
+        if snapshot.state.holdsTransfer, !network.allows(allowMetered: snapshot.record.options.allowMetered) {
+            Task { try? await stop(task, reason: .wait) }
+        }
+        schedule()
+        return snapshot
+    }
+
+    /// Stops a task and removes its partial file.
+    public func cancel(_ id: UInt64) async throws {
+        let task = try task(id)
+        try await stop(task, reason: .cancel)
+    }
+
+    /// Forgets a task that is paused or has ended, removing its partial file unless
+    /// `keepingPartialFile` (a failed task's partial file is what Resume needs).
+    public func remove(_ id: UInt64, keepingPartialFile: Bool = false) async throws {
+        let task = try task(id)
+        let removed: TaskSnapshot? = try task.eventOrder.withLock {
+            let snapshot = task.snapshot
+            guard snapshot.state.isTerminal || snapshot.state == .paused else {
+                throw DownloadError.wrongState("task \(id) is \(snapshot.state); cancel it first")
+            }
+            let wasThere = state.withLockedValue { $0.remove(snapshot.record) }
+            guard wasThere else { return nil }
+            delegate.removed(task, snapshot)
+            return snapshot
+        }
+        guard removed != nil else { throw DownloadError.notFound("no task \(id)") }
+        if !keepingPartialFile { await removePartialFile(of: task) }
+        await task.eventsDelivered()
+    }
+
+    func stop(_ task: DownloadTask, reason: DownloadTask.StopReason) async throws {
+        enum Plan {
+            case direct(from: DownloadState, to: DownloadState)
+            case wait(Task<Void, Never>?, cancelling: [@Sendable () -> Void])
+        }
+        while true {
+            let plan: Plan = try task.state.withLockedValue { state in
+                let current = state.record.state
+                switch (current, reason) {
+                case (.queued, .pause), (.queued, .cancel), (.paused, .cancel), (.failed, .cancel):
+                    return .direct(from: current, to: reason == .pause ? .paused : .cancelled)
+                case (.queued, .shutdown):
+                    return .wait(nil, cancelling: [])
+                case (.running, _), (.retrying, _):
+                    // Only the reason is set under the lock; requests registered from now on see
+                    // it and cancel themselves (TransferRun.execute).
+                    state.stopReason = reason
+                    return .wait(state.runner, cancelling: Array(state.requests.values))
+                default:
+                    throw DownloadError.wrongState("task \(task.id) is \(current)")
+                }
+            }
+            switch plan {
+            case .direct(let current, let next):
+                // Only from the state planned for: the scheduler may have started the queued task
+                // since, and a run is stopped by its runner, never by relabelling it.
+                // Leaving the queue in the same step: a start the scheduler picked it for and
+                // has not made yet is refused by its ticket.
+                let moved = move(task, to: next, from: [current], then: { [self] delegate, task, snapshot in
+                    state.withLockedValue { $0.scheduler.remove(task.id) }
+                    if next == .cancelled { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
+                })
+                guard let snapshot = moved else { continue }
+                if next == .cancelled { await removePartialFile(of: task) }
+                sessionMayBeIdle(task, snapshot.sessionID)
+            case .wait(let runner, let cancelling):
+                for cancel in cancelling { cancel() }
+                runner?.cancel()
+                await runner?.value
+            }
+            return
+        }
+    }
+
+    /// Removes a task's partial file on its I/O queue (after any write still queued there).
+    func removePartialFile(of task: DownloadTask) async {
+        let path = task.record.partialPath
+        let access = files.files(for: task.record.owner)
+        do {
+            try await task.onIOQueue { try access.remove(path) }
+        } catch {
+            logger.warning("task \(task.id): \(error)")
+        }
+    }
+}

@@ -1,0 +1,52 @@
+/// Transitions and events: every change of a task and its events go out as one step under the
+/// task's event order.
+extension SessionManager {
+    typealias Events = (SessionDelegate, DownloadTask, TaskSnapshot) -> Void
+
+    /// Moves a task to `next` and queues its events (`StateChanged`, and in `then` the other
+    /// events of the same step) as one step under the task's event order. Returns nil when the
+    /// transition is not allowed.
+    /// A task leaving running or retrying for a state without a transfer frees its place in the
+    /// scheduler in the same step, so a run that is ending never holds a place a new run took.
+    /// `provided` is asked of the scheduler in the same step, before the transition.
+    @discardableResult
+    func move(
+        _ task: DownloadTask, to next: DownloadState, from allowed: Set<DownloadState>? = nil,
+        provided: (Scheduler) -> Bool = { _ in true },
+        _ change: (inout DownloadTask.State) -> Void = { _ in }, then: Events = { _, _, _ in }
+    ) -> TaskSnapshot? {
+        task.eventOrder.withLock {
+            let (network, allowedNow) = state.withLockedValue { ($0.scheduler.network, provided($0.scheduler)) }
+            guard allowedNow, let (previous, snapshot) = task.transition(to: next, from: allowed, { state in
+                change(&state)
+                state.wait(on: network)
+            }) else { return nil }
+            if previous.holdsTransfer && !next.holdsTransfer {
+                state.withLockedValue { $0.scheduler.remove(task.id) }
+            }
+            if previous.isActive != next.isActive {
+                state.withLockedValue { $0.activeChanged(snapshot.sessionID, by: next.isActive ? 1 : -1) }
+            }
+            delegate.stateChanged(task, snapshot)
+            then(delegate, task, snapshot)
+            return snapshot
+        }
+    }
+
+    /// Changes a task without a transition and queues the events that describe the change.
+    @discardableResult
+    func report(_ task: DownloadTask, _ change: (inout DownloadTask.State) -> Void, events: Events) -> TaskSnapshot {
+        task.eventOrder.withLock {
+            let snapshot = task.update(change)
+            events(delegate, task, snapshot)
+            return snapshot
+        }
+    }
+
+    /// After a task left the active states: observers hear if its session has nothing left to do.
+    func sessionMayBeIdle(_ task: DownloadTask, _ session: SessionID) {
+        delegate.sessionMayBeIdle(task, session) { [weak self] in
+            self.map { !$0.hasActiveTasks(in: session) } ?? false
+        }
+    }
+}

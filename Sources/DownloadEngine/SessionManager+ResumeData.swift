@@ -1,0 +1,63 @@
+/// Resume data out (`resumeData`) and back in (`adopt`: the old task resumed, or a new one
+/// taking over its partial file).
+extension SessionManager {
+    /// Resume data for a paused or failed task that holds a resumable partial download.
+    public func resumeData(for id: UInt64) throws -> [UInt8] {
+        let record = try task(id).record
+        guard record.state == .paused || record.state == .failed || record.state == .queued else {
+            throw DownloadError.wrongState("task \(id) is \(record.state)")
+        }
+        return try ResumeData(record: record).encoded(key: key)
+    }
+
+    /// Verifies a blob made by this engine for `owner`.
+    public func decodeResumeData(_ blob: [UInt8], owner: UInt32) throws -> ResumeData {
+        try ResumeData.decode(blob, key: key, owner: owner)
+    }
+
+    /// `ResumeWithData`: the task the data came from, if it still exists, gets `change` and is
+    /// resumed (a paused or failed one) or left running; otherwise a new task takes over the
+    /// old one's partial file when it is still there, or starts from zero when it is not.
+    public func adopt(_ data: ResumeData, change: DownloadOptions.Change, fileMode: UInt32? = nil) async throws -> TaskSnapshot {
+        if let existing = state.withLockedValue({ $0.tasks[data.taskID] }), existing.record.owner == data.owner {
+            switch existing.snapshot.state {
+            case .paused, .failed:
+                try changeOptions(data.taskID, change)
+                try resume(data.taskID)
+                return existing.snapshot
+            case .queued, .running, .retrying:
+                return try changeOptions(data.taskID, change)
+            case .finished, .cancelled:
+                break
+            }
+        }
+        var request = data.request
+        request.fileMode = fileMode
+        request.options.apply(change)
+        try request.options.validate()
+        let id = state.withLockedValue { $0.takeID() }
+        var record = DownloadTaskRecord(id: id, request: request)
+        let old = DownloadTaskRecord(id: data.taskID, request: data.request)
+        let access = files.files(for: record.owner)
+        let source = old.partialPath, target = record.partialPath
+        var adopted = false
+        if data.offset > 0, data.validator != nil {
+            // Only a regular file of the owner with one link is taken over (publish checks).
+            adopted = (try? await DownloadTask(record: record).onIOQueue {
+                guard try access.exists(source) else { return false }
+                try access.publish(source, identity: nil, to: target, replace: true, mode: nil)
+                return true
+            }) == true
+        }
+        if adopted {
+            record.durableOffset = data.offset
+            record.validator = data.validator
+            record.segments = data.segments
+            record.expectedLength = data.expectedLength
+            record.finalURL = data.finalURL
+            record.resolvedPath = data.resolvedPath
+        }
+        let fixed = record
+        return insert { _ in fixed }
+    }
+}
