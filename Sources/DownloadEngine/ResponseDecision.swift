@@ -2,7 +2,10 @@ import NIOHTTP1
 import TerminalOutput
 
 /// What to do with a response head, decided by the resume rules of RFC 9110 (pure; tested
-/// without I/O). Never splices two versions of a resource.
+/// without I/O, one test per rule in `ResponseDecisionTests`). Never splices two versions of a
+/// resource. Every protocol rule of a download is here and nowhere else: a 200 to a ranged
+/// request, a `Content-Range` that does not start where asked, a resource whose length changed,
+/// a different validator, a 416 for the end of what is held.
 enum ResponseDecision: Equatable, Sendable {
     /// Write the body starting at `offset` (0 with `truncate` when a ranged request got a 200).
     case write(offset: Int64, truncate: Bool, expectedLength: Int64, validator: String?)
@@ -14,10 +17,11 @@ enum ResponseDecision: Equatable, Sendable {
     case fail(DownloadError)
 
     /// `ranged`: the request carried a `Range` header (from `requestedOffset`, possibly 0 for a
-    /// segmented download's first range, or bounded).
+    /// segmented download's first range, or bounded). `segment`: it asked for one range of a
+    /// segmented download, whose other ranges are being fetched beside it.
     static func decide(
         status: Int, reason: String, headers: HTTPHeaders, requestedOffset: Int64, knownLength: Int64,
-        validator: String?, retryAfterCap: Double, ranged: Bool
+        validator: String?, retryAfterCap: Double, ranged: Bool, segment: Bool = false
     ) -> ResponseDecision {
         let contentLength = headers.first(name: "content-length").flatMap { Int64($0) }
         switch status {
@@ -26,7 +30,13 @@ enum ResponseDecision: Equatable, Sendable {
                 return .fail(.invalidResponse("redirect \(status) without a Location"))
             }
             return .redirect(location)
+        case 200 where segment:
+            // The whole resource for one range: its other ranges are of another version, or the
+            // server ignores ranges. Never spliced: the download starts again on one stream.
+            return .restartFromZero(reason: "200 to the ranged request for bytes \(requestedOffset)-")
         case 200:
+            // A new version (If-Range did not match) or a server that ignores ranges: the body is
+            // the whole resource, written from the start of an emptied file.
             return .write(
                 offset: 0, truncate: true, expectedLength: contentLength ?? -1,
                 validator: HTTPHeaderRules.strongValidator(headers)

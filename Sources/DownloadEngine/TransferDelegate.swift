@@ -151,15 +151,11 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     func didReceiveHead(task: HTTPClient.Task<Result>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         lastActivity = .now()
         let status = Int(head.status.code)
-        var decision = ResponseDecision.decide(
+        let decision = ResponseDecision.decide(
             status: status, reason: head.status.reasonPhrase, headers: head.headers, requestedOffset: requestedOffset,
-            knownLength: knownLength, validator: validator, retryAfterCap: retryAfterCap, ranged: ranged
+            knownLength: knownLength, validator: validator, retryAfterCap: retryAfterCap, ranged: ranged,
+            segment: segment != nil
         )
-        if segment != nil, case .write(_, true, _, _) = decision {
-            // A range of a segmented download answered with the whole resource: its other
-            // ranges are of another version or the server ignores ranges. Never spliced.
-            decision = .restartFromZero(reason: "\(status) to the ranged request for bytes \(requestedOffset)-")
-        }
         var start: Int64 = 0
         if case .write(let offset, _, let expected, _) = decision {
             start = offset

@@ -168,10 +168,10 @@ extension TransferRun {
                 }
                 // This connection's first range ended: it carries on as one of the connections.
                 table.release(claim)
-                let done = self.judge(sent, table: table, attempt: attempt, claim: claim)
+                let first = self.verdict(on: sent, table: table, claim: claim, failures: 0)
                 await self.fetch(
                     table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt,
-                    failures: done ? 0 : 1
+                    first: first
                 )
                 workers.ended()
             }
@@ -199,86 +199,58 @@ extension TransferRun {
             task.update { $0.bytesWritten = table.length }
             return .complete
         }
-        if stopReason != nil { return .failed(.cancelled) }
+        if Task.isCancelled { return .failed(.cancelled) }
         return .failed(lastError ?? .interrupted("\(table.remaining.count) range(s) left"))
     }
 
     /// One connection: claims ranges and fetches them until none is left, it gives up, or the
-    /// attempt ends. `failures` counts its consecutive failed requests.
+    /// attempt ends. `failures` counts its consecutive failed requests; `first` is how the first
+    /// connection's first range (fetched by the first request) ended.
     private func fetch(
         _ table: SegmentTable, url: String, validator: String, credentials: Bool, attempt: NIOLockedValueBox<Attempt>,
-        failures initial: Int = 0
+        first: TransferStateMachine.RangeAction? = nil
     ) async {
-        var failures = initial
-        if failures > 0, !(await backOff(failures, attempt: attempt)) { return }
-        while stopReason == nil, attempt.withLockedValue({ $0.abort == nil }), let claim = table.claim() {
+        var failures = 0
+        var next = first
+        while true {
+            if let action = next {
+                switch action {
+                case .claimNext:
+                    failures = 0
+                case .retry(let delay, let error):
+                    failures += 1
+                    manager.logger.info("task \(task.id): a connection: \(error)")
+                    attempt.withLockedValue { $0.lastError = error }
+                    guard await sitOut(delay, unless: { attempt.withLockedValue { $0.abort != nil } }) else { return }
+                case .giveUp(let error):
+                    manager.logger.info("task \(task.id): a connection gives up: \(error)")
+                    attempt.withLockedValue { $0.lastError = error }
+                    return
+                case .endAttempt(let outcome):
+                    return end(attempt, with: outcome)
+                }
+            }
+            guard !Task.isCancelled, attempt.withLockedValue({ $0.abort == nil }), let claim = table.claim() else { return }
             let sent = await execute(
                 url: url, sendsCredentials: credentials, range: (start: claim.start, end: claim.end), validator: validator,
                 hooks: segmentHooks(url: url), segment: TransferDelegate.Segment(table: table, id: claim.id)
             )
             table.release(claim.id)
-            if judge(sent, table: table, attempt: attempt, claim: claim.id) {
-                failures = 0
-                continue
-            }
-            failures += 1
-            guard await backOff(failures, attempt: attempt) else { return }
+            next = verdict(on: sent, table: table, claim: claim.id, failures: failures)
         }
     }
 
-    /// Waits before a connection's next try; false when it should give up (out of retries, a
-    /// stop, the attempt ended).
-    private func backOff(_ failures: Int, attempt: NIOLockedValueBox<Attempt>) async -> Bool {
-        let error = attempt.withLockedValue { $0.lastError }
-        guard let delay = configuration.retry.delay(forRetry: failures, retryAfter: error?.retryAfter, random: Double.random(in: 0..<1))
-        else { return false }
-        let end = ContinuousClock.now + .milliseconds(Int64(delay * 1000))
-        while ContinuousClock.now < end {
-            if stopReason != nil || Task.isCancelled || attempt.withLockedValue({ $0.abort != nil }) { return false }
-            try? await Task.sleep(for: min(.milliseconds(100), end - ContinuousClock.now))
-        }
-        return true
-    }
-
-    /// Judges one request of a connection: true when its range (`claim`) is complete; false after a failure worth retrying (recorded as the attempt's last
-    /// error). Ends the attempt for every connection when the download must restart from zero
-    /// or cannot go on.
-    private func judge(
-        _ sent: Sent, table: SegmentTable, attempt: NIOLockedValueBox<Attempt>, claim: Int
-    ) -> Bool {
-        if stopReason != nil || attempt.withLockedValue({ $0.abort != nil }) { return false }
-        let error: DownloadError
+    /// The machine's verdict on one request of a connection (see `TransferStateMachine.rangeEnded`).
+    private func verdict(on sent: Sent, table: SegmentTable, claim: Int, failures: Int) -> TransferStateMachine.RangeAction {
+        let result: TransferStateMachine.RangeResult
         switch sent {
-        case .failed(let failure):
-            error = failure
-        case .response(let result):
-            switch result.decision {
-            case .write:
-                guard let left = table.range(of: claim) else { return true }
-                error = .interrupted("the range ended at \(left.start), before \(left.end)")
-            case .restartFromZero(let reason):
-                end(attempt, with: .restartFromZero(reason: reason))
-                return false
-            case .alreadyComplete:
-                end(attempt, with: .restartFromZero(reason: "416 for a range that is not held"))
-                return false
-            case .redirect(let location):
-                // The URL moved: a resumed download asks the URL it was given, which sends its
-                // ranges elsewhere (a mirror, a CDN's signed URL). The state machine follows the
-                // redirect under its rules, and the next attempt fetches the recorded ranges there.
-                end(attempt, with: .redirect(location: location))
-                return false
-            case .fail(let failure):
-                error = failure
-            }
+        case .failed(let error):
+            result = .failed(error)
+        case .response(let response):
+            let left = table.range(of: claim)
+            result = .response(response.decision, complete: left == nil, left: left)
         }
-        guard error.isRetryable else {
-            end(attempt, with: .failed(error))
-            return false
-        }
-        manager.logger.info("task \(task.id): a connection: \(error)")
-        attempt.withLockedValue { $0.lastError = error }
-        return false
+        return TransferStateMachine.rangeEnded(result, failures: failures, retry: configuration.retry, random: Double.random(in: 0..<1))
     }
 
     /// Ends every connection of the attempt with `outcome` (the first one to end it decides).
@@ -290,9 +262,9 @@ extension TransferRun {
         }
         guard first else { return }
         manager.logger.info("task \(task.id): segmented download ends: \(outcome)")
-        task.state.withLockedValue { state in
-            for cancel in state.requests.values { cancel() }
-        }
+        // Taken under the task's lock, cancelled after it (bookkeeping only under a lock).
+        let requests = task.state.withLockedValue { Array($0.requests.values) }
+        for cancel in requests { cancel() }
     }
 
     /// The hooks of a range's request: progress is the bytes the download holds; the head

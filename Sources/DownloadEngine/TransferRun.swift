@@ -65,18 +65,27 @@ final class TransferRun: Sendable {
             action = .fail(DownloadError.classify(error))
         }
         while true {
-            if let reason = stopReason { return await stopped(reason) }
+            // A stop is an input of the machine, taken before every action. It also cancelled
+            // this run's Task, so a wait or request in progress has ended already.
+            if let reason = stopReason { action = machine.stop(reason) }
             switch action {
+            case .stop(let reason):
+                return await stopped(reason)
             case .send(let request):
+                if task.snapshot.state == .retrying, manager.move(task, to: .running, from: [.retrying]) == nil {
+                    manager.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
+                    return
+                }
                 let outcome = isSegmented ? await sendSegmented(request) : await send(request)
-                if let reason = stopReason { return await stopped(reason) }
                 let (offset, validator) = task.state.withLockedValue { ($0.bytesWritten, $0.record.validator) }
                 action = machine.requestEnded(outcome, offset: offset, validator: validator, random: Double.random(in: 0..<1))
             case .restartFromZero(let reason, let delay, let request):
                 manager.logger.info("task \(task.id): restarting from zero\(delay > 0 ? String(format: " in %.1f s", delay) : ""): \(reason)")
                 if delay > 0 {
-                    await waitToRetry(delay)
-                    if stopReason != nil { continue }
+                    await sitOut(delay)
+                    // Again without the wait, once a stop had its chance at the top.
+                    action = .restartFromZero(reason: reason, after: 0, then: request)
+                    continue
                 }
                 do {
                     try await restartFromZero()
@@ -89,24 +98,22 @@ final class TransferRun: Sendable {
                 await checkpoint()
                 guard manager.move(task, to: .retrying, from: [.running]) != nil else {
                     // Only a stop may take a running task elsewhere; anything else is a bug: end the run.
-                    if let reason = stopReason { return await stopped(reason) }
+                    if let reason = stopReason {
+                        action = machine.stop(reason)
+                        continue
+                    }
                     manager.logger.error("task \(task.id): left running unexpectedly; the run ends")
                     return
                 }
-                await waitToRetry(delay)
-                if stopReason != nil { continue }
-                guard manager.move(task, to: .running, from: [.retrying]) != nil else {
-                    manager.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
-                    return
-                }
+                await sitOut(delay)
                 let (offset, validator) = task.state.withLockedValue { ($0.record.durableOffset, $0.record.validator) }
                 task.update { $0.bytesWritten = offset }
+                // Its `.send` takes the task back to running, unless a stop comes first.
                 action = machine.retryDelayElapsed(offset: offset, validator: validator)
             case .finalize:
                 do {
                     return try await finalize()
                 } catch {
-                    if let reason = stopReason { return await stopped(reason) }
                     action = machine.finalizeFailed(DownloadError.classify(error))
                 }
             case .fail(let error):
@@ -115,15 +122,24 @@ final class TransferRun: Sendable {
         }
     }
 
-    /// Sits out a retry's back-off, in steps, ending early when the manager says connections
-    /// may work again (a wake-up) or the task is stopped.
-    private func waitToRetry(_ delay: Double) async {
+    /// The one back-off of the engine, for the whole download's retries and restarts and for
+    /// each connection of a segmented one: `delay` seconds, ended early by a stop (which cancels
+    /// the run's Task and so this wait), by `unless` (another connection ended the attempt), or
+    /// when the manager says connections may work again (a wake-up, the network back). Returns
+    /// whether the wait ran its course or was cut short by a wake-up (false: stopped or ended).
+    @discardableResult
+    func sitOut(_ delay: Double, unless ended: @Sendable () -> Bool = { false }) async -> Bool {
         let generation = manager.reconnectGeneration
         let end = ContinuousClock.now + .milliseconds(Int64(delay * 1000))
-        while ContinuousClock.now < end, stopReason == nil, !Task.isCancelled, manager.reconnectGeneration == generation {
+        while ContinuousClock.now < end {
+            if Task.isCancelled || ended() { return false }
+            if manager.reconnectGeneration != generation {
+                manager.logger.info("task \(task.id): retrying now")
+                return true
+            }
             try? await Task.sleep(for: min(.milliseconds(200), end - ContinuousClock.now))
         }
-        if manager.reconnectGeneration != generation { manager.logger.info("task \(task.id): retrying now") }
+        return !Task.isCancelled && !ended()
     }
 
     // MARK: One request

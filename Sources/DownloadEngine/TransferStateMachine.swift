@@ -1,6 +1,9 @@
-/// The decisions of one run of a task, from its first request to finishing or failing: which
-/// request to send (range or not, with or without the caller's credentials), what a response
-/// means, when to restart from zero, when to retry and after how long, when to give up.
+/// The decisions of one run of a task, from its first request to finishing, failing or stopping:
+/// which request to send (range or not, with or without the caller's credentials), what a
+/// response means, when to restart from zero, when to retry and after how long, when to give up,
+/// and what a connection of a segmented download does after each of its ranges (`rangeEnded`:
+/// the same retry policy, the same rules). A stop (pause, cancel, the network, shutdown) is an
+/// input like a response: the run feeds it in before every action it takes.
 /// Events in, actions out, no I/O (the shape of AsyncHTTPClient's `RequestBag+StateMachine`):
 /// `TransferRun` performs the actions. Retries and restarts are counted apart: a server that
 /// keeps changing the file is bounded by `maxRestarts`, a flaky network by the retry policy
@@ -40,6 +43,29 @@ struct TransferStateMachine {
         /// Checkpoint, report `retrying`, wait `after` seconds, then call `retryDelayElapsed`.
         case retry(after: Double, because: DownloadError)
         case fail(DownloadError)
+        /// Checkpoint, close the file and leave running for the stop's state.
+        case stop(DownloadTask.StopReason)
+    }
+
+    /// What one request of a segmented download's connection came to, for `rangeEnded`.
+    enum RangeResult: Equatable, Sendable {
+        /// The response's head was decided (`complete`: its range holds every byte now).
+        case response(ResponseDecision, complete: Bool, left: ByteRange?)
+        case failed(DownloadError)
+    }
+
+    /// What the connection does next.
+    enum RangeAction: Equatable, Sendable {
+        /// Its range is done: claim the next one.
+        case claimNext
+        /// Sit out `after` seconds, then claim again (its range, or what is left).
+        case retry(after: Double, because: DownloadError)
+        /// Out of retries: this connection ends; the others go on (the attempt fails with
+        /// `because` if none finishes the ranges).
+        case giveUp(because: DownloadError)
+        /// Ends every connection of the attempt, which comes to `Outcome` (restart from zero, a
+        /// redirect to follow, a failure no retry helps).
+        case endAttempt(Outcome)
     }
 
     struct Limits: Sendable {
@@ -111,6 +137,43 @@ struct TransferStateMachine {
     mutating func retryDelayElapsed(offset: Int64, validator: String?) -> Action {
         guard state == .waitingToRetry else { return end(.fail(.invalidResponse("internal: no retry was waiting"))) }
         return firstRequest(offset: offset, validator: validator)
+    }
+
+    /// A stop was asked: whatever the run was doing, it stops (checkpointed; see `Action.stop`).
+    mutating func stop(_ reason: DownloadTask.StopReason) -> Action {
+        end(.stop(reason))
+    }
+
+    /// A connection's request for its range ended, after `failures` failed requests in a row
+    /// before it: the verdict, under `retry`, the policy of the whole download's retries.
+    static func rangeEnded(_ result: RangeResult, failures: Int, retry: RetryPolicy, random: Double) -> RangeAction {
+        let error: DownloadError
+        switch result {
+        case .failed(let failure):
+            error = failure
+        case .response(let decision, let complete, let left):
+            switch decision {
+            case .write:
+                guard !complete, let left else { return .claimNext }
+                error = .interrupted("the range ended at \(left.start), before \(left.end)")
+            case .restartFromZero(let reason):
+                return .endAttempt(.restartFromZero(reason: reason))
+            case .alreadyComplete:
+                return .endAttempt(.restartFromZero(reason: "416 for a range that is not held"))
+            case .redirect(let location):
+                // The URL moved: a resumed download asks the URL it was given, which sends its
+                // ranges elsewhere (a mirror, a CDN's signed URL). The run follows the redirect
+                // under its rules, and the next attempt fetches the recorded ranges there.
+                return .endAttempt(.redirect(location: location))
+            case .fail(let failure):
+                error = failure
+            }
+        }
+        guard error.isRetryable else { return .endAttempt(.failed(error)) }
+        guard let delay = retry.delay(forRetry: failures + 1, retryAfter: error.retryAfter, random: random) else {
+            return .giveUp(because: error)
+        }
+        return .retry(after: delay, because: error)
     }
 
     /// Finishing failed after the last byte (a checksum mismatch, a rename refused).

@@ -118,4 +118,44 @@ final class TransferStateMachineTests: XCTestCase {
         _ = machine.start(offset: 0, validator: nil)
         XCTAssertEqual(machine.requestEnded(.complete, offset: 5, validator: nil, random: 0), .finalize)
     }
+
+    func testAStopIsAnInputAtEveryStep() {
+        var requesting = Machine(url: url, limits: limits)
+        _ = requesting.start(offset: 0, validator: nil)
+        XCTAssertEqual(requesting.stop(.pause), .stop(.pause))
+        var waiting = Machine(url: url, limits: limits)
+        _ = waiting.start(offset: 0, validator: nil)
+        guard case .retry = waiting.requestEnded(.failed(.timeout("slow")), offset: 0, validator: nil, random: 0.5) else {
+            return XCTFail("a timeout is retried")
+        }
+        XCTAssertEqual(waiting.stop(.cancel), .stop(.cancel))
+        guard case .fail = waiting.retryDelayElapsed(offset: 0, validator: nil) else {
+            return XCTFail("after a stop the machine has ended: no request goes out")
+        }
+    }
+
+    func testARangesVerdictUsesTheDownloadsRetryPolicy() {
+        let policy = limits.retry
+        func verdict(_ result: Machine.RangeResult, failures: Int = 0) -> Machine.RangeAction {
+            Machine.rangeEnded(result, failures: failures, retry: policy, random: 0.5)
+        }
+        let write = ResponseDecision.write(offset: 0, truncate: false, expectedLength: 10, validator: "\"v\"")
+        XCTAssertEqual(verdict(.response(write, complete: true, left: nil)), .claimNext)
+        guard case .retry(let delay, let error) = verdict(.response(write, complete: false, left: ByteRange(start: 4, end: 8))) else {
+            return XCTFail("a range cut short is retried")
+        }
+        XCTAssertEqual(delay, policy.delay(forRetry: 1, retryAfter: nil, random: 0.5))
+        XCTAssertEqual(error.code, .interrupted)
+        XCTAssertEqual(verdict(.failed(.timeout("stalled")), failures: policy.maxAttempts), .giveUp(because: .timeout("stalled")))
+        XCTAssertEqual(verdict(.failed(.http(status: 403, reason: "Forbidden"))), .endAttempt(.failed(.http(status: 403, reason: "Forbidden"))))
+        XCTAssertEqual(verdict(.response(.restartFromZero(reason: "changed"), complete: false, left: nil)), .endAttempt(.restartFromZero(reason: "changed")))
+        XCTAssertEqual(verdict(.response(.redirect("/x"), complete: false, left: nil)), .endAttempt(.redirect(location: "/x")))
+        guard case .endAttempt(.restartFromZero) = verdict(.response(.alreadyComplete, complete: false, left: nil)) else {
+            return XCTFail("a 416 for a range is not the end of the file")
+        }
+        guard case .retry(let later, _) = verdict(.failed(.http(status: 503, reason: "Busy", retryAfter: 7))) else {
+            return XCTFail("503 is retried")
+        }
+        XCTAssertEqual(later, 7, "Retry-After is honoured for a range as for the download")
+    }
 }
