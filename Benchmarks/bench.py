@@ -7,7 +7,7 @@ processes. Runs are alternated between tools, `sync` before each; figures are me
 number of runs, and ratios against the reference measured in the same run (the machine is
 shared and noisy). Prints a table and writes Benchmarks/RESULTS.md. Asserts nothing.
 
-    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks]
+    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks,small]
 """
 import argparse
 import os
@@ -25,7 +25,8 @@ from gi.repository import GLib
 
 ANALYSIS_MARKER = "<!-- analysis: kept across runs -->"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DAEMON = os.path.join(ROOT, ".build/release/downloadsd")
+# DOWNLOADSD_BENCH_BINARY: another build to measure (an older commit's, for a before/after).
+DAEMON = os.environ.get("DOWNLOADSD_BENCH_BINARY") or os.path.join(ROOT, ".build/release/downloadsd")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 GiB = 1024 ** 3
 MiB = 1024 ** 2
@@ -487,6 +488,105 @@ def section_chunks(work, runs, count=1_000_000):
     return table
 
 
+def start_many(service, jobs, in_flight=64):
+    """Starts every (url, destination) of `jobs` keeping `in_flight` Start calls out at once (as an
+    app fetching its assets would), and waits for every Finished. Returns the wall time."""
+    manager = service.manager
+    context = GLib.MainContext.default()
+    pending, paths, errors = list(reversed(jobs)), [], []
+    out = [0]
+
+    def send():
+        url, destination = pending.pop()
+        out[0] += 1
+        manager.Start(url, destination, dbus.Dictionary({}, signature="sv"),
+                      reply_handler=lambda path: (paths.append(str(path)), done()),
+                      error_handler=lambda error: (errors.append(error), done()))
+
+    def done():
+        out[0] -= 1
+
+    started = time.monotonic()
+    while pending or out[0]:
+        while pending and out[0] < in_flight:
+            send()
+        context.iteration(True)
+        if errors:
+            sys.exit(f"Start failed: {errors[0]}")
+    service.wait(paths)
+    return time.monotonic() - started
+
+
+def section_small(nginx, work, runs, count=1000, size=64 * 1024):
+    """Issue 24: many small downloads at once, the per-task cost. 1,000 files of 64 KiB from nginx
+    into a tmpfs, 64 Start calls in flight, against aria2c -i (its defaults) and curl --parallel
+    in the same run; the state directory on disk (as by default) and on a tmpfs."""
+    names = [f"small-{i}.bin" for i in range(count)]
+    block = os.urandom(size)
+    for i, name in enumerate(names):
+        with open(os.path.join(nginx.www, name), "wb") as f:
+            f.write(block[i % size:] + block[:i % size])
+    table = Table(f"Many small files: {count:,} × {size // 1024} KiB from nginx into tmpfs", "")
+    shm = tempfile.mkdtemp(prefix="bench-small-", dir="/dev/shm")
+    state_disk = tempfile.mkdtemp(prefix="bench-small-state-", dir="/var/tmp")
+    listing = os.path.join(work, "small.list")
+    with open(listing, "w") as f:
+        f.write("".join(nginx.url(name) + "\n" for name in names))
+    curl_config = os.path.join(work, "small.curl")
+    with open(curl_config, "w") as f:
+        f.write("".join(f'url = "{nginx.url(name)}"\noutput = "{os.path.join(shm, "curl", name)}"\n' for name in names))
+    results = {"disk": [], "tmpfs": [], "aria2c": [], "curl": []}
+
+    def clean(directory):
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+
+    try:
+        for run in range(runs):
+            for place in ("disk", "tmpfs"):
+                target = os.path.join(shm, "ours")
+                clean(target)
+                base = state_disk if place == "disk" else shm
+                service = Service(os.path.join(base, f"service-{place}-{run}"), ["--max-tasks-per-user", str(count * 2)])
+                try:
+                    subprocess.run(["sync"])
+                    cpu = service.cpu()
+                    wall = start_many(service, [(nginx.url(name), os.path.join(target, name)) for name in names])
+                    results[place].append((wall, service.cpu() - cpu, service.status("VmHWM")))
+                    if not all(same(os.path.join(target, n), os.path.join(nginx.www, n)) for n in names[:: max(1, count // 50)]):
+                        sys.exit("downloadsd: a small file differs from its source")
+                finally:
+                    service.stop()
+            target = os.path.join(shm, "aria2c")
+            clean(target)
+            subprocess.run(["sync"])
+            results["aria2c"].append(tool(["aria2c", "-q", "-i", listing, "-d", target, "--allow-overwrite=true"]))
+            clean(os.path.join(shm, "curl"))
+            subprocess.run(["sync"])
+            results["curl"].append(tool(["curl", "-sS", "--parallel", "-K", curl_config]))
+
+        def rate(values):
+            return f"{count / median([v[0] for v in values]):.0f} tasks/s"
+
+        for name, label in (("aria2c", "aria2c -i (default -j5)"), ("curl", "curl --parallel (default 50)")):
+            values = results[name]
+            table.add(label, len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1), rate(values))
+        for place, label in (("disk", "downloadsd, state on disk"), ("tmpfs", "downloadsd, state on tmpfs")):
+            values = results[place]
+            against = median([o[0] / a[0] for o, a in zip(values, results["aria2c"])])
+            per_task = median([v[1] for v in values]) / count * 1000
+            table.add(label, len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1),
+                      f"{rate(values)}; {per_task:.2f} ms daemon CPU per task; {against:.2f}× aria2c's wall time")
+        table.notes.append("64 Start calls in flight from one python3-dbus client; the wall time runs from the first Start "
+                           "to the last Finished; CPU is the daemon's (aria2c's and curl's their own).")
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+        shutil.rmtree(state_disk, ignore_errors=True)
+        for name in names:
+            os.unlink(os.path.join(nginx.www, name))
+    return table
+
+
 def section_memory(nginx, work):
     nginx.file("four.bin", 4 * GiB)
     shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
@@ -505,7 +605,7 @@ def section_memory(nginx, work):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks")
+    parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks,small")
     parser.add_argument("--tasks", type=int, default=10000)
     args = parser.parse_args()
     if not os.access(DAEMON, os.X_OK):
@@ -530,6 +630,8 @@ def main():
             tables.append(section_memory(nginx, work))
         if "chunks" in sections:
             tables.append(section_chunks(work, max(1, min(args.runs, 3))))
+        if "small" in sections:
+            tables.append(section_small(nginx, work, max(1, min(args.runs, 3))))
     finally:
         nginx.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -5,7 +5,10 @@
 /// (nothing offline, only `allow_metered` ones on a metered network). A task whose connections do
 /// not all fit starts with the places that are free (its `connections` is a maximum, as aria2's
 /// `-x` is), so smaller tasks behind it never pass it for ever; places no queued task can take
-/// then go to running tasks that have fewer connections than they asked for (`grow`). Pure
+/// then go to running tasks that have fewer connections than they asked for (`grow`). A transfer
+/// known to be short (its response has at most `SessionManager.Configuration.shortTransfer`
+/// bytes to go) still holds its connection but no longer counts against the transfer limits:
+/// a thousand small files are not fetched four at a time while connections sit idle. Pure
 /// bookkeeping, tested without I/O.
 struct Scheduler: Sendable {
     var maxRunning: Int
@@ -32,6 +35,8 @@ struct Scheduler: Sendable {
         var weight: Int
         var wanted: Int
         let ticket: UInt64
+        /// Known to end soon: counts as a connection, not as a transfer (`markShort`).
+        var short = false
     }
 
     private var running: [UInt64: Running] = [:]
@@ -43,7 +48,10 @@ struct Scheduler: Sendable {
         self.maxConnections = max(1, maxConnections)
     }
 
-    var runningCount: Int { running.count }
+    /// Transfers counted against `maxRunning` (a short one is not).
+    var runningCount: Int { running.values.reduce(0) { $0 + ($1.short ? 0 : 1) } }
+    /// Every transfer holding a place, short ones included.
+    var transferCount: Int { running.count }
     /// The connections a running task was granted (1 when it is not running).
     func connections(of id: UInt64) -> Int { running[id]?.weight ?? 1 }
     /// The ticket `next` started a task with; nil when it is not running.
@@ -91,11 +99,11 @@ struct Scheduler: Sendable {
     /// from starting; priority then FIFO order only that user's own tasks.
     mutating func next() -> [UInt64] {
         var started: [UInt64] = []
-        while running.count < maxRunning && connectionCount < maxConnections && network.online {
+        while runningCount < maxRunning && connectionCount < maxConnections && network.online {
             var runningPerSession: [SessionID: Int] = [:]
             var runningPerOwner: [UInt32: Int] = [:]
             for entry in running.values {
-                runningPerSession[entry.session, default: 0] += 1
+                if !entry.short { runningPerSession[entry.session, default: 0] += 1 }
                 runningPerOwner[entry.session.owner, default: 0] += entry.weight
             }
             let free = maxConnections - connectionCount
@@ -148,6 +156,15 @@ struct Scheduler: Sendable {
     mutating func giveBack(_ id: UInt64, _ count: Int) {
         guard let weight = running[id]?.weight else { return }
         running[id]?.weight = max(1, weight - count)
+    }
+
+    /// A running task will end soon (a small file): it keeps its connection and frees its
+    /// transfer place, here and in its session. Returns whether that changed anything.
+    @discardableResult
+    mutating func markShort(_ id: UInt64) -> Bool {
+        guard let entry = running[id], !entry.short else { return false }
+        running[id]?.short = true
+        return true
     }
 
     /// A running task that fetches on one stream from now on keeps one place and is offered

@@ -26,10 +26,14 @@ public final class SessionDelegate: Sendable {
     /// Queues `body` for every observer, in order, on the task's event queue, after the progress
     /// made up to the event (`snapshot`): a delivery waiting for its interval never comes after a
     /// later event, and bytes that arrived after the event (before its turn on the queue) are
-    /// not reported before it.
-    private func post(_ task: DownloadTask, _ snapshot: TaskSnapshot, _ body: @escaping @Sendable (any DownloadObserver) -> Void) {
+    /// not reported before it. A checkpoint (`flushingProgress` false) is no visible change: the
+    /// progress waits for its interval rather than go out once more per checkpoint.
+    private func post(
+        _ task: DownloadTask, _ snapshot: TaskSnapshot, flushingProgress: Bool = true,
+        _ body: @escaping @Sendable (any DownloadObserver) -> Void
+    ) {
         task.events.async { [self] in
-            deliverProgress(task, upTo: snapshot)
+            if flushingProgress { deliverProgress(task, upTo: snapshot) }
             for observer in all { body(observer) }
         }
     }
@@ -57,7 +61,7 @@ public final class SessionDelegate: Sendable {
     }
 
     func checkpointed(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
-        post(task, snapshot) { $0.taskDidCheckpoint(snapshot) }
+        post(task, snapshot, flushingProgress: false) { $0.taskDidCheckpoint(snapshot) }
     }
 
     func finished(_ task: DownloadTask, _ snapshot: TaskSnapshot, location: String) {

@@ -65,6 +65,12 @@ extension SessionManager {
         if freed || gaveBack { schedule(growing: !gaveBack) }
     }
 
+    /// A run's response has little left to fetch: it stops counting as a transfer, and what
+    /// may start in its place starts.
+    func transferIsShort(_ task: DownloadTask) {
+        if state.withLockedValue({ $0.scheduler.markShort(task.id) }) { schedule() }
+    }
+
     /// A run that fetches on one stream from now on gives back all but one of its places.
     func settleOnOneStream(_ task: DownloadTask) {
         let freed = state.withLockedValue { state -> Bool in

@@ -54,6 +54,10 @@ public final class SessionManager: Sendable {
         public var checkpointBytes: Int64 = 64 * 1024 * 1024
         public var checkpointInterval: Double = 1
         public var maxRedirects = 10
+        /// A transfer whose response has at most this many bytes to go stops counting against
+        /// `maxRunning` and `maxRunningPerSession` (it keeps its connection place): small files
+        /// start while it ends instead of queueing behind four of them.
+        public var shortTransfer: Int64 = 1 << 20
         /// Progress reaches the observers at most this often per task (seconds), always on the
         /// task's own event queue: the last of it before whatever event follows, never after. A
         /// fast transfer writes a chunk every few tens of microseconds; a queue hop per chunk
@@ -132,7 +136,7 @@ public final class SessionManager: Sendable {
     var reconnectGeneration: UInt64 { state.withLockedValue { $0.reconnectGeneration } }
 
     /// Transfers holding a place now (running, or retrying after a pause).
-    public var transfersRunning: Int { state.withLockedValue { $0.scheduler.runningCount } }
+    public var transfersRunning: Int { state.withLockedValue { $0.scheduler.transferCount } }
 
     /// Whether `session` still has a queued, running or retrying task.
     public func hasActiveTasks(in session: SessionID) -> Bool {

@@ -302,6 +302,10 @@ final class TransferRun: Sendable {
                 }, events: { delegate, task, snapshot in
                     delegate.receivedResponse(task, snapshot, status: status)
                 })
+                if expected >= 0, expected - offset <= manager.configuration.shortTransfer {
+                    // Off the event loop: starting what may start takes the manager's locks.
+                    Task { manager.transferIsShort(task) }
+                }
             },
             wrote: { [progressInterval] position in
                 if let deadline = task.wrote(upTo: position, interval: progressInterval) { manager.delegate.wroteData(task, at: deadline) }

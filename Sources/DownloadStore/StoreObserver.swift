@@ -46,7 +46,7 @@ public final class StoreObserver: DownloadObserver {
     }
 
     public func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {
-        write("save", task.id) { try store.save(task.record) }
+        write("save", task.id) { try store.save(task.record, options: false) }
     }
 
     public func taskDidChangeOptions(_ task: TaskSnapshot) {
@@ -64,7 +64,7 @@ public final class StoreObserver: DownloadObserver {
     /// A running task's progress (its response, its checkpoints): saved without the reserve,
     /// which is kept for the state change that follows when it cannot be.
     private func saveProgress(_ task: TaskSnapshot) {
-        if let failure = write("save", task.id, { try store.save(task.record, mayUseReserve: false) }), task.state.isActive {
+        if let failure = write("save", task.id, { try store.save(task.record, options: false, mayUseReserve: false) }), task.state.isActive {
             checkpointFailed(task, failure)
         }
     }

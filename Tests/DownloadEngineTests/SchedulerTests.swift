@@ -144,4 +144,23 @@ final class SchedulerTests: XCTestCase {
         scheduler.remove(1, ticket: second)
         XCTAssertEqual([scheduler.runningCount, scheduler.connectionCount], [0, 0])
     }
+
+    func testAShortTransferFreesItsPlaceButKeepsItsConnection() {
+        var scheduler = Scheduler(maxRunning: 2, maxRunningPerSession: 2, maxConnections: 3)
+        let session = SessionID(owner: 1, name: "")
+        for id in 1...5 { scheduler.enqueue(UInt64(id), session: session, priority: .normal) }
+        XCTAssertEqual(scheduler.next(), [1, 2])
+        XCTAssertTrue(scheduler.markShort(1))
+        XCTAssertFalse(scheduler.markShort(1), "once")
+        XCTAssertEqual(scheduler.runningCount, 1)
+        XCTAssertEqual(scheduler.transferCount, 2)
+        XCTAssertEqual(scheduler.next(), [3], "its place in the session and the limit is free")
+        XCTAssertTrue(scheduler.markShort(2))
+        XCTAssertTrue(scheduler.markShort(3))
+        XCTAssertEqual(scheduler.next(), [], "but not its connection: 3 of 3 taken")
+        scheduler.remove(1)
+        XCTAssertEqual(scheduler.next(), [4])
+        XCTAssertEqual(scheduler.connectionCount, 3)
+        XCTAssertFalse(scheduler.markShort(9), "not running")
+    }
 }

@@ -374,12 +374,13 @@ final class MultiUserTests: SystemBusTestCase {
     }
 
     /// A fills both transfer places and queues more; B's one task takes the next free place
-    /// before A's queued ones (fewest running first), and B's quota is B's own.
+    /// before A's queued ones (fewest running first), and B's quota is B's own. (Files above the
+    /// 1 MiB of a short transfer, which would not count against the transfer limits at all.)
     func testOneUsersManyTasksDoNotKeepAnothersWaiting() async throws {
         let aHome = try makeDirectory("a", owner: users.a, mode: 0o700)
         let bHome = try makeDirectory("b", owner: users.b, mode: 0o700)
-        var slow = Route(content: Self.content(300_000))
-        slow.bytesPerSecond = 300_000
+        var slow = Route(content: Self.content(1_500_000))
+        slow.bytesPerSecond = 1_500_000
         http.set("/slow", slow)
         let a = try await python(as: users.a, """
         out['tasks'] = [start('\(http.url("/slow"))', '\(aHome)/%d' % i) for i in range(4)]

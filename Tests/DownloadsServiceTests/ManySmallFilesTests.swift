@@ -1,0 +1,77 @@
+import DBus
+import Foundation
+import NIOConcurrencyHelpers
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// A thousand small downloads started at once (issue 24's case, not timed): every one finishes
+/// with the source's bytes, every `Finished` comes after its file is in place, and a kill -9 in
+/// the middle of them loses no task.
+final class ManySmallFilesTests: DaemonTestCase {
+    static let count = 1000
+
+    /// Files whose `Finished` arrived before they were in place (checked when the signal arrives).
+    private let early = NIOLockedValueBox([String]())
+    private let finishedPaths = NIOLockedValueBox(Set<String>())
+
+    private func serve() -> [[UInt8]] {
+        (0..<Self.count).map { i in
+            let content = Self.content(2000 + i % 7 * 1000, seed: UInt32(i + 1))
+            http.set("/s\(i)", Route(content: content))
+            return content
+        }
+    }
+
+    private func watchFinished() async throws {
+        let early = self.early, finished = self.finishedPaths
+        try await client.subscribe(MatchRule(interface: "org.example.Downloads", member: "Finished")) { message in
+            let arguments = (try? message.arguments()) ?? []
+            guard let path = arguments.first?.objectPathValue?.rawValue, let location = arguments.dropFirst().first?.stringValue else { return }
+            if !FileManager.default.fileExists(atPath: location) { early.withLockedValue { $0.append(location) } }
+            finished.withLockedValue { _ = $0.insert(path) }
+        }
+    }
+
+    /// One Start after another, without waiting for any download (the bench keeps 64 in flight).
+    private func startAll(_ targets: [(String, String)]) async throws -> [ObjectPath] {
+        var paths: [ObjectPath] = []
+        for (url, destination) in targets { paths.append(try await start(url, destination)) }
+        return paths
+    }
+
+    func testAThousandSmallDownloadsAllFinishInPlace() async throws {
+        let contents = serve()
+        try await watchFinished()
+        let paths = try await startAll((0..<Self.count).map { (http.url("/s\($0)"), directory.file("s\($0).bin")) })
+        try await until("every Finished", seconds: 240) { self.finishedPaths.withLockedValue { $0.count } == Self.count }
+        XCTAssertEqual(early.withLockedValue { $0 }, [], "Finished before the file was in place")
+        XCTAssertEqual(Set(paths.map(\.rawValue)), finishedPaths.withLockedValue { $0 })
+        for (i, content) in contents.enumerated() {
+            XCTAssertEqual(sha256(ofFile: directory.file("s\(i).bin")), Self.sha256(content), "s\(i)")
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        XCTAssertFalse(names.contains { $0.hasSuffix(".part") })
+    }
+
+    func testKillNineAmongAThousandSmallDownloadsLosesNoTask() async throws {
+        let contents = serve()
+        let paths = try await startAll((0..<Self.count).map { (http.url("/s\($0)"), directory.file("s\($0).bin")) })
+        // Somewhere in the middle: some finished, some not.
+        try await until("a first file", seconds: 60) { FileManager.default.fileExists(atPath: self.directory.file("s0.bin")) }
+        killDaemon()
+        let published = (0..<Self.count).filter { FileManager.default.fileExists(atPath: self.directory.file("s\($0).bin")) }.count
+        XCTAssertLessThan(published, Self.count, "killed in the middle of them")
+        try await startDaemon()
+        for path in paths {
+            let state = try await waitState(path, ["finished", "failed", "cancelled"], seconds: 240)
+            XCTAssertEqual(state, "finished", path.rawValue)
+        }
+        for (i, content) in contents.enumerated() {
+            XCTAssertEqual(sha256(ofFile: directory.file("s\(i).bin")), Self.sha256(content), "s\(i)")
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        XCTAssertFalse(names.contains { $0.hasSuffix(".part") })
+        XCTAssertFalse(names.contains { $0.contains(" (1)") }, "nothing published twice")
+    }
+}
