@@ -36,8 +36,7 @@ struct TransferFinalizer: Sendable {
         guard record.destinationIsDirectory else {
             return try fileAccess.isFile(record.destination, identity: identity) ? record.destination : nil
         }
-        let name = record.resolvedPath.map { String($0.split(separator: "/").last ?? "download") }
-            ?? HTTPHeaderRules.fileName(contentDisposition: nil, url: record.finalURL ?? record.url)
+        let name = Self.name(of: record)
         // The names were tried in order and the first free one taken: it is among those that exist.
         for candidate in Self.candidates(in: record.destination, name: name) {
             guard try fileAccess.exists(candidate) else { return nil }
@@ -55,8 +54,7 @@ struct TransferFinalizer: Sendable {
         }
         // The name from the response, or the next free one: each try is a rename that refuses to
         // replace (the O_EXCL of renames), so no probe can be raced.
-        let name = record.resolvedPath.map { String($0.split(separator: "/").last ?? "download") }
-            ?? HTTPHeaderRules.fileName(contentDisposition: nil, url: record.finalURL ?? record.url)
+        let name = Self.name(of: record)
         for candidate in Self.candidates(in: record.destination, name: name) {
             do {
                 try fileAccess.publish(partial, identity: identity, to: candidate, replace: false, mode: record.fileMode)
@@ -66,6 +64,12 @@ struct TransferFinalizer: Sendable {
             }
         }
         throw DownloadError.file("no free file name for \(name) in \(record.destination)")
+    }
+
+    /// The name a download into a directory is published under (before the ` (n)` of a taken one).
+    static func name(of record: DownloadTaskRecord) -> String {
+        record.resolvedPath.map { String($0.split(separator: "/").last ?? "download") }
+            ?? HTTPHeaderRules.fileName(contentDisposition: nil, url: record.finalURL ?? record.url)
     }
 
     /// `name`, `name (1)`, `name (2)`… in `directory`, keeping the extension.
