@@ -45,10 +45,11 @@ class Nginx:
     """nginx serving `www`: / as fast as it can, /limited/ at 5 MB/s per connection, /stall/ at 1 KB/s."""
 
     def __init__(self, work):
-        self.work, self.port = work, free_port()
+        self.work, self.port, self.tls_port = work, free_port(), free_port()
         self.www = os.path.join(work, "www")
         os.makedirs(self.www)
         os.makedirs(os.path.join(work, "logs"))
+        self.ca = self._certificates()
         conf = os.path.join(work, "nginx.conf")
         with open(conf, "w") as f:
             f.write(f"""daemon on; pid {work}/nginx.pid; worker_processes 2; error_log {work}/logs/error.log;
@@ -57,12 +58,35 @@ http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000;
   client_body_temp_path {work}; proxy_temp_path {work}; fastcgi_temp_path {work}; uwsgi_temp_path {work}; scgi_temp_path {work};
   server {{ listen 127.0.0.1:{self.port}; root {self.www};
     location /limited/ {{ alias {self.www}/; limit_rate 5m; }}
-    location /stall/ {{ alias {self.www}/; limit_rate 1k; }} }} }}
+    location /stall/ {{ alias {self.www}/; limit_rate 1k; }} }}
+  server {{ listen 127.0.0.1:{self.tls_port} ssl http2; root {self.www};
+    ssl_certificate {work}/server.pem; ssl_certificate_key {work}/server.key; }} }}
 """)
         subprocess.run(["/usr/sbin/nginx", "-c", conf, "-p", work], check=True)
 
+    def _certificates(self):
+        """A CA of the benchmark's own (EC keys) and a certificate for 127.0.0.1 signed by it;
+        returns the CA's path (given to the service with --ca-file, to the tools as theirs)."""
+        w = self.work
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": True}
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        subprocess.run(["openssl", "req", "-x509", *ec, "-keyout", f"{w}/ca.key", "-out", f"{w}/ca.pem", "-days", "2",
+                        "-subj", "/CN=downloads bench CA", "-addext", "basicConstraints=critical,CA:TRUE",
+                        "-addext", "keyUsage=critical,keyCertSign,cRLSign"], **quiet)
+        subprocess.run(["openssl", "req", *ec, "-keyout", f"{w}/server.key", "-out", f"{w}/server.csr",
+                        "-subj", "/CN=127.0.0.1"], **quiet)
+        with open(f"{w}/server.ext", "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+        subprocess.run(["openssl", "x509", "-req", "-in", f"{w}/server.csr", "-CA", f"{w}/ca.pem", "-CAkey", f"{w}/ca.key",
+                        "-CAcreateserial", "-out", f"{w}/server.pem", "-days", "2", "-extfile", f"{w}/server.ext"], **quiet)
+        return f"{w}/ca.pem"
+
     def url(self, name, location=""):
         return f"http://127.0.0.1:{self.port}/{location}{name}"
+
+    def tls_url(self, name):
+        """The same file over HTTPS, HTTP/2 offered by ALPN."""
+        return f"https://127.0.0.1:{self.tls_port}/{name}"
 
     def file(self, name, size):
         path = os.path.join(self.www, name)
@@ -529,13 +553,15 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
     table = Table(f"Many small files: {count:,} × {size // 1024} KiB from nginx into tmpfs", "")
     shm = tempfile.mkdtemp(prefix="bench-small-", dir="/dev/shm")
     state_disk = tempfile.mkdtemp(prefix="bench-small-state-", dir="/var/tmp")
-    listing = os.path.join(work, "small.list")
-    with open(listing, "w") as f:
-        f.write("".join(nginx.url(name) + "\n" for name in names))
-    curl_config = os.path.join(work, "small.curl")
-    with open(curl_config, "w") as f:
-        f.write("".join(f'url = "{nginx.url(name)}"\noutput = "{os.path.join(shm, "curl", name)}"\n' for name in names))
-    results = {"disk": [], "tmpfs": [], "aria2c": [], "curl": []}
+    lists, configs = {}, {}
+    for scheme, url in (("http", nginx.url), ("https", nginx.tls_url)):
+        lists[scheme] = os.path.join(work, f"small-{scheme}.list")
+        with open(lists[scheme], "w") as f:
+            f.write("".join(url(name) + "\n" for name in names))
+        configs[scheme] = os.path.join(work, f"small-{scheme}.curl")
+        with open(configs[scheme], "w") as f:
+            f.write("".join(f'url = "{url(name)}"\noutput = "{os.path.join(shm, "curl", name)}"\n' for name in names))
+    results = {"disk": [], "tmpfs": [], "https": [], "aria2c": [], "curl": [], "aria2c-https": [], "curl-https": []}
 
     def clean(directory):
         shutil.rmtree(directory, ignore_errors=True)
@@ -543,40 +569,46 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
 
     try:
         for run in range(runs):
-            for place in ("disk", "tmpfs"):
+            for place in ("disk", "tmpfs", "https"):
                 target = os.path.join(shm, "ours")
                 clean(target)
-                base = state_disk if place == "disk" else shm
-                service = Service(os.path.join(base, f"service-{place}-{run}"), ["--max-tasks-per-user", str(count * 2)])
+                base = shm if place == "tmpfs" else state_disk
+                url = nginx.tls_url if place == "https" else nginx.url
+                service = Service(os.path.join(base, f"service-{place}-{run}"),
+                                  ["--max-tasks-per-user", str(count * 2), "--ca-file", nginx.ca])
                 try:
                     subprocess.run(["sync"])
                     cpu = service.cpu()
-                    wall = start_many(service, [(nginx.url(name), os.path.join(target, name)) for name in names])
+                    wall = start_many(service, [(url(name), os.path.join(target, name)) for name in names])
                     results[place].append((wall, service.cpu() - cpu, service.status("VmHWM")))
                     if not all(same(os.path.join(target, n), os.path.join(nginx.www, n)) for n in names[:: max(1, count // 50)]):
                         sys.exit("downloadsd: a small file differs from its source")
                 finally:
                     service.stop()
-            target = os.path.join(shm, "aria2c")
-            clean(target)
-            subprocess.run(["sync"])
-            results["aria2c"].append(tool(["aria2c", "-q", "-i", listing, "-d", target, "--allow-overwrite=true"]))
-            clean(os.path.join(shm, "curl"))
-            subprocess.run(["sync"])
-            results["curl"].append(tool(["curl", "-sS", "--parallel", "-K", curl_config]))
+            for scheme, suffix in (("http", ""), ("https", "-https")):
+                target = os.path.join(shm, "aria2c")
+                clean(target)
+                subprocess.run(["sync"])
+                results["aria2c" + suffix].append(tool(["aria2c", "-q", "-i", lists[scheme], "-d", target, "--allow-overwrite=true",
+                                                        f"--ca-certificate={nginx.ca}"]))
+                clean(os.path.join(shm, "curl"))
+                subprocess.run(["sync"])
+                results["curl" + suffix].append(tool(["curl", "-sS", "--parallel", "--cacert", nginx.ca, "-K", configs[scheme]]))
 
         def rate(values):
             return f"{count / median([v[0] for v in values]):.0f} tasks/s"
 
-        for name, label in (("aria2c", "aria2c -i (default -j5)"), ("curl", "curl --parallel (default 50)")):
+        for name, label in (("aria2c", "aria2c -i (default -j5)"), ("curl", "curl --parallel (default 50)"),
+                            ("aria2c-https", "aria2c -i, HTTPS (HTTP/1.1)"), ("curl-https", "curl --parallel, HTTPS (HTTP/2)")):
             values = results[name]
             table.add(label, len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1), rate(values))
-        for place, label in (("disk", "downloadsd, state on disk"), ("tmpfs", "downloadsd, state on tmpfs")):
+        for place, label, reference in (("disk", "downloadsd, state on disk", "aria2c"), ("tmpfs", "downloadsd, state on tmpfs", "aria2c"),
+                                        ("https", "downloadsd, HTTPS (HTTP/2), state on disk", "aria2c-https")):
             values = results[place]
-            against = median([o[0] / a[0] for o, a in zip(values, results["aria2c"])])
+            against = median([o[0] / a[0] for o, a in zip(values, results[reference])])
             per_task = median([v[1] for v in values]) / count * 1000
             table.add(label, len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1),
-                      f"{rate(values)}; {per_task:.2f} ms daemon CPU per task; {against:.2f}× aria2c's wall time")
+                      f"{rate(values)}; {per_task:.2f} ms daemon CPU per task; {against:.2f}× {reference}'s wall time")
         table.notes.append("64 Start calls in flight from one python3-dbus client; the wall time runs from the first Start "
                            "to the last Finished; CPU is the daemon's (aria2c's and curl's their own).")
     finally:
