@@ -247,8 +247,7 @@ extension TransferRun {
         case .failed(let error):
             result = .failed(error)
         case .response(let response):
-            let left = table.range(of: claim)
-            result = .response(response.decision, complete: left == nil, left: left)
+            result = .response(response.decision, left: table.range(of: claim))
         }
         return TransferStateMachine.rangeEnded(result, failures: failures, retry: configuration.retry, random: Double.random(in: 0..<1))
     }

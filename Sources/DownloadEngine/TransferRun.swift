@@ -72,7 +72,8 @@ final class TransferRun: Sendable {
             case .stop(let reason):
                 return await stopped(reason)
             case .send(let request):
-                if task.snapshot.state == .retrying, manager.move(task, to: .running, from: [.retrying]) == nil {
+                if task.state.withLockedValue({ $0.record.state }) == .retrying,
+                   manager.move(task, to: .running, from: [.retrying]) == nil {
                     manager.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
                     return
                 }

@@ -49,8 +49,8 @@ struct TransferStateMachine {
 
     /// What one request of a segmented download's connection came to, for `rangeEnded`.
     enum RangeResult: Equatable, Sendable {
-        /// The response's head was decided (`complete`: its range holds every byte now).
-        case response(ResponseDecision, complete: Bool, left: ByteRange?)
+        /// The response's head was decided; `left`: what its range still lacks (nil: complete).
+        case response(ResponseDecision, left: ByteRange?)
         case failed(DownloadError)
     }
 
@@ -151,10 +151,10 @@ struct TransferStateMachine {
         switch result {
         case .failed(let failure):
             error = failure
-        case .response(let decision, let complete, let left):
+        case .response(let decision, let left):
             switch decision {
             case .write:
-                guard !complete, let left else { return .claimNext }
+                guard let left else { return .claimNext }
                 error = .interrupted("the range ended at \(left.start), before \(left.end)")
             case .restartFromZero(let reason):
                 return .endAttempt(.restartFromZero(reason: reason))

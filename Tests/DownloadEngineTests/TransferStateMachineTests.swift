@@ -140,17 +140,17 @@ final class TransferStateMachineTests: XCTestCase {
             Machine.rangeEnded(result, failures: failures, retry: policy, random: 0.5)
         }
         let write = ResponseDecision.write(offset: 0, truncate: false, expectedLength: 10, validator: "\"v\"")
-        XCTAssertEqual(verdict(.response(write, complete: true, left: nil)), .claimNext)
-        guard case .retry(let delay, let error) = verdict(.response(write, complete: false, left: ByteRange(start: 4, end: 8))) else {
+        XCTAssertEqual(verdict(.response(write, left: nil)), .claimNext)
+        guard case .retry(let delay, let error) = verdict(.response(write, left: ByteRange(start: 4, end: 8))) else {
             return XCTFail("a range cut short is retried")
         }
         XCTAssertEqual(delay, policy.delay(forRetry: 1, retryAfter: nil, random: 0.5))
         XCTAssertEqual(error.code, .interrupted)
         XCTAssertEqual(verdict(.failed(.timeout("stalled")), failures: policy.maxAttempts), .giveUp(because: .timeout("stalled")))
         XCTAssertEqual(verdict(.failed(.http(status: 403, reason: "Forbidden"))), .endAttempt(.failed(.http(status: 403, reason: "Forbidden"))))
-        XCTAssertEqual(verdict(.response(.restartFromZero(reason: "changed"), complete: false, left: nil)), .endAttempt(.restartFromZero(reason: "changed")))
-        XCTAssertEqual(verdict(.response(.redirect("/x"), complete: false, left: nil)), .endAttempt(.redirect(location: "/x")))
-        guard case .endAttempt(.restartFromZero) = verdict(.response(.alreadyComplete, complete: false, left: nil)) else {
+        XCTAssertEqual(verdict(.response(.restartFromZero(reason: "changed"), left: nil)), .endAttempt(.restartFromZero(reason: "changed")))
+        XCTAssertEqual(verdict(.response(.redirect("/x"), left: nil)), .endAttempt(.redirect(location: "/x")))
+        guard case .endAttempt(.restartFromZero) = verdict(.response(.alreadyComplete, left: nil)) else {
             return XCTFail("a 416 for a range is not the end of the file")
         }
         guard case .retry(let later, _) = verdict(.failed(.http(status: 503, reason: "Busy", retryAfter: 7))) else {
