@@ -32,6 +32,33 @@ GiB = 1024 ** 3
 MiB = 1024 ** 2
 
 
+# A system-type bus with Debian's default policy (system.conf) and the shipped one included.
+SYSTEM_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path={socket}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+  </policy>
+  <include>{policy}</include>
+</busconfig>
+"""
+NOBODY = 65534
+
+
 def free_port():
     import socket
     s = socket.socket()
@@ -106,28 +133,75 @@ http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000;
             pass
 
 
-class Service:
-    """downloadsd on a private bus it owns, with the client connection of the benchmark."""
+class Client:
+    """A python3-dbus client of the service: starts tasks and collects their Finished/Failed."""
 
-    def __init__(self, work, arguments=()):
-        self.work = work
-        os.makedirs(work, exist_ok=True)
-        self.bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1",
-                                     f"--address=unix:dir={work}"], stdout=subprocess.PIPE, text=True)
-        self.address = self.bus.stdout.readline().strip()
-        self.state = os.path.join(work, "state")
-        self.arguments = list(arguments)
-        self.daemon = None
-        self.connection = dbus.bus.BusConnection(self.address)
+    def __init__(self, address):
+        self.connection = dbus.bus.BusConnection(address)
         self.finished, self.progress = {}, 0
         self.connection.add_signal_receiver(self._signal, dbus_interface="org.example.Downloads", member_keyword="member")
+
+    def _signal(self, *args, member=None):
+        if member == "Progress":
+            self.progress += 1
+        elif member in ("Finished", "Failed"):
+            self.finished[str(args[0])] = member if member == "Finished" else f"Failed: {args[2]}"
+
+    @property
+    def manager(self):
+        return dbus.Interface(self.connection.get_object("org.example.Downloads", "/org/example/Downloads"),
+                              "org.example.Downloads")
+
+    def start(self, url, destination, options=None):
+        return str(self.manager.Start(url, destination, dbus.Dictionary(options or {}, signature="sv")))
+
+    def wait(self, paths, timeout=3600):
+        loop, context = GLib.MainLoop(), GLib.MainContext.default()
+        deadline = time.monotonic() + timeout
+        while not all(p in self.finished for p in paths):
+            if time.monotonic() > deadline:
+                sys.exit(f"timed out waiting for {len(paths)} task(s)")
+            context.iteration(True)
+        del loop
+        failed = [self.finished[p] for p in paths if self.finished[p] != "Finished"]
+        if failed:
+            sys.exit(f"downloadsd: {failed[0]}")
+
+
+class Service(Client):
+    """downloadsd on a private bus it owns, with the client connection of the benchmark.
+    `system`: `downloadsd --system` as root on a private system-type bus with the shipped policy
+    (dbus/org.example.Downloads.conf), as the .deb runs it; clients of another user then reach
+    their files through that user's file helper."""
+
+    def __init__(self, work, arguments=(), system=False):
+        self.work, self.bus_dir = work, None
+        os.makedirs(work, exist_ok=True)
+        if system:
+            bus_dir = self.bus_dir = tempfile.mkdtemp(prefix="bench-system-bus-")
+            os.chmod(bus_dir, 0o755)  # another user reaches the socket
+            config = os.path.join(bus_dir, "system.conf")
+            with open(config, "w") as f:
+                f.write(SYSTEM_BUS_CONFIG.format(socket=os.path.join(bus_dir, "socket"),
+                                                 policy=os.path.join(ROOT, "dbus/org.example.Downloads.conf")))
+            command = ["dbus-daemon", f"--config-file={config}", "--nofork", "--print-address=1"]
+        else:
+            command = ["dbus-daemon", "--session", "--nofork", "--print-address=1", f"--address=unix:dir={work}"]
+        self.bus = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        self.address = self.bus.stdout.readline().strip()
+        self.state = os.path.join(work, "state")
+        # --system finds its bus in DBUS_SYSTEM_BUS_ADDRESS, as under systemd.
+        self.bus_arguments = ["--system"] if system else ["--address", self.address]
+        self.arguments = list(arguments)
+        self.daemon = None
+        super().__init__(self.address)
         self.start_daemon()
 
     def start_daemon(self):
         log = open(os.path.join(self.work, "daemon.log"), "a")
         started = time.monotonic()
-        self.daemon = subprocess.Popen([DAEMON, "--address", self.address, "--state-dir", self.state, "--no-desktop"]
-                                       + self.arguments, stderr=log)
+        self.daemon = subprocess.Popen([DAEMON, *self.bus_arguments, "--state-dir", self.state, "--no-desktop"] + self.arguments,
+                                       stderr=log, env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.address))
         while not self.connection.name_has_owner("org.example.Downloads"):
             if self.daemon.poll() is not None:
                 sys.exit("downloadsd exited; see " + log.name)
@@ -144,17 +218,8 @@ class Service:
         self.connection.close()
         self.bus.terminate()
         self.bus.wait()
-
-    def _signal(self, *args, member=None):
-        if member == "Progress":
-            self.progress += 1
-        elif member in ("Finished", "Failed"):
-            self.finished[str(args[0])] = member if member == "Finished" else f"Failed: {args[2]}"
-
-    @property
-    def manager(self):
-        return dbus.Interface(self.connection.get_object("org.example.Downloads", "/org/example/Downloads"),
-                              "org.example.Downloads")
+        if self.bus_dir:
+            shutil.rmtree(self.bus_dir, ignore_errors=True)
 
     def cpu(self):
         with open(f"/proc/{self.daemon.pid}/stat") as f:
@@ -178,21 +243,6 @@ class Service:
     def reset_peak(self):
         with open(f"/proc/{self.daemon.pid}/clear_refs", "w") as f:
             f.write("5")
-
-    def start(self, url, destination, options=None):
-        return str(self.manager.Start(url, destination, dbus.Dictionary(options or {}, signature="sv")))
-
-    def wait(self, paths, timeout=3600):
-        loop, context = GLib.MainLoop(), GLib.MainContext.default()
-        deadline = time.monotonic() + timeout
-        while not all(p in self.finished for p in paths):
-            if time.monotonic() > deadline:
-                sys.exit(f"timed out waiting for {len(paths)} task(s)")
-            context.iteration(True)
-        del loop
-        failed = [self.finished[p] for p in paths if self.finished[p] != "Finished"]
-        if failed:
-            sys.exit(f"downloadsd: {failed[0]}")
 
     def download(self, url, destination, options=None):
         """wall_s, cpu_s (the daemon's), peak RSS MiB (the daemon's, during this download), Progress signals."""
@@ -541,6 +591,22 @@ def start_many(service, jobs, in_flight=64):
     return time.monotonic() - started
 
 
+def start_many_as(uid, address, jobs, directory):
+    """start_many from a client process of user `uid` (this script with --client): on the system
+    bus a task's files are the caller's. The list of jobs goes into `directory`, which that user
+    must reach. Returns the wall time the client measured."""
+    listing = os.path.join(directory, "jobs-as-%d.list" % uid)
+    with open(listing, "w") as f:
+        f.write("".join(f"{url}\t{destination}\n" for url, destination in jobs))
+    os.chmod(listing, 0o644)
+    result = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", sys.executable,
+                             os.path.abspath(__file__), "--client", address, "--jobs", listing],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"the client as uid {uid} failed: {result.stderr.strip()}")
+    return float(result.stdout.split()[-1])
+
+
 def section_small(nginx, work, runs, count=1000, size=64 * 1024):
     """Issue 24: many small downloads at once, the per-task cost. 1,000 files of 64 KiB from nginx
     into a tmpfs, 64 Start calls in flight, against aria2c -i (its defaults) and curl --parallel
@@ -561,7 +627,7 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
         configs[scheme] = os.path.join(work, f"small-{scheme}.curl")
         with open(configs[scheme], "w") as f:
             f.write("".join(f'url = "{url(name)}"\noutput = "{os.path.join(shm, "curl", name)}"\n' for name in names))
-    results = {"disk": [], "tmpfs": [], "https": [], "aria2c": [], "curl": [], "aria2c-https": [], "curl-https": []}
+    results = {"disk": [], "tmpfs": [], "https": [], "system": [], "aria2c": [], "curl": [], "aria2c-https": [], "curl-https": []}
 
     def clean(directory):
         shutil.rmtree(directory, ignore_errors=True)
@@ -569,17 +635,24 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
 
     try:
         for run in range(runs):
-            for place in ("disk", "tmpfs", "https"):
+            for place in ("disk", "tmpfs", "https", "system"):
                 target = os.path.join(shm, "ours")
                 clean(target)
                 base = shm if place == "tmpfs" else state_disk
                 url = nginx.tls_url if place == "https" else nginx.url
                 service = Service(os.path.join(base, f"service-{place}-{run}"),
-                                  ["--max-tasks-per-user", str(count * 2), "--ca-file", nginx.ca])
+                                  ["--max-tasks-per-user", str(count * 2), "--ca-file", nginx.ca], system=place == "system")
                 try:
+                    jobs = [(url(name), os.path.join(target, name)) for name in names]
                     subprocess.run(["sync"])
                     cpu = service.cpu()
-                    wall = start_many(service, [(url(name), os.path.join(target, name)) for name in names])
+                    if place == "system":
+                        # As the .deb runs it: root's daemon, user nobody's client, files through nobody's helper.
+                        os.chmod(shm, 0o755)
+                        os.chown(target, NOBODY, NOBODY)
+                        wall = start_many_as(NOBODY, service.address, jobs, shm)
+                    else:
+                        wall = start_many(service, jobs)
                     results[place].append((wall, service.cpu() - cpu, service.status("VmHWM")))
                     if not all(same(os.path.join(target, n), os.path.join(nginx.www, n)) for n in names[:: max(1, count // 50)]):
                         sys.exit("downloadsd: a small file differs from its source")
@@ -603,14 +676,16 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
             values = results[name]
             table.add(label, len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1), rate(values))
         for place, label, reference in (("disk", "downloadsd, state on disk", "aria2c"), ("tmpfs", "downloadsd, state on tmpfs", "aria2c"),
-                                        ("https", "downloadsd, HTTPS (HTTP/2), state on disk", "aria2c-https")):
+                                        ("https", "downloadsd, HTTPS (HTTP/2), state on disk", "aria2c-https"),
+                                        ("system", "downloadsd --system, client user nobody (file helper), state on disk", "aria2c")):
             values = results[place]
             against = median([o[0] / a[0] for o, a in zip(values, results[reference])])
             per_task = median([v[1] for v in values]) / count * 1000
             table.add(label, len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1),
                       f"{rate(values)}; {per_task:.2f} ms daemon CPU per task; {against:.2f}× {reference}'s wall time")
         table.notes.append("64 Start calls in flight from one python3-dbus client; the wall time runs from the first Start "
-                           "to the last Finished; CPU is the daemon's (aria2c's and curl's their own).")
+                           "to the last Finished; CPU is the daemon's (aria2c's and curl's their own; on the system bus "
+                           "the daemon's without its file helper's, which runs as the caller).")
     finally:
         shutil.rmtree(shm, ignore_errors=True)
         shutil.rmtree(state_disk, ignore_errors=True)
@@ -639,7 +714,15 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks,small")
     parser.add_argument("--tasks", type=int, default=10000)
+    parser.add_argument("--client", help=argparse.SUPPRESS)  # a bus address: run start_many on --jobs, print the wall time
+    parser.add_argument("--jobs", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.client:
+        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+        with open(args.jobs) as f:
+            jobs = [tuple(line.rstrip("\n").split("\t")) for line in f if line.strip()]
+        print(start_many(Client(args.client), jobs))
+        return
     if not os.access(DAEMON, os.X_OK):
         sys.exit(f"no {DAEMON}: swift build -c release --product downloadsd")
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
