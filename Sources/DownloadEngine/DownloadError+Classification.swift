@@ -40,4 +40,37 @@ extension DownloadError {
             return .network("\(error)")
         }
     }
+
+    /// What a request through `proxy` failed with before any response, when it is the proxy's
+    /// doing: it could not be reached, asked for credentials (407), refused the tunnel, or its
+    /// SOCKS handshake failed. nil: not the proxy's (a TLS error inside the tunnel is the
+    /// server's). Errors are told apart by type; SOCKS errors by their module (NIOSOCKS, which
+    /// this package does not name).
+    static func classify(_ error: Error, through proxy: ProxySetting, to host: String) -> DownloadError? {
+        switch error {
+        case let error as HTTPClientError:
+            switch error {
+            case .proxyAuthenticationRequired:
+                return .proxy("the proxy \(proxy) asks for credentials (407 Proxy Authentication Required)"
+                    + (proxy.hasCredentials ? "; it refused the ones given" : ""))
+            case .invalidProxyResponse:
+                return .proxy("the proxy \(proxy) refused the tunnel to \(host) (its CONNECT answer was not 2xx)")
+            case .httpProxyHandshakeTimeout, .socksHandshakeTimeout:
+                return .proxy("the proxy \(proxy) did not answer in time")
+            case .connectTimeout:
+                return .proxy("could not connect to the proxy \(proxy) in time")
+            default:
+                return nil
+            }
+        case let error as NIOConnectionError:
+            return .proxy("could not connect to the proxy \(proxy): \(error.connectionErrors.first.map { "\($0.error)" } ?? "connection failed")")
+        case ChannelError.connectTimeout:
+            return .proxy("could not connect to the proxy \(proxy) in time")
+        default:
+            if String(reflecting: type(of: error)).hasPrefix("NIOSOCKS.") {
+                return .proxy("the SOCKS proxy \(proxy) refused the connection to \(host): \(error)")
+            }
+            return nil
+        }
+    }
 }

@@ -25,6 +25,7 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
         case cancelled = "Cancelled"
         case interrupted = "Interrupted"
         case accessDenied = "AccessDenied"
+        case proxyError = "ProxyError"
     }
 
     public let code: Code
@@ -74,6 +75,8 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     /// A destination the owner may not reach (a denied network).
     public static func accessDenied(_ message: String) -> DownloadError { .init(.accessDenied, message) }
     public static func timeout(_ message: String) -> DownloadError { .init(.timeout, message) }
+    /// The proxy refused or could not be reached; `message` names it without credentials.
+    public static func proxy(_ message: String) -> DownloadError { .init(.proxyError, message) }
     public static func tooManyRedirects(_ limit: Int) -> DownloadError {
         .init(.tooManyRedirects, "more than \(limit) redirects")
     }

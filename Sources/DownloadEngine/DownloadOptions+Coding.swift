@@ -16,6 +16,7 @@ extension DownloadOptions: Codable {
         case desktopEntry = "desktop_entry"
         case lowSpeedLimit = "low_speed_limit"
         case lowSpeedTime = "low_speed_time"
+        case proxy
     }
 
     public init(from decoder: Decoder) throws {
@@ -39,6 +40,13 @@ extension DownloadOptions: Codable {
         desktopEntry = try container.decodeIfPresent(String.self, forKey: .desktopEntry)
         lowSpeedLimit = try container.decodeIfPresent(UInt64.self, forKey: .lowSpeedLimit)
         lowSpeedTime = try container.decodeIfPresent(Double.self, forKey: .lowSpeedTime)
+        if let text = try container.decodeIfPresent(String.self, forKey: .proxy) {
+            do {
+                proxy = try ProxySetting.parse(text)
+            } catch {
+                throw DecodingError.dataCorruptedError(forKey: .proxy, in: container, debugDescription: "a proxy that does not parse")
+            }
+        }
     }
 
     /// Defaults are left out, so a row or blob names only what the client chose.
@@ -57,5 +65,6 @@ extension DownloadOptions: Codable {
         try container.encodeIfPresent(desktopEntry, forKey: .desktopEntry)
         try container.encodeIfPresent(lowSpeedLimit, forKey: .lowSpeedLimit)
         try container.encodeIfPresent(lowSpeedTime, forKey: .lowSpeedTime)
+        try container.encodeIfPresent(proxy?.text, forKey: .proxy)
     }
 }

@@ -32,6 +32,10 @@ public struct DownloadOptions: Sendable, Hashable {
     /// `Timeout` (and is retried); nil = the engine's defaults, a limit of 0 = no check.
     public var lowSpeedLimit: UInt64?
     public var lowSpeedTime: Double?
+    /// The caller's proxy for this task (`.direct`: none); nil = the daemon's environment
+    /// (`ProxyEnvironment`). Its credentials are secrets: stored, sealed in resume data, never
+    /// shown or logged (`ProxySetting.description` leaves them out).
+    public var proxy: ProxySetting?
 
     public init() {}
 
@@ -41,20 +45,23 @@ public struct DownloadOptions: Sendable, Hashable {
         public var priority: Priority?
         public var maxBytesPerSecond: UInt64?
         public var allowMetered: Bool?
+        public var proxy: ProxySetting?
 
-        public init(priority: Priority? = nil, maxBytesPerSecond: UInt64? = nil, allowMetered: Bool? = nil) {
+        public init(priority: Priority? = nil, maxBytesPerSecond: UInt64? = nil, allowMetered: Bool? = nil, proxy: ProxySetting? = nil) {
             self.priority = priority
             self.maxBytesPerSecond = maxBytesPerSecond
             self.allowMetered = allowMetered
+            self.proxy = proxy
         }
 
-        public var isEmpty: Bool { priority == nil && maxBytesPerSecond == nil && allowMetered == nil }
+        public var isEmpty: Bool { priority == nil && maxBytesPerSecond == nil && allowMetered == nil && proxy == nil }
     }
 
     public mutating func apply(_ change: Change) {
         if let priority = change.priority { self.priority = priority }
         if let rate = change.maxBytesPerSecond { maxBytesPerSecond = rate }
         if let allow = change.allowMetered { allowMetered = allow }
+        if let proxy = change.proxy { self.proxy = proxy }
     }
 
     /// The most ranged connections one download may open.

@@ -12,11 +12,14 @@ import NIOSSL
 ///   they would all be streams of one connection, which gains nothing against a server that
 ///   limits each connection or a path one TCP window cannot fill).
 ///
-/// Owners held to `deniedNetworks` get clients pinned (through `dnsOverride`, keeping the name
-/// for TLS) to a checked address, so no later lookup can swap in another one. A pinned client is
-/// kept per (owner, host, port, address, kind) and shared by that owner's requests while they
-/// use it: a TCP and TLS handshake per host, not per request. One that no request has used for
-/// `idleTimeout` is shut down (the pool's own idle connections close after the same time).
+/// A request that does not go straight to the server by the usual lookup takes a client of its
+/// `Route`: owners held to `deniedNetworks` get clients pinned (through `dnsOverride`, keeping
+/// the name for TLS) to a checked address, so no later lookup can swap in another one; a request
+/// through a proxy gets a client configured with that proxy (AsyncHTTPClient sets proxies per
+/// client). Such a client is kept per (route, kind) and shared by the requests of that route
+/// while they use it: a TCP and TLS handshake (and a CONNECT) per host, not per request. One that
+/// no request has used for `idleTimeout` is shut down (the pool's own idle connections close
+/// after the same time).
 ///
 /// Trust: the system store (`/etc/ssl/certs/ca-certificates.crt`, what `update-ca-certificates`
 /// writes), plus an administrator's `caFile`; certificate and host-name checks are always on.
@@ -29,19 +32,32 @@ final class HTTPClients: Sendable {
         case separate
     }
 
+    /// How one request reaches its server, when not by the shared clients: pinned to an
+    /// address, through a proxy, or both.
+    struct Route: Hashable, Sendable {
+        /// The owner, when the address is pinned for them (0 otherwise: a proxy's client is shared).
+        var owner: UInt32 = 0
+        /// The server's host and port, and the address it is pinned to (nil: looked up as usual).
+        var host = ""
+        var port = 0
+        var address: String?
+        var proxy: ProxySetting?
+        /// The proxy's own checked address (nil: its name is looked up as usual).
+        var proxyAddress: String?
+    }
+
     /// A client for one request; hand it back with `release` when the request ended.
     struct Lease: Sendable {
         let client: HTTPClient
         fileprivate let key: PinKey?
         /// The address a pinned client connects to (nil: the host name is looked up as usual).
-        var pinnedAddress: String? { key?.address }
+        var pinnedAddress: String? { key?.route.address }
+        /// The proxy the request goes through, if any.
+        var proxy: ProxySetting? { key?.route.proxy }
     }
 
     fileprivate struct PinKey: Hashable, Sendable {
-        let owner: UInt32
-        let host: String
-        let port: Int
-        let address: String
+        let route: Route
         let kind: Kind
     }
 
@@ -102,9 +118,11 @@ final class HTTPClients: Sendable {
         Lease(client: kind == .multiplexed ? multiplexedClient : separateClient, key: nil)
     }
 
-    /// The client of `owner` pinned to `address` for `host`: the one already open, or a new one.
-    func lease(_ kind: Kind, owner: UInt32, host: String, port: Int, address: String) -> Lease {
-        let key = PinKey(owner: owner, host: host, port: port, address: address, kind: kind)
+    /// The client of `route`: the one already open, or a new one; the shared one for a route
+    /// that neither pins nor proxies.
+    func lease(_ kind: Kind, route: Route) -> Lease {
+        guard route.address != nil || route.proxy != nil else { return lease(kind) }
+        let key = PinKey(route: route, kind: kind)
         let (client, expired) = state.withLockedValue { state -> (HTTPClient?, [HTTPClient]) in
             let expired = Self.takeExpired(&state, now: .now(), idleTimeout: idleTimeout)
             if var entry = state.pinned[key] {
@@ -118,7 +136,18 @@ final class HTTPClients: Sendable {
         Self.shutDown(expired)
         if let client { return Lease(client: client, key: key) }
         var configuration = kind == .multiplexed ? multiplexedConfiguration : separateConfiguration
-        configuration.dnsOverride = [host: address]
+        if let address = route.address { configuration.dnsOverride = [route.host: address] }
+        switch route.proxy {
+        case .http(let host, let port, let credentials):
+            configuration.proxy = .server(
+                host: route.proxyAddress ?? host, port: port,
+                authorization: credentials.map { .basic(username: $0.user, password: $0.password) }
+            )
+        case .socks5(let host, let port, _):
+            configuration.proxy = .socksServer(host: route.proxyAddress ?? host, port: port)
+        case .direct, nil:
+            break
+        }
         let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         // Another request of the same owner may have made one meanwhile: keep the first.
         let (chosen, surplus) = state.withLockedValue { state -> (HTTPClient, HTTPClient?) in

@@ -6,7 +6,8 @@ import Foundation
 /// only the daemon knows, so a forged, truncated or altered blob is refused.
 ///
 /// It binds the owner's uid (another user's blob is refused) and never carries header values in
-/// clear text: the request headers (which may hold an `Authorization` or a `Cookie`) are sealed
+/// clear text: the request headers (which may hold an `Authorization` or a `Cookie`) and the
+/// `proxy` option (which may hold a password) are sealed
 /// with ChaCha20-Poly1305 under a key derived from the daemon's key; their names are not shown
 /// either. Everything else stays readable.
 public struct ResumeData: Sendable, Hashable {
@@ -71,6 +72,8 @@ public struct ResumeData: Sendable, Hashable {
         var options: DownloadOptions
         /// base64 of ChaCha20-Poly1305 (nonce, ciphertext, tag) over the headers' JSON; absent without headers.
         var sealed_headers: String?
+        /// The same over the `proxy` option's text (it may hold a password); absent without one.
+        var sealed_proxy: String?
     }
 
     private static func headerKey(_ key: SymmetricKey) -> SymmetricKey {
@@ -83,16 +86,20 @@ public struct ResumeData: Sendable, Hashable {
     public func encoded(key: SymmetricKey) throws -> [UInt8] {
         var visible = options
         visible.headers = [:]
+        visible.proxy = nil
         var sealed: String?
         if !options.headers.isEmpty {
             let plain = try JSONEncoder().encode(options.headers)
             sealed = try ChaChaPoly.seal(plain, using: ResumeData.headerKey(key)).combined.base64EncodedString()
         }
+        let sealedProxy = try options.proxy.map {
+            try ChaChaPoly.seal(Array($0.text.utf8), using: ResumeData.headerKey(key)).combined.base64EncodedString()
+        }
         let body = Body(
             task_id: taskID, owner_uid: owner, session: session, url: url, final_url: finalURL, destination: destination,
             destination_is_directory: destinationIsDirectory, resolved_path: resolvedPath, offset: offset,
             validator: validator, expected_length: expectedLength, segments: segments, options: visible,
-            sealed_headers: sealed
+            sealed_headers: sealed, sealed_proxy: sealedProxy
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -150,6 +157,17 @@ public struct ResumeData: Sendable, Hashable {
                 throw DownloadError.invalidResumeData("the resume data's sealed headers do not open")
             }
             options.headers = headers
+        }
+        if let sealed = body.sealed_proxy {
+            guard let combined = Data(base64Encoded: sealed),
+                  let box = try? ChaChaPoly.SealedBox(combined: combined),
+                  let plain = try? ChaChaPoly.open(box, using: headerKey(key)),
+                  let text = String(bytes: plain, encoding: .utf8),
+                  let proxy = try? ProxySetting.parse(text)
+            else {
+                throw DownloadError.invalidResumeData("the resume data's sealed proxy does not open")
+            }
+            options.proxy = proxy
         }
         var record = DownloadTaskRecord(
             id: body.task_id, owner: body.owner_uid, session: body.session, url: body.url, destination: body.destination,

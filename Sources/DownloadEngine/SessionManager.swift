@@ -71,6 +71,9 @@ public final class SessionManager: Sendable {
         public var deniedNetworks: [NetworkRange] = []
         /// Certificates (PEM) trusted beside the system store: an administrator's flag, never a caller's.
         public var caFile: String?
+        /// The proxy of tasks that give none of their own: the daemon's environment
+        /// (`http_proxy`, `https_proxy`, `all_proxy`, `no_proxy`), as an administrator sets it.
+        public var proxyEnvironment = ProxyEnvironment.none
         public init() {}
     }
 

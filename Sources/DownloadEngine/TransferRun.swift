@@ -233,8 +233,8 @@ final class TransferRun: Sendable {
         let connection: HTTPClients.Lease
         do {
             connection = try await manager.client(
-                segment != nil || split != nil ? .separate : .multiplexed,
-                for: record.owner, host: httpRequest.host, port: httpRequest.port
+                segment != nil || split != nil ? .separate : .multiplexed, for: record.owner,
+                scheme: httpRequest.scheme, host: httpRequest.host, port: httpRequest.port, proxy: record.options.proxy
             )
         } catch {
             return .failed(DownloadError.classify(error))
@@ -270,8 +270,12 @@ final class TransferRun: Sendable {
         let writeFailure = try? await writer.perform { $0.writeFailure }
         if let failure = writeFailure ?? nil { return .failed(failure) }
         if let thrown {
+            // Before any response through a proxy, a failure to connect or to open the tunnel is the proxy's.
+            if let proxy = connection.proxy, result == nil, transfer.partialResult == nil, let error = DownloadError.classify(thrown, through: proxy, to: httpRequest.host) {
+                return .failed(error)
+            }
             let error = DownloadError.classify(thrown)
-            guard error.code == .tlsError, result == nil else { return .failed(error) }
+            guard error.code == .tlsError, result == nil, connection.proxy == nil else { return .failed(error) }
             // BoringSSL says only "CERTIFICATE_VERIFY_FAILED": find out which check failed.
             let why = await TLSDiagnosis.explain(
                 host: httpRequest.host, port: httpRequest.port, address: connection.pinnedAddress,

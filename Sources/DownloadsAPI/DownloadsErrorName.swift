@@ -23,6 +23,7 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
     case cancelled = "Cancelled"
     case interrupted = "Interrupted"
     case storageFull = "StorageFull"
+    case proxyError = "ProxyError"
     case failed = "Failed"
 
     public static let prefix = "org.example.Downloads.Error."
@@ -45,7 +46,7 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
     /// the engine's message states as "the server answered NNN".
     public func isWorthResuming(message: String) -> Bool {
         switch self {
-        case .networkError, .timeout, .interrupted, .fileError, .tlsError: return true
+        case .networkError, .timeout, .interrupted, .fileError, .tlsError, .proxyError: return true
         case .httpError:
             let prefix = "the server answered "
             guard message.hasPrefix(prefix), let status = Int(message.dropFirst(prefix.count).prefix(3)) else { return false }
@@ -76,6 +77,7 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
         case .cancelled: return "the task was cancelled (Failed only)"
         case .interrupted: return "the body ended early (retried; Failed only when retries ran out)"
         case .storageFull: return "the state directory cannot take a write (its disk is full): the call changed nothing"
+        case .proxyError: return "the proxy could not be reached, asked for credentials (407) or refused the tunnel; the message names it, never its password (Failed only)"
         case .failed: return "an unexpected internal error"
         }
     }

@@ -15,6 +15,7 @@ public struct TaskOptions: Sendable, Hashable {
         case desktopEntry = "desktop_entry"
         case lowSpeedLimit = "low_speed_limit"
         case lowSpeedTime = "low_speed_time"
+        case proxy
 
         public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
     }
@@ -26,7 +27,7 @@ public struct TaskOptions: Sendable, Hashable {
     /// What `Start` takes.
     public static let startKeys = Set(Key.allCases)
     /// What `ResumeWithData` takes (what may change on an existing task).
-    public static let resumeKeys: Set<Key> = [.priority, .maxBytesPerSecond, .allowMetered]
+    public static let resumeKeys: Set<Key> = [.priority, .maxBytesPerSecond, .allowMetered, .proxy]
     /// Longest session name, in bytes.
     public static let maxSessionBytes = 255
     public static let maxConnections: UInt32 = 16
@@ -53,6 +54,11 @@ public struct TaskOptions: Sendable, Hashable {
     /// (retried); 0 turns the check off (curl's `--speed-limit`/`--speed-time`).
     public var lowSpeedLimit: UInt64?
     public var lowSpeedTime: UInt32?
+    /// `http://[user:password@]host:port`, `socks5://host:port`, `socks5h://host:port` or
+    /// `direct://` (checked by the service); not given: the daemon's own proxy settings.
+    public var proxy: String?
+    /// Longest proxy URL, in bytes.
+    public static let maxProxyBytes = 2048
 
     public init() {}
 
@@ -110,6 +116,12 @@ public struct TaskOptions: Sendable, Hashable {
             case .allowMetered:
                 guard case .boolean(let flag) = value else { throw wrongType("b") }
                 allowMetered = flag
+            case .proxy:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                guard text.utf8.count <= TaskOptions.maxProxyBytes else {
+                    throw DownloadsErrorName.quotaExceeded.error("the proxy is \(text.utf8.count) bytes; at most \(TaskOptions.maxProxyBytes)")
+                }
+                proxy = text
             case .desktopEntry:
                 guard case .string(let text) = value else { throw wrongType("s") }
                 desktopEntry = try TaskOptions.checkedDesktopEntry(text)
@@ -189,6 +201,7 @@ public struct TaskOptions: Sendable, Hashable {
         if let desktopEntry { result[Key.desktopEntry.rawValue] = .string(desktopEntry) }
         if let lowSpeedLimit { result[Key.lowSpeedLimit.rawValue] = .uint64(lowSpeedLimit) }
         if let lowSpeedTime { result[Key.lowSpeedTime.rawValue] = .uint32(lowSpeedTime) }
+        if let proxy { result[Key.proxy.rawValue] = .string(proxy) }
         return result
     }
 }

@@ -172,7 +172,7 @@ extension DownloadsService {
             try checkMayAddTask(owner: owner)
         }
         try requireRoom()
-        let snapshot = try await engine.adopt(data, change: StartRequest.change(options), fileMode: fileMode)
+        let snapshot = try await engine.adopt(data, change: try StartRequest.change(options), fileMode: fileMode)
         await engine.eventsDelivered(snapshot.id)
         try requireStored(snapshot.id)
         return DownloadsAPI.taskPath(snapshot.id)

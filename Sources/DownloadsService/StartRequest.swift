@@ -45,7 +45,7 @@ enum StartRequest {
         var result = DownloadOptions()
         if let headers = options.headers { result.headers = headers }
         result.sha256 = options.sha256
-        result.apply(change(options))
+        result.apply(try change(options))
         if let overwrite = options.overwrite { result.overwrite = overwrite }
         if let connections = options.connections { result.connections = Int(connections) }
         result.connectTimeout = options.connectTimeout
@@ -63,10 +63,16 @@ enum StartRequest {
     }
 
     /// What may change on an existing task.
-    static func change(_ options: TaskOptions) -> DownloadOptions.Change {
-        DownloadOptions.Change(
+    static func change(_ options: TaskOptions) throws -> DownloadOptions.Change {
+        let proxy: ProxySetting?
+        do {
+            proxy = try options.proxy.map(ProxySetting.parse)
+        } catch {
+            throw ServiceError.reply(for: error)
+        }
+        return DownloadOptions.Change(
             priority: options.priority.flatMap { DownloadOptions.Priority(rawValue: $0.rawValue) },
-            maxBytesPerSecond: options.maxBytesPerSecond, allowMetered: options.allowMetered
+            maxBytesPerSecond: options.maxBytesPerSecond, allowMetered: options.allowMetered, proxy: proxy
         )
     }
 }

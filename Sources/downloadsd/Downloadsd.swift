@@ -122,6 +122,16 @@ struct Downloadsd: AsyncParsableCommand {
         if !engineConfiguration.deniedNetworks.isEmpty {
             logger.info("users other than root cannot download from \(engineConfiguration.deniedNetworks.map(\.description).joined(separator: ", "))")
         }
+        // An administrator's proxy (a systemd drop-in's Environment=), for tasks that give none.
+        let proxies = ProxyEnvironment(ProcessInfo.processInfo.environment)
+        engineConfiguration.proxyEnvironment = proxies
+        for problem in proxies.problems { logger.warning("\(problem)") }
+        if proxies.http != nil || proxies.https != nil {
+            logger.info("""
+                proxy for tasks without their own: http \(proxies.http?.description ?? "none"), \
+                https \(proxies.https?.description ?? "none")\(proxies.noProxy.isEmpty ? "" : ", some hosts direct (no_proxy)")
+                """)
+        }
         // As root, every other user's files are touched by a helper running as that user.
         // Without the helper, only the daemon's own user (and root) may start downloads.
         var files: any FileAccessProvider = DirectFileAccess()

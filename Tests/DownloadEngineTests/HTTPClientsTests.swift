@@ -10,10 +10,10 @@ import XCTest
 final class HTTPClientsTests: EngineTestCase {
     func testAPinnedClientIsSharedByItsOwnersRequestsAndShutDownOnceIdle() async throws {
         let clients = HTTPClients(connectTimeout: 5, caFile: nil, connectionsPerHost: 4, idleTimeout: .milliseconds(50))
-        let a = clients.lease(.multiplexed, owner: 1000, host: "example.test", port: 443, address: "127.0.0.1")
-        let b = clients.lease(.multiplexed, owner: 1000, host: "example.test", port: 443, address: "127.0.0.1")
-        let otherOwner = clients.lease(.multiplexed, owner: 1001, host: "example.test", port: 443, address: "127.0.0.1")
-        let otherKind = clients.lease(.separate, owner: 1000, host: "example.test", port: 443, address: "127.0.0.1")
+        let a = clients.lease(.multiplexed, route: .init(owner: 1000, host: "example.test", port: 443, address: "127.0.0.1"))
+        let b = clients.lease(.multiplexed, route: .init(owner: 1000, host: "example.test", port: 443, address: "127.0.0.1"))
+        let otherOwner = clients.lease(.multiplexed, route: .init(owner: 1001, host: "example.test", port: 443, address: "127.0.0.1"))
+        let otherKind = clients.lease(.separate, route: .init(owner: 1000, host: "example.test", port: 443, address: "127.0.0.1"))
         XCTAssertTrue(a.client === b.client)
         XCTAssertFalse(a.client === otherOwner.client)
         XCTAssertFalse(a.client === otherKind.client)
@@ -26,6 +26,24 @@ final class HTTPClientsTests: EngineTestCase {
         let deadline = ContinuousClock.now + .seconds(10)
         while clients.pinnedCount > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         XCTAssertEqual(clients.pinnedCount, 0, "an idle client is shut down by itself")
+        await clients.shutdown()
+    }
+
+    func testAProxysClientIsSharedByEveryRequestThroughItAndCredentialsMakeAnother() async throws {
+        let clients = HTTPClients(connectTimeout: 5, caFile: nil, connectionsPerHost: 4, idleTimeout: .milliseconds(50))
+        let proxy = try ProxySetting.parse("http://proxy.test:3128")
+        let a = clients.lease(.multiplexed, route: .init(proxy: proxy))
+        let b = clients.lease(.multiplexed, route: .init(proxy: proxy))
+        let withPassword = clients.lease(.multiplexed, route: .init(proxy: try ProxySetting.parse("http://u:p@proxy.test:3128")))
+        let socks = clients.lease(.multiplexed, route: .init(proxy: try ProxySetting.parse("socks5h://proxy.test:1080")))
+        let direct = clients.lease(.multiplexed, route: .init())
+        XCTAssertTrue(a.client === b.client, "one client per distinct proxy, reused")
+        XCTAssertFalse(a.client === withPassword.client)
+        XCTAssertFalse(a.client === socks.client)
+        XCTAssertTrue(direct.client === clients.lease(.multiplexed).client, "no pin and no proxy: the shared client")
+        XCTAssertEqual(a.proxy, proxy)
+        XCTAssertEqual(clients.pinnedCount, 3)
+        for lease in [a, b, withPassword, socks, direct] { clients.release(lease) }
         await clients.shutdown()
     }
 
@@ -51,6 +69,41 @@ final class HTTPClientsTests: EngineTestCase {
         }
         XCTAssertEqual(Set(local.requests.map(\.connection)).count, 1, "one TCP connection for eight downloads")
         XCTAssertEqual(manager.clients.pinnedCount, 1)
+    }
+
+    typealias DownloadTaskSnapshotState = (state: DownloadState, error: String?, message: String)
+
+    /// `--deny-network` through a proxy: the proxy's address is judged like a server's, and so
+    /// is the server's when it is an address or a name that resolves here.
+    func testDeniedNetworksJudgeTheProxyAndTheServerBoth() async throws {
+        let proxy = try TinyProxy(in: directory.path)
+        defer { proxy.stop() }
+        let content = Self.content(20_000, seed: 9)
+        server.set("/through", Route(content: content))
+        func run(_ url: String, proxy text: String, denied: [String], name: String) async throws -> DownloadTaskSnapshotState {
+            await manager.shutdown()
+            manager = makeManager { $0.deniedNetworks = denied.compactMap { NetworkRange($0) } }
+            var options = DownloadOptions()
+            options.proxy = try ProxySetting.parse(text)
+            let id = try manager.create(DownloadRequest(
+                owner: Self.owner, session: "s", url: url, destination: directory.file(name), destinationIsDirectory: false,
+                options: options
+            )).id
+            let done = try await wait(id, for: [.finished, .failed])
+            return (done.state, done.record.errorName, done.record.errorMessage ?? "")
+        }
+        var result = try await run(server.url("/through"), proxy: proxy.url, denied: ["10.0.0.0/8"], name: "allowed")
+        XCTAssertEqual(result.state, .finished, result.message)
+        XCTAssertEqual(proxy.connectRequests.count, 1)
+        result = try await run(server.url("/through"), proxy: proxy.url, denied: ["127.0.0.0/8"], name: "proxy-denied")
+        XCTAssertEqual(result.error, "AccessDenied")
+        XCTAssertTrue(result.message.contains("the proxy http://127.0.0.1:\(proxy.port)"), result.message)
+        result = try await run("http://10.9.9.9:\(server.port)/through", proxy: proxy.url, denied: ["10.0.0.0/8"], name: "server-denied")
+        XCTAssertEqual(result.error, "AccessDenied", "the server's address is judged though the proxy connects to it")
+        result = try await run("http://localhost:\(server.port)/through", proxy: "socks5h://127.0.0.1:1", denied: ["127.0.0.0/8", "::1/128"],
+                               name: "socks5h")
+        XCTAssertEqual(result.error, "AccessDenied", "the proxy's own address first")
+        XCTAssertEqual(proxy.connectRequests.count, 1, "nothing denied reached the proxy")
     }
 
     func testIPv6Loopback() async throws {

@@ -1,0 +1,172 @@
+import DBus
+import Foundation
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// Downloads through real proxies from Debian: tinyproxy (CONNECT, with and without Basic
+/// credentials, one that refuses tunnels), microsocks (SOCKS5, names resolved here or by the
+/// proxy), a dead proxy port; the daemon's own environment with `no_proxy`; pause and resume
+/// through a proxy; credentials never shown.
+final class ProxyTests: TLSDaemonTestCase {
+    override var extraArguments: [String] { ["--ca-file", tls.certificates.caFile] }
+
+    func failure(_ path: ObjectPath) async throws -> (name: String, message: String) {
+        let state = try await waitState(path, ["finished", "failed", "cancelled"])
+        XCTAssertEqual(state, "failed")
+        return (try await property(path, "Error")?.stringValue ?? "", try await property(path, "ErrorMessage")?.stringValue ?? "")
+    }
+
+    func testAnHTTPProxyTunnelsHTTPAndHTTPSAndAsksForItsCredentials() async throws {
+        let open = try TinyProxy(in: directory.path)
+        defer { open.stop() }
+        let guarded = try TinyProxy(in: directory.path, credentials: ("alice", "s3cret"))
+        defer { guarded.stop() }
+        let content = Self.content(300_000)
+        http.set("/p", Route(content: content))
+        try tls.file("p.bin", content)
+
+        try await download(http.url("/p"), to: directory.file("plain.bin"), expecting: content, options: ["proxy": .string(open.url)])
+        XCTAssertEqual(open.connectRequests, ["127.0.0.1:\(http.port)"], "an http URL goes through the proxy's tunnel")
+        try await download(tls.url(.http2, "/p.bin"), to: directory.file("tls.bin"), expecting: content, options: ["proxy": .string(open.url)])
+        XCTAssertEqual(open.connectRequests.last, "localhost:\(tls.port(.http2))", "https: CONNECT, then TLS to the server inside")
+
+        let withPassword = "http://alice:s3cret@127.0.0.1:\(guarded.port)"
+        try await download(http.url("/p"), to: directory.file("auth.bin"), expecting: content, options: ["proxy": .string(withPassword)])
+        XCTAssertEqual(guarded.connectRequests.count, 1)
+        XCTAssertNil(http.requests(for: "/p").last?.userHeaders["proxy-authorization"], "the proxy's credentials stay with the proxy")
+
+        let without = try await start(http.url("/p"), directory.file("noauth.bin"), ["proxy": .string(guarded.url)])
+        var (name, message) = try await failure(without)
+        XCTAssertEqual(name, "org.example.Downloads.Error.ProxyError")
+        XCTAssertTrue(message.contains("http://127.0.0.1:\(guarded.port)") && message.contains("407"), message)
+        let wrong = try await start(http.url("/p"), directory.file("wrong.bin"), ["proxy": .string("http://alice:wrong@127.0.0.1:\(guarded.port)")])
+        (name, message) = try await failure(wrong)
+        XCTAssertEqual(name, "org.example.Downloads.Error.ProxyError")
+        // tinyproxy answers wrong credentials with 401, not 407: a refused tunnel either way.
+        XCTAssertTrue(message.contains("http://127.0.0.1:\(guarded.port)") && !message.contains("wrong"), message)
+
+        // Credentials are secrets: in no property, message, listing or log.
+        let all = try await client.call(
+            destination: "org.example.Downloads", path: without, interface: "org.freedesktop.DBus.Properties",
+            method: "GetAll", arguments: [.string("org.example.Downloads.Task")]
+        )
+        XCTAssertFalse("\(all)".contains("s3cret") || "\(all)".contains("alice"))
+        let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
+        XCTAssertFalse(log.contains("s3cret") || log.contains("wrong@"), "the daemon's log holds no proxy password")
+    }
+
+    func testSOCKS5ResolvesHereAndSOCKS5hLetsTheProxyResolve() async throws {
+        let socks = try MicroSocks()
+        defer { socks.stop() }
+        let content = Self.content(200_000, seed: 3)
+        http.set("/s", Route(content: content))
+        try await download(http.url("/s"), to: directory.file("socks5.bin"), expecting: content,
+                           options: ["proxy": .string(socks.url(resolvingNames: false))])
+        let byName = http.url("/s").replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        try await download(byName, to: directory.file("socks5h.bin"), expecting: content,
+                           options: ["proxy": .string(socks.url(resolvingNames: true))])
+        try await download(tls.url(.http1, "/s.bin"), to: directory.file("socks-tls.bin"), expecting: try {
+            try tls.file("s.bin", content)
+            return content
+        }(), options: ["proxy": .string(socks.url(resolvingNames: true))])
+        socks.stop()
+        // Gone: the next download names the proxy it could not reach.
+        let after = try await start(http.url("/s"), directory.file("gone.bin"), ["proxy": .string(socks.url(resolvingNames: true))])
+        let (name, message) = try await failure(after)
+        XCTAssertEqual(name, "org.example.Downloads.Error.ProxyError")
+        XCTAssertTrue(message.contains("socks5h://127.0.0.1:\(socks.port)"), message)
+    }
+
+    func testADeadProxyAndARefusedTunnelFailWithProxyError() async throws {
+        http.set("/d", Route(content: Self.content(1000)))
+        let dead = try FreePort.pick()
+        let task = try await start(http.url("/d"), directory.file("dead.bin"), ["proxy": .string("http://127.0.0.1:\(dead)")])
+        var (name, message) = try await failure(task)
+        XCTAssertEqual(name, "org.example.Downloads.Error.ProxyError")
+        XCTAssertTrue(message.contains("could not connect to the proxy http://127.0.0.1:\(dead)"), message)
+        // Debian's default tinyproxy.conf: CONNECT to 443 and 563 only.
+        let strict = try TinyProxy(in: directory.path, connectPorts: [443, 563])
+        defer { strict.stop() }
+        let refused = try await start(http.url("/d"), directory.file("refused.bin"), ["proxy": .string(strict.url)])
+        (name, message) = try await failure(refused)
+        XCTAssertEqual(name, "org.example.Downloads.Error.ProxyError")
+        XCTAssertTrue(message.contains("refused the tunnel to 127.0.0.1"), message)
+        XCTAssertTrue(http.requests(for: "/d").isEmpty, "nothing reached the server")
+    }
+
+    func testAProxyOptionThatIsNotOneIsInvalidArgument() async throws {
+        for text in ["https://proxy:443", "gopher://x:70", "http://proxy:0", "http://u:p@proxy:80/path"] {
+            do {
+                _ = try await start(http.url("/x"), directory.file("x"), ["proxy": .string(text)])
+                XCTFail("\(text) was accepted")
+            } catch let error as BusError {
+                XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", text)
+            }
+        }
+        do {
+            _ = try await start(http.url("/x"), directory.file("x"), ["proxy": .uint32(1)])
+            XCTFail("a number was accepted")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument")
+        }
+    }
+
+    func testTheDaemonsEnvironmentAppliesUnlessNoProxyOrTheTaskSaysOtherwise() async throws {
+        let proxy = try TinyProxy(in: directory.path)
+        defer { proxy.stop() }
+        let content = Self.content(50_000, seed: 5)
+        http.set("/e", Route(content: content))
+        stopDaemon()
+        daemonEnvironment = ["http_proxy": proxy.url, "HTTPS_PROXY": proxy.url]
+        try await startDaemon()
+        try await download(http.url("/e"), to: directory.file("env.bin"), expecting: content)
+        XCTAssertEqual(proxy.connectRequests.count, 1, "http_proxy from the daemon's environment")
+        try await download(http.url("/e"), to: directory.file("direct.bin"), expecting: content, options: ["proxy": .string("direct://")])
+        XCTAssertEqual(proxy.connectRequests.count, 1, "direct:// goes straight to the server")
+        try tls.file("e.bin", content)
+        try await download(tls.url(.http2, "/e.bin"), to: directory.file("env-tls.bin"), expecting: content)
+        XCTAssertEqual(proxy.connectRequests.last, "localhost:\(tls.port(.http2))", "HTTPS_PROXY for https URLs")
+
+        stopDaemon()
+        daemonEnvironment = ["http_proxy": proxy.url, "no_proxy": "localhost,127.0.0.0/8"]
+        try await startDaemon()
+        let before = proxy.connectRequests.count
+        try await download(http.url("/e"), to: directory.file("bypass.bin"), expecting: content)
+        XCTAssertEqual(proxy.connectRequests.count, before, "no_proxy: 127.0.0.0/8 goes direct")
+
+        stopDaemon()
+        daemonEnvironment = ["http_proxy": "http://user:hunter2@", "no_proxy": ""]
+        try await startDaemon()
+        try await download(http.url("/e"), to: directory.file("broken-env.bin"), expecting: content)
+        let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
+        XCTAssertTrue(log.contains("http_proxy is ignored"), "a value that does not parse is reported: \(log)")
+        XCTAssertFalse(log.contains("hunter2"))
+    }
+
+    func testPauseAndResumeThroughAProxyContinueWithIfRange() async throws {
+        let proxy = try TinyProxy(in: directory.path, credentials: ("bob", "pa55"))
+        defer { proxy.stop() }
+        let content = Self.content(2_000_000, seed: 7)
+        var slow = Route(content: content)
+        slow.bytesPerSecond = 400_000
+        http.set("/r", slow)
+        let target = directory.file("resumed.bin")
+        let task = try await start(http.url("/r"), target, ["proxy": .string("http://bob:pa55@127.0.0.1:\(proxy.port)")])
+        try await waitBytes(task, atLeast: 300_000)
+        let paused = try await call("Pause", [.objectPath(task)])
+        let blob = try XCTUnwrap(paused.first?.bytesValue)
+        XCTAssertFalse(String(decoding: blob, as: UTF8.self).contains("pa55"), "the proxy's password is sealed in the resume data")
+        http.update("/r") { $0.bytesPerSecond = nil }
+        let reply = try await call("ResumeWithData", [.bytes(blob), .vardict([:])])
+        let resumed = try XCTUnwrap(reply.first?.objectPathValue)
+        XCTAssertEqual(resumed, task, "the paused task carries on")
+        try await assertFinished(resumed)
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+        let requests = http.requests(for: "/r")
+        XCTAssertEqual(requests.count, 2)
+        XCTAssertNotNil(requests.last?.ifRange, "the resumed request carries If-Range")
+        XCTAssertTrue(requests.last?.range?.hasPrefix("bytes=") == true && requests.last?.range != "bytes=0-")
+        XCTAssertEqual(proxy.connectRequests.count, 2, "both requests went through the proxy, the resumed one with the sealed credentials")
+    }
+}
