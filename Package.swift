@@ -55,7 +55,7 @@ let package = Package(
         .target(
             name: "DownloadEngine",
             dependencies: [
-                "CrashPoints", "UserFiles", "TerminalOutput",
+                "CrashPoints", "UserFiles", "TerminalOutput", "ProxyRules",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -82,8 +82,11 @@ let package = Package(
         // A URLSession-shaped client of the service (DownloadSession, delegate, resume data).
         .target(
             name: "DownloadsClient",
-            dependencies: ["DBus", "DownloadsAPI", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+            dependencies: ["DBus", "DownloadsAPI", "ProxyRules", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
         ),
+        // Proxy URLs, no_proxy and the proxy environment variables with curl's rules, and CIDR
+        // ranges: shared by the daemon (its own environment) and the client (the caller's).
+        .target(name: "ProxyRules"),
         // Unbuffered output for the command-line programs.
         .target(name: "TerminalOutput"),
         // The command line: get, start, list, status, pause, resume, cancel, wait, watch.
@@ -112,7 +115,7 @@ let package = Package(
         .target(
             name: "DownloadsService",
             dependencies: [
-                "CrashPoints", "DBus", "DownloadsAPI", "DownloadEngine", "DownloadStore", "TerminalOutput",
+                "CrashPoints", "DBus", "DownloadsAPI", "DownloadEngine", "DownloadStore", "TerminalOutput", "ProxyRules",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -120,7 +123,7 @@ let package = Package(
         .executableTarget(
             name: "downloadsd",
             dependencies: [
-                "DownloadsService", "DownloadsAPI",
+                "DownloadsService", "DownloadsAPI", "ProxyRules",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -152,7 +155,7 @@ let package = Package(
         .testTarget(name: "UserFilesTests", dependencies: ["CrashPoints", "UserFiles", "TestSupport"]),
         .testTarget(name: "TerminalOutputTests", dependencies: ["TerminalOutput"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
-        .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadEngine", "TestHTTPServer", "TestSupport"]),
+        .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadEngine", "ProxyRules", "TestHTTPServer", "TestSupport"]),
         .testTarget(name: "DownloadStoreTests", dependencies: [
             "DownloadStore", "DownloadEngine", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
         ]),

@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import ProxyRules
 
 extension DownloadError {
     /// Turns anything a transfer can throw into a `DownloadError`, by the error's type (never by

@@ -1,3 +1,5 @@
+import ProxyRules
+
 /// The one written form of options, in the store's `options` column and in resume data: JSON
 /// with the snake_case keys of the D-Bus option names (documented in data/schema.md), never
 /// Swift's property names, so renaming a property cannot change what is on disk.

@@ -1,3 +1,5 @@
+import ProxyRules
+
 /// What a client may set per download (the `a{sv}` options of Start, already validated).
 public struct DownloadOptions: Sendable, Hashable {
     public enum Priority: String, Sendable, Hashable, CaseIterable, Comparable {

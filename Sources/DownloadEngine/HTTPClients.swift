@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOSSL
+import ProxyRules
 
 /// The HTTP clients every request goes through, and which one a request takes.
 ///

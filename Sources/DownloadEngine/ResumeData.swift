@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ProxyRules
 
 /// Resume data: a versioned blob a person can read (`cat` shows three lines: a header, the JSON
 /// description of the download, and an HMAC-SHA256 over the first two), authenticated with a key

@@ -1,3 +1,5 @@
+import ProxyRules
+
 /// The HTTP client of each request: shared, pinned for owners held to `deniedNetworks`, or
 /// configured with the request's proxy.
 extension SessionManager {

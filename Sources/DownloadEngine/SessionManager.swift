@@ -3,6 +3,7 @@ import Crypto
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import ProxyRules
 import UserFiles
 
 /// Owns the HTTP client, the task table (id → task) and the scheduler, and reports every event

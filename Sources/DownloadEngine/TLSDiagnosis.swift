@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import NIOTLS
+import ProxyRules
 import TerminalOutput
 
 /// Why a TLS handshake failed, in words a person can act on. BoringSSL reports every failed

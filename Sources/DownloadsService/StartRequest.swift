@@ -1,6 +1,7 @@
 import DownloadEngine
 import DownloadsAPI
 import Foundation
+import ProxyRules
 
 /// The arguments of `Start` (and the options of `ResumeWithData`) turned into what the engine
 /// takes: URLs must be http(s) with a host, destinations absolute without `..`; every refusal
@@ -66,9 +67,9 @@ enum StartRequest {
     static func change(_ options: TaskOptions) throws -> DownloadOptions.Change {
         let proxy: ProxySetting?
         do {
-            proxy = try options.proxy.map(ProxySetting.parse)
+            proxy = try options.proxy.map { text throws(ProxySetting.Invalid) in try ProxySetting.parse(text) }
         } catch {
-            throw ServiceError.reply(for: error)
+            throw DownloadsErrorName.invalidArgument.error(error.message)
         }
         return DownloadOptions.Change(
             priority: options.priority.flatMap { DownloadOptions.Priority(rawValue: $0.rawValue) },

@@ -9,6 +9,7 @@ import DownloadsService
 import Foundation
 import Logging
 import NIOSSL
+import ProxyRules
 
 @main
 struct Downloadsd: AsyncParsableCommand {

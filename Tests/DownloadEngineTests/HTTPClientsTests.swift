@@ -1,6 +1,7 @@
 import Crypto
 @testable import DownloadEngine
 import Foundation
+import ProxyRules
 import TestHTTPServer
 import TestSupport
 import XCTest

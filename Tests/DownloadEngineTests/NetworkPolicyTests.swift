@@ -1,4 +1,5 @@
 import DownloadEngine
+import ProxyRules
 import TestHTTPServer
 import XCTest
 

@@ -1,6 +1,7 @@
 import Crypto
 @testable import DownloadEngine
 import Foundation
+import ProxyRules
 import XCTest
 
 /// Proxy URLs as callers and environments write them, curl's `no_proxy` rules, and which
@@ -32,8 +33,8 @@ final class ProxySettingTests: XCTestCase {
             ("http://proxy:8a", "port"), ("direct://x", "direct://"), ("http://", "host"), ("http://bad%zz@proxy:1", "%-escape"),
         ] {
             XCTAssertThrowsError(try ProxySetting.parse(text), text) { error in
-                let error = error as? DownloadError
-                XCTAssertEqual(error?.code, .invalidArgument, text)
+                let error = error as? ProxySetting.Invalid
+                XCTAssertNotNil(error, text)
                 XCTAssertTrue(error?.message.contains(reason) == true, "\(text): \(error?.message ?? "")")
                 XCTAssertFalse(error?.message.contains("pw") == true, "\(text): the password is not repeated")
             }

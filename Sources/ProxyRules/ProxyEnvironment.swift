@@ -1,5 +1,3 @@
-import Foundation
-
 /// The daemon-wide proxy an administrator sets in the daemon's environment (a systemd drop-in),
 /// read as curl reads it: `http_proxy` for http URLs (lower case only: `HTTP_PROXY` can be set by
 /// a CGI request's `Proxy:` header, httpoxy), `https_proxy`/`HTTPS_PROXY` for https URLs,
@@ -15,7 +13,7 @@ public struct ProxyEnvironment: Sendable, Hashable {
 
     public static let none = ProxyEnvironment(http: nil, https: nil, noProxy: NoProxyList(""), problems: [])
 
-    init(http: ProxySetting?, https: ProxySetting?, noProxy: NoProxyList, problems: [String]) {
+    public init(http: ProxySetting?, https: ProxySetting?, noProxy: NoProxyList, problems: [String]) {
         self.http = http
         self.https = https
         self.noProxy = noProxy
@@ -26,9 +24,8 @@ public struct ProxyEnvironment: Sendable, Hashable {
         var problems: [String] = []
         func value(_ names: [String]) -> (name: String, text: String)? {
             for name in names {
-                if let text = environment[name], !text.trimmingCharacters(in: .whitespaces).isEmpty {
-                    return (name, text.trimmingCharacters(in: .whitespaces))
-                }
+                let text = Substring(environment[name] ?? "").drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }
+                if !text.isEmpty { return (name, String(text.reversed())) }
             }
             return nil
         }
@@ -36,10 +33,8 @@ public struct ProxyEnvironment: Sendable, Hashable {
             guard let (name, text) = value(names) else { return nil }
             do {
                 return try ProxySetting.parse(text)
-            } catch let error as DownloadError {
-                problems.append("\(name) is ignored: \(error.message)")
-                return nil
             } catch {
+                problems.append("\(name) is ignored: \(error.message)")
                 return nil
             }
         }

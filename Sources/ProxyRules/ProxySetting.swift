@@ -24,19 +24,30 @@ public enum ProxySetting: Sendable, Hashable, CustomStringConvertible {
     public struct Credentials: Sendable, Hashable {
         public let user: String
         public let password: String
+
+        public init(user: String, password: String) {
+            self.user = user
+            self.password = password
+        }
     }
 
     public static let defaultPort = 1080
 
-    /// Parses a proxy URL; `InvalidArgument` with a reason (never echoing a password) if it is not one.
-    public static func parse(_ text: String) throws -> ProxySetting {
-        func invalid(_ why: String) -> DownloadError {
-            .invalidArgument("proxy must be http://[user:password@]host:port, socks5://host:port, socks5h://host:port or direct://: \(why)")
+    /// Why a text is not a proxy URL (never echoing a password).
+    public struct Invalid: Error, Sendable, CustomStringConvertible {
+        public let message: String
+        public var description: String { message }
+    }
+
+    /// Parses a proxy URL; `Invalid` with a reason if it is not one.
+    public static func parse(_ text: String) throws(Invalid) -> ProxySetting {
+        func invalid(_ why: String) -> Invalid {
+            Invalid(message: "proxy must be http://[user:password@]host:port, socks5://host:port, socks5h://host:port or direct://: \(why)")
         }
         guard !text.utf8.contains(where: { $0 <= 32 || $0 == 127 }) else { throw invalid("it contains spaces or control characters") }
         var rest = Substring(text)
         var scheme = "http"
-        if let separator = rest.range(of: "://") {
+        if let separator = rest.firstRange(of: "://") {
             scheme = rest[..<separator.lowerBound].lowercased()
             rest = rest[separator.upperBound...]
         }
@@ -67,7 +78,7 @@ public enum ProxySetting: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `host[:port]`, `[v6][:port]`; the host as a connect call takes it (no brackets).
-    private static func hostAndPort(_ text: Substring, invalid: (String) -> DownloadError) throws -> (String, Int) {
+    private static func hostAndPort(_ text: Substring, invalid: (String) -> Invalid) throws(Invalid) -> (String, Int) {
         var host: Substring
         var portText: Substring?
         if text.hasPrefix("[") {
@@ -143,7 +154,7 @@ public enum ProxySetting: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    var hasCredentials: Bool {
+    public var hasCredentials: Bool {
         if case .http(_, _, _?) = self { return true }
         return false
     }

@@ -42,7 +42,8 @@ public struct NetworkRange: Sendable, Hashable, CustomStringConvertible {
         return Self.masked(candidate, prefix) == bytes
     }
 
-    static func parse(_ text: String) -> [UInt8]? {
+    /// The 4 or 16 bytes of an IPv4 or IPv6 address (brackets allowed), or nil: not an address.
+    public static func parse(_ text: String) -> [UInt8]? {
         var text = text
         if text.hasPrefix("[") && text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
         var v4 = [UInt8](repeating: 0, count: 4)
