@@ -24,15 +24,20 @@ public final class DownloadsProxy: Sendable {
     }
 
     public let connection: Connection
+    /// Resolves the caller's proxy for each `start` that names none (nil: never; the daemon's
+    /// own setting applies).
+    public let proxies: ProxyResolver?
 
-    public init(connection: Connection) {
+    public init(connection: Connection, proxies: ProxyResolver? = ProxyResolver()) {
         self.connection = connection
+        self.proxies = proxies
     }
 
-    /// Connects to `bus`.
-    public static func connect(_ bus: Bus) async throws -> DownloadsProxy {
+    /// Connects to `bus`. `resolvingProxies`: each `start` without a `proxy` option sends the
+    /// proxy of the caller's session for its URL (`ProxyResolver`).
+    public static func connect(_ bus: Bus, resolvingProxies: Bool = true) async throws -> DownloadsProxy {
         do {
-            return DownloadsProxy(connection: try await Connection.open(bus.connectionBus))
+            return DownloadsProxy(connection: try await Connection.open(bus.connectionBus), proxies: resolvingProxies ? ProxyResolver() : nil)
         } catch {
             throw DownloadsClientError.wrap(error)
         }
@@ -61,8 +66,11 @@ public final class DownloadsProxy: Sendable {
         return path
     }
 
+    /// Starts a download; without a `proxy` option, the caller's session's proxy for `url` is sent.
     public func start(url: String, destination: String, options: TaskOptions = TaskOptions()) async throws -> ObjectPath {
-        try path(try await manager("Start", [.string(url), .string(destination), .vardict(options.dictionary)]))
+        var options = options
+        if options.proxy == nil, let proxies { options.proxy = await proxies.proxy(for: url) }
+        return try path(try await manager("Start", [.string(url), .string(destination), .vardict(options.dictionary)]))
     }
 
     public func pause(_ task: ObjectPath) async throws -> Data {

@@ -130,7 +130,9 @@ extension DownloadsService {
             _ = storeObserver.takeFailure(snapshot.id)
             throw DownloadsErrorName.storageFull.error("the task could not be recorded: \(failure); nothing was changed")
         }
-        logger.info("task \(snapshot.id) of uid \(owner): \(LogText.url(url)) → \(LogText.escaped(destination))")
+        // The proxy without its credentials (`description`).
+        let through = engineOptions.proxy.map { " through \(LogText.escaped($0.description))" } ?? ""
+        logger.info("task \(snapshot.id) of uid \(owner): \(LogText.url(url)) → \(LogText.escaped(destination))\(through)")
         return DownloadsAPI.taskPath(snapshot.id)
     }
 

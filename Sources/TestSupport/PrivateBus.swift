@@ -66,8 +66,14 @@ public final class PrivateBus: @unchecked Sendable {
     }
 
     /// Environment for a client program that should use this bus as its session (and system) bus.
+    /// Proxy variables of the machine running the tests are blanked (an empty one counts as
+    /// unset): tests reach only their own servers, and set a proxy where they test one.
     public var environment: [String: String] {
-        ["DBUS_SESSION_BUS_ADDRESS": address, "DBUS_SYSTEM_BUS_ADDRESS": address]
+        var environment = ["DBUS_SESSION_BUS_ADDRESS": address, "DBUS_SYSTEM_BUS_ADDRESS": address]
+        for name in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] {
+            environment[name] = ""
+        }
+        return environment
     }
 
     public func stop() {

@@ -23,6 +23,12 @@ struct TaskOptionArguments: ParsableArguments {
     var speedLimit: UInt64?
     @Option(name: .customLong("speed-time"), help: ArgumentHelp("Seconds over which --speed-limit is counted (default 60).", valueName: "seconds"))
     var speedTime: UInt32?
+    @Option(help: ArgumentHelp(
+        "The proxy for this download: http://[user:password@]host:port, socks5://host:port or socks5h://host:port (default: your desktop's proxy settings through the portal, else http_proxy/https_proxy/all_proxy/no_proxy).",
+        valueName: "url"
+    ))
+    var proxy: String?
+    @Flag(name: .customLong("no-proxy"), help: "Connect directly, whatever your settings or the service's say.") var noProxy = false
 
     static func trimmed(_ text: Substring) -> String {
         String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
@@ -46,6 +52,8 @@ struct TaskOptionArguments: ParsableArguments {
             options.desktopEntry = desktopEntry
             options.lowSpeedLimit = speedLimit
             options.lowSpeedTime = speedTime
+            if noProxy && proxy != nil { throw ValidationError("--proxy and --no-proxy exclude each other") }
+            options.proxy = noProxy ? "direct://" : proxy
             if !headers.isEmpty {
                 var parsed: [String: String] = [:]
                 for header in headers {

@@ -169,4 +169,93 @@ final class ProxyTests: TLSDaemonTestCase {
         XCTAssertTrue(requests.last?.range?.hasPrefix("bytes=") == true && requests.last?.range != "bytes=0-")
         XCTAssertEqual(proxy.connectRequests.count, 2, "both requests went through the proxy, the resumed one with the sealed credentials")
     }
+
+    // MARK: The caller's own proxy, resolved by the client
+
+    static let ctl = PackageRoot.debugBinary("downloadsctl")
+
+    func ctl(_ arguments: [String], environment: [String: String] = [:]) async throws -> ProcessRunner.Output {
+        try await ProcessRunner.run(
+            [Self.ctl, "--address", bus.address] + arguments, environment: bus.environment.merging(environment) { $1 }, timeout: 60
+        )
+    }
+
+    /// python-dbusmock standing in for xdg-desktop-portal's ProxyResolver on the test's bus (the
+    /// callers' session bus), answering every Lookup with `answer`.
+    func startPortal(answering answer: [String]) async throws -> ChildProcess {
+        let portal = try ChildProcess(
+            ["/usr/bin/python3", "-m", "dbusmock", "-l", directory.file("portal.log"), "org.freedesktop.portal.Desktop",
+             "/org/freedesktop/portal/desktop", "org.freedesktop.portal.ProxyResolver"],
+            environment: bus.environment
+        )
+        addTeardownBlock { portal.stop() }
+        try await until("the portal mock owns its name") {
+            try await run(["busctl", "--address=\(bus.address)", "status", "org.freedesktop.portal.Desktop"]).status == 0
+        }
+        let list = answer.map { "'\($0)'" }.joined(separator: ", ")
+        let added = try await run([
+            "busctl", "--address=\(bus.address)", "call", "org.freedesktop.portal.Desktop", "/org/freedesktop/portal/desktop",
+            "org.freedesktop.DBus.Mock", "AddMethod", "sssss", "org.freedesktop.portal.ProxyResolver", "Lookup", "s", "as",
+            "ret = [\(list)]",
+        ])
+        XCTAssertEqual(added.status, 0, added.description)
+        return portal
+    }
+
+    func testTheClientSendsThePortalsProxyElseTheEnvironmentsAndTheFlagsOverrideBoth() async throws {
+        let office = try TinyProxy(in: directory.path)
+        defer { office.stop() }
+        let other = try TinyProxy(in: directory.path)
+        defer { other.stop() }
+        let content = Self.content(40_000, seed: 11)
+        http.set("/c", Route(content: content))
+
+        let portal = try await startPortal(answering: ["direct://"])
+        var out = try await ctl(["get", http.url("/c"), "-o", directory.file("direct.bin")], environment: ["http_proxy": other.url])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(office.connectRequests.count + other.connectRequests.count, 0,
+                       "the portal said direct: its answer stands over the environment, and nothing is sent")
+        portal.stop()
+
+        let resolving = try await startPortal(answering: ["socks4://127.0.0.1:1", "http://127.0.0.1:\(office.port)"])
+        out = try await ctl(["get", http.url("/c"), "-o", directory.file("portal.bin")])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(sha256(ofFile: directory.file("portal.bin")), Self.sha256(content))
+        XCTAssertEqual(office.connectRequests, ["127.0.0.1:\(http.port)"], "the first answer the service can use (SOCKS4 is not one)")
+        let log = (try? String(contentsOfFile: directory.file("portal.log"), encoding: .utf8)) ?? ""
+        XCTAssertTrue(log.contains("Lookup \"\(http.url("/c"))\""), "the client asked the portal for this URL: \(log)")
+
+        out = try await ctl(["get", "--no-proxy", http.url("/c"), "-o", directory.file("no-proxy.bin")])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(office.connectRequests.count, 1, "--no-proxy: straight to the server")
+        out = try await ctl(["get", "--proxy", other.url, http.url("/c"), "-o", directory.file("flag.bin")])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(office.connectRequests.count, 1)
+        XCTAssertEqual(other.connectRequests.count, 1, "--proxy wins over the portal")
+        resolving.stop()
+        try await until("the portal mock is gone") {
+            try await run(["busctl", "--address=\(bus.address)", "status", "org.freedesktop.portal.Desktop"]).status != 0
+        }
+
+        // No portal: the caller's environment, with its no_proxy. (The daemon keeps the tunnel
+        // of the last download through `other` open, so its log says what the client sent.)
+        func sent(for name: String) throws -> String? {
+            let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
+            guard let line = log.split(separator: "\n").first(where: { $0.contains("→ \(directory.file(name))") }) else { return "no task" }
+            return line.range(of: " through ").map { String(line[$0.upperBound...]) }
+        }
+        out = try await ctl(["get", http.url("/c"), "-o", directory.file("env.bin")], environment: ["http_proxy": other.url])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(try sent(for: "env.bin"), other.url, "http_proxy of the caller's environment")
+        out = try await ctl(["get", http.url("/c"), "-o", directory.file("env-bypass.bin")],
+                            environment: ["http_proxy": other.url, "no_proxy": "127.0.0.1"])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertNil(try sent(for: "env-bypass.bin"), "no_proxy of the caller's environment: no proxy sent")
+        XCTAssertNil(try sent(for: "direct.bin"), "the portal's direct:// sends nothing")
+        XCTAssertEqual(try sent(for: "portal.bin"), office.url)
+        XCTAssertEqual(try sent(for: "no-proxy.bin"), "direct://")
+        let both = try await ctl(["get", "--proxy", other.url, "--no-proxy", http.url("/c"), "-o", directory.file("x")])
+        XCTAssertNotEqual(both.status, 0)
+        XCTAssertTrue(both.stderr.contains("exclude each other"), both.stderr)
+    }
 }

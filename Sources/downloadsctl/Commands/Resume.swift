@@ -1,4 +1,5 @@
 import ArgumentParser
+import DownloadsAPI
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
@@ -13,9 +14,14 @@ struct Resume: AsyncParsableCommand {
     @Argument(help: "A task id or object path.") var task: TaskArgument?
     @Option(name: .customLong("resume-data"), help: ArgumentHelp("A file written by 'pause --resume-data'.", valueName: "file"))
     var resumeData: String?
+    @Option(help: ArgumentHelp("With --resume-data: continue through this proxy instead of the one the download had.", valueName: "url"))
+    var proxy: String?
+    @Flag(name: .customLong("no-proxy"), help: "With --resume-data: continue without a proxy.") var noProxy = false
 
     func validate() throws {
         guard (task == nil) != (resumeData == nil) else { throw ValidationError("give a TASK or --resume-data FILE (one of them)") }
+        if noProxy && proxy != nil { throw ValidationError("--proxy and --no-proxy exclude each other") }
+        if (noProxy || proxy != nil) && resumeData == nil { throw ValidationError("--proxy and --no-proxy go with --resume-data") }
     }
 
     func run() async throws {
@@ -28,7 +34,9 @@ struct Resume: AsyncParsableCommand {
                 guard let data = FileManager.default.contents(atPath: path) else {
                     throw CommandFailure(message: "cannot read the resume data in \(path)")
                 }
-                print(Paths.id(try await proxy.resume(resumeData: data)))
+                var options = TaskOptions()
+                options.proxy = noProxy ? "direct://" : self.proxy
+                print(Paths.id(try await proxy.resume(resumeData: data, options: options)))
             }
         }
     }

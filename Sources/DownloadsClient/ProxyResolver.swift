@@ -1,0 +1,72 @@
+import DBus
+import DownloadsAPI
+import FoundationEssentials
+import ProxyRules
+
+/// The proxy for a URL, resolved in the caller's own session and sent to the service as the
+/// task's `proxy` option, so no proxy auto-configuration script ever runs in the daemon (which
+/// may be root and serve every user):
+///
+/// 1. the desktop portal's `org.freedesktop.portal.ProxyResolver.Lookup` on the caller's session
+///    bus, where a portal runs: it follows GNOME's and KDE's proxy settings, PAC and WPAD;
+/// 2. else the caller's environment (`http_proxy`, `https_proxy`, `all_proxy`, `no_proxy`), with
+///    the daemon's own rules (`ProxyEnvironment`, curl's).
+///
+/// nil means the session names no proxy for the URL: nothing is sent, and the daemon's own
+/// setting (an administrator's) applies. The first answer of the portal the service can use is
+/// taken (`http://`, `socks5://`, `socks5h://`; `socks://` as SOCKS5); `direct://` first is none.
+public actor ProxyResolver {
+    private let environment: ProxyEnvironment
+    private let sessionBus: String?
+    private var portal: Connection?
+    private var portalMissing = false
+
+    /// How long the portal may take (a PAC script or WPAD lookup runs behind it).
+    public static let portalTimeout: Duration = .seconds(10)
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.environment = ProxyEnvironment(environment)
+        let address = environment["DBUS_SESSION_BUS_ADDRESS"] ?? ""
+        sessionBus = address.isEmpty ? nil : address
+    }
+
+    /// The `proxy` option for a download of `url`, or nil.
+    public func proxy(for url: String) async -> String? {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), let host = parsed.host, !host.isEmpty else {
+            return nil
+        }
+        if let answer = await portalLookup(url) {
+            return answer
+        }
+        let port = parsed.port ?? (scheme == "https" ? 443 : 80)
+        return environment.proxy(scheme: scheme, host: host, port: port)?.text
+    }
+
+    /// The portal's answer: `.some(nil)` when it says direct, nil when there is no portal (after
+    /// one failed lookup the portal is not asked again by this resolver).
+    private func portalLookup(_ url: String) async -> String?? {
+        guard !portalMissing, let sessionBus else { return nil }
+        do {
+            if portal == nil { portal = try await Connection.open(.address(sessionBus)) }
+            guard let portal else { return nil }
+            let reply = try await portal.call(
+                destination: "org.freedesktop.portal.Desktop", path: "/org/freedesktop/portal/desktop",
+                interface: "org.freedesktop.portal.ProxyResolver", method: "Lookup", arguments: [.string(url)],
+                timeout: Self.portalTimeout
+            )
+            let proxies = reply.first?.stringArrayValue ?? []
+            for proxy in proxies {
+                let candidate = proxy.lowercased().hasPrefix("socks://") ? "socks5://" + proxy.dropFirst("socks://".count) : proxy
+                guard let setting = try? ProxySetting.parse(candidate) else { continue }
+                return .some(setting == .direct ? nil : setting.text)
+            }
+            return .some(nil)
+        } catch {
+            // No session bus, no portal, or a portal without the interface: the environment decides.
+            portalMissing = true
+            portal?.close()
+            portal = nil
+            return nil
+        }
+    }
+}
