@@ -1,6 +1,8 @@
 import DBus
 import DownloadEngine
 import DownloadsAPI
+import Foundation
+import TestSupport
 import XCTest
 
 /// The contract's tables agree with each other and with the engine.
@@ -11,6 +13,18 @@ final class ContractTests: XCTestCase {
         }
         XCTAssertEqual(DownloadsErrorName(fullName: "org.example.Downloads.Error.NotFound"), .notFound)
         XCTAssertNil(DownloadsErrorName(fullName: "org.freedesktop.DBus.Error.Failed"))
+    }
+
+    /// The README's error table is the code's: a name added to one is in the other.
+    func testTheREADMEsErrorTableNamesEveryError() throws {
+        let readme = try String(contentsOf: PackageRoot.url.appendingPathComponent("README.md"), encoding: .utf8)
+        for name in DownloadsErrorName.allCases {
+            XCTAssertTrue(readme.contains("| `\(name.rawValue)`") || readme.contains(", `\(name.rawValue)`"),
+                          "README.md's error table lacks \(name.rawValue)")
+        }
+        for option in TaskOptions.Key.allCases {
+            XCTAssertTrue(readme.contains("| `\(option.rawValue)` |"), "README.md's options table lacks \(option.rawValue)")
+        }
     }
 
     func testEveryTaskPropertyIsDeclaredOnceWithItsType() {
