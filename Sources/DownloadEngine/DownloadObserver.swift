@@ -14,6 +14,8 @@ public protocol DownloadObserver: AnyObject, Sendable {
     func task(_ task: TaskSnapshot, didChangeState state: DownloadState)
     /// Options changed while the task exists (ResumeWithData with options).
     func taskDidChangeOptions(_ task: TaskSnapshot)
+    /// The task's URL was replaced (`SetURL`, ResumeWithData with `url`): `task.record.url`.
+    func taskDidChangeURL(_ task: TaskSnapshot)
     /// A queued task waits for something else now (the network changed; `.slot` when it may go).
     func task(_ task: TaskSnapshot, isWaitingFor reason: WaitingFor)
     func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64)
@@ -33,6 +35,7 @@ extension DownloadObserver {
     public func taskWasCreated(_ task: TaskSnapshot) {}
     public func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {}
     public func taskDidChangeOptions(_ task: TaskSnapshot) {}
+    public func taskDidChangeURL(_ task: TaskSnapshot) {}
     public func task(_ task: TaskSnapshot, isWaitingFor reason: WaitingFor) {}
     public func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64) {}
     public func task(_ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64) {}

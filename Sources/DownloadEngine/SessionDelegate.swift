@@ -52,6 +52,10 @@ public final class SessionDelegate: Sendable {
         post(task, snapshot) { $0.taskDidChangeOptions(snapshot) }
     }
 
+    func urlChanged(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
+        post(task, snapshot) { $0.taskDidChangeURL(snapshot) }
+    }
+
     func waitingChanged(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
         post(task, snapshot) { $0.task(snapshot, isWaitingFor: snapshot.waitingFor) }
     }

@@ -102,6 +102,36 @@ extension SessionManager {
         return snapshot
     }
 
+    /// Replaces the URL of a task that is not transferring (queued, paused, retrying or failed),
+    /// keeping every byte already fetched: the next request goes to `url` from the durable offset
+    /// (each remaining range of a segmented download) with `If-Range` carrying the validator
+    /// recorded from the old URL, so the response decides as on any resume (`ResponseDecision`):
+    /// a 206 of the same entity (validator and total length) continues; a 200 or another entity
+    /// restarts from zero, never a splice of two files. A retrying task's run is stopped and
+    /// queued again, so its next attempt goes to the new URL. The redirects the old URL led
+    /// through are forgotten. `url` must already be checked (http or https, with a host).
+    @discardableResult
+    public func setURL(_ id: UInt64, to url: String) async throws -> TaskSnapshot {
+        let task = try task(id)
+        let (snapshot, wasRetrying) = try task.eventOrder.withLock { () throws -> (TaskSnapshot, Bool) in
+            let current = task.snapshot.state
+            guard [.queued, .paused, .retrying, .failed].contains(current) else {
+                throw DownloadError.wrongState(
+                    "task \(id) is \(current); its URL can change while it is queued, paused, retrying or failed"
+                )
+            }
+            let snapshot = task.update { state in
+                state.record.url = url
+                state.record.finalURL = nil
+            }
+            delegate.urlChanged(task, snapshot)
+            return (snapshot, current == .retrying)
+        }
+        if wasRetrying { try? await stop(task, reason: .wait) }
+        schedule()
+        return snapshot
+    }
+
     /// Stops a task and removes its partial file.
     public func cancel(_ id: UInt64) async throws {
         let task = try task(id)

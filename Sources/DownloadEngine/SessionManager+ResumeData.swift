@@ -18,20 +18,25 @@ extension SessionManager {
     /// `ResumeWithData`: the task the data came from, if it still exists, gets `change` and is
     /// resumed (a paused or failed one) or left running; otherwise a new task takes over the
     /// old one's partial file when it is still there, or starts from zero when it is not.
-    public func adopt(_ data: ResumeData, change: DownloadOptions.Change, fileMode: UInt32? = nil) async throws -> TaskSnapshot {
+    /// `url`: carry on at this URL instead (`setURL`: the bytes are kept when the entity is the
+    /// same); a running task cannot take one (`WrongState`).
+    public func adopt(_ data: ResumeData, change: DownloadOptions.Change, url: String? = nil, fileMode: UInt32? = nil) async throws -> TaskSnapshot {
         if let existing = state.withLockedValue({ $0.tasks[data.taskID] }), existing.record.owner == data.owner {
             switch existing.snapshot.state {
             case .paused, .failed:
+                if let url { try await setURL(data.taskID, to: url) }
                 try changeOptions(data.taskID, change)
                 try resume(data.taskID)
                 return existing.snapshot
             case .queued, .running, .retrying:
+                if let url { try await setURL(data.taskID, to: url) }
                 return try changeOptions(data.taskID, change)
             case .finished, .cancelled:
                 break
             }
         }
         var request = data.request
+        if let url { request.url = url }
         request.fileMode = fileMode
         request.options.apply(change)
         try request.options.validate()
@@ -54,7 +59,7 @@ extension SessionManager {
             record.validator = data.validator
             record.segments = data.segments
             record.expectedLength = data.expectedLength
-            record.finalURL = data.finalURL
+            record.finalURL = url == nil ? data.finalURL : nil
             record.resolvedPath = data.resolvedPath
         }
         let fixed = record

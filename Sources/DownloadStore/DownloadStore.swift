@@ -116,13 +116,13 @@ public final class DownloadStore: Sendable {
                     """).execute(arguments: [Int64(record.owner), record.session, id])
             }
             try db.cachedStatement(sql: """
-                UPDATE task SET options = coalesce(?, options), finalURL = ?, resolvedPath = ?, state = ?,
+                UPDATE task SET options = coalesce(?, options), url = ?, finalURL = ?, resolvedPath = ?, state = ?,
                 durableOffset = ?, expectedLength = ?, validator = ?, errorName = ?, errorMessage = ?,
                 partialDevice = ?, partialInode = ?, fileMode = ?, updatedAt = ?,
                 endedAt = CASE WHEN ? THEN coalesce(endedAt, ?) ELSE NULL END
                 WHERE id = ?
                 """).execute(arguments: [
-                encodedOptions, record.finalURL, record.resolvedPath, record.state.rawValue,
+                encodedOptions, record.url, record.finalURL, record.resolvedPath, record.state.rawValue,
                 max(0, record.durableOffset), max(-1, record.expectedLength), record.validator, record.errorName,
                 record.errorMessage, record.partialFile.map { Int64(bitPattern: $0.device) },
                 record.partialFile.map { Int64(bitPattern: $0.inode) }, record.fileMode.map { Int64($0) }, now,

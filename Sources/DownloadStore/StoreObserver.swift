@@ -53,6 +53,10 @@ public final class StoreObserver: DownloadObserver {
         write("save", task.id) { try store.save(task.record) }
     }
 
+    public func taskDidChangeURL(_ task: TaskSnapshot) {
+        write("save", task.id) { try store.save(task.record, options: false) }
+    }
+
     public func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64) {
         saveProgress(task)
     }

@@ -37,6 +37,7 @@ public enum DownloadsInterfaces {
             .init("Pause", out: [.init("resume_data", .array(.byte))]),
             .init("Resume"),
             .init("Cancel"),
+            .init("SetURL", in: [.init("url", .string)]),
         ],
         properties: TaskProperty.allCases.map(\.declaration)
     )

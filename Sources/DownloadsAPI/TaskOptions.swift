@@ -16,6 +16,8 @@ public struct TaskOptions: Sendable, Hashable {
         case lowSpeedLimit = "low_speed_limit"
         case lowSpeedTime = "low_speed_time"
         case proxy
+        /// ResumeWithData only: carry on at this URL.
+        case url
 
         public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
     }
@@ -25,9 +27,9 @@ public struct TaskOptions: Sendable, Hashable {
     }
 
     /// What `Start` takes.
-    public static let startKeys = Set(Key.allCases)
+    public static let startKeys = Set(Key.allCases).subtracting([.url])
     /// What `ResumeWithData` takes (what may change on an existing task).
-    public static let resumeKeys: Set<Key> = [.priority, .maxBytesPerSecond, .allowMetered, .proxy]
+    public static let resumeKeys: Set<Key> = [.priority, .maxBytesPerSecond, .allowMetered, .proxy, .url]
     /// Longest session name, in bytes.
     public static let maxSessionBytes = 255
     public static let maxConnections: UInt32 = 16
@@ -59,6 +61,8 @@ public struct TaskOptions: Sendable, Hashable {
     public var proxy: String?
     /// Longest proxy URL, in bytes.
     public static let maxProxyBytes = 2048
+    /// ResumeWithData: the URL to carry on at (checked by the service as Start's).
+    public var url: String?
 
     public init() {}
 
@@ -122,6 +126,9 @@ public struct TaskOptions: Sendable, Hashable {
                     throw DownloadsErrorName.quotaExceeded.error("the proxy is \(text.utf8.count) bytes; at most \(TaskOptions.maxProxyBytes)")
                 }
                 proxy = text
+            case .url:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                url = text
             case .desktopEntry:
                 guard case .string(let text) = value else { throw wrongType("s") }
                 desktopEntry = try TaskOptions.checkedDesktopEntry(text)
@@ -202,6 +209,7 @@ public struct TaskOptions: Sendable, Hashable {
         if let lowSpeedLimit { result[Key.lowSpeedLimit.rawValue] = .uint64(lowSpeedLimit) }
         if let lowSpeedTime { result[Key.lowSpeedTime.rawValue] = .uint32(lowSpeedTime) }
         if let proxy { result[Key.proxy.rawValue] = .string(proxy) }
+        if let url { result[Key.url.rawValue] = .string(url) }
         return result
     }
 }

@@ -28,12 +28,13 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     }
 
     /// Never changes while the task exists (not in PropertiesChanged).
-    public var isConstant: Bool { self == .id || self == .session || self == .url || self == .desktopEntry }
+    public var isConstant: Bool { self == .id || self == .session || self == .desktopEntry }
 
     public var declaration: InterfaceDescription.Property {
         .init(name, type, emitsChanged: isConstant ? .const : .true)
     }
 
-    /// What a `PropertiesChanged` after a state change carries.
-    public static let changing: [TaskProperty] = allCases.filter { !$0.isConstant }
+    /// What a `PropertiesChanged` after a state change carries: not `URL`, which changes only by
+    /// `SetURL` (or ResumeWithData with `url`) and has a `PropertiesChanged` of its own then.
+    public static let changing: [TaskProperty] = allCases.filter { !$0.isConstant && $0 != .url }
 }

@@ -81,6 +81,11 @@ public final class DownloadsProxy: Sendable {
         _ = try await manager("Resume", [.objectPath(task)])
     }
 
+    /// `SetURL`: the task carries on at `url`, keeping its bytes when the entity is the same.
+    public func setURL(_ task: ObjectPath, url: String) async throws {
+        _ = try await call(task, DownloadsInterfaces.task.name, "SetURL", [.string(url)])
+    }
+
     public func cancel(_ task: ObjectPath) async throws {
         _ = try await manager("Cancel", [.objectPath(task)])
     }

@@ -153,6 +153,16 @@ extension DownloadsService {
         try requireStored(task.id)
     }
 
+    /// The task carries on at `url`, keeping its bytes when the entity is the same (`SessionManager.setURL`).
+    func setURL(_ task: TaskSnapshot, to url: String) async throws {
+        let checked = try StartRequest.checkURL(url)
+        try requireRoom()
+        try await engine.setURL(task.id, to: checked)
+        await engine.eventsDelivered(task.id)
+        try requireStored(task.id)
+        logger.info("task \(task.id) of uid \(task.owner): URL now \(LogText.url(checked))")
+    }
+
     /// Cancel stops a live task; on an ended task it removes it from the list (with its partial file).
     func cancel(_ task: TaskSnapshot) async throws {
         try requireRoom(forNewWork: false)
@@ -174,7 +184,8 @@ extension DownloadsService {
             try checkMayAddTask(owner: owner)
         }
         try requireRoom()
-        let snapshot = try await engine.adopt(data, change: try StartRequest.change(options), fileMode: fileMode)
+        let url = try options.url.map(StartRequest.checkURL)
+        let snapshot = try await engine.adopt(data, change: try StartRequest.change(options), url: url, fileMode: fileMode)
         await engine.eventsDelivered(snapshot.id)
         try requireStored(snapshot.id)
         return DownloadsAPI.taskPath(snapshot.id)

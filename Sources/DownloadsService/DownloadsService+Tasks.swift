@@ -28,6 +28,15 @@ extension DownloadsService {
                 try await cancel(task)
                 return []
             },
+            "SetURL": { [self] call in
+                do {
+                    let task = try await task(call.path, for: call, uid: try await caller(call), asAdmin: false)
+                    try await setURL(task, to: call.arguments.first?.stringValue ?? "")
+                    return []
+                } catch {
+                    throw ServiceError.reply(for: error)
+                }
+            },
         ]
         // Validate the declaration against the handlers once, up front.
         _ = try ExportedInterface(DownloadsInterfaces.task, methods: methods)

@@ -23,6 +23,10 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
         service.emitTaskProperties(task, TaskProperty.changing)
     }
 
+    func taskDidChangeURL(_ task: TaskSnapshot) {
+        service?.emitTaskProperties(task, [.url])
+    }
+
     func task(_ task: TaskSnapshot, isWaitingFor reason: WaitingFor) {
         service?.emitTaskProperties(task, [.waitingFor])
     }

@@ -27,6 +27,9 @@ public struct Route: Sendable {
     public var wholeBodyForRangesFrom: Int?
     /// Answer the first `count` requests with `status` (and `Retry-After` when set).
     public var failFirst: (count: Int, status: Int, retryAfter: String?)?
+    /// Answer every request after the first `count` with `status` (a signed URL that expired:
+    /// with `closeAfter` and `misbehaveTimes: 1`, the first response is cut and the link is dead).
+    public var failAfter: (count: Int, status: Int)?
     /// `(status, location)`: redirect instead of serving.
     public var redirect: (status: Int, location: String)?
     /// Send this Content-Length instead of the true one.

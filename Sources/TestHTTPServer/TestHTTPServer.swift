@@ -128,6 +128,11 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             sendSimple(context: context, status: HTTPResponseStatus(statusCode: status), body: "failing on purpose\n", headers: headers)
             return
         }
+        if let (after, status) = route.failAfter, count > after {
+            _ = record(status)
+            sendSimple(context: context, status: HTTPResponseStatus(statusCode: status), body: "expired\n")
+            return
+        }
         if let (status, location) = route.redirect {
             _ = record(status)
             sendSimple(context: context, status: HTTPResponseStatus(statusCode: status), body: "", headers: ["Location": location])

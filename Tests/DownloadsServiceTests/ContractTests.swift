@@ -22,8 +22,11 @@ final class ContractTests: XCTestCase {
             XCTAssertTrue(readme.contains("| `\(name.rawValue)`") || readme.contains(", `\(name.rawValue)`"),
                           "README.md's error table lacks \(name.rawValue)")
         }
-        for option in TaskOptions.Key.allCases {
+        for option in TaskOptions.startKeys {
             XCTAssertTrue(readme.contains("| `\(option.rawValue)` |"), "README.md's options table lacks \(option.rawValue)")
+        }
+        for option in TaskOptions.resumeKeys {
+            XCTAssertTrue(readme.contains("`\(option.rawValue)`"), "README.md does not name the ResumeWithData option \(option.rawValue)")
         }
     }
 

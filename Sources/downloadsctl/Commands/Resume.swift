@@ -17,6 +17,11 @@ struct Resume: AsyncParsableCommand {
     @Option(help: ArgumentHelp("With --resume-data: continue through this proxy instead of the one the download had.", valueName: "url"))
     var proxy: String?
     @Flag(name: .customLong("no-proxy"), help: "With --resume-data: continue without a proxy.") var noProxy = false
+    @Option(help: ArgumentHelp(
+        "Continue at this URL (a fresh link to the same file): the bytes already fetched are kept when the server sends the same file, else it starts over.",
+        valueName: "url"
+    ))
+    var url: String?
 
     func validate() throws {
         guard (task == nil) != (resumeData == nil) else { throw ValidationError("give a TASK or --resume-data FILE (one of them)") }
@@ -27,6 +32,15 @@ struct Resume: AsyncParsableCommand {
     func run() async throws {
         try await service.run { proxy in
             if let task {
+                if let url {
+                    try await proxy.setURL(task.path, url: url)
+                    // A queued or retrying task carries on by itself at the new URL.
+                    let state = try await proxy.status(task.path).state
+                    guard state == "paused" || state == "failed" else {
+                        print("task \(Paths.id(task.path)) carries on at the new URL")
+                        return
+                    }
+                }
                 try await proxy.resume(task.path)
                 print("resumed task \(Paths.id(task.path))")
             } else if let resumeData {
@@ -36,6 +50,7 @@ struct Resume: AsyncParsableCommand {
                 }
                 var options = TaskOptions()
                 options.proxy = noProxy ? "direct://" : self.proxy
+                options.url = url
                 print(Paths.id(try await proxy.resume(resumeData: data, options: options)))
             }
         }
