@@ -38,9 +38,11 @@ run: deps build
 	fi
 
 # Installs what the tests need and runs the whole suite (private buses and servers on 127.0.0.1).
+# A failure is repeated at the end of the output, where a CI log's tail shows it.
 test: deps
 	swift build --build-tests
-	swift test --skip-build --disable-swift-testing
+	bash -c 'set -o pipefail; swift test --skip-build --disable-swift-testing 2>&1 | tee .build/test.log' \
+	  || { echo "== the failures again (the whole log: .build/test.log):"; grep -E ": error: |' failed \(" .build/test.log | tail -60; exit 1; }
 
 # A longer fuzzing run than the suite's (python3-hypothesis as user nobody, on the system bus).
 fuzz: deps
