@@ -3,11 +3,11 @@ SHELL := /bin/bash
 # What building, running and testing need (busctl comes with systemd, gdbus with libglib2.0-bin;
 # nginx-light with ssl and http2 and openssl for a test CA: the HTTPS tests).
 DEBIAN_PACKAGES := libdbus-1-dev libglib2.0-dev libglib2.0-bin libsqlite3-dev pkg-config dbus python3-dbus python3-gi python3-dbusmock python3-hypothesis \
-	systemd curl ca-certificates procps passwd nginx-light openssl tinyproxy microsocks
+	systemd curl ca-certificates procps passwd nginx-light openssl tinyproxy microsocks iproute2
 # Building the .deb.
 DEB_PACKAGES := dpkg-dev debhelper lintian fakeroot
 # Reference tools of the benchmarks only.
-BENCH_PACKAGES := nginx-light curl wget aria2 time python3-dbus python3-gi
+BENCH_PACKAGES := nginx-light curl wget aria2 time python3-dbus python3-gi iproute2 iputils-ping
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STATE_DIR ?= $(HOME)/.local/state/org.example.Downloads
 

@@ -7,7 +7,7 @@ processes. Runs are alternated between tools, `sync` before each; figures are me
 number of runs, and ratios against the reference measured in the same run (the machine is
 shared and noisy). Prints a table and writes Benchmarks/RESULTS.md. Asserts nothing.
 
-    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks,small]
+    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks,small,background]
 """
 import argparse
 import os
@@ -71,7 +71,8 @@ def free_port():
 class Nginx:
     """nginx serving `www`: / as fast as it can, /limited/ at 5 MB/s per connection, /stall/ at 1 KB/s."""
 
-    def __init__(self, work):
+    def __init__(self, work, prefix=()):
+        """`prefix`: a command nginx runs under (`ip netns exec NS`: inside a network namespace)."""
         self.work, self.port, self.tls_port = work, free_port(), free_port()
         self.www = os.path.join(work, "www")
         os.makedirs(self.www)
@@ -89,7 +90,7 @@ http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000;
   server {{ listen 127.0.0.1:{self.tls_port} ssl http2; root {self.www};
     ssl_certificate {work}/server.pem; ssl_certificate_key {work}/server.key; }} }}
 """)
-        subprocess.run(["/usr/sbin/nginx", "-c", conf, "-p", work], check=True)
+        subprocess.run([*prefix, "/usr/sbin/nginx", "-c", conf, "-p", work], check=True)
 
     def _certificates(self):
         """A CA of the benchmark's own (EC keys) and a certificate for 127.0.0.1 signed by it;
@@ -174,8 +175,8 @@ class Service(Client):
     (dbus/org.example.Downloads.conf), as the .deb runs it; clients of another user then reach
     their files through that user's file helper."""
 
-    def __init__(self, work, arguments=(), system=False):
-        self.work, self.bus_dir = work, None
+    def __init__(self, work, arguments=(), system=False, prefix=()):
+        self.work, self.bus_dir, self.prefix = work, None, list(prefix)
         os.makedirs(work, exist_ok=True)
         if system:
             bus_dir = self.bus_dir = tempfile.mkdtemp(prefix="bench-system-bus-")
@@ -200,7 +201,7 @@ class Service(Client):
     def start_daemon(self):
         log = open(os.path.join(self.work, "daemon.log"), "a")
         started = time.monotonic()
-        self.daemon = subprocess.Popen([DAEMON, *self.bus_arguments, "--state-dir", self.state, "--no-desktop"] + self.arguments,
+        self.daemon = subprocess.Popen([*self.prefix, DAEMON, *self.bus_arguments, "--state-dir", self.state, "--no-desktop"] + self.arguments,
                                        stderr=log, env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.address))
         while not self.connection.name_has_owner("org.example.Downloads"):
             if self.daemon.poll() is not None:
@@ -694,6 +695,137 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
     return table
 
 
+class Bottleneck:
+    """A network namespace of the bench's own whose loopback is the bottleneck: MTU 1500 (tbf
+    drops loopback's 64 KiB packets) and `tbf` at `rate` with a `latency` queue, both directions
+    (every loopback packet leaves through it). nginx, the daemon and the tools run inside with
+    `prefix`; the bus is a socket path, reachable from any namespace."""
+
+    def __init__(self, rate="40mbit", latency="100ms"):
+        self.name = f"dlbench{os.getpid()}"
+        self.rate_bytes = int(rate.rstrip("mbit")) * 1_000_000 / 8
+        self.prefix = ["ip", "netns", "exec", self.name]
+        subprocess.run(["ip", "netns", "add", self.name], check=True)
+        subprocess.run(self.prefix + ["ip", "link", "set", "lo", "mtu", "1500", "up"], check=True)
+        subprocess.run(self.prefix + ["tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", rate, "burst", "32kb",
+                                      "latency", latency], check=True)
+
+    def curl(self, url, seconds):
+        """An interactive download for `seconds`: its throughput, bytes a second."""
+        out = subprocess.run(self.prefix + ["curl", "-s", "-o", "/dev/null", "--max-time", str(seconds), "-w",
+                                            "%{size_download} %{time_total}", url], capture_output=True, text=True).stdout.split()
+        return float(out[0]) / max(float(out[1]), 1e-3) if len(out) == 2 else float("nan")
+
+    def ping(self, seconds):
+        """Started now, `ping` across the bottleneck for `seconds`; .result() gives the average RTT in ms."""
+        process = subprocess.Popen(self.prefix + ["ping", "-q", "-i", "0.2", "-w", str(seconds), "127.0.0.1"],
+                                   stdout=subprocess.PIPE, text=True)
+
+        class Pending:
+            def result(self):
+                out = process.communicate()[0]
+                line = [line for line in out.splitlines() if "min/avg/max" in line]
+                return float(line[0].split("=")[1].split("/")[1]) if line else float("nan")
+        return Pending()
+
+    def stop(self):
+        subprocess.run(["ip", "netns", "del", self.name])
+
+
+def section_background(work, runs):
+    """Issue 26: a background task beside an interactive download on a real bottleneck (40 Mbit/s,
+    a 100 ms queue): the interactive flow's throughput with it ÷ alone (and with an ordinary task),
+    the latency `ping` sees, the background task alone ÷ the link, and its recovery once the
+    interactive flow stops."""
+    table = Table("Background transfers on a 40 Mbit/s bottleneck (tbf, 100 ms queue, a network namespace)", "")
+    try:
+        bottleneck = Bottleneck()
+    except (subprocess.CalledProcessError, FileNotFoundError) as error:
+        table.notes.append(f"not measured: no network namespace with tbf here ({error})")
+        return table
+    shm = tempfile.mkdtemp(prefix="bench-background-", dir="/dev/shm")
+    nginx = None
+    service = None
+    results = {key: [] for key in ("solo", "normal", "background", "rtt-idle", "rtt-solo", "rtt-normal", "rtt-background",
+                                   "rtt-alone", "alone", "recovery")}
+    try:
+        nginx = Nginx(os.path.join(work, "bottleneck"), prefix=bottleneck.prefix)
+        nginx.file("long.bin", 1 * GiB)
+        nginx.file("interactive.bin", 256 * MiB)
+        service = Service(os.path.join(work, "background-service"), prefix=bottleneck.prefix)
+        link = bottleneck.rate_bytes
+
+        def bytes_of(path):
+            task = service.connection.get_object("org.example.Downloads", path)
+            return int(task.Get("org.example.Downloads.Task", "BytesWritten", dbus_interface="org.freedesktop.DBus.Properties"))
+
+        def started(options):
+            path = service.start(nginx.url("long.bin"), os.path.join(shm, f"long-{time.monotonic_ns()}.bin"), options)
+            time.sleep(3)  # past its start (a bench, not a test: it measures what a person would see)
+            return path
+
+        def cancel(path):
+            service.manager.Cancel(path)
+
+        for run in range(runs):
+            pending = bottleneck.ping(4)
+            results["rtt-idle"].append(pending.result())
+            pending = bottleneck.ping(8)
+            results["solo"].append(bottleneck.curl(nginx.url("interactive.bin"), 10))
+            results["rtt-solo"].append(pending.result())
+            for kind, options in (("normal", {}), ("background", {"background": dbus.Boolean(True)})):
+                path = started(options)
+                pending = bottleneck.ping(8)
+                results[kind].append(bottleneck.curl(nginx.url("interactive.bin"), 10))
+                results["rtt-" + kind].append(pending.result())
+                if kind == "background":
+                    # Recovery: the interactive flow has ended; until the task is back above 80 % of the link.
+                    begin = time.monotonic()
+                    samples = [(begin, bytes_of(path))]
+                    recovered = float("nan")
+                    while time.monotonic() - begin < 15:
+                        time.sleep(0.25)
+                        samples.append((time.monotonic(), bytes_of(path)))
+                        window = [sample for sample in samples if sample[0] >= samples[-1][0] - 1.0]
+                        if len(window) >= 4 and (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0]) >= 0.8 * link:
+                            recovered = window[0][0] - begin
+                            break
+                    results["recovery"].append(recovered)
+                    pending = bottleneck.ping(6)
+                    first = (time.monotonic(), bytes_of(path))
+                    time.sleep(6)
+                    last = (time.monotonic(), bytes_of(path))
+                    results["alone"].append((last[1] - first[1]) / (last[0] - first[0]))
+                    results["rtt-alone"].append(pending.result())
+                cancel(path)
+
+        solo = median(results["solo"])
+        idle = median(results["rtt-idle"])
+        table.add("curl alone, 10 s", len(results["solo"]), "-", "-", "-",
+                  f"{solo / 1e6:.2f} MB/s = {solo / link:.2f} of the link; ping {median(results['rtt-solo']):.1f} ms (idle {idle:.2f} ms)")
+        for kind, label in (("normal", "curl beside an ordinary task"), ("background", "curl beside a background task")):
+            values = results[kind]
+            ratio = median([v / s for v, s in zip(values, results["solo"])])
+            table.add(label, len(values), "-", "-", "-",
+                      f"{median(values) / 1e6:.2f} MB/s = {ratio:.2f} of curl alone; ping {median(results['rtt-' + kind]):.1f} ms "
+                      f"(+{median(results['rtt-' + kind]) - idle:.1f})")
+        alone = median(results["alone"])
+        table.add("background task alone", len(results["alone"]), "-", "-", "-",
+                  f"{alone / 1e6:.2f} MB/s = {alone / link:.2f} of the link; ping {median(results['rtt-alone']):.1f} ms "
+                  f"(+{median(results['rtt-alone']) - idle:.1f}); back above 0.8 of the link {median(results['recovery']):.1f} s "
+                  "after curl stopped")
+        table.notes.append("Targets: curl keeps ≥ 0.9 of its solo throughput beside a background task; ≤ 25 ms added latency; "
+                           "the background task alone ≥ 0.8 of the link; recovery ≤ 3 s.")
+    finally:
+        if service:
+            service.stop()
+        if nginx:
+            nginx.stop()
+        bottleneck.stop()
+        shutil.rmtree(shm, ignore_errors=True)
+    return table
+
+
 def section_memory(nginx, work):
     nginx.file("four.bin", 4 * GiB)
     shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
@@ -712,7 +844,7 @@ def section_memory(nginx, work):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks,small")
+    parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks,small,background")
     parser.add_argument("--tasks", type=int, default=10000)
     parser.add_argument("--client", help=argparse.SUPPRESS)  # a bus address: run start_many on --jobs, print the wall time
     parser.add_argument("--jobs", help=argparse.SUPPRESS)
@@ -747,6 +879,8 @@ def main():
             tables.append(section_chunks(work, max(1, min(args.runs, 3))))
         if "small" in sections:
             tables.append(section_small(nginx, work, max(1, min(args.runs, 3))))
+        if "background" in sections:
+            tables.append(section_background(work, max(1, min(args.runs, 3))))
     finally:
         nginx.stop()
         shutil.rmtree(work, ignore_errors=True)

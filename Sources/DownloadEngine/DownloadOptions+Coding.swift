@@ -19,6 +19,7 @@ extension DownloadOptions: Codable {
         case lowSpeedLimit = "low_speed_limit"
         case lowSpeedTime = "low_speed_time"
         case proxy
+        case background
     }
 
     public init(from decoder: Decoder) throws {
@@ -42,6 +43,7 @@ extension DownloadOptions: Codable {
         desktopEntry = try container.decodeIfPresent(String.self, forKey: .desktopEntry)
         lowSpeedLimit = try container.decodeIfPresent(UInt64.self, forKey: .lowSpeedLimit)
         lowSpeedTime = try container.decodeIfPresent(Double.self, forKey: .lowSpeedTime)
+        background = try container.decodeIfPresent(Bool.self, forKey: .background) ?? false
         if let text = try container.decodeIfPresent(String.self, forKey: .proxy) {
             do {
                 proxy = try ProxySetting.parse(text)
@@ -68,5 +70,6 @@ extension DownloadOptions: Codable {
         try container.encodeIfPresent(lowSpeedLimit, forKey: .lowSpeedLimit)
         try container.encodeIfPresent(lowSpeedTime, forKey: .lowSpeedTime)
         try container.encodeIfPresent(proxy?.text, forKey: .proxy)
+        if background { try container.encode(background, forKey: .background) }
     }
 }

@@ -38,6 +38,8 @@ public struct DownloadOptions: Sendable, Hashable {
     /// (`ProxyEnvironment`). Its credentials are secrets: stored, sealed in resume data, never
     /// shown or logged (`ProxySetting.description` leaves them out).
     public var proxy: ProxySetting?
+    /// A background transfer: it uses only the bandwidth nobody else is using (`BackgroundPacer`).
+    public var background = false
 
     public init() {}
 

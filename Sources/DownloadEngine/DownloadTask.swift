@@ -33,12 +33,18 @@ final class DownloadTask: Sendable {
         var waitingFor: WaitingFor = .nothing
         /// The run transferring now, for checkpoints asked from outside (before sleep).
         var transfer: TransferRun?
+        /// A background transfer's rate now (bytes a second, `BackgroundPacer`); 0: not paced.
+        var pacedRate: UInt64 = 0
 
         var snapshot: TaskSnapshot { TaskSnapshot(record: record, bytesWritten: bytesWritten, waitingFor: waitingFor) }
 
         /// Sets `waitingFor` from `network` (queued) or clears it (any other state).
         mutating func wait(on network: NetworkStatus) {
-            waitingFor = record.state == .queued ? network.waitingFor(allowMetered: record.options.allowMetered) : .nothing
+            if record.state == .queued {
+                waitingFor = network.waitingFor(allowMetered: record.options.allowMetered)
+            } else if !(record.state == .running && waitingFor == .yielding) {
+                waitingFor = .nothing
+            }
         }
     }
 
@@ -131,7 +137,14 @@ final class DownloadTask: Sendable {
     }
 
     /// The bandwidth limit now (read per chunk, so a change applies to a running transfer).
-    var maxBytesPerSecond: UInt64 { state.withLockedValue { $0.record.options.maxBytesPerSecond } }
+    /// The limit reads are paced to: the task's own, and a background transfer's pace under it
+    /// (0: none).
+    var maxBytesPerSecond: UInt64 {
+        state.withLockedValue { state in
+            let own = state.record.options.maxBytesPerSecond, paced = state.pacedRate
+            return own == 0 ? paced : paced == 0 ? own : min(own, paced)
+        }
+    }
 
     /// Runs a blocking file operation on this task's I/O queue, off the cooperative pool.
     func onIOQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {

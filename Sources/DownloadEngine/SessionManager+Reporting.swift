@@ -50,3 +50,19 @@ extension SessionManager {
         }
     }
 }
+
+extension SessionManager {
+    /// A running background task gives way to other traffic (`WaitingFor` `yielding`), or no
+    /// longer does; observers hear of a change only.
+    func markYielding(_ task: DownloadTask, _ yielding: Bool) {
+        task.eventOrder.withLock {
+            let (changed, snapshot) = task.state.withLockedValue { state -> (Bool, TaskSnapshot) in
+                let next: WaitingFor = yielding && state.record.state == .running ? .yielding : .nothing
+                guard state.record.state == .running || state.waitingFor == .yielding, state.waitingFor != next else { return (false, state.snapshot) }
+                state.waitingFor = next
+                return (true, state.snapshot)
+            }
+            if changed { delegate.waitingChanged(task, snapshot) }
+        }
+    }
+}

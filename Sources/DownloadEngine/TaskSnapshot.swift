@@ -3,13 +3,14 @@ public struct TaskSnapshot: Sendable, Hashable {
     public let record: DownloadTaskRecord
     /// Bytes written so far (may be ahead of the durable offset).
     public let bytesWritten: Int64
-    /// Why a queued task does not run yet; `.nothing` in every other state.
+    /// Why a queued task does not run yet; `.yielding` for a running background task giving way
+    /// to other traffic; `.nothing` otherwise.
     public let waitingFor: WaitingFor
 
     public init(record: DownloadTaskRecord, bytesWritten: Int64, waitingFor: WaitingFor = .nothing) {
         self.record = record
         self.bytesWritten = bytesWritten
-        self.waitingFor = record.state == .queued ? waitingFor : .nothing
+        self.waitingFor = record.state == .queued || (record.state == .running && waitingFor == .yielding) ? waitingFor : .nothing
     }
 
     public var id: UInt64 { record.id }

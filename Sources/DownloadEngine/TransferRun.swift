@@ -49,6 +49,8 @@ final class TransferRun: Sendable {
         task.update { $0.transfer = self }
         defer { task.update { if $0.transfer === self { $0.transfer = nil } } }
         let record = task.record
+        let pacing = record.options.background ? startPacing() : nil
+        defer { stopPacing(pacing) }
         var machine = TransferStateMachine(url: record.url, limits: .init(
             retry: configuration.retry, maxRedirects: configuration.maxRedirects, maxRestarts: configuration.retry.maxAttempts
         ))

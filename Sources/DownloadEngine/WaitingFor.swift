@@ -8,4 +8,6 @@ public enum WaitingFor: String, Sendable, Hashable, CaseIterable {
     case network
     /// The network is metered and the task has `allow_metered` false.
     case unmeteredNetwork = "unmetered-network"
+    /// A running background task held below what it could take: other traffic is using the link.
+    case yielding
 }

@@ -16,6 +16,7 @@ public struct TaskOptions: Sendable, Hashable {
         case lowSpeedLimit = "low_speed_limit"
         case lowSpeedTime = "low_speed_time"
         case proxy
+        case background
         /// ResumeWithData only: carry on at this URL.
         case url
 
@@ -63,6 +64,8 @@ public struct TaskOptions: Sendable, Hashable {
     public static let maxProxyBytes = 2048
     /// ResumeWithData: the URL to carry on at (checked by the service as Start's).
     public var url: String?
+    /// Use only the bandwidth nobody else is using (a background transfer that gives way).
+    public var background: Bool?
 
     public init() {}
 
@@ -120,6 +123,9 @@ public struct TaskOptions: Sendable, Hashable {
             case .allowMetered:
                 guard case .boolean(let flag) = value else { throw wrongType("b") }
                 allowMetered = flag
+            case .background:
+                guard case .boolean(let flag) = value else { throw wrongType("b") }
+                background = flag
             case .proxy:
                 guard case .string(let text) = value else { throw wrongType("s") }
                 guard text.utf8.count <= TaskOptions.maxProxyBytes else {
@@ -210,6 +216,7 @@ public struct TaskOptions: Sendable, Hashable {
         if let lowSpeedTime { result[Key.lowSpeedTime.rawValue] = .uint32(lowSpeedTime) }
         if let proxy { result[Key.proxy.rawValue] = .string(proxy) }
         if let url { result[Key.url.rawValue] = .string(url) }
+        if let background { result[Key.background.rawValue] = .boolean(background) }
         return result
     }
 }

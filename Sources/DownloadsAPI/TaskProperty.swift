@@ -16,6 +16,8 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     case waitingFor = "WaitingFor"
     /// v1.1: the `desktop_entry` option (`""` when not given).
     case desktopEntry = "DesktopEntry"
+    /// v1.2: the `background` option.
+    case background = "Background"
 
     public var name: String { rawValue }
 
@@ -24,11 +26,12 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
         case .id: return .uint64
         case .session, .url, .destination, .state, .error, .errorMessage, .waitingFor, .desktopEntry: return .string
         case .bytesWritten, .bytesExpected: return .int64
+        case .background: return .boolean
         }
     }
 
     /// Never changes while the task exists (not in PropertiesChanged).
-    public var isConstant: Bool { self == .id || self == .session || self == .desktopEntry }
+    public var isConstant: Bool { self == .id || self == .session || self == .desktopEntry || self == .background }
 
     public var declaration: InterfaceDescription.Property {
         .init(name, type, emitsChanged: isConstant ? .const : .true)

@@ -24,6 +24,10 @@ public final class DownloadSession: Sendable {
         /// A well-known name this process owns, so that D-Bus activation can start the app to
         /// receive the completion call (install a D-Bus service file for it).
         public var completionBusName: String?
+        /// `URLSessionConfiguration.isDiscretionary`: the session's downloads use only the
+        /// bandwidth nobody else is using (the `background` option), unless a task's options say
+        /// otherwise.
+        public var isDiscretionary = false
 
         public init(identifier: String) {
             self.identifier = identifier
@@ -107,6 +111,7 @@ public final class DownloadSession: Sendable {
     public func downloadTask(with url: URL, to destination: String, options: TaskOptions = TaskOptions()) -> BackgroundDownloadTask {
         var options = options
         options.session = configuration.identifier
+        if configuration.isDiscretionary && options.background == nil { options.background = true }
         return makeTask(.url(url.absoluteString, destination: destination, options: options))
     }
 

@@ -16,15 +16,18 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
     /// The full error name of a failed task, or "".
     public var error: String
     public var errorMessage: String
-    /// Why a queued task does not run yet: "", `slot`, `network` or `unmetered-network`.
+    /// Why a queued task does not run yet: "", `slot`, `network` or `unmetered-network`; for a
+    /// running background task, `yielding` while it gives way to other traffic.
     public var waitingFor: String
     /// The app the task was started for (its desktop file id), or "".
     public var desktopEntry: String
+    /// A background task (it uses only the bandwidth nobody else is using).
+    public var background: Bool
 
     enum CodingKeys: String, CodingKey {
         case id, session, url, destination, state
         case bytesWritten = "bytes_written", bytesExpected = "bytes_expected", error, errorMessage = "error_message"
-        case waitingFor = "waiting_for", desktopEntry = "desktop_entry"
+        case waitingFor = "waiting_for", desktopEntry = "desktop_entry", background
     }
 
     init(properties: [String: DBusValue]) throws {
@@ -43,6 +46,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         errorMessage = string(.errorMessage)
         waitingFor = string(.waitingFor)
         desktopEntry = string(.desktopEntry)
+        background = properties[TaskProperty.background.name]?.boolValue ?? false
     }
 
     /// Applies a `PropertiesChanged` of the task.
@@ -57,7 +61,8 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
             case .error: error = value.stringValue ?? error
             case .errorMessage: errorMessage = value.stringValue ?? errorMessage
             case .waitingFor: waitingFor = value.stringValue ?? waitingFor
-            case .id, .session, .url, .desktopEntry: break
+            case .url: url = value.stringValue ?? url
+            case .id, .session, .desktopEntry, .background: break
             }
         }
     }

@@ -87,6 +87,7 @@ extension DownloadsService {
         case .errorMessage: return .string(record.errorMessage ?? "")
         case .waitingFor: return .string(snapshot.waitingFor.rawValue)
         case .desktopEntry: return .string(record.options.desktopEntry ?? "")
+        case .background: return .boolean(record.options.background)
         }
     }
 }

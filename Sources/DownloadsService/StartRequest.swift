@@ -53,6 +53,7 @@ enum StartRequest {
         result.stallTimeout = options.stallTimeout
         result.resourceTimeout = options.resourceTimeout
         result.desktopEntry = options.desktopEntry
+        if let background = options.background { result.background = background }
         result.lowSpeedLimit = options.lowSpeedLimit
         result.lowSpeedTime = options.lowSpeedTime.map(Double.init)
         do {

@@ -7,6 +7,7 @@ enum AgentText {
         switch status.waitingFor {
         case "network": return "Waiting for a network connection"
         case "unmetered-network": return "Waiting for a network that is not metered"
+        case "yielding": return "Giving way to other traffic (background download)"
         default: return status.state == "retrying" ? "Connection lost; trying again" : nil
         }
     }

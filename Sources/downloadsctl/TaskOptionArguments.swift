@@ -29,6 +29,7 @@ struct TaskOptionArguments: ParsableArguments {
     ))
     var proxy: String?
     @Flag(name: .customLong("no-proxy"), help: "Connect directly, whatever your settings or the service's say.") var noProxy = false
+    @Flag(help: "Use only the bandwidth nobody else is using: give way to other traffic (shown as yielding).") var background = false
 
     static func trimmed(_ text: Substring) -> String {
         String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
@@ -54,6 +55,7 @@ struct TaskOptionArguments: ParsableArguments {
             options.lowSpeedTime = speedTime
             if noProxy && proxy != nil { throw ValidationError("--proxy and --no-proxy exclude each other") }
             options.proxy = noProxy ? "direct://" : proxy
+            if background { options.background = true }
             if !headers.isEmpty {
                 var parsed: [String: String] = [:]
                 for header in headers {

@@ -17,9 +17,10 @@ struct TaskRow: Encodable {
     let error: String
     let errorMessage: String
     let waitingFor: String
+    let background: Bool
 
     enum CodingKeys: String, CodingKey {
-        case id, session, url, destination, state, error
+        case id, session, url, destination, state, error, background
         case bytesWritten = "bytes_written", bytesExpected = "bytes_expected", errorMessage = "error_message"
         case waitingFor = "waiting_for"
     }
@@ -35,6 +36,7 @@ struct TaskRow: Encodable {
         error = status.error
         errorMessage = status.errorMessage
         waitingFor = status.waitingFor
+        background = status.background
     }
 
     static func json<T: Encodable>(_ value: T) -> String {
@@ -53,7 +55,8 @@ struct TaskRow: Encodable {
             // Names, sessions and messages come from servers and callers: escaped for the terminal.
             var destination = DisplayText.escaped(status.destination)
             if !status.error.isEmpty { destination += " (\(DisplayText.escaped(status.errorMessage)))" }
-            let state = status.waitingFor.isEmpty || status.waitingFor == "slot" ? status.state : "waiting (\(status.waitingFor))"
+            let state = status.waitingFor == "yielding" ? "running (yielding)"
+                : status.waitingFor.isEmpty || status.waitingFor == "slot" ? status.state : "waiting (\(status.waitingFor))"
             lines.append([String(status.id), state, progress, DisplayText.escaped(status.session), destination])
         }
         let widths = (0..<4).map { column in lines.map { $0[column].count }.max() ?? 0 }

@@ -23,7 +23,12 @@ struct Status: AsyncParsableCommand {
                 "url:         \(DisplayText.escaped(status.url))", "destination: \(DisplayText.escaped(status.destination))",
                 "session:     \(DisplayText.escaped(status.session))",
             ]
-            if !status.waitingFor.isEmpty { lines.append("waiting for: \(status.waitingFor)") }
+            if status.background { lines.append("background:  yes (uses only spare bandwidth)") }
+            if status.waitingFor == "yielding" {
+                lines.append("yielding:    other traffic is using the link; this background download gives way")
+            } else if !status.waitingFor.isEmpty {
+                lines.append("waiting for: \(status.waitingFor)")
+            }
             if !status.error.isEmpty { lines.append("error:       \(DisplayText.escaped(status.errorMessage)) (\(status.error))") }
             print(lines.joined(separator: "\n"))
         }
