@@ -44,6 +44,10 @@ class DownloadsAgentTests: DaemonTestCase {
     /// How the agent finds the service.
     var agentBusArguments: [String] { ["--address", bus.address] }
 
+    /// What the daemon is launched under (a test moves it into a `Bottleneck`'s namespace).
+    var daemonLauncher: [String] = []
+    override var launcher: [String] { daemonLauncher }
+
     private var desktopEnvironment: [String: String] {
         ["DBUS_SESSION_BUS_ADDRESS": desktop.address, "DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PATH": directory.file("bin") + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")]
     }
@@ -271,6 +275,36 @@ class DownloadsAgentTests: DaemonTestCase {
         let lastDock = dockUpdates.withLockedValue { $0.last }
         XCTAssertTrue(lastDock.map { $0.1["count-visible"]?.boolValue == false } ?? true, "\(String(describing: lastDock))")
     }
+    /// A background task giving way shows in its job view: the agent reads `WaitingFor`.
+    func testAJobViewSaysWhenABackgroundTaskGivesWay() async throws {
+        let bottleneck: Bottleneck
+        do {
+            bottleneck = try Bottleneck()
+        } catch let error as Bottleneck.Unavailable {
+            throw XCTSkip("no network namespace with tbf here: \(error)")
+        }
+        defer { bottleneck.stop() }
+        stopDaemon()
+        daemonLauncher = bottleneck.prefix
+        try await startDaemon()
+        _ = try await startJobViewServer("background")
+        try await startAgent()
+        try bottleneck.file("long.bin", Self.content(40 << 20, seed: 41))
+        try bottleneck.file("interactive.bin", Self.content(80 << 20, seed: 42))
+        let task = try await start(bottleneck.url("long.bin"), directory.file("long.bin"), ["background": .boolean(true)])
+        let view = try await view()
+        try await waitBytes(task, atLeast: 2 << 20)
+        let competitor = Task { try await bottleneck.curl("interactive.bin", seconds: 6) }
+        try await until("the view says the task gives way", seconds: 8, log: agentLog) {
+            self.jobViewCalls.contains {
+                $0["call"] as? String == "update" && $0["view"] as? String == view
+                    && ($0["properties"] as? [String: Any])?["infoMessage"] as? String == "Giving way to other traffic (background download)"
+            }
+        }
+        _ = try await competitor.value
+        _ = try await call("Cancel", [.objectPath(task)])
+    }
+
 }
 
 /// The same on the system bus under the shipped policy: the daemon sends the events of a task

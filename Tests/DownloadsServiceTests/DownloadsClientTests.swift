@@ -72,6 +72,25 @@ final class DownloadsClientTests: DaemonTestCase {
         XCTAssertEqual(status.session, "app")
     }
 
+    func testADiscretionarySessionStartsBackgroundTasks() async throws {
+        http.set("/d", Route(content: Self.content(20_000)))
+        var configuration = DownloadSession.Configuration.background(identifier: "updates")
+        configuration.bus = .address(bus.address)
+        configuration.isDiscretionary = true
+        let session = try await DownloadSession(configuration: configuration)
+        defer { session.invalidate() }
+        let task = session.downloadTask(with: try XCTUnwrap(URL(string: http.url("/d"))), to: directory.file("d.bin"))
+        try await task.resume()
+        var options = TaskOptions()
+        options.background = false
+        let ordinary = session.downloadTask(with: try XCTUnwrap(URL(string: http.url("/d"))), to: directory.file("e.bin"), options: options)
+        try await ordinary.resume()
+        let status = try await task.status()
+        XCTAssertTrue(status.background, "isDiscretionary: the session's tasks use only spare bandwidth")
+        let other = try await ordinary.status()
+        XCTAssertFalse(other.background, "unless a task's options say otherwise")
+    }
+
     func testPauseGivesResumeDataThatResumesInANewSession() async throws {
         let content = Self.content(2_000_000)
         var route = Route(content: content)

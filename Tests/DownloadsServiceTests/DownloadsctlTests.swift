@@ -76,6 +76,7 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertEqual(rows.count, 1)
         XCTAssertEqual(Set(rows[0].keys), [
             "id", "session", "url", "destination", "state", "bytes_written", "bytes_expected", "error", "error_message", "waiting_for",
+            "background",
         ])
         XCTAssertEqual(rows[0]["state"] as? String, "finished")
         XCTAssertEqual(rows[0]["bytes_written"] as? Int, 50_000)
