@@ -25,8 +25,8 @@ struct BackgroundPacer: Sendable {
 
     private(set) var rate = 256.0 * 1024
     private(set) var yielding = false
-    private var delays: [(start: Double, minimum: Double)] = []
-    private var peaks: [(start: Double, minimum: Double)] = []
+    private var delays: [(start: Double, value: Double)] = []
+    private var peaks: [(start: Double, value: Double)] = []
 
     /// One step: `delay` the path's delay now (seconds; a probe that failed counts as a large
     /// one), `throughput` what the transfer received over the last step (bytes a second).
@@ -51,11 +51,11 @@ struct BackgroundPacer: Sendable {
 
     /// The running minimum (or maximum) of `value` in buckets of `span` seconds, `count` kept.
     private static func keep(
-        _ buckets: inout [(start: Double, minimum: Double)], _ value: Double, now: Double, span: Double, count: Int,
+        _ buckets: inout [(start: Double, value: Double)], _ value: Double, now: Double, span: Double, count: Int,
         _ pick: (Double, Double) -> Double
     ) {
         if let last = buckets.last, now - last.start < span {
-            buckets[buckets.count - 1].minimum = pick(last.minimum, value)
+            buckets[buckets.count - 1].value = pick(last.value, value)
         } else {
             buckets.append((now, value))
             if buckets.count > count { buckets.removeFirst() }

@@ -13,11 +13,13 @@ extension TransferRun {
         // Paced from the first byte, at the pacer's starting rate.
         task.update { $0.pacedRate = UInt64(BackgroundPacer().rate) }
         return Task.detached {
+            // The probes obey --deny-network as the transfer does: no handshake with a denied address.
+            let denied = task.record.owner == 0 ? [] : manager.configuration.deniedNetworks
             guard let (host, port) = TransferRun.firstHop(of: task.record, environment: manager.configuration.proxyEnvironment),
-                  let address = NetworkRange.parse(host) != nil ? host : try? await AddressResolver.resolve(host, port: port).first
+                  let address = NetworkRange.parse(host) != nil ? host : try? await AddressResolver.resolve(host, port: port).first,
+                  !denied.contains(where: { $0.contains(address) })
             else {
-                manager.logger.info("task \(task.id): background pacing has no hop to probe; it runs unpaced")
-                task.update { $0.pacedRate = 0 }
+                manager.logger.info("task \(task.id): background pacing has no hop it may probe; it runs at its starting rate")
                 return
             }
             var pacer = BackgroundPacer()

@@ -43,7 +43,10 @@ public final class DownloadsProxy: Sendable {
         }
     }
 
-    public func close() { connection.close() }
+    public func close() {
+        connection.close()
+        if let proxies { Task { await proxies.close() } }
+    }
 
     private func manager(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
         try await call(DownloadsAPI.managerPath, DownloadsInterfaces.manager.name, method, arguments)

@@ -30,6 +30,12 @@ public actor ProxyResolver {
         sessionBus = address.isEmpty ? nil : address
     }
 
+    /// Closes the connection to the portal, if one was opened.
+    public func close() {
+        portal?.close()
+        portal = nil
+    }
+
     /// The `proxy` option for a download of `url`, or nil.
     public func proxy(for url: String) async -> String? {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), let host = parsed.host, !host.isEmpty else {
