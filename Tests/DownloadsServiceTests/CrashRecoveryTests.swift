@@ -1,5 +1,7 @@
 import DBus
+import DownloadsAPI
 import Foundation
+import GRDB
 import TestHTTPServer
 import TestSupport
 import XCTest
@@ -52,7 +54,16 @@ final class CrashRecoveryTests: DaemonTestCase {
         let target = directory.file("seg.bin")
         let path = try await start(http.url("/seg"), target, ["connections": .uint32(4)])
         try await waitBytes(path, atLeast: 3_000_000)
-        try await Task.sleep(for: .milliseconds(1500))  // a checkpoint of every range
+        // A checkpoint of every range holding what had arrived by now (waited for, not slept on:
+        // on a busy machine a fixed second and a half was sometimes not enough).
+        let received = try await property(path, "BytesWritten")?.int64Value ?? 0
+        let id = try XCTUnwrap(DownloadsAPI.taskID(path))
+        try await until("a checkpoint of every range", seconds: 30) {
+            let durable = try await DatabaseQueue(path: self.stateDirectory + "/downloads.sqlite").read { db in
+                try Int64.fetchOne(db, sql: "SELECT durableOffset FROM task WHERE id = ?", arguments: [Int64(id)]) ?? 0
+            }
+            return durable >= received
+        }
         let before = http.requests(for: "/seg").count
         killDaemon()
         try await startDaemon()
