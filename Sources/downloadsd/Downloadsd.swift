@@ -15,7 +15,13 @@ import ProxyRules
 struct Downloadsd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "downloadsd",
-        abstract: "Background downloads over D-Bus (org.example.Downloads)."
+        abstract: "Background downloads over D-Bus (org.example.Downloads).",
+        discussion: """
+            Environment: http_proxy, https_proxy (or HTTPS_PROXY), all_proxy (or ALL_PROXY) and no_proxy \
+            (or NO_PROXY), read as curl reads them, are the proxy of every task that gives none of its own \
+            (an administrator sets them in a systemd drop-in); a task's proxy option, which clients resolve \
+            in their user's session, comes first.
+            """
     )
 
     @Flag(help: "Serve on the session bus (the default).") var session = false
