@@ -21,15 +21,16 @@ extension SessionManager {
         _ kind: HTTPClients.Kind, for owner: UInt32, scheme: String, host: String, port: Int, proxy option: ProxySetting?
     ) async throws -> HTTPClients.Lease {
         var route = HTTPClients.Route()
-        let proxy = option.map { $0 == .direct ? nil : $0 } ?? configuration.proxyEnvironment.proxy(scheme: scheme, host: host, port: port)
+        let proxy = configuration.proxyEnvironment.proxy(own: option, scheme: scheme, host: host, port: port)
         route.proxy = proxy
         let denied = owner == 0 ? [] : configuration.deniedNetworks
         func deniedRange(_ address: String) -> NetworkRange? { denied.first { $0.contains(address) } }
         if let proxy, let proxyHost = proxy.host, let proxyPort = proxy.port, !denied.isEmpty {
-            if let range = NetworkRange.parse(proxyHost).flatMap({ _ in deniedRange(proxyHost) }) {
-                throw DownloadError.accessDenied("the proxy \(proxy) is in a network this service does not reach for you (\(range))")
-            }
-            if NetworkRange.parse(proxyHost) == nil {
+            if NetworkRange.parse(proxyHost) != nil {
+                if let range = deniedRange(proxyHost) {
+                    throw DownloadError.accessDenied("the proxy \(proxy) is in a network this service does not reach for you (\(range))")
+                }
+            } else {
                 let addresses: [String]
                 do {
                     addresses = try await AddressResolver.resolve(proxyHost, port: proxyPort)

@@ -57,8 +57,9 @@ extension SessionManager {
     func markYielding(_ task: DownloadTask, _ yielding: Bool) {
         task.eventOrder.withLock {
             let (changed, snapshot) = task.state.withLockedValue { state -> (Bool, TaskSnapshot) in
+                // Only `yielding` is this one's to set or clear (a queued task's reasons are the network's).
                 let next: WaitingFor = yielding && state.record.state == .running ? .yielding : .nothing
-                guard state.record.state == .running || state.waitingFor == .yielding, state.waitingFor != next else { return (false, state.snapshot) }
+                guard state.waitingFor != next, state.waitingFor == .yielding || next == .yielding else { return (false, state.snapshot) }
                 state.waitingFor = next
                 return (true, state.snapshot)
             }

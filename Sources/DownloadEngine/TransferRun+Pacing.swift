@@ -55,8 +55,7 @@ extension TransferRun {
     /// The host and port a background transfer's packets go to first: the proxy, or the server.
     static func firstHop(of record: DownloadTaskRecord, environment: ProxyEnvironment) -> (String, Int)? {
         guard let request = try? HTTPClient.Request(url: record.finalURL ?? record.url) else { return nil }
-        let proxy = record.options.proxy.map { $0 == .direct ? nil : $0 }
-            ?? environment.proxy(scheme: request.scheme, host: request.host, port: request.port)
+        let proxy = environment.proxy(own: record.options.proxy, scheme: request.scheme, host: request.host, port: request.port)
         if let proxy, let host = proxy.host, let port = proxy.port { return (host, port) }
         return (request.host, request.port)
     }

@@ -45,6 +45,13 @@ public struct ProxyEnvironment: Sendable, Hashable {
         self.problems = problems
     }
 
+    /// The proxy of a request whose task gives `own` (`direct://`: none; nil: it gives none),
+    /// else this environment's for `scheme://host:port`; nil for none.
+    public func proxy(own: ProxySetting?, scheme: String, host: String, port: Int) -> ProxySetting? {
+        guard let own else { return proxy(scheme: scheme, host: host, port: port) }
+        return own == .direct ? nil : own
+    }
+
     /// The proxy for a request to `scheme://host:port`, nil for none.
     public func proxy(scheme: String, host: String, port: Int) -> ProxySetting? {
         let chosen = scheme.lowercased() == "https" ? https : http

@@ -80,6 +80,10 @@ final class ProxySettingTests: XCTestCase {
         XCTAssertEqual(broken.problems.count, 2)
         XCTAssertFalse(broken.problems.joined().contains("hunter2"), "a problem never repeats a password")
         XCTAssertNil(ProxyEnvironment([:]).proxy(scheme: "http", host: "x.test", port: 80))
+        let own = try ProxySetting.parse("socks5h://own:9050")
+        XCTAssertEqual(environment.proxy(own: own, scheme: "http", host: "direct.test", port: 80), own, "a task's own proxy comes first")
+        XCTAssertNil(environment.proxy(own: .direct, scheme: "http", host: "x.test", port: 80), "direct:// is none")
+        XCTAssertEqual(environment.proxy(own: nil, scheme: "http", host: "x.test", port: 80), environment.http)
     }
 
     func testTheProxyOptionIsStoredWithItsCredentialsAndSealedInResumeData() throws {
