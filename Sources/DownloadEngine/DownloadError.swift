@@ -82,8 +82,8 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     }
     public static func insecureRedirect(_ message: String) -> DownloadError { .init(.insecureRedirect, message) }
     public static func invalidResponse(_ message: String) -> DownloadError { .init(.invalidResponse, message) }
-    public static func checksumMismatch(expected: String, actual: String) -> DownloadError {
-        .init(.checksumMismatch, "SHA-256 of the download is \(actual), expected \(expected); nothing was kept")
+    public static func checksumMismatch(expected: Checksum, actual: String) -> DownloadError {
+        .init(.checksumMismatch, "\(expected.algorithm.displayName) of the download is \(actual), expected \(expected.hex); nothing was kept")
     }
     public static func file(_ message: String) -> DownloadError { .init(.fileError, message) }
     public static func fileExists(_ path: String) -> DownloadError {

@@ -6,7 +6,13 @@ import ProxyRules
 extension DownloadOptions: Codable {
     enum CodingKeys: String, CodingKey {
         case headers
+        /// Written by versions before `checksum`: read as `checksum` `sha256:HEX`.
         case sha256
+        case checksum
+        case title
+        case taskDescription = "description"
+        case metadata
+        case earliestBegin = "earliest_begin"
         case priority
         case maxBytesPerSecond = "max_bytes_per_second"
         case connections
@@ -26,7 +32,23 @@ extension DownloadOptions: Codable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init()
         headers = try container.decodeIfPresent([String: String].self, forKey: .headers) ?? [:]
-        sha256 = try container.decodeIfPresent(String.self, forKey: .sha256)
+        if let text = try container.decodeIfPresent(String.self, forKey: .checksum) {
+            do {
+                checksum = try Checksum.parse(text)
+            } catch {
+                throw DecodingError.dataCorruptedError(forKey: .checksum, in: container, debugDescription: error.message)
+            }
+        } else if let hex = try container.decodeIfPresent(String.self, forKey: .sha256) {
+            do {
+                checksum = try Checksum(.sha256, hex: hex)
+            } catch {
+                throw DecodingError.dataCorruptedError(forKey: .sha256, in: container, debugDescription: error.message)
+            }
+        }
+        title = try container.decodeIfPresent(String.self, forKey: .title)
+        taskDescription = try container.decodeIfPresent(String.self, forKey: .taskDescription)
+        metadata = try container.decodeIfPresent([String: MetadataValue].self, forKey: .metadata) ?? [:]
+        earliestBegin = try container.decodeIfPresent(UInt64.self, forKey: .earliestBegin)
         if let text = try container.decodeIfPresent(String.self, forKey: .priority) {
             guard let value = Priority(rawValue: text) else {
                 throw DecodingError.dataCorruptedError(forKey: .priority, in: container, debugDescription: "unknown priority '\(text)'")
@@ -57,7 +79,11 @@ extension DownloadOptions: Codable {
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         if !headers.isEmpty { try container.encode(headers, forKey: .headers) }
-        try container.encodeIfPresent(sha256, forKey: .sha256)
+        try container.encodeIfPresent(checksum?.text, forKey: .checksum)
+        try container.encodeIfPresent(title, forKey: .title)
+        try container.encodeIfPresent(taskDescription, forKey: .taskDescription)
+        if !metadata.isEmpty { try container.encode(metadata, forKey: .metadata) }
+        try container.encodeIfPresent(earliestBegin, forKey: .earliestBegin)
         if priority != .normal { try container.encode(priority.rawValue, forKey: .priority) }
         if maxBytesPerSecond != 0 { try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond) }
         if connections != 1 { try container.encode(connections, forKey: .connections) }

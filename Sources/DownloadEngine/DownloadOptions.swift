@@ -1,3 +1,4 @@
+import Foundation
 import ProxyRules
 
 /// What a client may set per download (the `a{sv}` options of Start, already validated).
@@ -11,8 +12,8 @@ public struct DownloadOptions: Sendable, Hashable {
 
     /// Extra request headers (checked for CR/LF and forbidden names).
     public var headers: [String: String] = [:]
-    /// Expected SHA-256 of the whole file, lowercase hex.
-    public var sha256: String?
+    /// The expected digest of the whole file (`checksum`, or the older `sha256`).
+    public var checksum: Checksum?
     public var priority: Priority = .normal
     /// 0 = unlimited.
     public var maxBytesPerSecond: UInt64 = 0
@@ -40,8 +41,27 @@ public struct DownloadOptions: Sendable, Hashable {
     public var proxy: ProxySetting?
     /// A background transfer: it uses only the bandwidth nobody else is using (`BackgroundPacer`).
     public var background = false
+    /// What the app calls the download, and a line about it (BITS' display name and
+    /// description, URLSession's `taskDescription`): shown by the desktop agent and downloadsctl.
+    public var title: String?
+    public var taskDescription: String?
+    /// The app's own data (Ubuntu's download manager `metadata`), matched by `FindTasks`.
+    public var metadata: [String: MetadataValue] = [:]
+    /// Not before this time (Unix seconds, URLSession's `earliestBeginDate`): the task stays
+    /// queued (`WaitingFor` `begin-time`) until then.
+    public var earliestBegin: UInt64?
 
     public init() {}
+
+    /// Whether the task may begin at `now` (Unix seconds).
+    public func mayBegin(at now: UInt64) -> Bool { earliestBegin.map { $0 <= now } ?? true }
+
+    /// Longest `title` and `description`, in bytes.
+    public static let maxTextBytes = 1024
+    /// Longest `metadata`, serialised as stored, in bytes.
+    public static let maxMetadataBytes = 4096
+    /// Longest metadata key, in bytes.
+    public static let maxMetadataKeyBytes = 255
 
     /// The options that may change while a task exists (ResumeWithData's options): nil leaves
     /// the current value.
@@ -76,7 +96,32 @@ public struct DownloadOptions: Sendable, Hashable {
         "range", "if-range", "accept-encoding", "host", "content-length", "transfer-encoding", "connection",
     ]
 
-    /// Checks headers and the checksum; throws InvalidArgument with a reason.
+    /// C0, DEL and C1: a title is one line a person reads.
+    static func hasControlCharacters(_ text: String) -> Bool {
+        text.unicodeScalars.contains { $0.properties.generalCategory == .control }
+    }
+
+    /// Keys of 1 to 255 bytes without control characters, finite numbers, at most
+    /// `maxMetadataBytes` as stored.
+    func validateMetadata() throws {
+        for (key, value) in metadata {
+            guard !key.isEmpty, key.utf8.count <= DownloadOptions.maxMetadataKeyBytes, !DownloadOptions.hasControlCharacters(key) else {
+                throw DownloadError.invalidArgument(
+                    "metadata keys are 1 to \(DownloadOptions.maxMetadataKeyBytes) bytes without control characters"
+                )
+            }
+            if case .double(let number) = value, !number.isFinite {
+                throw DownloadError.invalidArgument("metadata '\(key)' is not a finite number")
+            }
+        }
+        guard !metadata.isEmpty else { return }
+        let size = (try? JSONEncoder().encode(metadata).count) ?? Int.max
+        guard size <= DownloadOptions.maxMetadataBytes else {
+            throw DownloadError.invalidArgument("metadata comes to \(size) bytes stored; at most \(DownloadOptions.maxMetadataBytes)")
+        }
+    }
+
+    /// Checks headers, texts, metadata and limits; throws InvalidArgument with a reason.
     public func validate() throws {
         for (name, value) in headers {
             guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 && $0 != UInt8(ascii: ":") }) else {
@@ -92,11 +137,16 @@ public struct DownloadOptions: Sendable, Hashable {
         guard (1...DownloadOptions.maxConnections).contains(connections) else {
             throw DownloadError.invalidArgument("connections must be between 1 and \(DownloadOptions.maxConnections)")
         }
-        if let sha256 {
-            guard sha256.count == 64, sha256.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
-                throw DownloadError.invalidArgument("sha256 must be 64 lowercase hexadecimal digits")
+        for (name, text) in [("title", title), ("description", taskDescription)] {
+            guard let text else { continue }
+            guard text.utf8.count <= DownloadOptions.maxTextBytes else {
+                throw DownloadError.invalidArgument("\(name) is \(text.utf8.count) bytes; at most \(DownloadOptions.maxTextBytes)")
+            }
+            guard !DownloadOptions.hasControlCharacters(text) else {
+                throw DownloadError.invalidArgument("\(name) must not contain control characters (line breaks, tabs, escapes)")
             }
         }
+        try validateMetadata()
         for (name, value) in [
             ("connect_timeout", connectTimeout), ("stall_timeout", stallTimeout), ("resource_timeout", resourceTimeout),
             ("low_speed_time", lowSpeedTime),

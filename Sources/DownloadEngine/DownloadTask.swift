@@ -38,10 +38,11 @@ final class DownloadTask: Sendable {
 
         var snapshot: TaskSnapshot { TaskSnapshot(record: record, bytesWritten: bytesWritten, waitingFor: waitingFor) }
 
-        /// Sets `waitingFor` from `network` (queued) or clears it (any other state).
-        mutating func wait(on network: NetworkStatus) {
+        /// Sets `waitingFor` from the begin time and `network` (queued) or clears it (any other state).
+        mutating func wait(on network: NetworkStatus, now: UInt64 = WallClock.now) {
             if record.state == .queued {
-                waitingFor = network.waitingFor(allowMetered: record.options.allowMetered)
+                waitingFor = record.options.mayBegin(at: now)
+                    ? network.waitingFor(allowMetered: record.options.allowMetered) : .beginTime
             } else if !(record.state == .running && waitingFor == .yielding) {
                 waitingFor = .nothing
             }

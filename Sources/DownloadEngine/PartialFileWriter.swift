@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Crypto
 import Dispatch
 import NIOConcurrencyHelpers
 import NIOCore
@@ -14,7 +13,7 @@ private let SYNC_FILE_RANGE_WRITE: UInt32 = 2
 
 /// The partial file of one task, written off the event loops.
 ///
-/// Every operation on the file (open, `pwrite`, `ftruncate`, `fdatasync`, the SHA-256, the final
+/// Every operation on the file (open, `pwrite`, `ftruncate`, `fdatasync`, the checksum's read-back, the final
 /// rename) is one entry of a single ordered list that the task's I/O queue drains, so a
 /// checkpoint always describes exactly the writes queued before it and a truncation can never
 /// be overtaken by an older checkpoint (this order replaces the epoch counter the transfer
@@ -44,6 +43,8 @@ final class PartialFileWriter: @unchecked Sendable {
     private var unsubmitted = 0
     /// The open file's identity (drain-only).
     private(set) var identity: FileIdentity?
+    /// The `checksum` option's digest, fed as the writes go out (drain-only).
+    private var digest: RunningDigest?
     private let reuse: @Sendable () -> PartialReuse
     private let opened: @Sendable (FileIdentity) -> Void
 
@@ -67,10 +68,12 @@ final class PartialFileWriter: @unchecked Sendable {
     /// which file was opened (to record it).
     init(
         path: String, fileAccess: any FileAccess, queue: DispatchQueue, highWater: Int = 4 << 20, gatherBytes: Int = 512 << 10,
+        digest: Checksum.Algorithm? = nil,
         reuse: @escaping @Sendable () -> PartialReuse = { .ifOwned }, opened: @escaping @Sendable (FileIdentity) -> Void = { _ in }
     ) {
         self.reuse = reuse
         self.opened = opened
+        self.digest = digest.map(RunningDigest.init)
         self.gatherBytes = min(gatherBytes, highWater / 2)
         self.path = path
         self.fileAccess = fileAccess
@@ -189,6 +192,11 @@ final class PartialFileWriter: @unchecked Sendable {
                 do {
                     try openIfNeeded()
                     try writeRun(run)
+                    if digest != nil {
+                        for (buffer, offset) in run {
+                            buffer.withUnsafeReadableBytes { digest?.wrote($0, at: offset) }
+                        }
+                    }
                 } catch {
                     self.failure = error as? DownloadError ?? .file("\(error)")
                 }
@@ -244,6 +252,7 @@ final class PartialFileWriter: @unchecked Sendable {
     func truncate(to length: Int64) throws {
         try openIfNeeded()
         generation.withLockedValue { $0 += 1 }
+        digest?.truncated(to: length)
         guard ftruncate(descriptor, off_t(length)) == 0 else {
             throw DownloadError.file("cannot truncate \(path): \(errnoText())")
         }
@@ -256,24 +265,23 @@ final class PartialFileWriter: @unchecked Sendable {
         guard fdatasync(descriptor) == 0 else { throw DownloadError.file("cannot sync \(path): \(errnoText())") }
     }
 
-    /// SHA-256 of the first `length` bytes, read through the open descriptor (never by path).
-    func sha256(length: Int64) throws -> String {
+    /// The digest of the first `length` bytes (hex): what was written in order during this run
+    /// was hashed as it went out; the rest is read back through the open descriptor (never by
+    /// path). Returns the bytes read back too (a benchmark's figure).
+    func digest(length: Int64) throws -> (hex: String, readBack: Int64)? {
+        guard var digest else { return nil }
         try openIfNeeded()
-        var hasher = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var offset: Int64 = 0
-        while offset < length {
-            let want = Int(min(Int64(buffer.count), length - offset))
-            let n = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, want, off_t(offset)) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw DownloadError.file("cannot read \(path) to verify it: \(errnoText())")
+        let descriptor = self.descriptor
+        let path = self.path
+        let hex = try digest.finish(length: length) { offset, buffer in
+            while true {
+                let n = pread(descriptor, buffer.baseAddress, buffer.count, off_t(offset))
+                if n >= 0 { return n }
+                if errno != EINTR { throw DownloadError.file("cannot read \(path) to verify it: \(errnoText())") }
             }
-            guard n > 0 else { throw DownloadError.file("\(path) is shorter than the download") }
-            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-            offset += Int64(n)
         }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        self.digest = digest
+        return (hex, digest.readBack)
     }
 
     func close() {

@@ -21,6 +21,8 @@ struct Scheduler: Sendable {
         let session: SessionID
         var priority: DownloadOptions.Priority
         var allowMetered: Bool
+        /// `earliest_begin` (Unix seconds): not started before.
+        var notBefore: UInt64?
         /// Connections it opens when it runs.
         var weight: Int
         let sequence: UInt64
@@ -59,19 +61,38 @@ struct Scheduler: Sendable {
     /// Places taken: the connections of the running tasks.
     var connectionCount: Int { running.values.reduce(0) { $0 + $1.weight } }
 
+    /// Queued tasks that wait for a begin time, and that time (a few at most: kept apart so
+    /// the next time is found without scanning the queue).
+    private var beginTimes: [UInt64: UInt64] = [:]
+
     mutating func enqueue(
-        _ id: UInt64, session: SessionID, priority: DownloadOptions.Priority, allowMetered: Bool = true, connections: Int = 1
+        _ id: UInt64, session: SessionID, priority: DownloadOptions.Priority, allowMetered: Bool = true, connections: Int = 1,
+        notBefore: UInt64? = nil
     ) {
         guard running[id] == nil, !queued.contains(where: { $0.id == id }) else { return }
         sequence += 1
         queued.append(Entry(
-            id: id, session: session, priority: priority, allowMetered: allowMetered,
+            id: id, session: session, priority: priority, allowMetered: allowMetered, notBefore: notBefore,
             weight: max(1, min(connections, maxConnections)), sequence: sequence
         ))
+        if let notBefore { beginTimes[id] = notBefore }
     }
 
     mutating func enqueue(_ id: UInt64, session: SessionID, options: DownloadOptions) {
-        enqueue(id, session: session, priority: options.priority, allowMetered: options.allowMetered, connections: options.connections)
+        enqueue(
+            id, session: session, priority: options.priority, allowMetered: options.allowMetered,
+            connections: options.connections, notBefore: options.earliestBegin
+        )
+    }
+
+    /// Queued tasks whose begin time has come by `now` and that have not started yet.
+    func beginTimesCome(by now: UInt64) -> [UInt64] {
+        beginTimes.filter { $0.value <= now }.map(\.key)
+    }
+
+    /// The earliest begin time after `now` of a queued task (when to look again), if any.
+    func nextBeginTime(after now: UInt64) -> UInt64? {
+        beginTimes.values.filter { $0 > now }.min()
     }
 
     /// A queued task's options changed (its priority moves it within the order).
@@ -85,6 +106,7 @@ struct Scheduler: Sendable {
     mutating func remove(_ id: UInt64) {
         queued.removeAll { $0.id == id }
         running.removeValue(forKey: id)
+        beginTimes[id] = nil
     }
 
     /// Forgets a start that did not take effect, unless the task runs under another ticket now.
@@ -97,7 +119,7 @@ struct Scheduler: Sendable {
     /// place goes to the user with the fewest running connections who has a task that may start
     /// (ties: whoever has waited longest), so one user's thousand tasks never keep another's
     /// from starting; priority then FIFO order only that user's own tasks.
-    mutating func next() -> [UInt64] {
+    mutating func next(now: UInt64 = WallClock.now) -> [UInt64] {
         var started: [UInt64] = []
         while runningCount < maxRunning && connectionCount < maxConnections && network.online {
             var runningPerSession: [SessionID: Int] = [:]
@@ -110,7 +132,7 @@ struct Scheduler: Sendable {
             // Each user's best task that may start now.
             var best: [UInt32: Entry] = [:]
             for entry in queued where runningPerSession[entry.session, default: 0] < maxRunningPerSession
-                && network.allows(allowMetered: entry.allowMetered) {
+                && network.allows(allowMetered: entry.allowMetered) && (entry.notBefore ?? 0) <= now {
                 let owner = entry.session.owner
                 if let current = best[owner], !Scheduler.before(entry, current) { continue }
                 best[owner] = entry
@@ -124,6 +146,7 @@ struct Scheduler: Sendable {
                 session: entry.session, weight: min(entry.weight, free), wanted: entry.weight, ticket: entry.sequence
             )
             queued.removeAll { $0.id == entry.id }
+            beginTimes[entry.id] = nil
             started.append(entry.id)
         }
         return started

@@ -39,6 +39,7 @@ extension SessionManager {
     /// instead of sitting out their back-off.
     public func reconnectNow() {
         state.withLockedValue { $0.reconnectGeneration += 1 }
+        beginTimeCame()
     }
 
     /// Makes every running transfer durable now (fdatasync, then the offset recorded and
@@ -67,6 +68,7 @@ extension SessionManager {
             try? await stop(task, reason: .shutdown)
         }
         for task in tasks { await task.eventsDelivered() }
+        stopBeginTimer()
         await clients.shutdown()
     }
 }

@@ -63,6 +63,7 @@ extension SessionManager {
         // A task queued meanwhile may have found those places taken: it may start now (without
         // offering places given back to the runs that just refused them).
         if freed || gaveBack { schedule(growing: !gaveBack) }
+        armBeginTimer()
     }
 
     /// A run's response has little left to fetch: it stops counting as a transfer, and what

@@ -29,7 +29,7 @@ import UserFiles
 /// 6. `PartialFileWriter`'s lock: the queue of file operations (starting a drain on `io`).
 /// 7. `TransferRun.segmentState`: a segmented run's table, workers and places (takes 8).
 /// 8. `SegmentWorkers`' state: the connections running.
-/// Leaves (nothing is taken under them): `TransferRun.checkpoints`, a segmented attempt's
+/// Leaves (nothing is taken under them): `TransferRun.checkpoints`, `SessionManager.beginTimer`, a segmented attempt's
 /// `Attempt`, `HTTPClients`' state, `FileHelperPool`'s helpers, `SessionDelegate`'s observers,
 /// `AddressResolver`'s continuation.
 /// Queues: observers on each task's `events` queue; file calls on each task's `io` queue
@@ -86,6 +86,8 @@ public final class SessionManager: Sendable {
     var key: SymmetricKey { SymmetricKey(data: keyBytes) }
     let logger: Logger
     let state: NIOLockedValueBox<TaskTable>
+    /// The timer for tasks waiting for their `earliest_begin` (`+BeginTime`).
+    let beginTimer = NIOLockedValueBox(BeginTimer())
 
     public init(
         configuration: Configuration = Configuration(), resumeDataKey: SymmetricKey,

@@ -1,7 +1,7 @@
 import UserFiles
 
-/// Turns a complete partial file into the destination: fdatasync, the SHA-256 read through the
-/// open descriptor, the atomic publish through `FileAccess` (never replacing a file unless
+/// Turns a complete partial file into the destination: fdatasync, the checksum (hashed as the
+/// bytes were written, the rest read through the open descriptor), the atomic publish through `FileAccess` (never replacing a file unless
 /// `overwrite`), the directory synced. Runs inside a `PartialFileWriter.perform` body, so it
 /// comes after every queued write.
 struct TransferFinalizer: Sendable {
@@ -11,9 +11,8 @@ struct TransferFinalizer: Sendable {
     func complete(_ record: DownloadTaskRecord, length: Int64, writer: PartialFileWriter) throws {
         try writer.openIfNeeded()
         try writer.sync()
-        if let expected = record.options.sha256 {
-            let actual = try writer.sha256(length: length)
-            guard actual == expected else {
+        if let expected = record.options.checksum, let (actual, _) = try writer.digest(length: length) {
+            guard actual == expected.hex else {
                 writer.close()
                 try? fileAccess.remove(writer.path)
                 throw DownloadError.checksumMismatch(expected: expected, actual: actual)

@@ -26,6 +26,7 @@ final class TransferRun: Sendable {
         let record = task.record
         writer = PartialFileWriter(
             path: record.partialPath, fileAccess: manager.files.files(for: record.owner), queue: task.io,
+            digest: record.options.checksum?.algorithm,
             reuse: { [task] in
                 let record = task.record
                 if let identity = record.partialFile { return .ifSame(identity) }

@@ -10,4 +10,6 @@ public enum WaitingFor: String, Sendable, Hashable, CaseIterable {
     case unmeteredNetwork = "unmetered-network"
     /// A running background task held below what it could take: other traffic is using the link.
     case yielding
+    /// The task's `earliest_begin` has not come yet.
+    case beginTime = "begin-time"
 }

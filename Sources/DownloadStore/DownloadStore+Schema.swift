@@ -103,6 +103,24 @@ extension DownloadStore {
                 t.check(sql: "\"end\" > start")
             }
         })
+        // v1.2's task fields (title, description, metadata, earliest_begin) are options, kept
+        // in `options` with the others; `checksum` (ALGO:HEX) replaces `sha256`, which is
+        // rewritten here so the column has one form (older resume data still reads `sha256`).
+        migrator.registerMigration("v6-checksum-option", migrate: Self.crashable { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT id, options FROM task WHERE options LIKE '%\"sha256\"%'")
+            for row in rows {
+                let id: Int64 = row["id"]
+                let text: String = row["options"]
+                guard var object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                      let hex = object["sha256"] as? String else {
+                    continue  // left as it is: the daemon reports the row and keeps it aside
+                }
+                object["sha256"] = nil
+                object["checksum"] = "sha256:" + hex
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+                try db.execute(sql: "UPDATE task SET options = ? WHERE id = ?", arguments: [String(decoding: data, as: UTF8.self), id])
+            }
+        })
         return migrator
     }
 

@@ -14,6 +14,8 @@ public enum DownloadsInterfaces {
             .init("ResumeWithData", in: [.init("resume_data", .array(.byte)), .init("options", .dictionary(key: .string, value: .variant))],
                   out: [.init("task", .objectPath)]),
             .init("ListTasks", in: [.init("session", .string)], out: [.init("tasks", .array(.objectPath))]),
+            // v1.2: the caller's tasks whose metadata has every key of `match` with its value (type and value).
+            .init("FindTasks", in: [.init("match", .dictionary(key: .string, value: .variant))], out: [.init("tasks", .array(.objectPath))]),
             // The administrator's view: every user's tasks (root, or polkit org.example.Downloads.manage-all).
             .init("ListAllTasks", in: [], out: [.init("tasks", .array(.objectPath))]),
             .init("RegisterCompletionHandler", in: [

@@ -17,6 +17,11 @@ public struct TaskOptions: Sendable, Hashable {
         case lowSpeedTime = "low_speed_time"
         case proxy
         case background
+        case title
+        case description
+        case metadata
+        case checksum
+        case earliestBegin = "earliest_begin"
         /// ResumeWithData only: carry on at this URL.
         case url
 
@@ -41,6 +46,7 @@ public struct TaskOptions: Sendable, Hashable {
 
     public var session: String?
     public var headers: [String: String]?
+    /// The older form of `checksum` `sha256:HEX`, still taken.
     public var sha256: String?
     public var priority: Priority?
     public var maxBytesPerSecond: UInt64?
@@ -66,8 +72,39 @@ public struct TaskOptions: Sendable, Hashable {
     public var url: String?
     /// Use only the bandwidth nobody else is using (a background transfer that gives way).
     public var background: Bool?
+    /// What the app calls the download, and a line about it (shown by the desktop agent).
+    public var title: String?
+    public var taskDescription: String?
+    /// The app's own data: D-Bus basic types only (`FindTasks` matches on it).
+    public var metadata: [String: DBusValue]?
+    /// `ALGO:HEX` (sha256, sha384, sha512, sha1, md5), checked by the service.
+    public var checksum: String?
+    /// Unix seconds: the task does not begin before.
+    public var earliestBegin: UInt64?
 
     public init() {}
+
+    /// The D-Bus basic types metadata may hold (not `h`: a descriptor is no data to keep).
+    public static let metadataTypes = "ybnqiuxtdsog"
+
+    /// Whether `value` is of a type `metadata` takes.
+    public static func isMetadataValue(_ value: DBusValue) -> Bool {
+        let signature = value.type.signature
+        return signature.count == 1 && metadataTypes.contains(signature)
+    }
+
+    /// `a{sv}` whose values are basic types, else `InvalidArgument` naming the key.
+    public static func checkedMetadata(_ value: DBusValue, option: String) throws -> [String: DBusValue] {
+        guard let dict = value.vardictValue else {
+            throw DownloadsErrorName.invalidArgument.error("option '\(option)' must be of type a{sv}, got \(value.type.signature)")
+        }
+        for (key, inner) in dict.sorted(by: { $0.key < $1.key }) where !isMetadataValue(inner) {
+            throw DownloadsErrorName.invalidArgument.error(
+                "\(option) '\(key)' is of type \(inner.type.signature); metadata takes D-Bus basic types only (\(metadataTypes.map(String.init).joined(separator: " ")))"
+            )
+        }
+        return dict
+    }
 
     /// Decodes `options`, refusing keys outside `allowed`.
     public init(_ options: [String: DBusValue], allowed: Set<Key> = TaskOptions.startKeys) throws {
@@ -135,6 +172,20 @@ public struct TaskOptions: Sendable, Hashable {
             case .url:
                 guard case .string(let text) = value else { throw wrongType("s") }
                 url = text
+            case .title:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                title = text
+            case .description:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                taskDescription = text
+            case .metadata:
+                metadata = try TaskOptions.checkedMetadata(value, option: name)
+            case .checksum:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                checksum = text
+            case .earliestBegin:
+                guard case .uint64(let seconds) = value else { throw wrongType("t (Unix seconds)") }
+                earliestBegin = seconds
             case .desktopEntry:
                 guard case .string(let text) = value else { throw wrongType("s") }
                 desktopEntry = try TaskOptions.checkedDesktopEntry(text)
@@ -217,6 +268,11 @@ public struct TaskOptions: Sendable, Hashable {
         if let proxy { result[Key.proxy.rawValue] = .string(proxy) }
         if let url { result[Key.url.rawValue] = .string(url) }
         if let background { result[Key.background.rawValue] = .boolean(background) }
+        if let title { result[Key.title.rawValue] = .string(title) }
+        if let taskDescription { result[Key.description.rawValue] = .string(taskDescription) }
+        if let metadata { result[Key.metadata.rawValue] = .vardict(metadata) }
+        if let checksum { result[Key.checksum.rawValue] = .string(checksum) }
+        if let earliestBegin { result[Key.earliestBegin.rawValue] = .uint64(earliestBegin) }
         return result
     }
 }

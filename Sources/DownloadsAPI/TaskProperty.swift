@@ -12,12 +12,17 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     case bytesExpected = "BytesExpected"
     case error = "Error"
     case errorMessage = "ErrorMessage"
-    /// v1.1: why a queued task does not run yet (`""`, `slot`, `network`, `unmetered-network`).
+    /// v1.1: why a queued task does not run yet (`""`, `slot`, `network`, `unmetered-network`;
+    /// v1.2: `begin-time`, and `yielding` for a running background task).
     case waitingFor = "WaitingFor"
     /// v1.1: the `desktop_entry` option (`""` when not given).
     case desktopEntry = "DesktopEntry"
     /// v1.2: the `background` option.
     case background = "Background"
+    /// v1.2: the `title`, `description` and `metadata` options (`""` and empty when not given).
+    case title = "Title"
+    case description = "Description"
+    case metadata = "Metadata"
 
     public var name: String { rawValue }
 
@@ -27,11 +32,18 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
         case .session, .url, .destination, .state, .error, .errorMessage, .waitingFor, .desktopEntry: return .string
         case .bytesWritten, .bytesExpected: return .int64
         case .background: return .boolean
+        case .title, .description: return .string
+        case .metadata: return .dictionary(key: .string, value: .variant)
         }
     }
 
     /// Never changes while the task exists (not in PropertiesChanged).
-    public var isConstant: Bool { self == .id || self == .session || self == .desktopEntry || self == .background }
+    public var isConstant: Bool {
+        switch self {
+        case .id, .session, .desktopEntry, .background, .title, .description, .metadata: return true
+        default: return false
+        }
+    }
 
     public var declaration: InterfaceDescription.Property {
         .init(name, type, emitsChanged: isConstant ? .const : .true)

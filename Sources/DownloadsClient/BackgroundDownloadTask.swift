@@ -26,6 +26,32 @@ public final class BackgroundDownloadTask: Sendable, Hashable, CustomStringConve
     }
     private let path = NIOLockedValueBox<ObjectPath?>(nil)
 
+    /// What the app gave the task to describe it (URLSession's `taskDescription`, BITS' display
+    /// name and description): known from the options it was made with, or from the service
+    /// once its status was read (`status()`, `DownloadSession.allTasks()`).
+    struct Fields: Sendable {
+        var title: String?
+        var taskDescription: String?
+        var metadata: [String: DBusValue] = [:]
+    }
+    private let fields = NIOLockedValueBox(Fields())
+
+    /// The `title` option: what the desktop shows for the download.
+    public var title: String? { fields.withLockedValue { $0.title } }
+    /// The `description` option (URLSession's `taskDescription`).
+    public var taskDescription: String? { fields.withLockedValue { $0.taskDescription } }
+    /// The `metadata` option: the app's own data (`DownloadSession.tasks(matching:)` finds tasks by it).
+    public var metadata: [String: DBusValue] { fields.withLockedValue { $0.metadata } }
+
+    /// Takes the fields from what the service says of the task.
+    func learn(_ status: DownloadTaskStatus) {
+        fields.withLockedValue { fields in
+            fields.title = status.title.isEmpty ? nil : status.title
+            fields.taskDescription = status.taskDescription.isEmpty ? nil : status.taskDescription
+            fields.metadata = status.metadata
+        }
+    }
+
     init(
         proxy: DownloadsProxy, origin: Origin, path: ObjectPath? = nil,
         onStart: @escaping @Sendable (BackgroundDownloadTask, StartPhase) -> Void
@@ -34,6 +60,9 @@ public final class BackgroundDownloadTask: Sendable, Hashable, CustomStringConve
         self.origin = origin
         self.onStart = onStart
         self.path.withLockedValue { $0 = path }
+        if case .url(_, _, let options) = origin {
+            fields.withLockedValue { $0 = Fields(title: options.title, taskDescription: options.taskDescription, metadata: options.metadata ?? [:]) }
+        }
     }
 
     /// The task's object path, once the service has it.
@@ -82,7 +111,9 @@ public final class BackgroundDownloadTask: Sendable, Hashable, CustomStringConve
 
     /// The service's current view of the task.
     public func status() async throws -> DownloadTaskStatus {
-        try await proxy.status(try started())
+        let status = try await proxy.status(try started())
+        learn(status)
+        return status
     }
 
     private func started() throws -> ObjectPath {

@@ -121,8 +121,29 @@ public final class DownloadSession: Sendable {
     }
 
     /// The session's tasks the service holds (`getAllTasks`), live and ended.
+    /// Each comes with its title, description and metadata read from the service, so an app that
+    /// restarts maps the service's tasks to its own items by them.
     public func allTasks() async throws -> [BackgroundDownloadTask] {
-        try await proxy.listTasks(session: configuration.identifier).map { register($0) }
+        try await described(try await proxy.listTasks(session: configuration.identifier))
+    }
+
+    /// The session's tasks whose `metadata` has every key of `match` with that value (same
+    /// D-Bus type), as Ubuntu's download manager's `getAllDownloadsWithMetadata`.
+    public func tasks(matching match: [String: DBusValue]) async throws -> [BackgroundDownloadTask] {
+        let mine = Set(try await proxy.listTasks(session: configuration.identifier))
+        return try await described(try await proxy.findTasks(matching: match).filter { mine.contains($0) })
+    }
+
+    private func described(_ paths: [ObjectPath]) async throws -> [BackgroundDownloadTask] {
+        var tasks: [BackgroundDownloadTask] = []
+        for path in paths {
+            let task = register(path)
+            // A task removed meanwhile is left out.
+            guard let status = try? await proxy.status(path) else { continue }
+            task.learn(status)
+            tasks.append(task)
+        }
+        return tasks
     }
 
     private func makeTask(_ origin: BackgroundDownloadTask.Origin) -> BackgroundDownloadTask {

@@ -16,18 +16,25 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
     /// The full error name of a failed task, or "".
     public var error: String
     public var errorMessage: String
-    /// Why a queued task does not run yet: "", `slot`, `network` or `unmetered-network`; for a
-    /// running background task, `yielding` while it gives way to other traffic.
+    /// Why a queued task does not run yet: "", `slot`, `network`, `unmetered-network` or
+    /// `begin-time`; for a running background task, `yielding` while it gives way to other traffic.
     public var waitingFor: String
     /// The app the task was started for (its desktop file id), or "".
     public var desktopEntry: String
     /// A background task (it uses only the bandwidth nobody else is using).
     public var background: Bool
+    /// What the app calls the download (`title`), or "".
+    public var title: String
+    /// A line about it (the `description` option, URLSession's `taskDescription`), or "".
+    public var taskDescription: String
+    /// The app's own data (`metadata`), values of D-Bus basic types. Not in the Codable form.
+    public var metadata: [String: DBusValue] = [:]
 
     enum CodingKeys: String, CodingKey {
         case id, session, url, destination, state
         case bytesWritten = "bytes_written", bytesExpected = "bytes_expected", error, errorMessage = "error_message"
-        case waitingFor = "waiting_for", desktopEntry = "desktop_entry", background
+        case waitingFor = "waiting_for", desktopEntry = "desktop_entry", background, title
+        case taskDescription = "description"
     }
 
     init(properties: [String: DBusValue]) throws {
@@ -47,6 +54,16 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         waitingFor = string(.waitingFor)
         desktopEntry = string(.desktopEntry)
         background = properties[TaskProperty.background.name]?.boolValue ?? false
+        title = string(.title)
+        taskDescription = string(.description)
+        metadata = properties[TaskProperty.metadata.name]?.vardictValue ?? [:]
+    }
+
+    /// The title, else the file's name (what a person is shown).
+    public var displayName: String {
+        if !title.isEmpty { return title }
+        let name = destination.split(separator: "/").last.map(String.init) ?? destination
+        return name.isEmpty ? destination : name
     }
 
     /// Applies a `PropertiesChanged` of the task.
@@ -62,7 +79,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
             case .errorMessage: errorMessage = value.stringValue ?? errorMessage
             case .waitingFor: waitingFor = value.stringValue ?? waitingFor
             case .url: url = value.stringValue ?? url
-            case .id, .session, .desktopEntry, .background: break
+            case .id, .session, .desktopEntry, .background, .title, .description, .metadata: break
             }
         }
     }

@@ -98,6 +98,11 @@ public final class DownloadsProxy: Sendable {
     }
 
     /// The caller's tasks (of one session, or all with "").
+    /// The caller's tasks whose `metadata` has every key of `match` with that value (same type).
+    public func findTasks(matching match: [String: DBusValue]) async throws -> [ObjectPath] {
+        try await manager("FindTasks", [.vardict(match)]).first?.objectPathArrayValue ?? []
+    }
+
     public func listTasks(session: String = "") async throws -> [ObjectPath] {
         try await manager("ListTasks", [.string(session)]).first?.objectPathArrayValue ?? []
     }

@@ -53,6 +53,13 @@ extension DownloadsService {
                     .map { DownloadsAPI.taskPath($0.id) }
                 return [.objectPaths(paths)]
             },
+            "FindTasks": handler { [self] call, uid in
+                let match = MetadataValue.dictionary(try TaskOptions.checkedMetadata(call.arguments[0], option: "match"))
+                let paths = engine.snapshots(owner: uid)
+                    .filter { task in match.allSatisfy { task.record.options.metadata[$0.key] == $0.value } }
+                    .map { DownloadsAPI.taskPath($0.id) }
+                return [.objectPaths(paths)]
+            },
             "RegisterCompletionHandler": handler { [self] call, uid in
                 try await registerCompletionHandler(call, owner: uid)
                 return []

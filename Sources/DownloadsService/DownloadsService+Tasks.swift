@@ -88,6 +88,9 @@ extension DownloadsService {
         case .waitingFor: return .string(snapshot.waitingFor.rawValue)
         case .desktopEntry: return .string(record.options.desktopEntry ?? "")
         case .background: return .boolean(record.options.background)
+        case .title: return .string(record.options.title ?? "")
+        case .description: return .string(record.options.taskDescription ?? "")
+        case .metadata: return .vardict(record.options.metadata.mapValues(\.dbusValue))
         }
     }
 }

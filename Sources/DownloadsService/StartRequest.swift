@@ -45,7 +45,11 @@ enum StartRequest {
     static func downloadOptions(_ options: TaskOptions) throws -> DownloadOptions {
         var result = DownloadOptions()
         if let headers = options.headers { result.headers = headers }
-        result.sha256 = options.sha256
+        result.checksum = try checksum(options)
+        result.title = options.title
+        result.taskDescription = options.taskDescription
+        if let metadata = options.metadata { result.metadata = MetadataValue.dictionary(metadata) }
+        result.earliestBegin = try options.earliestBegin.map { try checkBeginTime($0) }
         result.apply(try change(options))
         if let overwrite = options.overwrite { result.overwrite = overwrite }
         if let connections = options.connections { result.connections = Int(connections) }
@@ -62,6 +66,39 @@ enum StartRequest {
             throw ServiceError.reply(for: error)
         }
         return result
+    }
+
+    /// `checksum` (`ALGO:HEX`), or the older `sha256` (hex); not both.
+    static func checksum(_ options: TaskOptions) throws -> Checksum? {
+        do throws(Checksum.Invalid) {
+            switch (options.checksum, options.sha256) {
+            case (let text?, nil): return try Checksum.parse(text)
+            case (nil, let hex?): return try Checksum(.sha256, hex: hex)
+            case (nil, nil): return nil
+            case (_?, _?): throw Checksum.Invalid(message: "give checksum or sha256, not both")
+            }
+        } catch {
+            throw DownloadsErrorName.invalidArgument.error(error.message)
+        }
+    }
+
+    /// How far back an `earliest_begin` may be (a clock a little behind the caller's), and how far ahead.
+    static let beginTimePast: UInt64 = 86_400
+    static let beginTimeFuture: UInt64 = 366 * 86_400
+
+    /// An `earliest_begin` within the last day (it then begins at once) or the next year.
+    static func checkBeginTime(_ seconds: UInt64, now: UInt64 = UInt64(max(0, Date().timeIntervalSince1970))) throws -> UInt64 {
+        guard seconds >= now - min(now, beginTimePast) else {
+            throw DownloadsErrorName.invalidArgument.error(
+                "earliest_begin is \(now - seconds) seconds in the past; give a Unix time from a day ago to a year ahead"
+            )
+        }
+        guard seconds <= now + beginTimeFuture else {
+            throw DownloadsErrorName.invalidArgument.error(
+                "earliest_begin is more than a year ahead (\(seconds - now) seconds); give a Unix time from a day ago to a year ahead"
+            )
+        }
+        return seconds
     }
 
     /// What may change on an existing task.

@@ -238,7 +238,7 @@ final class Agent: @unchecked Sendable {
             replacing: task.notification,
             summary: finished ? "Download finished" : "Download failed",
             // The body is markup to the notification server: names and messages are escaped.
-            body: DisplayText.markup(finished ? task.fileName : "\(task.fileName): \(task.status.errorMessage)"),
+            body: AgentText.notificationBody(task.status),
             icon: finished ? "folder-download" : "dialog-error",
             category: finished ? "transfer.complete" : "transfer.error",
             desktopEntry: task.status.desktopEntry.isEmpty ? nil : task.status.desktopEntry,

@@ -24,10 +24,8 @@ struct AgentTask {
 
     var isActive: Bool { !status.isEnded }
 
-    /// The file's name for people (the last part of its path).
-    var fileName: String {
-        status.destination.split(separator: "/").last.map(String.init) ?? status.destination
-    }
+    /// What people are shown: the app's `title`, else the file's name (the last part of its path).
+    var name: String { status.displayName }
 
     /// Bytes per second from two progress readings, smoothed.
     mutating func recordProgress(_ total: Int64, at now: ContinuousClock.Instant) {

@@ -1,4 +1,5 @@
 import DownloadsClient
+import TerminalOutput
 
 /// The words the agent shows.
 enum AgentText {
@@ -8,7 +9,17 @@ enum AgentText {
         case "network": return "Waiting for a network connection"
         case "unmetered-network": return "Waiting for a network that is not metered"
         case "yielding": return "Giving way to other traffic (background download)"
+        case "begin-time": return "Scheduled for later"
         default: return status.state == "retrying" ? "Connection lost; trying again" : nil
         }
+    }
+
+    /// The body of an ended task's notification, as markup (everything escaped): its title (or
+    /// file name), the error of a failed one, and the app's description on a line of its own.
+    static func notificationBody(_ status: DownloadTaskStatus) -> String {
+        var body = DisplayText.markup(status.displayName)
+        if status.state == "failed" { body += ": " + DisplayText.markup(status.errorMessage) }
+        if !status.taskDescription.isEmpty { body += "\n" + DisplayText.markup(status.taskDescription) }
+        return body
     }
 }

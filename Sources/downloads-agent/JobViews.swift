@@ -22,14 +22,15 @@ struct JobViews {
         var state: [String: DBusValue] = [
             // Plain text in the job view, but a bidi override or a control character still
             // rearranges or hides what a person reads: escaped.
-            "title": .string("Downloading \(DisplayText.escaped(task.fileName))"),
+            "title": .string("Downloading \(DisplayText.escaped(task.name))"),
             "descriptionLabel1": .string("Source"), "descriptionValue1": .string(DisplayText.escaped(status.url)),
             "descriptionLabel2": .string("Destination"), "descriptionValue2": .string(DisplayText.escaped(status.destination)),
             "destUrl": .string("file://" + status.destination),
             "processedBytes": .uint64(UInt64(max(0, status.bytesWritten))),
             "speed": .uint64(task.speed),
             "suspended": .boolean(status.state == "paused"),
-            "infoMessage": .string(AgentText.waiting(status) ?? ""),
+            // Why it waits, else the app's description of the download.
+            "infoMessage": .string(AgentText.waiting(status) ?? DisplayText.escaped(status.taskDescription)),
         ]
         if status.bytesExpected > 0 {
             state["totalBytes"] = .uint64(UInt64(status.bytesExpected))

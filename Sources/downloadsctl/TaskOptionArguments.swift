@@ -4,7 +4,22 @@ import DownloadsAPI
 /// The Start options as flags (`get` and `start`).
 struct TaskOptionArguments: ParsableArguments {
     @Option(help: "The session the task belongs to.") var session = "downloadsctl"
-    @Option(help: ArgumentHelp("Check the file's SHA-256 (hex) before it is kept.", valueName: "hex")) var sha256: String?
+    @Option(help: ArgumentHelp(
+        "Check the file's digest before it is kept: ALGO:HEX with sha256, sha384, sha512, sha1 or md5 (the last two only catch corruption, not tampering).",
+        valueName: "algo:hex"
+    ))
+    var checksum: String?
+    @Option(help: ArgumentHelp("Check the file's SHA-256 (hex) before it is kept (the same as --checksum sha256:HEX).", valueName: "hex")) var sha256: String?
+    @Option(help: ArgumentHelp("What the download is called where the desktop shows it (default: the file's name).", valueName: "text"))
+    var title: String?
+    @Option(help: ArgumentHelp("A line about the download, shown under its title.", valueName: "text")) var description: String?
+    @Option(name: .customLong("metadata"), help: ArgumentHelp("Your own data on the task, KEY=VALUE (a string; repeatable): list --metadata finds tasks by it.", valueName: "key=value"))
+    var metadata: [String] = []
+    @Option(name: .customLong("begin-at"), help: ArgumentHelp(
+        "Do not begin before this time: HH:MM (the next one, local), YYYY-MM-DD, or YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM].",
+        valueName: "time"
+    ))
+    var beginAt: String?
     @Option(name: .customLong("limit-rate"), help: ArgumentHelp("At most this many bytes per second.", valueName: "bytes"))
     var limitRate: UInt64?
     @Option(help: ArgumentHelp("Ranged connections at most (1-16), when the server allows ranges.", valueName: "n")) var connections: UInt32?
@@ -31,6 +46,18 @@ struct TaskOptionArguments: ParsableArguments {
     @Flag(name: .customLong("no-proxy"), help: "Connect directly, whatever your settings or the service's say.") var noProxy = false
     @Flag(help: "Use only the bandwidth nobody else is using: give way to other traffic (shown as yielding).") var background = false
 
+    /// `KEY=VALUE` pairs.
+    static func metadata(_ pairs: [String], option: String) throws -> [String: String] {
+        var result: [String: String] = [:]
+        for pair in pairs {
+            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
+                throw ValidationError("\(option) '\(pair)' is not KEY=VALUE")
+            }
+            result[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+        }
+        return result
+    }
+
     static func trimmed(_ text: Substring) -> String {
         String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
@@ -39,7 +66,18 @@ struct TaskOptionArguments: ParsableArguments {
         get throws {
             var options = TaskOptions()
             options.session = session
+            options.checksum = checksum
             options.sha256 = sha256
+            options.title = title
+            options.taskDescription = description
+            if !metadata.isEmpty { options.metadata = try Self.metadata(metadata, option: "--metadata").mapValues { .string($0) } }
+            if let beginAt {
+                do {
+                    options.earliestBegin = try BeginTime.parse(beginAt)
+                } catch {
+                    throw ValidationError("\(error)")
+                }
+            }
             options.maxBytesPerSecond = limitRate
             options.connections = connections
             if let priority {

@@ -18,9 +18,12 @@ struct TaskRow: Encodable {
     let errorMessage: String
     let waitingFor: String
     let background: Bool
+    let title: String
+    let description: String
+    let metadata: [String: MetadataJSON]
 
     enum CodingKeys: String, CodingKey {
-        case id, session, url, destination, state, error, background
+        case id, session, url, destination, state, error, background, title, description, metadata
         case bytesWritten = "bytes_written", bytesExpected = "bytes_expected", errorMessage = "error_message"
         case waitingFor = "waiting_for"
     }
@@ -37,6 +40,9 @@ struct TaskRow: Encodable {
         errorMessage = status.errorMessage
         waitingFor = status.waitingFor
         background = status.background
+        title = status.title
+        description = status.taskDescription
+        metadata = status.metadata.mapValues(MetadataJSON.init)
     }
 
     static func json<T: Encodable>(_ value: T) -> String {
@@ -54,6 +60,7 @@ struct TaskRow: Encodable {
                 : ByteCount.format(status.bytesWritten)
             // Names, sessions and messages come from servers and callers: escaped for the terminal.
             var destination = DisplayText.escaped(status.destination)
+            if !status.title.isEmpty { destination = "\(DisplayText.escaped(status.title)): \(destination)" }
             if !status.error.isEmpty { destination += " (\(DisplayText.escaped(status.errorMessage)))" }
             let state = status.waitingFor == "yielding" ? "running (yielding)"
                 : status.waitingFor.isEmpty || status.waitingFor == "slot" ? status.state : "waiting (\(status.waitingFor))"

@@ -16,6 +16,7 @@ final class RecordingObserver: DownloadObserver {
         case finished(UInt64, String)
         case failed(UInt64, String, Bool)
         case sessionIdle(SessionID)
+        case waiting(UInt64, WaitingFor)
     }
 
     let events = NIOLockedValueBox([Event]())
@@ -31,6 +32,7 @@ final class RecordingObserver: DownloadObserver {
         append(.failed(task.id, error.name, resumeData != nil))
     }
     func sessionDidFinishEvents(_ session: SessionID) { append(.sessionIdle(session)) }
+    func task(_ task: TaskSnapshot, isWaitingFor reason: WaitingFor) { append(.waiting(task.id, reason)) }
 
     private func append(_ event: Event) { events.withLockedValue { $0.append(event) } }
 

@@ -26,6 +26,26 @@ final class SchedulerTests: XCTestCase {
         XCTAssertEqual(perSession.next(), [1, 3])
     }
 
+    /// `earliest_begin`: a task is not started before its time, whatever places are free; the
+    /// next time to look is the earliest still to come.
+    func testATaskWaitsForItsBeginTime() {
+        var scheduler = Scheduler(maxRunning: 4, maxRunningPerSession: 4)
+        let session = SessionID(owner: 1, name: "a")
+        scheduler.enqueue(1, session: session, priority: .high, notBefore: 1_000)
+        scheduler.enqueue(2, session: session, priority: .normal, notBefore: 2_000)
+        scheduler.enqueue(3, session: session, priority: .low)
+        XCTAssertEqual(scheduler.nextBeginTime(after: 500), 1_000)
+        XCTAssertEqual(scheduler.next(now: 500), [3], "only the task without a begin time")
+        XCTAssertEqual(scheduler.beginTimesCome(by: 999), [])
+        XCTAssertEqual(scheduler.beginTimesCome(by: 1_000), [1])
+        XCTAssertEqual(scheduler.nextBeginTime(after: 1_000), 2_000)
+        XCTAssertEqual(scheduler.next(now: 1_000), [1], "at its time, and not before")
+        XCTAssertEqual(scheduler.nextBeginTime(after: 1_000), 2_000)
+        scheduler.remove(2)
+        XCTAssertNil(scheduler.nextBeginTime(after: 1_000), "a removed task is no reason to look again")
+        XCTAssertEqual(scheduler.beginTimesCome(by: 5_000), [])
+    }
+
     func testSchedulerStartsOnlyWhatTheNetworkAllows() {
         var scheduler = Scheduler(maxRunning: 4, maxRunningPerSession: 4)
         let session = SessionID(owner: 1, name: "a")

@@ -267,8 +267,8 @@ final class TransferTests: EngineTestCase {
     func testChecksumIsVerifiedBeforeTheRename() async throws {
         let content = Self.content(50_000)
         server.set("/sum", Route(content: content))
-        let good = try start("/sum") { $0.sha256 = Self.sha256(content) }
-        let bad = try start("/sum") { $0.sha256 = String(repeating: "0", count: 64) }
+        let good = try start("/sum") { $0.checksum = try? Checksum(.sha256, hex: Self.sha256(content)) }
+        let bad = try start("/sum") { $0.checksum = try? Checksum(.sha256, hex: String(repeating: "0", count: 64)) }
         let goodDone = try await wait(good, for: [.finished, .failed])
         XCTAssertEqual(goodDone.state, .finished)
         let badDone = try await wait(bad, for: [.finished, .failed])

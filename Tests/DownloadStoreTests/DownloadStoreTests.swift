@@ -66,6 +66,43 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(loaded.tasks.first?.durableOffset, 10)
     }
 
+    /// `sha256` (hex) in rows of v5 becomes `checksum` `sha256:HEX`; the task fields of v1.2 are
+    /// options like the others and round-trip in the same column.
+    func testMigrationV6RewritesSha256AsAChecksumAndTaskFieldsRoundTrip() throws {
+        let queue = try DatabaseQueue(path: path)
+        try DownloadStore.migrator.migrate(queue, upTo: "v5-segments")
+        let hex = String(repeating: "ab", count: 32)
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO session (ownerUID, name, endedSinceCall) VALUES (1000, 'old', 0)")
+            try db.execute(sql: """
+                INSERT INTO task (id, ownerUID, session, url, destination, destinationIsDirectory, state, durableOffset,
+                                  expectedLength, options, createdAt, updatedAt)
+                VALUES (7, 1000, 'old', 'http://127.0.0.1/x', '/tmp/x', 0, 'paused', 10, 100,
+                        '{"priority":"low","sha256":"\(hex)"}', '2026-01-01 00:00:00', '2026-01-01 00:00:00')
+                """)
+        }
+        let store = try DownloadStore(queue)
+        let text = try queue.read { db in try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = 7") }
+        XCTAssertEqual(text, #"{"checksum":"sha256:\#(hex)","priority":"low"}"#)
+        let loaded = try store.loadTasks()
+        XCTAssertEqual(loaded.rejected, [])
+        XCTAssertEqual(loaded.tasks.first?.options.checksum, try Checksum(.sha256, hex: hex))
+        XCTAssertEqual(loaded.tasks.first?.options.priority, .low)
+
+        var fields = record(8)
+        fields.options.title = "Episode 42"
+        fields.options.taskDescription = "The one about SQLite"
+        fields.options.metadata = ["app-id": .string("podcasts"), "episode": .uint32(42), "explicit": .boolean(false)]
+        fields.options.earliestBegin = 1_900_000_000
+        fields.options.checksum = try Checksum(.md5, hex: String(repeating: "0", count: 32))
+        try store.insertTask(fields)
+        let row = try queue.read { db in try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = 8") } ?? ""
+        XCTAssertTrue(row.contains(#""metadata":{"app-id":{"s":"podcasts"},"episode":{"u":42},"explicit":{"b":false}}"#), row)
+        XCTAssertTrue(row.contains(#""earliest_begin":1900000000"#), row)
+        XCTAssertTrue(row.contains(#""description":"The one about SQLite""#), row)
+        XCTAssertEqual(try store.loadTasks().tasks.first { $0.id == 8 }, fields)
+    }
+
     func testAnUnreadableRowIsKeptAsideAndTheRestIsServed() throws {
         let store = try DownloadStore(DatabaseQueue(path: path))
         try store.insertTask(record(1))

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DBus
 import DownloadsClient
 
 struct List: AsyncParsableCommand {
@@ -6,12 +7,20 @@ struct List: AsyncParsableCommand {
 
     @OptionGroup var service: ServiceOptions
     @Option(help: "Only the tasks of this session.") var session: String?
+    @Option(help: ArgumentHelp("Only the tasks whose metadata has KEY set to the string VALUE (repeatable: all must match).", valueName: "key=value"))
+    var metadata: [String] = []
     @Flag(help: "One JSON array of task objects.") var json = false
 
     func run() async throws {
         try await service.run { proxy in
             var statuses = [DownloadTaskStatus]()
-            for path in try await proxy.listTasks(session: session ?? "") {
+            var paths = try await proxy.listTasks(session: session ?? "")
+            if !metadata.isEmpty {
+                let match = try TaskOptionArguments.metadata(metadata, option: "--metadata").mapValues { DBusValue.string($0) }
+                let found = Set(try await proxy.findTasks(matching: match))
+                paths = paths.filter { found.contains($0) }
+            }
+            for path in paths {
                 // A task removed meanwhile is skipped.
                 if let status = try? await proxy.status(path) { statuses.append(status) }
             }

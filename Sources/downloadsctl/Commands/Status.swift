@@ -23,6 +23,11 @@ struct Status: AsyncParsableCommand {
                 "url:         \(DisplayText.escaped(status.url))", "destination: \(DisplayText.escaped(status.destination))",
                 "session:     \(DisplayText.escaped(status.session))",
             ]
+            if !status.title.isEmpty { lines.insert("title:       \(DisplayText.escaped(status.title))", at: 1) }
+            if !status.taskDescription.isEmpty { lines.append("description: \(DisplayText.escaped(status.taskDescription))") }
+            for (key, value) in status.metadata.sorted(by: { $0.key < $1.key }) {
+                lines.append("metadata:    \(DisplayText.escaped(key)) = \(DisplayText.escaped(MetadataJSON.text(value)))")
+            }
             if status.background { lines.append("background:  yes (uses only spare bandwidth)") }
             if status.waitingFor == "yielding" {
                 lines.append("yielding:    other traffic is using the link; this background download gives way")
