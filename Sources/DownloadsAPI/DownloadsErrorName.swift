@@ -70,7 +70,7 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
         case .tooManyRedirects: return "more than 10 redirects (Failed only)"
         case .insecureRedirect: return "a redirect to a non-http(s) URL or from https to http (Failed only)"
         case .invalidResponse: return "a malformed or inconsistent response (Failed only)"
-        case .checksumMismatch: return "the SHA-256 differs from the sha256 option; nothing was kept (Failed only)"
+        case .checksumMismatch: return "the digest differs from the checksum (or sha256) option; nothing was kept (Failed only)"
         case .fileError: return "a file could not be opened, written or renamed (e.g. disk full)"
         case .fileExists: return "the destination exists and overwrite is false"
         case .tlsError: return "the TLS handshake or certificate check failed (Failed only)"

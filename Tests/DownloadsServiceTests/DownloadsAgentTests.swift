@@ -158,6 +158,23 @@ class DownloadsAgentTests: DaemonTestCase {
         XCTAssertFalse(finished.contains("<a href") || finished.contains("<img"), String(finished))
     }
 
+    /// The app's title names the download in the notification (escaped as markup), with its
+    /// description on a line of its own; the file's name is shown only without a title.
+    func testANotificationShowsTheTitleAndDescription() async throws {
+        try await startNotificationDaemon()
+        try await startAgent()
+        http.set("/ep.mp3", Route(content: Self.content(2000, seed: 12)))
+        let task = try await start(http.url("/ep.mp3"), directory.file("ep.mp3"), [
+            "title": .string("Episode <42>"), "description": .string("Logs & locks"),
+        ])
+        try await waitState(task, ["finished"])
+        try await until("the notification", log: agentLog) { self.notificationLog.contains("Download finished") }
+        // The body's two lines: the log shows it as it came.
+        let finished = try XCTUnwrap(notificationLog.range(of: "\"Download finished\"").map { notificationLog[$0.upperBound...] })
+        XCTAssertTrue(finished.hasPrefix(" \"Episode &lt;42&gt;\nLogs &amp; locks\""), String(finished))
+        XCTAssertFalse(finished.contains("ep.mp3"), "the title stands for the file name: \(finished)")
+    }
+
     // MARK: With a job-view server (Plasma)
 
     static let jobViewServer = """
@@ -275,6 +292,29 @@ class DownloadsAgentTests: DaemonTestCase {
         let lastDock = dockUpdates.withLockedValue { $0.last }
         XCTAssertTrue(lastDock.map { $0.1["count-visible"]?.boolValue == false } ?? true, "\(String(describing: lastDock))")
     }
+    /// A job view is titled with the app's title and shows its description.
+    func testAJobViewShowsTheTitleAndDescription() async throws {
+        try await startNotificationDaemon()
+        _ = try await startJobViewServer("titled")
+        try await startAgent()
+        var slow = Route(content: Self.content(1_000_000, seed: 13))
+        slow.bytesPerSecond = 200_000
+        http.set("/titled.iso", slow)
+        let task = try await start(http.url("/titled.iso"), directory.file("titled.iso"), [
+            "desktop_entry": .string("org.example.Test.desktop"), "title": .string("Debian 13 netinst"),
+            "description": .string("For the laptop"),
+        ])
+        let view = try await view()
+        try await until("the title and description in the view", log: agentLog) {
+            self.jobViewCalls.contains {
+                guard $0["call"] as? String == "update", $0["view"] as? String == view,
+                      let properties = $0["properties"] as? [String: Any] else { return false }
+                return properties["title"] as? String == "Downloading Debian 13 netinst" && properties["infoMessage"] as? String == "For the laptop"
+            }
+        }
+        _ = try await call("Cancel", [.objectPath(task)])
+    }
+
     /// A background task giving way shows in its job view: the agent reads `WaitingFor`.
     func testAJobViewSaysWhenABackgroundTaskGivesWay() async throws {
         let bottleneck: Bottleneck

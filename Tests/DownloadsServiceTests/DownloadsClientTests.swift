@@ -91,6 +91,38 @@ final class DownloadsClientTests: DaemonTestCase {
         XCTAssertFalse(other.background, "unless a task's options say otherwise")
     }
 
+    /// An app that restarts finds its tasks again with the title, description and metadata it
+    /// gave them (URLSession's `taskDescription`), and by its metadata.
+    func testTasksCarryTheirDescriptionAndAreFoundByMetadata() async throws {
+        http.set("/a", Route(content: Self.content(1000, seed: 3)))
+        http.set("/b", Route(content: Self.content(1000, seed: 4)))
+        let first = try await session("podcasts", handlesEvents: false)
+        var options = TaskOptions()
+        options.title = "Episode 1"
+        options.taskDescription = "feed item 1"
+        options.metadata = ["item": .uint32(1)]
+        let one = first.downloadTask(with: try XCTUnwrap(URL(string: http.url("/a"))), to: directory.file("a"), options: options)
+        XCTAssertEqual(one.taskDescription, "feed item 1", "known before it starts, as URLSession's")
+        try await one.resume()
+        options.title = "Episode 2"
+        options.taskDescription = "feed item 2"
+        options.metadata = ["item": .uint32(2)]
+        let two = first.downloadTask(with: try XCTUnwrap(URL(string: http.url("/b"))), to: directory.file("b"), options: options)
+        try await two.resume()
+        first.invalidate()
+
+        let again = try await session("podcasts", handlesEvents: false)
+        defer { again.invalidate() }
+        let tasks = try await again.allTasks().sorted { ($0.taskIdentifier ?? 0) < ($1.taskIdentifier ?? 0) }
+        XCTAssertEqual(tasks.map(\.taskDescription), ["feed item 1", "feed item 2"])
+        XCTAssertEqual(tasks.map(\.title), ["Episode 1", "Episode 2"])
+        let found = try await again.tasks(matching: ["item": .uint32(2)])
+        XCTAssertEqual(found.map(\.objectPath), [two.objectPath])
+        XCTAssertEqual(found.first?.metadata, ["item": .uint32(2)])
+        let status = try await found[0].status()
+        XCTAssertEqual(status.displayName, "Episode 2")
+    }
+
     func testPauseGivesResumeDataThatResumesInANewSession() async throws {
         let content = Self.content(2_000_000)
         var route = Route(content: content)

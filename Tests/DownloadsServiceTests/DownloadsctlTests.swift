@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import GRDB
 import TestHTTPServer
 import TestSupport
 import XCTest
@@ -76,7 +77,7 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertEqual(rows.count, 1)
         XCTAssertEqual(Set(rows[0].keys), [
             "id", "session", "url", "destination", "state", "bytes_written", "bytes_expected", "error", "error_message", "waiting_for",
-            "background",
+            "background", "title", "description", "metadata",
         ])
         XCTAssertEqual(rows[0]["state"] as? String, "finished")
         XCTAssertEqual(rows[0]["bytes_written"] as? Int, 50_000)
@@ -87,6 +88,61 @@ final class DownloadsctlTests: DaemonTestCase {
         let table = try await ctl(["list"])
         XCTAssertTrue(lines(table.stdout).first?.hasPrefix("ID") == true, table.stdout)
         XCTAssertTrue(table.stdout.contains("finished"), table.stdout)
+    }
+
+    /// --title, --description, --metadata and --checksum reach the task; list and status show them
+    /// (escaped), list --metadata finds by them; --begin-at holds a task until then.
+    func testTaskFieldsFromTheCommandLine() async throws {
+        let content = Self.content(80_000, seed: 41)
+        http.set("/ep.mp3", Route(content: content))
+        http.set("/other", Route(content: Self.content(100, seed: 42)))
+        let got = try await ctl([
+            "get", http.url("/ep.mp3"), "-o", directory.file("ep.mp3"), "--title", "Episode \u{202E}24", "--description",
+            "About logs", "--metadata", "app=podcasts", "--metadata", "episode=42", "--checksum", "md5:" + TestData.digest("md5", content),
+        ])
+        XCTAssertEqual(got.status, 0, got.description)
+        XCTAssertEqual(sha256(ofFile: directory.file("ep.mp3")), Self.sha256(content))
+        let other = try await ctl(["get", http.url("/other"), "-o", directory.file("other"), "--metadata", "app=news"])
+        XCTAssertEqual(other.status, 0, other.description)
+        let found = try await ctl(["list", "--json", "--metadata", "app=podcasts"])
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(found.stdout.utf8)) as? [[String: Any]], found.description)
+        XCTAssertEqual(rows.count, 1, found.stdout)
+        XCTAssertEqual(rows.first?["title"] as? String, "Episode \u{202E}24", "JSON carries the text as it is")
+        XCTAssertEqual(rows.first?["description"] as? String, "About logs")
+        XCTAssertEqual(rows.first?["metadata"] as? [String: String], ["app": "podcasts", "episode": "42"])
+        let id = try XCTUnwrap(rows.first?["id"] as? Int)
+        let status = try await ctl(["status", String(id)])
+        XCTAssertTrue(status.stdout.contains("title:       Episode \\u{202e}24\n"), "a bidi override escaped on a terminal: \(status.stdout)")
+        XCTAssertTrue(status.stdout.contains("description: About logs\n"), status.stdout)
+        XCTAssertTrue(status.stdout.contains("metadata:    app = podcasts\n"), status.stdout)
+        let table = try await ctl(["list", "--metadata", "app=news"])
+        XCTAssertEqual(lines(table.stdout).count, 2, "the header and the one task: \(table.stdout)")
+        let none = try await ctl(["list", "--metadata", "app=radio"])
+        XCTAssertEqual(none.stdout, "no tasks\n")
+
+        // --begin-at: an ISO 8601 time an hour ahead holds the task.
+        var parts = tm()
+        var later = time(nil) + 3_600
+        gmtime_r(&later, &parts)
+        let iso = String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                         parts.tm_hour, parts.tm_min, parts.tm_sec)
+        let scheduled = try await ctl(["start", http.url("/other"), directory.file("later"), "--begin-at", iso])
+        XCTAssertEqual(scheduled.status, 0, scheduled.description)
+        let laterID = scheduled.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let waiting = try await ctl(["status", laterID])
+        XCTAssertTrue(waiting.stdout.contains("waiting for: begin-time"), waiting.stdout)
+        let listed = try await ctl(["list"])
+        XCTAssertTrue(listed.stdout.contains("waiting (begin-time)"), listed.stdout)
+        let stored = try await DatabaseQueue(path: stateDirectory + "/downloads.sqlite").read { db in
+            try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = ?", arguments: [Int(laterID) ?? 0])
+        } ?? ""
+        XCTAssertTrue(stored.contains("\"earliest_begin\":\(later)"), "the ISO time is that second: \(stored)")
+        // A time of day is the next such moment; nonsense is a usage error.
+        let clock = try await ctl(["start", http.url("/other"), directory.file("clock"), "--begin-at", "03:30"])
+        XCTAssertEqual(clock.status, 0, clock.description)
+        let bad = try await ctl(["start", http.url("/other"), directory.file("bad"), "--begin-at", "tomorrowish"])
+        XCTAssertNotEqual(bad.status, 0)
+        XCTAssertTrue(bad.stderr.contains("--begin-at 'tomorrowish' is not a time"), bad.stderr)
     }
 
     func testPauseToAFileThenResumeFromIt() async throws {
