@@ -7,7 +7,7 @@ processes. Runs are alternated between tools, `sync` before each; figures are me
 number of runs, and ratios against the reference measured in the same run (the machine is
 shared and noisy). Prints a table and writes Benchmarks/RESULTS.md. Asserts nothing.
 
-    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks,small,background]
+    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks,small,background,checksum]
 """
 import argparse
 import os
@@ -386,6 +386,69 @@ def section_single(nginx, work, disk, runs):
                        f"≤ 2× curl's CPU: {cpu_ratio:.2f}× ({'met' if cpu_ratio <= 2 else 'not met'}); "
                        f"on disk never slower than curl -o: {disk:.2f}× ({'met' if disk >= 1 else 'not met'}; "
                        f"{durable:.2f}× of curl -o followed by the sync the service does).")
+    return table
+
+
+def section_checksum(nginx, work, runs):
+    """1 GiB into a tmpfs with each `checksum` algorithm against none: the digest is computed while
+    the file is written (one stream: no byte read again; four connections: the later ranges read
+    back at the end), beside what reading the file again costs (sha256sum) and what a script does
+    (curl -o, then sha256sum)."""
+    size = GiB
+    nginx.file("checksum.bin", size)
+    url = nginx.url("checksum.bin")
+    source = os.path.join(nginx.www, "checksum.bin")
+    digests = {name: subprocess.run([f"{name}sum", source], capture_output=True, text=True).stdout.split()[0]
+               for name in ("sha256", "sha512", "sha1", "md5")}
+    shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
+    service = Service(os.path.join(work, "checksum"))
+    cases = {
+        "none": None, "sha256": {"checksum": "sha256:" + digests["sha256"]}, "sha512": {"checksum": "sha512:" + digests["sha512"]},
+        "sha1": {"checksum": "sha1:" + digests["sha1"]}, "md5": {"checksum": "md5:" + digests["md5"]},
+        "none-4": {"connections": dbus.UInt32(4)},
+        "sha256-4": {"checksum": "sha256:" + digests["sha256"], "connections": dbus.UInt32(4)},
+        "sha256sum": None, "curl+sha256sum": None,
+    }
+    results = {k: [] for k in cases}
+    try:
+        for run in range(runs):
+            for case, options in cases.items():
+                target = os.path.join(shm, f"{case}.bin")
+                if case == "sha256sum":
+                    shutil.copyfile(source, target)
+                    wall, cpu, rss = tool(["sha256sum", target])
+                elif case == "curl+sha256sum":
+                    wall, cpu, rss = tool(["sh", "-c", f"curl -sS -o '{target}' '{url}' && sha256sum '{target}'"])
+                else:
+                    wall, cpu, rss, _ = service.download(url, target, options)
+                    if not same(source, target):
+                        sys.exit(f"checksum {case}: the bytes differ")
+                os.unlink(target)
+                results[case].append((wall, cpu, rss))
+                print(f"  checksum run {run + 1}/{runs} {case:14} {wall:6.2f} s {cpu:6.2f} CPU s", flush=True)
+    finally:
+        service.stop()
+        shutil.rmtree(shm, ignore_errors=True)
+        os.unlink(source)
+    table = Table("Checksums, 1 GiB into tmpfs", "")
+    names = {"none": "service, no checksum", "sha256": "service, sha256", "sha512": "service, sha512", "sha1": "service, sha1",
+             "md5": "service, md5", "none-4": "service, 4 connections, no checksum",
+             "sha256-4": "service, 4 connections, sha256", "sha256sum": "sha256sum of the file (tmpfs)",
+             "curl+sha256sum": "curl -o tmpfs, then sha256sum"}
+    for case, values in results.items():
+        walls, cpus, rsss = [v[0] for v in values], [v[1] for v in values], [v[2] for v in values]
+        base = results["none-4" if case.endswith("-4") else "none"]
+        versus = ""
+        if case in ("sha256", "sha512", "sha1", "md5", "sha256-4"):
+            extra_wall = [w - bw for (w, _, _), (bw, _, _) in zip(values, base)]
+            extra_cpu = [c - bc for (_, c, _), (_, bc, _) in zip(values, base)]
+            versus = f"+{median(extra_wall):.2f} s wall, +{median(extra_cpu):.2f} CPU s over no checksum"
+        elif case == "curl+sha256sum":
+            speed = [w / sw for (w, _, _), (sw, _, _) in zip(values, results["sha256"])]
+            versus = f"the service with sha256 is {median(speed):.2f}× as fast"
+        table.add(names[case], len(values), fmt(walls), fmt(cpus), fmt(rsss, 1), versus)
+    table.notes.append("CPU: the daemon's for the service rows. One stream is hashed as it is written (no byte read "
+                       "again); with four connections the bytes after the first range are read back before the rename.")
     return table
 
 
@@ -844,7 +907,7 @@ def section_memory(nginx, work):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks,small,background")
+    parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks,small,background,checksum")
     parser.add_argument("--tasks", type=int, default=10000)
     parser.add_argument("--client", help=argparse.SUPPRESS)  # a bus address: run start_many on --jobs, print the wall time
     parser.add_argument("--jobs", help=argparse.SUPPRESS)
@@ -881,6 +944,8 @@ def main():
             tables.append(section_small(nginx, work, max(1, min(args.runs, 3))))
         if "background" in sections:
             tables.append(section_background(work, max(1, min(args.runs, 3))))
+        if "checksum" in sections:
+            tables.append(section_checksum(nginx, work, max(1, min(args.runs, 3))))
     finally:
         nginx.stop()
         shutil.rmtree(work, ignore_errors=True)
