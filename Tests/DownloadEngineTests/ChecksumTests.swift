@@ -135,4 +135,32 @@ final class ChecksumTests: EngineTestCase {
         }
         XCTAssertGreaterThan(server.requests(for: "/seg").count, 1, "it was segmented")
     }
+
+    /// Resume data made before `checksum` existed carries `sha256` (hex) in its options: it still
+    /// reads, as the checksum `sha256:HEX`, and the task made from it checks it.
+    func testOlderResumeDataWithSha256StillReads() async throws {
+        let content = Self.content(60_000, seed: 9)
+        server.set("/old", Route(content: content))
+        var record = DownloadTaskRecord(
+            id: 77, owner: Self.owner, session: "s", url: server.url("/old"), destination: directory.file("old"),
+            destinationIsDirectory: false, options: DownloadOptions()
+        )
+        record.options.checksum = try Checksum(.sha256, hex: Self.sha256(content))
+        let current = try ResumeData(record: record).encoded(key: key)
+        // The same blob as a daemon before v1.2 wrote it, authenticated with the same key.
+        var lines = current.split(separator: 10).map { Array($0) }
+        let json = String(decoding: lines[1], as: UTF8.self)
+        XCTAssertTrue(json.contains(#""checksum":"sha256:\#(Self.sha256(content))""#), json)
+        lines[1] = Array(json.replacingOccurrences(of: #""checksum":"sha256:"#, with: #""sha256":""#).utf8)
+        lines[0] = Array("org.example.Downloads.ResumeData/2".utf8)
+        let text = lines[0] + [10] + lines[1]
+        let mac = HMAC<SHA256>.authenticationCode(for: text, using: key).map { String(format: "%02x", $0) }.joined()
+        let old = text + Array("\nhmac-sha256:\(mac)\n".utf8)
+        let data = try manager.decodeResumeData(old, owner: Self.owner)
+        XCTAssertEqual(data.options.checksum, record.options.checksum)
+        let snapshot = try await manager.adopt(data, change: DownloadOptions.Change())
+        let done = try await wait(snapshot.id, for: [.finished, .failed])
+        XCTAssertEqual(done.state, .finished, done.record.errorMessage ?? "")
+        XCTAssertEqual(sha256(ofFile: directory.file("old")), Self.sha256(content))
+    }
 }
