@@ -33,22 +33,6 @@ public enum MetadataValue: Sendable, Hashable {
         case .signature: return "g"
         }
     }
-
-    /// The value as a person reads it (`downloadsctl`): strings as they are, numbers in decimal.
-    public var text: String {
-        switch self {
-        case .byte(let v): return String(v)
-        case .boolean(let v): return v ? "true" : "false"
-        case .int16(let v): return String(v)
-        case .uint16(let v): return String(v)
-        case .int32(let v): return String(v)
-        case .uint32(let v): return String(v)
-        case .int64(let v): return String(v)
-        case .uint64(let v): return String(v)
-        case .double(let v): return String(v)
-        case .string(let v), .objectPath(let v), .signature(let v): return v
-        }
-    }
 }
 
 extension MetadataValue: Codable {
