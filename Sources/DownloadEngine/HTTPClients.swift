@@ -55,6 +55,8 @@ final class HTTPClients: Sendable {
         var pinnedAddress: String? { key?.route.address }
         /// The proxy the request goes through, if any.
         var proxy: ProxySetting? { key?.route.proxy }
+        /// The proxy's checked address (nil: its name is looked up as usual).
+        var proxyAddress: String? { key?.route.proxyAddress }
     }
 
     fileprivate struct PinKey: Hashable, Sendable {

@@ -32,6 +32,23 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         var maxBytesPerSecond: @Sendable () -> UInt64
     }
 
+    /// What the delegate needs of the request it streams: its event loop, and a way to end it
+    /// with an error. AsyncHTTPClient's task, or a request forwarded through a proxy
+    /// (`ForwardedRequest`), which drives the same callbacks.
+    struct Request: Sendable {
+        let eventLoop: EventLoop
+        let fail: @Sendable (Error) -> Void
+
+        init(eventLoop: EventLoop, fail: @escaping @Sendable (Error) -> Void) {
+            self.eventLoop = eventLoop
+            self.fail = fail
+        }
+
+        init(_ task: HTTPClient.Task<Result>) {
+            self.init(eventLoop: task.eventLoop, fail: { task.fail(reason: $0) })
+        }
+    }
+
     /// For a segmented download: the range of the table this response fills.
     struct Segment: Sendable {
         let table: SegmentTable
@@ -110,7 +127,21 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         self.retryAfterCap = settings.retryAfterCap
     }
 
-    func didSendRequestHead(task: HTTPClient.Task<Result>, _ head: HTTPRequestHead) {
+    // MARK: AsyncHTTPClient's callbacks, each the request-independent one below
+
+    func didSendRequestHead(task: HTTPClient.Task<Result>, _ head: HTTPRequestHead) { sentHead(Request(task)) }
+    func didReceiveHead(task: HTTPClient.Task<Result>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        receivedHead(head, Request(task))
+    }
+    func didReceiveBodyPart(task: HTTPClient.Task<Result>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        receivedBodyPart(buffer, Request(task))
+    }
+    func didReceiveError(task: HTTPClient.Task<Result>, _ error: Error) { receivedError() }
+    func didFinishRequest(task: HTTPClient.Task<Result>) throws -> Result { try finished() }
+
+    // MARK: The request's events (on its event loop)
+
+    func sentHead(_ task: Request) {
         lastActivity = .now()
         guard watchdog == nil else { return }
         watchdog = task.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { [self] _ in
@@ -148,7 +179,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         return String(format: "slower than %llu bytes/s for %.0f s (%.1f bytes/s)", floor, seconds, speed)
     }
 
-    func didReceiveHead(task: HTTPClient.Task<Result>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+    func receivedHead(_ head: HTTPResponseHead, _ task: Request) -> EventLoopFuture<Void> {
         lastActivity = .now()
         let status = Int(head.status.code)
         let decision = ResponseDecision.decide(
@@ -176,7 +207,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         }
         guard case .write(_, let truncate, _, _) = decision else {
             // Nothing of this body is wanted: end the request now (the decision is in `result`).
-            task.fail(reason: DecisionReached())
+            task.fail(DecisionReached())
             return task.eventLoop.makeSucceededVoidFuture()
         }
         // The body may be written: open (and, for a new version, empty) the file first.
@@ -195,7 +226,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         return opened
     }
 
-    func didReceiveBodyPart(task: HTTPClient.Task<Result>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+    func receivedBodyPart(_ buffer: ByteBuffer, _ task: Request) -> EventLoopFuture<Void> {
         guard !failed, case .write = result?.decision else { return task.eventLoop.makeSucceededVoidFuture() }
         var count = Int64(buffer.readableBytes)
         let written: EventLoopFuture<Void>
@@ -209,7 +240,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
                 // The range is complete and the response goes on into another one's: end it.
                 failed = true
                 watchdog?.cancel()
-                task.fail(reason: DecisionReached())
+                task.fail(DecisionReached())
             }
         } else {
             written = writer.write(buffer, at: position, eventLoop: task.eventLoop)
@@ -282,11 +313,11 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         eventLoop.execute { self.throttle?.cancel() }
     }
 
-    func didReceiveError(task: HTTPClient.Task<Result>, _ error: Error) {
+    func receivedError() {
         watchdog?.cancel()
     }
 
-    func didFinishRequest(task: HTTPClient.Task<Result>) throws -> Result {
+    func finished() throws -> Result {
         watchdog?.cancel()
         guard let result else { throw DownloadError.invalidResponse("the response ended before its head") }
         return result
@@ -295,11 +326,11 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     /// The decision or head reached so far (after a failure too).
     var partialResult: Result? { result }
 
-    private func fail(_ task: HTTPClient.Task<Result>, _ error: DownloadError) {
+    private func fail(_ task: Request, _ error: DownloadError) {
         guard !failed else { return }
         failed = true
         watchdog?.cancel()
-        task.fail(reason: error)
+        task.fail(error)
     }
 }
 

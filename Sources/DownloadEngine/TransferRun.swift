@@ -244,7 +244,20 @@ final class TransferRun: Sendable {
         }
         defer { manager.clients.release(connection) }
         guard stopReason == nil else { return .failed(.cancelled) }
-        let httpTask = connection.client.execute(request: httpRequest, delegate: transfer, deadline: deadline)
+        let httpTask: any OutgoingRequest
+        if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, httpRequest.scheme == "http",
+           let target = ForwardedRequest.target(of: url) {
+            // A plain http URL through an HTTP proxy is forwarded, as curl does, not tunnelled.
+            httpTask = ForwardedRequest(
+                target: target, host: httpRequest.host, port: httpRequest.port, headers: headers,
+                proxyHost: connection.proxyAddress ?? proxyHost, proxyPort: proxyPort,
+                proxyAuthorization: credentials.map { ($0.user, $0.password) }, delegate: transfer,
+                connectTimeout: .milliseconds(Int64((record.options.connectTimeout ?? configuration.connectTimeout) * 1000)),
+                deadline: deadline
+            )
+        } else {
+            httpTask = connection.client.execute(request: httpRequest, delegate: transfer, deadline: deadline)
+        }
         let cancel: @Sendable () -> Void = {
             httpTask.cancel()
             // A response that has ended waits for its delegate, which may be in a rate

@@ -51,6 +51,14 @@ public final class TinyProxy: @unchecked Sendable {
         }
     }
 
+    /// The requests the proxy forwarded (`GET http://host:port/path`: the absolute URLs), in order.
+    public var forwardedRequests: [String] {
+        logText.split(separator: "\n").compactMap { line in
+            guard let range = line.range(of: "): GET ") else { return nil }
+            return line[range.upperBound...].split(separator: " ").first.map(String.init)
+        }
+    }
+
     public func stop() {
         process?.stop()
         process = nil

@@ -4,8 +4,8 @@ import TestHTTPServer
 import TestSupport
 import XCTest
 
-/// Downloads through real proxies from Debian: tinyproxy (CONNECT, with and without Basic
-/// credentials, one that refuses tunnels), microsocks (SOCKS5, names resolved here or by the
+/// Downloads through real proxies from Debian: tinyproxy (http URLs forwarded, https through
+/// CONNECT, with and without Basic credentials, one that refuses tunnels but forwards), microsocks (SOCKS5, names resolved here or by the
 /// proxy), a dead proxy port; the daemon's own environment with `no_proxy`; pause and resume
 /// through a proxy; credentials never shown.
 final class ProxyTests: TLSDaemonTestCase {
@@ -17,7 +17,7 @@ final class ProxyTests: TLSDaemonTestCase {
         return (try await property(path, "Error")?.stringValue ?? "", try await property(path, "ErrorMessage")?.stringValue ?? "")
     }
 
-    func testAnHTTPProxyTunnelsHTTPAndHTTPSAndAsksForItsCredentials() async throws {
+    func testAnHTTPProxyForwardsHTTPTunnelsHTTPSAndAsksForItsCredentials() async throws {
         let open = try TinyProxy(in: directory.path)
         defer { open.stop() }
         let guarded = try TinyProxy(in: directory.path, credentials: ("alice", "s3cret"))
@@ -26,24 +26,34 @@ final class ProxyTests: TLSDaemonTestCase {
         http.set("/p", Route(content: content))
         try tls.file("p.bin", content)
 
-        try await download(http.url("/p"), to: directory.file("plain.bin"), expecting: content, options: ["proxy": .string(open.url)])
-        XCTAssertEqual(open.connectRequests, ["127.0.0.1:\(http.port)"], "an http URL goes through the proxy's tunnel")
+        try await download(http.url("/p"), to: directory.file("plain.bin"), expecting: content,
+                           options: ["proxy": .string(open.url), "headers": .stringDict(["X-App": "podcasts"])])
+        XCTAssertEqual(open.forwardedRequests, [http.url("/p")], "an http URL is forwarded: the absolute URL in the request line")
+        XCTAssertEqual(open.connectRequests, [], "no tunnel for an http URL")
+        XCTAssertEqual(http.requests(for: "/p").last?.userHeaders["x-app"], "podcasts", "the task's headers reach the server")
         try await download(tls.url(.http2, "/p.bin"), to: directory.file("tls.bin"), expecting: content, options: ["proxy": .string(open.url)])
         XCTAssertEqual(open.connectRequests.last, "localhost:\(tls.port(.http2))", "https: CONNECT, then TLS to the server inside")
 
         let withPassword = "http://alice:s3cret@127.0.0.1:\(guarded.port)"
         try await download(http.url("/p"), to: directory.file("auth.bin"), expecting: content, options: ["proxy": .string(withPassword)])
-        XCTAssertEqual(guarded.connectRequests.count, 1)
+        XCTAssertEqual(guarded.forwardedRequests.count, 1)
         XCTAssertNil(http.requests(for: "/p").last?.userHeaders["proxy-authorization"], "the proxy's credentials stay with the proxy")
+        try await download(tls.url(.http1, "/p.bin"), to: directory.file("auth-tls.bin"), expecting: content, options: ["proxy": .string(withPassword)])
+        XCTAssertEqual(guarded.connectRequests.count, 1, "the tunnel with the same credentials")
 
         let without = try await start(http.url("/p"), directory.file("noauth.bin"), ["proxy": .string(guarded.url)])
         var (name, message) = try await failure(without)
         XCTAssertEqual(name, "org.example.Downloads.Error.ProxyError")
         XCTAssertTrue(message.contains("http://127.0.0.1:\(guarded.port)") && message.contains("407"), message)
-        let wrong = try await start(http.url("/p"), directory.file("wrong.bin"), ["proxy": .string("http://alice:wrong@127.0.0.1:\(guarded.port)")])
+        let noAuthTLS = try await start(tls.url(.http1, "/p.bin"), directory.file("noauth-tls.bin"), ["proxy": .string(guarded.url)])
+        (name, message) = try await failure(noAuthTLS)
+        XCTAssertEqual(name, "org.example.Downloads.Error.ProxyError")
+        XCTAssertTrue(message.contains("407"), message)
+        // tinyproxy answers wrong credentials with 401 (and WWW-Authenticate), not 407: to a
+        // CONNECT, a refused tunnel; to a forwarded request it cannot be told from the server's.
+        let wrong = try await start(tls.url(.http1, "/p.bin"), directory.file("wrong.bin"), ["proxy": .string("http://alice:wrong@127.0.0.1:\(guarded.port)")])
         (name, message) = try await failure(wrong)
         XCTAssertEqual(name, "org.example.Downloads.Error.ProxyError")
-        // tinyproxy answers wrong credentials with 401, not 407: a refused tunnel either way.
         XCTAssertTrue(message.contains("http://127.0.0.1:\(guarded.port)") && !message.contains("wrong"), message)
 
         // Credentials are secrets: in no property, message, listing or log.
@@ -54,6 +64,58 @@ final class ProxyTests: TLSDaemonTestCase {
         XCTAssertFalse("\(all)".contains("s3cret") || "\(all)".contains("alice"))
         let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
         XCTAssertFalse(log.contains("s3cret") || log.contains("wrong@"), "the daemon's log holds no proxy password")
+    }
+
+    /// Forwarded requests behave as direct ones: four ranged connections, a redirect followed
+    /// through the proxy, a body cut short and fetched again from where it was durable, a stall
+    /// caught by the watchdog, a 404 failing without a file, a chunked body.
+    func testForwardedRequestsBehaveAsDirectOnes() async throws {
+        let proxy = try TinyProxy(in: directory.path)
+        defer { proxy.stop() }
+        let options: [String: DBusValue] = ["proxy": .string(proxy.url)]
+        let big = Self.content(4 << 20, seed: 13)
+        var segmented = Route(content: big)
+        segmented.bytesPerSecond = 4_000_000
+        http.set("/seg", segmented)
+        try await download(http.url("/seg"), to: directory.file("seg.bin"), expecting: big,
+                           options: options.merging(["connections": .uint32(4)]) { $1 })
+        let ranges = http.requests(for: "/seg").compactMap(\.range)
+        XCTAssertGreaterThanOrEqual(ranges.count, 3, "ranged requests through the proxy: \(ranges)")
+        XCTAssertEqual(proxy.forwardedRequests.filter { $0 == http.url("/seg") }.count, http.requests(for: "/seg").count)
+
+        let small = Self.content(300_000, seed: 14)
+        var moved = Route(content: [])
+        moved.redirect = (status: 302, location: http.url("/target"))
+        http.set("/moved", moved)
+        http.set("/target", Route(content: small))
+        try await download(http.url("/moved"), to: directory.file("moved.bin"), expecting: small, options: options)
+        XCTAssertTrue(proxy.forwardedRequests.contains(http.url("/target")), "the redirect was followed through the proxy")
+
+        var cut = Route(content: small)
+        cut.closeAfter = 100_000
+        cut.misbehaveTimes = 1
+        http.set("/cut", cut)
+        try await download(http.url("/cut"), to: directory.file("cut.bin"), expecting: small, options: options)
+        XCTAssertEqual(http.requests(for: "/cut").count, 2, "cut once, then fetched again")
+
+        var stalled = Route(content: small)
+        stalled.stallAfter = 50_000
+        stalled.misbehaveTimes = 1
+        http.set("/stall", stalled)
+        try await download(http.url("/stall"), to: directory.file("stall.bin"), expecting: small,
+                           options: options.merging(["stall_timeout": .uint32(1)]) { $1 })
+        XCTAssertEqual(http.requests(for: "/stall").count, 2, "the stall was caught and the request made again")
+
+        var chunked = Route(content: small)
+        chunked.chunked = true
+        http.set("/chunked", chunked)
+        try await download(http.url("/chunked"), to: directory.file("chunked.bin"), expecting: small, options: options)
+
+        let missing = try await start(http.url("/missing"), directory.file("missing.bin"), options)
+        let (name, message) = try await failure(missing)
+        XCTAssertEqual(name, "org.example.Downloads.Error.HTTPError")
+        XCTAssertTrue(message.contains("404"), message)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("missing.bin")))
     }
 
     func testSOCKS5ResolvesHereAndSOCKS5hLetsTheProxyResolve() async throws {
@@ -79,20 +141,26 @@ final class ProxyTests: TLSDaemonTestCase {
     }
 
     func testADeadProxyAndARefusedTunnelFailWithProxyError() async throws {
-        http.set("/d", Route(content: Self.content(1000)))
+        let content = Self.content(1000)
+        http.set("/d", Route(content: content))
+        try tls.file("d.bin", content)
         let dead = try FreePort.pick()
         let task = try await start(http.url("/d"), directory.file("dead.bin"), ["proxy": .string("http://127.0.0.1:\(dead)")])
         var (name, message) = try await failure(task)
         XCTAssertEqual(name, "org.example.Downloads.Error.ProxyError")
         XCTAssertTrue(message.contains("could not connect to the proxy http://127.0.0.1:\(dead)"), message)
-        // Debian's default tinyproxy.conf: CONNECT to 443 and 563 only.
+        // Debian's default tinyproxy.conf: CONNECT to 443 and 563 only (squid's default is the
+        // same): an https server on another port is refused its tunnel, an http URL is
+        // forwarded and works.
         let strict = try TinyProxy(in: directory.path, connectPorts: [443, 563])
         defer { strict.stop() }
-        let refused = try await start(http.url("/d"), directory.file("refused.bin"), ["proxy": .string(strict.url)])
+        let refused = try await start(tls.url(.http1, "/d.bin"), directory.file("refused.bin"), ["proxy": .string(strict.url)])
         (name, message) = try await failure(refused)
         XCTAssertEqual(name, "org.example.Downloads.Error.ProxyError")
-        XCTAssertTrue(message.contains("refused the tunnel to 127.0.0.1"), message)
-        XCTAssertTrue(http.requests(for: "/d").isEmpty, "nothing reached the server")
+        XCTAssertTrue(message.contains("refused the tunnel to localhost"), message)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("refused.bin")))
+        try await download(http.url("/d"), to: directory.file("forwarded.bin"), expecting: content, options: ["proxy": .string(strict.url)])
+        XCTAssertEqual(strict.forwardedRequests, [http.url("/d")])
     }
 
     func testAProxyOptionThatIsNotOneIsInvalidArgument() async throws {
@@ -121,9 +189,9 @@ final class ProxyTests: TLSDaemonTestCase {
         daemonEnvironment = ["http_proxy": proxy.url, "HTTPS_PROXY": proxy.url]
         try await startDaemon()
         try await download(http.url("/e"), to: directory.file("env.bin"), expecting: content)
-        XCTAssertEqual(proxy.connectRequests.count, 1, "http_proxy from the daemon's environment")
+        XCTAssertEqual(proxy.forwardedRequests.count, 1, "http_proxy from the daemon's environment")
         try await download(http.url("/e"), to: directory.file("direct.bin"), expecting: content, options: ["proxy": .string("direct://")])
-        XCTAssertEqual(proxy.connectRequests.count, 1, "direct:// goes straight to the server")
+        XCTAssertEqual(proxy.forwardedRequests.count, 1, "direct:// goes straight to the server")
         try tls.file("e.bin", content)
         try await download(tls.url(.http2, "/e.bin"), to: directory.file("env-tls.bin"), expecting: content)
         XCTAssertEqual(proxy.connectRequests.last, "localhost:\(tls.port(.http2))", "HTTPS_PROXY for https URLs")
@@ -131,9 +199,9 @@ final class ProxyTests: TLSDaemonTestCase {
         stopDaemon()
         daemonEnvironment = ["http_proxy": proxy.url, "no_proxy": "localhost,127.0.0.0/8"]
         try await startDaemon()
-        let before = proxy.connectRequests.count
+        let before = proxy.forwardedRequests.count
         try await download(http.url("/e"), to: directory.file("bypass.bin"), expecting: content)
-        XCTAssertEqual(proxy.connectRequests.count, before, "no_proxy: 127.0.0.0/8 goes direct")
+        XCTAssertEqual(proxy.forwardedRequests.count, before, "no_proxy: 127.0.0.0/8 goes direct")
 
         stopDaemon()
         daemonEnvironment = ["http_proxy": "http://user:hunter2@", "no_proxy": ""]
@@ -167,7 +235,7 @@ final class ProxyTests: TLSDaemonTestCase {
         XCTAssertEqual(requests.count, 2)
         XCTAssertNotNil(requests.last?.ifRange, "the resumed request carries If-Range")
         XCTAssertTrue(requests.last?.range?.hasPrefix("bytes=") == true && requests.last?.range != "bytes=0-")
-        XCTAssertEqual(proxy.connectRequests.count, 2, "both requests went through the proxy, the resumed one with the sealed credentials")
+        XCTAssertEqual(proxy.forwardedRequests.count, 2, "both requests went through the proxy, the resumed one with the sealed credentials")
     }
 
     // MARK: The caller's own proxy, resolved by the client
@@ -213,7 +281,7 @@ final class ProxyTests: TLSDaemonTestCase {
         let portal = try await startPortal(answering: ["direct://"])
         var out = try await ctl(["get", http.url("/c"), "-o", directory.file("direct.bin")], environment: ["http_proxy": other.url])
         XCTAssertEqual(out.status, 0, out.description)
-        XCTAssertEqual(office.connectRequests.count + other.connectRequests.count, 0,
+        XCTAssertEqual(office.forwardedRequests.count + other.forwardedRequests.count, 0,
                        "the portal said direct: its answer stands over the environment, and nothing is sent")
         portal.stop()
 
@@ -221,17 +289,17 @@ final class ProxyTests: TLSDaemonTestCase {
         out = try await ctl(["get", http.url("/c"), "-o", directory.file("portal.bin")])
         XCTAssertEqual(out.status, 0, out.description)
         XCTAssertEqual(sha256(ofFile: directory.file("portal.bin")), Self.sha256(content))
-        XCTAssertEqual(office.connectRequests, ["127.0.0.1:\(http.port)"], "the first answer the service can use (SOCKS4 is not one)")
+        XCTAssertEqual(office.forwardedRequests, [http.url("/c")], "the first answer the service can use (SOCKS4 is not one)")
         let log = (try? String(contentsOfFile: directory.file("portal.log"), encoding: .utf8)) ?? ""
         XCTAssertTrue(log.contains("Lookup \"\(http.url("/c"))\""), "the client asked the portal for this URL: \(log)")
 
         out = try await ctl(["get", "--no-proxy", http.url("/c"), "-o", directory.file("no-proxy.bin")])
         XCTAssertEqual(out.status, 0, out.description)
-        XCTAssertEqual(office.connectRequests.count, 1, "--no-proxy: straight to the server")
+        XCTAssertEqual(office.forwardedRequests.count, 1, "--no-proxy: straight to the server")
         out = try await ctl(["get", "--proxy", other.url, http.url("/c"), "-o", directory.file("flag.bin")])
         XCTAssertEqual(out.status, 0, out.description)
-        XCTAssertEqual(office.connectRequests.count, 1)
-        XCTAssertEqual(other.connectRequests.count, 1, "--proxy wins over the portal")
+        XCTAssertEqual(office.forwardedRequests.count, 1)
+        XCTAssertEqual(other.forwardedRequests.count, 1, "--proxy wins over the portal")
         resolving.stop()
         try await until("the portal mock is gone") {
             try await run(["busctl", "--address=\(bus.address)", "status", "org.freedesktop.portal.Desktop"]).status != 0
