@@ -13,6 +13,7 @@ extension DownloadOptions: Codable {
         case taskDescription = "description"
         case metadata
         case earliestBegin = "earliest_begin"
+        case mirrors
         case priority
         case maxBytesPerSecond = "max_bytes_per_second"
         case connections
@@ -49,6 +50,7 @@ extension DownloadOptions: Codable {
         taskDescription = try container.decodeIfPresent(String.self, forKey: .taskDescription)
         metadata = try container.decodeIfPresent([String: MetadataValue].self, forKey: .metadata) ?? [:]
         earliestBegin = try container.decodeIfPresent(UInt64.self, forKey: .earliestBegin)
+        mirrors = try container.decodeIfPresent([String].self, forKey: .mirrors) ?? []
         if let text = try container.decodeIfPresent(String.self, forKey: .priority) {
             guard let value = Priority(rawValue: text) else {
                 throw DecodingError.dataCorruptedError(forKey: .priority, in: container, debugDescription: "unknown priority '\(text)'")
@@ -84,6 +86,7 @@ extension DownloadOptions: Codable {
         try container.encodeIfPresent(taskDescription, forKey: .taskDescription)
         if !metadata.isEmpty { try container.encode(metadata, forKey: .metadata) }
         try container.encodeIfPresent(earliestBegin, forKey: .earliestBegin)
+        if !mirrors.isEmpty { try container.encode(mirrors, forKey: .mirrors) }
         if priority != .normal { try container.encode(priority.rawValue, forKey: .priority) }
         if maxBytesPerSecond != 0 { try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond) }
         if connections != 1 { try container.encode(connections, forKey: .connections) }

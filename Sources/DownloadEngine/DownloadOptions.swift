@@ -47,6 +47,9 @@ public struct DownloadOptions: Sendable, Hashable {
     public var taskDescription: String?
     /// The app's own data (Ubuntu's download manager `metadata`), matched by `FindTasks`.
     public var metadata: [String: MetadataValue] = [:]
+    /// More URLs of the same file (checked http(s) URLs): a segmented download spreads its ranges
+    /// over the URL and these (`MirrorSet`).
+    public var mirrors: [String] = []
     /// Not before this time (Unix seconds, URLSession's `earliestBeginDate`): the task stays
     /// queued (`WaitingFor` `begin-time`) until then.
     public var earliestBegin: UInt64?
@@ -55,6 +58,9 @@ public struct DownloadOptions: Sendable, Hashable {
 
     /// Whether the task may begin at `now` (Unix seconds).
     public func mayBegin(at now: UInt64) -> Bool { earliestBegin.map { $0 <= now } ?? true }
+
+    /// Most mirrors a task may have.
+    public static let maxMirrors = 32
 
     /// Longest `title` and `description`, in bytes.
     public static let maxTextBytes = 1024
@@ -147,6 +153,9 @@ public struct DownloadOptions: Sendable, Hashable {
             }
         }
         try validateMetadata()
+        guard mirrors.count <= DownloadOptions.maxMirrors else {
+            throw DownloadError.invalidArgument("at most \(DownloadOptions.maxMirrors) mirrors, got \(mirrors.count)")
+        }
         for (name, value) in [
             ("connect_timeout", connectTimeout), ("stall_timeout", stallTimeout), ("resource_timeout", resourceTimeout),
             ("low_speed_time", lowSpeedTime),

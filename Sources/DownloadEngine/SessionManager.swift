@@ -41,6 +41,8 @@ public final class SessionManager: Sendable {
         public var maxRunningPerSession = 2
         /// Connections all running transfers may open together (segmented ones open several).
         public var maxConnections = 16
+        /// Connections a download with mirrors opens to one server at most (`MirrorSet`).
+        public var maxConnectionsPerHost = 4
         public var retry = RetryPolicy()
         public var connectTimeout: Double = 30
         public var stallTimeout: Double = 60

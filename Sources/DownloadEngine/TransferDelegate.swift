@@ -30,6 +30,10 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         var truncated: @Sendable () -> Void
         /// The bandwidth limit now (bytes per second, 0 = none).
         var maxBytesPerSecond: @Sendable () -> UInt64
+        /// This request's speed over the last window (bytes per second), told at each window's
+        /// end; returns a floor beside the minimum speed (a mirror far slower than the others:
+        /// `MirrorSet.observe`), 0 for none.
+        var speedFloor: @Sendable (_ measured: Double) -> UInt64 = { _ in 0 }
     }
 
     /// What the delegate needs of the request it streams: its event loop, and a way to end it
@@ -160,9 +164,10 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     /// The minimum speed, checked once per `lowSpeedTime` window of the body: fewer bytes than
     /// `lowSpeedLimit` a second over the whole window is a drip (a byte every ten seconds never
     /// trips the stall timeout). A bandwidth limit below it lowers it to half the limit, so a
-    /// transfer held to its limit is never taken for a slow one.
+    /// transfer held to its limit is never taken for a slow one. A source far slower than the
+    /// others of a download with mirrors meets a higher floor (`Hooks.speedFloor`).
     private func tooSlow(at now: NIODeadline) -> String? {
-        guard lowSpeedLimit > 0, case .write = result?.decision else { return nil }
+        guard case .write = result?.decision else { return nil }
         guard let start = speedWindowStart else {
             speedWindowStart = now
             speedWindowBytes = 0
@@ -170,11 +175,12 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         }
         let elapsed = now - start
         guard elapsed >= lowSpeedTime else { return nil }
-        let floor = rateLimit > 0 ? min(lowSpeedLimit, rateLimit / 2) : lowSpeedLimit
+        let base = rateLimit > 0 ? min(lowSpeedLimit, rateLimit / 2) : lowSpeedLimit
         let seconds = Double(elapsed.nanoseconds) / 1e9
         let speed = Double(speedWindowBytes) / seconds
         speedWindowStart = now
         speedWindowBytes = 0
+        let floor = max(base, hooks.speedFloor(speed))
         guard floor > 0, speed < Double(floor) else { return nil }
         return String(format: "slower than %llu bytes/s for %.0f s (%.1f bytes/s)", floor, seconds, speed)
     }

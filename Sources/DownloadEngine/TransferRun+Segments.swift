@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import TerminalOutput
 
 /// Segmented downloads (option `connections` > 1), as aria2 does them: the first request
 /// learns the length, the strong validator and whether the server takes ranges; its head then
@@ -34,6 +35,9 @@ extension TransferRun {
         var connections: Int
         /// The connections of the attempt running now (nil before its split and between attempts).
         var workers: SegmentWorkers?
+        /// The URL and its mirrors, for a download with mirrors (made by its first range
+        /// request; dropped sources stay dropped for the rest of the run).
+        var mirrors: MirrorSet?
     }
 
     /// Connections this run may open now.
@@ -43,7 +47,8 @@ extension TransferRun {
     /// connection (even if it was granted one: more may come) or has recorded ranges.
     var isSegmented: Bool {
         let record = task.record
-        return !segmentState.withLockedValue { $0.singleStream } && (record.options.connections > 1 || record.segments != nil)
+        return !segmentState.withLockedValue { $0.singleStream }
+            && (record.options.connections > 1 || record.segments != nil || !record.options.mirrors.isEmpty)
     }
 
     /// More places granted while the run goes on: started at once as connections of the
@@ -231,13 +236,110 @@ extension TransferRun {
                 }
             }
             guard !Task.isCancelled, attempt.withLockedValue({ $0.abort == nil }), let claim = table.claim() else { return }
+            guard let source = takeSource(primary: url) else {
+                // Every source's server has its connections: this one is not needed.
+                table.release(claim.id)
+                return
+            }
+            let started = NIODeadline.now()
+            // A mirror of another origin gets none of the caller's credentials; its ETag is its
+            // own, so it is held to the length only (the checksum checks the bytes).
+            var hooks = segmentHooks(url: source.url)
+            if let index = source.index {
+                // Measured against the other sources at each window of a few seconds.
+                let state = segmentState
+                hooks.speedFloor = { speed in state.withLockedValue { $0.mirrors?.observe(index, speed: speed) ?? 0 } }
+            }
             let sent = await execute(
-                url: url, sendsCredentials: credentials, range: (start: claim.start, end: claim.end), validator: validator,
-                hooks: segmentHooks(url: url), segment: TransferDelegate.Segment(table: table, id: claim.id)
+                url: source.url, sendsCredentials: credentials && (source.isPrimary || RedirectRules.sameOrigin(source.url, url)),
+                range: (start: claim.start, end: claim.end), validator: source.isPrimary ? validator : nil,
+                hooks: hooks, segment: TransferDelegate.Segment(table: table, id: claim.id),
+                speedWindow: source.index == nil ? nil : MirrorSet.slowAfter
             )
             table.release(claim.id)
-            next = verdict(on: sent, table: table, claim: claim.id, failures: failures)
+            let action = verdict(on: sent, table: table, claim: claim.id, failures: failures)
+            next = action
+            if let index = source.index {
+                var bytes: Int64 = 0
+                if case .response(let result) = sent { bytes = result.bodyBytes }
+                let seconds = Double((NIODeadline.now() - started).nanoseconds) / 1e9
+                next = judged(action, source: index, isPrimary: source.isPrimary, bytes: bytes, seconds: seconds)
+            }
         }
+    }
+
+    /// The source of a connection's next request: the URL itself without mirrors (`index`
+    /// nil), else the one `MirrorSet` chooses; nil when every source's server is busy.
+    private func takeSource(primary url: String) -> (url: String, index: Int?, isPrimary: Bool)? {
+        let mirrors = task.record.options.mirrors
+        guard !mirrors.isEmpty else { return (url, nil, true) }
+        let perServer = configuration.maxConnectionsPerHost
+        return segmentState.withLockedValue { state in
+            var set = state.mirrors ?? MirrorSet(primary: url, mirrors: mirrors, perServer: perServer)
+            set.follow(primary: url)
+            defer { state.mirrors = set }
+            guard let index = set.take() else { return nil }
+            return (set.sources[index].url, index, set.sources[index].isPrimary)
+        }
+    }
+
+    /// What a connection does after a request to source `index` of a download with mirrors: a
+    /// mirror that failed, answered for another file or another length, or ends the attempt is
+    /// dropped and the connection claims again (the range went back to the table); a mirror's
+    /// redirect is followed for later requests to it; the URL itself keeps its retry policy,
+    /// and is dropped only when it gives up or fails for good while other sources remain. A
+    /// source far slower than the fastest is dropped too. The last source is never dropped:
+    /// its own verdict stands.
+    private func judged(
+        _ action: TransferStateMachine.RangeAction, source index: Int, isPrimary: Bool, bytes: Int64, seconds: Double
+    ) -> TransferStateMachine.RangeAction {
+        var reason: String?
+        var location: String?
+        switch action {
+        case .claimNext, .endAttempt(.complete):
+            break
+        case .retry(_, let error):
+            if !isPrimary { reason = error.message }
+        case .giveUp(let error):
+            reason = error.message
+        case .endAttempt(.redirect(let next)):
+            if !isPrimary { location = next }
+        case .endAttempt(.restartFromZero(let why)):
+            if !isPrimary { reason = why }
+        case .endAttempt(.failed(let error)):
+            reason = error.message
+        }
+        let maxRedirects = configuration.maxRedirects
+        let (result, dropped) = segmentState.withLockedValue { state -> (TransferStateMachine.RangeAction, [(String, String)]) in
+            guard var set = state.mirrors else { return (action, []) }
+            defer { state.mirrors = set }
+            set.release(index, bytes: bytes, seconds: seconds)
+            var dropped: [(String, String)] = []
+            var result = action
+            if set.sources[index].foundSlow, case .retry(_, let error) = action {
+                reason = "far slower than the other sources (\(error.message))"
+            }
+            if let location {
+                let url = set.sources[index].url
+                if let next = try? RedirectRules.checkedRedirect(from: url, to: location), set.redirect(index, to: next, limit: maxRedirects) {
+                    result = .claimNext
+                } else {
+                    reason = "its redirect to \(DisplayText.quoted(location, limit: 80)) cannot be followed"
+                }
+            }
+            if let reason, set.drop(index, because: reason) {
+                dropped.append((set.sources[index].url, reason))
+                result = .claimNext
+            }
+            for slow in set.tooSlow() where set.drop(slow, because: "far slower than the others") {
+                dropped.append((set.sources[slow].url, "far slower than the others"))
+            }
+            return (result, dropped)
+        }
+        for (url, why) in dropped {
+            manager.logger.info("task \(task.id): source \(DisplayText.quoted(url, limit: 200)) dropped: \(why)")
+        }
+        return result
     }
 
     /// The machine's verdict on one request of a connection (see `TransferStateMachine.rangeEnded`).

@@ -199,7 +199,8 @@ final class TransferRun: Sendable {
     func execute(
         url: String, sendsCredentials: Bool, range: (start: Int64, end: Int64?)?, validator: String?,
         hooks: TransferDelegate.Hooks, segment: TransferDelegate.Segment? = nil,
-        split: (@Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment?)? = nil
+        split: (@Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment?)? = nil,
+        speedWindow: Double? = nil
     ) async -> Sent {
         let record = task.record
         var headers = HTTPHeaders()
@@ -226,7 +227,7 @@ final class TransferRun: Sendable {
                 connectTimeout: record.options.connectTimeout ?? configuration.connectTimeout,
                 stallTimeout: record.options.stallTimeout ?? configuration.stallTimeout,
                 lowSpeedLimit: record.options.lowSpeedLimit ?? configuration.lowSpeedLimit,
-                lowSpeedTime: record.options.lowSpeedTime ?? configuration.lowSpeedTime,
+                lowSpeedTime: min(record.options.lowSpeedTime ?? configuration.lowSpeedTime, speedWindow ?? .infinity),
                 checkpointBytes: configuration.checkpointBytes, checkpointInterval: configuration.checkpointInterval,
                 retryAfterCap: configuration.retry.retryAfterCap
             ),

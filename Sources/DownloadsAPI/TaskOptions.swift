@@ -22,6 +22,7 @@ public struct TaskOptions: Sendable, Hashable {
         case metadata
         case checksum
         case earliestBegin = "earliest_begin"
+        case mirrors
         /// ResumeWithData only: carry on at this URL.
         case url
 
@@ -81,6 +82,8 @@ public struct TaskOptions: Sendable, Hashable {
     public var checksum: String?
     /// Unix seconds: the task does not begin before.
     public var earliestBegin: UInt64?
+    /// More URLs of the same file (checked by the service as the URL is).
+    public var mirrors: [String]?
 
     public init() {}
 
@@ -186,6 +189,9 @@ public struct TaskOptions: Sendable, Hashable {
             case .earliestBegin:
                 guard case .uint64(let seconds) = value else { throw wrongType("t (Unix seconds)") }
                 earliestBegin = seconds
+            case .mirrors:
+                guard let urls = value.stringArrayValue else { throw wrongType("as") }
+                mirrors = urls
             case .desktopEntry:
                 guard case .string(let text) = value else { throw wrongType("s") }
                 desktopEntry = try TaskOptions.checkedDesktopEntry(text)
@@ -273,6 +279,7 @@ public struct TaskOptions: Sendable, Hashable {
         if let metadata { result[Key.metadata.rawValue] = .vardict(metadata) }
         if let checksum { result[Key.checksum.rawValue] = .string(checksum) }
         if let earliestBegin { result[Key.earliestBegin.rawValue] = .uint64(earliestBegin) }
+        if let mirrors { result[Key.mirrors.rawValue] = .strings(mirrors) }
         return result
     }
 }

@@ -52,6 +52,18 @@ enum StartRequest {
         result.earliestBegin = try options.earliestBegin.map { try checkBeginTime($0) }
         result.apply(try change(options))
         if let overwrite = options.overwrite { result.overwrite = overwrite }
+        if let mirrors = options.mirrors {
+            guard mirrors.count <= DownloadOptions.maxMirrors else {
+                throw DownloadsErrorName.quotaExceeded.error("at most \(DownloadOptions.maxMirrors) mirrors, got \(mirrors.count)")
+            }
+            var seen = Set<String>()
+            result.mirrors = try mirrors.compactMap { text in
+                let url = try checkURL(text)
+                return seen.insert(url).inserted ? url : nil
+            }
+            // Spread over every source unless the caller chose: two connections to each, up to 16.
+            if options.connections == nil { result.connections = min(DownloadOptions.maxConnections, 2 * (1 + result.mirrors.count)) }
+        }
         if let connections = options.connections { result.connections = Int(connections) }
         result.connectTimeout = options.connectTimeout
         result.stallTimeout = options.stallTimeout

@@ -15,6 +15,11 @@ struct TaskOptionArguments: ParsableArguments {
     @Option(help: ArgumentHelp("A line about the download, shown under its title.", valueName: "text")) var description: String?
     @Option(name: .customLong("metadata"), help: ArgumentHelp("Your own data on the task, KEY=VALUE (a string; repeatable): list --metadata finds tasks by it.", valueName: "key=value"))
     var metadata: [String] = []
+    @Option(name: .customLong("mirror"), help: ArgumentHelp(
+        "Another URL of the same file (repeatable): ranges are fetched from the URL and its mirrors at once; give --checksum with them.",
+        valueName: "url"
+    ))
+    var mirrors: [String] = []
     @Option(name: .customLong("begin-at"), help: ArgumentHelp(
         "Do not begin before this time: HH:MM (the next one, local), YYYY-MM-DD, or YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM].",
         valueName: "time"
@@ -70,6 +75,7 @@ struct TaskOptionArguments: ParsableArguments {
             options.sha256 = sha256
             options.title = title
             options.taskDescription = description
+            if !mirrors.isEmpty { options.mirrors = mirrors }
             if !metadata.isEmpty { options.metadata = try Self.metadata(metadata, option: "--metadata").mapValues { .string($0) } }
             if let beginAt {
                 do {

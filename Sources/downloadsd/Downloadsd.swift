@@ -32,6 +32,8 @@ struct Downloadsd: AsyncParsableCommand {
     @Option(help: "Transfers running at once.") var maxRunning = 4
     @Option(help: "Transfers running at once in one session.") var maxRunningPerSession = 2
     @Option(help: "Connections all running transfers open together (a segmented one opens several).") var maxConnections = 16
+    @Option(help: "Connections a download with mirrors opens to one server (scheme, host and port) at most.")
+    var maxConnectionsPerHost = 4
     @Option(help: "Tasks one user may have (QuotaExceeded beyond).") var maxTasksPerUser = 1000
     @Option(help: "Distinct sessions one user's tasks may be in (QuotaExceeded beyond).") var maxSessionsPerUser = 100
     @Option(help: "Days finished, failed and cancelled tasks stay listed.") var retentionDays = 7
@@ -63,7 +65,7 @@ struct Downloadsd: AsyncParsableCommand {
     func validate() throws {
         let chosen = [session, system, address != nil].filter { $0 }.count
         guard chosen <= 1 else { throw ValidationError("choose one of --session, --system and --address") }
-        guard maxRunning > 0, maxRunningPerSession > 0, maxConnections > 0, maxTasksPerUser > 0, maxSessionsPerUser > 0, retentionDays >= 0,
+        guard maxRunning > 0, maxRunningPerSession > 0, maxConnections > 0, maxConnectionsPerHost > 0, maxTasksPerUser > 0, maxSessionsPerUser > 0, retentionDays >= 0,
               progressRate > 0, fileHelperTimeout > 0, checkpointInterval > 0, checkpointBytes > 0
         else {
             throw ValidationError("limits must be positive")
@@ -119,6 +121,7 @@ struct Downloadsd: AsyncParsableCommand {
         engineConfiguration.maxRunning = maxRunning
         engineConfiguration.maxRunningPerSession = maxRunningPerSession
         engineConfiguration.maxConnections = maxConnections
+        engineConfiguration.maxConnectionsPerHost = maxConnectionsPerHost
         engineConfiguration.checkpointInterval = checkpointInterval
         engineConfiguration.checkpointBytes = checkpointBytes
         engineConfiguration.caFile = caFile

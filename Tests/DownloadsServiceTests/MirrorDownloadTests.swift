@@ -1,0 +1,109 @@
+import DBus
+import DownloadsAPI
+import Foundation
+import GRDB
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// Downloads with mirrors end to end: gdbus and downloadsctl against the daemon and three local
+/// servers (three origins), a pause with resume data and a kill -9 in the middle, and every
+/// malformed `mirrors` refused; the source's SHA-256 at the end every time.
+final class MirrorDownloadTests: DaemonTestCase {
+    var mirrors: [TestHTTPServer] = []
+
+    override func tearDown() async throws {
+        for mirror in mirrors { mirror.stop() }
+        try await super.tearDown()
+    }
+
+    /// The URL and two mirrors serving `content` at `rate` bytes a second per connection.
+    func serve(_ content: [UInt8], rate: Int) throws -> [String] {
+        var route = Route(content: content)
+        route.bytesPerSecond = rate
+        http.set("/f.iso", route)
+        var urls = [http.url("/f.iso")]
+        for _ in 0..<2 {
+            let mirror = try TestHTTPServer()
+            mirrors.append(mirror)
+            mirror.set("/mirror/f.iso", route)
+            urls.append(mirror.url("/mirror/f.iso"))
+        }
+        return urls
+    }
+
+    var ranged: [Int] {
+        ([http!] + mirrors).map { $0.requests.filter { $0.range != nil && $0.status == 206 }.count }
+    }
+
+    func testAMirroredDownloadThroughGdbusUsesEverySource() async throws {
+        let content = Self.content(6 << 20, seed: 41)
+        let urls = try serve(content, rate: 2_000_000)
+        let list = urls.dropFirst().map { "'\($0)'" }.joined(separator: ", ")
+        let started = try await gdbus("Start", [urls[0], directory.file("f.iso"),
+                                                "{'mirrors': <[\(list)]>, 'checksum': <'sha256:\(Self.sha256(content))'>}"])
+        XCTAssertEqual(started.status, 0, started.description)
+        let path = try ObjectPath(String(started.stdout.split(separator: "'")[1]))
+        try await waitState(path, ["finished"])
+        XCTAssertEqual(sha256(ofFile: directory.file("f.iso")), Self.sha256(content))
+        XCTAssertTrue(ranged.allSatisfy { $0 > 0 }, "ranges from the URL and both mirrors: \(ranged)")
+    }
+
+    func testPauseAndKillDuringAMirroredDownloadResumeRight() async throws {
+        let content = Self.content(12 << 20, seed: 42)
+        let urls = try serve(content, rate: 1_000_000)
+        let options: [String: DBusValue] = ["mirrors": .strings(Array(urls.dropFirst())), "connections": .uint32(6)]
+        let task = try await start(urls[0], directory.file("f.iso"), options)
+        try await waitBytes(task, atLeast: 2_000_000)
+        let paused = try await call("Pause", [.objectPath(task)])
+        let blob = try XCTUnwrap(paused.first?.bytesValue)
+        XCTAssertTrue(String(decoding: blob, as: UTF8.self).contains("mirror/f.iso"), "the mirrors are in the resume data")
+        _ = try await call("ResumeWithData", [.bytes(blob), .vardict([:])])
+        try await waitBytes(task, atLeast: 5_000_000)
+        // A kill -9 once more has arrived: the restart carries on from the recorded ranges.
+        let id = Int64(try XCTUnwrap(DownloadsAPI.taskID(task)))
+        try await until("a checkpoint past 4 MB") {
+            let durable = try await DatabaseQueue(path: self.stateDirectory + "/downloads.sqlite").read { db in
+                try Int64.fetchOne(db, sql: "SELECT durableOffset FROM task WHERE id = ?", arguments: [id]) ?? 0
+            }
+            return durable > 4_000_000
+        }
+        killDaemon()
+        for mirror in [http!] + mirrors { mirror.update(mirror === http ? "/f.iso" : "/mirror/f.iso") { $0.bytesPerSecond = nil } }
+        try await startDaemon()
+        try await waitState(task, ["finished"], seconds: 60)
+        XCTAssertEqual(sha256(ofFile: directory.file("f.iso")), Self.sha256(content))
+        XCTAssertTrue(mirrors.allSatisfy { $0.requests.count > 1 }, "both mirrors served after the restart too: \(ranged)")
+    }
+
+    func testDownloadsctlGetTakesMirrors() async throws {
+        let content = Self.content(8 << 20, seed: 43)
+        let urls = try serve(content, rate: 3_000_000)
+        let out = try await run([
+            PackageRoot.debugBinary("downloadsctl"), "--address", bus.address, "get", urls[0], "-o", directory.file("ctl.iso"),
+            "--mirror", urls[1], "--mirror", urls[2], "--checksum", "sha256:" + Self.sha256(content),
+        ])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(sha256(ofFile: directory.file("ctl.iso")), Self.sha256(content))
+        XCTAssertTrue(ranged.allSatisfy { $0 > 0 }, "\(ranged)")
+    }
+
+    func testMalformedMirrorsAreRefused() async throws {
+        http.set("/ok", Route(content: Self.content(100)))
+        let cases: [(DBusValue, String, String)] = [
+            (.string(http.url("/ok")), "InvalidArgument", "must be of type as"),
+            (.strings(["ftp://mirror.example/f"]), "InvalidArgument", "only http and https"),
+            (.strings(["not a url"]), "InvalidArgument", "is not a URL"),
+            (.strings((0..<33).map { "http://m\($0).example/f" }), "QuotaExceeded", "at most 32 mirrors"),
+        ]
+        for (value, name, reason) in cases {
+            do {
+                _ = try await call("Start", [.string(http.url("/ok")), .string(directory.file("x")), .vardict(["mirrors": value])])
+                XCTFail("\(value) was taken")
+            } catch let error as BusError {
+                XCTAssertEqual(error.name, "org.example.Downloads.Error.\(name)")
+                XCTAssertTrue(error.message.contains(reason), "'\(error.message)' should say '\(reason)'")
+            }
+        }
+    }
+}
