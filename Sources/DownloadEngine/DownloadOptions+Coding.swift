@@ -14,6 +14,7 @@ extension DownloadOptions: Codable {
         case metadata
         case earliestBegin = "earliest_begin"
         case mirrors
+        case useMetalinkHeaders = "use_metalink_headers"
         case priority
         case maxBytesPerSecond = "max_bytes_per_second"
         case connections
@@ -51,6 +52,7 @@ extension DownloadOptions: Codable {
         metadata = try container.decodeIfPresent([String: MetadataValue].self, forKey: .metadata) ?? [:]
         earliestBegin = try container.decodeIfPresent(UInt64.self, forKey: .earliestBegin)
         mirrors = try container.decodeIfPresent([String].self, forKey: .mirrors) ?? []
+        useMetalinkHeaders = try container.decodeIfPresent(Bool.self, forKey: .useMetalinkHeaders) ?? true
         if let text = try container.decodeIfPresent(String.self, forKey: .priority) {
             guard let value = Priority(rawValue: text) else {
                 throw DecodingError.dataCorruptedError(forKey: .priority, in: container, debugDescription: "unknown priority '\(text)'")
@@ -87,6 +89,7 @@ extension DownloadOptions: Codable {
         if !metadata.isEmpty { try container.encode(metadata, forKey: .metadata) }
         try container.encodeIfPresent(earliestBegin, forKey: .earliestBegin)
         if !mirrors.isEmpty { try container.encode(mirrors, forKey: .mirrors) }
+        if !useMetalinkHeaders { try container.encode(useMetalinkHeaders, forKey: .useMetalinkHeaders) }
         if priority != .normal { try container.encode(priority.rawValue, forKey: .priority) }
         if maxBytesPerSecond != 0 { try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond) }
         if connections != 1 { try container.encode(connections, forKey: .connections) }

@@ -284,6 +284,13 @@ final class PartialFileWriter: @unchecked Sendable {
         return (hex, digest.readBack)
     }
 
+    /// Starts hashing with `algorithm` (a digest learned from the response's head): what was
+    /// written before is read back at the end.
+    func startDigest(_ algorithm: Checksum.Algorithm) {
+        guard digest == nil else { return }
+        digest = RunningDigest(algorithm)
+    }
+
     func close() {
         guard descriptor >= 0 else { return }
         Glibc.close(descriptor)

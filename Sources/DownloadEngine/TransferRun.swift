@@ -309,9 +309,22 @@ final class TransferRun: Sendable {
         let task = self.task
         let manager = self.manager
         return TransferDelegate.Hooks(
-            head: { status, headers, decision in
+            head: { [writer] status, headers, decision in
                 guard case .write(let offset, _, let expected, let validator) = decision else { return }
+                // Metalink/HTTP: mirrors and the file's digest from the head, when the task takes them.
+                let options = task.record.options
+                var learned: [String] = []
+                var digest: Checksum?
+                if options.useMetalinkHeaders {
+                    learned = MetalinkHeaders.mirrors(in: headers, base: url).filter { !options.mirrors.contains($0) }
+                    learned = Array(learned.prefix(max(0, DownloadOptions.maxMirrors - options.mirrors.count)))
+                    digest = options.checksum == nil ? MetalinkHeaders.checksum(in: headers) : nil
+                }
+                // Hashed from here on, before the body's first write is queued.
+                if let digest { writer.enqueue { $0.startDigest(digest.algorithm) } }
                 manager.report(task, { state in
+                    state.record.options.mirrors += learned
+                    if let digest { state.record.options.checksum = digest }
                     state.bytesWritten = offset
                     state.record.finalURL = url
                     state.record.expectedLength = expected
@@ -323,7 +336,11 @@ final class TransferRun: Sendable {
                     }
                 }, events: { delegate, task, snapshot in
                     delegate.receivedResponse(task, snapshot, status: status)
+                    if !learned.isEmpty || digest != nil { delegate.optionsChanged(task, snapshot) }
                 })
+                if !learned.isEmpty || digest != nil {
+                    manager.logger.info("task \(task.id): the server names \(learned.count) mirror(s)\(digest.map { " and the file's \($0.algorithm.displayName)" } ?? "")")
+                }
                 if expected >= 0, expected - offset <= manager.configuration.shortTransfer {
                     // Off the event loop: starting what may start takes the manager's locks.
                     Task { manager.transferIsShort(task) }

@@ -23,6 +23,7 @@ public struct TaskOptions: Sendable, Hashable {
         case checksum
         case earliestBegin = "earliest_begin"
         case mirrors
+        case useMetalinkHeaders = "use_metalink_headers"
         /// ResumeWithData only: carry on at this URL.
         case url
 
@@ -84,6 +85,8 @@ public struct TaskOptions: Sendable, Hashable {
     public var earliestBegin: UInt64?
     /// More URLs of the same file (checked by the service as the URL is).
     public var mirrors: [String]?
+    /// false: ignore `Link: rel=duplicate` and `Digest` headers (default true).
+    public var useMetalinkHeaders: Bool?
 
     public init() {}
 
@@ -192,6 +195,9 @@ public struct TaskOptions: Sendable, Hashable {
             case .mirrors:
                 guard let urls = value.stringArrayValue else { throw wrongType("as") }
                 mirrors = urls
+            case .useMetalinkHeaders:
+                guard case .boolean(let flag) = value else { throw wrongType("b") }
+                useMetalinkHeaders = flag
             case .desktopEntry:
                 guard case .string(let text) = value else { throw wrongType("s") }
                 desktopEntry = try TaskOptions.checkedDesktopEntry(text)
@@ -280,6 +286,7 @@ public struct TaskOptions: Sendable, Hashable {
         if let checksum { result[Key.checksum.rawValue] = .string(checksum) }
         if let earliestBegin { result[Key.earliestBegin.rawValue] = .uint64(earliestBegin) }
         if let mirrors { result[Key.mirrors.rawValue] = .strings(mirrors) }
+        if let useMetalinkHeaders { result[Key.useMetalinkHeaders.rawValue] = .boolean(useMetalinkHeaders) }
         return result
     }
 }

@@ -65,6 +65,7 @@ enum StartRequest {
             if options.connections == nil { result.connections = min(DownloadOptions.maxConnections, 2 * (1 + result.mirrors.count)) }
         }
         if let connections = options.connections { result.connections = Int(connections) }
+        if let use = options.useMetalinkHeaders { result.useMetalinkHeaders = use }
         result.connectTimeout = options.connectTimeout
         result.stallTimeout = options.stallTimeout
         result.resourceTimeout = options.resourceTimeout

@@ -44,6 +44,8 @@ public struct Route: Sendable {
     public var gzipEncoding = false
     /// Sent as Content-Disposition.
     public var contentDisposition: String?
+    /// More response headers, sent as they are (`Link`, `Digest`…).
+    public var extraHeaders: [(String, String)] = []
 
     public init(content: [UInt8]) {
         self.content = content

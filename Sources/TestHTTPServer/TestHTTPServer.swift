@@ -149,6 +149,7 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             headers.add(name: "Date", value: TestHTTPHandler.httpDate(Date()))
         }
         if let disposition = route.contentDisposition { headers.add(name: "Content-Disposition", value: disposition) }
+        for (name, value) in route.extraHeaders { headers.add(name: name, value: value) }
         if route.gzipEncoding { headers.add(name: "Content-Encoding", value: "gzip") }
         if route.ranges { headers.add(name: "Accept-Ranges", value: "bytes") }
         if route.ranges, let range = head.headers.first(name: "range"), range.hasPrefix("bytes=") {

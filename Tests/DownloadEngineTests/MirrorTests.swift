@@ -1,5 +1,6 @@
 @testable import DownloadEngine
 import Foundation
+import NIOHTTP1
 import TestHTTPServer
 import TestSupport
 import XCTest
@@ -139,5 +140,79 @@ final class MirrorTests: EngineTestCase {
         try await waitForBytes(id, atLeast: 500_000)
         server.update("/gone") { $0.failFirst = (count: 1_000, status: 404, retryAfter: nil) }
         try await finished(id, holding: content)
+    }
+
+    // MARK: Metalink/HTTP (RFC 6249)
+
+    func testLinkAndDigestHeadersAreRead() {
+        var headers = HTTPHeaders()
+        headers.add(name: "Link", value: "<http://b.example/f>; rel=duplicate; pri=2, <https://c.example/f>; rel=\"duplicate\"; pri=1")
+        headers.add(name: "Link", value: "</relative/f>; rel=duplicate")
+        headers.add(name: "Link", value: "<http://d.example/style.css>; rel=stylesheet")
+        headers.add(name: "Link", value: "<ftp://e.example/f>; rel=duplicate")
+        headers.add(name: "Link", value: "<http://a.example/f>; rel=duplicate")
+        XCTAssertEqual(MetalinkHeaders.mirrors(in: headers, base: "http://a.example/f"),
+                       ["https://c.example/f", "http://b.example/f", "http://a.example/relative/f"],
+                       "by pri, relative ones resolved, no other relation, scheme or the URL itself")
+        var digests = HTTPHeaders()
+        digests.add(name: "Digest", value: "MD5=1B2M2Y8AsgTpgAmY7PhCfg==, SHA-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=")
+        XCTAssertEqual(MetalinkHeaders.checksum(in: digests)?.text,
+                       "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "the strongest given")
+        var repr = HTTPHeaders()
+        repr.add(name: "Repr-Digest", value: "sha-512=:z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg==:")
+        XCTAssertEqual(MetalinkHeaders.checksum(in: repr)?.algorithm, .sha512)
+        var bad = HTTPHeaders()
+        bad.add(name: "Digest", value: "SHA-256=not-base64")
+        XCTAssertNil(MetalinkHeaders.checksum(in: bad))
+    }
+
+    func testMirrorsAndTheDigestComeFromTheFirstResponsesHead() async throws {
+        let content = Self.content(8 << 20, seed: 26)
+        let (one, two) = (try mirror(), try mirror())
+        var route = Self.route(content)
+        let sha256 = Data(TestData.sha256(content).hexBytes).base64EncodedString()
+        route.extraHeaders = [
+            ("Link", "<\(one.url("/f"))>; rel=duplicate; pri=1"), ("Link", "<\(two.url("/f"))>; rel=duplicate; pri=2"),
+            ("Digest", "SHA-256=\(sha256)"),
+        ]
+        server.set("/f", route)
+        one.set("/f", Self.route(content))
+        two.set("/f", Self.route(content))
+        let id = try start("/f") { $0.connections = 6 }
+        try await finished(id, holding: content)
+        XCTAssertFalse(one.requests.isEmpty, "the first Link mirror served ranges")
+        XCTAssertFalse(two.requests.isEmpty, "the second too")
+        let record = try XCTUnwrap(manager.snapshot(id)?.record)
+        XCTAssertEqual(record.options.mirrors, [one.url("/f"), two.url("/f")], "kept with the task")
+        XCTAssertEqual(record.options.checksum?.text, "sha256:" + TestData.sha256(content))
+
+        // A Digest that does not match fails the download, as a checksum option would.
+        var lying = Self.route(content)
+        lying.extraHeaders = [("Digest", "SHA-256=\(Data(repeating: 0, count: 32).base64EncodedString())")]
+        server.set("/lying", lying)
+        let wrong = try start("/lying")
+        let done = try await wait(wrong, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.record.errorName, "ChecksumMismatch")
+        // use_metalink_headers false: neither is taken.
+        let ignoring = try start("/f") { options in
+            options.connections = 6
+            options.useMetalinkHeaders = false
+        }
+        let before = one.requests.count + two.requests.count
+        try await finished(ignoring, holding: content)
+        XCTAssertEqual(one.requests.count + two.requests.count, before)
+        XCTAssertNil(manager.snapshot(ignoring)?.record.options.checksum)
+    }
+}
+
+private extension String {
+    var hexBytes: [UInt8] {
+        var bytes: [UInt8] = []
+        var index = startIndex
+        while index < endIndex, let next = self.index(index, offsetBy: 2, limitedBy: endIndex) {
+            bytes.append(UInt8(self[index..<next], radix: 16) ?? 0)
+            index = next
+        }
+        return bytes
     }
 }
