@@ -78,6 +78,12 @@ struct MirrorSet: Sendable {
         return true
     }
 
+    /// `index` is used again (its drop was provisional).
+    mutating func restore(_ index: Int) {
+        guard sources.indices.contains(index) else { return }
+        sources[index].dropped = nil
+    }
+
     /// The download's own URL is now `url` (the run followed a redirect of it).
     mutating func follow(primary url: String) {
         if let index = sources.firstIndex(where: \.isPrimary) { sources[index].url = url }

@@ -38,6 +38,9 @@ extension TransferRun {
         /// The URL and its mirrors, for a download with mirrors (made by its first range
         /// request; dropped sources stay dropped for the rest of the run).
         var mirrors: MirrorSet?
+        /// The server whose answer gave the recorded validator, when not the URL's own (its
+        /// first request went to a mirror): only that one is sent `If-Range`.
+        var validatorSource: String?
     }
 
     /// Connections this run may open now.
@@ -125,6 +128,7 @@ extension TransferRun {
             state.table = nil
             state.firstClaim = nil
             state.workers = nil
+            state.validatorSource = nil
         }
         let (tables, continuation) = AsyncStream<(SegmentTable, String, SegmentWorkers, Int)>.makeStream()
         let state = segmentState
@@ -153,11 +157,14 @@ extension TransferRun {
         let single = NIOLockedValueBox<TransferStateMachine.Outcome?>(nil)
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                let sent = await self.execute(
+                var sent = await self.execute(
                     url: request.url, sendsCredentials: request.sendsCredentials,
                     range: request.range.map { (start: $0.offset, end: nil) }, validator: validator,
                     hooks: self.hooks(url: request.url), split: split
                 )
+                if let failure = Self.failedBeforeBody(sent) {
+                    sent = await self.firstRequestToMirrors(request, failure: failure, split: split) ?? sent
+                }
                 continuation.finish()
                 let (table, claim, workers) = self.segmentState.withLockedValue { ($0.table, $0.firstClaim, $0.workers) }
                 guard let table, let claim, let workers, let validator = self.task.record.validator else {
@@ -194,6 +201,52 @@ extension TransferRun {
         if let outcome = single.withLockedValue({ $0 }) { return outcome }
         guard let table = segmentState.withLockedValue({ $0.table }) else { return .failed(.invalidResponse("no response")) }
         return ending(table, attempt)
+    }
+
+    /// The error of a request that brought no body to write (it failed, or its status was an
+    /// error); nil otherwise.
+    private static func failedBeforeBody(_ sent: Sent) -> DownloadError? {
+        switch sent {
+        case .failed(let error): return error
+        case .response(let result):
+            if case .fail(let error) = result.decision { return error }
+            return nil
+        }
+    }
+
+    /// The URL itself failed at the start of a download with mirrors: its first request goes to
+    /// each mirror in turn (no `If-Range`: a mirror's ETag is its own) until one answers with a
+    /// body; the URL is then dropped for this run. nil when none did (the URL's failure stands).
+    private func firstRequestToMirrors(
+        _ request: TransferStateMachine.Request, failure: DownloadError,
+        split: @escaping @Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment?
+    ) async -> Sent? {
+        let mirrors = task.record.options.mirrors
+        guard !mirrors.isEmpty, !Task.isCancelled else { return nil }
+        manager.logger.info("task \(task.id): \(DisplayText.quoted(request.url, limit: 200)) failed (\(failure.message)); trying its mirrors")
+        // Dropped before a mirror's head can split the download, so no connection goes to it.
+        let perServer = configuration.maxConnectionsPerHost
+        segmentState.withLockedValue { state in
+            var set = state.mirrors ?? MirrorSet(primary: request.url, mirrors: mirrors, perServer: perServer)
+            set.drop(0, because: failure.message)
+            state.mirrors = set
+        }
+        for mirror in mirrors where mirror != request.url {
+            guard !Task.isCancelled, stopReason == nil else { break }
+            // The ranges' If-Range goes only where the validator comes from: this mirror.
+            segmentState.withLockedValue { $0.validatorSource = MirrorSet.server(of: mirror) }
+            let sent = await execute(
+                url: mirror, sendsCredentials: request.sendsCredentials && RedirectRules.sameOrigin(mirror, request.url),
+                range: request.range.map { (start: $0.offset, end: nil) }, validator: nil, hooks: hooks(url: mirror), split: split
+            )
+            if Self.failedBeforeBody(sent) == nil { return sent }
+        }
+        // None answered: the URL's own failure stands, and it is a source again.
+        segmentState.withLockedValue { state in
+            state.mirrors?.restore(0)
+            state.validatorSource = nil
+        }
+        return nil
     }
 
     /// What an attempt came to once every connection ended.
@@ -252,7 +305,7 @@ extension TransferRun {
             }
             let sent = await execute(
                 url: source.url, sendsCredentials: credentials && (source.isPrimary || RedirectRules.sameOrigin(source.url, url)),
-                range: (start: claim.start, end: claim.end), validator: source.isPrimary ? validator : nil,
+                range: (start: claim.start, end: claim.end), validator: sendsValidator(to: source) ? validator : nil,
                 hooks: hooks, segment: TransferDelegate.Segment(table: table, id: claim.id),
                 speedWindow: source.index == nil ? nil : MirrorSet.slowAfter
             )
@@ -266,6 +319,13 @@ extension TransferRun {
                 next = judged(action, source: index, isPrimary: source.isPrimary, bytes: bytes, seconds: seconds)
             }
         }
+    }
+
+    /// Whether a range request to `source` carries `If-Range`: to the source the validator came
+    /// from (the URL itself, unless its first request went to a mirror), never to another.
+    private func sendsValidator(to source: (url: String, index: Int?, isPrimary: Bool)) -> Bool {
+        guard let from = segmentState.withLockedValue({ $0.validatorSource }) else { return source.isPrimary }
+        return MirrorSet.server(of: source.url) == from
     }
 
     /// The source of a connection's next request: the URL itself without mirrors (`index`

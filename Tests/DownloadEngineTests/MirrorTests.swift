@@ -142,6 +142,37 @@ final class MirrorTests: EngineTestCase {
         try await finished(id, holding: content)
     }
 
+    /// The URL itself down at the start (nothing listening, or 503 every time): the first request
+    /// goes to the mirrors, and the download finishes from them.
+    func testADownURLAtTheStartFallsBackToItsMirrors() async throws {
+        let content = Self.content(6 << 20, seed: 27)
+        let (one, two) = (try mirror(), try mirror())
+        one.set("/f", Self.route(content, etag: "\"one\""))
+        two.set("/f", Self.route(content, etag: "\"two\""))
+        let nothing = try FreePort.pick()
+        let refused = try manager.create(DownloadRequest(
+            owner: Self.owner, session: "s", url: "http://127.0.0.1:\(nothing)/f", destination: directory.file("refused"),
+            destinationIsDirectory: false, options: { var options = DownloadOptions(); options.connections = 4
+                options.mirrors = [one.url("/f"), two.url("/f")]; return options }()
+        )).id
+        nextID += 1
+        let done = try await wait(refused, for: [.finished, .failed], seconds: 60)
+        XCTAssertEqual(done.state, .finished, done.record.errorMessage ?? "")
+        XCTAssertEqual(sha256(ofFile: directory.file("refused")), Self.sha256(content))
+        XCTAssertTrue(one.requests.allSatisfy { $0.ifRange == nil || $0.ifRange == "\"one\"" }, "If-Range only where the validator came from")
+        XCTAssertTrue(two.requests.allSatisfy { $0.ifRange == nil }, "\(two.requests.map(\.ifRange))")
+
+        var unavailable = Self.route(content)
+        unavailable.failFirst = (count: 1_000, status: 503, retryAfter: nil)
+        server.set("/busy", unavailable)
+        let busy = try start("/busy") { options in
+            options.connections = 4
+            options.mirrors = [one.url("/f"), two.url("/f")]
+        }
+        try await finished(busy, holding: content)
+        XCTAssertLessThanOrEqual(server.requests(for: "/busy").count, 2, "the URL was dropped after its first answer")
+    }
+
     // MARK: Metalink/HTTP (RFC 6249)
 
     func testLinkAndDigestHeadersAreRead() {
