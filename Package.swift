@@ -87,6 +87,8 @@ let package = Package(
         // Proxy URLs, no_proxy and the proxy environment variables with curl's rules, and CIDR
         // ranges: shared by the daemon (its own environment) and the client (the caller's).
         .target(name: "ProxyRules"),
+        // Metalink v4 documents (RFC 5854), read with Foundation's XMLParser (libxml2).
+        .target(name: "Metalink"),
         // Unbuffered output for the command-line programs.
         .target(name: "TerminalOutput"),
         // The command line: get, start, list, status, pause, resume, cancel, wait, watch.
@@ -115,7 +117,7 @@ let package = Package(
         .target(
             name: "DownloadsService",
             dependencies: [
-                "CrashPoints", "DBus", "DownloadsAPI", "DownloadEngine", "DownloadStore", "TerminalOutput", "ProxyRules",
+                "CrashPoints", "DBus", "DownloadsAPI", "DownloadEngine", "DownloadStore", "TerminalOutput", "ProxyRules", "Metalink",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -154,6 +156,7 @@ let package = Package(
         ),
         .testTarget(name: "UserFilesTests", dependencies: ["CrashPoints", "UserFiles", "TestSupport"]),
         .testTarget(name: "TerminalOutputTests", dependencies: ["TerminalOutput"]),
+        .testTarget(name: "MetalinkTests", dependencies: ["Metalink"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadEngine", "ProxyRules", "TestHTTPServer", "TestSupport"]),
         .testTarget(name: "DownloadStoreTests", dependencies: [

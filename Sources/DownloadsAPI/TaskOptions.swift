@@ -24,6 +24,7 @@ public struct TaskOptions: Sendable, Hashable {
         case earliestBegin = "earliest_begin"
         case mirrors
         case useMetalinkHeaders = "use_metalink_headers"
+        case metalink
         /// ResumeWithData only: carry on at this URL.
         case url
 
@@ -87,6 +88,9 @@ public struct TaskOptions: Sendable, Hashable {
     public var mirrors: [String]?
     /// false: ignore `Link: rel=duplicate` and `Digest` headers (default true).
     public var useMetalinkHeaders: Bool?
+    /// A Metalink v4 document (the bytes of a `.meta4`): its URLs, by priority, become the URL
+    /// and mirrors, its strongest hash the checksum.
+    public var metalink: [UInt8]?
 
     public init() {}
 
@@ -198,6 +202,9 @@ public struct TaskOptions: Sendable, Hashable {
             case .useMetalinkHeaders:
                 guard case .boolean(let flag) = value else { throw wrongType("b") }
                 useMetalinkHeaders = flag
+            case .metalink:
+                guard let bytes = value.bytesValue else { throw wrongType("ay (the document's bytes)") }
+                metalink = bytes
             case .desktopEntry:
                 guard case .string(let text) = value else { throw wrongType("s") }
                 desktopEntry = try TaskOptions.checkedDesktopEntry(text)
@@ -287,6 +294,7 @@ public struct TaskOptions: Sendable, Hashable {
         if let earliestBegin { result[Key.earliestBegin.rawValue] = .uint64(earliestBegin) }
         if let mirrors { result[Key.mirrors.rawValue] = .strings(mirrors) }
         if let useMetalinkHeaders { result[Key.useMetalinkHeaders.rawValue] = .boolean(useMetalinkHeaders) }
+        if let metalink { result[Key.metalink.rawValue] = .bytes(metalink) }
         return result
     }
 }

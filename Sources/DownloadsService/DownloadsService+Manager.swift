@@ -106,7 +106,8 @@ extension DownloadsService {
     }
 
     func start(url: String, destination: String, options: TaskOptions, owner: UInt32, fileMode: UInt32? = nil) async throws -> ObjectPath {
-        let url = try StartRequest.checkURL(url)
+        let (given, options) = try StartRequest.applyingMetalink(url, options)
+        let url = try StartRequest.checkURL(given)
         let destination = try StartRequest.checkDestination(destination)
         let engineOptions = try StartRequest.downloadOptions(options)
         try checkMayAddTask(owner: owner)

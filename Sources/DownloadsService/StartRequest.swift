@@ -1,6 +1,7 @@
 import DownloadEngine
 import DownloadsAPI
 import Foundation
+import Metalink
 import ProxyRules
 
 /// The arguments of `Start` (and the options of `ResumeWithData`) turned into what the engine
@@ -79,6 +80,44 @@ enum StartRequest {
             throw ServiceError.reply(for: error)
         }
         return result
+    }
+
+    /// A Start with a `metalink` document: the URL (when `url` is empty) and the mirrors are its
+    /// file's http(s) URLs by priority, and its strongest hash is the checksum unless one is
+    /// given. One file per task; piece hashes are not used yet (issue 28).
+    static func applyingMetalink(_ url: String, _ options: TaskOptions) throws -> (url: String, options: TaskOptions) {
+        guard let bytes = options.metalink else { return (url, options) }
+        let document: MetalinkDocument
+        do {
+            document = try MetalinkDocument.parse(bytes)
+        } catch {
+            throw DownloadsErrorName.invalidArgument.error(error.message)
+        }
+        guard document.files.count == 1, let file = document.files.first else {
+            throw DownloadsErrorName.invalidArgument.error(
+                "a task downloads one file; this Metalink document describes \(document.files.count)"
+            )
+        }
+        let urls = file.sources.map(\.url).filter { (try? checkURL($0)) != nil }
+        guard !url.isEmpty || !urls.isEmpty else {
+            throw DownloadsErrorName.invalidArgument.error("the Metalink document names no http or https URL for \(file.name)")
+        }
+        var options = options
+        let primary = url.isEmpty ? urls[0] : url
+        var mirrors = options.mirrors ?? []
+        for candidate in urls where candidate != primary && !mirrors.contains(candidate) { mirrors.append(candidate) }
+        options.mirrors = Array(mirrors.prefix(DownloadOptions.maxMirrors))
+        if options.checksum == nil && options.sha256 == nil {
+            let names: [(String, Checksum.Algorithm)] = [("sha-512", .sha512), ("sha-384", .sha384), ("sha-256", .sha256), ("sha-1", .sha1), ("md5", .md5)]
+            for (name, algorithm) in names {
+                if let hash = file.hashes.first(where: { $0.type == name }), let checksum = try? Checksum(algorithm, hex: hash.hex) {
+                    options.checksum = checksum.text
+                    break
+                }
+            }
+        }
+        options.metalink = nil
+        return (primary, options)
     }
 
     /// `checksum` (`ALGO:HEX`), or the older `sha256` (hex); not both.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FoundationEssentials
 import DownloadsAPI
 
 /// The Start options as flags (`get` and `start`).
@@ -50,6 +51,18 @@ struct TaskOptionArguments: ParsableArguments {
     var proxy: String?
     @Flag(name: .customLong("no-proxy"), help: "Connect directly, whatever your settings or the service's say.") var noProxy = false
     @Flag(help: "Use only the bandwidth nobody else is using: give way to other traffic (shown as yielding).") var background = false
+
+    /// The URL argument of `get` and `start`: a URL, or a Metalink file (`.meta4`, `.metalink`)
+    /// read here, as the caller, and sent as the `metalink` option (the URL is then its first).
+    static func source(_ argument: String, into options: inout TaskOptions) throws -> String {
+        guard !argument.contains("://"), argument.hasSuffix(".meta4") || argument.hasSuffix(".metalink") else { return argument }
+        guard let data = FileManager.default.contents(atPath: argument) else {
+            throw ValidationError("cannot read the Metalink file \(argument)")
+        }
+        guard data.count <= 1 << 20 else { throw ValidationError("the Metalink file \(argument) is larger than 1 MiB") }
+        options.metalink = Array(data)
+        return ""
+    }
 
     /// `KEY=VALUE` pairs.
     static func metadata(_ pairs: [String], option: String) throws -> [String: String] {

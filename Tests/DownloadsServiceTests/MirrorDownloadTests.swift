@@ -106,4 +106,65 @@ final class MirrorDownloadTests: DaemonTestCase {
             }
         }
     }
+
+    // MARK: Metalink documents
+
+    func meta4(_ urls: [(String, Int)], sha256: String, files: Int = 1) -> String {
+        let entries = (0..<files).map { index in
+            """
+              <file name="f\(index).iso">
+                <size>\(8 << 20)</size>
+                <hash type="sha-256">\(sha256)</hash>
+                <url>ftp://ftp.example/f.iso</url>
+            """ + urls.map { "    <url priority=\"\($0.1)\">\($0.0)</url>\n" }.joined() + "  </file>\n"
+        }.joined()
+        return "<?xml version=\"1.0\"?>\n<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">\n\(entries)</metalink>\n"
+    }
+
+    func testAMetalinkDocumentGivesTheURLsAndTheChecksum() async throws {
+        let content = Self.content(8 << 20, seed: 44)
+        let urls = try serve(content, rate: 3_000_000)
+        let document = meta4([(urls[0], 3), (urls[1], 1), (urls[2], 2)], sha256: Self.sha256(content))
+        let reply = try await call("Start", [.string(""), .string(directory.file("meta.iso")), .vardict([
+            "metalink": .bytes(Array(document.utf8)),
+        ])])
+        let task = try XCTUnwrap(reply.first?.objectPathValue)
+        let url = try await property(task, "URL")
+        XCTAssertEqual(url?.stringValue, urls[1], "the URL of priority 1")
+        try await waitState(task, ["finished"])
+        XCTAssertEqual(sha256(ofFile: directory.file("meta.iso")), Self.sha256(content))
+        XCTAssertTrue(ranged.allSatisfy { $0 > 0 }, "every http URL of the document served ranges: \(ranged)")
+
+        // Its hash is the checksum: a document whose hash is wrong fails the download.
+        let wrong = meta4([(urls[0], 1)], sha256: String(repeating: "0", count: 64))
+        let failing = try await call("Start", [.string(""), .string(directory.file("wrong.iso")), .vardict([
+            "metalink": .bytes(Array(wrong.utf8)),
+        ])])
+        let failed = try XCTUnwrap(failing.first?.objectPathValue)
+        try await waitState(failed, ["failed"])
+        let error = try await property(failed, "Error")
+        XCTAssertEqual(error?.stringValue, "org.example.Downloads.Error.ChecksumMismatch")
+
+        // downloadsctl reads a .meta4 as the caller and sends it.
+        let path = directory.file("f.meta4")
+        try document.write(toFile: path, atomically: true, encoding: .utf8)
+        let out = try await run([PackageRoot.debugBinary("downloadsctl"), "--address", bus.address, "get", path, "-o", directory.file("ctl.iso")])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(sha256(ofFile: directory.file("ctl.iso")), Self.sha256(content))
+
+        // One file per task; a document that does not parse says why.
+        for (bytes, reason) in [
+            (Array(meta4([(urls[0], 1)], sha256: Self.sha256(content), files: 2).utf8), "describes 2"),
+            (Array("<metalink/>".utf8), "not a Metalink v4 document"),
+            (Array(meta4([("ftp://only.example/f", 1)], sha256: Self.sha256(content)).utf8), "no http or https URL"),
+        ] {
+            do {
+                _ = try await call("Start", [.string(""), .string(directory.file("x.iso")), .vardict(["metalink": .bytes(bytes)])])
+                XCTFail("taken: \(reason)")
+            } catch let error as BusError {
+                XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument")
+                XCTAssertTrue(error.message.contains(reason), "'\(error.message)' should say '\(reason)'")
+            }
+        }
+    }
 }

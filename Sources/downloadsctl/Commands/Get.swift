@@ -12,7 +12,7 @@ struct Get: AsyncParsableCommand {
     )
 
     @OptionGroup var service: ServiceOptions
-    @Argument(help: "The http or https URL.") var url: String
+    @Argument(help: "The http or https URL, or a Metalink file (.meta4): its URLs are the URL and mirrors, its hash the checksum.") var url: String
     @Option(name: .shortAndLong, help: ArgumentHelp(
         "The file to write, or an existing directory (the name then comes from the server). Default: the current directory.",
         valueName: "path"
@@ -22,8 +22,9 @@ struct Get: AsyncParsableCommand {
 
     func run() async throws {
         let destination = Paths.absolute(output ?? FileManager.default.currentDirectoryPath)
-        let taskOptions = try options.taskOptions
-        try await service.run { proxy in
+        var taskOptions = try options.taskOptions
+        let url = try TaskOptionArguments.source(url, into: &taskOptions)
+        try await service.run { [taskOptions] proxy in
             let path = try await proxy.start(url: url, destination: destination, options: taskOptions)
             let file = try await TaskFollower(proxy: proxy, path: path, service: service).follow()
             // Escaped on a terminal (as ls does); as it is for a script reading the path.
