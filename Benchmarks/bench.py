@@ -7,7 +7,7 @@ processes. Runs are alternated between tools, `sync` before each; figures are me
 number of runs, and ratios against the reference measured in the same run (the machine is
 shared and noisy). Prints a table and writes Benchmarks/RESULTS.md. Asserts nothing.
 
-    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks,small,background,checksum]
+    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors]
 """
 import argparse
 import os
@@ -74,6 +74,11 @@ class Nginx:
     def __init__(self, work, prefix=()):
         """`prefix`: a command nginx runs under (`ip netns exec NS`: inside a network namespace)."""
         self.work, self.port, self.tls_port = work, free_port(), free_port()
+        # Three mirrors of www, each its own server, at 6, 3 and 1 MB/s per connection.
+        self.mirror_rates = ("6m", "3m", "1m")
+        self.mirror_ports = [free_port() for _ in self.mirror_rates]
+        mirrors = "".join(f"  server {{ listen 127.0.0.1:{port}; root {os.path.join(work, 'www')}; limit_rate {rate}; }}\n"
+                          for port, rate in zip(self.mirror_ports, self.mirror_rates))
         self.www = os.path.join(work, "www")
         os.makedirs(self.www)
         os.makedirs(os.path.join(work, "logs"))
@@ -88,7 +93,8 @@ http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000;
     location /limited/ {{ alias {self.www}/; limit_rate 5m; }}
     location /stall/ {{ alias {self.www}/; limit_rate 1k; }} }}
   server {{ listen 127.0.0.1:{self.tls_port} ssl http2; root {self.www};
-    ssl_certificate {work}/server.pem; ssl_certificate_key {work}/server.key; }} }}
+    ssl_certificate {work}/server.pem; ssl_certificate_key {work}/server.key; }}
+{mirrors}}}
 """)
         subprocess.run([*prefix, "/usr/sbin/nginx", "-c", conf, "-p", work], check=True)
 
@@ -111,6 +117,9 @@ http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000;
 
     def url(self, name, location=""):
         return f"http://127.0.0.1:{self.port}/{location}{name}"
+
+    def mirror_urls(self, name):
+        return [f"http://127.0.0.1:{port}/{name}" for port in self.mirror_ports]
 
     def tls_url(self, name):
         """The same file over HTTPS, HTTP/2 offered by ALPN."""
@@ -449,6 +458,64 @@ def section_checksum(nginx, work, runs):
         table.add(names[case], len(values), fmt(walls), fmt(cpus), fmt(rsss, 1), versus)
     table.notes.append("CPU: the daemon's for the service rows. One stream is hashed as it is written (no byte read "
                        "again); with four connections the bytes after the first range are read back before the rename.")
+    return table
+
+
+def section_mirrors(nginx, work, runs):
+    """96 MiB from three mirrors of different speeds (nginx limit_rate 6, 3 and 1 MB/s per
+    connection, three servers), described by one .meta4 that both the service (option metalink)
+    and aria2c (--metalink-file) get, into a tmpfs; 8 connections, at most 4 per server."""
+    size = 96 * MiB
+    path = nginx.file("mirrors.bin", size)
+    digest = subprocess.run(["sha256sum", path], capture_output=True, text=True).stdout.split()[0]
+    urls = nginx.mirror_urls("mirrors.bin")
+    def meta4(name):
+        entries = "".join(f'    <url priority="{i + 1}">{u}</url>\n' for i, u in enumerate(urls))
+        return (f'<?xml version="1.0" encoding="UTF-8"?>\n<metalink xmlns="urn:ietf:params:xml:ns:metalink">\n'
+                f'  <file name="{name}">\n    <size>{size}</size>\n    <hash type="sha-256">{digest}</hash>\n{entries}  </file>\n</metalink>\n')
+    shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
+    document = os.path.join(work, "mirrors.meta4")
+    with open(document, "w") as f:
+        f.write(meta4("mirrors-aria.bin"))
+    service = Service(os.path.join(work, "mirrors"), ["--max-connections-per-host", "4"])
+    results = {"service": [], "aria2c": [], "fastest-alone": []}
+    try:
+        for run in range(runs):
+            for case in results:
+                target = os.path.join(shm, f"{case}.bin")
+                if case == "service":
+                    wall, cpu, rss, _ = service.download("", target, {
+                        "metalink": dbus.ByteArray(meta4("service.bin").encode()), "connections": dbus.UInt32(8)})
+                elif case == "aria2c":
+                    target = os.path.join(shm, "mirrors-aria.bin")
+                    wall, cpu, rss = tool(["aria2c", "-q", "-x4", "-s8", "-k1M", "--allow-overwrite=true", "-d", shm,
+                                           f"--metalink-file={document}"])
+                else:
+                    # The fastest mirror alone, four connections: what the others add.
+                    wall, cpu, rss, _ = service.download(urls[0], target, {"connections": dbus.UInt32(4)})
+                if not same(path, target):
+                    sys.exit(f"mirrors {case}: the bytes differ")
+                os.unlink(target)
+                results[case].append((wall, cpu, rss))
+                print(f"  mirrors run {run + 1}/{runs} {case:13} {wall:6.2f} s {cpu:6.2f} CPU s", flush=True)
+    finally:
+        service.stop()
+        shutil.rmtree(shm, ignore_errors=True)
+        os.unlink(path)
+    table = Table("Mirrors: 96 MiB from three servers at 6, 3 and 1 MB/s per connection (one .meta4), into tmpfs", "")
+    names = {"service": "service, metalink, 8 connections", "aria2c": "aria2c --metalink-file -x4 -s8",
+             "fastest-alone": "service, the fastest mirror alone, 4 connections"}
+    for case, values in results.items():
+        versus = ""
+        if case == "service":
+            speed = [a[0] / s[0] for s, a in zip(values, results["aria2c"])]
+            versus = f"{median(speed):.2f}× aria2c's speed (target > 1)"
+        elif case == "fastest-alone":
+            speed = [f[0] / s[0] for s, f in zip(results["service"], values)]
+            versus = f"the mirrors together are {median(speed):.2f}× as fast"
+        table.add(names[case], len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1), versus)
+    table.notes.append("CPU: the daemon's for the service rows. Piece hashes are not used yet, so the second target "
+                       "(one piece fetched again when a mirror serves a corrupt one) is not measured.")
     return table
 
 
@@ -907,7 +974,7 @@ def section_memory(nginx, work):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks,small,background,checksum")
+    parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors")
     parser.add_argument("--tasks", type=int, default=10000)
     parser.add_argument("--client", help=argparse.SUPPRESS)  # a bus address: run start_many on --jobs, print the wall time
     parser.add_argument("--jobs", help=argparse.SUPPRESS)
@@ -946,6 +1013,8 @@ def main():
             tables.append(section_background(work, max(1, min(args.runs, 3))))
         if "checksum" in sections:
             tables.append(section_checksum(nginx, work, max(1, min(args.runs, 3))))
+        if "mirrors" in sections:
+            tables.append(section_mirrors(nginx, work, max(1, min(args.runs, 3))))
     finally:
         nginx.stop()
         shutil.rmtree(work, ignore_errors=True)
