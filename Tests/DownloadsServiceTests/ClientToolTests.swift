@@ -34,7 +34,10 @@ final class ClientToolTests: DaemonTestCase {
         XCTAssertEqual(progress.last?.1[2].int64Value, Int64(content.count), "the last Progress is always sent")
         XCTAssertEqual(progress.map { $0.1[1].int64Value ?? 0 }.reduce(0, +), Int64(content.count), "deltas add up")
         XCTAssertEqual(names.filter { $0 != "Progress" }, ["StateChanged", "StateChanged", "Finished"])
-        XCTAssertTrue(signals.withLockedValue { $0 }.contains { $0.0 == "EventsFinished" && $0.1 == [.string("cli")] })
+        // EventsFinished follows Finished once the session's idle step ran: waited for.
+        try await until("EventsFinished for the session") {
+            self.signals.withLockedValue { $0 }.contains { $0.0 == "EventsFinished" && $0.1 == [.string("cli")] }
+        }
         // Progress leaves on the task's own queue: none after the state change that ends it
         // (a global flush timer used to send a value it had taken after StateChanged).
         XCTAssertEqual(signalNames(for: path).suffix(2), ["StateChanged", "Finished"])

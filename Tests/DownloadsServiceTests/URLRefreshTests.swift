@@ -20,9 +20,15 @@ final class URLRefreshTests: DaemonTestCase {
         http.set("/signed/fresh/file.iso", Route(content: content))
     }
 
+    /// The task's `Failed` signal, waited for: the `State` property says failed as soon as the
+    /// engine knows, the signal follows once the store has the failure.
     func failed(_ path: ObjectPath) async throws -> [DBusValue] {
         try await waitState(path, ["failed"])
-        return try XCTUnwrap(signals.withLockedValue { $0 }.last { $0.0 == "Failed" && $0.1.first?.objectPathValue == path }?.1)
+        func signal() -> [DBusValue]? {
+            signals.withLockedValue { $0 }.last { $0.0 == "Failed" && $0.1.first?.objectPathValue == path }?.1
+        }
+        try await until("the Failed signal") { signal() != nil }
+        return try XCTUnwrap(signal())
     }
 
     func testSetURLAfterTheLinkExpiredKeepsEveryByteFetched() async throws {
