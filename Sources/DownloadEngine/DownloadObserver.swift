@@ -20,6 +20,13 @@ public protocol DownloadObserver: AnyObject, Sendable {
     func task(_ task: TaskSnapshot, isWaitingFor reason: WaitingFor)
     func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64)
     func task(_ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64)
+    /// The same, told whether a state change carrying the same totals comes next (the progress
+    /// flushed before it): an observer that publishes both may publish the totals once. The
+    /// default calls the method above.
+    func task(
+        _ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64,
+        stateChangeFollows: Bool
+    )
     /// The partial file is fsynced up to `task.durableOffset`: safe to record.
     func taskDidCheckpoint(_ task: TaskSnapshot)
     func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String)
@@ -39,6 +46,12 @@ extension DownloadObserver {
     public func task(_ task: TaskSnapshot, isWaitingFor reason: WaitingFor) {}
     public func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64) {}
     public func task(_ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64) {}
+    public func task(
+        _ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64,
+        stateChangeFollows: Bool
+    ) {
+        self.task(task, didWriteData: bytesWritten, totalBytesWritten: totalBytesWritten, totalBytesExpected: totalBytesExpected)
+    }
     public func taskDidCheckpoint(_ task: TaskSnapshot) {}
     public func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String) {}
     public func task(_ task: TaskSnapshot, didCompleteWithError error: DownloadError, resumeData: [UInt8]?) {}

@@ -29,11 +29,11 @@ public final class SessionDelegate: Sendable {
     /// not reported before it. A checkpoint (`flushingProgress` false) is no visible change: the
     /// progress waits for its interval rather than go out once more per checkpoint.
     private func post(
-        _ task: DownloadTask, _ snapshot: TaskSnapshot, flushingProgress: Bool = true,
+        _ task: DownloadTask, _ snapshot: TaskSnapshot, flushingProgress: Bool = true, isStateChange: Bool = false,
         _ body: @escaping @Sendable (any DownloadObserver) -> Void
     ) {
         task.events.async { [self] in
-            if flushingProgress { deliverProgress(task, upTo: snapshot) }
+            if flushingProgress { deliverProgress(task, upTo: snapshot, stateChangeFollows: isStateChange) }
             for observer in all { body(observer) }
         }
     }
@@ -45,7 +45,7 @@ public final class SessionDelegate: Sendable {
     }
 
     func stateChanged(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
-        post(task, snapshot) { $0.task(snapshot, didChangeState: snapshot.state) }
+        post(task, snapshot, isStateChange: true) { $0.task(snapshot, didChangeState: snapshot.state) }
     }
 
     func optionsChanged(_ task: DownloadTask, _ snapshot: TaskSnapshot) {
@@ -102,14 +102,17 @@ public final class SessionDelegate: Sendable {
     }
 
     /// Before an event: the progress up to its snapshot, if it is ahead of what was delivered.
-    private func deliverProgress(_ task: DownloadTask, upTo event: TaskSnapshot) {
+    private func deliverProgress(_ task: DownloadTask, upTo event: TaskSnapshot, stateChangeFollows: Bool) {
         guard let delta = task.takeProgress(upTo: event.bytesWritten) else { return }
-        tell(event, delta)
+        tell(event, delta, stateChangeFollows: stateChangeFollows)
     }
 
-    private func tell(_ snapshot: TaskSnapshot, _ delta: Int64) {
+    private func tell(_ snapshot: TaskSnapshot, _ delta: Int64, stateChangeFollows: Bool = false) {
         for observer in all {
-            observer.task(snapshot, didWriteData: delta, totalBytesWritten: snapshot.bytesWritten, totalBytesExpected: snapshot.expectedLength)
+            observer.task(
+                snapshot, didWriteData: delta, totalBytesWritten: snapshot.bytesWritten, totalBytesExpected: snapshot.expectedLength,
+                stateChangeFollows: stateChangeFollows
+            )
         }
     }
 

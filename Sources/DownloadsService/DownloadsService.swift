@@ -198,10 +198,11 @@ public final class DownloadsService: Sendable {
 
     /// One Progress signal and the properties it changes (on the task's event queue: the engine
     /// sends progress at most every `progressInterval`, the last of it before the next event).
-    func emitProgress(_ task: TaskSnapshot, delta: Int64, total: Int64, expected: Int64) {
+    func emitProgress(_ task: TaskSnapshot, delta: Int64, total: Int64, expected: Int64, properties: Bool = true) {
         emit(.progress(
             task: DownloadsAPI.taskPath(task.id), bytesWritten: delta, totalBytesWritten: total, totalBytesExpected: expected
         ), owner: task.owner)
+        guard properties else { return }
         emitPropertiesChanged(task: task.id, owner: task.owner, [
             TaskProperty.bytesWritten.name: .int64(total), TaskProperty.bytesExpected.name: .int64(expected),
         ])

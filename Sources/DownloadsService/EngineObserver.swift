@@ -31,8 +31,16 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
         service?.emitTaskProperties(task, [.waitingFor])
     }
 
-    func task(_ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64) {
-        service?.emitProgress(task, delta: bytesWritten, total: totalBytesWritten, expected: totalBytesExpected)
+    /// `Progress` always; the `BytesWritten`/`BytesExpected` change only when no state change
+    /// follows at once (its `PropertiesChanged` carries the same totals: one message less per
+    /// task at its end).
+    func task(
+        _ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64,
+        stateChangeFollows: Bool
+    ) {
+        service?.emitProgress(
+            task, delta: bytesWritten, total: totalBytesWritten, expected: totalBytesExpected, properties: !stateChangeFollows
+        )
     }
 
     func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String) {
