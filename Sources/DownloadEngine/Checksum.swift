@@ -19,6 +19,22 @@ public struct Checksum: Sendable, Hashable, CustomStringConvertible {
             }
         }
 
+        /// The strongest first: which of several published digests to check.
+        public static let strongestFirst: [Algorithm] = [.sha512, .sha384, .sha256, .sha1, .md5]
+
+        /// The algorithm of an IANA hash name as Metalink (`sha-256`), `Digest` (`SHA-256`, `SHA`
+        /// for SHA-1) and `Repr-Digest` (`sha-256`) write it; nil for one not taken.
+        public init?(ianaName name: String) {
+            switch name.lowercased() {
+            case "sha-512": self = .sha512
+            case "sha-384": self = .sha384
+            case "sha-256": self = .sha256
+            case "sha-1", "sha": self = .sha1
+            case "md5": self = .md5
+            default: return nil
+            }
+        }
+
         /// The name people read (`SHA-256`, `MD5`).
         public var displayName: String {
             switch self {

@@ -23,26 +23,25 @@ enum MetalinkHeaders {
         }.map(\.element.url)
     }
 
-    /// The strongest whole-file digest a head gives (SHA-512, SHA-256, SHA-1, MD5), if any.
+    /// The strongest whole-file digest a head gives (`Checksum.Algorithm.strongestFirst`), if any.
     static func checksum(in headers: HTTPHeaders) -> Checksum? {
         var found: [Checksum.Algorithm: String] = [:]
-        let names: [String: Checksum.Algorithm] = [
-            "sha-512": .sha512, "sha-256": .sha256, "sha": .sha1, "sha-1": .sha1, "md5": .md5,
-        ]
         // RFC 3230: `SHA-256=base64`, comma-separated.
         for value in headers[canonicalForm: "digest"] {
             guard let equals = value.firstIndex(of: "=") else { continue }
-            let name = value[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
-            if let algorithm = names[name] { found[algorithm] = String(value[value.index(after: equals)...]).trimmingCharacters(in: .whitespaces) }
+            let name = value[..<equals].trimmingCharacters(in: .whitespaces)
+            if let algorithm = Checksum.Algorithm(ianaName: name) {
+                found[algorithm] = String(value[value.index(after: equals)...]).trimmingCharacters(in: .whitespaces)
+            }
         }
         // RFC 9530: `sha-256=:base64:`.
         for value in headers[canonicalForm: "repr-digest"] {
             guard let equals = value.firstIndex(of: "=") else { continue }
-            let name = value[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
+            let name = value[..<equals].trimmingCharacters(in: .whitespaces)
             let encoded = value[value.index(after: equals)...].trimmingCharacters(in: CharacterSet(charactersIn: ": "))
-            if let algorithm = names[name] { found[algorithm] = encoded }
+            if let algorithm = Checksum.Algorithm(ianaName: name) { found[algorithm] = encoded }
         }
-        for algorithm in [Checksum.Algorithm.sha512, .sha256, .sha1, .md5] {
+        for algorithm in Checksum.Algorithm.strongestFirst {
             guard let encoded = found[algorithm], let bytes = Data(base64Encoded: encoded) else { continue }
             let hex = bytes.map { String(format: "%02x", $0) }.joined()
             if let checksum = try? Checksum(algorithm, hex: hex) { return checksum }

@@ -108,13 +108,11 @@ enum StartRequest {
         for candidate in urls where candidate != primary && !mirrors.contains(candidate) { mirrors.append(candidate) }
         options.mirrors = Array(mirrors.prefix(DownloadOptions.maxMirrors))
         if options.checksum == nil && options.sha256 == nil {
-            let names: [(String, Checksum.Algorithm)] = [("sha-512", .sha512), ("sha-384", .sha384), ("sha-256", .sha256), ("sha-1", .sha1), ("md5", .md5)]
-            for (name, algorithm) in names {
-                if let hash = file.hashes.first(where: { $0.type == name }), let checksum = try? Checksum(algorithm, hex: hash.hex) {
-                    options.checksum = checksum.text
-                    break
-                }
+            let given = file.hashes.compactMap { hash in
+                Checksum.Algorithm(ianaName: hash.type).flatMap { try? Checksum($0, hex: hash.hex) }
             }
+            let strongest = Checksum.Algorithm.strongestFirst.lazy.compactMap { algorithm in given.first { $0.algorithm == algorithm } }.first
+            options.checksum = strongest?.text
         }
         options.metalink = nil
         return (primary, options)

@@ -39,6 +39,10 @@ final class ChecksumTests: EngineTestCase {
         refused("sha1:abcd", "is 40 hexadecimal digits, got 4")
         refused("sha256:" + String(repeating: "g", count: 64), "hexadecimal digits")
         refused("sha256:", "is 64 hexadecimal digits, got 0")
+        // The IANA names Metalink and the Digest headers use, one table for both.
+        XCTAssertEqual(["SHA-256", "sha-512", "SHA", "sha-1", "MD5", "sha-384"].compactMap(Checksum.Algorithm.init(ianaName:)),
+                       [.sha256, .sha512, .sha1, .sha1, .md5, .sha384])
+        XCTAssertNil(Checksum.Algorithm(ianaName: "UNIXsum"))
     }
 
     /// Bytes written in order are hashed as they go; a segmented download's later ranges, a
