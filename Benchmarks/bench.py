@@ -10,6 +10,7 @@ shared and noisy). Prints a table and writes Benchmarks/RESULTS.md. Asserts noth
     Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors]
 """
 import argparse
+import hashlib
 import os
 import shutil
 import signal
@@ -74,20 +75,27 @@ class Nginx:
     def __init__(self, work, prefix=()):
         """`prefix`: a command nginx runs under (`ip netns exec NS`: inside a network namespace)."""
         self.work, self.port, self.tls_port = work, free_port(), free_port()
-        # Three mirrors of www, each its own server, at 6, 3 and 1 MB/s per connection.
+        # Three mirrors of www, each its own server, at 6, 3 and 1 MB/s per connection, and a
+        # fourth at 3 MB/s serving www-corrupt (files of the same length with wrong bytes). Each
+        # logs the body bytes it sent, to count what a download fetched twice.
         self.mirror_rates = ("6m", "3m", "1m")
         self.mirror_ports = [free_port() for _ in self.mirror_rates]
-        mirrors = "".join(f"  server {{ listen 127.0.0.1:{port}; root {os.path.join(work, 'www')}; limit_rate {rate}; }}\n"
-                          for port, rate in zip(self.mirror_ports, self.mirror_rates))
+        self.corrupt_port = free_port()
+        self.mirror_log = os.path.join(work, "logs", "mirrors.log")
+        roots = [(port, os.path.join(work, "www"), rate) for port, rate in zip(self.mirror_ports, self.mirror_rates)]
+        roots.append((self.corrupt_port, os.path.join(work, "www-corrupt"), "3m"))
+        mirrors = "".join(f"  server {{ listen 127.0.0.1:{port}; root {root}; limit_rate {rate}; access_log {self.mirror_log} sent; }}\n"
+                          for port, root, rate in roots)
         self.www = os.path.join(work, "www")
         os.makedirs(self.www)
+        os.makedirs(os.path.join(work, "www-corrupt"))
         os.makedirs(os.path.join(work, "logs"))
         self.ca = self._certificates()
         conf = os.path.join(work, "nginx.conf")
         with open(conf, "w") as f:
             f.write(f"""daemon on; pid {work}/nginx.pid; worker_processes 2; error_log {work}/logs/error.log;
 events {{ worker_connections 1024; }}
-http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000;
+http {{ access_log off; log_format sent '$body_bytes_sent'; sendfile on; tcp_nopush on; keepalive_requests 100000;
   client_body_temp_path {work}; proxy_temp_path {work}; fastcgi_temp_path {work}; uwsgi_temp_path {work}; scgi_temp_path {work};
   server {{ listen 127.0.0.1:{self.port}; root {self.www};
     location /limited/ {{ alias {self.www}/; limit_rate 5m; }}
@@ -120,6 +128,19 @@ http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000;
 
     def mirror_urls(self, name):
         return [f"http://127.0.0.1:{port}/{name}" for port in self.mirror_ports]
+
+    def corrupt_url(self, name):
+        return f"http://127.0.0.1:{self.corrupt_port}/{name}"
+
+    def mirror_bytes_sent(self):
+        """Body bytes the mirrors sent since the last call (their access log, then emptied)."""
+        try:
+            with open(self.mirror_log) as f:
+                total = sum(int(line) for line in f if line.strip().isdigit())
+        except FileNotFoundError:
+            return 0
+        open(self.mirror_log, "w").close()
+        return total
 
     def tls_url(self, name):
         """The same file over HTTPS, HTTP/2 offered by ALPN."""
@@ -464,47 +485,80 @@ def section_checksum(nginx, work, runs):
 def section_mirrors(nginx, work, runs):
     """96 MiB from three mirrors of different speeds (nginx limit_rate 6, 3 and 1 MB/s per
     connection, three servers), described by one .meta4 that both the service (option metalink)
-    and aria2c (--metalink-file) get, into a tmpfs; 8 connections, at most 4 per server."""
+    and aria2c (--metalink-file) get, into a tmpfs; 8 connections, at most 4 per server. Then
+    the same with a fourth mirror (3 MB/s) whose copy has a wrong byte in every piece, and the
+    document's SHA-1 piece hashes (1 MiB pieces): the bytes fetched twice (all the mirrors sent,
+    less the file) for the service and aria2c."""
     size = 96 * MiB
+    piece = 1 * MiB
     path = nginx.file("mirrors.bin", size)
     digest = subprocess.run(["sha256sum", path], capture_output=True, text=True).stdout.split()[0]
     urls = nginx.mirror_urls("mirrors.bin")
-    def meta4(name):
-        entries = "".join(f'    <url priority="{i + 1}">{u}</url>\n' for i, u in enumerate(urls))
+    corrupt = os.path.join(work, "www-corrupt", "mirrors.bin")
+    hashes = []
+    with open(path, "rb") as source, open(corrupt, "wb") as out:
+        while block := source.read(piece):
+            hashes.append(hashlib.sha1(block).hexdigest())
+            block = bytearray(block)
+            block[1000 % len(block)] ^= 0x5A
+            out.write(block)
+    def meta4(name, sources=urls, pieces=False):
+        entries = "".join(f'    <url priority="{i + 1}">{u}</url>\n' for i, u in enumerate(sources))
+        listed = "".join(f"      <hash>{h}</hash>\n" for h in hashes)
+        piece_hashes = f'    <pieces length="{piece}" type="sha-1">\n{listed}    </pieces>\n' if pieces else ""
         return (f'<?xml version="1.0" encoding="UTF-8"?>\n<metalink xmlns="urn:ietf:params:xml:ns:metalink">\n'
-                f'  <file name="{name}">\n    <size>{size}</size>\n    <hash type="sha-256">{digest}</hash>\n{entries}  </file>\n</metalink>\n')
+                f'  <file name="{name}">\n    <size>{size}</size>\n    <hash type="sha-256">{digest}</hash>\n'
+                f'{piece_hashes}{entries}  </file>\n</metalink>\n')
+    # The corrupt mirror second, so both tools give it connections from the start.
+    with_corrupt = [urls[0], nginx.corrupt_url("mirrors.bin"), urls[1], urls[2]]
     shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
     document = os.path.join(work, "mirrors.meta4")
     with open(document, "w") as f:
         f.write(meta4("mirrors-aria.bin"))
+    corrupt_document = os.path.join(work, "corrupt.meta4")
+    with open(corrupt_document, "w") as f:
+        f.write(meta4("mirrors-aria.bin", with_corrupt, pieces=True))
     service = Service(os.path.join(work, "mirrors"), ["--max-connections-per-host", "4"])
-    results = {"service": [], "aria2c": [], "fastest-alone": []}
+    results = {"service": [], "aria2c": [], "fastest-alone": [], "service-corrupt": [], "aria2c-corrupt": []}
+    twice = {"service-corrupt": [], "aria2c-corrupt": []}
     try:
         for run in range(runs):
             for case in results:
                 target = os.path.join(shm, f"{case}.bin")
-                if case == "service":
+                nginx.mirror_bytes_sent()
+                if case.startswith("service") and case != "fastest-alone":
+                    corrupted = case == "service-corrupt"
+                    name = "service.bin"
                     wall, cpu, rss, _ = service.download("", target, {
-                        "metalink": dbus.ByteArray(meta4("service.bin").encode()), "connections": dbus.UInt32(8)})
-                elif case == "aria2c":
+                        "metalink": dbus.ByteArray(meta4(name, with_corrupt if corrupted else urls, pieces=corrupted).encode()),
+                        "connections": dbus.UInt32(8)})
+                elif case.startswith("aria2c"):
                     target = os.path.join(shm, "mirrors-aria.bin")
                     wall, cpu, rss = tool(["aria2c", "-q", "-x4", "-s8", "-k1M", "--allow-overwrite=true", "-d", shm,
-                                           f"--metalink-file={document}"])
+                                           f"--metalink-file={corrupt_document if case == 'aria2c-corrupt' else document}"])
                 else:
                     # The fastest mirror alone, four connections: what the others add.
                     wall, cpu, rss, _ = service.download(urls[0], target, {"connections": dbus.UInt32(4)})
+                sent = nginx.mirror_bytes_sent()
                 if not same(path, target):
                     sys.exit(f"mirrors {case}: the bytes differ")
                 os.unlink(target)
                 results[case].append((wall, cpu, rss))
-                print(f"  mirrors run {run + 1}/{runs} {case:13} {wall:6.2f} s {cpu:6.2f} CPU s", flush=True)
+                extra = ""
+                if case in twice:
+                    twice[case].append((sent - size) / MiB)
+                    extra = f", {twice[case][-1]:.2f} MiB fetched twice"
+                print(f"  mirrors run {run + 1}/{runs} {case:15} {wall:6.2f} s {cpu:6.2f} CPU s{extra}", flush=True)
     finally:
         service.stop()
         shutil.rmtree(shm, ignore_errors=True)
         os.unlink(path)
+        os.unlink(corrupt)
     table = Table("Mirrors: 96 MiB from three servers at 6, 3 and 1 MB/s per connection (one .meta4), into tmpfs", "")
     names = {"service": "service, metalink, 8 connections", "aria2c": "aria2c --metalink-file -x4 -s8",
-             "fastest-alone": "service, the fastest mirror alone, 4 connections"}
+             "fastest-alone": "service, the fastest mirror alone, 4 connections",
+             "service-corrupt": "service, + a corrupt mirror, SHA-1 pieces of 1 MiB",
+             "aria2c-corrupt": "aria2c, + the corrupt mirror, the same pieces"}
     for case, values in results.items():
         versus = ""
         if case == "service":
@@ -513,9 +567,12 @@ def section_mirrors(nginx, work, runs):
         elif case == "fastest-alone":
             speed = [f[0] / s[0] for s, f in zip(results["service"], values)]
             versus = f"the mirrors together are {median(speed):.2f}× as fast"
+        elif case in twice:
+            versus = f"fetched twice: median {median(twice[case]):.2f} MiB (runs: {', '.join(f'{v:.2f}' for v in twice[case])}; a piece is 1 MiB)"
         table.add(names[case], len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1), versus)
-    table.notes.append("CPU: the daemon's for the service rows. Piece hashes are not used yet, so the second target "
-                       "(one piece fetched again when a mirror serves a corrupt one) is not measured.")
+    table.notes.append("CPU: the daemon's for the service rows. Fetched twice: the body bytes every mirror sent "
+                       "(their nginx access logs) less the file's 96 MiB, bytes sent into a connection that was "
+                       "then closed included.")
     return table
 
 

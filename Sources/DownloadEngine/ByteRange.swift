@@ -29,4 +29,17 @@ public struct ByteRange: Sendable, Hashable, Codable, Comparable {
     public static func held(length: Int64, remaining ranges: [ByteRange]) -> Int64 {
         length - ranges.reduce(0) { $0 + $1.count }
     }
+
+    /// The bytes of `ranges` (overlapping or not) as sorted, disjoint ranges, adjacent ones joined.
+    static func union(_ ranges: [ByteRange]) -> [ByteRange] {
+        var result: [ByteRange] = []
+        for range in ranges.sorted() where range.end > range.start {
+            if let last = result.last, range.start <= last.end {
+                result[result.count - 1].end = max(last.end, range.end)
+            } else {
+                result.append(range)
+            }
+        }
+        return result
+    }
 }

@@ -85,6 +85,8 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     public static func checksumMismatch(expected: Checksum, actual: String) -> DownloadError {
         .init(.checksumMismatch, "\(expected.algorithm.displayName) of the download is \(actual), expected \(expected.hex); nothing was kept")
     }
+    /// A piece (of a Metalink document's piece hashes) that no source served right.
+    public static func checksumMismatch(_ message: String) -> DownloadError { .init(.checksumMismatch, message) }
     public static func file(_ message: String) -> DownloadError { .init(.fileError, message) }
     public static func fileExists(_ path: String) -> DownloadError {
         .init(.fileExists, "\(path) exists; pass overwrite=true to replace it")

@@ -14,6 +14,7 @@ extension DownloadOptions: Codable {
         case metadata
         case earliestBegin = "earliest_begin"
         case mirrors
+        case pieces
         case useMetalinkHeaders = "use_metalink_headers"
         case priority
         case maxBytesPerSecond = "max_bytes_per_second"
@@ -52,6 +53,16 @@ extension DownloadOptions: Codable {
         metadata = try container.decodeIfPresent([String: MetadataValue].self, forKey: .metadata) ?? [:]
         earliestBegin = try container.decodeIfPresent(UInt64.self, forKey: .earliestBegin)
         mirrors = try container.decodeIfPresent([String].self, forKey: .mirrors) ?? []
+        if let stored = try container.decodeIfPresent(StoredPieces.self, forKey: .pieces) {
+            do throws(Checksum.Invalid) {
+                guard let algorithm = Checksum.Algorithm(rawValue: stored.algorithm) else {
+                    throw Checksum.Invalid(message: "unknown piece hash algorithm '\(stored.algorithm.prefix(32))'")
+                }
+                pieces = try PieceHashes(algorithm, length: stored.length, concatenated: stored.hashes)
+            } catch {
+                throw DecodingError.dataCorruptedError(forKey: .pieces, in: container, debugDescription: error.message)
+            }
+        }
         useMetalinkHeaders = try container.decodeIfPresent(Bool.self, forKey: .useMetalinkHeaders) ?? true
         if let text = try container.decodeIfPresent(String.self, forKey: .priority) {
             guard let value = Priority(rawValue: text) else {
@@ -89,6 +100,11 @@ extension DownloadOptions: Codable {
         if !metadata.isEmpty { try container.encode(metadata, forKey: .metadata) }
         try container.encodeIfPresent(earliestBegin, forKey: .earliestBegin)
         if !mirrors.isEmpty { try container.encode(mirrors, forKey: .mirrors) }
+        if let pieces {
+            try container.encode(
+                StoredPieces(algorithm: pieces.algorithm.rawValue, length: pieces.length, hashes: pieces.hexDigests), forKey: .pieces
+            )
+        }
         if !useMetalinkHeaders { try container.encode(useMetalinkHeaders, forKey: .useMetalinkHeaders) }
         if priority != .normal { try container.encode(priority.rawValue, forKey: .priority) }
         if maxBytesPerSecond != 0 { try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond) }
@@ -103,5 +119,12 @@ extension DownloadOptions: Codable {
         try container.encodeIfPresent(lowSpeedTime, forKey: .lowSpeedTime)
         try container.encodeIfPresent(proxy?.text, forKey: .proxy)
         if background { try container.encode(background, forKey: .background) }
+    }
+
+    /// `pieces` as written: `{"algorithm": "sha1", "length": 262144, "hashes": "<hex digests, one after another>"}`.
+    private struct StoredPieces: Codable {
+        var algorithm: String
+        var length: Int64
+        var hashes: String
     }
 }

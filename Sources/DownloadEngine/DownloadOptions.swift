@@ -50,6 +50,9 @@ public struct DownloadOptions: Sendable, Hashable {
     /// More URLs of the same file (checked http(s) URLs): a segmented download spreads its ranges
     /// over the URL and these (`MirrorSet`).
     public var mirrors: [String] = []
+    /// The file's piece hashes (from a Metalink document): each piece is checked as it
+    /// completes and fetched again when it differs (`PieceProgress`).
+    public var pieces: PieceHashes?
     /// Take mirrors (`Link: rel=duplicate`) and the file's digest (`Digest`, `Repr-Digest`) from
     /// the first response's head (Metalink/HTTP, RFC 6249; `MetalinkHeaders`).
     public var useMetalinkHeaders = true

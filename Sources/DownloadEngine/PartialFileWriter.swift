@@ -73,7 +73,7 @@ final class PartialFileWriter: @unchecked Sendable {
     ) {
         self.reuse = reuse
         self.opened = opened
-        self.digest = digest.map(RunningDigest.init)
+        self.digest = digest.map { RunningDigest($0) }
         self.gatherBytes = min(gatherBytes, highWater / 2)
         self.path = path
         self.fileAccess = fileAccess
@@ -282,6 +282,23 @@ final class PartialFileWriter: @unchecked Sendable {
         }
         self.digest = digest
         return (hex, digest.readBack)
+    }
+
+    /// The digest of the bytes of `range` (hex), read back through the open descriptor: a
+    /// piece's check, queued after the writes that completed it.
+    func digest(of range: ByteRange, _ algorithm: Checksum.Algorithm) throws -> String {
+        if let failure { throw failure }
+        try openIfNeeded()
+        let descriptor = self.descriptor
+        let path = self.path
+        var digest = RunningDigest(algorithm, from: range.start)
+        return try digest.finish(length: range.end) { offset, buffer in
+            while true {
+                let n = pread(descriptor, buffer.baseAddress, buffer.count, off_t(offset))
+                if n >= 0 { return n }
+                if errno != EINTR { throw DownloadError.file("cannot read \(path) to verify a piece: \(errnoText())") }
+            }
+        }
     }
 
     /// Starts hashing with `algorithm` (a digest learned from the response's head): what was

@@ -15,7 +15,8 @@ public struct ResumeData: Sendable, Hashable {
     public static let header = "org.example.Downloads.ResumeData/3"
     /// Older blobs still read: version 2 had no segments (one stream).
     static let readableHeaders = [header, "org.example.Downloads.ResumeData/2"]
-    public static let maximumSize = 64 * 1024
+    /// A Metalink document's piece hashes travel in it (up to ~0.8 MiB of hex).
+    public static let maximumSize = 2 << 20
 
     public var taskID: UInt64
     public var owner: UInt32

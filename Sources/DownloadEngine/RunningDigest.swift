@@ -41,14 +41,18 @@ struct RunningDigest {
 
     let algorithm: Checksum.Algorithm
     private var hasher: Hasher
-    /// Bytes of the file hashed so far, from its start.
+    /// Bytes of the file hashed so far, from `origin`.
     private(set) var position: Int64 = 0
+    private var origin: Int64 = 0
     /// Bytes that had to be read back from the file (`finish`): the in-flight hashing's misses.
     private(set) var readBack: Int64 = 0
 
-    init(_ algorithm: Checksum.Algorithm) {
+    /// `start`: the offset its first byte has (a piece's digest starts inside the file).
+    init(_ algorithm: Checksum.Algorithm, from start: Int64 = 0) {
         self.algorithm = algorithm
         hasher = Hasher(algorithm)
+        position = start
+        origin = start
     }
 
     /// `bytes` were written at `offset`: hashed when they continue what was hashed; a rewrite of
@@ -70,7 +74,7 @@ struct RunningDigest {
 
     mutating func reset() {
         hasher = Hasher(algorithm)
-        position = 0
+        position = origin
     }
 
     /// The digest of the file's first `length` bytes, hex: reads what was not hashed in flight

@@ -57,6 +57,8 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     struct Segment: Sendable {
         let table: SegmentTable
         let id: Int
+        /// The source it is fetched from (`MirrorSet` index; 0 is the URL).
+        var source = 0
     }
 
     struct Settings: Sendable {
@@ -238,7 +240,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         let written: EventLoopFuture<Void>
         let progress: Int64
         if let segment {
-            let handed = segment.table.write(segment.id, buffer, writer: writer, eventLoop: task.eventLoop)
+            let handed = segment.table.write(segment.id, source: segment.source, buffer, writer: writer, eventLoop: task.eventLoop)
             count = handed.accepted
             written = handed.written
             progress = handed.held

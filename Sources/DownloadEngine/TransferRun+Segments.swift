@@ -41,6 +41,11 @@ extension TransferRun {
         /// The server whose answer gave the recorded validator, when not the URL's own (its
         /// first request went to a mirror): only that one is sent `If-Range`.
         var validatorSource: String?
+        /// The source of the first request (`MirrorSet` index): whose bytes its range holds.
+        var firstSource = 0
+        /// Pieces that failed their hash in this run, and their bytes (fetched twice).
+        var piecesRefetched = 0
+        var bytesRefetched: Int64 = 0
     }
 
     /// Connections this run may open now.
@@ -51,7 +56,8 @@ extension TransferRun {
     var isSegmented: Bool {
         let record = task.record
         return !segmentState.withLockedValue { $0.singleStream }
-            && (record.options.connections > 1 || record.segments != nil || !record.options.mirrors.isEmpty)
+            && (record.options.connections > 1 || record.segments != nil || !record.options.mirrors.isEmpty
+                || record.options.pieces != nil)
     }
 
     /// More places granted while the run goes on: started at once as connections of the
@@ -86,10 +92,7 @@ extension TransferRun {
         let outcome: TransferStateMachine.Outcome
         if let remaining = record.segments, let validator = record.validator, record.expectedLength > 0 {
             let connections = connectionCount
-            let table = SegmentTable(
-                length: record.expectedLength, remaining: remaining, pieces: connections,
-                minimumSplit: configuration.minimumSegment
-            )
+            let table = makeTable(length: record.expectedLength, remaining: remaining, connections: connections, attempt: attempt)
             let workers = SegmentWorkers(live: connections)
             segmentState.withLockedValue { state in
                 state.table = table
@@ -101,7 +104,7 @@ extension TransferRun {
             await workers.run(spawning: connections) {
                 await self.fetch(table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt)
             }
-            outcome = ending(table, attempt)
+            outcome = await ending(table, attempt)
         } else {
             outcome = await firstRequest(request, attempt: attempt)
         }
@@ -129,9 +132,13 @@ extension TransferRun {
             state.firstClaim = nil
             state.workers = nil
             state.validatorSource = nil
+            state.firstSource = 0
         }
         let (tables, continuation) = AsyncStream<(SegmentTable, String, SegmentWorkers, Int)>.makeStream()
         let state = segmentState
+        let makeTable: @Sendable (Int64, ByteRange, Int) -> SegmentTable = { [self] length, range, pieces in
+            self.makeTable(length: length, remaining: [range], connections: pieces, attempt: attempt)
+        }
         let split: @Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment? = { status, headers, decision in
             defer { continuation.finish() }
             guard case .write(let offset, _, let length, let validator?) = decision, length > 0,
@@ -139,9 +146,7 @@ extension TransferRun {
                   length - offset >= 2 * minimum
             else { return nil }
             let pieces = state.withLockedValue { $0.connections }
-            let table = SegmentTable(
-                length: length, remaining: [ByteRange(start: offset, end: length)], pieces: pieces, minimumSplit: minimum
-            )
+            let table = makeTable(length, ByteRange(start: offset, end: length), pieces)
             guard let claim = table.claim(startingAt: offset) else { return nil }
             // The first connection counts as one of the attempt's: it goes on after its range.
             let workers = SegmentWorkers(live: pieces)
@@ -151,7 +156,7 @@ extension TransferRun {
                 state.workers = workers
             }
             continuation.yield((table, validator, workers, pieces))
-            return TransferDelegate.Segment(table: table, id: claim.id)
+            return TransferDelegate.Segment(table: table, id: claim.id, source: state.withLockedValue { $0.firstSource })
         }
         let validator = request.range?.validator
         let single = NIOLockedValueBox<TransferStateMachine.Outcome?>(nil)
@@ -200,7 +205,7 @@ extension TransferRun {
         }
         if let outcome = single.withLockedValue({ $0 }) { return outcome }
         guard let table = segmentState.withLockedValue({ $0.table }) else { return .failed(.invalidResponse("no response")) }
-        return ending(table, attempt)
+        return await ending(table, attempt)
     }
 
     /// The error of a request that brought no body to write (it failed, or its status was an
@@ -234,7 +239,10 @@ extension TransferRun {
         for mirror in mirrors where mirror != request.url {
             guard !Task.isCancelled, stopReason == nil else { break }
             // The ranges' If-Range goes only where the validator comes from: this mirror.
-            segmentState.withLockedValue { $0.validatorSource = MirrorSet.server(of: mirror) }
+            segmentState.withLockedValue { state in
+                state.validatorSource = MirrorSet.server(of: mirror)
+                state.firstSource = state.mirrors?.sources.firstIndex { $0.url == mirror } ?? 0
+            }
             let sent = await execute(
                 url: mirror, sendsCredentials: request.sendsCredentials && RedirectRules.sameOrigin(mirror, request.url),
                 range: request.range.map { (start: $0.offset, end: nil) }, validator: nil, hooks: hooks(url: mirror), split: split
@@ -245,12 +253,14 @@ extension TransferRun {
         segmentState.withLockedValue { state in
             state.mirrors?.restore(0)
             state.validatorSource = nil
+            state.firstSource = 0
         }
         return nil
     }
 
-    /// What an attempt came to once every connection ended.
-    private func ending(_ table: SegmentTable, _ attempt: NIOLockedValueBox<Attempt>) -> TransferStateMachine.Outcome {
+    /// What an attempt came to once every connection ended (and every piece check with them).
+    private func ending(_ table: SegmentTable, _ attempt: NIOLockedValueBox<Attempt>) async -> TransferStateMachine.Outcome {
+        await table.settle()
         let (abort, lastError) = attempt.withLockedValue { ($0.abort, $0.lastError) }
         if let abort { return abort }
         if table.isComplete {
@@ -288,7 +298,14 @@ extension TransferRun {
                     return end(attempt, with: outcome)
                 }
             }
-            guard !Task.isCancelled, attempt.withLockedValue({ $0.abort == nil }), let claim = table.claim() else { return }
+            guard !Task.isCancelled, attempt.withLockedValue({ $0.abort == nil }) else { return }
+            var claimed = table.claim()
+            if claimed == nil {
+                // Nothing waits now, but a piece being checked may come back to be fetched again.
+                await table.settle()
+                claimed = attempt.withLockedValue({ $0.abort == nil }) ? table.claim() : nil
+            }
+            guard let claim = claimed else { return }
             guard let source = takeSource(primary: url) else {
                 // Every source's server has its connections: this one is not needed.
                 table.release(claim.id)
@@ -306,7 +323,7 @@ extension TransferRun {
             let sent = await execute(
                 url: source.url, sendsCredentials: credentials && (source.isPrimary || RedirectRules.sameOrigin(source.url, url)),
                 range: (start: claim.start, end: claim.end), validator: sendsValidator(to: source) ? validator : nil,
-                hooks: hooks, segment: TransferDelegate.Segment(table: table, id: claim.id),
+                hooks: hooks, segment: TransferDelegate.Segment(table: table, id: claim.id, source: source.index ?? 0),
                 speedWindow: source.index == nil ? nil : MirrorSet.slowAfter
             )
             table.release(claim.id)
@@ -379,6 +396,10 @@ extension TransferRun {
             if set.sources[index].foundSlow, case .retry(_, let error) = action {
                 reason = "far slower than the other sources (\(error.message))"
             }
+            if set.sources[index].dropped != nil, case .retry = action {
+                // Dropped while this request ran (a corrupt piece): its range goes to the others now.
+                return (.claimNext, [])
+            }
             if let location {
                 let url = set.sources[index].url
                 if let next = try? RedirectRules.checkedRedirect(from: url, to: location), set.redirect(index, to: next, limit: maxRedirects) {
@@ -401,6 +422,58 @@ extension TransferRun {
         }
         return result
     }
+
+    /// A segmented attempt's ranges: with the task's piece hashes when they describe a file of
+    /// `length` bytes (a mismatch is logged; the whole-file checksum still applies).
+    private func makeTable(
+        length: Int64, remaining: [ByteRange], connections: Int, attempt: NIOLockedValueBox<Attempt>
+    ) -> SegmentTable {
+        var hashes = task.record.options.pieces
+        if let given = hashes, !given.fits(length) {
+            manager.logger.warning(
+                "task \(task.id): its \(given.count) piece hashes of \(given.length) bytes do not describe a file of \(length) bytes; not used"
+            )
+            hashes = nil
+        }
+        return SegmentTable(
+            length: length, remaining: remaining, pieces: connections, minimumSplit: configuration.minimumSegment,
+            hashes: hashes, onPieceFailed: { [self] failure in pieceFailed(failure, attempt: attempt) }
+        )
+    }
+
+    /// A piece did not match its hash (reported by the table on the writer's queue; the piece is
+    /// waiting to be fetched again already). The source that wrote it alone is dropped and its
+    /// writes refused (its requests end at their next body part), unless it is the last one; a
+    /// piece written by several is fetched again whole, from one. A piece that fails
+    /// `maxPieceFailures` times ends the download: no source has it right.
+    private func pieceFailed(_ failure: SegmentTable.PieceFailure, attempt: NIOLockedValueBox<Attempt>) {
+        let (dropped, urls) = segmentState.withLockedValue { state -> ([Int], [String]) in
+            state.piecesRefetched += 1
+            state.bytesRefetched += failure.range.count
+            guard var set = state.mirrors else { return ([], failure.sources.map { _ in "the URL" }) }
+            defer { state.mirrors = set }
+            let urls = failure.sources.compactMap { set.sources.indices.contains($0) ? set.sources[$0].url : nil }
+            guard failure.sources.count == 1, let only = failure.sources.first,
+                  set.drop(only, because: "served a piece that does not match its hash")
+            else { return ([], urls) }
+            return ([only], urls)
+        }
+        let from = urls.isEmpty ? "" : " from " + urls.map { DisplayText.quoted($0, limit: 200) }.joined(separator: ", ")
+        manager.logger.warning(
+            "task \(task.id): piece \(failure.piece) (bytes \(failure.range.start)-\(failure.range.end - 1))\(from) does not match its hash; fetching it again"
+        )
+        if let table = segmentState.withLockedValue({ $0.table }), !dropped.isEmpty {
+            table.refuse(dropped)
+            for url in urls { manager.logger.info("task \(task.id): source \(DisplayText.quoted(url, limit: 200)) dropped: it served a corrupt piece") }
+        }
+        guard failure.failures >= Self.maxPieceFailures else { return }
+        end(attempt, with: .failed(.checksumMismatch(
+            "piece \(failure.piece) (bytes \(failure.range.start)-\(failure.range.end - 1)) did not match its hash \(failure.failures) times from every source; the verified pieces are kept"
+        )))
+    }
+
+    /// How many times one piece may fail its hash before the download fails.
+    static let maxPieceFailures = 3
 
     /// The machine's verdict on one request of a connection (see `TransferStateMachine.rangeEnded`).
     private func verdict(on sent: Sent, table: SegmentTable, claim: Int, failures: Int) -> TransferStateMachine.RangeAction {

@@ -106,10 +106,11 @@ extension DownloadsService {
     }
 
     func start(url: String, destination: String, options: TaskOptions, owner: UInt32, fileMode: UInt32? = nil) async throws -> ObjectPath {
-        let (given, options) = try StartRequest.applyingMetalink(url, options)
+        let (given, options, pieces) = try StartRequest.applyingMetalink(url, options)
         let url = try StartRequest.checkURL(given)
         let destination = try StartRequest.checkDestination(destination)
-        let engineOptions = try StartRequest.downloadOptions(options)
+        var engineOptions = try StartRequest.downloadOptions(options)
+        engineOptions.pieces = pieces
         try checkMayAddTask(owner: owner)
         let session = options.session ?? "default"
         let sessions = engine.sessionNames(owner: owner)

@@ -84,9 +84,12 @@ enum StartRequest {
 
     /// A Start with a `metalink` document: the URL (when `url` is empty) and the mirrors are its
     /// file's http(s) URLs by priority, and its strongest hash is the checksum unless one is
-    /// given. One file per task; piece hashes are not used yet (issue 28).
-    static func applyingMetalink(_ url: String, _ options: TaskOptions) throws -> (url: String, options: TaskOptions) {
-        guard let bytes = options.metalink else { return (url, options) }
+    /// given; its piece hashes (of a hash type known here) are checked as pieces complete. One
+    /// file per task.
+    static func applyingMetalink(
+        _ url: String, _ options: TaskOptions
+    ) throws -> (url: String, options: TaskOptions, pieces: PieceHashes?) {
+        guard let bytes = options.metalink else { return (url, options, nil) }
         let document: MetalinkDocument
         do {
             document = try MetalinkDocument.parse(bytes)
@@ -115,7 +118,25 @@ enum StartRequest {
             options.checksum = strongest?.text
         }
         options.metalink = nil
-        return (primary, options)
+        return (primary, options, try pieceHashes(file))
+    }
+
+    /// The file's piece hashes, when their type is one the service knows (else nil: the
+    /// whole-file hash still applies); pieces that cannot describe its size are refused.
+    static func pieceHashes(_ file: MetalinkDocument.File) throws -> PieceHashes? {
+        guard let given = file.pieces, let algorithm = Checksum.Algorithm(ianaName: given.type) else { return nil }
+        let pieces: PieceHashes
+        do {
+            pieces = try PieceHashes(algorithm, length: given.length, hashes: given.hashes)
+        } catch {
+            throw DownloadsErrorName.invalidArgument.error("the Metalink document's pieces: \(error.message)")
+        }
+        if let size = file.size, !pieces.fits(size) {
+            throw DownloadsErrorName.invalidArgument.error(
+                "the Metalink document gives \(pieces.count) pieces of \(pieces.length) bytes for a file of \(size) bytes"
+            )
+        }
+        return pieces
     }
 
     /// `checksum` (`ALGO:HEX`), or the older `sha256` (hex); not both.

@@ -167,4 +167,136 @@ final class MirrorDownloadTests: DaemonTestCase {
             }
         }
     }
+
+    // MARK: Piece hashes
+
+    static let pieceLength = 256 << 10
+
+    /// A `.meta4` for `content` with its SHA-256 and a SHA-256 for each piece.
+    func meta4(pieces content: [UInt8], urls: [String], pieceCount: Int? = nil) -> String {
+        let hashes = stride(from: 0, to: content.count, by: Self.pieceLength).prefix(pieceCount ?? Int.max).map { start in
+            "      <hash>\(Self.sha256(Array(content[start..<min(content.count, start + Self.pieceLength)])))</hash>\n"
+        }.joined()
+        return """
+            <?xml version="1.0"?>
+            <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+              <file name="p.iso">
+                <size>\(content.count)</size>
+                <hash type="sha-256">\(Self.sha256(content))</hash>
+                <pieces length="\(Self.pieceLength)" type="sha-256">
+            \(hashes)    </pieces>
+
+            """ + urls.enumerated().map { "    <url priority=\"\($0.offset + 1)\">\($0.element)</url>\n" }.joined() + "  </file>\n</metalink>\n"
+    }
+
+    /// `content` with one byte changed in every piece.
+    static func corrupted(_ content: [UInt8]) -> [UInt8] {
+        var bytes = content
+        for start in stride(from: 1000, to: bytes.count, by: pieceLength) { bytes[start] ^= 0x5a }
+        return bytes
+    }
+
+    func testACorruptMirrorCostsAPieceNotTheFile() async throws {
+        let content = Self.content(8 << 20, seed: 45)
+        let urls = try serve(content, rate: 1_500_000)
+        // The second mirror serves a file of the same length with a wrong byte in every piece.
+        var bad = Route(content: Self.corrupted(content))
+        bad.bytesPerSecond = 1_500_000
+        mirrors[1].set("/mirror/f.iso", bad)
+        let reply = try await call("Start", [.string(""), .string(directory.file("p.iso")), .vardict([
+            "metalink": .bytes(Array(meta4(pieces: content, urls: urls).utf8)),
+        ])])
+        let task = try XCTUnwrap(reply.first?.objectPathValue)
+        try await waitState(task, ["finished"], seconds: 90)
+        XCTAssertEqual(sha256(ofFile: directory.file("p.iso")), Self.sha256(content))
+        let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
+        XCTAssertTrue(log.contains("does not match its hash; fetching it again"), log)
+        XCTAssertTrue(log.contains("\(urls[2]) dropped: it served a corrupt piece"), log)
+        XCTAssertFalse(log.contains("ChecksumMismatch"), "the whole file was never fetched again")
+        // What the corrupt mirror sent is all that was fetched twice: a few pieces (those it was
+        // writing when its first one was found out, and what was in flight), never the file.
+        let served = ([http!] + mirrors).map { $0.requests.reduce(0) { $0 + $1.bodyBytesSent } }
+        XCTAssertGreaterThan(served[2], 0, "the corrupt mirror served ranges: \(served)")
+        XCTAssertLessThanOrEqual(served.reduce(0, +) - content.count, 6 * Self.pieceLength, "bytes fetched twice: \(served)")
+    }
+
+    func testAPieceNoSourceServesRightFailsTheTaskKeepingTheVerifiedPieces() async throws {
+        let content = Self.content(4 << 20, seed: 46)
+        var corrupt = content
+        corrupt[3 * Self.pieceLength + 7] ^= 1
+        http.set("/bad.iso", Route(content: corrupt))
+        let document = meta4(pieces: content, urls: [http.url("/bad.iso")])
+        let task = try await call("Start", [.string(""), .string(directory.file("bad.iso")), .vardict([
+            "metalink": .bytes(Array(document.utf8)),
+        ])]).first?.objectPathValue
+        let path = try XCTUnwrap(task)
+        try await waitState(path, ["failed"])
+        let error = try await property(path, "Error")
+        XCTAssertEqual(error?.stringValue, "org.example.Downloads.Error.ChecksumMismatch")
+        let message = try await property(path, "ErrorMessage")
+        XCTAssertTrue(message?.stringValue?.contains("piece 3 (bytes 786432-1048575) did not match its hash 3 times") == true,
+                      "\(String(describing: message))")
+        XCTAssertEqual(http.requests(for: "/bad.iso").filter { $0.range?.hasPrefix("bytes=786432-") == true }.count, 2,
+                       "the corrupt piece alone was asked for again, twice")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("bad.iso")), "nothing published")
+
+        // Pieces that cannot describe the file's size are refused at Start.
+        do {
+            _ = try await call("Start", [.string(""), .string(directory.file("x.iso")), .vardict([
+                "metalink": .bytes(Array(meta4(pieces: content, urls: [http.url("/bad.iso")], pieceCount: 3).utf8)),
+            ])])
+            XCTFail("taken")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument")
+            XCTAssertTrue(error.message.contains("gives 3 pieces of 262144 bytes for a file of 4194304 bytes"), error.message)
+        }
+    }
+
+    /// The ranges the store holds as still to fetch for `task`.
+    func recordedSegments(_ task: ObjectPath) async throws -> [(Int64, Int64)] {
+        let id = Int64(try XCTUnwrap(DownloadsAPI.taskID(task)))
+        return try await DatabaseQueue(path: stateDirectory + "/downloads.sqlite").read { db in
+            try Row.fetchAll(db, sql: "SELECT start, \"end\" FROM segment WHERE taskID = ? ORDER BY start", arguments: [id])
+                .map { ($0["start"], $0["end"]) }
+        }
+    }
+
+    func testVerifiedPiecesSurvivePauseResumeDataAndAKill() async throws {
+        let content = Self.content(12 << 20, seed: 47)
+        let urls = try serve(content, rate: 1_000_000)
+        let length = Int64(content.count)
+        let piece = Int64(Self.pieceLength)
+        let reply = try await call("Start", [.string(""), .string(directory.file("v.iso")), .vardict([
+            "metalink": .bytes(Array(meta4(pieces: content, urls: urls).utf8)),
+        ])])
+        let task = try XCTUnwrap(reply.first?.objectPathValue)
+        try await waitBytes(task, atLeast: 2_000_000)
+        let paused = try await call("Pause", [.objectPath(task)])
+        let blob = try XCTUnwrap(paused.first?.bytesValue)
+        let text = String(decoding: blob, as: UTF8.self)
+        XCTAssertTrue(text.contains("\"pieces\""), "the piece hashes are in the resume data")
+        // Only verified pieces are held: every recorded range to fetch starts and ends on a piece boundary.
+        let atPause = try await recordedSegments(task)
+        XCTAssertFalse(atPause.isEmpty)
+        XCTAssertTrue(atPause.allSatisfy { $0.0 % piece == 0 && ($0.1 % piece == 0 || $0.1 == length) }, "\(atPause)")
+        XCTAssertLessThan(atPause.reduce(0) { $0 + $1.1 - $1.0 }, length, "some pieces were verified and kept")
+        _ = try await call("ResumeWithData", [.bytes(blob), .vardict([:])])
+        try await until("a checkpoint past 5 MB") {
+            try await self.recordedSegments(task).reduce(length) { $0 - ($1.1 - $1.0) } > 5_000_000
+        }
+        let atKill = try await recordedSegments(task)
+        XCTAssertTrue(atKill.allSatisfy { $0.0 % piece == 0 && ($0.1 % piece == 0 || $0.1 == length) }, "\(atKill)")
+        killDaemon()
+        let before = ([http!] + mirrors).map { $0.requests.reduce(0) { $0 + $1.bodyBytesSent } }.reduce(0, +)
+        for mirror in [http!] + mirrors { mirror.update(mirror === http ? "/f.iso" : "/mirror/f.iso") { $0.bytesPerSecond = nil } }
+        try await startDaemon()
+        try await waitState(task, ["finished"], seconds: 60)
+        XCTAssertEqual(sha256(ofFile: directory.file("v.iso")), Self.sha256(content))
+        // After the restart only the recorded ranges were fetched (the verified pieces were kept).
+        let after = ([http!] + mirrors).map { $0.requests.reduce(0) { $0 + $1.bodyBytesSent } }.reduce(0, +) - before
+        let recorded = atKill.reduce(0) { $0 + $1.1 - $1.0 }
+        XCTAssertLessThanOrEqual(Int64(after), recorded + 2 * piece, "fetched after the restart: \(after), recorded to fetch: \(recorded)")
+        let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
+        XCTAssertFalse(log.contains("does not match its hash"), log)
+    }
 }
