@@ -55,7 +55,7 @@ let package = Package(
         .target(
             name: "DownloadEngine",
             dependencies: [
-                "CrashPoints", "UserFiles", "TerminalOutput", "ProxyRules",
+                "CrashPoints", "UserFiles", "TerminalOutput", "ProxyRules", "Metalink",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -520,7 +520,8 @@ def section_mirrors(nginx, work, runs):
         f.write(meta4("mirrors-aria.bin", with_corrupt, pieces=True))
     service = Service(os.path.join(work, "mirrors"), ["--max-connections-per-host", "4"])
     results = {"service": [], "aria2c": [], "fastest-alone": [], "service-corrupt": [], "aria2c-corrupt": []}
-    twice = {"service-corrupt": [], "aria2c-corrupt": []}
+    # Fetched twice counts every case: a range's connection is cut at its end with bytes in flight too.
+    twice = {case: [] for case in results}
     try:
         for run in range(runs):
             for case in results:
@@ -544,10 +545,8 @@ def section_mirrors(nginx, work, runs):
                     sys.exit(f"mirrors {case}: the bytes differ")
                 os.unlink(target)
                 results[case].append((wall, cpu, rss))
-                extra = ""
-                if case in twice:
-                    twice[case].append((sent - size) / MiB)
-                    extra = f", {twice[case][-1]:.2f} MiB fetched twice"
+                twice[case].append((sent - size) / MiB)
+                extra = f", {twice[case][-1]:.2f} MiB fetched twice"
                 print(f"  mirrors run {run + 1}/{runs} {case:15} {wall:6.2f} s {cpu:6.2f} CPU s{extra}", flush=True)
     finally:
         service.stop()
@@ -567,8 +566,10 @@ def section_mirrors(nginx, work, runs):
         elif case == "fastest-alone":
             speed = [f[0] / s[0] for s, f in zip(results["service"], values)]
             versus = f"the mirrors together are {median(speed):.2f}× as fast"
-        elif case in twice:
+        if case in ("service-corrupt", "aria2c-corrupt"):
             versus = f"fetched twice: median {median(twice[case]):.2f} MiB (runs: {', '.join(f'{v:.2f}' for v in twice[case])}; a piece is 1 MiB)"
+        else:
+            versus += f"{'; ' if versus else ''}fetched twice: median {median(twice[case]):.2f} MiB"
         table.add(names[case], len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1), versus)
     table.notes.append("CPU: the daemon's for the service rows. Fetched twice: the body bytes every mirror sent "
                        "(their nginx access logs) less the file's 96 MiB, bytes sent into a connection that was "

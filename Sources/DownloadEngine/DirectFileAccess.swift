@@ -31,6 +31,10 @@ public struct DirectFileAccess: FileAccess, FileAccessProvider {
 
     public func isFile(_ path: String, identity: FileIdentity) -> Bool { operations.isFile(path, identity: identity) }
 
+    public func openForReading(_ path: String) throws -> Int32 {
+        try mapped(path) { try operations.openForReading(path).descriptor }
+    }
+
     private func mapped<T>(_ path: String, _ body: () throws -> T) throws -> T {
         do {
             return try body()

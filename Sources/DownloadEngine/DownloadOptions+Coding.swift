@@ -15,6 +15,7 @@ extension DownloadOptions: Codable {
         case earliestBegin = "earliest_begin"
         case mirrors
         case pieces
+        case metalinkURL = "metalink_url"
         case useMetalinkHeaders = "use_metalink_headers"
         case priority
         case maxBytesPerSecond = "max_bytes_per_second"
@@ -53,6 +54,7 @@ extension DownloadOptions: Codable {
         metadata = try container.decodeIfPresent([String: MetadataValue].self, forKey: .metadata) ?? [:]
         earliestBegin = try container.decodeIfPresent(UInt64.self, forKey: .earliestBegin)
         mirrors = try container.decodeIfPresent([String].self, forKey: .mirrors) ?? []
+        metalinkURL = try container.decodeIfPresent(String.self, forKey: .metalinkURL)
         if let stored = try container.decodeIfPresent(StoredPieces.self, forKey: .pieces) {
             do throws(Checksum.Invalid) {
                 guard let algorithm = Checksum.Algorithm(rawValue: stored.algorithm) else {
@@ -100,6 +102,7 @@ extension DownloadOptions: Codable {
         if !metadata.isEmpty { try container.encode(metadata, forKey: .metadata) }
         try container.encodeIfPresent(earliestBegin, forKey: .earliestBegin)
         if !mirrors.isEmpty { try container.encode(mirrors, forKey: .mirrors) }
+        try container.encodeIfPresent(metalinkURL, forKey: .metalinkURL)
         if let pieces {
             try container.encode(
                 StoredPieces(algorithm: pieces.algorithm.rawValue, length: pieces.length, hashes: pieces.hexDigests), forKey: .pieces

@@ -50,6 +50,9 @@ public struct DownloadOptions: Sendable, Hashable {
     /// More URLs of the same file (checked http(s) URLs): a segmented download spreads its ranges
     /// over the URL and these (`MirrorSet`).
     public var mirrors: [String] = []
+    /// The Metalink document's URL this task's URL and mirrors came from (a URL answered with
+    /// `application/metalink4+xml`): set once it was followed, so no second document is.
+    public var metalinkURL: String?
     /// The file's piece hashes (from a Metalink document): each piece is checked as it
     /// completes and fetched again when it differs (`PieceProgress`).
     public var pieces: PieceHashes?

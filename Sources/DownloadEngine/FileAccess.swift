@@ -21,6 +21,8 @@ public protocol FileAccess: Sendable {
     func exists(_ path: String) throws -> Bool
     /// Whether `path` is the owner's regular file `identity` (a link is not followed).
     func isFile(_ path: String, identity: FileIdentity) throws -> Bool
+    /// A regular file the owner can read, opened read-only; the caller closes the descriptor.
+    func openForReading(_ path: String) throws -> Int32
 }
 
 extension FileOperationError {

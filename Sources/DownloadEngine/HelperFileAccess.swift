@@ -41,6 +41,15 @@ struct HelperFileAccess: FileAccess {
         try answer(.isFile(path: path, identity: identity), path: path)
     }
 
+    func openForReading(_ path: String) throws -> Int32 {
+        let (reply, descriptor) = try perform(.openForReading(path: path), path: path)
+        guard case .opened = reply, descriptor >= 0 else {
+            if descriptor >= 0 { close(descriptor) }
+            throw DownloadError.file("the file helper for uid \(helper.uid) did not hand over \(path)")
+        }
+        return descriptor
+    }
+
     private func answer(_ request: FileRequest, path: String) throws -> Bool {
         guard case .answer(let value) = try perform(request, path: path).0 else {
             throw DownloadError.file("the file helper for uid \(helper.uid) answered out of turn")

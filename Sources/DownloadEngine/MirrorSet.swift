@@ -23,6 +23,8 @@ struct MirrorSet: Sendable {
         /// one of its connections was found far slower than the fastest source's.
         var windowSpeed: Double = 0
         var foundSlow = false
+        /// A piece it wrote matched its hash (with piece hashes; until then it gets one piece a request).
+        var proven = false
 
         var server: String { MirrorSet.server(of: url) }
         var rate: Double { seconds > 0 ? Double(bytes) / seconds : 0 }
@@ -67,6 +69,11 @@ struct MirrorSet: Sendable {
         sources[index].seconds += max(0, seconds)
         // A request too short for a whole window still says how fast its source is.
         if seconds >= 0.5 { sources[index].windowSpeed = Double(max(0, bytes)) / seconds }
+    }
+
+    /// A piece written by `indices` matched its hash.
+    mutating func proved(_ indices: [Int]) {
+        for index in indices where sources.indices.contains(index) { sources[index].proven = true }
     }
 
     /// Drops `index` for the rest of the run; false (and nothing changes) when it is the last

@@ -54,15 +54,21 @@ struct PieceProgress: Sendable {
         return completed
     }
 
-    /// Piece `piece` matched its hash.
-    mutating func passed(_ piece: Int) {
+    /// Piece `piece` matched its hash: returns the sources that wrote it.
+    @discardableResult
+    mutating func passed(_ piece: Int) -> [Int] {
         verified[piece] = true
+        return sources(of: piece)
+    }
+
+    private func sources(of piece: Int) -> [Int] {
+        (0..<64).filter { writers[piece] & (1 << UInt64($0)) != 0 }
     }
 
     /// Piece `piece` did not match: it is to be fetched again whole. Returns the sources that
     /// wrote it and how many times it has failed now.
     mutating func failed(_ piece: Int) -> (sources: [Int], failures: Int) {
-        let sources = (0..<64).filter { writers[piece] & (1 << UInt64($0)) != 0 }
+        let sources = sources(of: piece)
         missing[piece] = range(of: piece).count
         writers[piece] = 0
         verified[piece] = false

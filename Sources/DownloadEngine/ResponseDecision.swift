@@ -1,3 +1,4 @@
+import Metalink
 import NIOHTTP1
 import TerminalOutput
 
@@ -15,13 +16,17 @@ enum ResponseDecision: Equatable, Sendable {
     /// The server's answer does not fit what we hold: start again from zero.
     case restartFromZero(reason: String)
     case fail(DownloadError)
+    /// A Metalink document (`application/metalink4+xml`) for a request that follows them: its
+    /// body is read into memory and the download goes to the file it describes.
+    case metalink
 
     /// `ranged`: the request carried a `Range` header (from `requestedOffset`, possibly 0 for a
     /// segmented download's first range, or bounded). `segment`: it asked for one range of a
-    /// segmented download, whose other ranges are being fetched beside it.
+    /// segmented download, whose other ranges are being fetched beside it. `followsMetalink`: a
+    /// whole Metalink document (a 200 from the start) is the file's description, not the file.
     static func decide(
         status: Int, reason: String, headers: HTTPHeaders, requestedOffset: Int64, knownLength: Int64,
-        validator: String?, retryAfterCap: Double, ranged: Bool, segment: Bool = false
+        validator: String?, retryAfterCap: Double, ranged: Bool, segment: Bool = false, followsMetalink: Bool = false
     ) -> ResponseDecision {
         let contentLength = headers.first(name: "content-length").flatMap { Int64($0) }
         switch status {
@@ -34,6 +39,10 @@ enum ResponseDecision: Equatable, Sendable {
             // The whole resource for one range: its other ranges are of another version, or the
             // server ignores ranges. Never spliced: the download starts again on one stream.
             return .restartFromZero(reason: "200 to the ranged request for bytes \(requestedOffset)-")
+        case 200 where followsMetalink && requestedOffset == 0
+            && headers.first(name: "content-type")?.split(separator: ";").first?
+                .trimmingCharacters(in: .whitespaces).lowercased() == MetalinkDocument.mediaType:
+            return .metalink
         case 200:
             // A new version (If-Range did not match) or a server that ignores ranges: the body is
             // the whole resource, written from the start of an emptied file.

@@ -190,6 +190,13 @@ struct Scheduler: Sendable {
         return true
     }
 
+    /// A running task may use `connections` from now on (it followed a Metalink document with
+    /// mirrors): offered more places as they free up, as if it had asked for them at the start.
+    mutating func want(_ id: UInt64, connections: Int) {
+        guard let entry = running[id] else { return }
+        running[id]?.wanted = max(entry.wanted, connections)
+    }
+
     /// A running task that fetches on one stream from now on keeps one place and is offered
     /// no more.
     mutating func settle(_ id: UInt64) {

@@ -45,7 +45,10 @@ final class SegmentTable: @unchecked Sendable {
     private var settled: [CheckedContinuation<Void, Never>] = []
     /// Where ranges are cut: the piece length with piece hashes, else anywhere.
     private let alignment: Int64
+    /// The piece length when pieces are checked (nil without piece hashes).
+    let pieceLength: Int64?
     private let onPieceFailed: (@Sendable (PieceFailure) -> Void)?
+    private let onPiecePassed: (@Sendable (_ sources: [Int]) -> Void)?
 
     /// A piece whose bytes did not match its hash (it is to be fetched again).
     struct PieceFailure: Sendable {
@@ -63,7 +66,8 @@ final class SegmentTable: @unchecked Sendable {
     /// `hashes`: the file's piece hashes, when they describe a file of `length` bytes.
     init(
         length: Int64, remaining: [ByteRange], pieces: Int, minimumSplit: Int64,
-        hashes: PieceHashes? = nil, onPieceFailed: (@Sendable (PieceFailure) -> Void)? = nil
+        hashes: PieceHashes? = nil, onPieceFailed: (@Sendable (PieceFailure) -> Void)? = nil,
+        onPiecePassed: (@Sendable (_ sources: [Int]) -> Void)? = nil
     ) {
         self.length = length
         self.minimumSplit = max(1, minimumSplit)
@@ -71,7 +75,9 @@ final class SegmentTable: @unchecked Sendable {
         let hashes = hashes.flatMap { $0.fits(length) ? $0 : nil }
         self.pieces = hashes.map { PieceProgress($0, fileLength: length, remaining: remaining) }
         alignment = hashes?.length ?? 1
+        pieceLength = hashes?.length
         self.onPieceFailed = onPieceFailed
+        self.onPiecePassed = onPiecePassed
         var ranges = remaining.sorted()
         if ranges.count == 1, let range = ranges.first {
             let parts = Int64(max(1, min(pieces, Int(range.count / self.minimumSplit))))
@@ -98,16 +104,17 @@ final class SegmentTable: @unchecked Sendable {
     /// A range for a connection: the waiting one that starts at `start` when given (the first
     /// connection continues its own request), else the lowest waiting one, else the second
     /// half of the largest range being fetched if it is at least twice `minimumSplit`; nil
-    /// when there is nothing to take.
-    func claim(startingAt start: Int64? = nil) -> Claim? {
+    /// when there is nothing to take. `onePiece`: with piece hashes, the claim ends at the end of
+    /// its first piece (the rest waits): a source not yet proven risks one piece per connection.
+    func claim(startingAt start: Int64? = nil, onePiece: Bool = false) -> Claim? {
         lock.withLock {
             let waiting = segments.filter { !$0.value.active && $0.value.position < $0.value.end }
             if let start {
                 guard let (id, _) = waiting.first(where: { $0.value.position == start }) else { return nil }
-                return take(id)
+                return take(id, onePiece: onePiece)
             }
             if let (id, _) = waiting.min(by: { $0.value.position < $1.value.position }) {
-                return take(id)
+                return take(id, onePiece: onePiece)
             }
             guard let (victim, segment) = segments.filter({ $0.value.active })
                 .max(by: { ($0.value.end - $0.value.position, $1.key) < ($1.value.end - $1.value.position, $0.key) }),
@@ -122,8 +129,8 @@ final class SegmentTable: @unchecked Sendable {
             segments[victim]?.end = middle
             let id = nextID
             nextID += 1
-            segments[id] = Segment(position: middle, end: segment.end, active: true)
-            return Claim(id: id, start: middle, end: segment.end)
+            segments[id] = Segment(position: middle, end: segment.end, active: false)
+            return take(id, onePiece: onePiece)
         }
     }
 
@@ -136,9 +143,14 @@ final class SegmentTable: @unchecked Sendable {
         return up > range.start && up < range.end ? up : point
     }
 
-    private func take(_ id: Int) -> Claim? {
+    private func take(_ id: Int, onePiece: Bool = false) -> Claim? {
         guard var segment = segments[id] else { return nil }
         segment.active = true
+        if onePiece, alignment > 1, case let pieceEnd = (segment.position / alignment + 1) * alignment, pieceEnd < segment.end {
+            segments[nextID] = Segment(position: pieceEnd, end: segment.end, active: false)
+            nextID += 1
+            segment.end = pieceEnd
+        }
         segments[id] = segment
         return Claim(id: id, start: segment.position, end: segment.end)
     }
@@ -199,23 +211,25 @@ final class SegmentTable: @unchecked Sendable {
 
     /// A check's result (on the writer's queue): a piece that differs is to be fetched again.
     private func checked(_ piece: Int, matches: Bool?) {
-        let (failure, waiting) = lock.withLock { () -> (PieceFailure?, [CheckedContinuation<Void, Never>]) in
+        let (failure, passedBy, waiting) = lock.withLock { () -> (PieceFailure?, [Int], [CheckedContinuation<Void, Never>]) in
             pendingChecks -= 1
             var failure: PieceFailure?
+            var passedBy: [Int] = []
             if matches == true {
-                pieces?.passed(piece)
+                passedBy = pieces?.passed(piece) ?? []
             } else if matches == false, let (sources, failures) = pieces?.failed(piece), let range = pieces?.range(of: piece) {
                 segments[nextID] = Segment(position: range.start, end: range.end, active: false)
                 nextID += 1
                 heldBytes -= range.count
                 failure = PieceFailure(piece: piece, range: range, sources: sources, failures: failures)
             }
-            guard pendingChecks == 0 else { return (failure, []) }
+            guard pendingChecks == 0 else { return (failure, passedBy, []) }
             defer { settled = [] }
-            return (failure, settled)
+            return (failure, passedBy, settled)
         }
         // Reported before any waiting connection claims again, so it never goes back to that source.
         if let failure { onPieceFailed?(failure) }
+        if !passedBy.isEmpty { onPiecePassed?(passedBy) }
         for continuation in waiting { continuation.resume() }
     }
 
@@ -235,6 +249,7 @@ final class SegmentTable: @unchecked Sendable {
     func refuse(_ sources: [Int]) {
         lock.withLock { refused.formUnion(sources) }
     }
+
 
     /// Pieces verified so far, and how many there are (nil without piece hashes).
     var verifiedPieces: (verified: Int, count: Int)? {

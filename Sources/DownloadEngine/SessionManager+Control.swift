@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// What callers do to tasks: create, pause, resume, change options, cancel, remove; the stop
 /// protocol; destination checks; partial files removed.
 extension SessionManager {
@@ -46,6 +50,25 @@ extension SessionManager {
         }
         if !isDirectory, try access.exists(path), !overwrite { throw DownloadError.fileExists(path) }
         return isDirectory
+    }
+
+    /// The bytes of a regular file `owner` can read (a document they named), read with their
+    /// credentials, at most `limit` bytes (more is `InvalidArgument`). Blocks on the owner's file helper.
+    public func readFile(_ path: String, owner: UInt32, atMost limit: Int) throws -> [UInt8] {
+        let descriptor = try files.files(for: owner).openForReading(path)
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw DownloadError.file("cannot read \(path): \(errnoText())")
+            }
+            if count == 0 { return bytes }
+            bytes += buffer[0..<count]
+            guard bytes.count <= limit else { throw DownloadError.invalidArgument("\(path) is larger than \(limit) bytes") }
+        }
     }
 
     /// Stops a task, keeps its partial file, and returns resume data for it. Pausing a paused

@@ -73,6 +73,11 @@ extension SessionManager {
     }
 
     /// A run that fetches on one stream from now on gives back all but one of its places.
+    /// `task`'s run may use `connections` from now on (granted as places free, `Scheduler.want`).
+    func wantConnections(_ task: DownloadTask, _ connections: Int) {
+        state.withLockedValue { $0.scheduler.want(task.id, connections: connections) }
+    }
+
     func settleOnOneStream(_ task: DownloadTask) {
         let freed = state.withLockedValue { state -> Bool in
             let held = state.scheduler.connections(of: task.id)

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Metalink
 import NIOCore
 import NIOHTTP1
 
@@ -17,6 +18,8 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         /// Where writing ended (the file holds [0, endOffset) once the writer drained).
         var endOffset: Int64
         var bodyBytes: Int64
+        /// The body of a Metalink document (decision `.metalink`), read into memory.
+        var document: [UInt8] = []
     }
 
     struct Hooks: Sendable {
@@ -70,6 +73,8 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         var checkpointBytes: Int64
         var checkpointInterval: Double
         var retryAfterCap: Double
+        /// A Metalink document answered from the start is read, not written (`ResponseDecision.metalink`).
+        var followsMetalink = false
     }
 
     private let writer: PartialFileWriter
@@ -84,6 +89,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     private let checkpointBytes: Int64
     private let checkpointInterval: TimeAmount
     private let retryAfterCap: Double
+    private let followsMetalink: Bool
     /// The request asked for a range (`Range: bytes=requestedOffset-…`).
     private let ranged: Bool
     /// A response with a body to write may become the first segment of a segmented download
@@ -131,6 +137,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         self.checkpointBytes = settings.checkpointBytes
         self.checkpointInterval = .milliseconds(Int64(settings.checkpointInterval * 1000))
         self.retryAfterCap = settings.retryAfterCap
+        self.followsMetalink = settings.followsMetalink
     }
 
     // MARK: AsyncHTTPClient's callbacks, each the request-independent one below
@@ -193,7 +200,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         let decision = ResponseDecision.decide(
             status: status, reason: head.status.reasonPhrase, headers: head.headers, requestedOffset: requestedOffset,
             knownLength: knownLength, validator: validator, retryAfterCap: retryAfterCap, ranged: ranged,
-            segment: segment != nil
+            segment: segment != nil, followsMetalink: followsMetalink && segment == nil
         )
         var start: Int64 = 0
         if case .write(let offset, _, let expected, _) = decision {
@@ -213,6 +220,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
             fail(task, DownloadError.classify(error))
             return task.eventLoop.makeSucceededVoidFuture()
         }
+        if case .metalink = decision { return task.eventLoop.makeSucceededVoidFuture() }
         guard case .write(_, let truncate, _, _) = decision else {
             // Nothing of this body is wanted: end the request now (the decision is in `result`).
             task.fail(DecisionReached())
@@ -235,6 +243,15 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     }
 
     func receivedBodyPart(_ buffer: ByteBuffer, _ task: Request) -> EventLoopFuture<Void> {
+        if !failed, case .metalink = result?.decision {
+            lastActivity = .now()
+            result?.document += buffer.readableBytesView
+            result?.bodyBytes += Int64(buffer.readableBytes)
+            if (result?.document.count ?? 0) > MetalinkDocument.maximumSize {
+                fail(task, .invalidResponse("the Metalink document is larger than \(MetalinkDocument.maximumSize) bytes"))
+            }
+            return task.eventLoop.makeSucceededVoidFuture()
+        }
         guard !failed, case .write = result?.decision else { return task.eventLoop.makeSucceededVoidFuture() }
         var count = Int64(buffer.readableBytes)
         let written: EventLoopFuture<Void>

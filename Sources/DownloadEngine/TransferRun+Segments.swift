@@ -175,7 +175,7 @@ extension TransferRun {
                 guard let table, let claim, let workers, let validator = self.task.record.validator else {
                     // Not split: a single-stream request like any other.
                     workers?.ended()
-                    single.withLockedValue { $0 = self.outcome(of: sent) }
+                    single.withLockedValue { $0 = self.outcome(of: sent, url: request.url) }
                     // A body that came whole (no ranges, no length, too small to split) will
                     // come whole again: the run needs one place.
                     if table == nil, case .response(let result) = sent, case .write = result.decision {
@@ -299,16 +299,20 @@ extension TransferRun {
                 }
             }
             guard !Task.isCancelled, attempt.withLockedValue({ $0.abort == nil }) else { return }
-            var claimed = table.claim()
+            guard let source = takeSource(primary: url) else {
+                // Every source's server has its connections: this one is not needed.
+                return
+            }
+            // With piece hashes, a source not yet proven by a matching piece gets one piece a request.
+            let onePiece = table.pieceLength != nil && source.index != nil && !source.proven
+            var claimed = table.claim(onePiece: onePiece)
             if claimed == nil {
                 // Nothing waits now, but a piece being checked may come back to be fetched again.
                 await table.settle()
-                claimed = attempt.withLockedValue({ $0.abort == nil }) ? table.claim() : nil
+                claimed = attempt.withLockedValue({ $0.abort == nil }) ? table.claim(onePiece: onePiece) : nil
             }
-            guard let claim = claimed else { return }
-            guard let source = takeSource(primary: url) else {
-                // Every source's server has its connections: this one is not needed.
-                table.release(claim.id)
+            guard let claim = claimed else {
+                if let index = source.index { returnSource(index) }
                 return
             }
             let started = NIODeadline.now()
@@ -327,6 +331,8 @@ extension TransferRun {
                 speedWindow: source.index == nil ? nil : MirrorSet.slowAfter
             )
             table.release(claim.id)
+            // Its piece's check decides whether this source is kept (it is dropped before its next request).
+            if onePiece { await table.settle() }
             let action = verdict(on: sent, table: table, claim: claim.id, failures: failures)
             next = action
             if let index = source.index {
@@ -340,24 +346,29 @@ extension TransferRun {
 
     /// Whether a range request to `source` carries `If-Range`: to the source the validator came
     /// from (the URL itself, unless its first request went to a mirror), never to another.
-    private func sendsValidator(to source: (url: String, index: Int?, isPrimary: Bool)) -> Bool {
+    private func sendsValidator(to source: (url: String, index: Int?, isPrimary: Bool, proven: Bool)) -> Bool {
         guard let from = segmentState.withLockedValue({ $0.validatorSource }) else { return source.isPrimary }
         return MirrorSet.server(of: source.url) == from
     }
 
     /// The source of a connection's next request: the URL itself without mirrors (`index`
     /// nil), else the one `MirrorSet` chooses; nil when every source's server is busy.
-    private func takeSource(primary url: String) -> (url: String, index: Int?, isPrimary: Bool)? {
+    private func takeSource(primary url: String) -> (url: String, index: Int?, isPrimary: Bool, proven: Bool)? {
         let mirrors = task.record.options.mirrors
-        guard !mirrors.isEmpty else { return (url, nil, true) }
+        guard !mirrors.isEmpty else { return (url, nil, true, true) }
         let perServer = configuration.maxConnectionsPerHost
         return segmentState.withLockedValue { state in
             var set = state.mirrors ?? MirrorSet(primary: url, mirrors: mirrors, perServer: perServer)
             set.follow(primary: url)
             defer { state.mirrors = set }
             guard let index = set.take() else { return nil }
-            return (set.sources[index].url, index, set.sources[index].isPrimary)
+            return (set.sources[index].url, index, set.sources[index].isPrimary, set.sources[index].proven)
         }
+    }
+
+    /// A source taken for a request that was not sent (nothing left to claim).
+    private func returnSource(_ index: Int) {
+        segmentState.withLockedValue { $0.mirrors?.release(index, bytes: 0, seconds: 0) }
     }
 
     /// What a connection does after a request to source `index` of a download with mirrors: a
@@ -437,7 +448,8 @@ extension TransferRun {
         }
         return SegmentTable(
             length: length, remaining: remaining, pieces: connections, minimumSplit: configuration.minimumSegment,
-            hashes: hashes, onPieceFailed: { [self] failure in pieceFailed(failure, attempt: attempt) }
+            hashes: hashes, onPieceFailed: { [self] failure in pieceFailed(failure, attempt: attempt) },
+            onPiecePassed: { [segmentState] sources in segmentState.withLockedValue { $0.mirrors?.proved(sources) } }
         )
     }
 

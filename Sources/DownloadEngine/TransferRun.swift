@@ -161,11 +161,11 @@ final class TransferRun: Sendable {
             url: request.url, sendsCredentials: request.sendsCredentials,
             range: request.range.map { (start: $0.offset, end: nil) }, validator: request.range?.validator,
             hooks: hooks(url: request.url)
-        ))
+        ), url: request.url)
     }
 
-    /// What a single-stream request came to.
-    func outcome(of sent: Sent) -> TransferStateMachine.Outcome {
+    /// What a single-stream request to `url` came to.
+    func outcome(of sent: Sent, url: String) -> TransferStateMachine.Outcome {
         switch sent {
         case .failed(let error):
             return .failed(error)
@@ -179,6 +179,8 @@ final class TransferRun: Sendable {
                 return .restartFromZero(reason: reason)
             case .fail(let error):
                 return .failed(error)
+            case .metalink:
+                return followMetalink(result, from: url)
             case .write(_, _, let expected, _):
                 // A body shorter than announced is an interruption (retried, resuming).
                 if let length = result.headers.first(name: "content-length").flatMap(Int64.init), result.bodyBytes != length {
@@ -229,7 +231,9 @@ final class TransferRun: Sendable {
                 lowSpeedLimit: record.options.lowSpeedLimit ?? configuration.lowSpeedLimit,
                 lowSpeedTime: min(record.options.lowSpeedTime ?? configuration.lowSpeedTime, speedWindow ?? .infinity),
                 checkpointBytes: configuration.checkpointBytes, checkpointInterval: configuration.checkpointInterval,
-                retryAfterCap: configuration.retry.retryAfterCap
+                retryAfterCap: configuration.retry.retryAfterCap,
+                followsMetalink: record.options.useMetalinkHeaders && record.options.metalinkURL == nil && range == nil
+                    && segment == nil
             ),
             ranged: range != nil, segment: segment, split: split
         )

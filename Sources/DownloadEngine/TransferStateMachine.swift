@@ -160,6 +160,9 @@ struct TransferStateMachine {
                 return .endAttempt(.restartFromZero(reason: reason))
             case .alreadyComplete:
                 return .endAttempt(.restartFromZero(reason: "416 for a range that is not held"))
+            case .metalink:
+                // Never decided for a range (only a whole response from the start is followed).
+                return .endAttempt(.restartFromZero(reason: "a Metalink document for a range"))
             case .redirect(let location):
                 // The URL moved: a resumed download asks the URL it was given, which sends its
                 // ranges elsewhere (a mirror, a CDN's signed URL). The run follows the redirect

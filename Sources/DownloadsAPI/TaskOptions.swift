@@ -91,6 +91,8 @@ public struct TaskOptions: Sendable, Hashable {
     /// A Metalink v4 document (the bytes of a `.meta4`): its URLs, by priority, become the URL
     /// and mirrors, its strongest hash the checksum.
     public var metalink: [UInt8]?
+    /// The same as a path (`s`) the caller can read: the service reads it as the caller.
+    public var metalinkPath: String?
 
     public init() {}
 
@@ -203,8 +205,12 @@ public struct TaskOptions: Sendable, Hashable {
                 guard case .boolean(let flag) = value else { throw wrongType("b") }
                 useMetalinkHeaders = flag
             case .metalink:
-                guard let bytes = value.bytesValue else { throw wrongType("ay (the document's bytes)") }
-                metalink = bytes
+                if case .string(let path) = value {
+                    metalinkPath = path
+                } else {
+                    guard let bytes = value.bytesValue else { throw wrongType("ay (the document's bytes) or s (its path)") }
+                    metalink = bytes
+                }
             case .desktopEntry:
                 guard case .string(let text) = value else { throw wrongType("s") }
                 desktopEntry = try TaskOptions.checkedDesktopEntry(text)
@@ -295,6 +301,7 @@ public struct TaskOptions: Sendable, Hashable {
         if let mirrors { result[Key.mirrors.rawValue] = .strings(mirrors) }
         if let useMetalinkHeaders { result[Key.useMetalinkHeaders.rawValue] = .boolean(useMetalinkHeaders) }
         if let metalink { result[Key.metalink.rawValue] = .bytes(metalink) }
+        if let metalinkPath { result[Key.metalink.rawValue] = .string(metalinkPath) }
         return result
     }
 }

@@ -69,10 +69,21 @@ public final class DownloadsProxy: Sendable {
         return path
     }
 
-    /// Starts a download; without a `proxy` option, the caller's session's proxy for `url` is sent.
+    /// The URL a Start with a Metalink document (its bytes, or its path, read here) and no URL
+    /// would download from: the one the session's proxy is asked for.
+    static func metalinkURL(_ options: TaskOptions) -> String? {
+        if let bytes = options.metalink { return MetalinkPrimaryURL.find(in: bytes) }
+        guard let path = options.metalinkPath, let data = FileManager.default.contents(atPath: path) else { return nil }
+        return MetalinkPrimaryURL.find(in: Array(data))
+    }
+
+    /// Starts a download; without a `proxy` option, the caller's session's proxy for `url` (or,
+    /// without one, for the first URL of its Metalink document) is sent.
     public func start(url: String, destination: String, options: TaskOptions = TaskOptions()) async throws -> ObjectPath {
         var options = options
-        if options.proxy == nil, let proxies { options.proxy = await proxies.proxy(for: url) }
+        if options.proxy == nil, let proxies, let target = url.isEmpty ? Self.metalinkURL(options) : url {
+            options.proxy = await proxies.proxy(for: target)
+        }
         return try path(try await manager("Start", [.string(url), .string(destination), .vardict(options.dictionary)]))
     }
 

@@ -2,6 +2,7 @@ import DBus
 import DownloadEngine
 import DownloadsAPI
 import Foundation
+import Metalink
 
 /// The methods of `org.example.Downloads` on the manager object.
 extension DownloadsService {
@@ -105,8 +106,28 @@ extension DownloadsService {
         }
     }
 
+    /// A `metalink` given as a path: read as the caller (through their file helper on the
+    /// system bus), a regular file of at most `MetalinkDocument.maximumSize` bytes.
+    func readMetalink(_ path: String, owner: UInt32) async throws -> [UInt8] {
+        guard path.hasPrefix("/"), !path.utf8.contains(0), path.utf8.count <= StartRequest.maxPathBytes else {
+            throw DownloadsErrorName.invalidArgument.error("metalink must be the document's bytes (ay) or an absolute path (s)")
+        }
+        do {
+            return try await Self.blocking { [engine] in
+                try engine.readFile(path, owner: owner, atMost: MetalinkDocument.maximumSize)
+            }
+        } catch let error as DownloadError {
+            throw DownloadsErrorName.invalidArgument.error("cannot read the Metalink document \(path): \(error.message)")
+        }
+    }
+
     func start(url: String, destination: String, options: TaskOptions, owner: UInt32, fileMode: UInt32? = nil) async throws -> ObjectPath {
-        let (given, options, pieces) = try StartRequest.applyingMetalink(url, options)
+        var asked = options
+        if let path = asked.metalinkPath {
+            asked.metalink = try await readMetalink(path, owner: owner)
+            asked.metalinkPath = nil
+        }
+        let (given, options, pieces) = try StartRequest.applyingMetalink(url, asked)
         let url = try StartRequest.checkURL(given)
         let destination = try StartRequest.checkDestination(destination)
         var engineOptions = try StartRequest.downloadOptions(options)

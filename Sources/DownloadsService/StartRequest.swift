@@ -101,7 +101,7 @@ enum StartRequest {
                 "a task downloads one file; this Metalink document describes \(document.files.count)"
             )
         }
-        let urls = file.sources.map(\.url).filter { (try? checkURL($0)) != nil }
+        let urls = file.downloadURLs().filter { (try? checkURL($0)) != nil }
         guard !url.isEmpty || !urls.isEmpty else {
             throw DownloadsErrorName.invalidArgument.error("the Metalink document names no http or https URL for \(file.name)")
         }
@@ -111,32 +111,14 @@ enum StartRequest {
         for candidate in urls where candidate != primary && !mirrors.contains(candidate) { mirrors.append(candidate) }
         options.mirrors = Array(mirrors.prefix(DownloadOptions.maxMirrors))
         if options.checksum == nil && options.sha256 == nil {
-            let given = file.hashes.compactMap { hash in
-                Checksum.Algorithm(ianaName: hash.type).flatMap { try? Checksum($0, hex: hash.hex) }
-            }
-            let strongest = Checksum.Algorithm.strongestFirst.lazy.compactMap { algorithm in given.first { $0.algorithm == algorithm } }.first
-            options.checksum = strongest?.text
+            options.checksum = file.strongestChecksum?.text
         }
         options.metalink = nil
-        return (primary, options, try pieceHashes(file))
-    }
-
-    /// The file's piece hashes, when their type is one the service knows (else nil: the
-    /// whole-file hash still applies); pieces that cannot describe its size are refused.
-    static func pieceHashes(_ file: MetalinkDocument.File) throws -> PieceHashes? {
-        guard let given = file.pieces, let algorithm = Checksum.Algorithm(ianaName: given.type) else { return nil }
-        let pieces: PieceHashes
-        do {
-            pieces = try PieceHashes(algorithm, length: given.length, hashes: given.hashes)
+        do throws(Checksum.Invalid) {
+            return (primary, options, try file.pieceHashes())
         } catch {
-            throw DownloadsErrorName.invalidArgument.error("the Metalink document's pieces: \(error.message)")
+            throw DownloadsErrorName.invalidArgument.error(error.message)
         }
-        if let size = file.size, !pieces.fits(size) {
-            throw DownloadsErrorName.invalidArgument.error(
-                "the Metalink document gives \(pieces.count) pieces of \(pieces.length) bytes for a file of \(size) bytes"
-            )
-        }
-        return pieces
     }
 
     /// `checksum` (`ALGO:HEX`), or the older `sha256` (hex); not both.

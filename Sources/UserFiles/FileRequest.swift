@@ -8,6 +8,8 @@ public enum FileRequest: Sendable, Equatable {
     case syncDirectory(path: String)
     case isWritableDirectory(path: String)
     case isFile(path: String, identity: FileIdentity)
+    /// A regular file the user can read, opened read-only (a document they named).
+    case openForReading(path: String)
 
     func encoded() -> [UInt8] {
         var writer = WireWriter()
@@ -53,6 +55,9 @@ public enum FileRequest: Sendable, Equatable {
             writer.string(path)
             writer.u64(identity.device)
             writer.u64(identity.inode)
+        case .openForReading(let path):
+            writer.byte(9)
+            writer.string(path)
         }
         return writer.bytes
     }
@@ -89,6 +94,7 @@ public enum FileRequest: Sendable, Equatable {
         case 6: request = .syncDirectory(path: try reader.string())
         case 7: request = .isWritableDirectory(path: try reader.string())
         case 8: request = .isFile(path: try reader.string(), identity: FileIdentity(device: try reader.u64(), inode: try reader.u64()))
+        case 9: request = .openForReading(path: try reader.string())
         default: throw WireReader.Malformed()
         }
         guard reader.isAtEnd else { throw WireReader.Malformed() }
@@ -120,6 +126,9 @@ public enum FileRequest: Sendable, Equatable {
                 return (.answer(operations.isWritableDirectory(path)), -1)
             case .isFile(let path, let identity):
                 return (.answer(operations.isFile(path, identity: identity)), -1)
+            case .openForReading(let path):
+                let opened = try operations.openForReading(path)
+                return (.opened(opened.identity, created: false), opened.descriptor)
             }
         } catch let error as FileOperationError {
             return (.failed(error), -1)

@@ -14,6 +14,22 @@ import Glibc
 public struct UserFileOperations: Sendable {
     public init() {}
 
+    // MARK: Files the user names
+
+    /// Opens `path` read-only, as this process's user sees it (links followed: the user named
+    /// it), refusing anything but a regular file (a FIFO or a device would block or never end).
+    public func openForReading(_ path: String) throws -> OpenedPartial {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else { throw FileOperationError.system("cannot open \(path)") }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw FileOperationError(.other, "\(path) is not a regular file")
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        return OpenedPartial(descriptor: fd, identity: Self.identity(info), created: false)
+    }
+
     // MARK: Partial files
 
     /// Opens the partial file at `path` for reading and writing. A file there is kept only when

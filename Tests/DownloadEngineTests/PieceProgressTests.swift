@@ -112,4 +112,20 @@ final class PieceProgressTests: XCTestCase {
         XCTAssertEqual(bytes, TestData.sha256(content))
         try await loop.shutdownGracefully()
     }
+
+    func testASourceNotYetProvenClaimsOnePieceAndTheRestWaits() throws {
+        let content = TestData.content(Int(piece) * 8, seed: 9)
+        let length = Int64(content.count)
+        let table = SegmentTable(
+            length: length, remaining: [ByteRange(start: 0, end: length)], pieces: 2, minimumSplit: 1000, hashes: try hashes(of: content)
+        )
+        XCTAssertEqual(table.pieceLength, piece)
+        let probe = try XCTUnwrap(table.claim(onePiece: true))
+        XCTAssertEqual([probe.start, probe.end], [0, piece], "one piece of the first range")
+        let next = try XCTUnwrap(table.claim())
+        XCTAssertEqual([next.start, next.end], [piece, 4 * piece], "the rest of that range waits for anyone")
+        let stolen = try XCTUnwrap(table.claim(onePiece: true))
+        XCTAssertEqual([stolen.start, stolen.end], [4 * piece, 5 * piece], "the second range, one piece of it")
+        XCTAssertNil(SegmentTable(length: length, remaining: [ByteRange(start: 0, end: length)], pieces: 1, minimumSplit: 1000).pieceLength)
+    }
 }

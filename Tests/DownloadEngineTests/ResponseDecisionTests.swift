@@ -28,6 +28,21 @@ final class ResponseDecisionTests: XCTestCase {
         XCTAssertEqual(decide(200, [:], offset: 0), .write(offset: 0, truncate: true, expectedLength: -1, validator: nil))
     }
 
+    func testAWholeMetalinkDocumentIsFollowedOnlyFromTheStartAndWhenAsked() {
+        func decide(_ type: String, offset: Int64 = 0, follows: Bool = true, segment: Bool = false) -> ResponseDecision {
+            ResponseDecision.decide(status: 200, reason: "", headers: ["Content-Type": type], requestedOffset: offset,
+                                    knownLength: -1, validator: nil, retryAfterCap: 60, ranged: offset > 0 || segment,
+                                    segment: segment, followsMetalink: follows)
+        }
+        XCTAssertEqual(decide("application/metalink4+xml"), .metalink)
+        XCTAssertEqual(decide("Application/Metalink4+XML; charset=utf-8"), .metalink)
+        XCTAssertEqual(decide("application/metalink4+xml", follows: false), .write(offset: 0, truncate: true, expectedLength: -1, validator: nil))
+        XCTAssertEqual(decide("application/metalink4+xml", offset: 100), .write(offset: 0, truncate: true, expectedLength: -1, validator: nil),
+                       "a new version of a resumed download is written")
+        isRestart(decide("application/metalink4+xml", segment: true))
+        XCTAssertEqual(decide("application/xml"), .write(offset: 0, truncate: true, expectedLength: -1, validator: nil))
+    }
+
     func testA200ToARangeOfASegmentedDownloadRestartsFromZero() {
         XCTAssertEqual(decide(200, ["Content-Length": "1000"], segment: true), .restartFromZero(reason: "200 to the ranged request for bytes 100-"))
         XCTAssertEqual(decide(200, ["Content-Length": "1000"], offset: 0, segment: true), .restartFromZero(reason: "200 to the ranged request for bytes 0-"))

@@ -152,6 +152,25 @@ final class MirrorDownloadTests: DaemonTestCase {
         XCTAssertEqual(out.status, 0, out.description)
         XCTAssertEqual(sha256(ofFile: directory.file("ctl.iso")), Self.sha256(content))
 
+        // Or its path: the daemon reads it as the caller.
+        let byPath = try await start("", directory.file("path.iso"), ["metalink": .string(path)])
+        try await waitState(byPath, ["finished"])
+        XCTAssertEqual(sha256(ofFile: directory.file("path.iso")), Self.sha256(content))
+        for (value, reason) in [
+            (DBusValue.string("relative.meta4"), "an absolute path"),
+            (.string(directory.file("missing.meta4")), "cannot read the Metalink document"),
+            (.string(directory.path), "not a regular file"),
+            (.uint32(1), "must be of type ay (the document's bytes) or s (its path)"),
+        ] {
+            do {
+                _ = try await call("Start", [.string(""), .string(directory.file("y.iso")), .vardict(["metalink": value])])
+                XCTFail("taken: \(value)")
+            } catch let error as BusError {
+                XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument")
+                XCTAssertTrue(error.message.contains(reason), "'\(error.message)' should say '\(reason)'")
+            }
+        }
+
         // One file per task; a document that does not parse says why.
         for (bytes, reason) in [
             (Array(meta4([(urls[0], 1)], sha256: Self.sha256(content), files: 2).utf8), "describes 2"),
@@ -298,5 +317,40 @@ final class MirrorDownloadTests: DaemonTestCase {
         XCTAssertLessThanOrEqual(Int64(after), recorded + 2 * piece, "fetched after the restart: \(after), recorded to fetch: \(recorded)")
         let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
         XCTAssertFalse(log.contains("does not match its hash"), log)
+    }
+
+    func testAMetalinkURLIsFollowedToTheFileItDescribes() async throws {
+        let content = Self.content(6 << 20, seed: 48)
+        let urls = try serve(content, rate: 3_000_000)
+        let document = Array(meta4(pieces: content, urls: urls).utf8)
+        var route = Route(content: document)
+        route.extraHeaders = [("Content-Type", "application/metalink4+xml")]
+        http.set("/f.meta4", route)
+        let folder = directory.file("into")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let task = try await start(http.url("/f.meta4"), folder)
+        try await waitState(task, ["finished"])
+        XCTAssertEqual(sha256(ofFile: folder + "/f.iso"), Self.sha256(content), "the file the document describes, named by its URL")
+        let url = try await property(task, "URL")
+        XCTAssertEqual(url?.stringValue, urls[0], "the document's first URL is the task's now (a restart goes there)")
+        XCTAssertTrue(ranged.allSatisfy { $0 > 0 }, "the document's mirrors served ranges: \(ranged)")
+        let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
+        XCTAssertTrue(log.contains("is a Metalink document: \(urls[0]) and 2 mirror(s), 24 piece hashes"), log)
+
+        // Taken literally without use_metalink_headers: the document is the download.
+        let literal = try await start(http.url("/f.meta4"), directory.file("literal.meta4"), ["use_metalink_headers": .boolean(false)])
+        try await waitState(literal, ["finished"])
+        XCTAssertEqual(sha256(ofFile: directory.file("literal.meta4")), Self.sha256(document))
+
+        // A document that describes two files, or none it may go to, fails the task with a reason.
+        var two = Route(content: Array(meta4([(urls[0], 1)], sha256: Self.sha256(content), files: 2).utf8))
+        two.extraHeaders = route.extraHeaders
+        http.set("/two.meta4", two)
+        let failing = try await start(http.url("/two.meta4"), directory.file("two.iso"))
+        try await waitState(failing, ["failed"])
+        let error = try await property(failing, "Error")
+        XCTAssertEqual(error?.stringValue, "org.example.Downloads.Error.InvalidResponse")
+        let message = try await property(failing, "ErrorMessage")
+        XCTAssertTrue(message?.stringValue?.contains("describes 2 files; a task downloads one") == true, "\(String(describing: message))")
     }
 }

@@ -322,6 +322,19 @@ final class ProxyTests: TLSDaemonTestCase {
         XCTAssertNil(try sent(for: "direct.bin"), "the portal's direct:// sends nothing")
         XCTAssertEqual(try sent(for: "portal.bin"), office.url)
         XCTAssertEqual(try sent(for: "no-proxy.bin"), "direct://")
+        // A Metalink document and no URL: the proxy for its URL of the best priority is sent.
+        let document = directory.file("c.meta4")
+        try """
+            <?xml version="1.0"?>
+            <metalink xmlns="urn:ietf:params:xml:ns:metalink"><file name="c.bin">
+              <url priority="2">ftp://127.0.0.1/c</url>
+              <url priority="1">\(http.url("/c"))</url>
+            </file></metalink>
+            """.write(toFile: document, atomically: true, encoding: .utf8)
+        out = try await ctl(["get", document, "-o", directory.file("meta.bin")], environment: ["http_proxy": other.url])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(sha256(ofFile: directory.file("meta.bin")), Self.sha256(content))
+        XCTAssertEqual(try sent(for: "meta.bin"), other.url, "the caller's proxy for the document's URL")
         let both = try await ctl(["get", "--proxy", other.url, "--no-proxy", http.url("/c"), "-o", directory.file("x")])
         XCTAssertNotEqual(both.status, 0)
         XCTAssertTrue(both.stderr.contains("exclude each other"), both.stderr)

@@ -119,6 +119,33 @@ final class FileHelperTests: XCTestCase {
         XCTAssertTrue(status.contains("Groups:\t65534") || status.contains("Groups:\t\n") || status.contains("Groups:\n"), status)
     }
 
+    /// A document the user names (a `metalink` path) is opened read-only as the user: what they
+    /// may read comes back as a descriptor; what they may not, and what is no regular file, does not.
+    func testHelperOpensForReadingOnlyWhatTheUserMayRead() throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root to start a helper for another user") }
+        chmod(directory.path, 0o755)
+        let open = directory.file("open.meta4"), secret = directory.file("secret.meta4")
+        try "<metalink/>".write(toFile: open, atomically: false, encoding: .utf8)
+        try "<secret/>".write(toFile: secret, atomically: false, encoding: .utf8)
+        chmod(open, 0o644)
+        chmod(secret, 0o600)
+        let client = FileHelperClient(uid: 65534, executable: Self.helper, timeout: 10)
+        defer { client.stop() }
+        let (reply, descriptor) = try client.perform(.openForReading(path: open))
+        guard case .opened = reply, descriptor >= 0 else { return XCTFail("\(reply)") }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = read(descriptor, &buffer, buffer.count)
+        close(descriptor)
+        XCTAssertEqual(String(decoding: buffer[0..<max(0, count)], as: UTF8.self), "<metalink/>")
+        XCTAssertEqual(fcntl(descriptor, F_GETFD), -1, "closed")
+        for (path, reason) in [(secret, "Permission denied"), (directory.path, "not a regular file"), ("/dev/zero", "not a regular file")] {
+            let (refused, leaked) = try client.perform(.openForReading(path: path))
+            XCTAssertLessThan(leaked, 0)
+            guard case .failed(let error) = refused else { return XCTFail("\(path): \(refused)") }
+            XCTAssertTrue(error.message.contains(reason), "\(path): \(error.message)")
+        }
+    }
+
     func testHungHelperIsKilledAndReplaced() throws {
         let script = directory.file("hang.sh")
         try "#!/bin/sh\nexec sleep 60\n".write(toFile: script, atomically: true, encoding: .utf8)
