@@ -522,11 +522,14 @@ def section_mirrors(nginx, work, runs):
     results = {"service": [], "aria2c": [], "fastest-alone": [], "service-corrupt": [], "aria2c-corrupt": []}
     # Fetched twice counts every case: a range's connection is cut at its end with bytes in flight too.
     twice = {case: [] for case in results}
+    refetched = {"service-corrupt": []}
+    daemon_log = os.path.join(work, "mirrors", "daemon.log")
     try:
         for run in range(runs):
             for case in results:
                 target = os.path.join(shm, f"{case}.bin")
                 nginx.mirror_bytes_sent()
+                log_start = os.path.getsize(daemon_log) if os.path.exists(daemon_log) else 0
                 if case.startswith("service") and case != "fastest-alone":
                     corrupted = case == "service-corrupt"
                     name = "service.bin"
@@ -541,6 +544,11 @@ def section_mirrors(nginx, work, runs):
                     # The fastest mirror alone, four connections: what the others add.
                     wall, cpu, rss, _ = service.download(urls[0], target, {"connections": dbus.UInt32(4)})
                 sent = nginx.mirror_bytes_sent()
+                if case == "service-corrupt":
+                    # The pieces the service found corrupt and fetched again, from its log.
+                    with open(daemon_log) as f:
+                        f.seek(log_start)
+                        refetched[case].append(sum("does not match its hash" in line for line in f))
                 if not same(path, target):
                     sys.exit(f"mirrors {case}: the bytes differ")
                 os.unlink(target)
@@ -568,6 +576,8 @@ def section_mirrors(nginx, work, runs):
             versus = f"the mirrors together are {median(speed):.2f}× as fast"
         if case in ("service-corrupt", "aria2c-corrupt"):
             versus = f"fetched twice: median {median(twice[case]):.2f} MiB (runs: {', '.join(f'{v:.2f}' for v in twice[case])}; a piece is 1 MiB)"
+            if case in refetched:
+                versus += f"; pieces found corrupt: {', '.join(str(n) for n in refetched[case])}"
         else:
             versus += f"{'; ' if versus else ''}fetched twice: median {median(twice[case]):.2f} MiB"
         table.add(names[case], len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1), versus)

@@ -46,11 +46,15 @@ struct MirrorSet: Sendable {
     var active: [Int] { sources.indices.filter { sources[$0].dropped == nil } }
 
     /// The source the next request goes to, counted as one more connection; nil when every
-    /// active source's server has `perServer` connections.
-    mutating func take() -> Int? {
+    /// active source's server has `perServer` connections. On `probation` (pieces are checked), a
+    /// source no matching piece has proven yet gets one connection (one piece at a time), so a
+    /// corrupt one costs one piece; the others wait for a proof (`awaitsProof`).
+    mutating func take(probation: Bool = false) -> Int? {
         var perServerNow: [String: Int] = [:]
         for source in sources { perServerNow[source.server, default: 0] += source.connections }
-        let open = active.filter { perServerNow[sources[$0].server, default: 0] < perServer }
+        let open = active.filter {
+            perServerNow[sources[$0].server, default: 0] < perServer && !(probation && !sources[$0].proven && sources[$0].connections > 0)
+        }
         guard let chosen = open.min(by: { a, b in
             let x = sources[a], y = sources[b]
             if x.connections != y.connections { return x.connections < y.connections }
@@ -69,6 +73,11 @@ struct MirrorSet: Sendable {
         sources[index].seconds += max(0, seconds)
         // A request too short for a whole window still says how fast its source is.
         if seconds >= 0.5 { sources[index].windowSpeed = Double(max(0, bytes)) / seconds }
+    }
+
+    /// On probation, whether a source may open to more connections once a piece proves it.
+    var awaitsProof: Bool {
+        active.contains { !sources[$0].proven && sources[$0].connections > 0 }
     }
 
     /// A piece written by `indices` matched its hash.

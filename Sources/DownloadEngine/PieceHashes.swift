@@ -28,7 +28,7 @@ public struct PieceHashes: Sendable, Hashable {
         bytes.reserveCapacity(hashes.count * algorithm.hexLength / 2)
         for hash in hashes {
             let checked = try Checksum(algorithm, hex: hash.filter { !$0.isWhitespace })
-            bytes += PieceHashes.bytes(ofHex: checked.hex)
+            bytes += Hex.bytes(checked.hex.utf8) ?? []
         }
         self.algorithm = algorithm
         self.length = length
@@ -51,10 +51,7 @@ public struct PieceHashes: Sendable, Hashable {
 
     /// The digest of piece `index`, lowercase hex.
     public func hex(of index: Int) -> String {
-        digests[index * digestSize..<(index + 1) * digestSize].map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 16 ? "0" + text : text
-        }.joined()
+        Hex.string(digests[index * digestSize..<(index + 1) * digestSize])
     }
 
     /// Every digest, hex, one after another (the stored form).
@@ -69,20 +66,5 @@ public struct PieceHashes: Sendable, Hashable {
         }
         let hashes = stride(from: 0, to: utf8.count, by: size).map { String(decoding: utf8[$0..<$0 + size], as: UTF8.self) }
         try self.init(algorithm, length: length, hashes: hashes)
-    }
-
-    private static func bytes(ofHex hex: String) -> [UInt8] {
-        var result: [UInt8] = []
-        var high: UInt8?
-        for char in hex.utf8 {
-            let value = char <= 57 ? char - 48 : char - 87
-            if let first = high {
-                result.append(first << 4 | value)
-                high = nil
-            } else {
-                high = value
-            }
-        }
-        return result
     }
 }

@@ -107,7 +107,7 @@ public struct ResumeData: Sendable, Hashable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let text = Array(ResumeData.header.utf8) + [10] + Array(try encoder.encode(body))
         let mac = HMAC<SHA256>.authenticationCode(for: text, using: key)
-        return text + Array("\nhmac-sha256:".utf8) + Array(mac.map { String(format: "%02x", $0) }.joined().utf8) + [10]
+        return text + Array("\nhmac-sha256:".utf8) + Array(Hex.string(Array(mac)).utf8) + [10]
     }
 
     /// Verifies and decodes a blob made for `owner`; every failure is `InvalidResumeData` with a reason.
@@ -124,7 +124,7 @@ public struct ResumeData: Sendable, Hashable {
         }
         let prefix = Array("hmac-sha256:".utf8)
         let macLine = Array(lines[2])
-        guard macLine.starts(with: prefix), let mac = hexBytes(macLine.dropFirst(prefix.count)), mac.count == 32 else {
+        guard macLine.starts(with: prefix), let mac = Hex.bytes(macLine.dropFirst(prefix.count)), mac.count == 32 else {
             throw DownloadError.invalidResumeData("the resume data has no valid HMAC line")
         }
         let text = Array(lines[0]) + [10] + Array(lines[1])
@@ -179,26 +179,5 @@ public struct ResumeData: Sendable, Hashable {
         )
         record.segments = body.segments
         return ResumeData(record: record)
-    }
-
-    private static func hexBytes<C: Collection>(_ text: C) -> [UInt8]? where C.Element == UInt8 {
-        guard text.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        var high: UInt8?
-        for character in text {
-            let nibble: UInt8
-            switch character {
-            case 48...57: nibble = character - 48
-            case 97...102: nibble = character - 87
-            default: return nil
-            }
-            if let h = high {
-                bytes.append(h << 4 | nibble)
-                high = nil
-            } else {
-                high = nibble
-            }
-        }
-        return bytes
     }
 }

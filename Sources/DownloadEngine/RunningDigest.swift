@@ -92,9 +92,6 @@ struct RunningDigest {
                 readBack += Int64(n)
             }
         }
-        return hasher.finalize().map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 16 ? "0" + text : text
-        }.joined()
+        return Hex.string(hasher.finalize())
     }
 }

@@ -299,7 +299,14 @@ extension TransferRun {
                 }
             }
             guard !Task.isCancelled, attempt.withLockedValue({ $0.abort == nil }) else { return }
-            guard let source = takeSource(primary: url) else {
+            let probation = table.pieceLength != nil
+            guard let source = takeSource(primary: url, probation: probation) else {
+                if probation, segmentState.withLockedValue({ $0.mirrors?.awaitsProof ?? false }) {
+                    // The sources on probation have their one connection: wait for a piece to prove one.
+                    guard await sitOut(0.1, unless: { attempt.withLockedValue { $0.abort != nil } }) else { return }
+                    next = nil
+                    continue
+                }
                 // Every source's server has its connections: this one is not needed.
                 return
             }
@@ -353,7 +360,7 @@ extension TransferRun {
 
     /// The source of a connection's next request: the URL itself without mirrors (`index`
     /// nil), else the one `MirrorSet` chooses; nil when every source's server is busy.
-    private func takeSource(primary url: String) -> (url: String, index: Int?, isPrimary: Bool, proven: Bool)? {
+    private func takeSource(primary url: String, probation: Bool = false) -> (url: String, index: Int?, isPrimary: Bool, proven: Bool)? {
         let mirrors = task.record.options.mirrors
         guard !mirrors.isEmpty else { return (url, nil, true, true) }
         let perServer = configuration.maxConnectionsPerHost
@@ -361,7 +368,7 @@ extension TransferRun {
             var set = state.mirrors ?? MirrorSet(primary: url, mirrors: mirrors, perServer: perServer)
             set.follow(primary: url)
             defer { state.mirrors = set }
-            guard let index = set.take() else { return nil }
+            guard let index = set.take(probation: probation) else { return nil }
             return (set.sources[index].url, index, set.sources[index].isPrimary, set.sources[index].proven)
         }
     }

@@ -65,6 +65,19 @@ final class MirrorTests: EngineTestCase {
         XCTAssertEqual(live.sources[0].windowSpeed, 3_000_000, "a finished request's speed counts as a window")
     }
 
+    func testOnProbationASourceGetsOneConnectionUntilAPieceProvesIt() {
+        var set = MirrorSet(primary: "http://a.example/f", mirrors: ["http://b.example/f"], perServer: 4)
+        XCTAssertEqual([set.take(probation: true), set.take(probation: true)], [0, 1])
+        XCTAssertNil(set.take(probation: true), "each has its one connection")
+        XCTAssertTrue(set.awaitsProof)
+        set.proved([1])
+        XCTAssertEqual(set.take(probation: true), 1, "proven: as many as its server allows")
+        XCTAssertEqual(set.take(probation: true), 1)
+        XCTAssertEqual(set.take(), 0, "without probation, as before")
+        set.proved([0])
+        XCTAssertFalse(set.awaitsProof)
+    }
+
     // MARK: Through the engine
 
     func testRangesAreSpreadOverTheURLAndItsMirrors() async throws {
