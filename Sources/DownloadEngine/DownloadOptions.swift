@@ -71,6 +71,19 @@ public struct DownloadOptions: Sendable, Hashable {
     /// Most mirrors a task may have.
     public static let maxMirrors = 32
 
+    /// Connections for a download from the URL and `mirrors` mirrors when the caller chose none:
+    /// two to each source, at most `maxConnections`.
+    public static func connections(mirrors: Int) -> Int {
+        min(maxConnections, 2 * (1 + mirrors))
+    }
+
+    /// `existing` mirrors, then those of `urls` that are neither `primary` nor there yet, at most `maxMirrors`.
+    public static func mirrors(_ existing: [String], adding urls: [String], besides primary: String) -> [String] {
+        var result = existing
+        for url in urls where url != primary && !result.contains(url) { result.append(url) }
+        return Array(result.prefix(maxMirrors))
+    }
+
     /// Longest `title` and `description`, in bytes.
     public static let maxTextBytes = 1024
     /// Longest `metadata`, serialised as stored, in bytes.

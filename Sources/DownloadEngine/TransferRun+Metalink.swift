@@ -41,13 +41,12 @@ extension TransferRun {
         manager.report(task, { state in
             var options = state.record.options
             options.metalinkURL = url
-            let mirrors = urls.dropFirst().filter { !options.mirrors.contains($0) && $0 != primary }
-            options.mirrors = Array((options.mirrors + mirrors).prefix(DownloadOptions.maxMirrors))
+            options.mirrors = DownloadOptions.mirrors(options.mirrors, adding: urls, besides: primary)
             if options.checksum == nil { options.checksum = file.strongestChecksum }
             options.pieces = pieces
-            if (options.connections == 1) && !options.mirrors.isEmpty {
+            if options.connections == 1 && !options.mirrors.isEmpty {
                 // Spread over every source, as a Start with the document would be.
-                options.connections = min(DownloadOptions.maxConnections, 2 * (1 + options.mirrors.count))
+                options.connections = DownloadOptions.connections(mirrors: options.mirrors.count)
             }
             state.record.options = options
             state.record.url = primary

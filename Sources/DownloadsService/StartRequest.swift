@@ -63,7 +63,7 @@ enum StartRequest {
                 return seen.insert(url).inserted ? url : nil
             }
             // Spread over every source unless the caller chose: two connections to each, up to 16.
-            if options.connections == nil { result.connections = min(DownloadOptions.maxConnections, 2 * (1 + result.mirrors.count)) }
+            if options.connections == nil { result.connections = DownloadOptions.connections(mirrors: result.mirrors.count) }
         }
         if let connections = options.connections { result.connections = Int(connections) }
         if let use = options.useMetalinkHeaders { result.useMetalinkHeaders = use }
@@ -107,9 +107,7 @@ enum StartRequest {
         }
         var options = options
         let primary = url.isEmpty ? urls[0] : url
-        var mirrors = options.mirrors ?? []
-        for candidate in urls where candidate != primary && !mirrors.contains(candidate) { mirrors.append(candidate) }
-        options.mirrors = Array(mirrors.prefix(DownloadOptions.maxMirrors))
+        options.mirrors = DownloadOptions.mirrors(options.mirrors ?? [], adding: urls, besides: primary)
         if options.checksum == nil && options.sha256 == nil {
             options.checksum = file.strongestChecksum?.text
         }
