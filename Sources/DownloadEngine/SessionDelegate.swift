@@ -116,10 +116,10 @@ public final class SessionDelegate: Sendable {
         }
     }
 
-    /// After a task's last event of a step: asks `isIdle` on the queue, then tells observers.
-    func sessionMayBeIdle(_ task: DownloadTask, _ session: SessionID, isIdle: @escaping @Sendable () -> Bool) {
+    /// `task` left its session with nothing active: observers hear it on the task's queue,
+    /// after the task's events.
+    func sessionBecameIdle(_ task: DownloadTask, _ session: SessionID) {
         task.events.async { [self] in
-            guard isIdle() else { return }
             for observer in all { observer.sessionDidFinishEvents(session) }
         }
     }
