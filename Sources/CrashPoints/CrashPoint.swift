@@ -22,8 +22,8 @@ public enum CrashPoint: String, CaseIterable, Sendable {
     case published = "published"
     /// Inside the newest schema migration's transaction (a fresh state directory runs them all).
     case migrating = "migrating"
-    /// A task's end is saved (its session has ends to report); the pending completion call it
-    /// causes is not written yet.
+    /// A session's last end is saved with the completion call it makes due; `EventsFinished`
+    /// has not gone out for it yet.
     case endedUnreported = "ended-unreported"
     /// The completion handler answered; the pending call is not removed yet (the one duplicate).
     case completionAnswered = "completion-answered"

@@ -121,6 +121,13 @@ extension DownloadStore {
                 try db.execute(sql: "UPDATE task SET options = ? WHERE id = ?", arguments: [String(decoding: data, as: UTF8.self), id])
             }
         })
+        // The pending completion a task's end makes due is written in the end's own transaction;
+        // `announced` says whether `EventsFinished` went out for it (rows from before: yes).
+        migrator.registerMigration("v7-completion-announced", migrate: Self.crashable { db in
+            try db.alter(table: "pendingCompletion") { t in
+                t.add(column: "announced", .boolean).notNull().defaults(to: true)
+            }
+        })
         return migrator
     }
 

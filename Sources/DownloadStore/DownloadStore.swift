@@ -99,11 +99,13 @@ public final class DownloadStore: Sendable {
 
     /// Saves what the engine knows of a task now (state, durable offset, validator, options…).
     /// When the task has just ended, its session counts it towards the next completion call,
-    /// in the same transaction.
+    /// in the same transaction; and when this change leaves the session with nothing active
+    /// (`sessionIdle`: the engine says so, and the rows agree), the completion call it makes due
+    /// is written in that transaction too, so no kill can come between the end and the call.
     /// `options`: whether the options changed (they are encoded only then: a save per state
     /// change and checkpoint is the per-task cost of every download, see Benchmarks/RESULTS.md).
     /// Cached statements, no row fetched: about a fifth of the CPU the record round trip took.
-    public func save(_ record: DownloadTaskRecord, options: Bool = true, mayUseReserve: Bool = true) throws {
+    public func save(_ record: DownloadTaskRecord, options: Bool = true, mayUseReserve: Bool = true, sessionIdle: Bool = false) throws {
         let encodedOptions = options ? try TaskRow.encode(record.options) : nil
         let now = Date()
         try write(mayUseReserve: mayUseReserve) { db in
@@ -131,7 +133,28 @@ public final class DownloadStore: Sendable {
             guard db.changesCount > 0 else { return }
             try DownloadStore.saveSegments(record, db)
             if record.segments?.isEmpty == false { CrashPoint.segmentsSaving.reached() }
+            if sessionIdle && !record.state.isActive {
+                let active = try Bool.fetchOne(db, sql: """
+                    SELECT EXISTS (SELECT 1 FROM task WHERE ownerUID = ? AND session = ? AND state IN ('queued', 'running', 'retrying'))
+                    """, arguments: [Int64(record.owner), record.session]) ?? true
+                if !active { try DownloadStore.makeCompletionDue(record.sessionID, db) }
+            }
         }
+    }
+
+    /// Turns the ends a session counts into a pending completion call, to be announced
+    /// (`EventsFinished`) and made: the counter goes back to zero; an undelivered call stays one
+    /// call, announced again. Returns whether there were ends to count.
+    @discardableResult
+    private static func makeCompletionDue(_ session: SessionID, _ db: Database) throws -> Bool {
+        try db.cachedStatement(sql: "UPDATE session SET endedSinceCall = 0 WHERE ownerUID = ? AND name = ? AND endedSinceCall > 0")
+            .execute(arguments: [Int64(session.owner), session.name])
+        guard db.changesCount > 0 else { return false }
+        try db.cachedStatement(sql: """
+            INSERT INTO pendingCompletion (ownerUID, session, createdAt, announced) VALUES (?, ?, ?, 0)
+            ON CONFLICT (ownerUID, session) DO UPDATE SET announced = 0
+            """).execute(arguments: [Int64(session.owner), session.name, Date()])
+        return true
     }
 
     /// Every readable task in id order, the rows that are not (kept in the database as they
@@ -188,22 +211,27 @@ public final class DownloadStore: Sendable {
 
     // MARK: Sessions and completion handlers
 
-    /// The session has nothing left to do. If any task ended since the last call, this is a
-    /// transition: a completion call becomes pending (exactly one per transition).
-    /// Returns whether it was a transition, and whether a call is pending now.
+    /// The session has nothing left to do. Ends it still counts (the engine and the rows
+    /// disagreed when they were saved) become a pending completion call now; a pending call not
+    /// yet announced is a transition (`EventsFinished` goes out once per transition), marked
+    /// announced here. Returns whether it was a transition, and whether a call is pending now.
     public func sessionBecameIdle(_ session: SessionID) throws -> (transition: Bool, pending: Bool) {
         try write { db in
-            let key: [String: any DatabaseValueConvertible] = ["ownerUID": Int64(session.owner), "name": session.name]
-            guard var row = try SessionRow.fetchOne(db, key: key) else { return (false, false) }
-            let transition = row.endedSinceCall > 0
-            if transition {
-                row.endedSinceCall = 0
-                try row.update(db)
-                try PendingCompletionRow(ownerUID: Int64(session.owner), session: session.name, createdAt: Date())
-                    .insert(db, onConflict: .ignore)
-            }
-            let pending = try PendingCompletionRow.fetchOne(db, key: DownloadStore.pendingKey(session)) != nil
-            return (transition, pending)
+            try DownloadStore.makeCompletionDue(session, db)
+            guard let row = try PendingCompletionRow.fetchOne(db, key: DownloadStore.pendingKey(session)) else { return (false, false) }
+            guard !row.announced else { return (false, true) }
+            try db.cachedStatement(sql: "UPDATE pendingCompletion SET announced = 1 WHERE ownerUID = ? AND session = ?")
+                .execute(arguments: [Int64(session.owner), session.name])
+            return (true, true)
+        }
+    }
+
+    /// Sessions with a pending completion call whose `EventsFinished` did not go out (a kill
+    /// came between the end that made it due and its announcement).
+    public func unannouncedCompletions() throws -> [SessionID] {
+        try database.read { db in
+            try PendingCompletionRow.filter(Column("announced") == false).fetchAll(db)
+                .map { SessionID(owner: UInt32($0.ownerUID), name: $0.session) }
         }
     }
 

@@ -6,4 +6,6 @@ struct PendingCompletionRow: Codable, FetchableRecord, PersistableRecord {
     var ownerUID: Int64
     var session: String
     var createdAt: Date
+    /// `EventsFinished` went out for it (the service announces a new one once).
+    var announced: Bool
 }

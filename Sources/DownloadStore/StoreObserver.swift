@@ -16,10 +16,18 @@ public final class StoreObserver: DownloadObserver {
     private let logger: Logger
     private let failures = NIOLockedValueBox([UInt64: StoreError]())
     private let checkpointFailed: @Sendable (TaskSnapshot, StoreError) -> Void
+    private let sessionIsIdle: @Sendable (SessionID) -> Bool
 
-    public init(store: DownloadStore, logger: Logger, checkpointFailed: @escaping @Sendable (TaskSnapshot, StoreError) -> Void = { _, _ in }) {
+    /// `sessionIsIdle`: whether the engine has nothing queued, running or retrying in a session
+    /// (asked when a task stops being active, so its end and the completion call it makes due are
+    /// one transaction).
+    public init(
+        store: DownloadStore, logger: Logger, sessionIsIdle: @escaping @Sendable (SessionID) -> Bool = { _ in false },
+        checkpointFailed: @escaping @Sendable (TaskSnapshot, StoreError) -> Void = { _, _ in }
+    ) {
         self.store = store
         self.logger = logger
+        self.sessionIsIdle = sessionIsIdle
         self.checkpointFailed = checkpointFailed
     }
 
@@ -46,7 +54,8 @@ public final class StoreObserver: DownloadObserver {
     }
 
     public func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {
-        write("save", task.id) { try store.save(task.record, options: false) }
+        let idle = !state.isActive && sessionIsIdle(task.record.sessionID)
+        write("save", task.id) { try store.save(task.record, options: false, sessionIdle: idle) }
     }
 
     public func taskDidChangeOptions(_ task: TaskSnapshot) {

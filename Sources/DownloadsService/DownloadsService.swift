@@ -57,7 +57,9 @@ public final class DownloadsService: Sendable {
         self.store = store
         // A running task whose checkpoint cannot be recorded is paused (with its resume data)
         // instead of racing on: a crash would cost everything since the last record.
-        self.storeObserver = StoreObserver(store: store, logger: logger) { [engine, logger] task, failure in
+        self.storeObserver = StoreObserver(
+            store: store, logger: logger, sessionIsIdle: { [engine] session in !engine.hasActiveTasks(in: session) }
+        ) { [engine, logger] task, failure in
             logger.warning("task \(task.id) paused: its checkpoint could not be recorded: \(failure)")
             Task { _ = try? await engine.pause(task.id) }
         }
@@ -88,10 +90,13 @@ public final class DownloadsService: Sendable {
         }
         try await connection.requestName(DownloadsAPI.busName)
         startTimers()
-        // A task's end and the completion call it causes are two steps (the end is saved with
-        // the session's count on the task's queue, the call made pending when the session is
-        // idle): a kill between them is finished here, before any task runs again.
-        for session in try store.sessionsWithUnreportedEnds() where !engine.hasActiveTasks(in: session) {
+        // A session's last end and the completion call it makes due are one transaction; its
+        // announcement (`EventsFinished`) follows it, and a kill between them is finished here,
+        // before any task runs again. Ends still counted (their saves raced with another task's
+        // and left the call to the idle step) are made due here too.
+        var due = try store.sessionsWithUnreportedEnds()
+        for session in try store.unannouncedCompletions() where !due.contains(session) { due.append(session) }
+        for session in due where !engine.hasActiveTasks(in: session) {
             logger.info("session \(LogText.escaped(session.description)): tasks ended before the last stop; its completion is due")
             sessionBecameIdle(session)
         }

@@ -178,6 +178,53 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertFalse(try store.isPending(SessionID(owner: 1001, name: "photos")), "another user's session is another session")
     }
 
+    /// The last end of a session and the completion call it makes due are one transaction; the
+    /// call is announced (`EventsFinished`) once, by the idle step after it.
+    func testTheLastEndMakesItsCompletionCallDueInItsOwnTransaction() throws {
+        let store = try DownloadStore(DatabaseQueue(path: path))
+        let session = SessionID(owner: 1000, name: "photos")
+        try store.insertTask(record(1))
+        try store.insertTask(record(2) { $0.state = .running })
+        // The engine says idle, but the rows still hold task 2 running (its save is on its way):
+        // the end is counted, no call yet.
+        try store.save(record(1) { $0.state = .finished }, sessionIdle: true)
+        XCTAssertFalse(try store.isPending(session))
+        XCTAssertEqual(try store.sessionsWithUnreportedEnds(), [session])
+        // Task 2's end, the last: the count of both becomes the call, in the end's transaction.
+        try store.save(record(2) { $0.state = .failed }, sessionIdle: true)
+        XCTAssertTrue(try store.isPending(session))
+        XCTAssertEqual(try store.sessionsWithUnreportedEnds(), [], "nothing left to count")
+        XCTAssertEqual(try store.unannouncedCompletions(), [session], "what a kill here leaves: announced at the next start")
+        let idle = try store.sessionBecameIdle(session)
+        XCTAssertEqual([idle.transition, idle.pending], [true, true], "announced once")
+        XCTAssertEqual(try store.unannouncedCompletions(), [])
+        XCTAssertEqual(try store.sessionBecameIdle(session).transition, false)
+        // A pause that leaves the session idle with an end counted makes the call due too, and a
+        // call still pending is announced again for the new end (still one call).
+        try store.insertTask(record(3))
+        try store.save(record(3) { $0.state = .finished })
+        try store.insertTask(record(4) { $0.state = .running })
+        try store.save(record(4) { $0.state = .paused }, sessionIdle: true)
+        XCTAssertEqual(try store.unannouncedCompletions(), [session])
+        XCTAssertEqual(try store.sessionBecameIdle(session).transition, true)
+        try store.completionDelivered(session)
+        XCTAssertFalse(try store.isPending(session))
+    }
+
+    func testMigrationV7KeepsAPendingCallAsAnnounced() throws {
+        let queue = try DatabaseQueue(path: path)
+        try DownloadStore.migrator.migrate(queue, upTo: "v6-checksum-option")
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO session (ownerUID, name, endedSinceCall) VALUES (1000, 'old', 0)")
+            try db.execute(sql: "INSERT INTO pendingCompletion (ownerUID, session, createdAt) VALUES (1000, 'old', '2026-01-01 00:00:00')")
+        }
+        let store = try DownloadStore(queue)
+        let session = SessionID(owner: 1000, name: "old")
+        XCTAssertTrue(try store.isPending(session))
+        XCTAssertEqual(try store.unannouncedCompletions(), [], "a call pending before the migration was announced then")
+        XCTAssertEqual(try store.sessionBecameIdle(session).transition, false)
+    }
+
     func testTheStoreObserverWritesWhatTheEngineReports() throws {
         let store = try DownloadStore(DatabaseQueue(path: path))
         let observer = StoreObserver(store: store, logger: .init(label: "test"))

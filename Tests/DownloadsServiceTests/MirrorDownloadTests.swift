@@ -233,10 +233,12 @@ final class MirrorDownloadTests: DaemonTestCase {
         XCTAssertTrue(log.contains("\(urls[2]) dropped: it served a corrupt piece"), log)
         XCTAssertFalse(log.contains("ChecksumMismatch"), "the whole file was never fetched again")
         // What the corrupt mirror sent is all that was fetched twice: one piece (a mirror not yet
-        // proven by a matching piece has one connection, fetching one piece at a time).
+        // proven by a matching piece has one connection, fetching one piece at a time). Beside it,
+        // a response cut at its range's end may have had up to two of the server's chunks (rate/20
+        // bytes each) counted as sent; a second corrupt piece (256 KiB) would not fit.
         let served = ([http!] + mirrors).map { $0.requests.reduce(0) { $0 + $1.bodyBytesSent } }
         XCTAssertGreaterThan(served[2], 0, "the corrupt mirror served ranges: \(served)")
-        XCTAssertLessThanOrEqual(served.reduce(0, +) - content.count, Self.pieceLength, "bytes fetched twice: \(served)")
+        XCTAssertLessThanOrEqual(served.reduce(0, +) - content.count, Self.pieceLength + 150_000, "bytes fetched twice: \(served)")
     }
 
     func testAPieceNoSourceServesRightFailsTheTaskKeepingTheVerifiedPieces() async throws {
