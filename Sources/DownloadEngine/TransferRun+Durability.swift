@@ -166,7 +166,9 @@ extension TransferRun {
             resetDurable(.version)
             throw error
         }
-        manager.logger.info("task \(task.id) finished: \(length) bytes, \(checkpoints.withLockedValue { $0 }) checkpoint(s) in its last run")
+        let again = piecesFetchedAgain
+        let pieces = again.pieces > 0 ? ", \(again.pieces) corrupt piece(s) fetched again (\(again.bytes) bytes)" : ""
+        manager.logger.info("task \(task.id) finished: \(length) bytes, \(checkpoints.withLockedValue { $0 }) checkpoint(s) in its last run\(pieces)")
         finished(at: destination, length: length)
     }
 

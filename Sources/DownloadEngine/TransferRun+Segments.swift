@@ -77,6 +77,14 @@ extension TransferRun {
         manager.settleOnOneStream(task)
     }
 
+    /// The source a connection's next request goes to (`index` nil without mirrors).
+    typealias TakenSource = (url: String, index: Int?, isPrimary: Bool, proven: Bool)
+
+    /// Pieces that failed their hash in this run and their bytes (for the log line at the end).
+    var piecesFetchedAgain: (pieces: Int, bytes: Int64) {
+        segmentState.withLockedValue { ($0.piecesRefetched, $0.bytesRefetched) }
+    }
+
     /// What a segmented attempt shares between its connections.
     private struct Attempt {
         /// Set by the first connection that ends them all.
@@ -353,14 +361,14 @@ extension TransferRun {
 
     /// Whether a range request to `source` carries `If-Range`: to the source the validator came
     /// from (the URL itself, unless its first request went to a mirror), never to another.
-    private func sendsValidator(to source: (url: String, index: Int?, isPrimary: Bool, proven: Bool)) -> Bool {
+    private func sendsValidator(to source: TakenSource) -> Bool {
         guard let from = segmentState.withLockedValue({ $0.validatorSource }) else { return source.isPrimary }
         return MirrorSet.server(of: source.url) == from
     }
 
     /// The source of a connection's next request: the URL itself without mirrors (`index`
     /// nil), else the one `MirrorSet` chooses; nil when every source's server is busy.
-    private func takeSource(primary url: String, probation: Bool = false) -> (url: String, index: Int?, isPrimary: Bool, proven: Bool)? {
+    private func takeSource(primary url: String, probation: Bool = false) -> TakenSource? {
         let mirrors = task.record.options.mirrors
         guard !mirrors.isEmpty else { return (url, nil, true, true) }
         let perServer = configuration.maxConnectionsPerHost

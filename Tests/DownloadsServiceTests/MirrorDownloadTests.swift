@@ -232,6 +232,7 @@ final class MirrorDownloadTests: DaemonTestCase {
         XCTAssertTrue(log.contains("does not match its hash; fetching it again"), log)
         XCTAssertTrue(log.contains("\(urls[2]) dropped: it served a corrupt piece"), log)
         XCTAssertFalse(log.contains("ChecksumMismatch"), "the whole file was never fetched again")
+        XCTAssertTrue(log.contains("1 corrupt piece(s) fetched again (262144 bytes)"), log)
         // What the corrupt mirror sent is all that was fetched twice: one piece (a mirror not yet
         // proven by a matching piece has one connection, fetching one piece at a time). Beside it,
         // a response cut at its range's end may have had up to two of the server's chunks (rate/20
