@@ -115,6 +115,17 @@ public final class DownloadSession: Sendable {
         return makeTask(.url(url.absoluteString, destination: destination, options: options))
     }
 
+    /// A new, suspended task downloading the file a Metalink v4 document describes (the bytes of
+    /// a `.meta4`) from all its URLs, each piece checked against its hash when the document has
+    /// them, the whole file against its strongest hash. `resume()` starts it.
+    public func downloadTask(withMetalink document: Data, to destination: String, options: TaskOptions = TaskOptions()) -> BackgroundDownloadTask {
+        var options = options
+        options.session = configuration.identifier
+        options.metalink = Array(document)
+        if configuration.isDiscretionary && options.background == nil { options.background = true }
+        return makeTask(.url("", destination: destination, options: options))
+    }
+
     /// A suspended task that continues from resume data (`downloadTask(withResumeData:)`).
     public func downloadTask(withResumeData data: Data, options: TaskOptions = TaskOptions()) -> BackgroundDownloadTask {
         makeTask(.resumeData(data, options: options))

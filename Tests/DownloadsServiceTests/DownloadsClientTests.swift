@@ -72,6 +72,29 @@ final class DownloadsClientTests: DaemonTestCase {
         XCTAssertEqual(status.session, "app")
     }
 
+    func testAMetalinkDocumentIsATaskOfItsOwn() async throws {
+        let content = Self.content(600_000, seed: 3)
+        http.set("/m.iso", Route(content: content))
+        let document = """
+            <?xml version="1.0"?>
+            <metalink xmlns="urn:ietf:params:xml:ns:metalink"><file name="m.iso">
+              <hash type="sha-256">\(Self.sha256(content))</hash>
+              <url priority="1">\(http.url("/m.iso"))</url>
+            </file></metalink>
+            """
+        let recorder = Recorder()
+        let session = try await session("meta", delegate: recorder)
+        defer { session.invalidate() }
+        let task = session.downloadTask(withMetalink: Data(document.utf8), to: directory.file("m.iso"))
+        try await task.resume()
+        let id = try XCTUnwrap(task.taskIdentifier)
+        try await waitUntil { recorder.all.contains("complete \(id) ok") }
+        XCTAssertTrue(recorder.all.contains("finish \(id) \(directory.file("m.iso"))"), "\(recorder.all)")
+        XCTAssertEqual(sha256(ofFile: directory.file("m.iso")), Self.sha256(content))
+        let status = try await task.status()
+        XCTAssertEqual(status.url, http.url("/m.iso"), "the document's URL is the task's")
+    }
+
     func testADiscretionarySessionStartsBackgroundTasks() async throws {
         http.set("/d", Route(content: Self.content(20_000)))
         var configuration = DownloadSession.Configuration.background(identifier: "updates")
