@@ -9,11 +9,15 @@ public struct DownloadRequest: Sendable, Hashable {
     public var options: DownloadOptions
     /// The finished file's mode (from the caller's umask); nil leaves it 0600.
     public var fileMode: UInt32?
+    /// The file's name in a destination directory when the caller's description gives one (a
+    /// Metalink document's, already made safe); nil: the response names it.
+    public var fileName: String?
 
     public init(
         owner: UInt32, session: String, url: String, destination: String, destinationIsDirectory: Bool,
-        options: DownloadOptions = DownloadOptions(), fileMode: UInt32? = nil
+        options: DownloadOptions = DownloadOptions(), fileMode: UInt32? = nil, fileName: String? = nil
     ) {
+        self.fileName = fileName
         self.owner = owner
         self.session = session
         self.url = url

@@ -64,6 +64,9 @@ public struct DownloadTaskRecord: Sendable, Hashable {
             destinationIsDirectory: request.destinationIsDirectory, options: request.options
         )
         fileMode = request.fileMode
+        if request.destinationIsDirectory, let name = request.fileName {
+            resolvedPath = FilePaths.join(request.destination, name)
+        }
     }
 
     public var sessionID: SessionID { SessionID(owner: owner, name: session) }

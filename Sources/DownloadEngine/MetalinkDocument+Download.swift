@@ -23,6 +23,12 @@ extension MetalinkDocument.File {
         }
     }
 
+    /// Its `name` as the file to create in a destination directory: the last component, made safe
+    /// as a server's name is (`HTTPHeaderRules.sanitize`); nil when nothing usable is left.
+    public var fileName: String? {
+        HTTPHeaderRules.sanitize(String(name.split(separator: "/").last ?? ""))
+    }
+
     /// Its strongest hash of a type known here (`Checksum.Algorithm.strongestFirst`).
     public var strongestChecksum: Checksum? {
         let given = hashes.compactMap { hash in

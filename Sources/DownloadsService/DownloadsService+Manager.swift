@@ -127,7 +127,7 @@ extension DownloadsService {
             asked.metalink = try await readMetalink(path, owner: owner)
             asked.metalinkPath = nil
         }
-        let (given, options, pieces) = try StartRequest.applyingMetalink(url, asked)
+        let (given, options, pieces, fileName) = try StartRequest.applyingMetalink(url, asked)
         let url = try StartRequest.checkURL(given)
         let destination = try StartRequest.checkDestination(destination)
         var engineOptions = try StartRequest.downloadOptions(options)
@@ -148,7 +148,7 @@ extension DownloadsService {
         }
         let snapshot = try engine.create(DownloadRequest(
             owner: owner, session: session, url: url, destination: destination,
-            destinationIsDirectory: isDirectory, options: engineOptions, fileMode: fileMode
+            destinationIsDirectory: isDirectory, options: engineOptions, fileMode: fileMode, fileName: fileName
         ))
         // The reply names the task only once the store holds it; one the store could not take
         // is taken back, so nothing runs that a restart would not know.

@@ -84,12 +84,12 @@ enum StartRequest {
 
     /// A Start with a `metalink` document: the URL (when `url` is empty) and the mirrors are its
     /// file's http(s) URLs by priority, and its strongest hash is the checksum unless one is
-    /// given; its piece hashes (of a hash type known here) are checked as pieces complete. One
-    /// file per task.
+    /// given; its piece hashes (of a hash type known here) are checked as pieces complete; its
+    /// name names the file in a destination directory. One file per task.
     static func applyingMetalink(
         _ url: String, _ options: TaskOptions
-    ) throws -> (url: String, options: TaskOptions, pieces: PieceHashes?) {
-        guard let bytes = options.metalink else { return (url, options, nil) }
+    ) throws -> (url: String, options: TaskOptions, pieces: PieceHashes?, fileName: String?) {
+        guard let bytes = options.metalink else { return (url, options, nil, nil) }
         let document: MetalinkDocument
         do {
             document = try MetalinkDocument.parse(bytes)
@@ -113,7 +113,7 @@ enum StartRequest {
         }
         options.metalink = nil
         do throws(Checksum.Invalid) {
-            return (primary, options, try file.pieceHashes())
+            return (primary, options, try file.pieceHashes(), file.fileName)
         } catch {
             throw DownloadsErrorName.invalidArgument.error(error.message)
         }

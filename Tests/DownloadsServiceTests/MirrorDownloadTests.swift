@@ -333,12 +333,18 @@ final class MirrorDownloadTests: DaemonTestCase {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let task = try await start(http.url("/f.meta4"), folder)
         try await waitState(task, ["finished"])
-        XCTAssertEqual(sha256(ofFile: folder + "/f.iso"), Self.sha256(content), "the file the document describes, named by its URL")
+        XCTAssertEqual(sha256(ofFile: folder + "/p.iso"), Self.sha256(content), "the file the document describes, under its name")
         let url = try await property(task, "URL")
         XCTAssertEqual(url?.stringValue, urls[0], "the document's first URL is the task's now (a restart goes there)")
         XCTAssertTrue(ranged.allSatisfy { $0 > 0 }, "the document's mirrors served ranges: \(ranged)")
         let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
         XCTAssertTrue(log.contains("is a Metalink document: \(urls[0]) and 2 mirror(s), 24 piece hashes"), log)
+
+        // The same document given at Start, into a directory: the document's name again (made
+        // unique beside the first).
+        let byBytes = try await start("", folder, ["metalink": .bytes(document)])
+        try await waitState(byBytes, ["finished"])
+        XCTAssertEqual(sha256(ofFile: folder + "/p (1).iso"), Self.sha256(content))
 
         // Taken literally without use_metalink_headers: the document is the download.
         let literal = try await start(http.url("/f.meta4"), directory.file("literal.meta4"), ["use_metalink_headers": .boolean(false)])
