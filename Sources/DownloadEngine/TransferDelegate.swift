@@ -200,7 +200,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         let decision = ResponseDecision.decide(
             status: status, reason: head.status.reasonPhrase, headers: head.headers, requestedOffset: requestedOffset,
             knownLength: knownLength, validator: validator, retryAfterCap: retryAfterCap, ranged: ranged,
-            segment: segment != nil, followsMetalink: followsMetalink && segment == nil
+            segment: segment != nil, followsMetalink: followsMetalink
         )
         var start: Int64 = 0
         if case .write(let offset, _, let expected, _) = decision {

@@ -135,12 +135,15 @@ public final class DownloadStore: Sendable {
             if record.segments?.isEmpty == false { CrashPoint.segmentsSaving.reached() }
             if sessionIdle && !record.state.isActive {
                 let active = try Bool.fetchOne(db, sql: """
-                    SELECT EXISTS (SELECT 1 FROM task WHERE ownerUID = ? AND session = ? AND state IN ('queued', 'running', 'retrying'))
+                    SELECT EXISTS (SELECT 1 FROM task WHERE ownerUID = ? AND session = ? AND state IN \(DownloadStore.activeStates))
                     """, arguments: [Int64(record.owner), record.session]) ?? true
                 if !active { try DownloadStore.makeCompletionDue(record.sessionID, db) }
             }
         }
     }
+
+    /// `DownloadState.isActive` as an SQL list: `('queued', 'running', 'retrying')`.
+    private static let activeStates = "(" + DownloadState.allCases.filter(\.isActive).map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
 
     /// Turns the ends a session counts into a pending completion call, to be announced
     /// (`EventsFinished`) and made: the counter goes back to zero; an undelivered call stays one
