@@ -13,6 +13,9 @@ public final class DownloadStore: Sendable {
     public let reserve: StorageReserve?
     /// Where the database lives, for messages.
     public let directory: String
+    /// The engine's saves (inserts, state changes, checkpoints), committed together when they
+    /// arrive together.
+    private let saves: CommitGroup
 
     /// Opens (creating) `path` as a WAL database; fails with a readable error if it cannot.
     public convenience init(path: String) throws {
@@ -28,6 +31,9 @@ public final class DownloadStore: Sendable {
         self.database = database
         self.reserve = reserve
         self.directory = directory
+        saves = CommitGroup(database: database) { mayUseReserve, body in
+            try DownloadStore.write(database, reserve: reserve, directory: directory, mayUseReserve: mayUseReserve, body)
+        }
         try DownloadStore.migrator.migrate(database)
         _ = reserve?.ensure()
     }
@@ -52,6 +58,16 @@ public final class DownloadStore: Sendable {
     /// tried once more; if it fails again, a `StoreError` with `isStorageFull`. Checkpoints do not
     /// use the reserve: it is kept for the state changes (a pause, a failure) that follow.
     func write<T>(mayUseReserve: Bool = true, _ body: (Database) throws -> T) throws -> T {
+        try DownloadStore.write(database, reserve: reserve, directory: directory, mayUseReserve: mayUseReserve, body)
+    }
+
+    private static func write<T>(
+        _ database: any DatabaseWriter, reserve: StorageReserve?, directory: String, mayUseReserve: Bool,
+        _ body: (Database) throws -> T
+    ) throws -> T {
+        func full(_ error: DatabaseError) -> StoreError {
+            StoreError("the state directory \(directory) is full (\(error.message ?? "SQLITE_FULL"))", storageFull: true)
+        }
         do {
             return try database.write(body)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
@@ -62,10 +78,6 @@ public final class DownloadStore: Sendable {
                 throw full(again)
             }
         }
-    }
-
-    private func full(_ error: DatabaseError) -> StoreError {
-        StoreError("the state directory \(directory) is full (\(error.message ?? "SQLITE_FULL"))", storageFull: true)
     }
 
     public static var configuration: Configuration {
@@ -81,7 +93,7 @@ public final class DownloadStore: Sendable {
     /// Cached statements, as `save`: one insert per Start.
     public func insertTask(_ record: DownloadTaskRecord) throws {
         let row = try TaskRow(record: record)
-        try write { db in
+        try saves.write(mayUseReserve: true) { db in
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO session (ownerUID, name, endedSinceCall) VALUES (?, ?, 0)")
                 .execute(arguments: [row.ownerUID, row.session])
             try db.cachedStatement(sql: """
@@ -91,7 +103,8 @@ public final class DownloadStore: Sendable {
                 """).execute(arguments: [
                 row.id, row.ownerUID, row.session, row.url, row.finalURL, row.destination, row.destinationIsDirectory,
                 row.resolvedPath, row.state, row.durableOffset, row.expectedLength, row.validator, row.options, row.errorName,
-                row.errorMessage, row.partialDevice, row.partialInode, row.fileMode, row.createdAt, row.updatedAt, row.endedAt,
+                row.errorMessage, row.partialDevice, row.partialInode, row.fileMode, StoredTime.text(row.createdAt),
+                StoredTime.text(row.updatedAt), row.endedAt.map(StoredTime.text),
             ])
             try DownloadStore.saveSegments(record, db)
         }
@@ -107,8 +120,8 @@ public final class DownloadStore: Sendable {
     /// Cached statements, no row fetched: about a fifth of the CPU the record round trip took.
     public func save(_ record: DownloadTaskRecord, options: Bool = true, mayUseReserve: Bool = true, sessionIdle: Bool = false) throws {
         let encodedOptions = options ? try TaskRow.encode(record.options) : nil
-        let now = Date()
-        try write(mayUseReserve: mayUseReserve) { db in
+        let now = StoredTime.now
+        try saves.write(mayUseReserve: mayUseReserve) { db in
             let id = Int64(record.id)
             if record.state.isTerminal {
                 // Counted once, when the task ends (its endedAt is still empty), in the same transaction.
@@ -156,7 +169,7 @@ public final class DownloadStore: Sendable {
         try db.cachedStatement(sql: """
             INSERT INTO pendingCompletion (ownerUID, session, createdAt, announced) VALUES (?, ?, ?, 0)
             ON CONFLICT (ownerUID, session) DO UPDATE SET announced = 0
-            """).execute(arguments: [Int64(session.owner), session.name, Date()])
+            """).execute(arguments: [Int64(session.owner), session.name, StoredTime.now])
         return true
     }
 

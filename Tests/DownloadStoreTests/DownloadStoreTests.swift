@@ -155,6 +155,22 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(left, 0, "a task's ranges go with it")
     }
 
+    func testDatesAreWrittenAsGRDBWritesThemAndReadBack() throws {
+        var dates = [0, 0.0004, 0.0005, 0.9996, 59.9999, -1.5, -0.0004, 951_782_400, 1_700_000_000.1239, 253_402_300_799.999]
+            .map { Date(timeIntervalSince1970: $0) }
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            dates.append(Date(timeIntervalSince1970: Double.random(in: -2e9...4e9, using: &generator)))
+        }
+        dates.append(Date())
+        for date in dates {
+            let ours = StoredTime.text(date)
+            XCTAssertEqual(ours, date.databaseValue, "\(date.timeIntervalSince1970)")
+            let read = try XCTUnwrap(Date.fromDatabaseValue(ours))
+            XCTAssertEqual(read.timeIntervalSince1970, date.timeIntervalSince1970, accuracy: 0.0005001)
+        }
+    }
+
     func testIdsAreNeverGivenTwiceEvenAfterRemoval() throws {
         let store = try DownloadStore(DatabaseQueue(path: path))
         try store.insertTask(record(41))

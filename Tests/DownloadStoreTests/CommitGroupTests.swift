@@ -1,0 +1,135 @@
+@testable import DownloadStore
+import Foundation
+import GRDB
+import TestSupport
+import XCTest
+
+/// Group commit on a real SQLite file in WAL mode (a `DatabasePool`, as the daemon opens it).
+final class CommitGroupTests: XCTestCase {
+    var directory: TemporaryDirectory!
+    var pool: DatabasePool!
+
+    override func setUp() async throws {
+        directory = try TemporaryDirectory(prefix: "commit-group-test")
+        pool = try DatabasePool(path: directory.file("group.sqlite"))
+        try await pool.write { db in try db.execute(sql: "CREATE TABLE item (n INTEGER PRIMARY KEY)") }
+    }
+
+    override func tearDown() async throws {
+        try? pool?.close()
+        directory?.remove()
+    }
+
+    func rows() throws -> [Int] {
+        try pool.read { db in try Int.fetchAll(db, sql: "SELECT n FROM item ORDER BY n") }
+    }
+
+    /// Writes that arrive while a transaction is being committed are committed together in the
+    /// next one, and each caller returns only once its own row is there.
+    func testWritesThatWaitedAreCommittedInOneTransaction() throws {
+        let pool = self.pool!
+        let group = CommitGroup(database: pool) { _, body in try pool.write(body) }
+        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        let visibleOnReturn = Locked([Int: Bool]())
+        func save(_ n: Int, hold: Bool = false) {
+            done.enter()
+            Thread.detachNewThread {
+                defer { done.leave() }
+                do {
+                    try group.write(mayUseReserve: true) { db in
+                        if hold {
+                            holding.signal()
+                            release.wait()
+                        }
+                        try db.execute(sql: "INSERT INTO item (n) VALUES (?)", arguments: [n])
+                    }
+                    let there = try pool.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM item WHERE n = ?)", arguments: [n]) }
+                    visibleOnReturn.update { $0[n] = there ?? false }
+                } catch {
+                    XCTFail("write \(n): \(error)")
+                }
+            }
+        }
+        save(0, hold: true)
+        holding.wait()
+        for n in 1...31 { save(n) }
+        let deadline = Date() + 30
+        while group.waitingCount < 31, Date() < deadline { usleep(1000) }
+        XCTAssertEqual(group.waitingCount, 31)
+        release.signal()
+        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
+        XCTAssertEqual(try rows(), Array(0...31))
+        XCTAssertEqual(group.commits, 2, "the first write alone, then the 31 that waited for it in one transaction")
+        XCTAssertEqual(visibleOnReturn.value.count, 32)
+        XCTAssertTrue(visibleOnReturn.value.values.allSatisfy { $0 }, "every caller returned after its row was committed")
+    }
+
+    /// A write that fails in a group fails alone: the group is made again write by write, and
+    /// only the failing caller sees an error.
+    func testAFailingWriteFailsOnlyItsOwnCaller() throws {
+        let pool = self.pool!
+        let group = CommitGroup(database: pool) { _, body in try pool.write(body) }
+        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        let failed = Locked([Int]())
+        func save(_ n: Int, hold: Bool = false) {
+            done.enter()
+            Thread.detachNewThread {
+                defer { done.leave() }
+                do {
+                    try group.write(mayUseReserve: true) { db in
+                        if hold {
+                            holding.signal()
+                            release.wait()
+                        }
+                        // 5 inserts a row that is there already: a constraint error.
+                        try db.execute(sql: "INSERT INTO item (n) VALUES (?)", arguments: [n == 5 ? 0 : n])
+                    }
+                } catch let error as DatabaseError {
+                    XCTAssertEqual(error.resultCode, .SQLITE_CONSTRAINT)
+                    failed.update { $0.append(n) }
+                } catch {
+                    XCTFail("write \(n): \(error)")
+                }
+            }
+        }
+        save(0, hold: true)
+        holding.wait()
+        for n in 1...9 { save(n) }
+        let deadline = Date() + 30
+        while group.waitingCount < 9, Date() < deadline { usleep(1000) }
+        release.signal()
+        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
+        XCTAssertEqual(failed.value, [5])
+        XCTAssertEqual(try rows(), [0, 1, 2, 3, 4, 6, 7, 8, 9])
+    }
+
+    /// Many writers at once, no holding: every row is committed, in fewer transactions than writes.
+    func testManyConcurrentWritersAllLand() throws {
+        let pool = self.pool!
+        let group = CommitGroup(database: pool) { _, body in try pool.write(body) }
+        let failures = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 500) { n in
+            do {
+                try group.write(mayUseReserve: true) { db in
+                    try db.execute(sql: "INSERT INTO item (n) VALUES (?)", arguments: [n])
+                }
+            } catch {
+                failures.update { $0 += 1 }
+            }
+        }
+        XCTAssertEqual(failures.value, 0)
+        XCTAssertEqual(try rows(), Array(0..<500))
+        XCTAssertLessThanOrEqual(group.commits, 500)
+    }
+}
+
+/// A value shared by the test's threads.
+private final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.withLock { stored } }
+    func update(_ change: (inout Value) -> Void) { lock.withLock { change(&stored) } }
+}
