@@ -264,6 +264,13 @@ class Service(Client):
                     return int(line.split()[1]) / 1024  # MiB
         return 0.0
 
+    def store_commits(self):
+        """(saves, transactions) the store reported when the daemon stopped (group commit)."""
+        import re
+        with open(os.path.join(self.work, "daemon.log")) as f:
+            found = re.findall(r"the store committed (\d+) saves in (\d+) transactions", f.read())
+        return tuple(map(int, found[-1])) if found else None
+
     def last_checkpoints(self):
         """The checkpoints of the last finished task, from the daemon's log."""
         import re
@@ -827,6 +834,7 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
         with open(configs[scheme], "w") as f:
             f.write("".join(f'url = "{url(name)}"\noutput = "{os.path.join(shm, "curl", name)}"\n' for name in names))
     results = {"disk": [], "tmpfs": [], "https": [], "system": [], "aria2c": [], "curl": [], "aria2c-https": [], "curl-https": []}
+    commits = {"disk": [], "tmpfs": [], "https": [], "system": []}
 
     def clean(directory):
         shutil.rmtree(directory, ignore_errors=True)
@@ -857,6 +865,8 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
                         sys.exit("downloadsd: a small file differs from its source")
                 finally:
                     service.stop()
+                    if service.store_commits():
+                        commits[place].append(service.store_commits())
             for scheme, suffix in (("http", ""), ("https", "-https")):
                 target = os.path.join(shm, "aria2c")
                 clean(target)
@@ -882,6 +892,10 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
             per_task = median([v[1] for v in values]) / count * 1000
             table.add(label, len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1),
                       f"{rate(values)}; {per_task:.2f} ms daemon CPU per task; {against:.2f}× {reference}'s wall time")
+        if commits["disk"]:
+            saves, transactions = commits["disk"][-1]
+            table.notes.append(f"The store (state on disk, last run): {saves / count:.1f} saves per task committed in "
+                               f"{transactions / count:.1f} transactions per task (group commit).")
         table.notes.append("64 Start calls in flight from one python3-dbus client; the wall time runs from the first Start "
                            "to the last Finished; CPU is the daemon's (aria2c's and curl's their own; on the system bus "
                            "the daemon's without its file helper's, which runs as the caller).")

@@ -121,32 +121,52 @@ struct Scheduler: Sendable {
     /// from starting; priority then FIFO order only that user's own tasks.
     mutating func next(now: UInt64 = WallClock.now) -> [UInt64] {
         var started: [UInt64] = []
-        while runningCount < maxRunning && connectionCount < maxConnections && network.online {
-            var runningPerSession: [SessionID: Int] = [:]
-            var runningPerOwner: [UInt32: Int] = [:]
-            for entry in running.values {
-                if !entry.short { runningPerSession[entry.session, default: 0] += 1 }
-                runningPerOwner[entry.session.owner, default: 0] += entry.weight
+        guard network.online, !queued.isEmpty else { return started }
+        // Tallies made once and kept up to date as tasks start (this runs for every change of
+        // every task: with a thousand small files, once per event; see Benchmarks/RESULTS.md).
+        var runningPerSession: [SessionID: Int] = [:]
+        var runningPerOwner: [UInt32: Int] = [:]
+        var transfers = 0
+        var connections = 0
+        for entry in running.values {
+            if !entry.short {
+                runningPerSession[entry.session, default: 0] += 1
+                transfers += 1
             }
-            let free = maxConnections - connectionCount
-            // Each user's best task that may start now.
-            var best: [UInt32: Entry] = [:]
-            for entry in queued where runningPerSession[entry.session, default: 0] < maxRunningPerSession
-                && network.allows(allowMetered: entry.allowMetered) && (entry.notBefore ?? 0) <= now {
-                let owner = entry.session.owner
-                if let current = best[owner], !Scheduler.before(entry, current) { continue }
-                best[owner] = entry
+            runningPerOwner[entry.session.owner, default: 0] += entry.weight
+            connections += entry.weight
+        }
+        while transfers < maxRunning && connections < maxConnections && !queued.isEmpty {
+            let free = maxConnections - connections
+            // Each user's best task that may start now (an index into `queued`). Consecutive
+            // entries are mostly of one session: its verdict is reused rather than hashed again.
+            var best: [UInt32: Int] = [:]
+            var lastSession: SessionID?
+            var lastSessionMayRun = false
+            for index in queued.indices {
+                let session = queued[index].session
+                if session != lastSession {
+                    lastSession = session
+                    lastSessionMayRun = runningPerSession[session, default: 0] < maxRunningPerSession
+                }
+                guard lastSessionMayRun, network.allows(allowMetered: queued[index].allowMetered),
+                      (queued[index].notBefore ?? 0) <= now else { continue }
+                if let current = best[session.owner], !Scheduler.before(queued[index], queued[current]) { continue }
+                best[session.owner] = index
             }
             let chosen = best.values.min { a, b in
-                let ra = runningPerOwner[a.session.owner, default: 0], rb = runningPerOwner[b.session.owner, default: 0]
-                return ra != rb ? ra < rb : a.sequence < b.sequence
+                let ra = runningPerOwner[queued[a].session.owner, default: 0], rb = runningPerOwner[queued[b].session.owner, default: 0]
+                return ra != rb ? ra < rb : queued[a].sequence < queued[b].sequence
             }
-            guard let entry = chosen else { break }
-            running[entry.id] = Running(
-                session: entry.session, weight: min(entry.weight, free), wanted: entry.weight, ticket: entry.sequence
-            )
-            queued.removeAll { $0.id == entry.id }
+            guard let index = chosen else { break }
+            let entry = queued.remove(at: index)
+            let weight = min(entry.weight, free)
+            running[entry.id] = Running(session: entry.session, weight: weight, wanted: entry.weight, ticket: entry.sequence)
             beginTimes[entry.id] = nil
+            runningPerSession[entry.session, default: 0] += 1
+            runningPerOwner[entry.session.owner, default: 0] += weight
+            transfers += 1
+            connections += weight
             started.append(entry.id)
         }
         return started

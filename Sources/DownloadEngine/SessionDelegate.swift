@@ -6,12 +6,10 @@ import NIOConcurrencyHelpers
 ///
 /// Each event is put on the task's serial event queue while the engine holds that task's
 /// `eventOrder` lock (so the queue's order is the order of the changes), and the observers run
-/// later on that queue, outside every lock. The queues of all tasks share one concurrent pool,
-/// so a slow observer call delays only the task it is about.
+/// later on that queue, outside every lock. Each task's queue runs on its own (libdispatch's
+/// overcommitting pool), so a slow observer call delays only the task it is about.
 public final class SessionDelegate: Sendable {
     private let observers: NIOLockedValueBox<[any DownloadObserver]>
-    /// Where the task queues run.
-    static let pool = DispatchQueue(label: "org.example.Downloads.events", qos: .utility, attributes: .concurrent)
 
     public init(observers: [any DownloadObserver] = []) {
         self.observers = NIOLockedValueBox(observers)

@@ -37,7 +37,8 @@ final class CommitGroup: Sendable {
     private struct State {
         var leading = false
         var waiting: [Entry] = []
-        /// Transactions committed (for tests and the benchmark's breakdown).
+        /// Writes made and transactions committed (for tests and the benchmark's breakdown).
+        var writes = 0
         var commits = 0
     }
 
@@ -55,6 +56,8 @@ final class CommitGroup: Sendable {
     var waitingCount: Int { state.withLockedValue { $0.waiting.count } }
     /// Transactions committed so far, groups and writes alone.
     var commits: Int { state.withLockedValue { $0.commits } }
+    /// Writes made so far (committed or failed).
+    var writes: Int { state.withLockedValue { $0.writes } }
 
     /// Commits `body` with whatever other writes are waiting; returns once it is committed.
     func write(mayUseReserve: Bool, _ body: @escaping Body) throws {
@@ -78,6 +81,7 @@ final class CommitGroup: Sendable {
         let next = state.withLockedValue { state -> Entry? in
             for (waiter, result) in zip(batch, results.each) { waiter.result = result }
             state.commits += results.transactions
+            state.writes += batch.count
             guard let next = state.waiting.first else {
                 state.leading = false
                 return nil

@@ -38,6 +38,9 @@ public final class DownloadStore: Sendable {
         _ = reserve?.ensure()
     }
 
+    /// The engine's saves so far, and the transactions that committed them (group commit).
+    public var saveCounts: (writes: Int, transactions: Int) { (saves.writes, saves.commits) }
+
     /// Free bytes new work needs beside the reserve.
     public static let minimumFree: Int64 = 1 << 20
 

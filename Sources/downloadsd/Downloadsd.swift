@@ -193,7 +193,8 @@ struct Downloadsd: AsyncParsableCommand {
             desktop?.stop()
             await service.shutdown()
             connection.close()
-            logger.info("stopped")
+            let saves = store.saveCounts
+            logger.info("stopped (the store committed \(saves.writes) saves in \(saves.transactions) transactions)")
             return
         }
     }
