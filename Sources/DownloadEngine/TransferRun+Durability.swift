@@ -262,17 +262,25 @@ extension TransferRun {
     /// zero, a file shorter than its checkpoint, a checksum mismatch). Called after the
     /// truncation it describes, on the I/O queue where there is one, so no older checkpoint can
     /// be recorded after it (`recordDurable` only moves forward, and never past the bytes written).
+    /// Recorded only when it takes back something recorded: a new download's first response
+    /// empties a file that holds nothing durable yet (every small file did: a save each).
     func resetDurable(_ reset: Reset) {
         if reset == .version { segmentState.withLockedValue { $0.table = nil } }
-        manager.report(task, { state in
-            state.record.durableOffset = 0
-            state.record.segments = nil
-            guard reset == .version else { return }
-            state.bytesWritten = 0
-            state.record.validator = nil
-            state.record.expectedLength = -1
-        }, events: { delegate, task, snapshot in
-            delegate.checkpointed(task, snapshot)
-        })
+        task.eventOrder.withLock {
+            let snapshot: TaskSnapshot? = task.state.withLockedValue { state in
+                let recorded = state.record
+                state.record.durableOffset = 0
+                state.record.segments = nil
+                if reset == .version {
+                    state.bytesWritten = 0
+                    state.record.validator = nil
+                    state.record.expectedLength = -1
+                }
+                let changed = recorded.durableOffset != state.record.durableOffset || recorded.segments != state.record.segments
+                    || recorded.validator != state.record.validator || recorded.expectedLength != state.record.expectedLength
+                return changed ? state.snapshot : nil
+            }
+            if let snapshot { manager.delegate.checkpointed(task, snapshot) }
+        }
     }
 }
