@@ -5,11 +5,14 @@ import UserFiles
 import Glibc
 #endif
 
-/// One file helper per task owner, started on first use: a root daemon does every file
-/// operation of another user with that user's credentials. The daemon's own user needs none.
+/// File helpers per task owner, started on first use: a root daemon does every file operation
+/// of another user with that user's credentials. The daemon's own user needs none. One process
+/// serves a user's requests one at a time; up to `processesPerUser` when requests meet (many
+/// downloads starting and ending at once, see `FileHelperClient`).
 public final class FileHelperPool: FileAccessProvider {
     private let executable: String
     private let timeout: Double
+    private let processesPerUser: Int
     private let helpers = NIOLockedValueBox<[UInt32: FileHelperClient]>([:])
     /// Dispatch sources are thread-safe; only set up in init and cancelled in deinit.
     nonisolated(unsafe) private let reaper: DispatchSourceTimer
@@ -17,9 +20,10 @@ public final class FileHelperPool: FileAccessProvider {
     /// `executable` is `downloads-file-helper`; `timeout` is how long one operation may take
     /// before the helper is killed; a helper unused for `idleTime` seconds exits (the next
     /// operation starts a new one).
-    public init(executable: String, timeout: Double = 30, idleTime: Double = 300) {
+    public init(executable: String, timeout: Double = 30, idleTime: Double = 300, processesPerUser: Int = 4) {
         self.executable = executable
         self.timeout = timeout
+        self.processesPerUser = processesPerUser
         reaper = DispatchSource.makeTimerSource(queue: .global())
         let helpers = self.helpers
         reaper.schedule(deadline: .now() + idleTime / 4, repeating: idleTime / 4)
@@ -35,7 +39,7 @@ public final class FileHelperPool: FileAccessProvider {
         guard owner != geteuid() else { return DirectFileAccess() }
         let helper = helpers.withLockedValue { helpers in
             if let helper = helpers[owner] { return helper }
-            let helper = FileHelperClient(uid: owner, executable: executable, timeout: timeout)
+            let helper = FileHelperClient(uid: owner, executable: executable, timeout: timeout, processes: processesPerUser)
             helpers[owner] = helper
             return helper
         }

@@ -10,6 +10,13 @@ import Glibc
 /// time and waits for the answer. A helper that does not answer within the timeout (a hung
 /// network mount) is killed; only this user's operations fail, and the next one starts a new
 /// helper.
+///
+/// With `processes` > 1, up to that many helper processes serve the user, each one request at a
+/// time: a request goes to the first that is free (so one process serves a user who does one
+/// thing at a time, and more start only when requests meet), or waits for one in turn. Requests
+/// of one task never overlap (its file calls are made in order on its I/O queue), so which
+/// process answers does not matter; a thousand small downloads at once no longer queue behind
+/// one process (Benchmarks/RESULTS.md, the system-bus row).
 public final class FileHelperClient: Sendable {
     public let uid: UInt32
     let executable: String
@@ -22,12 +29,20 @@ public final class FileHelperClient: Sendable {
         var lastUse: Double
     }
 
-    private let running = Mutex<Running?>(nil)
+    /// One helper process (or none yet), used by one request at a time.
+    private final class Slot: Sendable {
+        let running = Mutex<Running?>(nil)
+    }
 
-    public init(uid: UInt32, executable: String, timeout: Double) {
+    private let slots: [Slot]
+    /// Which slot a request waits for when every one is busy (in turn).
+    private let turn = Atomic<Int>(0)
+
+    public init(uid: UInt32, executable: String, timeout: Double, processes: Int = 1) {
         self.uid = uid
         self.executable = executable
         self.timeout = timeout
+        slots = (0..<max(1, processes)).map { _ in Slot() }
     }
 
     deinit { stop() }
@@ -35,34 +50,46 @@ public final class FileHelperClient: Sendable {
     /// Sends `request` and returns the reply and the descriptor that came with it (-1 if none;
     /// the caller owns it).
     public func perform(_ request: FileRequest) throws -> (FileReply, Int32) {
-        try running.withLock { running in
-            if running == nil { running = try start() }
-            guard let helper = running else { throw FileOperationError(.helper, "no file helper") }
-            do {
-                defer { running?.lastUse = Self.now() }
-                return try exchange(request, with: helper)
-            } catch {
-                end(helper, kill: true)
+        for slot in slots {
+            if let result = try slot.running.withLockIfAvailable({ running in try perform(request, in: &running) }) {
+                return result
+            }
+        }
+        let slot = slots[turn.wrappingAdd(1, ordering: .relaxed).oldValue % slots.count]
+        return try slot.running.withLock { running in try perform(request, in: &running) }
+    }
+
+    private func perform(_ request: FileRequest, in running: inout Running?) throws -> (FileReply, Int32) {
+        if running == nil { running = try start() }
+        guard let helper = running else { throw FileOperationError(.helper, "no file helper") }
+        do {
+            defer { running?.lastUse = Self.now() }
+            return try exchange(request, with: helper)
+        } catch {
+            end(helper, kill: true)
+            running = nil
+            throw error
+        }
+    }
+
+    /// Ends the helpers (each exits when its socket closes).
+    public func stop() {
+        for slot in slots {
+            slot.running.withLock { running in
+                if let helper = running { end(helper, kill: false) }
                 running = nil
-                throw error
             }
         }
     }
 
-    /// Ends the helper (it exits when its socket closes).
-    public func stop() {
-        running.withLock { running in
-            if let helper = running { end(helper, kill: false) }
-            running = nil
-        }
-    }
-
-    /// Ends the helper if no operation used it for `seconds` (a waiting operation goes first).
+    /// Ends each helper no operation used for `seconds` (a waiting operation goes first).
     public func stopIfIdle(for seconds: Double) {
-        running.withLock { running in
-            guard let helper = running, Self.now() - helper.lastUse >= seconds else { return }
-            end(helper, kill: false)
-            running = nil
+        for slot in slots {
+            slot.running.withLock { running in
+                guard let helper = running, Self.now() - helper.lastUse >= seconds else { return }
+                end(helper, kill: false)
+                running = nil
+            }
         }
     }
 
@@ -72,8 +99,16 @@ public final class FileHelperClient: Sendable {
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
-    /// The helper's pid, if one runs (for tests).
-    public var pid: pid_t? { running.withLock { $0?.pid } }
+    /// The pids of the helpers that run now (for tests).
+    public var pids: [pid_t] { slots.compactMap { slot in slot.running.withLock { $0?.pid } } }
+
+    /// The first helper's pid, if one runs (for tests).
+    public var pid: pid_t? {
+        for slot in slots {
+            if let pid = slot.running.withLock({ $0?.pid }) { return pid }
+        }
+        return nil
+    }
 
     private func start() throws -> Running {
         var pair: [Int32] = [-1, -1]

@@ -204,4 +204,49 @@ final class FileHelperTests: XCTestCase {
         XCTAssertEqual("\(reply)", "\(FileReply.answer(true))")
         XCTAssertNotEqual(client.pid, first)
     }
+
+    /// Several processes for one user: a request goes to the first free one, so one process
+    /// serves requests made one at a time, and more start only when requests meet; every
+    /// request is answered right whichever process takes it, and all of them end with `stop`.
+    func testRequestsThatMeetAreServedBySeveralHelpers() throws {
+        let client = FileHelperClient(uid: getuid(), executable: Self.helper, timeout: 10, processes: 3)
+        defer { client.stop() }
+        for _ in 0..<20 { _ = try client.perform(.exists(path: "/")) }
+        XCTAssertEqual(client.pids.count, 1, "one at a time: one process")
+        let directory = self.directory!
+        let failures = NSLock()
+        nonisolated(unsafe) var failed: [String] = []
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            for n in 0..<40 {
+                do {
+                    let partial = directory.file(".\(worker)-\(n).part"), destination = directory.file("\(worker)-\(n).txt")
+                    let (reply, descriptor) = try client.perform(.openPartial(path: partial, reuse: .never))
+                    guard case .opened(let identity, _) = reply, descriptor >= 0 else { throw FileOperationError(.other, "\(reply)") }
+                    let text = Array("\(worker)/\(n)".utf8)
+                    _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+                    close(descriptor)
+                    let (published, _) = try client.perform(.publish(
+                        partial: partial, identity: identity, destination: destination, replace: false, mode: 0o644
+                    ))
+                    guard case .done = published else { throw FileOperationError(.other, "\(published)") }
+                } catch {
+                    failures.withLock { failed.append("\(worker)/\(n): \(error)") }
+                }
+            }
+        }
+        XCTAssertEqual(failures.withLock { failed }, [])
+        for worker in 0..<8 {
+            for n in 0..<40 {
+                XCTAssertEqual(try String(contentsOfFile: directory.file("\(worker)-\(n).txt"), encoding: .utf8), "\(worker)/\(n)")
+            }
+        }
+        let pids = client.pids
+        XCTAssertGreaterThan(pids.count, 1, "requests that met started more processes")
+        XCTAssertLessThanOrEqual(pids.count, 3)
+        client.stop()
+        for pid in pids {
+            for _ in 0..<100 where kill(pid, 0) == 0 { usleep(20_000) }
+            XCTAssertNotEqual(kill(pid, 0), 0, "helper \(pid) exited")
+        }
+    }
 }
