@@ -156,11 +156,27 @@ extension TransferRun {
         let finalizer = TransferFinalizer(fileAccess: manager.files.files(for: record.owner))
         let destination: String
         do {
-            try await writer.perform { writer in try finalizer.complete(record, length: length, writer: writer) }
+            // Step 4 wants the record naming the partial file committed before the rename. The
+            // file is open and named already (its first write opened it): that is waited for
+            // first, and the sync, the check and the rename are one trip to the I/O queue. A file
+            // the sync had to open (nothing written in this run) may be another one: its record
+            // is waited for between the two, as the order says.
             await task.eventsDelivered()
-            CrashPoint.fileSynced.reached()
-            let record = task.record
-            destination = try await writer.perform { writer in try finalizer.publish(record, writer: writer) }
+            let named = task.record.partialFile
+            let task = self.task
+            let published: String? = try await writer.perform { writer in
+                try finalizer.complete(record, length: length, writer: writer)
+                guard let named, writer.identity == named else { return nil }
+                CrashPoint.fileSynced.reached()
+                return try finalizer.publish(task.record, writer: writer)
+            }
+            if let published {
+                destination = published
+            } else {
+                await task.eventsDelivered()
+                CrashPoint.fileSynced.reached()
+                destination = try await writer.perform { writer in try finalizer.publish(task.record, writer: writer) }
+            }
             CrashPoint.published.reached()
         } catch let error as DownloadError where error.code == .checksumMismatch {
             resetDurable(.version)

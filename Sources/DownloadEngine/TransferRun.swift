@@ -155,13 +155,19 @@ final class TransferRun: Sendable {
         case failed(DownloadError)
     }
 
-    /// One request of a single-stream download.
+    /// One request of a single-stream download. A complete one goes to the finish, whose sync
+    /// reports a write error (one trip to the I/O queue less per download); any other outcome
+    /// gives way to a write error first, as every request's does.
     func send(_ request: TransferStateMachine.Request) async -> TransferStateMachine.Outcome {
-        outcome(of: await execute(
+        let outcome = outcome(of: await execute(
             url: request.url, sendsCredentials: request.sendsCredentials,
             range: request.range.map { (start: $0.offset, end: nil) }, validator: request.range?.validator,
-            hooks: hooks(url: request.url)
+            hooks: hooks(url: request.url), checksWrites: false
         ), url: request.url)
+        if case .complete = outcome { return outcome }
+        let writeFailure = try? await writer.perform { $0.writeFailure }
+        if let failure = writeFailure ?? nil { return .failed(failure) }
+        return outcome
     }
 
     /// What a single-stream request to `url` came to.
@@ -197,10 +203,11 @@ final class TransferRun: Sendable {
     /// Sends one GET (`Range: bytes=start-[end-1]` with `If-Range: validator` when `range` is
     /// given) and streams its body through a `TransferDelegate`: into the file at the response's
     /// offset, or into `segment`'s range of a segmented download. Registered with the task so a
-    /// stop cancels it. A write error of the writer is this request's failure.
+    /// stop cancels it. A write error of the writer is this request's failure (`checksWrites`:
+    /// waited for here; otherwise the caller's to find).
     func execute(
         url: String, sendsCredentials: Bool, range: (start: Int64, end: Int64?)?, validator: String?,
-        hooks: TransferDelegate.Hooks, segment: TransferDelegate.Segment? = nil,
+        hooks: TransferDelegate.Hooks, checksWrites: Bool = true, segment: TransferDelegate.Segment? = nil,
         split: (@Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment?)? = nil,
         speedWindow: Double? = nil
     ) async -> Sent {
@@ -288,8 +295,7 @@ final class TransferRun: Sendable {
         }
         task.update { $0.requests[ObjectIdentifier(httpTask)] = nil }
         // What was handed to the writer is on its way to the file; a write error shows here.
-        let writeFailure = try? await writer.perform { $0.writeFailure }
-        if let failure = writeFailure ?? nil { return .failed(failure) }
+        if checksWrites, let failure = (try? await writer.perform { $0.writeFailure }) ?? nil { return .failed(failure) }
         if let thrown {
             // Before any response through a proxy, a failure to connect or to open the tunnel is the proxy's.
             if let proxy = connection.proxy, result == nil, transfer.partialResult == nil, let error = DownloadError.classify(thrown, through: proxy, to: httpRequest.host) {
