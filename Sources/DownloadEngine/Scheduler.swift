@@ -29,6 +29,9 @@ struct Scheduler: Sendable {
     }
 
     private var queued: [Entry] = []
+    /// How many entries of `queued` each session has (kept with `queued`): `next` looks at the
+    /// queue only when one of these sessions may start a transfer.
+    private var queuedPerSession: [SessionID: Int] = [:]
     /// A running task: the connections it holds (`weight`), the most it asked for (`wanted`),
     /// and the queue entry it was started from (`ticket`: a task stopped and queued again before
     /// its start took effect is a new entry, so a late start of the old one is told apart).
@@ -71,6 +74,7 @@ struct Scheduler: Sendable {
     ) {
         guard running[id] == nil, !queued.contains(where: { $0.id == id }) else { return }
         sequence += 1
+        queuedPerSession[session, default: 0] += 1
         queued.append(Entry(
             id: id, session: session, priority: priority, allowMetered: allowMetered, notBefore: notBefore,
             weight: max(1, min(connections, maxConnections)), sequence: sequence
@@ -104,7 +108,7 @@ struct Scheduler: Sendable {
 
     /// Forgets a task, queued or running.
     mutating func remove(_ id: UInt64) {
-        queued.removeAll { $0.id == id }
+        if let index = queued.firstIndex(where: { $0.id == id }) { dequeue(at: index) }
         running.removeValue(forKey: id)
         beginTimes[id] = nil
     }
@@ -137,6 +141,9 @@ struct Scheduler: Sendable {
             connections += entry.weight
         }
         while transfers < maxRunning && connections < maxConnections && !queued.isEmpty {
+            // With many tasks queued in sessions at their limit (a thousand small files), most
+            // calls end here without a look at the queue.
+            guard queuedPerSession.contains(where: { runningPerSession[$0.key, default: 0] < maxRunningPerSession }) else { break }
             let free = maxConnections - connections
             // Each user's best task that may start now (an index into `queued`). Consecutive
             // entries are mostly of one session: its verdict is reused rather than hashed again.
@@ -159,7 +166,7 @@ struct Scheduler: Sendable {
                 return ra != rb ? ra < rb : queued[a].sequence < queued[b].sequence
             }
             guard let index = chosen else { break }
-            let entry = queued.remove(at: index)
+            let entry = dequeue(at: index)
             let weight = min(entry.weight, free)
             running[entry.id] = Running(session: entry.session, weight: weight, wanted: entry.weight, ticket: entry.sequence)
             beginTimes[entry.id] = nil
@@ -223,6 +230,14 @@ struct Scheduler: Sendable {
         guard running[id] != nil else { return }
         running[id]?.weight = 1
         running[id]?.wanted = 1
+    }
+
+    @discardableResult
+    private mutating func dequeue(at index: Int) -> Entry {
+        let entry = queued.remove(at: index)
+        let left = (queuedPerSession[entry.session] ?? 1) - 1
+        queuedPerSession[entry.session] = left > 0 ? left : nil
+        return entry
     }
 
     /// Within one user: higher priority first, then first come.

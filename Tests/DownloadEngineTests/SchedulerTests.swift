@@ -26,6 +26,29 @@ final class SchedulerTests: XCTestCase {
         XCTAssertEqual(perSession.next(), [1, 3])
     }
 
+    /// A session at its limit with a long queue: nothing starts however often it is asked, a
+    /// queued task removed leaves the queue's count right, and a place freed in that session
+    /// starts its next task (or another session's, in the order of the rules).
+    func testASessionAtItsLimitKeepsItsQueueUntilAPlaceFrees() {
+        var scheduler = Scheduler(maxRunning: 8, maxRunningPerSession: 2)
+        let a = SessionID(owner: 1, name: "a"), b = SessionID(owner: 1, name: "b")
+        for id in UInt64(1)...100 { scheduler.enqueue(id, session: a, priority: .normal) }
+        XCTAssertEqual(scheduler.next(), [1, 2])
+        for _ in 0..<10 { XCTAssertEqual(scheduler.next(), []) }
+        scheduler.remove(3)
+        scheduler.remove(4)
+        scheduler.remove(1)
+        XCTAssertEqual(scheduler.next(), [5], "3 and 4 left the queue; 1's place goes to 5")
+        scheduler.enqueue(200, session: b, priority: .low)
+        XCTAssertEqual(scheduler.next(), [200], "another session's task is not held back by a's queue")
+        for id in UInt64(5)...100 where id != 3 && id != 4 { scheduler.remove(id) }
+        scheduler.remove(2)
+        scheduler.remove(200)
+        XCTAssertEqual(scheduler.next(), [])
+        scheduler.enqueue(300, session: a, priority: .normal)
+        XCTAssertEqual(scheduler.next(), [300], "the emptied queue counts nothing left over")
+    }
+
     /// `earliest_begin`: a task is not started before its time, whatever places are free; the
     /// next time to look is the earliest still to come.
     func testATaskWaitsForItsBeginTime() {
