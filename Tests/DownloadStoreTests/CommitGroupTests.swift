@@ -24,45 +24,57 @@ final class CommitGroupTests: XCTestCase {
         try pool.read { db in try Int.fetchAll(db, sql: "SELECT n FROM item ORDER BY n") }
     }
 
+    /// Writes 0...`last` through `group`, each inserting `row(n)`: write 0 holds its transaction
+    /// open until the others all wait for it. Returns each write's error (nil: committed) and
+    /// whether its row was there when its caller returned.
+    func writeWhileOneHolds(
+        _ group: CommitGroup, last: Int, row: @escaping @Sendable (Int) -> Int = { $0 }
+    ) throws -> [Int: (error: (any Error)?, visible: Bool)] {
+        let pool = self.pool!
+        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        let results = Locked([Int: (error: (any Error)?, visible: Bool)]())
+        func save(_ n: Int) {
+            done.enter()
+            Thread.detachNewThread {
+                defer { done.leave() }
+                var failure: (any Error)?
+                do {
+                    try group.write(mayUseReserve: true) { db in
+                        if n == 0 {
+                            holding.signal()
+                            release.wait()
+                        }
+                        try db.execute(sql: "INSERT INTO item (n) VALUES (?)", arguments: [row(n)])
+                    }
+                } catch {
+                    failure = error
+                }
+                let there = (try? pool.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM item WHERE n = ?)", arguments: [n]) }) ?? nil
+                results.update { $0[n] = (failure, there ?? false) }
+            }
+        }
+        save(0)
+        holding.wait()
+        for n in 1...last { save(n) }
+        let deadline = Date() + 30
+        while group.waitingCount < last, Date() < deadline { usleep(1000) }
+        XCTAssertEqual(group.waitingCount, last)
+        release.signal()
+        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
+        return results.value
+    }
+
     /// Writes that arrive while a transaction is being committed are committed together in the
     /// next one, and each caller returns only once its own row is there.
     func testWritesThatWaitedAreCommittedInOneTransaction() throws {
         let pool = self.pool!
         let group = CommitGroup(database: pool) { _, body in try pool.write(body) }
-        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-        let done = DispatchGroup()
-        let visibleOnReturn = Locked([Int: Bool]())
-        func save(_ n: Int, hold: Bool = false) {
-            done.enter()
-            Thread.detachNewThread {
-                defer { done.leave() }
-                do {
-                    try group.write(mayUseReserve: true) { db in
-                        if hold {
-                            holding.signal()
-                            release.wait()
-                        }
-                        try db.execute(sql: "INSERT INTO item (n) VALUES (?)", arguments: [n])
-                    }
-                    let there = try pool.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM item WHERE n = ?)", arguments: [n]) }
-                    visibleOnReturn.update { $0[n] = there ?? false }
-                } catch {
-                    XCTFail("write \(n): \(error)")
-                }
-            }
-        }
-        save(0, hold: true)
-        holding.wait()
-        for n in 1...31 { save(n) }
-        let deadline = Date() + 30
-        while group.waitingCount < 31, Date() < deadline { usleep(1000) }
-        XCTAssertEqual(group.waitingCount, 31)
-        release.signal()
-        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
+        let results = try writeWhileOneHolds(group, last: 31)
         XCTAssertEqual(try rows(), Array(0...31))
         XCTAssertEqual(group.commits, 2, "the first write alone, then the 31 that waited for it in one transaction")
-        XCTAssertEqual(visibleOnReturn.value.count, 32)
-        XCTAssertTrue(visibleOnReturn.value.values.allSatisfy { $0 }, "every caller returned after its row was committed")
+        XCTAssertEqual(results.count, 32)
+        XCTAssertTrue(results.values.allSatisfy { $0.error == nil && $0.visible }, "every caller returned after its row was committed")
     }
 
     /// A write that fails in a group fails alone: the group is made again write by write, and
@@ -70,38 +82,11 @@ final class CommitGroupTests: XCTestCase {
     func testAFailingWriteFailsOnlyItsOwnCaller() throws {
         let pool = self.pool!
         let group = CommitGroup(database: pool) { _, body in try pool.write(body) }
-        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-        let done = DispatchGroup()
-        let failed = Locked([Int]())
-        func save(_ n: Int, hold: Bool = false) {
-            done.enter()
-            Thread.detachNewThread {
-                defer { done.leave() }
-                do {
-                    try group.write(mayUseReserve: true) { db in
-                        if hold {
-                            holding.signal()
-                            release.wait()
-                        }
-                        // 5 inserts a row that is there already: a constraint error.
-                        try db.execute(sql: "INSERT INTO item (n) VALUES (?)", arguments: [n == 5 ? 0 : n])
-                    }
-                } catch let error as DatabaseError {
-                    XCTAssertEqual(error.resultCode, .SQLITE_CONSTRAINT)
-                    failed.update { $0.append(n) }
-                } catch {
-                    XCTFail("write \(n): \(error)")
-                }
-            }
-        }
-        save(0, hold: true)
-        holding.wait()
-        for n in 1...9 { save(n) }
-        let deadline = Date() + 30
-        while group.waitingCount < 9, Date() < deadline { usleep(1000) }
-        release.signal()
-        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
-        XCTAssertEqual(failed.value, [5])
+        // 5 inserts a row that is there already: a constraint error.
+        let results = try writeWhileOneHolds(group, last: 9) { $0 == 5 ? 0 : $0 }
+        let failed = results.filter { $0.value.error != nil }
+        XCTAssertEqual(Array(failed.keys), [5])
+        XCTAssertEqual((failed[5]?.error as? DatabaseError)?.resultCode, .SQLITE_CONSTRAINT)
         XCTAssertEqual(try rows(), [0, 1, 2, 3, 4, 6, 7, 8, 9])
     }
 
