@@ -17,7 +17,7 @@ enum AddressResolver {
                     pending.withLockedValue { $0.take() }?.resume(throwing: CancellationError())
                     return
                 }
-                DispatchQueue.global().async {
+                BlockingWork.start {
                     let result = Result { try resolveBlocking(host, port: port) }
                     pending.withLockedValue { $0.take() }?.resume(with: result)
                 }

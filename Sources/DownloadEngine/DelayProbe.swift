@@ -9,13 +9,9 @@ import Glibc
 /// at once (SO_LINGER 0: no TIME_WAIT left behind, nothing sent to the server's application).
 enum DelayProbe {
     /// Seconds the handshake with `address`:`port` took, or nil when it failed or took longer
-    /// than `timeout` seconds. Runs on a thread of its own (connect and poll block).
+    /// than `timeout` seconds. Runs on a thread of its own (connect and poll block: `BlockingWork`).
     static func connectTime(address: String, port: Int, timeout: Double) async -> Double? {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: measure(address: address, port: port, timeout: timeout))
-            }
-        }
+        await BlockingWork.run { measure(address: address, port: port, timeout: timeout) }
     }
 
     private static func measure(address: String, port: Int, timeout: Double) -> Double? {

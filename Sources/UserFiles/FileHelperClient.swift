@@ -188,7 +188,9 @@ public final class FileHelperClient: Sendable {
         close(helper.socket)
         if shouldKill { kill(helper.pid, SIGKILL) }
         let pid = helper.pid
-        DispatchQueue.global().async {
+        // A queue of its own (libdispatch's overcommitting pool): the global pool is as wide as
+        // the cores and a reap may wait long.
+        DispatchQueue(label: "org.example.Downloads.reap").async {
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         }

@@ -1,0 +1,83 @@
+@testable import DownloadEngine
+import Foundation
+import XCTest
+
+/// Calls that block (delay probes, address lookups) do not hold each other back.
+final class BlockingWorkTests: XCTestCase {
+    /// More delay probes than the machine has cores, each waiting on a listener whose accept
+    /// queue is full (the handshake's SYN is dropped, as on a full link, until the probe's
+    /// timeout), do not keep an address lookup waiting: it is answered while every probe still
+    /// waits. (On `DispatchQueue.global()`, as wide as the cores, the lookup waited for them.)
+    func testDelayProbesOnAFullLinkDoNotHoldBackAnAddressLookup() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(listener, 0)
+        var fillers: [Int32] = []
+        defer {
+            close(listener)
+            for filler in fillers { close(filler) }
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                guard bind(listener, raw, length) == 0, listen(listener, 0) == 0, getsockname(listener, raw, &length) == 0 else {
+                    throw XCTSkip("cannot listen on 127.0.0.1: \(errno)")
+                }
+            }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        // Fill the accept queue (backlog 0 holds one; a second waits as a SYN the kernel keeps).
+        for _ in 0..<3 {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) } }
+            fillers.append(filler)
+        }
+        let fillerPorts = Set(fillers.map { filler -> String in
+            var local = sockaddr_in()
+            var size = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(filler, $0, &size) } }
+            return String(format: "0100007F:%04X", Int(UInt16(bigEndian: local.sin_port)))
+        })
+        let probes = ProcessInfo.processInfo.activeProcessorCount + 2
+        let ended = EndCount()
+        let probing = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<probes {
+                    group.addTask {
+                        _ = await DelayProbe.connectTime(address: "127.0.0.1", port: port, timeout: 3)
+                        ended.add()
+                    }
+                }
+            }
+        }
+        // Every probe's handshake is under way (its socket in SYN-SENT towards the listener).
+        let deadline = Date() + 10
+        while synSent(to: port, besides: fillerPorts) < probes, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        XCTAssertEqual(synSent(to: port, besides: fillerPorts), probes, "the probes are waiting on the full queue")
+        let addresses = try await AddressResolver.resolve("localhost", port: 80)
+        XCTAssertFalse(addresses.isEmpty)
+        XCTAssertEqual(ended.value, 0, "the lookup was answered while every probe still waited")
+        await probing.value
+        XCTAssertEqual(ended.value, probes)
+    }
+
+    /// Sockets in SYN-SENT towards `port` on 127.0.0.1 (from /proc/net/tcp), other than those
+    /// bound to `besides` (local addresses as the table writes them).
+    private func synSent(to port: Int, besides: Set<String>) -> Int {
+        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return 0 }
+        let remote = String(format: "0100007F:%04X", port)
+        return table.split(separator: "\n").filter { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 3 && fields[2] == remote && fields[3] == "02" && !besides.contains(String(fields[1]))
+        }.count
+    }
+}
+
+private final class EndCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    var value: Int { lock.withLock { count } }
+    func add() { lock.withLock { count += 1 } }
+}
