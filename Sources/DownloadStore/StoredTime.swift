@@ -8,7 +8,8 @@ import GRDB
 /// agree.
 enum StoredTime {
     static func text(_ date: Date) -> DatabaseValue {
-        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        // Half a millisecond goes up (towards the later time), as ICU rounds before 1970 too.
+        let milliseconds = (date.timeIntervalSince1970 * 1000 + 0.5).rounded(.down)
         guard milliseconds.isFinite, abs(milliseconds) < 1e15 else { return date.databaseValue }
         let total = Int64(milliseconds)
         var seconds = time_t(total >= 0 ? total / 1000 : (total - 999) / 1000)

@@ -158,16 +158,22 @@ final class DownloadStoreTests: XCTestCase {
     func testDatesAreWrittenAsGRDBWritesThemAndReadBack() throws {
         var dates = [0, 0.0004, 0.0005, 0.9996, 59.9999, -1.5, -0.0004, 951_782_400, 1_700_000_000.1239, 253_402_300_799.999]
             .map { Date(timeIntervalSince1970: $0) }
-        var generator = SystemRandomNumberGenerator()
-        for _ in 0..<2000 {
-            dates.append(Date(timeIntervalSince1970: Double.random(in: -2e9...4e9, using: &generator)))
+        // The same 5,000 dates every run (SplitMix64 from a fixed seed), before and after 1970.
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for _ in 0..<5000 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            z ^= z >> 31
+            dates.append(Date(timeIntervalSince1970: -2e9 + Double(z >> 11) / Double(1 << 53) * 6e9))
         }
         dates.append(Date())
         for date in dates {
             let ours = StoredTime.text(date)
             XCTAssertEqual(ours, date.databaseValue, "\(date.timeIntervalSince1970)")
             let read = try XCTUnwrap(Date.fromDatabaseValue(ours))
-            XCTAssertEqual(read.timeIntervalSince1970, date.timeIntervalSince1970, accuracy: 0.0005001)
+            XCTAssertEqual(read.timeIntervalSince1970, date.timeIntervalSince1970, accuracy: 0.0006)
         }
     }
 
