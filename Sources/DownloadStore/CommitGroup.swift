@@ -24,7 +24,9 @@ final class CommitGroup: Sendable {
     private final class Entry: @unchecked Sendable {
         let body: Body
         let mayUseReserve: Bool
-        let wake = DispatchSemaphore(value: 0)
+        /// Made, under `state`'s lock, only for a write that waits (a write that leads at once,
+        /// the usual case when saves do not meet, never needs one).
+        var wake: DispatchSemaphore?
         /// Set by the leader under `state`'s lock.
         var result: Result<Void, any Error>?
 
@@ -62,14 +64,18 @@ final class CommitGroup: Sendable {
     /// Commits `body` with whatever other writes are waiting; returns once it is committed.
     func write(mayUseReserve: Bool, _ body: @escaping Body) throws {
         let entry = Entry(body: body, mayUseReserve: mayUseReserve)
-        let leads = state.withLockedValue { state -> Bool in
+        let wait = state.withLockedValue { state -> DispatchSemaphore? in
             state.waiting.append(entry)
-            guard !state.leading else { return false }
+            guard !state.leading else {
+                let wake = DispatchSemaphore(value: 0)
+                entry.wake = wake
+                return wake
+            }
             state.leading = true
-            return true
+            return nil
         }
-        if !leads {
-            entry.wake.wait()
+        if let wait {
+            wait.wait()
             // Woken with its result, or handed the lead (its write is still waiting).
             if let result = state.withLockedValue({ _ in entry.result }) { return try result.get() }
         }
@@ -88,8 +94,9 @@ final class CommitGroup: Sendable {
             }
             return next
         }
-        for waiter in batch where waiter !== entry { waiter.wake.signal() }
-        next?.wake.signal()
+        // Every write in `batch` but the leader's own, and `next`, waited: each has its semaphore.
+        for waiter in batch where waiter !== entry { waiter.wake?.signal() }
+        next?.wake?.signal()
         return try results.each[batch.firstIndex { $0 === entry } ?? 0].get()
     }
 
