@@ -28,12 +28,14 @@ final class BlockingWorkTests: XCTestCase {
             }
         }
         let port = Int(UInt16(bigEndian: address.sin_port))
-        // Fill the accept queue (backlog 0 holds one; a second waits as a SYN the kernel keeps).
-        for _ in 0..<3 {
-            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) } }
-            fillers.append(filler)
-        }
+        // Fill the accept queue (backlog 0 holds one connection), and wait until the listener
+        // holds it: a SYN that comes before would find room (and a SYN cookie would connect it).
+        let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) } }
+        fillers.append(filler)
+        let filled = Date() + 10
+        while acceptQueue(of: port) < 1, Date() < filled { try await Task.sleep(for: .milliseconds(10)) }
+        XCTAssertEqual(acceptQueue(of: port), 1, "the listener's accept queue is full")
         let fillerPorts = Set(fillers.map { filler -> String in
             var local = sockaddr_in()
             var size = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -61,6 +63,19 @@ final class BlockingWorkTests: XCTestCase {
         XCTAssertEqual(ended.value, 0, "the lookup was answered while every probe still waited")
         await probing.value
         XCTAssertEqual(ended.value, probes)
+    }
+
+    /// The connections waiting in the accept queue of the listener on 127.0.0.1:`port` (the
+    /// `rx_queue` of its LISTEN line in /proc/net/tcp).
+    private func acceptQueue(of port: Int) -> Int {
+        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return 0 }
+        let local = String(format: "0100007F:%04X", port)
+        for line in table.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count > 4, fields[1] == local, fields[3] == "0A" else { continue }
+            return fields[4].split(separator: ":").last.flatMap { Int($0, radix: 16) } ?? 0
+        }
+        return 0
     }
 
     /// Sockets in SYN-SENT towards `port` on 127.0.0.1 (from /proc/net/tcp), other than those
