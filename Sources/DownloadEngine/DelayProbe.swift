@@ -55,7 +55,16 @@ enum DelayProbe {
         if result != 0 {
             guard errno == EINPROGRESS else { return nil }
             var entry = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            guard poll(&entry, 1, Int32(max(1, timeout * 1000))) == 1 else { return nil }
+            // A signal (a child process ending) interrupts the wait: it goes on for the time
+            // left. (Taken as a timeout, it read as a full link and a background task gave way.)
+            let deadline = started + .milliseconds(Int64(max(1, timeout * 1000)))
+            var ready: Int32 = -1
+            repeat {
+                let left = deadline - clock.now
+                let milliseconds = max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+                ready = poll(&entry, 1, Int32(milliseconds))
+            } while ready < 0 && errno == EINTR && clock.now < deadline
+            guard ready == 1 else { return nil }
             var error: Int32 = 0
             var size = socklen_t(MemoryLayout<Int32>.size)
             guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) == 0, error == 0 else { return nil }

@@ -48,8 +48,9 @@ final class BlockingWorkTests: XCTestCase {
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<probes {
                     group.addTask {
-                        _ = await DelayProbe.connectTime(address: "127.0.0.1", port: port, timeout: 3)
-                        ended.add()
+                        let started = Date()
+                        let delay = await DelayProbe.connectTime(address: "127.0.0.1", port: port, timeout: 3)
+                        ended.add("\(delay.map { String(format: "connected in %.3f s", $0) } ?? "no answer") after \(String(format: "%.3f", Date().timeIntervalSince(started))) s")
                     }
                 }
             }
@@ -57,10 +58,10 @@ final class BlockingWorkTests: XCTestCase {
         // Every probe's handshake is under way (its socket in SYN-SENT towards the listener).
         let deadline = Date() + 10
         while synSent(to: port, besides: fillerPorts) < probes, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        XCTAssertEqual(synSent(to: port, besides: fillerPorts), probes, "the probes are waiting on the full queue")
+        XCTAssertEqual(synSent(to: port, besides: fillerPorts), probes, "the probes are waiting on the full queue: \(ended.outcomes)")
         let addresses = try await AddressResolver.resolve("localhost", port: 80)
         XCTAssertFalse(addresses.isEmpty)
-        XCTAssertEqual(ended.value, 0, "the lookup was answered while every probe still waited")
+        XCTAssertEqual(ended.value, 0, "the lookup was answered while every probe still waited: \(ended.outcomes)")
         await probing.value
         XCTAssertEqual(ended.value, probes)
     }
@@ -92,7 +93,9 @@ final class BlockingWorkTests: XCTestCase {
 
 private final class EndCount: @unchecked Sendable {
     private let lock = NSLock()
-    private var count = 0
-    var value: Int { lock.withLock { count } }
-    func add() { lock.withLock { count += 1 } }
+    private var ends: [String] = []
+    var value: Int { lock.withLock { ends.count } }
+    /// How each probe that ended did (for a failure's message).
+    var outcomes: [String] { lock.withLock { ends } }
+    func add(_ outcome: String) { lock.withLock { ends.append(outcome) } }
 }

@@ -133,6 +133,7 @@ class DaemonTestCase: XCTestCase {
             try await Task.sleep(for: .milliseconds(25))
         }
         XCTFail("\(path) did not reach \(states) (is \(last))")
+        await diagnose("\(path) did not reach \(states) (is \(last))")
         return last
     }
 
