@@ -24,9 +24,7 @@ final class CommitGroup: Sendable {
     private final class Entry: @unchecked Sendable {
         let body: Body
         let mayUseReserve: Bool
-        /// Made, under `state`'s lock, only for a write that waits (a write that leads at once,
-        /// the usual case when saves do not meet, never needs one).
-        var wake: DispatchSemaphore?
+        let wake = DispatchSemaphore(value: 0)
         /// Set by the leader under `state`'s lock.
         var result: Result<Void, any Error>?
 
@@ -64,18 +62,14 @@ final class CommitGroup: Sendable {
     /// Commits `body` with whatever other writes are waiting; returns once it is committed.
     func write(mayUseReserve: Bool, _ body: @escaping Body) throws {
         let entry = Entry(body: body, mayUseReserve: mayUseReserve)
-        let wait = state.withLockedValue { state -> DispatchSemaphore? in
+        let leads = state.withLockedValue { state -> Bool in
             state.waiting.append(entry)
-            guard !state.leading else {
-                let wake = DispatchSemaphore(value: 0)
-                entry.wake = wake
-                return wake
-            }
+            guard !state.leading else { return false }
             state.leading = true
-            return nil
+            return true
         }
-        if let wait {
-            wait.wait()
+        if !leads {
+            entry.wake.wait()
             // Woken with its result, or handed the lead (its write is still waiting).
             if let result = state.withLockedValue({ _ in entry.result }) { return try result.get() }
         }
@@ -94,9 +88,8 @@ final class CommitGroup: Sendable {
             }
             return next
         }
-        // Every write in `batch` but the leader's own, and `next`, waited: each has its semaphore.
-        for waiter in batch where waiter !== entry { waiter.wake?.signal() }
-        next?.wake?.signal()
+        for waiter in batch where waiter !== entry { waiter.wake.signal() }
+        next?.wake.signal()
         return try results.each[batch.firstIndex { $0 === entry } ?? 0].get()
     }
 
