@@ -118,3 +118,33 @@ private final class Locked<Value>: @unchecked Sendable {
     var value: Value { lock.withLock { stored } }
     func update(_ change: (inout Value) -> Void) { lock.withLock { change(&stored) } }
 }
+
+extension CommitGroupTests {
+    /// Bursts of writes that start together, nothing after them: every write of every burst
+    /// returns (a wake-up lost in the hand-over between leaders would leave one waiting until
+    /// the next write, and after the last burst there is none).
+    func testEveryWriteOfABurstReturnsWithNothingAfterIt() throws {
+        let pool = self.pool!
+        let group = CommitGroup(database: pool) { _, body in try pool.write(body) }
+        let writers = 8
+        for burst in 0..<300 {
+            let done = DispatchGroup()
+            let start = DispatchSemaphore(value: 0)
+            for writer in 0..<writers {
+                done.enter()
+                Thread.detachNewThread {
+                    defer { done.leave() }
+                    start.wait()
+                    try? group.write(mayUseReserve: true) { db in
+                        try db.execute(sql: "INSERT INTO item (n) VALUES (?)", arguments: [burst * writers + writer])
+                    }
+                }
+            }
+            for _ in 0..<writers { start.signal() }
+            guard done.wait(timeout: .now() + 10) == .success else {
+                return XCTFail("burst \(burst): a write never returned (\(group.waitingCount) waiting)")
+            }
+        }
+        XCTAssertEqual(try rows().count, 300 * writers)
+    }
+}
