@@ -15,10 +15,17 @@ final class ManySmallFilesTests: DaemonTestCase {
     private let early = NIOLockedValueBox([String]())
     private let finishedPaths = NIOLockedValueBox(Set<String>())
 
-    private func serve() -> [[UInt8]] {
+    /// The files; the last `stalling` stall after their first kilobyte, once (their next
+    /// request gets the whole file).
+    private func serve(stalling: Int = 0) -> [[UInt8]] {
         (0..<Self.count).map { i in
             let content = Self.content(2000 + i % 7 * 1000, seed: UInt32(i + 1))
-            http.set("/s\(i)", Route(content: content))
+            var route = Route(content: content)
+            if i >= Self.count - stalling {
+                route.stallAfter = 1000
+                route.misbehaveTimes = 1
+            }
+            http.set("/s\(i)", route)
             return content
         }
     }
@@ -55,7 +62,9 @@ final class ManySmallFilesTests: DaemonTestCase {
     }
 
     func testKillNineAmongAThousandSmallDownloadsLosesNoTask() async throws {
-        let contents = serve()
+        // The last eight stall, so some are still to come when the kill does (the others may
+        // all be done by then: a thousand take about a second).
+        let contents = serve(stalling: 8)
         let paths = try await startAll((0..<Self.count).map { (http.url("/s\($0)"), directory.file("s\($0).bin")) })
         // Somewhere in the middle: some finished, some not.
         try await until("a first file", seconds: 60) { FileManager.default.fileExists(atPath: self.directory.file("s0.bin")) }
