@@ -64,9 +64,16 @@ public struct DownloadTaskRecord: Sendable, Hashable {
             destinationIsDirectory: request.destinationIsDirectory, options: request.options
         )
         fileMode = request.fileMode
-        if request.destinationIsDirectory, let name = request.fileName {
-            resolvedPath = FilePaths.join(request.destination, name)
-        }
+        name(inDirectory: request.fileName)
+    }
+
+    /// The file's name in a destination directory, from whichever source names it first (the
+    /// caller's document, a followed document, the server's response); nothing for a file
+    /// destination or once named. `name` is asked only then. The finaliser makes it unique when
+    /// it publishes.
+    public mutating func name(inDirectory name: @autoclosure () -> String?) {
+        guard destinationIsDirectory, resolvedPath == nil, let name = name() else { return }
+        resolvedPath = FilePaths.join(destination, name)
     }
 
     public var sessionID: SessionID { SessionID(owner: owner, name: session) }

@@ -51,10 +51,7 @@ extension TransferRun {
             state.record.options = options
             state.record.url = primary
             state.record.finalURL = nil
-            if state.record.destinationIsDirectory && state.record.resolvedPath == nil, let name = file.fileName {
-                // The document names the file (the finaliser makes the name unique when it publishes).
-                state.record.resolvedPath = FilePaths.join(state.record.destination, name)
-            }
+            state.record.name(inDirectory: file.fileName)
         }, events: { delegate, task, snapshot in
             delegate.urlChanged(task, snapshot)
             delegate.optionsChanged(task, snapshot)

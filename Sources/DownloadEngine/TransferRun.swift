@@ -339,11 +339,10 @@ final class TransferRun: Sendable {
                     state.record.finalURL = url
                     state.record.expectedLength = expected
                     state.record.validator = validator
-                    if state.record.destinationIsDirectory && state.record.resolvedPath == nil {
-                        // The name the server suggests; the finaliser makes it unique when it publishes.
-                        let name = HTTPHeaderRules.fileName(contentDisposition: headers.first(name: "content-disposition"), url: url)
-                        state.record.resolvedPath = FilePaths.join(state.record.destination, name)
-                    }
+                    // The name the server suggests, unless the file is named already.
+                    state.record.name(inDirectory: HTTPHeaderRules.fileName(
+                        contentDisposition: headers.first(name: "content-disposition"), url: url
+                    ))
                 }, events: { delegate, task, snapshot in
                     delegate.receivedResponse(task, snapshot, status: status)
                     if !learned.isEmpty || digest != nil { delegate.optionsChanged(task, snapshot) }
