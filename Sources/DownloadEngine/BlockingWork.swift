@@ -10,7 +10,7 @@ enum BlockingWork {
     /// `body`'s result, from a thread that may block.
     static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            DispatchQueue(label: "org.example.Downloads.blocking").async { continuation.resume(returning: body()) }
+            start { continuation.resume(returning: body()) }
         }
     }
 

@@ -103,12 +103,7 @@ public final class FileHelperClient: Sendable {
     public var pids: [pid_t] { slots.compactMap { slot in slot.running.withLock { $0?.pid } } }
 
     /// The first helper's pid, if one runs (for tests).
-    public var pid: pid_t? {
-        for slot in slots {
-            if let pid = slot.running.withLock({ $0?.pid }) { return pid }
-        }
-        return nil
-    }
+    public var pid: pid_t? { pids.first }
 
     private func start() throws -> Running {
         var pair: [Int32] = [-1, -1]
