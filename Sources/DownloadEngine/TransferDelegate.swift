@@ -7,9 +7,10 @@ import NIOHTTP1
 /// callbacks run on the request's event loop and never block: the file is opened, truncated and
 /// written on the task's I/O queue, and the future returned for each body part is the
 /// backpressure (the writer's, and the bandwidth limit's). The file is opened only when the
-/// response says to write, so a refused request leaves nothing behind. Checkpoints are
-/// requested every `checkpointBytes` or `checkpointInterval`; the stall watchdog fails the
-/// request when no byte arrives in time.
+/// response says to write, so a refused request leaves nothing behind. What the head means is
+/// `ResponseDecision`'s to say; when a checkpoint is due, how long the limit holds a part back
+/// and when the request is stalled or too slow, `BodyProgress`'s: this class feeds them the
+/// request's events and performs their verdicts.
 final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     struct Result: Sendable {
         var decision: ResponseDecision
@@ -82,12 +83,6 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     private let knownLength: Int64
     private let validator: String?
     private let hooks: Hooks
-    private let connectTimeout: TimeAmount
-    private let stallTimeout: TimeAmount
-    private let lowSpeedLimit: UInt64
-    private let lowSpeedTime: TimeAmount
-    private let checkpointBytes: Int64
-    private let checkpointInterval: TimeAmount
     private let retryAfterCap: Double
     private let followsMetalink: Bool
     /// The request asked for a range (`Range: bytes=requestedOffset-…`).
@@ -102,16 +97,8 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     /// Where the body of this response ends in the file (-1 unknown).
     private var responseEnd: Int64 = -1
     private var result: Result?
-    private var position: Int64 = 0
-    private var lastCheckpointPosition: Int64 = 0
-    private var lastCheckpointTime = NIODeadline.now()
-    private var lastActivity = NIODeadline.now()
-    /// The minimum-speed window: when it began and the body bytes received since.
-    private var speedWindowStart: NIODeadline?
-    private var speedWindowBytes: Int64 = 0
-    private var rateStart = NIODeadline.now()
-    private var rateBytes: Int64 = 0
-    private var rateLimit: UInt64 = 0
+    /// Checkpoints, the bandwidth limit, the stall and speed checks of this response.
+    private var progress: BodyProgress
     private var watchdog: RepeatedTask?
     /// The rate limit's wait before the next body part (see `interrupt`).
     private var throttle: Scheduled<Void>?
@@ -130,12 +117,14 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         self.knownLength = knownLength
         self.validator = validator
         self.hooks = hooks
-        self.connectTimeout = .milliseconds(Int64(settings.connectTimeout * 1000))
-        self.stallTimeout = .milliseconds(Int64(settings.stallTimeout * 1000))
-        self.lowSpeedLimit = settings.lowSpeedLimit
-        self.lowSpeedTime = .milliseconds(Int64(settings.lowSpeedTime * 1000))
-        self.checkpointBytes = settings.checkpointBytes
-        self.checkpointInterval = .milliseconds(Int64(settings.checkpointInterval * 1000))
+        progress = BodyProgress(settings: .init(
+            connectTimeout: .milliseconds(Int64(settings.connectTimeout * 1000)),
+            stallTimeout: .milliseconds(Int64(settings.stallTimeout * 1000)),
+            lowSpeedLimit: settings.lowSpeedLimit,
+            lowSpeedTime: .milliseconds(Int64(min(settings.lowSpeedTime, 365 * 86400) * 1000)),
+            checkpointBytes: settings.checkpointBytes,
+            checkpointInterval: .milliseconds(Int64(settings.checkpointInterval * 1000))
+        ), now: .now())
         self.retryAfterCap = settings.retryAfterCap
         self.followsMetalink = settings.followsMetalink
     }
@@ -155,65 +144,28 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     // MARK: The request's events (on its event loop)
 
     func sentHead(_ task: Request) {
-        lastActivity = .now()
+        progress.requestSent(at: .now())
         guard watchdog == nil else { return }
         watchdog = task.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { [self] _ in
-            let limit = result == nil ? connectTimeout : stallTimeout
-            let now = NIODeadline.now()
-            if now - lastActivity > limit {
-                fail(task, .timeout(result == nil
-                    ? "no response within \(limit.nanoseconds / 1_000_000_000) s"
-                    : "no data for \(limit.nanoseconds / 1_000_000_000) s (stalled)"))
-            } else if let slow = tooSlow(at: now) {
-                fail(task, .timeout(slow))
-            }
+            if let why = progress.check(at: .now(), floor: hooks.speedFloor) { fail(task, .timeout(why)) }
         }
-    }
-
-    /// The minimum speed, checked once per `lowSpeedTime` window of the body: fewer bytes than
-    /// `lowSpeedLimit` a second over the whole window is a drip (a byte every ten seconds never
-    /// trips the stall timeout). A bandwidth limit below it lowers it to half the limit, so a
-    /// transfer held to its limit is never taken for a slow one. A source far slower than the
-    /// others of a download with mirrors meets a higher floor (`Hooks.speedFloor`).
-    private func tooSlow(at now: NIODeadline) -> String? {
-        guard case .write = result?.decision else { return nil }
-        guard let start = speedWindowStart else {
-            speedWindowStart = now
-            speedWindowBytes = 0
-            return nil
-        }
-        let elapsed = now - start
-        guard elapsed >= lowSpeedTime else { return nil }
-        let base = rateLimit > 0 ? min(lowSpeedLimit, rateLimit / 2) : lowSpeedLimit
-        let seconds = Double(elapsed.nanoseconds) / 1e9
-        let speed = Double(speedWindowBytes) / seconds
-        speedWindowStart = now
-        speedWindowBytes = 0
-        let floor = max(base, hooks.speedFloor(speed))
-        guard floor > 0, speed < Double(floor) else { return nil }
-        return String(format: "slower than %llu bytes/s for %.0f s (%.1f bytes/s)", floor, seconds, speed)
     }
 
     func receivedHead(_ head: HTTPResponseHead, _ task: Request) -> EventLoopFuture<Void> {
-        lastActivity = .now()
         let status = Int(head.status.code)
         let decision = ResponseDecision.decide(
             status: status, reason: head.status.reasonPhrase, headers: head.headers, requestedOffset: requestedOffset,
             knownLength: knownLength, validator: validator, retryAfterCap: retryAfterCap, ranged: ranged,
             segment: segment != nil, followsMetalink: followsMetalink
         )
-        var start: Int64 = 0
+        var start: Int64?
         if case .write(let offset, _, let expected, _) = decision {
             start = offset
             let length = head.headers.first(name: "content-length").flatMap { Int64($0) }
             responseEnd = length.map { offset + $0 } ?? expected
         }
-        position = start
-        lastCheckpointPosition = start
-        lastCheckpointTime = .now()
-        rateStart = .now()
-        rateLimit = hooks.maxBytesPerSecond()
-        result = Result(decision: decision, status: status, headers: head.headers, endOffset: start, bodyBytes: 0)
+        progress.headReceived(writingAt: start, limit: hooks.maxBytesPerSecond(), at: .now())
+        result = Result(decision: decision, status: status, headers: head.headers, endOffset: start ?? 0, bodyBytes: 0)
         do {
             try hooks.head(status, head.headers, decision)
         } catch {
@@ -244,7 +196,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
 
     func receivedBodyPart(_ buffer: ByteBuffer, _ task: Request) -> EventLoopFuture<Void> {
         if !failed, case .metalink = result?.decision {
-            lastActivity = .now()
+            progress.documentPart(at: .now())
             result?.document += buffer.readableBytesView
             result?.bodyBytes += Int64(buffer.readableBytes)
             if (result?.document.count ?? 0) > MetalinkDocument.maximumSize {
@@ -255,12 +207,13 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         guard !failed, case .write = result?.decision else { return task.eventLoop.makeSucceededVoidFuture() }
         var count = Int64(buffer.readableBytes)
         let written: EventLoopFuture<Void>
-        let progress: Int64
+        let held: Int64
+        let position = progress.position
         if let segment {
             let handed = segment.table.write(segment.id, source: segment.source, buffer, writer: writer, eventLoop: task.eventLoop)
             count = handed.accepted
             written = handed.written
-            progress = handed.held
+            held = handed.held
             if handed.complete && (position + count < responseEnd || responseEnd < 0) {
                 // The range is complete and the response goes on into another one's: end it.
                 failed = true
@@ -269,62 +222,34 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
             }
         } else {
             written = writer.write(buffer, at: position, eventLoop: task.eventLoop)
-            progress = position + count
+            held = position + count
         }
-        position += count
-        result?.endOffset = position
-        result?.bodyBytes += count
-        speedWindowBytes += count
         let now = NIODeadline.now()
-        lastActivity = now
-        hooks.wrote(progress)
-        if position - lastCheckpointPosition >= checkpointBytes || now - lastCheckpointTime >= checkpointInterval {
-            lastCheckpointPosition = position
-            lastCheckpointTime = now
-            hooks.checkpoint(progress)
-            retune(to: hooks.maxBytesPerSecond(), at: now)
+        let checkpointDue = progress.bodyPart(count, at: now)
+        result?.endOffset = progress.position
+        result?.bodyBytes += count
+        hooks.wrote(held)
+        if checkpointDue {
+            hooks.checkpoint(held)
+            progress.limitChanged(to: hooks.maxBytesPerSecond(), at: now)
         }
-        guard rateLimit > 0 else { return written }
-        rateBytes += count
         // Most parts of a transfer under its limit need no wait: no promise, no lock.
-        guard rateAllowedAt() > now else { return written }
+        guard progress.throttle(count, at: now) != nil else { return written }
         let allowed = task.eventLoop.makePromise(of: Void.self)
         waitForRate(on: task.eventLoop, then: allowed)
         return written.and(allowed.futureResult).map { _ in }
     }
 
-    /// When the bytes received so far are within the limit (at most a year away: a wait that
-    /// long is as good as for ever, and stays within Int64).
-    private func rateAllowedAt() -> NIODeadline {
-        rateStart + .nanoseconds(Int64(min(Double(rateBytes) / Double(max(rateLimit, 1)), 365 * 86400) * 1e9))
-    }
-
-    /// A new limit from `at` on: the bytes still owed at the old one (received beyond what it
-    /// allowed so far) are owed at the new one.
-    private func retune(to limit: UInt64, at now: NIODeadline) {
-        guard limit != rateLimit else { return }
-        let elapsed = Double((now - rateStart).nanoseconds) / 1e9
-        let owed = rateLimit == 0 ? 0 : Int64(max(0, Double(rateBytes) - elapsed * Double(rateLimit)))
-        rateLimit = limit
-        rateStart = now
-        rateBytes = owed
-    }
-
-    /// Completes `allowed` once the rate limit lets the next body part in: in steps of at most
-    /// 250 ms, reading the limit again at each, so a limit raised or lifted while waiting
-    /// (`MaxBytesPerSecond` set to 0) applies at once rather than after a wait reckoned at the
-    /// old one (at 1 byte per second, hours). A cancelled step (`interrupt`) fails it.
+    /// Completes `allowed` once the rate limit lets the next body part in: in steps (see
+    /// `BodyProgress.rateWaitStep`), reading the limit again at each, so a limit raised or lifted
+    /// while waiting (`MaxBytesPerSecond` set to 0) applies at once rather than after a wait
+    /// reckoned at the old one (at 1 byte per second, hours). A cancelled step (`interrupt`) fails it.
     private func waitForRate(on eventLoop: EventLoop, then allowed: EventLoopPromise<Void>) {
-        let now = NIODeadline.now()
-        retune(to: hooks.maxBytesPerSecond(), at: now)
-        let allowedAt = rateAllowedAt()
-        guard rateLimit > 0, allowedAt > now else {
+        guard let next = progress.rateWaitStep(limit: hooks.maxBytesPerSecond(), at: .now()) else {
             allowed.succeed()
             return
         }
-        // The watchdog counts a wait as activity: a limit is no stall.
-        lastActivity = allowedAt
-        let step = eventLoop.scheduleTask(deadline: min(allowedAt, now + .milliseconds(250))) { [self] in
+        let step = eventLoop.scheduleTask(deadline: next) { [self] in
             waitForRate(on: eventLoop, then: allowed)
         }
         step.futureResult.whenFailure { allowed.fail($0) }
