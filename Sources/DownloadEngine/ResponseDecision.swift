@@ -92,4 +92,18 @@ enum ResponseDecision: Equatable, Sendable {
             return .fail(.invalidResponse("unexpected status \(status) \(DisplayText.quoted(reason, limit: 60))"))
         }
     }
+
+    /// Whether the first response of a download that may go on several connections splits what
+    /// is left of it into ranges, and which bytes those are: only a body to write of a known
+    /// length, with a strong validator (every range asks `If-Range` with it, so no range can
+    /// come from another version), from a server that takes ranges (it answered one with 206, or
+    /// says `Accept-Ranges: bytes`), with at least two ranges of `minimumSegment` left. nil: the
+    /// response is fetched on one stream, as a download with one connection always is.
+    func rangeToSplit(status: Int, headers: HTTPHeaders, minimumSegment: Int64) -> ByteRange? {
+        guard case .write(let offset, _, let length, let validator) = self, validator != nil, length > 0,
+              status == 206 || headers.first(name: "accept-ranges")?.lowercased().contains("bytes") == true,
+              length - offset >= 2 * minimumSegment
+        else { return nil }
+        return ByteRange(start: offset, end: length)
+    }
 }

@@ -3,10 +3,14 @@ import NIOCore
 import NIOHTTP1
 import TerminalOutput
 
-/// Segmented downloads (option `connections` > 1), as aria2 does them: the first request
-/// learns the length, the strong validator and whether the server takes ranges; its head then
-/// splits what is left into ranges (`SegmentTable`), the first connection keeps the first one
-/// and the others fetch theirs with `Range: bytes=a-b` and `If-Range`. A connection whose range
+/// One attempt at a download (`attempt`), the single stream being the case that does not
+/// split: the first request learns the length, the strong validator and whether the server
+/// takes ranges; when the download may use several connections (option `connections` > 1,
+/// mirrors, piece hashes) its head may split what is left into ranges (the rule:
+/// `ResponseDecision.rangeToSplit`; the ranges: `SegmentTable`), as aria2 does. The first
+/// connection keeps the first range and the others fetch theirs with `Range: bytes=a-b` and
+/// `If-Range`. A download that may not split, or whose head did not, is that first request
+/// alone: one stream, its cut or failure the run's state machine's to retry. A connection whose range
 /// is done takes a waiting one or half of the largest one left (work stealing). All of them
 /// write into the one partial file at their offsets; one fdatasync checkpoints them all and
 /// the ranges still to fetch are then recorded (`recordSegments`, see TransferRun+Durability).
@@ -51,13 +55,13 @@ extension TransferRun {
     /// Connections this run may open now.
     var connectionCount: Int { segmentState.withLockedValue { $0.connections } }
 
-    /// Whether this request goes through the segmented path: the task asked for more than one
-    /// connection (even if it was granted one: more may come) or has recorded ranges.
-    var isSegmented: Bool {
-        let record = task.record
+    /// Whether this run's first request may split the download: the task asked for more than
+    /// one connection (even if it was granted one: more may come), has mirrors or piece hashes,
+    /// and the run has not settled on one stream (after a restart from zero).
+    var maySplit: Bool {
+        let options = task.record.options
         return !segmentState.withLockedValue { $0.singleStream }
-            && (record.options.connections > 1 || record.segments != nil || !record.options.mirrors.isEmpty
-                || record.options.pieces != nil)
+            && (options.connections > 1 || !options.mirrors.isEmpty || options.pieces != nil)
     }
 
     /// More places granted while the run goes on: started at once as connections of the
@@ -92,13 +96,14 @@ extension TransferRun {
         var lastError: DownloadError?
     }
 
-    /// One attempt at a segmented download: from the recorded ranges, or from `request` (the
-    /// state machine's) whose head may split the rest.
-    func sendSegmented(_ request: TransferStateMachine.Request) async -> TransferStateMachine.Outcome {
+    /// One attempt: from the recorded ranges of a segmented download, or from `request` (the
+    /// state machine's), whose head may split the rest; one stream when it may not or does not.
+    func attempt(_ request: TransferStateMachine.Request) async -> TransferStateMachine.Outcome {
         let record = task.record
         let attempt = NIOLockedValueBox(Attempt())
         let outcome: TransferStateMachine.Outcome
-        if let remaining = record.segments, let validator = record.validator, record.expectedLength > 0 {
+        if !segmentState.withLockedValue({ $0.singleStream }), let remaining = record.segments, let validator = record.validator,
+           record.expectedLength > 0 {
             let connections = connectionCount
             let table = makeTable(length: record.expectedLength, remaining: remaining, connections: connections, attempt: attempt)
             let workers = SegmentWorkers(live: connections)
@@ -128,11 +133,13 @@ extension TransferRun {
         return outcome
     }
 
-    /// The first request of a segmented download: its head decides whether to split; if it
-    /// does, the other connections start and this one goes on as one of them.
+    /// The first request of an attempt: its head decides whether to split; if it does, the
+    /// other connections start and this one goes on as one of them. A download that may not
+    /// split is this request alone (`stream`).
     private func firstRequest(
         _ request: TransferStateMachine.Request, attempt: NIOLockedValueBox<Attempt>
     ) async -> TransferStateMachine.Outcome {
+        guard maySplit else { return await stream(request) }
         let minimum = configuration.minimumSegment
         // Nothing of an earlier attempt (whose ranges were not recorded) may pass for this one's.
         segmentState.withLockedValue { state in
@@ -149,13 +156,12 @@ extension TransferRun {
         }
         let split: @Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment? = { status, headers, decision in
             defer { continuation.finish() }
-            guard case .write(let offset, _, let length, let validator?) = decision, length > 0,
-                  status == 206 || headers.first(name: "accept-ranges")?.lowercased().contains("bytes") == true,
-                  length - offset >= 2 * minimum
+            guard let range = decision.rangeToSplit(status: status, headers: headers, minimumSegment: minimum),
+                  case .write(_, _, _, let validator?) = decision
             else { return nil }
             let pieces = state.withLockedValue { $0.connections }
-            let table = makeTable(length, ByteRange(start: offset, end: length), pieces)
-            guard let claim = table.claim(startingAt: offset) else { return nil }
+            let table = makeTable(range.end, range, pieces)
+            guard let claim = table.claim(startingAt: range.start) else { return nil }
             // The first connection counts as one of the attempt's: it goes on after its range.
             let workers = SegmentWorkers(live: pieces)
             state.withLockedValue { state in

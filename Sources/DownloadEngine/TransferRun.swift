@@ -80,7 +80,7 @@ final class TransferRun: Sendable {
                     manager.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
                     return
                 }
-                let outcome = isSegmented ? await sendSegmented(request) : await send(request)
+                let outcome = await attempt(request)
                 let (offset, validator) = task.state.withLockedValue { ($0.bytesWritten, $0.record.validator) }
                 action = machine.requestEnded(outcome, offset: offset, validator: validator, random: Double.random(in: 0..<1))
             case .restartFromZero(let reason, let delay, let request):
@@ -155,10 +155,11 @@ final class TransferRun: Sendable {
         case failed(DownloadError)
     }
 
-    /// One request of a single-stream download. A complete one goes to the finish, whose sync
-    /// reports a write error (one trip to the I/O queue less per download); any other outcome
-    /// gives way to a write error first, as every request's does.
-    func send(_ request: TransferStateMachine.Request) async -> TransferStateMachine.Outcome {
+    /// An attempt on one stream (see `attempt`): one request, its body written from where the
+    /// response starts. A complete one goes to the finish, whose sync reports a write error (one
+    /// trip to the I/O queue less per download); any other outcome gives way to a write error
+    /// first, as every request's does.
+    func stream(_ request: TransferStateMachine.Request) async -> TransferStateMachine.Outcome {
         let outcome = outcome(of: await execute(
             url: request.url, sendsCredentials: request.sendsCredentials,
             range: request.range.map { (start: $0.offset, end: nil) }, validator: request.range?.validator,

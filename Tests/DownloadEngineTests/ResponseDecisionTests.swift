@@ -85,4 +85,23 @@ final class ResponseDecisionTests: XCTestCase {
         if case .fail(let error) = decide(429, [:]) { XCTAssertTrue(error.isRetryable) } else { XCTFail("429") }
         if case .fail(let error) = decide(101, [:]) { XCTAssertEqual(error.code, .invalidResponse) } else { XCTFail("101") }
     }
+
+    func testOnlyAWholeKnownValidatedRangeableBodyWithTwoRangesLeftSplits() {
+        let mib: Int64 = 1 << 20
+        let write = ResponseDecision.write(offset: 0, truncate: false, expectedLength: 8 * mib, validator: "\"v\"")
+        let ranges: HTTPHeaders = ["Accept-Ranges": "bytes"]
+        XCTAssertEqual(write.rangeToSplit(status: 200, headers: ranges, minimumSegment: mib), ByteRange(start: 0, end: 8 * mib))
+        XCTAssertEqual(write.rangeToSplit(status: 206, headers: [:], minimumSegment: mib), ByteRange(start: 0, end: 8 * mib), "a 206 shows ranges work")
+        let resumed = ResponseDecision.write(offset: 6 * mib, truncate: false, expectedLength: 8 * mib, validator: "\"v\"")
+        XCTAssertEqual(resumed.rangeToSplit(status: 206, headers: [:], minimumSegment: mib), ByteRange(start: 6 * mib, end: 8 * mib), "what is left")
+        XCTAssertNil(resumed.rangeToSplit(status: 206, headers: [:], minimumSegment: 2 * mib), "less than two ranges left")
+        XCTAssertNil(write.rangeToSplit(status: 200, headers: [:], minimumSegment: mib), "no sign the server takes ranges")
+        XCTAssertNil(write.rangeToSplit(status: 200, headers: ["Accept-Ranges": "none"], minimumSegment: mib))
+        let unvalidated = ResponseDecision.write(offset: 0, truncate: false, expectedLength: 8 * mib, validator: nil)
+        XCTAssertNil(unvalidated.rangeToSplit(status: 200, headers: ranges, minimumSegment: mib), "ranges of another version could splice")
+        let unknown = ResponseDecision.write(offset: 0, truncate: false, expectedLength: -1, validator: "\"v\"")
+        XCTAssertNil(unknown.rangeToSplit(status: 200, headers: ranges, minimumSegment: mib), "no length to split")
+        XCTAssertNil(ResponseDecision.metalink.rangeToSplit(status: 200, headers: ranges, minimumSegment: mib))
+        XCTAssertNil(ResponseDecision.redirect("/x").rangeToSplit(status: 302, headers: ranges, minimumSegment: mib))
+    }
 }
