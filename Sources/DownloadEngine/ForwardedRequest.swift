@@ -150,6 +150,14 @@ final class ForwardedRequest: OutgoingRequest {
             deliver(context)
         }
 
+        /// A read that decoded no whole part (a head split over several segments, as tinyproxy
+        /// writes it, a line per segment) asks for the rest here: with reads made by hand,
+        /// nothing else would, and the response would wait for the watchdog.
+        func channelReadComplete(context: ChannelHandlerContext) {
+            if pending.isEmpty, !busy, !complete, !closed, !request.isEnded { context.read() }
+            context.fireChannelReadComplete()
+        }
+
         /// The next part to the delegate once it took the last; a read when nothing waits.
         private func deliver(_ context: ChannelHandlerContext) {
             while !busy, !request.isEnded, let part = pending.popFirst() {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A fresh directory under the system temporary directory, removed by `remove()`.
+/// A fresh directory under the system temporary directory (`TMPDIR`), removed by `remove()`.
 public struct TemporaryDirectory: Sendable {
     public let path: String
 
@@ -15,7 +15,9 @@ public struct TemporaryDirectory: Sendable {
 
     public func file(_ name: String) -> String { path + "/" + name }
 
+    /// Removes the directory, unless `DOWNLOADS_TEST_KEEP` is set (to read a test's logs after it).
     public func remove() {
+        guard ProcessInfo.processInfo.environment["DOWNLOADS_TEST_KEEP"] == nil else { return }
         try? FileManager.default.removeItem(atPath: path)
     }
 }
