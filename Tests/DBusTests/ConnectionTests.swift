@@ -38,12 +38,17 @@ final class ConnectionTests: BusTestCase {
         let client = try await client()
         defer { client.close() }
         let message = try Message.methodCall(destination: TestService.name, path: TestService.path, interface: TestService.interfaceName, member: "Echo")
-        XCTAssertThrowsError(try message.append([.variant(.string("nul\0inside"))]))
-        XCTAssertThrowsError(try message.append([.array(element: .int32, [.string("not an int")])]))
-        XCTAssertThrowsError(try message.append([.signature("a{vs}")]))
+        func throwsBusError(_ body: @autoclosure () throws -> some Any, name: String = BusError.invalidArgsName, line: UInt = #line) {
+            XCTAssertThrowsError(try body(), line: line) { error in
+                XCTAssertEqual((error as? BusError)?.name, name, "\(error)", line: line)
+            }
+        }
+        throwsBusError(try message.append([.variant(.string("nul\0inside"))]))
+        throwsBusError(try message.append([.array(element: .int32, [.string("not an int")])]))
+        throwsBusError(try message.append([.signature("a{vs}")]), name: BusError.invalidSignatureName)
         let trailing = "/trailing/"
-        XCTAssertThrowsError(try ObjectPath(trailing))
-        XCTAssertThrowsError(try Message.methodCall(destination: nil, path: "/", interface: "bad", member: "M"))
+        throwsBusError(try ObjectPath(trailing))
+        throwsBusError(try Message.methodCall(destination: nil, path: "/", interface: "bad", member: "M"))
         // A correct call still works on the same connection.
         let reply = try await Self.callTest(client, "Echo", [.variant(.int32(1))])
         XCTAssertEqual(reply, [.variant(.int32(1))])
