@@ -19,6 +19,19 @@ struct BodyProgress {
         /// A checkpoint every `checkpointBytes` or `checkpointInterval`, whichever comes first.
         var checkpointBytes: Int64
         var checkpointInterval: TimeAmount
+
+        /// The settings from seconds, as the task's options and the configuration give them.
+        static func seconds(
+            connectTimeout: Double, stallTimeout: Double, lowSpeedLimit: UInt64, lowSpeedTime: Double,
+            checkpointBytes: Int64, checkpointInterval: Double
+        ) -> Settings {
+            // At most a year: a window that long is as good as none, and stays within Int64.
+            func amount(_ seconds: Double) -> TimeAmount { .milliseconds(Int64(min(seconds, 365 * 86400) * 1000)) }
+            return Settings(
+                connectTimeout: amount(connectTimeout), stallTimeout: amount(stallTimeout), lowSpeedLimit: lowSpeedLimit,
+                lowSpeedTime: amount(lowSpeedTime), checkpointBytes: checkpointBytes, checkpointInterval: amount(checkpointInterval)
+            )
+        }
     }
 
     let settings: Settings

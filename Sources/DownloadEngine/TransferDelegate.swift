@@ -66,13 +66,8 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     }
 
     struct Settings: Sendable {
-        var connectTimeout: Double
-        var stallTimeout: Double
-        /// Bytes per second (0: no check) and the seconds over which they are counted.
-        var lowSpeedLimit: UInt64 = 0
-        var lowSpeedTime: Double = 60
-        var checkpointBytes: Int64
-        var checkpointInterval: Double
+        /// Timeouts, the minimum speed and the checkpoints' spacing.
+        var body: BodyProgress.Settings
         var retryAfterCap: Double
         /// A Metalink document answered from the start is read, not written (`ResponseDecision.metalink`).
         var followsMetalink = false
@@ -117,14 +112,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         self.knownLength = knownLength
         self.validator = validator
         self.hooks = hooks
-        progress = BodyProgress(settings: .init(
-            connectTimeout: .milliseconds(Int64(settings.connectTimeout * 1000)),
-            stallTimeout: .milliseconds(Int64(settings.stallTimeout * 1000)),
-            lowSpeedLimit: settings.lowSpeedLimit,
-            lowSpeedTime: .milliseconds(Int64(min(settings.lowSpeedTime, 365 * 86400) * 1000)),
-            checkpointBytes: settings.checkpointBytes,
-            checkpointInterval: .milliseconds(Int64(settings.checkpointInterval * 1000))
-        ), now: .now())
+        progress = BodyProgress(settings: settings.body, now: .now())
         self.retryAfterCap = settings.retryAfterCap
         self.followsMetalink = settings.followsMetalink
     }

@@ -234,11 +234,13 @@ final class TransferRun: Sendable {
             writer: writer, requestedOffset: range?.start ?? 0, knownLength: record.expectedLength,
             validator: validator, hooks: hooks,
             settings: .init(
-                connectTimeout: record.options.connectTimeout ?? configuration.connectTimeout,
-                stallTimeout: record.options.stallTimeout ?? configuration.stallTimeout,
-                lowSpeedLimit: record.options.lowSpeedLimit ?? configuration.lowSpeedLimit,
-                lowSpeedTime: min(record.options.lowSpeedTime ?? configuration.lowSpeedTime, speedWindow ?? .infinity),
-                checkpointBytes: configuration.checkpointBytes, checkpointInterval: configuration.checkpointInterval,
+                body: .seconds(
+                    connectTimeout: record.options.connectTimeout ?? configuration.connectTimeout,
+                    stallTimeout: record.options.stallTimeout ?? configuration.stallTimeout,
+                    lowSpeedLimit: record.options.lowSpeedLimit ?? configuration.lowSpeedLimit,
+                    lowSpeedTime: min(record.options.lowSpeedTime ?? configuration.lowSpeedTime, speedWindow ?? .infinity),
+                    checkpointBytes: configuration.checkpointBytes, checkpointInterval: configuration.checkpointInterval
+                ),
                 retryAfterCap: configuration.retry.retryAfterCap,
                 followsMetalink: record.options.useMetalinkHeaders && record.options.metalinkURL == nil && range == nil
                     && segment == nil
