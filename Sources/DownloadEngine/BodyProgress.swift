@@ -25,8 +25,7 @@ struct BodyProgress {
             connectTimeout: Double, stallTimeout: Double, lowSpeedLimit: UInt64, lowSpeedTime: Double,
             checkpointBytes: Int64, checkpointInterval: Double
         ) -> Settings {
-            // At most a year: a window that long is as good as none, and stays within Int64.
-            func amount(_ seconds: Double) -> TimeAmount { .milliseconds(Int64(min(seconds, 365 * 86400) * 1000)) }
+            func amount(_ seconds: Double) -> TimeAmount { .milliseconds(Int64(min(seconds, BodyProgress.longest) * 1000)) }
             return Settings(
                 connectTimeout: amount(connectTimeout), stallTimeout: amount(stallTimeout), lowSpeedLimit: lowSpeedLimit,
                 lowSpeedTime: amount(lowSpeedTime), checkpointBytes: checkpointBytes, checkpointInterval: amount(checkpointInterval)
@@ -37,8 +36,8 @@ struct BodyProgress {
     let settings: Settings
     /// Where the next body byte goes in the file.
     private(set) var position: Int64 = 0
-    /// The head arrived, and its body is to be written (the speed checks apply only then).
-    private var headReceived = false
+    /// The head arrived, and whether its body is written (the speed checks apply only then).
+    private var hasHead = false
     private var writing = false
     private var lastCheckpointPosition: Int64 = 0
     private var lastCheckpointTime: NIODeadline
@@ -56,6 +55,9 @@ struct BodyProgress {
     /// The longest step of a wait for the limit: the limit is read again after each, so a limit
     /// raised or lifted while waiting applies at once.
     static let rateStep = TimeAmount.milliseconds(250)
+    /// The longest time anything here counts in seconds, a year: a wait or a window that long is
+    /// as good as for ever, and stays within Int64 nanoseconds.
+    static let longest: Double = 365 * 86400
 
     init(settings: Settings, now: NIODeadline) {
         self.settings = settings
@@ -71,10 +73,10 @@ struct BodyProgress {
         lastActivity = now
     }
 
-    /// The head arrived; `offset` is where its body goes (when `writes`), `limit` the bandwidth
-    /// limit now. Counting starts here: checkpoints, the limit, the speed window.
+    /// The head arrived; `offset` is where its body goes (nil: its body is read, not written),
+    /// `limit` the bandwidth limit now. Counting starts here: checkpoints, the limit, the speed window.
     mutating func headReceived(writingAt offset: Int64?, limit: UInt64, at now: NIODeadline) {
-        headReceived = true
+        hasHead = true
         writing = offset != nil
         position = offset ?? 0
         lastCheckpointPosition = position
@@ -141,13 +143,13 @@ struct BodyProgress {
     /// half a limit below it, so a transfer held to its limit is never taken for a slow one),
     /// or below `floor(measured speed)` (a mirror far slower than the others; 0: none).
     mutating func check(at now: NIODeadline, floor: (Double) -> UInt64 = { _ in 0 }) -> String? {
-        let limit = headReceived ? settings.stallTimeout : settings.connectTimeout
+        let limit = hasHead ? settings.stallTimeout : settings.connectTimeout
         if now - lastActivity > limit {
-            return headReceived
+            return hasHead
                 ? "no data for \(limit.nanoseconds / 1_000_000_000) s (stalled)"
                 : "no response within \(limit.nanoseconds / 1_000_000_000) s"
         }
-        guard headReceived, writing else { return nil }
+        guard hasHead, writing else { return nil }
         guard let start = speedWindowStart else {
             speedWindowStart = now
             speedWindowBytes = 0
@@ -165,9 +167,8 @@ struct BodyProgress {
         return String(format: "slower than %llu bytes/s for %.0f s (%.1f bytes/s)", minimum, seconds, speed)
     }
 
-    /// When the bytes counted so far are within the limit (at most a year away: a wait that long
-    /// is as good as for ever, and stays within Int64).
+    /// When the bytes counted so far are within the limit (at most `longest` away).
     private var allowedAt: NIODeadline {
-        rateStart + .nanoseconds(Int64(min(Double(rateBytes) / Double(max(rateLimit, 1)), 365 * 86400) * 1e9))
+        rateStart + .nanoseconds(Int64(min(Double(rateBytes) / Double(max(rateLimit, 1)), Self.longest) * 1e9))
     }
 }
