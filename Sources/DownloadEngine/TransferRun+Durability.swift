@@ -16,7 +16,8 @@ import NIOCore
 ///    transaction (`segments-saving` is inside it: a crash there rolls it back to step 2's case).
 ///    The record also names the partial file (device and inode) from its opening on.
 /// 4. **Finish the file**: the whole file `fdatasync`ed and checked against `sha256`; the events
-///    so far are delivered, so the record naming the partial file is committed. *Crash here
+///    so far are delivered, so the record naming the partial file is committed (with, for a
+///    body of unknown length, the length it holds). *Crash here
 ///    (`file-synced`)*: the restart finds the file whole at its recorded offset and finishes it.
 /// 5. **Rename**: the atomic publish (`TransferFinalizer.publish`, never replacing a file unless
 ///    `overwrite`), the directory synced. *Crash here (`published`)*: the partial file is gone;
@@ -161,18 +162,23 @@ extension TransferRun {
             // first, and the sync, the check and the rename are one trip to the I/O queue. A file
             // the sync had to open (nothing written in this run) may be another one: its record
             // is waited for between the two, as the order says.
+            // A body of unknown length has nothing recorded that says how long it is (no
+            // checkpoint of a small one): its length is recorded between the sync and the
+            // rename, as a checkpoint is, so a restart that finds it published reports it whole.
             await task.eventsDelivered()
             let named = task.record.partialFile
+            let lengthRecorded = record.expectedLength >= 0
             let task = self.task
             let published: String? = try await writer.perform { writer in
                 try finalizer.complete(record, length: length, writer: writer)
-                guard let named, writer.identity == named else { return nil }
+                guard lengthRecorded, let named, writer.identity == named else { return nil }
                 CrashPoint.fileSynced.reached()
                 return try finalizer.publish(task.record, writer: writer)
             }
             if let published {
                 destination = published
             } else {
+                if !lengthRecorded { recordDurable(length) }
                 await task.eventsDelivered()
                 CrashPoint.fileSynced.reached()
                 destination = try await writer.perform { writer in try finalizer.publish(task.record, writer: writer) }

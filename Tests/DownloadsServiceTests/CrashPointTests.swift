@@ -124,6 +124,28 @@ final class CrashPointTests: DaemonTestCase {
         try await crash(at: .published, arrival: 3)
     }
 
+    /// A body of unknown length (chunked) is recorded whole before its rename, so the restart
+    /// that finds it published reports every byte (it reported the last checkpoint: none here).
+    func testAChunkedFilePublishedBeforeACrashKeepsItsLength() async throws {
+        let content = Self.content(50_000, seed: 5)
+        var route = Route(content: content)
+        route.chunked = true
+        http.set("/chunked", route)
+        stopDaemon()
+        daemonEnvironment = [CrashPoint.environmentVariable: "\(CrashPoint.published.rawValue):1"]
+        try await startDaemon()
+        let path = try await start(http.url("/chunked"), directory.file("chunked.bin"))
+        try await waitForCrash(at: .published, log: daemonLog)
+        daemonEnvironment = [:]
+        try await startDaemon()
+        let state = try await waitState(path, ["finished", "failed", "cancelled"])
+        XCTAssertEqual(state, "finished")
+        XCTAssertEqual(sha256(ofFile: directory.file("chunked.bin")), Self.sha256(content))
+        let written = try await property(path, "BytesWritten")?.int64Value
+        XCTAssertEqual(written, Int64(content.count))
+        XCTAssertEqual(http.requests(for: "/chunked").count, 1, "found published, not fetched again")
+    }
+
     func testCrashBetweenTheLastEndAndItsPendingCompletion() async throws {
         try await crash(at: .endedUnreported, arrival: 1)
     }
