@@ -2,11 +2,13 @@
 /// Every method has an empty default, so the service, the store and the log each implement
 /// only what they need (the shape of Alamofire's `EventMonitor`).
 ///
-/// Delivery: the events of one task arrive in the order they happened, one at a time, on that
-/// task's serial event queue, never under an engine lock and never on an event loop, so an
-/// observer may write SQLite or send on D-Bus. Observers are called in the order they were
-/// added (the store first, so others see what is durable). Progress is coalesced: one
-/// `didWriteData` per task at most every `SessionManager.Configuration.progressInterval` (20 ms by default), carrying the
+/// Delivery: the events of one task arrive in the order they happened, never under an engine
+/// lock and never on an event loop, so an observer may write SQLite or send on D-Bus. They come
+/// in batches, on one serial queue for every task (`SessionDelegate`): each observer, in the
+/// order they were added, is given every event of the batch and then `eventsWereDelivered()`,
+/// before the next observer is given the batch. The store comes first and commits the batch
+/// there, so others see what is durable. Progress is coalesced: one `didWriteData` per task at
+/// most every `SessionManager.Configuration.progressInterval` (20 ms by default), carrying the
 /// bytes of every chunk since the last, and always before the task's next other event.
 public protocol DownloadObserver: AnyObject, Sendable {
     /// A new task exists (created by a client or from resume data; not a restored one).
@@ -36,6 +38,9 @@ public protocol DownloadObserver: AnyObject, Sendable {
     func taskWasRemoved(_ task: TaskSnapshot)
     /// Nothing is queued, running or retrying in `session` any more.
     func sessionDidFinishEvents(_ session: SessionID)
+    /// This observer was given every event of a batch; the next observer is given them after
+    /// this returns (the store commits the batch's writes here).
+    func eventsWereDelivered()
 }
 
 extension DownloadObserver {
@@ -57,4 +62,5 @@ extension DownloadObserver {
     public func task(_ task: TaskSnapshot, didCompleteWithError error: DownloadError, resumeData: [UInt8]?) {}
     public func taskWasRemoved(_ task: TaskSnapshot) {}
     public func sessionDidFinishEvents(_ session: SessionID) {}
+    public func eventsWereDelivered() {}
 }

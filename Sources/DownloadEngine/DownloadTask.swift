@@ -51,16 +51,10 @@ final class DownloadTask: Sendable {
 
     let id: UInt64
     let state: NIOLockedValueBox<State>
-    /// Held while a change is made and its events are queued, so the event queue holds one
+    /// Held while a change is made and its events are queued, so the delivery queue holds one
     /// task's changes in the order they happened even when two threads change it. Lock order:
     /// see `SessionManager`.
     let eventOrder = NIOLock()
-    /// The observers of this task run here, in order, outside every lock. A serial queue of its
-    /// own on libdispatch's overcommitting pool (as `io`): the store's save blocks it until its
-    /// transaction commits, and while it does, other tasks' events still run and their saves
-    /// join the next group commit (a pool as wide as the cores, as before, let two saves meet
-    /// at most: 5.7 transactions per small download instead of 2.9; Benchmarks/RESULTS.md).
-    let events: DispatchQueue
     /// Every blocking call on this task's files runs here, in order: open, pwrite, ftruncate,
     /// fdatasync, rename, unlink, the SHA-256. Never on an event loop.
     let io: DispatchQueue
@@ -70,7 +64,6 @@ final class DownloadTask: Sendable {
         state = NIOLockedValueBox(State(
             record: record, bytesWritten: record.durableOffset, progressDelivered: record.durableOffset
         ))
-        events = DispatchQueue(label: "org.example.Downloads.task.\(record.id).events")
         io = DispatchQueue(label: "org.example.Downloads.task.\(record.id).io")
     }
 
@@ -156,16 +149,6 @@ final class DownloadTask: Sendable {
         try await withCheckedThrowingContinuation { continuation in
             io.async {
                 continuation.resume(with: Result { try body() })
-            }
-        }
-    }
-
-    /// Returns once every event queued so far has been delivered.
-    func eventsDelivered() async {
-        await withCheckedContinuation { continuation in
-            // Under eventOrder: a change already visible has queued its events by then.
-            eventOrder.withLock {
-                events.async { continuation.resume() }
             }
         }
     }

@@ -4,12 +4,41 @@ import NIOConcurrencyHelpers
 /// Receives every event of the engine and routes it to the observers (D-Bus signals, the store,
 /// the log). It owns no download state: `SessionManager` does.
 ///
-/// Each event is put on the task's serial event queue while the engine holds that task's
-/// `eventOrder` lock (so the queue's order is the order of the changes), and the observers run
-/// later on that queue, outside every lock. Each task's queue runs on its own (libdispatch's
-/// overcommitting pool), so a slow observer call delays only the task it is about.
+/// Delivery: each event is appended to one queue of deliveries while the engine holds that
+/// task's `eventOrder` lock (so the queue holds each task's changes in the order they happened),
+/// and one serial dispatch queue delivers them later, outside every lock, in batches: whatever
+/// is queued when a delivery starts is given to the first observer (the store), which is then
+/// told the batch ended (`eventsWereDelivered`, where the store commits the batch in one
+/// transaction), then to the next observer, and so on. So an observer sees an event only once
+/// the observers before it have taken the whole batch: after the store, only what is durable.
+///
+/// One queue for every task, not one per task (issue 24, Benchmarks/RESULTS.md): while it is
+/// busy, posting to it wakes no thread, and many tasks' saves are one commit instead of one
+/// each with a thread waiting for it. What it gives up: a slow observer call holds back every
+/// task's events, not only its own (no observer blocks but the store, whose stalled disk holds
+/// every task back anyway).
 public final class SessionDelegate: Sendable {
+    typealias Call = @Sendable (any DownloadObserver) -> Void
+
+    /// One queued delivery.
+    private struct Delivery: Sendable {
+        /// Run in queue order when its batch is taken: the calls to make of every observer
+        /// (progress counters are read here, so a delivery reports the bytes of its moment).
+        let calls: @Sendable () -> [Call]
+        /// Run once every observer has taken the batch.
+        var delivered: (@Sendable () -> Void)?
+    }
+
+    private struct Pending {
+        var deliveries: [Delivery] = []
+        /// A drain is queued or running: a new delivery joins it without waking anyone.
+        var draining = false
+    }
+
     private let observers: NIOLockedValueBox<[any DownloadObserver]>
+    private let pending = NIOLockedValueBox(Pending())
+    /// Where the observers run, on libdispatch's overcommitting pool (the store's commit blocks it).
+    private let queue = DispatchQueue(label: "org.example.Downloads.events")
 
     public init(observers: [any DownloadObserver] = []) {
         self.observers = NIOLockedValueBox(observers)
@@ -21,18 +50,63 @@ public final class SessionDelegate: Sendable {
 
     private var all: [any DownloadObserver] { observers.withLockedValue { $0 } }
 
-    /// Queues `body` for every observer, in order, on the task's event queue, after the progress
-    /// made up to the event (`snapshot`): a delivery waiting for its interval never comes after a
-    /// later event, and bytes that arrived after the event (before its turn on the queue) are
-    /// not reported before it. A checkpoint (`flushingProgress` false) is no visible change: the
-    /// progress waits for its interval rather than go out once more per checkpoint.
+    // MARK: The queue
+
+    private func enqueue(_ delivery: Delivery) {
+        let start = pending.withLockedValue { pending -> Bool in
+            pending.deliveries.append(delivery)
+            guard !pending.draining else { return false }
+            pending.draining = true
+            return true
+        }
+        if start { queue.async { [self] in drain() } }
+    }
+
+    /// Delivers one batch: everything queued now. When more was queued meanwhile, the next batch
+    /// is queued behind whatever else waits for this queue (a timed progress delivery), not run
+    /// in a loop that could keep it waiting under load.
+    private func drain() {
+        let batch = pending.withLockedValue { pending -> [Delivery] in
+            defer { pending.deliveries = [] }
+            return pending.deliveries
+        }
+        let calls = batch.flatMap { $0.calls() }
+        if !calls.isEmpty {
+            for observer in all {
+                for call in calls { call(observer) }
+                observer.eventsWereDelivered()
+            }
+        }
+        for delivery in batch { delivery.delivered?() }
+        let more = pending.withLockedValue { pending -> Bool in
+            pending.draining = !pending.deliveries.isEmpty
+            return pending.draining
+        }
+        if more { queue.async { [self] in drain() } }
+    }
+
+    /// Queues `call` for every observer, after the progress made up to the event (`snapshot`):
+    /// a delivery waiting for its interval never comes after a later event, and bytes that
+    /// arrived after the event (before its delivery) are not reported before it. A checkpoint
+    /// (`flushingProgress` false) is no visible change: the progress waits for its interval
+    /// rather than go out once more per checkpoint.
     private func post(
         _ task: DownloadTask, _ snapshot: TaskSnapshot, flushingProgress: Bool = true, isStateChange: Bool = false,
-        _ body: @escaping @Sendable (any DownloadObserver) -> Void
+        _ call: @escaping Call
     ) {
-        task.events.async { [self] in
-            if flushingProgress { deliverProgress(task, upTo: snapshot, stateChangeFollows: isStateChange) }
-            for observer in all { body(observer) }
+        enqueue(Delivery(calls: { [self] in
+            guard flushingProgress, let progress = progress(task, upTo: snapshot, stateChangeFollows: isStateChange) else { return [call] }
+            return [progress, call]
+        }))
+    }
+
+    /// Returns once every event of `task` queued so far has been delivered to every observer.
+    func eventsDelivered(after task: DownloadTask) async {
+        await withCheckedContinuation { continuation in
+            // Under eventOrder: a change already visible has queued its events by then.
+            task.eventOrder.withLock {
+                enqueue(Delivery(calls: { [] }, delivered: { continuation.resume() }))
+            }
         }
     }
 
@@ -78,47 +152,41 @@ public final class SessionDelegate: Sendable {
         post(task, snapshot) { $0.taskWasRemoved(snapshot) }
     }
 
+    /// `task` left its session with nothing active: observers hear it after the task's events.
+    func sessionBecameIdle(_ task: DownloadTask, _ session: SessionID) {
+        enqueue(Delivery(calls: { [{ $0.sessionDidFinishEvents(session) }] }))
+    }
+
+    // MARK: Progress
+
     /// Bytes arrived and the caller claimed the delivery (`DownloadTask.wrote(upTo:)`), to run at
     /// `deadline`. At most one progress delivery is queued per task at a time: it reads the newest
-    /// counters when it runs. Not under eventOrder: progress carries no state the store keeps;
-    /// every other event delivers the progress before it first (`post`), so the order holds.
+    /// counters when its batch is taken. Not under eventOrder: progress carries no state the store
+    /// keeps; every other event delivers the progress before it first (`post`), so the order holds.
     func wroteData(_ task: DownloadTask, at deadline: DispatchTime) {
-        let deliver: @Sendable () -> Void = { [self] in deliverProgress(task, queued: true) }
+        let delivery = Delivery(calls: { [self] in
+            guard let (snapshot, delta) = task.takeProgress(endsQueued: true) else { return [] }
+            return [progressCall(snapshot, delta)]
+        })
         if deadline <= .now() {
-            task.events.async(execute: deliver)
+            enqueue(delivery)
         } else {
-            task.events.asyncAfter(deadline: deadline, execute: deliver)
+            queue.asyncAfter(deadline: deadline) { [self] in enqueue(delivery) }
         }
     }
 
-    /// On the task's event queue: tells the observers the bytes written since the last delivery.
-    /// `queued`: this is the delivery `wroteData` queued (another event's flush leaves it queued,
-    /// so only one ever waits).
-    private func deliverProgress(_ task: DownloadTask, queued: Bool) {
-        guard let (snapshot, delta) = task.takeProgress(endsQueued: queued) else { return }
-        tell(snapshot, delta)
-    }
-
     /// Before an event: the progress up to its snapshot, if it is ahead of what was delivered.
-    private func deliverProgress(_ task: DownloadTask, upTo event: TaskSnapshot, stateChangeFollows: Bool) {
-        guard let delta = task.takeProgress(upTo: event.bytesWritten) else { return }
-        tell(event, delta, stateChangeFollows: stateChangeFollows)
+    private func progress(_ task: DownloadTask, upTo event: TaskSnapshot, stateChangeFollows: Bool) -> Call? {
+        guard let delta = task.takeProgress(upTo: event.bytesWritten) else { return nil }
+        return progressCall(event, delta, stateChangeFollows: stateChangeFollows)
     }
 
-    private func tell(_ snapshot: TaskSnapshot, _ delta: Int64, stateChangeFollows: Bool = false) {
-        for observer in all {
+    private func progressCall(_ snapshot: TaskSnapshot, _ delta: Int64, stateChangeFollows: Bool = false) -> Call {
+        { observer in
             observer.task(
                 snapshot, didWriteData: delta, totalBytesWritten: snapshot.bytesWritten, totalBytesExpected: snapshot.expectedLength,
                 stateChangeFollows: stateChangeFollows
             )
-        }
-    }
-
-    /// `task` left its session with nothing active: observers hear it on the task's queue,
-    /// after the task's events.
-    func sessionBecameIdle(_ task: DownloadTask, _ session: SessionID) {
-        task.events.async { [self] in
-            for observer in all { observer.sessionDidFinishEvents(session) }
         }
     }
 }

@@ -177,7 +177,7 @@ extension SessionManager {
         }
         guard removed != nil else { throw DownloadError.notFound("no task \(id)") }
         if !keepingPartialFile { await removePartialFile(of: task) }
-        await task.eventsDelivered()
+        await delegate.eventsDelivered(after: task)
     }
 
     func stop(_ task: DownloadTask, reason: DownloadTask.StopReason) async throws {

@@ -52,7 +52,7 @@ extension SessionManager {
             for run in runs {
                 group.addTask {
                     await run.checkpoint()
-                    await run.task.eventsDelivered()
+                    await self.delegate.eventsDelivered(after: run.task)
                 }
             }
         }
@@ -67,7 +67,7 @@ extension SessionManager {
         for task in tasks where task.snapshot.state.isActive {
             try? await stop(task, reason: .shutdown)
         }
-        for task in tasks { await task.eventsDelivered() }
+        for task in tasks { await delegate.eventsDelivered(after: task) }
         stopBeginTimer()
         await clients.shutdown()
     }

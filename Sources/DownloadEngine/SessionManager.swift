@@ -21,7 +21,7 @@ import UserFiles
 /// at 4, only enqueues).
 /// 1. `PartialFileWriter.generation`: held while a finished checkpoint sync is recorded (takes 2–4).
 /// 2. `DownloadTask.eventOrder`: held while a task changes and its events are queued (only
-///    queued: observers run later, on the task's `events` queue).
+///    queued: observers run later, on `SessionDelegate`'s delivery queue).
 /// 3. `SessionManager.state` (`TaskTable`): the tasks, the counts, the scheduler, the next id.
 /// 4. `DownloadTask.state`: one task's record and counters. The run's `Task` is created under
 ///    2–4 (creating it only enqueues it), so a stop never misses the runner.
@@ -30,9 +30,9 @@ import UserFiles
 /// 7. `TransferRun.segmentState`: a segmented run's table, workers and places (takes 8).
 /// 8. `SegmentWorkers`' state: the connections running.
 /// Leaves (nothing is taken under them): `TransferRun.checkpoints`, `SessionManager.beginTimer`, a segmented attempt's
-/// `Attempt`, `HTTPClients`' state, `FileHelperPool`'s helpers, `SessionDelegate`'s observers,
-/// `AddressResolver`'s continuation.
-/// Queues: observers on each task's `events` queue; file calls on each task's `io` queue
+/// `Attempt`, `HTTPClients`' state, `FileHelperPool`'s helpers, `SessionDelegate`'s observers and its
+/// pending deliveries, `AddressResolver`'s continuation.
+/// Queues: observers on `SessionDelegate`'s one delivery queue, in batches; file calls on each task's `io` queue
 /// (through `PartialFileWriter`), its checkpoint syncs on the writer's `syncQueue`; the HTTP
 /// client's event loops only parse, hand buffers to the writer and take 2–6 briefly.
 public final class SessionManager: Sendable {
@@ -61,8 +61,8 @@ public final class SessionManager: Sendable {
         /// `maxRunning` and `maxRunningPerSession` (it keeps its connection place): small files
         /// start while it ends instead of queueing behind four of them.
         public var shortTransfer: Int64 = 1 << 20
-        /// Progress reaches the observers at most this often per task (seconds), always on the
-        /// task's own event queue: the last of it before whatever event follows, never after. A
+        /// Progress reaches the observers at most this often per task (seconds), always in the
+        /// task's event order: the last of it before whatever event follows, never after. A
         /// fast transfer writes a chunk every few tens of microseconds; a queue hop per chunk
         /// would cost more CPU than the service's whole D-Bus side. The daemon sets it from
         /// `--progress-rate` (10 a second by default).
@@ -129,7 +129,7 @@ public final class SessionManager: Sendable {
     /// store has written it): what a caller waits for before telling a client the task exists.
     public func eventsDelivered(_ id: UInt64) async {
         guard let task = state.withLockedValue({ $0.tasks[id] }) else { return }
-        await task.eventsDelivered()
+        await delegate.eventsDelivered(after: task)
     }
 
     func task(_ id: UInt64) throws -> DownloadTask {

@@ -165,7 +165,7 @@ extension TransferRun {
             // A body of unknown length has nothing recorded that says how long it is (no
             // checkpoint of a small one): its length is recorded between the sync and the
             // rename, as a checkpoint is, so a restart that finds it published reports it whole.
-            await task.eventsDelivered()
+            await manager.delegate.eventsDelivered(after: task)
             let named = task.record.partialFile
             let lengthRecorded = record.expectedLength >= 0
             let task = self.task
@@ -179,7 +179,7 @@ extension TransferRun {
                 destination = published
             } else {
                 if !lengthRecorded { recordDurable(length) }
-                await task.eventsDelivered()
+                await manager.delegate.eventsDelivered(after: task)
                 CrashPoint.fileSynced.reached()
                 destination = try await writer.perform { writer in try finalizer.publish(task.record, writer: writer) }
             }

@@ -14,7 +14,7 @@ public final class DownloadStore: Sendable {
     /// Where the database lives, for messages.
     public let directory: String
     /// The engine's saves (inserts, state changes, checkpoints), committed together when they
-    /// arrive together.
+    /// are delivered together.
     private let saves: CommitGroup
 
     /// Opens (creating) `path` as a WAL database; fails with a readable error if it cannot.
@@ -31,8 +31,8 @@ public final class DownloadStore: Sendable {
         self.database = database
         self.reserve = reserve
         self.directory = directory
-        saves = CommitGroup(database: database) { mayUseReserve, body in
-            try DownloadStore.write(database, reserve: reserve, directory: directory, mayUseReserve: mayUseReserve, body)
+        saves = CommitGroup(database: database) { write in
+            try DownloadStore.write(database, reserve: reserve, directory: directory, mayUseReserve: write.mayUseReserve, write.body)
         }
         try DownloadStore.migrator.migrate(database)
         _ = reserve?.ensure()
@@ -92,11 +92,31 @@ public final class DownloadStore: Sendable {
 
     // MARK: Tasks
 
+    /// Commits `writes` (`inserting`, `saving`) in one transaction, in order: each write's
+    /// result (a group that fails is made again write by write, so a failure is its own).
+    public func commit(_ writes: [StoreWrite]) -> [Result<Void, any Error>] {
+        saves.commit(writes)
+    }
+
+    private func commitAlone(_ write: StoreWrite) throws {
+        try saves.commit([write]).first?.get()
+    }
+
     /// Records a new task (and its session) under the id the engine gave it.
-    /// Cached statements, as `save`: one insert per Start.
     public func insertTask(_ record: DownloadTaskRecord) throws {
+        try commitAlone(inserting(record))
+    }
+
+    /// Saves what the engine knows of a task now: `saving`'s write, committed alone.
+    public func save(_ record: DownloadTaskRecord, options: Bool = true, mayUseReserve: Bool = true, sessionIdle: Bool = false) throws {
+        try commitAlone(saving(record, options: options, mayUseReserve: mayUseReserve, sessionIdle: sessionIdle))
+    }
+
+    /// The write that records a new task (and its session) under the id the engine gave it.
+    /// Cached statements, as `saving`: one insert per Start.
+    public func inserting(_ record: DownloadTaskRecord) throws -> StoreWrite {
         let row = try TaskRow(record: record)
-        try saves.write(mayUseReserve: true) { db in
+        return StoreWrite(mayUseReserve: true) { db in
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO session (ownerUID, name, endedSinceCall) VALUES (?, ?, 0)")
                 .execute(arguments: [row.ownerUID, row.session])
             try db.cachedStatement(sql: """
@@ -113,7 +133,8 @@ public final class DownloadStore: Sendable {
         }
     }
 
-    /// Saves what the engine knows of a task now (state, durable offset, validator, options…).
+    /// The write that saves what the engine knows of a task now (state, durable offset,
+    /// validator, options…).
     /// When the task has just ended, its session counts it towards the next completion call,
     /// in the same transaction; and when this change leaves the session with nothing active
     /// (`sessionIdle`: the engine says so, and the rows agree), the completion call it makes due
@@ -121,10 +142,12 @@ public final class DownloadStore: Sendable {
     /// `options`: whether the options changed (they are encoded only then: a save per state
     /// change and checkpoint is the per-task cost of every download, see Benchmarks/RESULTS.md).
     /// Cached statements, no row fetched: about a fifth of the CPU the record round trip took.
-    public func save(_ record: DownloadTaskRecord, options: Bool = true, mayUseReserve: Bool = true, sessionIdle: Bool = false) throws {
+    public func saving(
+        _ record: DownloadTaskRecord, options: Bool = true, mayUseReserve: Bool = true, sessionIdle: Bool = false
+    ) throws -> StoreWrite {
         let encodedOptions = options ? try TaskRow.encode(record.options) : nil
         let now = StoredTime.now
-        try saves.write(mayUseReserve: mayUseReserve) { db in
+        return StoreWrite(mayUseReserve: mayUseReserve) { db in
             let id = Int64(record.id)
             if record.state.isTerminal {
                 // Counted once, when the task ends (its endedAt is still empty), in the same transaction.
@@ -217,7 +240,12 @@ public final class DownloadStore: Sendable {
     }
 
     public func deleteTask(_ id: UInt64) throws {
-        _ = try write { db in try TaskRow.deleteOne(db, key: Int64(id)) }
+        try commitAlone(deleting(id))
+    }
+
+    /// The write that deletes task `id` (its segments go with it).
+    public func deleting(_ id: UInt64) -> StoreWrite {
+        StoreWrite(mayUseReserve: true) { db in _ = try TaskRow.deleteOne(db, key: Int64(id)) }
     }
 
     /// Ended tasks whose end is older than `date`.

@@ -201,7 +201,7 @@ public final class DownloadsService: Sendable {
         )
     }
 
-    /// One Progress signal and the properties it changes (on the task's event queue: the engine
+    /// One Progress signal and the properties it changes (in the task's event order: the engine
     /// sends progress at most every `progressInterval`, the last of it before the next event).
     func emitProgress(_ task: TaskSnapshot, delta: Int64, total: Int64, expected: Int64, properties: Bool = true) {
         emit(.progress(

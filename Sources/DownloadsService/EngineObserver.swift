@@ -2,9 +2,9 @@ import DBus
 import DownloadEngine
 import DownloadsAPI
 
-/// Turns engine events into D-Bus signals and completion calls. Runs on each task's event queue,
-/// after the `StoreObserver` saved the same event. Holds the service weakly (the service owns
-/// the engine, which owns this observer).
+/// Turns engine events into D-Bus signals and completion calls. Runs on the engine's delivery
+/// queue, given each batch of events after the `StoreObserver` committed it. Holds the service
+/// weakly (the service owns the engine, which owns this observer).
 final class EngineObserver: DownloadObserver, @unchecked Sendable {
     private weak var service: DownloadsService?
 

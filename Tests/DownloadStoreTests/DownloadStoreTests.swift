@@ -260,8 +260,27 @@ final class DownloadStoreTests: XCTestCase {
         task.state = .failed
         task.errorName = "HTTPError"
         observer.task(TaskSnapshot(record: task, bytesWritten: 5000), didChangeState: .failed)
+        XCTAssertEqual(try store.loadTasks().tasks, [], "nothing is written before the batch ends")
+        observer.eventsWereDelivered()
         XCTAssertEqual(try store.loadTasks().tasks, [task])
+        XCTAssertEqual(store.saveCounts.transactions, 1, "the batch's four writes in one transaction")
         observer.taskWasRemoved(TaskSnapshot(record: task, bytesWritten: 5000))
+        observer.eventsWereDelivered()
         XCTAssertEqual(try store.loadTasks().tasks, [])
+    }
+
+    /// A write of a batch that fails is that task's failure alone: the others are committed.
+    func testAFailedWriteOfABatchIsOnlyItsTasksFailure() throws {
+        let store = try DownloadStore(DatabaseQueue(path: path))
+        let observer = StoreObserver(store: store, logger: .init(label: "test"))
+        observer.taskWasCreated(TaskSnapshot(record: record(5), bytesWritten: 0))
+        observer.taskWasCreated(TaskSnapshot(record: record(6), bytesWritten: 0))
+        // The same id again: the insert breaks the primary key.
+        observer.taskWasCreated(TaskSnapshot(record: record(5), bytesWritten: 0))
+        observer.eventsWereDelivered()
+        XCTAssertEqual(try store.loadTasks().tasks.map(\.id), [5, 6])
+        XCTAssertNotNil(observer.takeFailure(5))
+        XCTAssertNil(observer.takeFailure(6))
+        XCTAssertNil(observer.takeFailure(5), "taken once")
     }
 }
