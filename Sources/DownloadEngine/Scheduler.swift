@@ -28,6 +28,8 @@ struct Scheduler: Sendable {
         let sequence: UInt64
     }
 
+    /// In the order of `before` (higher priority first, then first come), so a user's first
+    /// entry that may start is that user's best: `next` stops looking once every user has one.
     private var queued: [Entry] = []
     /// How many entries of `queued` each session has (kept with `queued`): `next` looks at the
     /// queue only when one of these sessions may start a transfer.
@@ -75,11 +77,22 @@ struct Scheduler: Sendable {
         guard running[id] == nil, !queued.contains(where: { $0.id == id }) else { return }
         sequence += 1
         queuedPerSession[session, default: 0] += 1
-        queued.append(Entry(
+        insert(Entry(
             id: id, session: session, priority: priority, allowMetered: allowMetered, notBefore: notBefore,
             weight: max(1, min(connections, maxConnections)), sequence: sequence
         ))
         if let notBefore { beginTimes[id] = notBefore }
+    }
+
+    /// Puts `entry` in `queued` at its place in the order of `before` (a binary search: the
+    /// usual new entry, the last to come, goes after every entry of its priority or higher).
+    private mutating func insert(_ entry: Entry) {
+        var low = 0, high = queued.count
+        while low < high {
+            let middle = (low + high) / 2
+            if Scheduler.before(queued[middle], entry) { low = middle + 1 } else { high = middle }
+        }
+        queued.insert(entry, at: low)
     }
 
     mutating func enqueue(_ id: UInt64, session: SessionID, options: DownloadOptions) {
@@ -102,8 +115,10 @@ struct Scheduler: Sendable {
     /// A queued task's options changed (its priority moves it within the order).
     mutating func update(_ id: UInt64, _ options: DownloadOptions) {
         guard let index = queued.firstIndex(where: { $0.id == id }) else { return }
-        queued[index].priority = options.priority
-        queued[index].allowMetered = options.allowMetered
+        var entry = queued.remove(at: index)
+        entry.priority = options.priority
+        entry.allowMetered = options.allowMetered
+        insert(entry)
     }
 
     /// Forgets a task, queued or running.
@@ -140,13 +155,16 @@ struct Scheduler: Sendable {
             runningPerOwner[entry.session.owner, default: 0] += entry.weight
             connections += entry.weight
         }
+        // The users with queued tasks: the scan ends once each has its best.
+        let owners = Set(queuedPerSession.keys.map(\.owner))
         while transfers < maxRunning && connections < maxConnections && !queued.isEmpty {
             // With many tasks queued in sessions at their limit (a thousand small files), most
             // calls end here without a look at the queue.
             guard queuedPerSession.contains(where: { runningPerSession[$0.key, default: 0] < maxRunningPerSession }) else { break }
             let free = maxConnections - connections
-            // Each user's best task that may start now (an index into `queued`). Consecutive
-            // entries are mostly of one session: its verdict is reused rather than hashed again.
+            // Each user's best task that may start now (an index into `queued`): the first of
+            // theirs that may, in the queue's order. Consecutive entries are mostly of one
+            // session: its verdict is reused rather than hashed again.
             var best: [UInt32: Int] = [:]
             var lastSession: SessionID?
             var lastSessionMayRun = false
@@ -156,10 +174,10 @@ struct Scheduler: Sendable {
                     lastSession = session
                     lastSessionMayRun = runningPerSession[session, default: 0] < maxRunningPerSession
                 }
-                guard lastSessionMayRun, network.allows(allowMetered: queued[index].allowMetered),
+                guard lastSessionMayRun, best[session.owner] == nil, network.allows(allowMetered: queued[index].allowMetered),
                       (queued[index].notBefore ?? 0) <= now else { continue }
-                if let current = best[session.owner], !Scheduler.before(queued[index], queued[current]) { continue }
                 best[session.owner] = index
+                if best.count == owners.count { break }
             }
             let chosen = best.values.min { a, b in
                 let ra = runningPerOwner[queued[a].session.owner, default: 0], rb = runningPerOwner[queued[b].session.owner, default: 0]

@@ -100,6 +100,25 @@ final class SchedulerTests: XCTestCase {
         XCTAssertEqual(scheduler.next(), [3], "then back to a, in its own order")
     }
 
+    /// The queue is kept in its order as tasks come and priorities change: a priority raised
+    /// moves a task ahead of earlier ones, lowered behind later ones; FIFO within a priority.
+    func testAChangedPriorityMovesATaskWithinTheQueue() {
+        var scheduler = Scheduler(maxRunning: 1, maxRunningPerSession: 1)
+        let a = SessionID(owner: 1000, name: "a")
+        for id in 1...6 { scheduler.enqueue(UInt64(id), session: a, priority: id % 2 == 0 ? .high : .normal) }
+        var high = DownloadOptions(), low = DownloadOptions()
+        high.priority = .high
+        low.priority = .low
+        scheduler.update(5, high)
+        scheduler.update(2, low)
+        var order: [UInt64] = []
+        while let id = scheduler.next().first {
+            order.append(id)
+            scheduler.remove(id)
+        }
+        XCTAssertEqual(order, [4, 5, 6, 1, 3, 2])
+    }
+
     func testSchedulerCountsConnectionsAgainstTheirOwnLimit() {
         var scheduler = Scheduler(maxRunning: 4, maxRunningPerSession: 3, maxConnections: 10)
         let a = SessionID(owner: 1000, name: "a"), b = SessionID(owner: 1000, name: "b")
