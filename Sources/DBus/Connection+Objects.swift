@@ -37,6 +37,19 @@ extension Connection {
         )
     }
 
+    /// Announces a subtree object with property values the caller read (`InterfacesAdded`):
+    /// for an object whose values come from one snapshot of its state, read once.
+    public func announceAdded(_ path: ObjectPath, interfaces: [String: [String: DBusValue]]) {
+        guard let manager = state.withLockedValue({ $0.objects.manager(above: path) }) else { return }
+        try? emitSignal(
+            path: manager.path, interface: InterfaceDescription.objectManager.name, name: "InterfacesAdded",
+            arguments: [.objectPath(path), .dictionary(
+                key: .string, value: .dictionary(key: .string, value: .variant),
+                interfaces.map { .init(.string($0.key), .vardict($0.value)) }
+            )]
+        )
+    }
+
     /// Announces a subtree object that is gone (`InterfacesRemoved`).
     public func announceRemoved(_ path: ObjectPath, interfaces: [String]) {
         guard let manager = state.withLockedValue({ $0.objects.manager(above: path) }) else { return }

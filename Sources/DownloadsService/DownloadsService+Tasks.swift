@@ -67,9 +67,9 @@ extension DownloadsService {
         )
     }
 
-    /// The object of a task as the subtree serves it (for InterfacesAdded).
-    func taskObject(_ id: UInt64) -> ExportedObject? {
-        subtree.withLockedValue { $0 }?.find(DownloadsAPI.taskPath(id))
+    /// Every property of a task at one moment (InterfacesAdded), from the one table below.
+    static func properties(of snapshot: TaskSnapshot) -> [String: DBusValue] {
+        Dictionary(uniqueKeysWithValues: TaskProperty.allCases.map { ($0.name, value($0, of: snapshot)) })
     }
 
     /// The one table of property values: Get, GetAll and PropertiesChanged all read it.

@@ -44,8 +44,6 @@ public final class DownloadsService: Sendable {
     let configuration: Configuration
     let logger: Logger
     let state = NIOLockedValueBox(State())
-    /// The task subtree, once exported.
-    let subtree = NIOLockedValueBox<ExportedSubtree?>(nil)
     private let timers = TimerList()
 
     public init(
@@ -75,9 +73,7 @@ public final class DownloadsService: Sendable {
         try connection.export(ExportedObject(
             path: DownloadsAPI.managerPath, interfaces: [try managerInterface()], isObjectManager: !configuration.systemBus
         ))
-        let tasks = try taskSubtree()
-        subtree.withLockedValue { $0 = tasks }
-        try connection.export(tasks)
+        try connection.export(try taskSubtree())
         let loaded = try store.loadTasks()
         for rejected in loaded.rejected {
             logger.error("task \(rejected.id) is kept aside in the database and not served: \(rejected.reason)")

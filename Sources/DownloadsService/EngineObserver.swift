@@ -13,8 +13,11 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
     }
 
     func taskWasCreated(_ task: TaskSnapshot) {
-        guard let service, service.broadcasts(task.owner), let object = service.taskObject(task.id) else { return }
-        service.connection.announceAdded(object)
+        guard let service, service.broadcasts(task.owner) else { return }
+        // The properties of the event's snapshot, not read again per property from the engine.
+        service.connection.announceAdded(
+            DownloadsAPI.taskPath(task.id), interfaces: [DownloadsInterfaces.task.name: DownloadsService.properties(of: task)]
+        )
     }
 
     func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {

@@ -1,4 +1,5 @@
 import DBus
+import NIOConcurrencyHelpers
 import DownloadsAPI
 import Foundation
 import GRDB
@@ -122,6 +123,41 @@ final class ResumeAndOwnershipTests: InProcessServiceTestCase {
             XCTAssertEqual(error.name, DownloadsErrorName.quotaExceeded.fullName)
             XCTAssertTrue(error.message.contains("2 sessions"), error.message)
         }
+    }
+
+    /// A new task's `InterfacesAdded` carries every property of the task as it was created, the
+    /// same names and (for those that do not change) the same values `GetAll` answers.
+    func testInterfacesAddedCarriesEveryPropertyOfTheNewTask() async throws {
+        let added = NIOLockedValueBox([(ObjectPath, [String: DBusValue])]())
+        try await client.subscribe(MatchRule(interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded")) { message in
+            guard let arguments = try? message.arguments(), arguments.count == 2, let path = arguments[0].objectPathValue,
+                  case .dictionary(_, _, let interfaces) = arguments[1] else { return }
+            for entry in interfaces where entry.key.stringValue == DownloadsInterfaces.task.name {
+                added.withLockedValue { $0.append((path, entry.value.vardictValue ?? [:])) }
+            }
+        }
+        let (route, _) = slowRoute(400_000)
+        http.set("/added", route)
+        var options = TaskOptions()
+        options.title = "Added <b>x</b>"
+        let path = try await start(http.url("/added"), directory.file("added.bin"), options)
+        let deadline = Date() + 20
+        while !added.withLockedValue({ $0.contains { $0.0 == path } }), Date() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let announced = added.withLockedValue { $0.first { $0.0 == path }?.1 } ?? [:]
+        let all = try await client.call(
+            destination: DownloadsAPI.busName, path: path, interface: "org.freedesktop.DBus.Properties", method: "GetAll",
+            arguments: [.string(DownloadsInterfaces.task.name)]
+        ).first?.vardictValue ?? [:]
+        XCTAssertEqual(Set(announced.keys), Set(all.keys))
+        XCTAssertEqual(announced.count, TaskProperty.allCases.count)
+        for property in TaskProperty.allCases where property.isConstant {
+            XCTAssertEqual(announced[property.name], all[property.name], property.name)
+        }
+        XCTAssertEqual(announced["State"], .string("queued"), "the values of the moment it was created")
+        XCTAssertEqual(announced["Title"], .string("Added <b>x</b>"))
+        _ = try await call("Cancel", [.objectPath(path)])
     }
 
     func testTasksAreServedFromOneSubtree() async throws {
