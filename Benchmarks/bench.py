@@ -265,7 +265,7 @@ class Service(Client):
         return 0.0
 
     def store_commits(self):
-        """(saves, transactions) the store reported when the daemon stopped (group commit)."""
+        """(saves, transactions) the store reported when the daemon stopped."""
         import re
         with open(os.path.join(self.work, "daemon.log")) as f:
             found = re.findall(r"the store committed (\d+) saves in (\d+) transactions", f.read())
@@ -895,7 +895,7 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
         if commits["disk"]:
             saves, transactions = commits["disk"][-1]
             table.notes.append(f"The store (state on disk, last run): {saves / count:.1f} saves per task committed in "
-                               f"{transactions / count:.1f} transactions per task (group commit).")
+                               f"{transactions / count:.1f} transactions per task (one per delivery batch).")
         table.notes.append("64 Start calls in flight from one python3-dbus client; the wall time runs from the first Start "
                            "to the last Finished; CPU is the daemon's (aria2c's and curl's their own; on the system bus "
                            "the daemon's without its file helper's, which runs as the caller).")
