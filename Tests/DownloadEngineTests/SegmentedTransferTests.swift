@@ -129,11 +129,12 @@ final class SegmentedTransferTests: EngineTestCase {
         serve("/ignore", content) { $0.wholeBodyForRangesFrom = 1 }
         let id = try startSegmented("/ignore", connections: 4)
         try await assertFinished(id, holding: content)
-        let requests = server.requests(for: "/ignore")
-        XCTAssertNil(requests.last?.range, "after the 200 one stream from the start")
-        XCTAssertEqual(requests.last?.bodyBytesSent, Self.size)
-        let afterRestart = requests.drop { $0.range == nil }.drop { $0.range != nil }
-        XCTAssertEqual(afterRestart.count, 1, "no segmenting again in the same run: \(requests.map { $0.range ?? "-" })")
+        // Counted, not read in order: the server records requests as its event loops take them,
+        // and a range asked on a busy loop just before the restart can be taken after it.
+        let requests = server.requests(for: "/ignore"), seen = "\(requests.map { $0.range ?? "-" })"
+        XCTAssertEqual(requests.filter { $0.range == nil }.count, 2, "the first request and the restart's: \(seen)")
+        XCTAssertTrue(requests.contains { $0.range == nil && $0.bodyBytesSent == Self.size }, "after the 200 one stream from the start: \(seen)")
+        XCTAssertLessThanOrEqual(requests.filter { $0.range != nil }.count, 3, "no segmenting again in the same run: \(seen)")
     }
 
     func testAWrongContentRangeRestartsFromZeroOnOneStream() async throws {
