@@ -152,8 +152,9 @@ public final class SessionDelegate: Sendable {
         post(task, snapshot) { $0.taskWasRemoved(snapshot) }
     }
 
-    /// `task` left its session with nothing active: observers hear it after the task's events.
-    func sessionBecameIdle(_ task: DownloadTask, _ session: SessionID) {
+    /// A task left `session` with nothing active: observers hear it after that task's events
+    /// (queued before this).
+    func sessionBecameIdle(_ session: SessionID) {
         enqueue(Delivery(calls: { [{ $0.sessionDidFinishEvents(session) }] }))
     }
 

@@ -214,7 +214,7 @@ extension SessionManager {
                 })
                 guard let snapshot = moved else { continue }
                 if next == .cancelled { await removePartialFile(of: task) }
-                sessionMayBeIdle(task, snapshot.sessionID)
+                sessionMayBeIdle(snapshot.sessionID)
             case .wait(let runner, let cancelling):
                 for cancel in cancelling { cancel() }
                 runner?.cancel()

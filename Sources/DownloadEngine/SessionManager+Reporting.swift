@@ -45,11 +45,11 @@ extension SessionManager {
 
     /// After a task left the active states: observers hear (after its events) if its session
     /// has nothing left to do. Decided now, right after the move: of tasks leaving together, the
-    /// last to move sees the session idle. (Asked later on the task's queue, a slow queue let an
-    /// earlier end see a later one too, and both reported it.)
-    func sessionMayBeIdle(_ task: DownloadTask, _ session: SessionID) {
+    /// last to move sees the session idle. (Asked later, when its events were delivered, a slow
+    /// delivery let an earlier end see a later one too, and both reported it.)
+    func sessionMayBeIdle(_ session: SessionID) {
         guard !hasActiveTasks(in: session) else { return }
-        delegate.sessionBecameIdle(task, session)
+        delegate.sessionBecameIdle(session)
     }
 }
 

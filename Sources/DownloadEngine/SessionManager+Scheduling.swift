@@ -98,6 +98,6 @@ extension SessionManager {
         }
         schedule()
         let snapshot = task.snapshot
-        if !snapshot.state.isActive { sessionMayBeIdle(task, snapshot.sessionID) }
+        if !snapshot.state.isActive { sessionMayBeIdle(snapshot.sessionID) }
     }
 }
