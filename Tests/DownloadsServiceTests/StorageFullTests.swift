@@ -24,8 +24,8 @@ final class StorageFullTests: DaemonTestCase {
     }
 
     override func tearDown() async throws {
+        // A failure shows the state directory (and, from DaemonTestCase, the daemon's log).
         if (testRun?.failureCount ?? 0) > 0 {
-            print("daemon log:\n" + ((try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? ""))
             print((try? ProcessRunner.runBlocking(["ls", "-ls", small.path, stateDirectory]))?.stdout ?? "")
         }
         try await super.tearDown()
