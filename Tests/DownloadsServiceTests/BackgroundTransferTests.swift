@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import NIOConcurrencyHelpers
 import TestSupport
 import XCTest
 
@@ -36,10 +37,25 @@ final class BackgroundTransferTests: DaemonTestCase {
         XCTAssertEqual(background, .boolean(true))
         try await waitBytes(task, atLeast: 2 << 20)
 
-        // Another download on the same link: the background task gives way and says so.
+        // Another download on the same link: the background task gives way and says so. Seen in
+        // its PropertiesChanged as well as read: a poll alone can fall between two changes.
+        let said = NIOLockedValueBox([(value: String, at: Date)]())
+        try await client.subscribe(MatchRule(
+            interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: task
+        )) { message in
+            guard let arguments = try? message.arguments(), arguments.count > 1,
+                  let waiting = arguments[1].vardictValue?["WaitingFor"]?.stringValue else { return }
+            said.withLockedValue { $0.append((waiting, Date())) }
+        }
+        let curlStarted = Date()
         let competitor = Task { [bottleneck] in try await bottleneck!.curl("interactive.bin", seconds: 6) }
         try await until("WaitingFor says yielding while curl runs", seconds: 6) {
-            try await property(task, "WaitingFor")?.stringValue == "yielding"
+            if said.withLockedValue({ $0.contains { $0.value == "yielding" } }) { return true }
+            return try await property(task, "WaitingFor")?.stringValue == "yielding"
+        }
+        if !said.withLockedValue({ $0.contains { $0.value == "yielding" } }) {
+            // For the next reader of a failure: what the task said, seconds after curl started.
+            print("WaitingFor said: \(said.withLockedValue { $0.map { "\($0.value.isEmpty ? "''" : $0.value) at +\(String(format: "%.2f", $0.at.timeIntervalSince(curlStarted)))" } })")
         }
         _ = try await competitor.value
         try await until("WaitingFor is empty again once curl is done", seconds: 15) {
