@@ -41,7 +41,7 @@ class DaemonTestCase: XCTestCase {
 
     override func tearDown() async throws {
         // A failed test shows the end of the daemon's log (the directory holding it goes next).
-        if let run = testRun, !run.hasSucceeded, !daemonLog.isEmpty,
+        if (testRun?.totalFailureCount ?? 0) > 0, !daemonLog.isEmpty,
            let log = try? String(contentsOfFile: daemonLog, encoding: .utf8) {
             print("DAEMON LOG (last 80 lines) of \(name):")
             print(log.split(separator: "\n", omittingEmptySubsequences: false).suffix(80).joined(separator: "\n"))
