@@ -28,17 +28,8 @@ extension Connection {
     }
 
     /// Announces a subtree object that came to be (`InterfacesAdded` from the object manager
-    /// above it, if there is one).
-    public func announceAdded(_ object: ExportedObject) {
-        guard let manager = state.withLockedValue({ $0.objects.manager(above: object.path) }) else { return }
-        try? emitSignal(
-            path: manager.path, interface: InterfaceDescription.objectManager.name, name: "InterfacesAdded",
-            arguments: [.objectPath(object.path), object.interfacesAndProperties()]
-        )
-    }
-
-    /// Announces a subtree object with property values the caller read (`InterfacesAdded`):
-    /// for an object whose values come from one snapshot of its state, read once.
+    /// above it, if there is one), with the property values the caller read: the values of one
+    /// moment of the object's state, read once rather than through its getters one by one.
     public func announceAdded(_ path: ObjectPath, interfaces: [String: [String: DBusValue]]) {
         guard let manager = state.withLockedValue({ $0.objects.manager(above: path) }) else { return }
         try? emitSignal(
