@@ -61,13 +61,6 @@ public struct BusError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// Whether `name` is a syntactically valid D-Bus error (or interface) name.
     public static func isValidName(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
-        guard !bytes.isEmpty, bytes.count <= 255 else { return false }
-        let elements = name.split(separator: ".", omittingEmptySubsequences: false)
-        guard elements.count >= 2 else { return false }
-        for element in elements {
-            guard DBusNames.isValidElement(element.utf8) else { return false }
-        }
-        return true
+        DBusNames.isValidDottedName(name)
     }
 }

@@ -13,4 +13,27 @@ enum DBusNames {
         guard let first = bytes.first, !(first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9")) else { return false }
         return bytes.allSatisfy(isElementByte)
     }
+
+    /// An interface or error name: at most 255 bytes, two or more valid elements joined by
+    /// dots. One pass over the bytes, no allocation (every signal sent checks its interface).
+    static func isValidDottedName(_ name: String) -> Bool {
+        var count = 0
+        var elements = 0
+        var elementStart = true
+        for byte in name.utf8 {
+            count += 1
+            if byte == UInt8(ascii: ".") {
+                guard !elementStart else { return false }
+                elementStart = true
+                continue
+            }
+            guard isElementByte(byte) else { return false }
+            if elementStart {
+                guard !(byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) else { return false }
+                elements += 1
+                elementStart = false
+            }
+        }
+        return count <= 255 && !elementStart && elements >= 2
+    }
 }

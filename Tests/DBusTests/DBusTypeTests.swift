@@ -23,6 +23,16 @@ final class DBusTypeTests: XCTestCase {
         for bad in ["", "a", "//", "/a/", "/a//b", "/a-b", "/ä"] { XCTAssertFalse(ObjectPath.isValid(bad), bad) }
     }
 
+    func testInterfaceAndErrorNameValidation() {
+        let longest = "a." + String(repeating: "b", count: 253)
+        for good in ["a.b", "org.example.Downloads1", "_a.B_9", "org.freedesktop.DBus.Error.Failed", longest] {
+            XCTAssertTrue(BusError.isValidName(good), good)
+        }
+        for bad in ["", "a", ".", "a.", ".a", "a..b", "a.9b", "9a.b", "a.b-c", "a.bä", "a b.c", longest + "b"] {
+            XCTAssertFalse(BusError.isValidName(bad), bad)
+        }
+    }
+
     func testExportedInterfaceMustImplementExactlyItsMethods() {
         let description = InterfaceDescription("org.example.X", methods: [.init("A"), .init("B")])
         XCTAssertThrowsError(try ExportedInterface(description, methods: ["A": { _ in [] }]))
