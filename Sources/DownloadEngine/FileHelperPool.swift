@@ -13,6 +13,9 @@ public final class FileHelperPool: FileAccessProvider {
     private let executable: String
     private let timeout: Double
     private let processesPerUser: Int
+    /// The daemon's own uid, whose files need no helper (read once: it never changes, and
+    /// every task asked for it several times).
+    private let ownUID = geteuid()
     private let helpers = NIOLockedValueBox<[UInt32: FileHelperClient]>([:])
     /// Dispatch sources are thread-safe; only set up in init and cancelled in deinit.
     nonisolated(unsafe) private let reaper: DispatchSourceTimer
@@ -36,7 +39,7 @@ public final class FileHelperPool: FileAccessProvider {
     deinit { reaper.cancel() }
 
     public func files(for owner: UInt32) -> any FileAccess {
-        guard owner != geteuid() else { return DirectFileAccess() }
+        guard owner != ownUID else { return DirectFileAccess() }
         let helper = helpers.withLockedValue { helpers in
             if let helper = helpers[owner] { return helper }
             let helper = FileHelperClient(uid: owner, executable: executable, timeout: timeout, processes: processesPerUser)

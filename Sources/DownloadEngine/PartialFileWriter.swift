@@ -41,6 +41,9 @@ final class PartialFileWriter: @unchecked Sendable {
     private var failure: DownloadError?
     /// Bytes written since writeback was last started (`startWriteback`).
     private var unsubmitted = 0
+    /// The file was created by this writer's open and nothing was written to it yet: emptying
+    /// it needs no `ftruncate` (drain-only).
+    private var emptySinceCreated = false
     /// The open file's identity (drain-only).
     private(set) var identity: FileIdentity?
     /// The `checksum` option's digest, fed as the writes go out (drain-only).
@@ -191,6 +194,7 @@ final class PartialFileWriter: @unchecked Sendable {
                 guard self.failure == nil else { return }
                 do {
                     try openIfNeeded()
+                    emptySinceCreated = false
                     try writeRun(run)
                     if digest != nil {
                         for (buffer, offset) in run {
@@ -240,6 +244,7 @@ final class PartialFileWriter: @unchecked Sendable {
         let file = try fileAccess.openPartial(path, reuse: reuse())
         descriptor = file.descriptor
         identity = file.identity
+        emptySinceCreated = file.created
         opened(file.identity)
     }
 
@@ -253,6 +258,8 @@ final class PartialFileWriter: @unchecked Sendable {
         try openIfNeeded()
         generation.withLockedValue { $0 += 1 }
         digest?.truncated(to: length)
+        if emptySinceCreated && length == 0 { return }
+        emptySinceCreated = false
         guard ftruncate(descriptor, off_t(length)) == 0 else {
             throw DownloadError.file("cannot truncate \(path): \(errnoText())")
         }

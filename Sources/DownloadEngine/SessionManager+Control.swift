@@ -38,17 +38,19 @@ extension SessionManager {
     /// cannot reach answers like a missing one): returns whether it is a directory; a file needs
     /// an existing directory, and `overwrite` when it exists. Blocks on the owner's file helper.
     public func checkDestination(_ path: String, overwrite: Bool, owner: UInt32) throws -> Bool {
+        // Two calls for a new file's path (each a round trip to a file helper on the system
+        // bus): nothing at the path (then it is no directory either), a directory to write in.
         let access = files.files(for: owner)
-        let isDirectory = try access.isDirectory(path)
+        let somethingThere = try access.exists(path)
+        let isDirectory = try somethingThere && access.isDirectory(path)
         let directory = isDirectory ? path : FilePaths.directory(of: path)
-        let directoryExists = try isDirectory || access.isDirectory(directory)
-        guard directoryExists else {
-            throw DownloadError.invalidArgument("the directory of \(path) does not exist")
-        }
         guard try access.isWritableDirectory(directory) else {
+            guard try isDirectory || access.isDirectory(directory) else {
+                throw DownloadError.invalidArgument("the directory of \(path) does not exist")
+            }
             throw DownloadError.file("you cannot create files in \(directory)")
         }
-        if !isDirectory, try access.exists(path), !overwrite { throw DownloadError.fileExists(path) }
+        if !isDirectory, somethingThere, !overwrite { throw DownloadError.fileExists(path) }
         return isDirectory
     }
 

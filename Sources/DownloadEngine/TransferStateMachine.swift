@@ -98,7 +98,7 @@ struct TransferStateMachine {
         return firstRequest(offset: offset, validator: validator)
     }
 
-    mutating func requestEnded(_ outcome: Outcome, offset: Int64, validator: String?, random: Double) -> Action {
+    mutating func requestEnded(_ outcome: Outcome, offset: Int64, validator: String?, random: @autoclosure () -> Double) -> Action {
         guard case .requesting(let request, let redirects) = state else {
             return end(.fail(.invalidResponse("internal: a response arrived with no request out")))
         }
@@ -121,11 +121,11 @@ struct TransferStateMachine {
             state = .requesting(hop, redirects: redirects + 1)
             return .send(hop)
         case .restartFromZero(let reason):
-            return restart(reason, random: random)
+            return restart(reason, random: random())
         case .failed(let error):
             guard error.isRetryable else { return end(.fail(error)) }
             retries += 1
-            guard let delay = limits.retry.delay(forRetry: retries, retryAfter: error.retryAfter, random: random) else {
+            guard let delay = limits.retry.delay(forRetry: retries, retryAfter: error.retryAfter, random: random()) else {
                 return end(.fail(error))
             }
             state = .waitingToRetry
@@ -146,7 +146,7 @@ struct TransferStateMachine {
 
     /// A connection's request for its range ended, after `failures` failed requests in a row
     /// before it: the verdict, under `retry`, the policy of the whole download's retries.
-    static func rangeEnded(_ result: RangeResult, failures: Int, retry: RetryPolicy, random: Double) -> RangeAction {
+    static func rangeEnded(_ result: RangeResult, failures: Int, retry: RetryPolicy, random: @autoclosure () -> Double) -> RangeAction {
         let error: DownloadError
         switch result {
         case .failed(let failure):
@@ -173,7 +173,7 @@ struct TransferStateMachine {
             }
         }
         guard error.isRetryable else { return .endAttempt(.failed(error)) }
-        guard let delay = retry.delay(forRetry: failures + 1, retryAfter: error.retryAfter, random: random) else {
+        guard let delay = retry.delay(forRetry: failures + 1, retryAfter: error.retryAfter, random: random()) else {
             return .giveUp(because: error)
         }
         return .retry(after: delay, because: error)

@@ -50,6 +50,9 @@ public struct UserFileOperations: Sendable {
             } else if errno == ENOENT {
                 return try create(name, in: directory, path: path)
             }
+        } else if let created = try? create(name, in: directory, path: path) {
+            // Nothing there: the usual case of a new download, one call less than unlinking first.
+            return created
         }
         if unlinkat(directory, name, 0) != 0 && errno != ENOENT {
             throw FileOperationError.system("a file that this download did not create is in the way at \(path) and cannot be removed")
@@ -91,10 +94,13 @@ public struct UserFileOperations: Sendable {
     /// `replace`), after checking that it is still `identity` and setting its `mode`. Syncs the
     /// destination's directory.
     public func publish(_ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?) throws {
-        let (source, sourceName) = try openDirectory(of: partial)
+        let (sourcePath, sourceName) = try split(partial)
+        let (targetPath, targetName) = try split(destination)
+        let source = try openDirectory(sourcePath)
         defer { close(source) }
-        let (target, targetName) = try openDirectory(of: destination)
-        defer { close(target) }
+        // The partial file is usually beside its destination: one directory opened, not two.
+        let target = targetPath == sourcePath ? source : try openDirectory(targetPath)
+        defer { if target != source { close(target) } }
         let fd = uf_open_beneath(source, sourceName, O_RDONLY | O_NONBLOCK, 0)
         guard fd >= 0 else { throw FileOperationError.system("cannot open \(partial) to publish it") }
         defer { close(fd) }
@@ -172,6 +178,12 @@ public struct UserFileOperations: Sendable {
 
     /// The directory part of `path`, opened, and the last component.
     private func openDirectory(of path: String) throws -> (Int32, String) {
+        let (directoryPath, name) = try split(path)
+        return (try openDirectory(directoryPath), name)
+    }
+
+    /// The directory part of `path` and its last component.
+    private func split(_ path: String) throws -> (directory: String, name: String) {
         guard let slash = path.lastIndex(of: "/") else {
             throw FileOperationError(.other, code: EINVAL, "\(path) is not an absolute path")
         }
@@ -179,7 +191,11 @@ public struct UserFileOperations: Sendable {
         guard !name.isEmpty, name != ".", name != ".." else {
             throw FileOperationError(.other, code: EINVAL, "\(path) does not name a file")
         }
-        let directoryPath = slash == path.startIndex ? "/" : String(path[..<slash])
+        return (slash == path.startIndex ? "/" : String(path[..<slash]), name)
+    }
+
+    /// The directory `directoryPath`, opened `O_PATH`.
+    private func openDirectory(_ directoryPath: String) throws -> Int32 {
         let fd = open(directoryPath, uf_O_PATH | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno
@@ -189,6 +205,6 @@ public struct UserFileOperations: Sendable {
             }
             throw FileOperationError.system("cannot open the directory \(directoryPath)", code)
         }
-        return (fd, name)
+        return fd
     }
 }

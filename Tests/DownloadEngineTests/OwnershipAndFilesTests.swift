@@ -149,4 +149,29 @@ final class OwnershipAndFilesTests: EngineTestCase {
         let done = try await wait(id, for: [.finished, .failed])
         XCTAssertEqual(done.state, .finished)
     }
+
+    /// What Start checks of a destination before a task exists, each answer with its own error.
+    func testTheDestinationCheckTellsEachCaseApart() throws {
+        let me = geteuid()
+        let file = directory.file("taken")
+        FileManager.default.createFile(atPath: file, contents: Data([1]))
+        let dangling = directory.file("dangling")
+        try FileManager.default.createSymbolicLink(atPath: dangling, withDestinationPath: directory.file("nowhere"))
+        let linkToDirectory = directory.file("linked")
+        try FileManager.default.createSymbolicLink(atPath: linkToDirectory, withDestinationPath: directory.path)
+
+        XCTAssertEqual(try manager.checkDestination(directory.file("new"), overwrite: false, owner: me), false)
+        XCTAssertEqual(try manager.checkDestination(directory.path, overwrite: false, owner: me), true, "a directory")
+        XCTAssertEqual(try manager.checkDestination(linkToDirectory, overwrite: false, owner: me), true, "a link to one")
+        XCTAssertEqual(try manager.checkDestination(file, overwrite: true, owner: me), false)
+        for (path, code) in [(file, DownloadError.Code.fileExists), (dangling, .fileExists),
+                             (directory.file("missing/new"), .invalidArgument), (file + "/new", .invalidArgument)] {
+            XCTAssertThrowsError(try manager.checkDestination(path, overwrite: false, owner: me), path) { error in
+                XCTAssertEqual((error as? DownloadError)?.code, code, "\(path): \(error)")
+            }
+        }
+        XCTAssertThrowsError(try manager.checkDestination(directory.file("missing/new"), overwrite: false, owner: me)) { error in
+            XCTAssertEqual("\(error)".contains("the directory of \(directory.file("missing/new")) does not exist"), true, "\(error)")
+        }
+    }
 }
