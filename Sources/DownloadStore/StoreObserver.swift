@@ -18,8 +18,23 @@ public final class StoreObserver: DownloadObserver {
     private struct Queued: Sendable {
         let what: String
         let id: UInt64
-        let write: StoreWrite
-        let failed: (@Sendable (StoreError) -> Void)?
+        var write: Pending
+        var failed: [@Sendable (StoreError) -> Void]
+    }
+
+    /// A save is kept as what to write until the batch ends, so that a later save of the same
+    /// task in the batch can take its place (`merged`); other writes are made when queued.
+    private enum Pending: Sendable {
+        case made(StoreWrite)
+        case save(DownloadTaskRecord, options: Bool, mayUseReserve: Bool, sessionIdle: Bool)
+
+        /// A save that only records what the task is now: a later save of the task writes all
+        /// of it again. Not so a task's end (it counts towards its session's completion call)
+        /// or a save that finds its session idle (it writes the call due).
+        var isPlainSave: Bool {
+            guard case .save(let record, _, _, let sessionIdle) = self else { return false }
+            return !sessionIdle && !record.state.isTerminal
+        }
     }
 
     private let store: DownloadStore
@@ -53,10 +68,50 @@ public final class StoreObserver: DownloadObserver {
     ) {
         do {
             let write = try make()
-            batch.withLockedValue { $0.append(Queued(what: what, id: id, write: write, failed: failed)) }
+            batch.withLockedValue { $0.append(Queued(what: what, id: id, write: .made(write), failed: failed.map { [$0] } ?? [])) }
         } catch {
             failed?(failure(what, id, error))
         }
+    }
+
+    /// Queues a save of the task as `record` says it is now (made when the batch ends).
+    private func save(
+        _ what: String, _ record: DownloadTaskRecord, options: Bool = false, mayUseReserve: Bool = true, sessionIdle: Bool = false,
+        failed: (@Sendable (StoreError) -> Void)? = nil
+    ) {
+        let save = Pending.save(record, options: options, mayUseReserve: mayUseReserve, sessionIdle: sessionIdle)
+        batch.withLockedValue { $0.append(Queued(what: what, id: record.id, write: save, failed: failed.map { [$0] } ?? [])) }
+    }
+
+    /// The batch without the plain saves that a later save of the same task overwrites (every
+    /// save writes the whole row): a task's start, response and first checkpoint usually come in
+    /// one batch, three saves of which one is written. The later save takes over what the
+    /// dropped one needed: its options are written if either's changed, it may use the reserve
+    /// if either may, and its failure is reported to both. An insert or a delete of the task in
+    /// between keeps what comes before it.
+    private static func merged(_ queued: [Queued]) -> [Queued] {
+        var kept: [Queued] = []
+        kept.reserveCapacity(queued.count)
+        var laterSave: [UInt64: Int] = [:]  // id → index in `kept` (which is built backwards)
+        for item in queued.reversed() {
+            if item.write.isPlainSave, let index = laterSave[item.id],
+               case .save(let record, let options, let mayUseReserve, let sessionIdle) = kept[index].write,
+               case .save(_, let earlierOptions, let earlierReserve, _) = item.write {
+                kept[index].write = .save(
+                    record, options: options || earlierOptions, mayUseReserve: mayUseReserve || earlierReserve,
+                    sessionIdle: sessionIdle
+                )
+                kept[index].failed += item.failed
+                continue
+            }
+            if case .save = item.write {
+                laterSave[item.id] = kept.count
+            } else {
+                laterSave[item.id] = nil
+            }
+            kept.append(item)
+        }
+        return kept.reversed()
     }
 
     private func failure(_ what: String, _ id: UInt64, _ error: any Error) -> StoreError {
@@ -73,10 +128,25 @@ public final class StoreObserver: DownloadObserver {
             return batch
         }
         guard !queued.isEmpty else { return }
-        for (write, result) in zip(queued, store.commit(queued.map(\.write))) {
+        var writes: [(Queued, StoreWrite)] = []
+        writes.reserveCapacity(queued.count)
+        for item in StoreObserver.merged(queued) {
+            switch item.write {
+            case .made(let write):
+                writes.append((item, write))
+            case .save(let record, let options, let mayUseReserve, let sessionIdle):
+                do {
+                    writes.append((item, try store.saving(record, options: options, mayUseReserve: mayUseReserve, sessionIdle: sessionIdle)))
+                } catch {
+                    let failure = failure(item.what, item.id, error)
+                    for failed in item.failed { failed(failure) }
+                }
+            }
+        }
+        for ((item, _), result) in zip(writes, store.commit(writes.map(\.1))) {
             guard case .failure(let error) = result else { continue }
-            let failure = failure(write.what, write.id, error)
-            write.failed?(failure)
+            let failure = failure(item.what, item.id, error)
+            for failed in item.failed { failed(failure) }
         }
     }
 
@@ -86,15 +156,15 @@ public final class StoreObserver: DownloadObserver {
 
     public func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {
         let idle = !state.isActive && sessionIsIdle(task.record.sessionID)
-        write("save", task.id) { try store.saving(task.record, options: false, sessionIdle: idle) }
+        save("save", task.record, sessionIdle: idle)
     }
 
     public func taskDidChangeOptions(_ task: TaskSnapshot) {
-        write("save", task.id) { try store.saving(task.record) }
+        save("save", task.record, options: true)
     }
 
     public func taskDidChangeURL(_ task: TaskSnapshot) {
-        write("save", task.id) { try store.saving(task.record, options: false) }
+        save("save", task.record)
     }
 
     public func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64) {
@@ -108,9 +178,9 @@ public final class StoreObserver: DownloadObserver {
     /// A running task's progress (its response, its checkpoints): saved without the reserve,
     /// which is kept for the state change that follows when it cannot be.
     private func saveProgress(_ task: TaskSnapshot) {
-        write("save", task.id, failed: { [checkpointFailed] failure in
+        save("save", task.record, mayUseReserve: false, failed: { [checkpointFailed] failure in
             if task.state.isActive { checkpointFailed(task, failure) }
-        }) { try store.saving(task.record, options: false, mayUseReserve: false) }
+        })
     }
 
     public func taskWasRemoved(_ task: TaskSnapshot) {

@@ -283,4 +283,48 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertNil(observer.takeFailure(6))
         XCTAssertNil(observer.takeFailure(5), "taken once")
     }
+
+    /// Every save writes a task's whole row, so of a task's plain saves in one batch only the
+    /// last is written; its end (counted for the session's completion call) never gives way.
+    func testOneBatchWritesATasksRowOnceUnlessItEnds() throws {
+        let store = try DownloadStore(DatabaseQueue(path: path))
+        let observer = StoreObserver(store: store, logger: .init(label: "test"))
+        var task = record(5)
+        observer.taskWasCreated(TaskSnapshot(record: task, bytesWritten: 0))
+        task.state = .running
+        observer.task(TaskSnapshot(record: task, bytesWritten: 0), didChangeState: .running)
+        task.options.maxBytesPerSecond = 1
+        observer.taskDidChangeOptions(TaskSnapshot(record: task, bytesWritten: 0))
+        task.expectedLength = 65536
+        task.validator = "\"v\""
+        observer.task(TaskSnapshot(record: task, bytesWritten: 0), didReceiveResponse: 200, expectedLength: 65536)
+        task.durableOffset = 4096
+        observer.taskDidCheckpoint(TaskSnapshot(record: task, bytesWritten: 4096))
+        let other = record(6)
+        observer.taskWasCreated(TaskSnapshot(record: other, bytesWritten: 0))
+        observer.eventsWereDelivered()
+        XCTAssertEqual(store.saveCounts.writes, 3, "two inserts and one save of task 5 for its four")
+        XCTAssertEqual(try store.loadTasks().tasks, [task, other], "the last save has it all, the options of an earlier one too")
+
+        // An end and what follows it in the same batch are both written: the end is counted.
+        task.state = .failed
+        task.errorName = "HTTPError"
+        observer.task(TaskSnapshot(record: task, bytesWritten: 4096), didChangeState: .failed)
+        task.state = .queued
+        task.errorName = nil
+        observer.task(TaskSnapshot(record: task, bytesWritten: 4096), didChangeState: .queued)
+        observer.eventsWereDelivered()
+        XCTAssertEqual(store.saveCounts.writes, 5)
+        XCTAssertEqual(try store.sessionsWithUnreportedEnds(), [SessionID(owner: 1000, name: "photos")])
+        XCTAssertEqual(try store.loadTasks().tasks.first, task)
+
+        // A delete in between keeps the save before it (and the save after it changes nothing).
+        task.state = .paused
+        observer.task(TaskSnapshot(record: task, bytesWritten: 4096), didChangeState: .paused)
+        observer.taskWasRemoved(TaskSnapshot(record: task, bytesWritten: 4096))
+        observer.taskDidChangeURL(TaskSnapshot(record: task, bytesWritten: 4096))
+        observer.eventsWereDelivered()
+        XCTAssertEqual(store.saveCounts.writes, 8)
+        XCTAssertEqual(try store.loadTasks().tasks, [other])
+    }
 }
