@@ -10,12 +10,7 @@ extension Connection {
             try state.objects.insert(object)
             return state.objects.manager(above: object.path)
         }
-        if let manager {
-            try? emitSignal(
-                path: manager.path, interface: InterfaceDescription.objectManager.name, name: "InterfacesAdded",
-                arguments: [.objectPath(object.path), object.interfacesAndProperties()]
-            )
-        }
+        if let manager { emitInterfacesAdded(object.path, object.interfacesAndProperties(), manager: manager.path) }
     }
 
     /// Serves every object below `subtree.path` through its find and enumerate.
@@ -32,20 +27,27 @@ extension Connection {
     /// moment of the object's state, read once rather than through its getters one by one.
     public func announceAdded(_ path: ObjectPath, interfaces: [String: [String: DBusValue]]) {
         guard let manager = state.withLockedValue({ $0.objects.manager(above: path) }) else { return }
-        try? emitSignal(
-            path: manager.path, interface: InterfaceDescription.objectManager.name, name: "InterfacesAdded",
-            arguments: [.objectPath(path), .dictionary(
-                key: .string, value: .dictionary(key: .string, value: .variant),
-                interfaces.map { .init(.string($0.key), .vardict($0.value)) }
-            )]
-        )
+        emitInterfacesAdded(path, ExportedObject.interfacesValue(interfaces.map { ($0.key, $0.value) }), manager: manager.path)
     }
 
     /// Announces a subtree object that is gone (`InterfacesRemoved`).
     public func announceRemoved(_ path: ObjectPath, interfaces: [String]) {
         guard let manager = state.withLockedValue({ $0.objects.manager(above: path) }) else { return }
+        emitInterfacesRemoved(path, interfaces, manager: manager.path)
+    }
+
+    /// `InterfacesAdded` from the object manager at `manager`; `interfaces` is `a{sa{sv}}`.
+    private func emitInterfacesAdded(_ path: ObjectPath, _ interfaces: DBusValue, manager: ObjectPath) {
         try? emitSignal(
-            path: manager.path, interface: InterfaceDescription.objectManager.name, name: "InterfacesRemoved",
+            path: manager, interface: InterfaceDescription.objectManager.name, name: "InterfacesAdded",
+            arguments: [.objectPath(path), interfaces]
+        )
+    }
+
+    /// `InterfacesRemoved` from the object manager at `manager`.
+    private func emitInterfacesRemoved(_ path: ObjectPath, _ interfaces: [String], manager: ObjectPath) {
+        try? emitSignal(
+            path: manager, interface: InterfaceDescription.objectManager.name, name: "InterfacesRemoved",
             arguments: [.objectPath(path), .strings(interfaces)]
         )
     }
@@ -71,10 +73,7 @@ extension Connection {
             (state.objects.remove(path), state.objects.manager(above: path))
         }
         if let removed, let manager {
-            try? emitSignal(
-                path: manager.path, interface: InterfaceDescription.objectManager.name, name: "InterfacesRemoved",
-                arguments: [.objectPath(path), .strings(removed.interfaces.map(\.description.name))]
-            )
+            emitInterfacesRemoved(path, removed.interfaces.map(\.description.name), manager: manager.path)
         }
     }
 

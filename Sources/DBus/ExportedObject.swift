@@ -30,9 +30,14 @@ public struct ExportedObject: Sendable {
 
     /// `a{sa{sv}}`: each interface with its readable properties.
     func interfacesAndProperties() -> DBusValue {
+        ExportedObject.interfacesValue(interfaces.map { ($0.description.name, $0.readableProperties()) })
+    }
+
+    /// Interfaces and their properties as ObjectManager sends them (`a{sa{sv}}`).
+    static func interfacesValue(_ interfaces: [(name: String, properties: [String: DBusValue])]) -> DBusValue {
         .dictionary(
             key: .string, value: .dictionary(key: .string, value: .variant),
-            interfaces.map { .init(.string($0.description.name), .vardict($0.readableProperties())) }
+            interfaces.map { .init(.string($0.name), .vardict($0.properties)) }
         )
     }
 }
