@@ -44,11 +44,12 @@ extension SessionManager {
     }
 
     /// After a task left the active states: observers hear (after its events) if its session
-    /// has nothing left to do. Decided now, right after the move: of tasks leaving together, the
-    /// last to move sees the session idle. (Asked later, when its events were delivered, a slow
-    /// delivery let an earlier end see a later one too, and both reported it.)
+    /// has nothing left to do, once each time it runs dry. A run's end asks when the run has
+    /// closed (its finish waited for its record), so a task that started in its place and
+    /// finished meanwhile can find the session idle first: both ends then find it so, and the
+    /// table's mark (`takeIdle`) lets only the first report it.
     func sessionMayBeIdle(_ session: SessionID) {
-        guard !hasActiveTasks(in: session) else { return }
+        guard state.withLockedValue({ $0.takeIdle(session) }) else { return }
         delegate.sessionBecameIdle(session)
     }
 }

@@ -8,6 +8,9 @@ struct TaskTable {
     var owners: [UInt32: OwnerTasks] = [:]
     /// Queued, running or retrying tasks per session (for "the session has nothing left to do").
     var activePerSession: [SessionID: Int] = [:]
+    /// Sessions whose becoming idle was reported and that have had nothing active since: two
+    /// tasks' ends that both find the session idle report it once.
+    private(set) var reportedIdle: Set<SessionID> = []
     var scheduler: Scheduler
     var nextID: UInt64 = 1
     var shuttingDown = false
@@ -48,7 +51,10 @@ struct TaskTable {
         var owner = owners[record.owner] ?? OwnerTasks()
         owner.count += change
         owner.sessions[record.session, default: 0] += change
-        if owner.sessions[record.session] == 0 { owner.sessions[record.session] = nil }
+        if owner.sessions[record.session] == 0 {
+            owner.sessions[record.session] = nil
+            reportedIdle.remove(record.sessionID)
+        }
         owners[record.owner] = owner.count > 0 ? owner : nil
         if active { activeChanged(record.sessionID, by: change) }
     }
@@ -57,5 +63,14 @@ struct TaskTable {
     mutating func activeChanged(_ session: SessionID, by change: Int) {
         let count = activePerSession[session, default: 0] + change
         activePerSession[session] = count > 0 ? count : nil
+        if count > 0 { reportedIdle.remove(session) }
+    }
+
+    /// Whether `session` has nothing active and its becoming so is not reported yet; marks it
+    /// reported (until a task of it is active again).
+    mutating func takeIdle(_ session: SessionID) -> Bool {
+        guard !hasActiveTasks(in: session), !reportedIdle.contains(session) else { return false }
+        reportedIdle.insert(session)
+        return true
     }
 }

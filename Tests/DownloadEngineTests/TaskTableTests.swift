@@ -43,4 +43,29 @@ final class TaskTableTests: XCTestCase {
         XCTAssertNil(table.owners[1000], "an owner with no tasks is forgotten")
         XCTAssertEqual(table.tasks.keys.sorted(), [4])
     }
+
+    /// A session running dry is reported once, however many ends find it idle, and again once
+    /// a task of it was active since.
+    func testASessionBecomingIdleIsTakenOncePerTimeItRunsDry() {
+        var table = TaskTable(scheduler: Scheduler(maxRunning: 4, maxRunningPerSession: 2))
+        let a1 = record(1, owner: 1000, session: "a"), a2 = record(2, owner: 1000, session: "a")
+        for r in [a1, a2] { table.add(DownloadTask(record: r), r) }
+        XCTAssertFalse(table.takeIdle(a1.sessionID), "two tasks active")
+        table.activeChanged(a1.sessionID, by: -1)
+        XCTAssertFalse(table.takeIdle(a1.sessionID), "one still active")
+        table.activeChanged(a1.sessionID, by: -1)
+        XCTAssertTrue(table.takeIdle(a1.sessionID), "the first end to find it idle")
+        XCTAssertFalse(table.takeIdle(a1.sessionID), "the second does not report it again")
+        table.activeChanged(a1.sessionID, by: 1)
+        table.activeChanged(a1.sessionID, by: -1)
+        XCTAssertTrue(table.takeIdle(a1.sessionID), "idle again after a task of it was active")
+        XCTAssertFalse(table.takeIdle(a1.sessionID))
+        // A session whose tasks are all gone forgets the mark.
+        for r in [a1, a2] {
+            var ended = r
+            ended.state = .finished
+            XCTAssertTrue(table.remove(ended))
+        }
+        XCTAssertFalse(table.reportedIdle.contains(a1.sessionID))
+    }
 }
