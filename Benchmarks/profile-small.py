@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+"""The profile driver of issue 24 (Benchmarks/RESULTS.md, "the profile driver"): one warm
+downloadsd (release build, or DOWNLOADSD_BENCH_BINARY) on a private bus, the state directory on
+disk, 1,000 × 64 KiB from nginx on 127.0.0.1 into a tmpfs with 64 Starts in flight, one tool
+attached to the daemon while they run. Prints the wall time and the daemon's CPU per task, then
+what the tool printed or where it wrote. Asserts nothing; run it alternated with another build.
+
+    Benchmarks/profile-small.py stat     # perf stat: context switches, migrations, task clock
+    Benchmarks/profile-small.py record   # perf record -g into ./profile-small.perf.data
+    Benchmarks/profile-small.py futex    # perf record of futex calls with their stacks
+    Benchmarks/profile-small.py strace   # strace -c -f: system calls counted per kind
+    Benchmarks/profile-small.py none     # no tool: the figures alone
+
+Extra daemon arguments after `--` (e.g. `-- --log-level warning`).
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402
+import dbus.mainloop.glib  # noqa: E402
+
+TOOLS = {
+    "stat": ["perf", "stat", "-e", "context-switches,cpu-migrations,task-clock"],
+    "record": ["perf", "record", "-g", "-o", "profile-small.perf.data"],
+    "futex": ["perf", "record", "-e", "syscalls:sys_enter_futex", "-g", "-o", "profile-small.futex.data"],
+    "strace": ["strace", "-c", "-f"],
+    "none": None,
+}
+
+
+def main():
+    arguments = sys.argv[1:]
+    extra = arguments[arguments.index("--") + 1:] if "--" in arguments else []
+    mode = arguments[0] if arguments and arguments[0] != "--" else "stat"
+    if mode not in TOOLS:
+        sys.exit(f"usage: {sys.argv[0]} [{'|'.join(TOOLS)}] [-- daemon arguments]")
+    dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+    work = tempfile.mkdtemp(prefix="profile-small-")
+    state = tempfile.mkdtemp(prefix="profile-small-state-", dir="/var/tmp")
+    out = tempfile.mkdtemp(prefix="profile-small-out-", dir="/dev/shm")
+    nginx = bench.Nginx(work)
+    service = None
+    try:
+        names = [f"p{i}.bin" for i in range(1000)]
+        for name in names:
+            with open(os.path.join(nginx.www, name), "wb") as f:
+                f.write(os.urandom(64 * 1024))
+        service = bench.Service(state, ["--max-tasks-per-user", "5000", *extra])
+        # Warm up: the first tasks pay for connections, caches and the pool's threads.
+        bench.start_many(service, [(nginx.url(n), os.path.join(out, "warm-" + n)) for n in names[:50]])
+        tool = None
+        if TOOLS[mode]:
+            tool = subprocess.Popen([*TOOLS[mode], "-p", str(service.daemon.pid)], stderr=None if mode in ("stat", "strace") else subprocess.DEVNULL)
+            time.sleep(1)  # the tool attached
+        cpu = service.cpu()
+        wall = bench.start_many(service, [(nginx.url(n), os.path.join(out, n)) for n in names])
+        used = service.cpu() - cpu
+        print(f"1,000 tasks in {wall:.2f} s; daemon CPU {used / len(names) * 1000:.2f} ms per task", flush=True)
+        if tool:
+            tool.send_signal(2)
+            tool.wait()
+    finally:
+        if service:
+            service.stop()
+        nginx.stop()
+        for directory in (work, state, out):
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
