@@ -138,16 +138,20 @@ public final class StoreObserver: DownloadObserver {
                 do {
                     writes.append((item, try store.saving(record, options: options, mayUseReserve: mayUseReserve, sessionIdle: sessionIdle)))
                 } catch {
-                    let failure = failure(item.what, item.id, error)
-                    for failed in item.failed { failed(failure) }
+                    report(item, error)
                 }
             }
         }
         for ((item, _), result) in zip(writes, store.commit(writes.map(\.1))) {
             guard case .failure(let error) = result else { continue }
-            let failure = failure(item.what, item.id, error)
-            for failed in item.failed { failed(failure) }
+            report(item, error)
         }
+    }
+
+    /// A write of the batch failed (made or committed): recorded, and told to each write it stands for.
+    private func report(_ item: Queued, _ error: any Error) {
+        let failure = failure(item.what, item.id, error)
+        for failed in item.failed { failed(failure) }
     }
 
     public func taskWasCreated(_ task: TaskSnapshot) {

@@ -47,13 +47,14 @@ final class BackgroundTransferTests: DaemonTestCase {
                   let waiting = arguments[1].vardictValue?["WaitingFor"]?.stringValue else { return }
             said.withLockedValue { $0.append((waiting, Date())) }
         }
+        let saidYielding = { said.withLockedValue { $0.contains { $0.value == "yielding" } } }
         let curlStarted = Date()
         let competitor = Task { [bottleneck] in try await bottleneck!.curl("interactive.bin", seconds: 6) }
         try await until("WaitingFor says yielding while curl runs", seconds: 6) {
-            if said.withLockedValue({ $0.contains { $0.value == "yielding" } }) { return true }
+            if saidYielding() { return true }
             return try await property(task, "WaitingFor")?.stringValue == "yielding"
         }
-        if !said.withLockedValue({ $0.contains { $0.value == "yielding" } }) {
+        if !saidYielding() {
             // For the next reader of a failure: what the task said, seconds after curl started.
             print("WaitingFor said: \(said.withLockedValue { $0.map { "\($0.value.isEmpty ? "''" : $0.value) at +\(String(format: "%.2f", $0.at.timeIntervalSince(curlStarted)))" } })")
         }
