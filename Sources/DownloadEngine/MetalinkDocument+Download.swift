@@ -16,7 +16,7 @@ extension MetalinkDocument.File {
         var seen = Set<String>()
         return sources.map(\.url).filter { text in
             guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-                  url.host?.isEmpty == false, !text.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 32 } == true })
+                  url.host?.isEmpty == false, !URLCharacters.containSpaceOrControl(text)
             else { return false }
             if let base, (try? RedirectRules.checkedRedirect(from: base, to: text)) == nil { return false }
             return seen.insert(text).inserted

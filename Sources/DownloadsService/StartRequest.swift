@@ -23,9 +23,7 @@ enum StartRequest {
             throw DownloadsErrorName.invalidArgument.error("only http and https URLs can be downloaded, not '\(scheme)'")
         }
         guard let host = url.host, !host.isEmpty else { throw DownloadsErrorName.invalidArgument.error("the URL has no host") }
-        // By scalar, not by Character: no grapheme breaking per Start, and a Unicode property is
-        // looked up only beyond ASCII and C1 (a space or a C0, DEL or C1 control anywhere is refused).
-        guard !text.unicodeScalars.contains(where: { $0.value <= 32 || (127...159).contains($0.value) || ($0.value > 159 && $0.properties.isWhitespace) }) else {
+        guard !URLCharacters.containSpaceOrControl(text) else {
             throw DownloadsErrorName.invalidArgument.error("the URL contains spaces or control characters")
         }
         return text
