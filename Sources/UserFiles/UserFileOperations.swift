@@ -50,9 +50,15 @@ public struct UserFileOperations: Sendable {
             } else if errno == ENOENT {
                 return try create(name, in: directory, path: path)
             }
-        } else if let created = try? create(name, in: directory, path: path) {
+        } else {
             // Nothing there: the usual case of a new download, one call less than unlinking first.
-            return created
+            // Only a file in the way is removed and the create tried again; any other failure (a
+            // directory the user cannot write) is the answer.
+            do {
+                return try create(name, in: directory, path: path)
+            } catch let error as FileOperationError where error.kind == .exists {
+                // Removed below.
+            }
         }
         if unlinkat(directory, name, 0) != 0 && errno != ENOENT {
             throw FileOperationError.system("a file that this download did not create is in the way at \(path) and cannot be removed")
