@@ -172,10 +172,7 @@ public final class Connection: @unchecked Sendable {
     public func emitSignal(
         path: ObjectPath, interface: String, name: String, arguments: [DBusValue] = [], destination: String? = nil
     ) throws {
-        let message = try Message.signal(path: path, interface: interface, name: name)
-        if let destination { try message.setDestination(destination) }
-        try message.append(arguments)
-        try send(message)
+        try send(Message.signal(path: path, interface: interface, name: name, destination: destination, arguments: arguments))
     }
 
     /// Sends a method call and waits for its reply (a method return or an error, thrown as `BusError`).
