@@ -24,9 +24,7 @@ extension Message {
     ) throws -> Message? {
         try checkInterfaceName(interface)
         try checkMemberName(name)
-        if let destination, destination.isEmpty || destination.utf8.contains(0) {
-            throw BusError.invalidArgs("invalid destination '\(destination)'")
-        }
+        if let destination { try checkDestination(destination) }
         var body = WireWriter()
         do {
             for argument in arguments { try body.value(argument) }
@@ -42,10 +40,10 @@ extension Message {
         message.uint32(1)  // a serial for the loader; reset below so the connection gives its own
         message.uint32(0)
         let fieldsAt = message.bytes.count
-        try message.headerField(1, "o", path.rawValue)
-        try message.headerField(2, "s", interface)
-        try message.headerField(3, "s", name)
-        if let destination { try message.headerField(6, "s", destination) }
+        message.headerField(1, "o", path.rawValue)
+        message.headerField(2, "s", interface)
+        message.headerField(3, "s", name)
+        if let destination { message.headerField(6, "s", destination) }
         if !arguments.isEmpty {
             message.align(8)
             message.byte(8)
@@ -72,11 +70,12 @@ extension Message {
 }
 
 extension WireWriter {
-    /// One header field: `(y v)` with a string-like value of type `type` ("o", "s").
-    fileprivate mutating func headerField(_ code: UInt8, _ type: String, _ value: String) throws {
+    /// One header field: `(y v)` with a string-like value of type `type` ("o", "s"), checked
+    /// before (a name, a path: libdbus's validation refuses an invalid one).
+    fileprivate mutating func headerField(_ code: UInt8, _ type: String, _ value: String) {
         align(8)
         byte(code)
         signature(type)
-        try string(value)
+        string(value)
     }
 }

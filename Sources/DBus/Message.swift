@@ -29,9 +29,7 @@ public final class Message: @unchecked Sendable {
     ) throws -> Message {
         if let interface { try Message.checkInterfaceName(interface) }
         try Message.checkMemberName(member)
-        if let destination, destination.isEmpty || destination.utf8.contains(0) {
-            throw BusError.invalidArgs("invalid destination '\(destination)'")
-        }
+        if let destination { try checkDestination(destination) }
         guard let raw = dbus_message_new_method_call(destination, path.rawValue, interface, member) else {
             throw BusError.noMemory()
         }
@@ -101,6 +99,12 @@ public final class Message: @unchecked Sendable {
     static func checkInterfaceName(_ name: String) throws {
         guard BusError.isValidName(name) else {
             throw BusError.invalidArgs("'\(name)' is not a valid D-Bus interface name")
+        }
+    }
+
+    static func checkDestination(_ destination: String) throws {
+        guard !destination.isEmpty, !destination.utf8.contains(0) else {
+            throw BusError.invalidArgs("invalid destination '\(destination)'")
         }
     }
 
