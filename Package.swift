@@ -144,7 +144,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "engine-bench",
-            dependencies: ["DownloadEngine", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "DownloadEngine", "DownloadStore", .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
             path: "Benchmarks/engine-bench"
         ),
         // Test fixtures shared by the test targets: a private dbus-daemon, a subprocess runner.

@@ -1,6 +1,10 @@
 // Downloads one URL through the engine (SessionManager → TransferDelegate → pwrite) and exits.
 // Timing, CPU and peak RSS are measured from outside by Benchmarks/engine-bench.sh, the same way
 // as for curl, so the two are comparable.
+//
+// `engine-bench --small LAYER BASE-URL DIRECTORY COUNT`: many small downloads (BASE-URL/pN.bin),
+// 64 at once, through one layer of the service (`SmallFilesLayer`); prints this process's CPU per
+// task (Benchmarks/engine-bench.sh small).
 import Crypto
 import DownloadEngine
 import Foundation
@@ -15,8 +19,12 @@ final class Waiter: DownloadObserver, @unchecked Sendable {
 }
 
 let arguments = CommandLine.arguments
+if arguments.count == 6, arguments[1] == "--small", let layer = SmallFilesLayer(rawValue: arguments[2]), let count = Int(arguments[5]) {
+    try await SmallFilesRun(layer: layer, base: arguments[3], directory: arguments[4], count: count).run()
+    exit(0)
+}
 guard arguments.count == 3 else {
-    FileHandle.standardError.write(Data("usage: engine-bench URL OUTPUT\n".utf8))
+    FileHandle.standardError.write(Data("usage: engine-bench URL OUTPUT | engine-bench --small http|file|engine|store BASE-URL DIRECTORY COUNT\n".utf8))
     exit(2)
 }
 let waiter = Waiter()
