@@ -225,10 +225,17 @@ class Service(Client):
         self.bus_arguments = ["--system"] if system else ["--address", self.address]
         self.arguments = list(arguments)
         self.daemon = None
-        super().__init__(self.address)
-        self.start_daemon()
+        try:
+            super().__init__(self.address)
+            self.start_daemon()
+        except BaseException:
+            # The bus would outlive the benchmark, holding its caller's pipe open.
+            self.stop()
+            raise
 
     def start_daemon(self):
+        if not os.access(DAEMON, os.X_OK):
+            sys.exit(f"no daemon to measure at {DAEMON}: swift build -c release --product downloadsd, or set DOWNLOADSD_BENCH_BINARY")
         log = open(os.path.join(self.work, "daemon.log"), "a")
         started = time.monotonic()
         self.daemon = subprocess.Popen([*self.prefix, DAEMON, *self.bus_arguments, "--state-dir", self.state, "--no-desktop"] + self.arguments,
@@ -246,7 +253,8 @@ class Service(Client):
     def stop(self):
         if self.daemon and self.daemon.poll() is None:
             self.stop_daemon()
-        self.connection.close()
+        if getattr(self, "connection", None):
+            self.connection.close()
         self.bus.terminate()
         self.bus.wait()
         if self.bus_dir:
