@@ -36,7 +36,7 @@ struct SmallFilesRun {
             delegate: SessionDelegate(observers: observers), logger: logger
         )
         let download: @Sendable (Int, String) async throws -> Void = { index, prefix in
-            let url = "\(base)/p\(index).bin"
+            let url = "\(base)/p\(index % 1000).bin"
             let target = "\(directory)/\(prefix)p\(index).bin"
             switch layer {
             case .http: try await Self.get(client, url: url, into: nil)
