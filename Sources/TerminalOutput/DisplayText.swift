@@ -19,6 +19,9 @@ public enum DisplayText {
     }
 
     public static func escaped(_ text: String) -> String {
+        // Printable ASCII without a backslash (most names and URLs) is shown as it is: no scalar
+        // of it is hidden, and its Unicode properties need not be looked up (a log line per task).
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") }) { return text }
         var result = ""
         result.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {

@@ -1,3 +1,4 @@
+import Foundation
 import TerminalOutput
 import XCTest
 
@@ -10,6 +11,20 @@ final class DisplayTextTests: XCTestCase {
         XCTAssertEqual(DisplayText.escaped("\u{200F}\u{2066}x\u{2069}\u{200B}"), "\\u{200f}\\u{2066}x\\u{2069}\\u{200b}")
         XCTAssertEqual(DisplayText.escaped("a\\x1b"), "a\\\\x1b", "a backslash is escaped so the output is unambiguous")
         XCTAssertEqual(DisplayText.escaped("Ünïcödé 文件 🎉.txt"), "Ünïcödé 文件 🎉.txt")
+    }
+
+    func testEveryASCIICharacterAloneAndInsidePrintableText() {
+        // Printable ASCII is returned as it is (a shortcut); its edges must still be escaped.
+        for value in UInt8(0)...0x7F {
+            let character = String(UnicodeScalar(value))
+            let expected = value < 0x20 || value == 0x7F
+                ? "\\x" + String(format: "%02x", value)
+                : value == UInt8(ascii: "\\") ? "\\\\" : character
+            XCTAssertEqual(DisplayText.escaped(character), expected, "byte \(value)")
+            XCTAssertEqual(DisplayText.escaped("https://example.org/" + character + ".bin"), "https://example.org/" + expected + ".bin")
+        }
+        let url = "https://example.org/files/a%20b.tar.gz?x=1&y=~"
+        XCTAssertEqual(DisplayText.escaped(url), url)
     }
 
     func testQuotedIsShortened() {
