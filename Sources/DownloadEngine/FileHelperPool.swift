@@ -27,7 +27,9 @@ public final class FileHelperPool: FileAccessProvider {
         self.executable = executable
         self.timeout = timeout
         self.processesPerUser = processesPerUser
-        reaper = DispatchSource.makeTimerSource(queue: .global())
+        // Its own queue: ending a helper waits for the request it may be serving (up to
+        // `timeout` for a hung one), which must not hold a thread of the pool tasks run on.
+        reaper = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "org.example.Downloads.helper-reaper"))
         let helpers = self.helpers
         reaper.schedule(deadline: .now() + idleTime / 4, repeating: idleTime / 4)
         reaper.setEventHandler {

@@ -144,11 +144,10 @@ public final class DownloadsService: Sendable {
         return snapshot
     }
 
-    /// Runs blocking work (file helper calls) on a Dispatch thread, not the cooperative pool.
+    /// Runs blocking work (file helper calls) on a thread of its own, not the cooperative pool
+    /// (`BlockingWork`: `DispatchQueue.global()` is that pool on Linux).
     static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
-        }
+        try await BlockingWork.run(body)
     }
 
     // MARK: Signals

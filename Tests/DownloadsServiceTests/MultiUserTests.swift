@@ -27,8 +27,11 @@ final class MultiUserTests: SystemBusTestCase {
 
     /// Two transfer places and a small task quota, so that sharing and limits show quickly.
     override var extraArguments: [String] {
-        ["--max-running", "2", "--max-tasks-per-user", "20", "--ca-file", tls.certificates.caFile]
+        ["--max-running", "2", "--max-tasks-per-user", "20", "--ca-file", tls.certificates.caFile] + helperArguments
     }
+
+    /// Set by a test before it starts the daemon again (another file helper, its timeout).
+    var helperArguments: [String] = []
 
     override func setUp() async throws {
         guard getuid() == 0 else { throw XCTSkip("needs root: creates users and runs the daemon as root") }
