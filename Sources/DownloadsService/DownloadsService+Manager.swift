@@ -113,7 +113,7 @@ extension DownloadsService {
             throw DownloadsErrorName.invalidArgument.error("metalink must be the document's bytes (ay) or an absolute path (s)")
         }
         do {
-            return try await Self.blocking { [engine] in
+            return try await BlockingWork.run { [engine] in
                 try engine.readFile(path, owner: owner, atMost: MetalinkDocument.maximumSize)
             }
         } catch let error as DownloadError {
@@ -143,7 +143,7 @@ extension DownloadsService {
         try requireRoom()
         // Asked of the owner's file helper, off the cooperative pool (a hung mount blocks it).
         let overwrite = engineOptions.overwrite
-        let isDirectory = try await Self.blocking { [engine] in
+        let isDirectory = try await BlockingWork.run { [engine] in
             try engine.checkDestination(destination, overwrite: overwrite, owner: owner)
         }
         let snapshot = try engine.create(DownloadRequest(

@@ -144,12 +144,6 @@ public final class DownloadsService: Sendable {
         return snapshot
     }
 
-    /// Runs blocking work (file helper calls) on a thread of its own, not the cooperative pool
-    /// (`BlockingWork`: `DispatchQueue.global()` is that pool on Linux).
-    static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await BlockingWork.run(body)
-    }
-
     // MARK: Signals
 
     /// Sends a signal about something of `owner`: broadcast on the session bus, only to that
