@@ -31,6 +31,10 @@ final class ProxySettingTests: XCTestCase {
             ("http://proxy:99999", "port"), ("http://proxy:80/path", "no path"), ("http://pro xy:80", "spaces"),
             ("socks5://user:pw@proxy:1080", "SOCKS5 with a user name"), ("http://:pw@proxy:80", "user name is empty"),
             ("http://proxy:8a", "port"), ("direct://x", "direct://"), ("http://", "host"), ("http://bad%zz@proxy:1", "%-escape"),
+            // C1 (a terminal's CSI) in the scheme an error would repeat and in a password, DEL, a
+            // no-break space: refused as the URL of a download is.
+            ("\u{9B}31m://proxy:1", "control characters"), ("http://u:p\u{9B}w@proxy:1", "control characters"),
+            ("http://proxy\u{7F}:1", "control characters"), ("http://proxy\u{A0}:1", "control characters"),
         ] {
             XCTAssertThrowsError(try ProxySetting.parse(text), text) { error in
                 let error = error as? ProxySetting.Invalid
