@@ -145,7 +145,7 @@ final class OwnershipAndFilesTests: EngineTestCase {
         await manager.eventsDelivered(id)
         XCTAssertTrue(observer.states(id).suffix(1) == [.queued] || observer.states(id).contains(.running))
         server.update("/opts") { $0.bytesPerSecond = nil }
-        try await manager.changeOptions(id, .init(maxBytesPerSecond: 0))
+        try manager.changeOptions(id, .init(maxBytesPerSecond: 0))
         let done = try await wait(id, for: [.finished, .failed])
         XCTAssertEqual(done.state, .finished)
     }
@@ -154,7 +154,7 @@ final class OwnershipAndFilesTests: EngineTestCase {
     func testTheDestinationCheckTellsEachCaseApart() throws {
         let me = geteuid()
         let file = directory.file("taken")
-        FileManager.default.createFile(atPath: file, contents: Data([1]))
+        _ = FileManager.default.createFile(atPath: file, contents: Data([1]))
         let dangling = directory.file("dangling")
         try FileManager.default.createSymbolicLink(atPath: dangling, withDestinationPath: directory.file("nowhere"))
         let linkToDirectory = directory.file("linked")

@@ -45,7 +45,7 @@ final class CrashPointTests: DaemonTestCase {
     /// Kills the daemon at the `arrival`-th time it reaches `point` during the downloads, starts it
     /// again without the point armed, and checks what the type's comment promises.
     private func crash(at point: CrashPoint, arrival: Int = 1) async throws {
-        let app = try await CompletionHandlerTests.App(connection: try await Connection.open(.address(bus.address)))
+        let app = try CompletionHandlerTests.App(connection: try await Connection.open(.address(bus.address)))
         defer { app.connection.close() }
         try await app.register("bg") { try await self.call($0, $1) }
         let downloads = try downloads()
