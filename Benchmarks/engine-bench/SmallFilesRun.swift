@@ -57,15 +57,13 @@ struct SmallFilesRun {
         try await client.shutdown()
     }
 
-    /// The engine's shared client, as `HTTPClients` configures it (16 HTTP/1.1 connections).
+    /// The engine's shared client's settings, with the engine's defaults (16 HTTP/1.1 connections).
     static func clientConfiguration() -> HTTPClient.Configuration {
-        var configuration = HTTPClient.Configuration()
-        configuration.redirectConfiguration = .disallow
-        configuration.decompression = .disabled
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
-        configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.httpVersion = .automatic
-        return configuration
+        let defaults = SessionManager.Configuration()
+        return HTTPClientSettings.configuration(
+            http1Only: false, tls: HTTPClientSettings.tls(caFile: nil), connectTimeout: defaults.connectTimeout,
+            connectionsPerHost: defaults.maxConnections, idleTimeout: HTTPClientSettings.idleTimeout
+        )
     }
 
     /// A fresh state directory on disk (not a tmpfs), as the daemon's is by default.

@@ -24,6 +24,7 @@ import ProxyRules
 ///
 /// Trust: the system store (`/etc/ssl/certs/ca-certificates.crt`, what `update-ca-certificates`
 /// writes), plus an administrator's `caFile`; certificate and host-name checks are always on.
+/// The clients' settings are `HTTPClientSettings`'.
 ///
 /// The lock (`pinned`) is a leaf: nothing else is taken under it, and clients are shut down
 /// outside it.
@@ -85,31 +86,16 @@ final class HTTPClients: Sendable {
 
     /// - Parameters:
     ///   - connectionsPerHost: HTTP/1.1 connections one client opens to one host at once.
-    init(connectTimeout: Double, caFile: String?, connectionsPerHost: Int, idleTimeout: TimeAmount = .seconds(60)) {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.certificateVerification = .fullVerification
-        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
-        // Closing a TLS connection sends close_notify and waits for the server's; until then
-        // NIOSSL reads (and drops) whatever still arrives. A segment's request ended mid-body
-        // went on receiving the server's bytes for NIOSSL's default 5 s: at 2 MB/s, 10 MB of
-        // one 16 MiB download fetched twice. A server still sending will not answer in time.
-        tls.shutdownTimeout = .milliseconds(200)
+    init(connectTimeout: Double, caFile: String?, connectionsPerHost: Int, idleTimeout: TimeAmount = HTTPClientSettings.idleTimeout) {
+        let tls = HTTPClientSettings.tls(caFile: caFile)
         tlsConfiguration = tls
         self.idleTimeout = idleTimeout
-        var base = HTTPClient.Configuration()
-        base.tlsConfiguration = tls
-        base.redirectConfiguration = .disallow
-        base.timeout = .init(connect: .milliseconds(Int64(connectTimeout * 1000)))
-        base.decompression = .disabled
-        // The engine retries with its own policy (back-off, Retry-After, a task's state says
-        // `retrying`); the pool's own retries would hide a refused connection or a certificate
-        // that will never verify behind the whole connect timeout.
-        base.connectionPool = .init(idleTimeout: idleTimeout, concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connectionsPerHost))
-        base.connectionPool.retryConnectionEstablishment = false
-        var multiplexed = base
-        multiplexed.httpVersion = .automatic
-        var separate = base
-        separate.httpVersion = .http1Only
+        let multiplexed = HTTPClientSettings.configuration(
+            http1Only: false, tls: tls, connectTimeout: connectTimeout, connectionsPerHost: connectionsPerHost, idleTimeout: idleTimeout
+        )
+        let separate = HTTPClientSettings.configuration(
+            http1Only: true, tls: tls, connectTimeout: connectTimeout, connectionsPerHost: connectionsPerHost, idleTimeout: idleTimeout
+        )
         multiplexedConfiguration = multiplexed
         separateConfiguration = separate
         multiplexedClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: multiplexed)
