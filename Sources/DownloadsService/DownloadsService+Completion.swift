@@ -30,10 +30,12 @@ extension DownloadsService {
             throw DownloadsErrorName.quotaExceeded.error("you have \(configuration.maxHandlersPerUser) completion handlers")
         }
         try requireRoom()
-        try store.registerHandler(CompletionHandler(
+        let handler = CompletionHandler(
             owner: owner, session: name, connection: call.sender, objectPath: object.rawValue, busName: busName,
             busID: try await connection.busID()
-        ))
+        )
+        // A write waits for the database (another write, a slow sync): off the pool every call runs on.
+        try await BlockingWork.run { [store] in try store.registerHandler(handler) }
         logger.info("completion handler for \(LogText.escaped(session.description)): \(busName ?? call.sender) \(object)")
         if try store.isPending(session) {
             Task { await self.deliverCompletion(session) }
@@ -94,7 +96,7 @@ extension DownloadsService {
                 arguments: [.string(session.name)], timeout: configuration.completionTimeout, autoStart: false
             )
             CrashPoint.completionAnswered.reached()
-            try store.completionDelivered(session)
+            try await BlockingWork.run { [store] in try store.completionDelivered(session) }
             logger.info("completion handler of \(LogText.escaped(session.description)) called")
         } catch {
             logger.info("completion call for \(LogText.escaped(session.description)) stays pending: \(error)")
