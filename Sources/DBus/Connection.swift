@@ -45,10 +45,12 @@ public final class Connection: @unchecked Sendable {
 
     private static let threadsInitialised: Bool = dbus_threads_init_default() != 0
 
-    /// Connects without blocking the caller's thread (the handshake runs on a Dispatch queue).
+    /// Connects without blocking the caller's thread: the handshake runs on a serial queue of its
+    /// own (libdispatch's overcommitting pool), not on `DispatchQueue.global()`, which on Linux is
+    /// the pool Swift's tasks run on.
     public static func open(_ bus: Bus, logger: Logger = Logger(label: "dbus")) async throws -> Connection {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
+            DispatchQueue(label: "org.example.Downloads.dbus.open").async {
                 do {
                     continuation.resume(returning: try Connection(bus: bus, logger: logger))
                 } catch {

@@ -1,7 +1,10 @@
 import Foundation
 
 /// Runs real programs (busctl, gdbus, dbus-send, python3, curl…) without blocking Swift's
-/// cooperative thread pool.
+/// cooperative thread pool. The waits (for the child, for each of its pipes) run on serial queues
+/// of their own, on libdispatch's overcommitting pool: on Linux `DispatchQueue.global()` is the
+/// cooperative pool itself (as wide as the cores), and with a run's three waits on it six runs at
+/// once took 5.7 s instead of 0.5.
 public enum ProcessRunner {
     public struct Output: Sendable, CustomStringConvertible {
         public let status: Int32
@@ -16,7 +19,7 @@ public enum ProcessRunner {
         timeout: TimeInterval = 60
     ) async throws -> Output {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
+            waiting("run") {
                 do {
                     continuation.resume(returning: try runBlocking(arguments, environment: environment, stdin: stdin, timeout: timeout))
                 } catch {
@@ -35,19 +38,19 @@ public enum ProcessRunner {
         nonisolated(unsafe) var outData = Data()
         nonisolated(unsafe) var errData = Data()
         group.enter()
-        DispatchQueue.global().async {
+        waiting("stdout") {
             outData = child.stdout.readDataToEndOfFile()
             group.leave()
         }
         group.enter()
-        DispatchQueue.global().async {
+        waiting("stderr") {
             errData = child.stderr.readDataToEndOfFile()
             group.leave()
         }
         if let stdin { try? child.stdin.write(contentsOf: stdin) }
         try? child.stdin.close()
         let killer = DispatchWorkItem { child.signal(SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
+        DispatchQueue(label: "ProcessRunner.timeout").asyncAfter(deadline: .now() + timeout, execute: killer)
         let status = child.wait()
         killer.cancel()
         group.wait()
@@ -56,5 +59,10 @@ public enum ProcessRunner {
             stdout: String(decoding: outData, as: UTF8.self),
             stderr: String(decoding: errData, as: UTF8.self)
         )
+    }
+
+    /// Runs `body`, which blocks, on a serial queue of its own.
+    private static func waiting(_ what: String, _ body: @escaping @Sendable () -> Void) {
+        DispatchQueue(label: "ProcessRunner.\(what)").async(execute: body)
     }
 }
