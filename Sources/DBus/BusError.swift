@@ -27,6 +27,9 @@ public struct BusError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let noMemoryName = "org.freedesktop.DBus.Error.NoMemory"
     public static let nameTakenName = "org.example.DBus.Error.NameTaken"
     public static let accessDeniedName = "org.freedesktop.DBus.Error.AccessDenied"
+    /// Nobody owns the name called and the bus could not start anyone for it.
+    public static let serviceUnknownName = "org.freedesktop.DBus.Error.ServiceUnknown"
+    public static let nameHasNoOwnerName = "org.freedesktop.DBus.Error.NameHasNoOwner"
 
     public static func failed(_ message: String) -> BusError { BusError(name: failedName, message: message) }
     public static func invalidArgs(_ message: String) -> BusError { BusError(name: invalidArgsName, message: message) }

@@ -40,7 +40,7 @@ extension Connection {
     public func nameOwner(_ name: String) async throws -> String? {
         do {
             return try await callBus("GetNameOwner", [.string(name)]).first?.stringValue
-        } catch let error as BusError where error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
+        } catch let error as BusError where error.name == BusError.nameHasNoOwnerName {
             return nil
         }
     }

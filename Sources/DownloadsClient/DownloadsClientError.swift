@@ -23,6 +23,9 @@ public struct DownloadsClientError: Error, Sendable, Hashable, CustomStringConve
     /// The service's error, when it is one of the contract's (nil for bus errors).
     public var code: DownloadsErrorName? { DownloadsErrorName(fullName: name) }
 
+    /// The bus has no download service to give the call to (not running, not activatable).
+    public var serviceIsNotRunning: Bool { name == BusError.serviceUnknownName }
+
     /// `org.example.Downloads.Error.NotFound: no task at …`.
     public var description: String { "\(name): \(message)" }
 

@@ -16,12 +16,12 @@ struct CommandFailure: Error {
         // The service's message may quote a URL or a name a server chose.
         var text = DisplayText.escaped(client.map { $0.message } ?? "\(error)")
         if let client, verbose { text += " (\(client.name))" }
-        if let client, client.name == "org.freedesktop.DBus.Error.ServiceUnknown" {
+        if let client, client.serviceIsNotRunning {
             text = "the download service is not running on this bus" + (verbose ? " (\(client.name))" : "")
         }
         if let prefix { text = "\(prefix): \(text)" }
         line = text
-        self.status = client?.name == "org.freedesktop.DBus.Error.ServiceUnknown" ? 69 : status
+        self.status = client?.serviceIsNotRunning == true ? 69 : status
     }
 
     init(message: String, status: Int32 = 1) {
