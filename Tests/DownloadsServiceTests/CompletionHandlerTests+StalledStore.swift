@@ -28,32 +28,14 @@ extension CompletionHandlerTests {
 
         // An app registers for several sessions at once, each answer recorded as it comes.
         let count = max(6, 3 * ProcessInfo.processInfo.activeProcessorCount)
-        let progress = directory.file("register-progress")
-        XCTAssertTrue(FileManager.default.createFile(atPath: progress, contents: nil))
-        let app = try ChildProcess(["/usr/bin/python3", "-c", """
-            import dbus, dbus.mainloop.glib, time
-            from gi.repository import GLib
-            dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
-            bus = dbus.bus.BusConnection('\(bus.address)')
-            m = dbus.Interface(bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
-            answers = []
-            def note(text):
-                answers.append(text)
-                with open('\(progress)', 'a') as f: f.write(text + '\\n')
+        let calls = try CallsInFlight(answersFile: directory.file("register-answers"))
+        let app = try ChildProcess(["/usr/bin/python3", "-c", calls.script(busAddress: bus.address, count: count, sends: """
             for i in range(\(count)):
                 m.RegisterCompletionHandler('s%d' % i, dbus.ObjectPath('/app'), dbus.Dictionary({}, signature='sv'), timeout=120,
-                                            reply_handler=lambda: note('registered'),
-                                            error_handler=lambda e: note('error ' + e.get_dbus_name() + ' ' + str(e)))
-            bus.flush()
-            note('sent')
-            context, deadline = GLib.MainContext.default(), time.time() + 120
-            while len(answers) < \(count + 1) and time.time() < deadline:
-                context.iteration(True)
-            """], environment: bus.environment)
+                                            reply_handler=ok, error_handler=err)
+            """)], environment: bus.environment)
         addTeardownBlock { app.stop() }
-        let answers: @Sendable () -> [String] = {
-            ((try? String(contentsOfFile: progress, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
-        }
+        let answers = calls.answers
         try await until("the registrations sent") { answers().contains("sent") }
 
         // A call that writes nothing is answered while every registration still waits.
@@ -64,7 +46,7 @@ extension CompletionHandlerTests {
         // The lock goes: every registration is made, none lost.
         XCTAssertTrue(FileManager.default.createFile(atPath: release, contents: nil))
         try await until("every registration answered", seconds: 60) { answers().count == count + 1 }
-        XCTAssertEqual(answers().filter { $0 == "registered" }.count, count, "\(answers())")
+        XCTAssertEqual(answers().filter { $0 == "ok" }.count, count, "\(answers())")
         XCTAssertEqual(holder.wait(), 0, "the lock's holder committed")
         let rows = try await run(["/usr/bin/python3", "-c", """
             import sqlite3

@@ -31,37 +31,17 @@ extension MultiUserTests {
         try await startDaemon()
 
         // A sends thirty Starts at once and records each answer as it comes.
-        let progress = directory.file("a-progress")
-        XCTAssertTrue(FileManager.default.createFile(atPath: progress, contents: nil))
-        chmod(progress, 0o666)
+        let calls = try CallsInFlight(answersFile: directory.file("a-answers"))
         let url = http.url("/small")
-        let script = """
-        import dbus, dbus.mainloop.glib, time
-        from gi.repository import GLib
-        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
-        bus = dbus.bus.BusConnection('\(bus.address)')
-        m = dbus.Interface(bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
-        answers = []
-        def note(text):
-            answers.append(text)
-            with open('\(progress)', 'a') as f: f.write(text + '\\n')
-        for i in range(30):
-            m.Start('\(url)', '\(aHome)/%d' % i, dbus.Dictionary({}, signature='sv'), timeout=120,
-                    reply_handler=lambda path: note('started ' + str(path)),
-                    error_handler=lambda e: note('error ' + e.get_dbus_name()))
-        bus.flush()
-        note('sent')
-        context, deadline = GLib.MainContext.default(), time.time() + 120
-        while len(answers) < 31 and time.time() < deadline:
-            context.iteration(True)
-        """
+        let script = calls.script(busAddress: bus.address, count: 30, sends: """
+            for i in range(30):
+                m.Start('\(url)', '\(aHome)/%d' % i, dbus.Dictionary({}, signature='sv'), timeout=120, reply_handler=ok, error_handler=err)
+            """)
         let a = try ChildProcess([
             "setpriv", "--reuid=\(users.a.uid)", "--regid=\(users.a.gid)", "--init-groups", "--reset-env", "/usr/bin/python3", "-c", script,
         ], environment: bus.environment)
         addTeardownBlock { a.stop() }
-        let answers: @Sendable () -> [String] = {
-            ((try? String(contentsOfFile: progress, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
-        }
+        let answers = calls.answers
         try await until("A's Starts sent and A's helper hung") { answers().contains("sent") && !stopped().isEmpty }
 
         // The root's call and B's download go through while every one of A's Starts still waits.
@@ -77,7 +57,7 @@ extension MultiUserTests {
         // A's helper comes back: A's Starts are answered.
         for pid in stopped() { kill(pid, SIGCONT) }
         try await until("every one of A's Starts answered", seconds: 60) { answers().count == 31 }
-        XCTAssertTrue(answers().contains { $0.hasPrefix("started /org/example/Downloads/") }, "\(answers())")
+        XCTAssertTrue(answers().contains { $0.hasPrefix("ok /org/example/Downloads/") }, "\(answers())")
     }
 
     /// Processes stopped (state T) whose command line names `script`.
