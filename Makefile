@@ -32,7 +32,7 @@ run: deps build
 		exec .build/release/downloadsd --session; \
 	else \
 		echo "No session bus: starting a private one with dbus-run-session."; \
-		mkdir -p "$(STATE_DIR)"; \
+		install -d -m 0700 "$(STATE_DIR)"; \
 		exec dbus-run-session -- sh -c 'echo "export DBUS_SESSION_BUS_ADDRESS=$$DBUS_SESSION_BUS_ADDRESS" > "$(STATE_DIR)/bus-address"; \
 			echo "In another shell: . $(STATE_DIR)/bus-address   (then busctl --user / gdbus --session reach it)"; \
 			exec .build/release/downloadsd --session'; \
