@@ -145,6 +145,24 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertTrue(bad.stderr.contains("--begin-at 'tomorrowish' is not a time"), bad.stderr)
     }
 
+    /// `start` takes `-o` as `get` does (into a directory: the server's name), or the destination
+    /// as an argument; both at once is a usage error.
+    func testStartTakesItsDestinationWithDashOAsGetDoes() async throws {
+        let content = Self.content(20_000)
+        http.set("/named.bin", Route(content: content))
+        let inbox = directory.file("inbox")
+        try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: false)
+        let started = try await ctl(["start", http.url("/named.bin"), "-o", inbox])
+        XCTAssertEqual(started.status, 0, started.description)
+        let id = started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let waited = try await ctl(["wait", id])
+        XCTAssertEqual(waited.stdout, "task \(id) finished: \(inbox)/named.bin\n", waited.description)
+        XCTAssertEqual(sha256(ofFile: inbox + "/named.bin"), Self.sha256(content))
+        let both = try await ctl(["start", http.url("/named.bin"), directory.file("x"), "-o", directory.file("y")])
+        XCTAssertEqual(both.status, 64, both.description)
+        XCTAssertTrue(both.stderr.contains("as an argument or with -o, not both"), both.stderr)
+    }
+
     func testPauseToAFileThenResumeFromIt() async throws {
         let content = Self.content(2_000_000)
         var route = Route(content: content)
