@@ -32,14 +32,24 @@ extension DownloadError {
             if error == .invalidEOFState { return .interrupted("the connection closed before the body ended") }
             return .invalidResponse("malformed HTTP response: \(error)")
         case let error as NIOConnectionError:
-            return .network("could not connect: \(error)")
+            let why = error.connectionErrors.first.map { reason($0.error) } ?? "no address to try"
+            return .network("could not connect to \(error.host) port \(error.port): \(why)")
         case let error as IOError:
-            return .network("\(error)")
+            return .network("the connection failed: \(reason(error))")
         case let error as ChannelError:
             return .network("\(error)")
         default:
             return .network("\(error)")
         }
+    }
+
+    /// A connection's failure as a person reads it: the system's reason and errno for a system
+    /// call's error. NIO's own text for one names the call's context rather than the cause (a
+    /// refused connect reads "connection reset (error set): Connection refused) (errno: 111)",
+    /// its stray parenthesis included).
+    static func reason(_ error: Error) -> String {
+        guard let error = error as? IOError else { return "\(error)" }
+        return "\(errnoText(error.errnoCode)) (errno \(error.errnoCode))"
     }
 
     /// What a request through `proxy` failed with before any response, when it is the proxy's

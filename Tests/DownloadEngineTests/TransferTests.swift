@@ -1,6 +1,7 @@
 import DownloadEngine
 import Foundation
 import TestHTTPServer
+import TestSupport
 import XCTest
 
 /// Every transfer rule against the misbehaving server; bytes on disk are checked by SHA-256.
@@ -232,6 +233,20 @@ final class TransferTests: EngineTestCase {
         XCTAssertTrue(done.record.errorMessage?.contains("404") ?? false)
         XCTAssertEqual(server.requests(for: "/missing").count, 1)
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("out\(id)")))
+    }
+
+    /// A server nobody listens on: retried, then failed with the system's reason as its message.
+    func testARefusedConnectionFailsWithTheSystemsReason() async throws {
+        let nothing = try FreePort.pick()
+        let id = try manager.create(DownloadRequest(
+            owner: Self.owner, session: "s", url: "http://127.0.0.1:\(nothing)/f", destination: directory.file("refused"),
+            destinationIsDirectory: false, options: DownloadOptions()
+        )).id
+        nextID += 1
+        let done = try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(done.state, .failed)
+        XCTAssertEqual(done.record.errorName, "NetworkError")
+        XCTAssertTrue(done.record.errorMessage?.hasSuffix(": Connection refused (errno 111)") == true, done.record.errorMessage ?? "")
     }
 
     func testRedirectsAreFollowedAndChecked() async throws {
