@@ -100,7 +100,12 @@ final class TransferRun: Sendable {
             case .retry(let delay, let error):
                 manager.logger.info("task \(task.id): \(error); retry \(machine.retries) in \(String(format: "%.1f", delay)) s")
                 await checkpoint()
-                guard manager.move(task, to: .retrying, from: [.running]) != nil else {
+                // While it waits, the task says why (as BITS's transient error does); the error is
+                // cleared as it leaves `retrying` for anything but `failed` (`DownloadTask.transition`).
+                guard manager.move(task, to: .retrying, from: [.running], { state in
+                    state.record.errorName = error.name
+                    state.record.errorMessage = error.message
+                }) != nil else {
                     // Only a stop may take a running task elsewhere; anything else is a bug: end the run.
                     if let reason = stopReason {
                         action = machine.stop(reason)

@@ -23,19 +23,27 @@ struct TaskFollower {
         let terminal = isatty(STDERR_FILENO) == 1
         var line = ProgressLine()
         var lastPlain = 0.0
+        var lastRetrying: String?
         let started = Date().timeIntervalSince1970
         while true {
             let status = try await proxy.status(path)
             let now = Date().timeIntervalSince1970
             let speed = line.record(bytes: status.bytesWritten, at: now)
+            // While the service waits to try again, why (a server's text: escaped).
+            let retrying = status.state == "retrying" && !status.errorMessage.isEmpty
+                ? "retrying after: \(DisplayText.escaped(status.errorMessage))" : nil
             if terminal {
                 let width = Int(ProcessInfo.processInfo.environment["COLUMNS"] ?? "") ?? 80
-                let text = ProgressLine.bar(written: status.bytesWritten, expected: status.bytesExpected, speed: speed, width: width)
+                let text = retrying.map { String($0.prefix(max(20, width - 1))) }
+                    ?? ProgressLine.bar(written: status.bytesWritten, expected: status.bytesExpected, speed: speed, width: width)
                 write("\r\u{1B}[K" + text)
-            } else if now - lastPlain >= 1 || status.isEnded {
+            } else if let retrying, retrying != lastRetrying {
+                write(retrying + "\n")
+            } else if retrying == nil, now - lastPlain >= 1 || status.isEnded {
                 lastPlain = now
                 write(ProgressLine.plain(written: status.bytesWritten, expected: status.bytesExpected, speed: speed) + "\n")
             }
+            lastRetrying = retrying
             switch status.state {
             case "finished":
                 if terminal { write("\n") }

@@ -220,8 +220,15 @@ final class TransferTests: EngineTestCase {
         route.failFirst = (2, 503, "1")
         server.set("/busy", route)
         let id = try start("/busy")
+        // While it waits (a second, as Retry-After asks), the task says why; once it runs again, no longer.
+        let waiting = try await wait(id, for: [.retrying, .finished, .failed])
+        XCTAssertEqual(waiting.state, .retrying)
+        XCTAssertEqual(waiting.record.errorName, "HTTPError")
+        XCTAssertTrue(waiting.record.errorMessage?.contains("503") == true, waiting.record.errorMessage ?? "")
         let done = try await wait(id, for: [.finished, .failed])
         XCTAssertEqual(done.state, .finished)
+        XCTAssertNil(done.record.errorName)
+        XCTAssertNil(done.record.errorMessage)
         XCTAssertEqual(server.requests(for: "/busy").map(\.status), [503, 503, 200])
     }
 

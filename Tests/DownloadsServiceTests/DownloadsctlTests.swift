@@ -32,6 +32,24 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertFalse(out.stderr.contains("\r"), "no bar drawn into a pipe")
     }
 
+    /// While the service waits to try again, `get` says why, and the task's `ErrorMessage` holds
+    /// the reason until it runs again.
+    func testGetSaysWhyItIsRetrying() async throws {
+        let content = Self.content(20_000)
+        var route = Route(content: content)
+        route.failFirst = (2, 503, "1")
+        http.set("/busy.bin", route)
+        let out = try await ctl(["get", http.url("/busy.bin"), "-o", directory.file("busy.bin")])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertTrue(lines(out.stderr).contains("retrying after: the server answered 503 Service Unavailable"), out.stderr)
+        XCTAssertEqual(sha256(ofFile: directory.file("busy.bin")), Self.sha256(content))
+        let listed = try await ctl(["list", "--json"])
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
+        XCTAssertEqual(rows.first?["state"] as? String, "finished")
+        XCTAssertEqual(rows.first?["error"] as? String, "", "the retry's error is gone once it finished")
+        XCTAssertEqual(rows.first?["error_message"] as? String, "")
+    }
+
     func testGetWithConnectionsFetchesRangesAtOnce() async throws {
         let content = Self.content(6 << 20)
         var route = Route(content: content)
