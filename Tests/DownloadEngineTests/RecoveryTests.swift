@@ -25,6 +25,26 @@ final class RecoveryTests: EngineTestCase {
         XCTAssertEqual(server.requests(for: "/r").map(\.range), ["bytes=200000-"])
     }
 
+    /// A task that was retrying when the daemon stopped is queued again without the error it
+    /// was waiting out.
+    func testARestoredRetryingTaskIsQueuedWithoutItsError() async throws {
+        let content = Self.content(1000)
+        server.set("/again", Route(content: content))
+        var record = DownloadTaskRecord(
+            id: 9, owner: Self.owner, session: "s", url: server.url("/again"), destination: directory.file("again"),
+            destinationIsDirectory: false, options: DownloadOptions(), state: .retrying, durableOffset: 0,
+            expectedLength: -1, validator: nil
+        )
+        record.errorName = "HTTPError"
+        record.errorMessage = "the server answered 503 Service Unavailable"
+        manager.restore([record], nextID: 1)
+        XCTAssertNil(manager.snapshot(9)?.record.errorName)
+        XCTAssertNil(manager.snapshot(9)?.record.errorMessage)
+        let done = try await wait(9, for: [.finished, .failed])
+        XCTAssertEqual(done.state, .finished)
+        XCTAssertEqual(sha256(ofFile: directory.file("again")), Self.sha256(content))
+    }
+
     func testRangeAtTheEndAnswered416MeansFinished() async throws {
         let content = Self.content(1000)
         server.set("/done", Route(content: content))
