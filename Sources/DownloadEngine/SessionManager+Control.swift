@@ -201,7 +201,8 @@ extension SessionManager {
                     state.stopReason = reason
                     return .wait(state.runner, cancelling: Array(state.requests.values))
                 default:
-                    throw DownloadError.wrongState("task \(task.id) is \(current)")
+                    let why = reason == .pause ? "only a queued, running or retrying task can be paused" : "it has ended"
+                    throw DownloadError.wrongState("task \(task.id) is \(current); \(why)")
                 }
             }
             switch plan {

@@ -106,6 +106,14 @@ final class DownloadsctlTests: DaemonTestCase {
         let table = try await ctl(["list"])
         XCTAssertTrue(lines(table.stdout).first?.hasPrefix("ID") == true, table.stdout)
         XCTAssertTrue(table.stdout.contains("finished"), table.stdout)
+        // An ended task cannot be paused (the reason says which can) and is removed by cancel.
+        let pause = try await ctl(["pause", id])
+        XCTAssertEqual(pause.status, 1, pause.description)
+        XCTAssertEqual(pause.stderr, "downloadsctl: task \(id) is finished; only a queued, running or retrying task can be paused\n")
+        let removed = try await ctl(["cancel", id])
+        XCTAssertEqual(removed.stdout, "removed task \(id)\n", removed.description)
+        let empty = try await ctl(["list"])
+        XCTAssertEqual(empty.stdout, "no tasks\n")
     }
 
     /// --title, --description, --metadata and --checksum reach the task; list and status show them

@@ -10,8 +10,10 @@ struct Cancel: AsyncParsableCommand {
 
     func run() async throws {
         try await service.run { proxy in
+            // Said as it is: an ended task is removed, not cancelled.
+            let ended = (try? await proxy.status(task.path))?.isEnded ?? false
             try await proxy.cancel(task.path)
-            print("cancelled task \(Paths.id(task.path))")
+            print("\(ended ? "removed" : "cancelled") task \(Paths.id(task.path))")
         }
     }
 }
