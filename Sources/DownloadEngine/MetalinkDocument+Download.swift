@@ -1,5 +1,6 @@
 import Foundation
 import Metalink
+import ProxyRules
 
 /// What a download takes from a Metalink document's file entry, in one place for a document
 /// given at `Start` (option `metalink`) and one the daemon follows (a URL answered with

@@ -44,7 +44,7 @@ public enum ProxySetting: Sendable, Hashable, CustomStringConvertible {
         func invalid(_ why: String) -> Invalid {
             Invalid(message: "proxy must be http://[user:password@]host:port, socks5://host:port, socks5h://host:port or direct://: \(why)")
         }
-        guard !containsSpaceOrControl(text) else { throw invalid("it contains spaces or control characters") }
+        guard !URLCharacters.containSpaceOrControl(text) else { throw invalid("it contains spaces or control characters") }
         var rest = Substring(text)
         var scheme = "http"
         if let separator = rest.firstRange(of: "://") {
@@ -75,15 +75,6 @@ public enum ProxySetting: Sendable, Hashable, CustomStringConvertible {
         let (host, port) = try hostAndPort(rest, invalid: invalid)
         if scheme == "http" { return .http(host: host, port: port, credentials: credentials) }
         return .socks5(host: host, port: port, resolvesNames: scheme == "socks5h")
-    }
-
-    /// The rule `URLCharacters` applies to a download's URL (this module stands below the engine):
-    /// C0 and the space, DEL, C1 (U+009B is a terminal's CSI) and Unicode's other spaces, by scalar.
-    /// A byte check let C1 through, into the password and the scheme an error message repeats.
-    static func containsSpaceOrControl(_ text: String) -> Bool {
-        text.unicodeScalars.contains { scalar in
-            scalar.value <= 32 || (127...159).contains(scalar.value) || (scalar.value > 159 && scalar.properties.isWhitespace)
-        }
     }
 
     /// `host[:port]`, `[v6][:port]`; the host as a connect call takes it (no brackets).

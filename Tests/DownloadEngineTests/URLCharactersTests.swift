@@ -1,5 +1,6 @@
 import DownloadEngine
 import Metalink
+import ProxyRules
 import XCTest
 
 /// `URLCharacters`: the one rule for what a URL coming in may not hold, where it is applied.

@@ -1,5 +1,6 @@
-/// What a URL given to the service (at `Start`, in a Metalink document) may not hold: a space or
-/// a control character anywhere. One rule for every place a URL comes in.
+/// What a URL given to the service (at `Start`, in a Metalink document, a proxy URL) may not hold:
+/// a space or a control character anywhere. One rule for every place a URL comes in; here, the
+/// module without dependencies, so that `ProxySetting` and the engine share it.
 public enum URLCharacters {
     /// C0 and the space, DEL, C1 (U+009B is a terminal's CSI), and Unicode's other spaces. By
     /// scalar, not by Character (no grapheme breaking), and a Unicode property is looked up only
