@@ -81,12 +81,7 @@ final class DownloadTask: Sendable {
         state.withLockedValue { state in
             let previous = state.record.state
             guard previous.canTransition(to: next), allowed?.contains(previous) ?? true else { return nil }
-            state.record.state = next
-            if previous == .retrying && next != .failed {
-                // The error a retry waited on is over once the task runs (or stops) again.
-                state.record.errorName = nil
-                state.record.errorMessage = nil
-            }
+            state.record.enter(next)
             change(&state)
             return (previous, state.snapshot)
         }

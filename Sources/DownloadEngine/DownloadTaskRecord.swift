@@ -76,6 +76,17 @@ public struct DownloadTaskRecord: Sendable, Hashable {
         resolvedPath = FilePaths.join(destination, name)
     }
 
+    /// Sets the state. A task leaving `retrying` for anything but `failed` (running again,
+    /// paused, cancelled, queued by a restart) drops the error the retry waited out: it says why
+    /// a task is retrying or failed, nothing else.
+    mutating func enter(_ next: DownloadState) {
+        if state == .retrying && next != .failed {
+            errorName = nil
+            errorMessage = nil
+        }
+        state = next
+    }
+
     public var sessionID: SessionID { SessionID(owner: owner, name: session) }
 
     /// The partial file: hidden, beside the destination (inside it when it is a directory),

@@ -6,11 +6,7 @@ extension SessionManager {
     public func restore(_ records: [DownloadTaskRecord], nextID: UInt64) {
         state.withLockedValue { $0.nextID = max($0.nextID, nextID) }
         for var record in records {
-            if record.state == .retrying {
-                record.errorName = nil
-                record.errorMessage = nil
-            }
-            if record.state == .running || record.state == .retrying { record.state = .queued }
+            if record.state == .running || record.state == .retrying { record.enter(.queued) }
             let task = DownloadTask(record: record)
             state.withLockedValue { state in
                 state.add(task, record)

@@ -101,7 +101,7 @@ final class TransferRun: Sendable {
                 manager.logger.info("task \(task.id): \(error); retry \(machine.retries) in \(String(format: "%.1f", delay)) s")
                 await checkpoint()
                 // While it waits, the task says why (as BITS's transient error does); the error is
-                // cleared as it leaves `retrying` for anything but `failed` (`DownloadTask.transition`).
+                // cleared as it leaves `retrying` for anything but `failed` (`DownloadTaskRecord.enter`).
                 guard manager.move(task, to: .retrying, from: [.running], { state in
                     state.record.errorName = error.name
                     state.record.errorMessage = error.message
