@@ -5,7 +5,7 @@ extension SessionManager {
     public func resumeData(for id: UInt64) throws -> [UInt8] {
         let record = try task(id).record
         guard record.state == .paused || record.state == .failed || record.state == .queued else {
-            throw DownloadError.wrongState("task \(id) is \(record.state)")
+            throw DownloadError.wrongState("task \(id) is \(record.state); only a paused, failed or queued task has resume data")
         }
         return try ResumeData(record: record).encoded(key: key)
     }

@@ -108,6 +108,10 @@ final class TransferTests: EngineTestCase {
         XCTAssertEqual(second.ifRange, "\"v1\"")
         XCTAssertEqual(second.status, 206)
         XCTAssertEqual(observer.states(id), [.running, .paused, .queued, .running, .finished])
+        XCTAssertThrowsError(try manager.resumeData(for: id)) { error in
+            XCTAssertEqual((error as? DownloadError)?.code, .wrongState)
+            XCTAssertEqual((error as? DownloadError)?.message, "task \(id) is finished; only a paused, failed or queued task has resume data")
+        }
     }
 
     func testChangedContentRestartsFromZeroAndNeverSplices() async throws {
