@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// Follows one task to its end for `get`: a progress bar on a terminal (standard error), plain
-/// lines at most once a second otherwise; Ctrl-C pauses the task and says how to resume.
+/// lines at most once a second otherwise (from the first byte on); Ctrl-C pauses the task and says how to resume.
 struct TaskFollower {
     let proxy: DownloadsProxy
     let path: ObjectPath
@@ -39,7 +39,9 @@ struct TaskFollower {
                 write("\r\u{1B}[K" + text)
             } else if let retrying, retrying != lastRetrying {
                 write(retrying + "\n")
-            } else if retrying == nil, now - lastPlain >= 1 || status.isEnded {
+            } else if retrying == nil, status.bytesWritten > 0 || status.state == "finished", now - lastPlain >= 1 || status.isEnded {
+                // Plain lines start with the first byte: a request refused at once (a 404) is one
+                // line saying why, not a `0 B, 0 B/s` before it.
                 lastPlain = now
                 write(ProgressLine.plain(written: status.bytesWritten, expected: status.bytesExpected, speed: speed) + "\n")
             }
