@@ -173,6 +173,7 @@ extension DownloadsService {
         let data = try await engine.pause(task.id)
         await engine.eventsDelivered(task.id)
         try requireStored(task.id)
+        if task.state != .paused { logger.info("task \(task.id) of uid \(task.owner): paused") }
         return data
     }
 
@@ -181,6 +182,7 @@ extension DownloadsService {
         try engine.resume(task.id)
         await engine.eventsDelivered(task.id)
         try requireStored(task.id)
+        logger.info("task \(task.id) of uid \(task.owner): resumed")
     }
 
     /// The task carries on at `url`, keeping its bytes when the entity is the same (`SessionManager.setURL`).
@@ -203,6 +205,7 @@ extension DownloadsService {
         }
         await engine.eventsDelivered(task.id)
         try requireStored(task.id)
+        logger.info("task \(task.id) of uid \(task.owner): \(task.state.isTerminal ? "removed" : "cancelled")")
     }
 
     /// The task the data came from, if it still exists, gets the options and carries on;
@@ -218,6 +221,7 @@ extension DownloadsService {
         let snapshot = try await engine.adopt(data, change: try StartRequest.change(options), url: url, fileMode: fileMode)
         await engine.eventsDelivered(snapshot.id)
         try requireStored(snapshot.id)
+        logger.info("task \(snapshot.id) of uid \(owner): resumed from the resume data of task \(data.taskID)")
         return DownloadsAPI.taskPath(snapshot.id)
     }
 }

@@ -114,6 +114,8 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertEqual(removed.stdout, "removed task \(id)\n", removed.description)
         let empty = try await ctl(["list"])
         XCTAssertEqual(empty.stdout, "no tasks\n")
+        let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
+        XCTAssertTrue(log.contains("task \(id) of uid \(getuid()): removed"), log)
     }
 
     /// --title, --description, --metadata and --checksum reach the task; list and status show them
@@ -211,6 +213,12 @@ final class DownloadsctlTests: DaemonTestCase {
         let waited = try await ctl(["wait", newID])
         XCTAssertEqual(waited.status, 0, waited.description)
         XCTAssertEqual(sha256(ofFile: directory.file("slow")), Self.sha256(content))
+        // The journal says what a caller did to a task, not only what its transfer did.
+        let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
+        for line in ["task \(id) of uid \(getuid()): paused", "task \(id) of uid \(getuid()): cancelled",
+                     "task \(newID) of uid \(getuid()): resumed from the resume data of task \(id)"] {
+            XCTAssertTrue(log.contains(line), "\(line) in \(log)")
+        }
     }
 
     func testCtrlCPausesAndSaysHowToResume() async throws {
@@ -227,6 +235,11 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertTrue(stderr.contains("paused task 1; resume with: downloadsctl --address \(bus.address) resume 1"), stderr)
         let state = try await property(path, "State")?.stringValue
         XCTAssertEqual(state, "paused")
+        let resumed = try await ctl(["resume", "1"])
+        XCTAssertEqual(resumed.status, 0, resumed.description)
+        let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
+        XCTAssertTrue(log.contains("task 1 of uid \(getuid()): paused"), log)
+        XCTAssertTrue(log.contains("task 1 of uid \(getuid()): resumed"), log)
     }
 
     func testErrorsAreOneLineAndAnExitStatus() async throws {
