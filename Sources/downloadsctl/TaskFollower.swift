@@ -9,7 +9,8 @@ import Glibc
 #endif
 
 /// Follows one task to its end for `get`: a progress bar on a terminal (standard error), plain
-/// lines at most once a second otherwise (from the first byte on); Ctrl-C pauses the task and says how to resume.
+/// lines at most once a second otherwise (from the first byte on); Ctrl-C pauses the task and
+/// says how to resume.
 struct TaskFollower {
     let proxy: DownloadsProxy
     let path: ObjectPath
