@@ -64,7 +64,9 @@ extension Connection {
         guard signature == declared.signature else {
             throw BusError.failed("\(interface.name).\(signal) is declared '\(declared.signature)', emitted with '\(signature)'")
         }
-        try emitSignal(path: path, interface: interface.name, name: signal, arguments: arguments, destination: destination)
+        try emitSignal(
+            path: path, interface: interface.name, name: signal, arguments: arguments, destination: destination, signature: signature
+        )
     }
 
     /// Removes an exported object; calls to it then get `UnknownObject`.

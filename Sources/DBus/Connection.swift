@@ -172,9 +172,12 @@ public final class Connection: @unchecked Sendable {
 
     /// Emits a signal; with `destination`, as a unicast signal to that connection only.
     public func emitSignal(
-        path: ObjectPath, interface: String, name: String, arguments: [DBusValue] = [], destination: String? = nil
+        path: ObjectPath, interface: String, name: String, arguments: [DBusValue] = [], destination: String? = nil,
+        signature: String? = nil
     ) throws {
-        try send(Message.signal(path: path, interface: interface, name: name, destination: destination, arguments: arguments))
+        try send(Message.signal(
+            path: path, interface: interface, name: name, destination: destination, arguments: arguments, signature: signature
+        ))
     }
 
     /// Sends a method call and waits for its reply (a method return or an error, thrown as `BusError`).

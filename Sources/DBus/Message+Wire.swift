@@ -6,10 +6,14 @@ extension Message {
     /// `append` refuse, with the same errors; what the writer leaves to libdbus (file
     /// descriptors) or libdbus's validation refuses (nesting, lengths) is built by libdbus
     /// instead, which reports its own error.
+    /// `signature`: the arguments' signature when the caller has it already (`Connection.emit`
+    /// checked it against the declaration), so it is not worked out twice.
     public static func signal(
-        path: ObjectPath, interface: String, name: String, destination: String?, arguments: [DBusValue]
+        path: ObjectPath, interface: String, name: String, destination: String?, arguments: [DBusValue], signature: String? = nil
     ) throws -> Message {
-        if let written = try written(path: path, interface: interface, name: name, destination: destination, arguments: arguments) {
+        if let written = try written(
+            path: path, interface: interface, name: name, destination: destination, arguments: arguments, signature: signature
+        ) {
             return written
         }
         let message = try Message.signal(path: path, interface: interface, name: name)
@@ -20,7 +24,7 @@ extension Message {
 
     /// The signal written in one pass; nil when it is left to libdbus.
     static func written(
-        path: ObjectPath, interface: String, name: String, destination: String?, arguments: [DBusValue]
+        path: ObjectPath, interface: String, name: String, destination: String?, arguments: [DBusValue], signature: String? = nil
     ) throws -> Message? {
         try checkInterfaceName(interface)
         try checkMemberName(name)
@@ -48,7 +52,7 @@ extension Message {
             message.align(8)
             message.byte(8)
             message.signature("g")
-            message.signature(DBusType.signature(of: arguments.map(\.type)))
+            message.signature(signature ?? DBusType.signature(of: arguments.map(\.type)))
         }
         message.setUInt32(UInt32(truncatingIfNeeded: message.bytes.count - fieldsAt), at: fieldsAt - 4)
         message.align(8)
