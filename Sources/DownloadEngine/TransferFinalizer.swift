@@ -71,11 +71,13 @@ struct TransferFinalizer: Sendable {
             ?? HTTPHeaderRules.fileName(contentDisposition: nil, url: record.finalURL ?? record.url)
     }
 
-    /// `name`, `name (1)`, `name (2)`… in `directory`, keeping the extension.
-    static func candidates(in directory: String, name: String) -> [String] {
+    /// `name`, `name (1)`, `name (2)`… `name (999)` in `directory`, keeping the extension; each
+    /// made when it is tried (the first nearly always is taken: building all thousand made a
+    /// download into a directory cost a quarter of a millisecond more than one to a file).
+    static func candidates(in directory: String, name: String) -> LazyMapSequence<Range<Int>, String> {
         let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
         let stem = dot.map { String(name[..<$0]) } ?? name
         let ext = dot.map { String(name[$0...]) } ?? ""
-        return [FilePaths.join(directory, name)] + (1..<1000).map { FilePaths.join(directory, "\(stem) (\($0))\(ext)") }
+        return (0..<1000).lazy.map { $0 == 0 ? FilePaths.join(directory, name) : FilePaths.join(directory, "\(stem) (\($0))\(ext)") }
     }
 }
