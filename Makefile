@@ -76,6 +76,7 @@ test-install:
 bench: deps
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(BENCH_PACKAGES)
 	swift build -c release --product downloadsd
+	swift build -c release --product downloadsctl
 	Benchmarks/bench.py $(BENCH_ARGS)
 
 bench-dbus:

@@ -28,6 +28,7 @@ ANALYSIS_MARKER = "<!-- analysis: kept across runs -->"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # DOWNLOADSD_BENCH_BINARY: another build to measure (an older commit's, for a before/after).
 DAEMON = os.environ.get("DOWNLOADSD_BENCH_BINARY") or os.path.join(ROOT, ".build/release/downloadsd")
+CTL = os.environ.get("DOWNLOADSCTL_BENCH_BINARY") or os.path.join(ROOT, ".build/release/downloadsctl")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 GiB = 1024 ** 3
 MiB = 1024 ** 2
@@ -841,8 +842,9 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
         configs[scheme] = os.path.join(work, f"small-{scheme}.curl")
         with open(configs[scheme], "w") as f:
             f.write("".join(f'url = "{url(name)}"\noutput = "{os.path.join(shm, "curl", name)}"\n' for name in names))
-    results = {"disk": [], "tmpfs": [], "https": [], "system": [], "aria2c": [], "curl": [], "aria2c-https": [], "curl-https": []}
-    commits = {"disk": [], "tmpfs": [], "https": [], "system": []}
+    results = {"disk": [], "tmpfs": [], "https": [], "system": [], "ctl": [], "aria2c": [], "curl": [], "aria2c-https": [], "curl-https": []}
+    commits = {"disk": [], "tmpfs": [], "https": [], "system": [], "ctl": []}
+    client_cpu = []
 
     def clean(directory):
         shutil.rmtree(directory, ignore_errors=True)
@@ -850,7 +852,7 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
 
     try:
         for run in range(runs):
-            for place in ("disk", "tmpfs", "https", "system"):
+            for place in ("disk", "tmpfs", "https", "system", "ctl"):
                 target = os.path.join(shm, "ours")
                 clean(target)
                 base = shm if place == "tmpfs" else state_disk
@@ -866,6 +868,10 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
                         os.chmod(shm, 0o755)
                         os.chown(target, NOBODY, NOBODY)
                         wall = start_many_as(NOBODY, service.address, jobs, shm)
+                    elif place == "ctl":
+                        # As a person would fetch a list: the whole command, its start and end included.
+                        wall, ctl_cpu, _ = tool([CTL, "--address", service.address, "get", "-i", lists["http"], "-o", target])
+                        client_cpu.append(ctl_cpu)
                     else:
                         wall = start_many(service, jobs)
                     results[place].append((wall, service.cpu() - cpu, service.status("VmHWM")))
@@ -894,7 +900,8 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
             table.add(label, len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1), rate(values))
         for place, label, reference in (("disk", "downloadsd, state on disk", "aria2c"), ("tmpfs", "downloadsd, state on tmpfs", "aria2c"),
                                         ("https", "downloadsd, HTTPS (HTTP/2), state on disk", "aria2c-https"),
-                                        ("system", "downloadsd --system, client user nobody (file helper), state on disk", "aria2c")):
+                                        ("system", "downloadsd --system, client user nobody (file helper), state on disk", "aria2c"),
+                                        ("ctl", "`downloadsctl get -i LIST`, state on disk", "aria2c")):
             values = results[place]
             against = median([o[0] / a[0] for o, a in zip(values, results[reference])])
             per_task = median([v[1] for v in values]) / count * 1000
@@ -904,6 +911,10 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
             saves, transactions = commits["disk"][-1]
             table.notes.append(f"The store (state on disk, last run): {saves / count:.1f} saves per task committed in "
                                f"{transactions / count:.1f} transactions per task (one per delivery batch).")
+        if client_cpu:
+            table.notes.append(f"`downloadsctl get -i LIST -o DIR` (the list aria2c reads, every file into one directory under "
+                               f"its server's name, each finished task removed): the wall time of the whole command; "
+                               f"downloadsctl's own CPU {median(client_cpu):.2f} s.")
         table.notes.append("64 Start calls in flight from one python3-dbus client; the wall time runs from the first Start "
                            "to the last Finished; CPU is the daemon's (aria2c's and curl's their own; on the system bus "
                            "the daemon's without its file helper's, which runs as the caller).")
@@ -1077,6 +1088,8 @@ def main():
         return
     if not os.access(DAEMON, os.X_OK):
         sys.exit(f"no {DAEMON}: swift build -c release --product downloadsd")
+    if "small" in args.sections.split(",") and not os.access(CTL, os.X_OK):
+        sys.exit(f"no {CTL}: swift build -c release --product downloadsctl")
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     work = tempfile.mkdtemp(prefix="downloads-bench-")
     disk = tempfile.mkdtemp(prefix="downloads-bench-disk-", dir="/var/tmp")

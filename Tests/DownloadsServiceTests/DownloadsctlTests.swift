@@ -9,9 +9,13 @@ import XCTest
 final class DownloadsctlTests: DaemonTestCase {
     static let ctl = PackageRoot.debugBinary("downloadsctl")
 
-    func ctl(_ arguments: [String], timeout: TimeInterval = 60) async throws -> ProcessRunner.Output {
-        try await run([Self.ctl, "--address", bus.address] + arguments, timeout: timeout)
+    func ctl(_ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 60) async throws -> ProcessRunner.Output {
+        try await ProcessRunner.run([Self.ctl, "--address", bus.address] + arguments, environment: bus.environment, stdin: stdin, timeout: timeout)
     }
+
+    /// `--max-tasks-per-user` for the daemon's next start (nil: its default).
+    var tasksPerUser: Int?
+    override var extraArguments: [String] { tasksPerUser.map { ["--max-tasks-per-user", "\($0)"] } ?? [] }
 
     func lines(_ text: String) -> [String] {
         text.split(separator: "\n").map(String.init)
@@ -30,6 +34,78 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertTrue(progress.contains { $0.hasPrefix("100% 1.9 MiB of 1.9 MiB") }, out.stderr)
         XCTAssertTrue(progress.last?.hasPrefix("downloaded 1.9 MiB in ") == true, out.stderr)
         XCTAssertFalse(out.stderr.contains("\r"), "no bar drawn into a pipe")
+    }
+
+    /// Several URLs, as arguments and as a list (`-i`, with a comment and a blank line): each file
+    /// under its server's name in the directory, each path printed as it lands, each finished task
+    /// removed from the list; a 404 is one line naming its URL and task, kept to be looked at, and
+    /// the exit status 1.
+    func testGetSeveralURLsIntoADirectory() async throws {
+        var contents: [String: [UInt8]] = [:]
+        for (index, name) in ["a.bin", "b.bin", "c.bin", "d.bin"].enumerated() {
+            contents[name] = Self.content(30_000 + index * 1_000, seed: UInt32(index + 7))
+            http.set("/\(name)", Route(content: contents[name] ?? []))
+        }
+        var gone = Route(content: [])
+        gone.failFirst = (count: 10, status: 404, retryAfter: nil)
+        http.set("/gone.bin", gone)
+        let list = directory.file("urls.txt")
+        try "# the rest\n\n  \(http.url("/c.bin"))  \r\n\(http.url("/gone.bin"))\n\(http.url("/d.bin"))\n".write(toFile: list, atomically: true, encoding: .utf8)
+        let into = directory.file("many")
+        try FileManager.default.createDirectory(atPath: into, withIntermediateDirectories: false)
+
+        let out = try await ctl(["get", http.url("/a.bin"), http.url("/b.bin"), "-i", list, "-o", into])
+        XCTAssertEqual(out.status, 1, out.description)
+        XCTAssertEqual(Set(lines(out.stdout)), Set(contents.keys.map { into + "/" + $0 }), out.description)
+        for (name, content) in contents {
+            XCTAssertEqual(sha256(ofFile: into + "/" + name), Self.sha256(content), name)
+        }
+        let errors = lines(out.stderr)
+        XCTAssertEqual(errors.filter { $0.hasPrefix("failed: ") }.count, 1, out.stderr)
+        XCTAssertTrue(errors.contains { $0.hasPrefix("failed: \(http.url("/gone.bin")): the server answered 404 Not Found (task ") }, out.stderr)
+        XCTAssertEqual(errors.count, 3, "the failure, the summary and the exit's reason: \(out.stderr)")
+        XCTAssertTrue(errors.contains { $0.hasPrefix("downloaded 4 of 5 files, 123 KiB in ") }, out.stderr)
+        XCTAssertEqual(errors.last, "downloadsctl: 1 of 5 downloads failed")
+        XCTAssertFalse(out.stderr.contains("\r"), "no status line drawn into a pipe")
+        let listed = try await ctl(["list", "--json"])
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
+        XCTAssertEqual(rows.map { $0["state"] as? String }, ["failed"], "the finished tasks were removed, the failed one kept: \(listed.stdout)")
+        XCTAssertEqual(rows.first?["url"] as? String, http.url("/gone.bin"))
+
+        // What names one file is refused for several; and several go into a directory only.
+        let checksum = try await ctl(["get", http.url("/a.bin"), http.url("/b.bin"), "--sha256", String(repeating: "0", count: 64), "-o", into])
+        XCTAssertEqual(checksum.status, 64, checksum.description)
+        XCTAssertTrue(checksum.stderr.contains("--checksum, --sha256 and --mirror name one file"), checksum.stderr)
+        let notADirectory = try await ctl(["get", http.url("/a.bin"), http.url("/b.bin"), "-o", into + "/a.bin"])
+        XCTAssertEqual(notADirectory.status, 1, notADirectory.description)
+        XCTAssertEqual(notADirectory.stderr, "downloadsctl: several URLs go into a directory, and \(into)/a.bin is not one\n")
+    }
+
+    /// A list longer than the caller's task quota, read from standard input: the URLs the service
+    /// refuses for the quota wait for a task to end and are started then, so all of them land.
+    func testGetAListLongerThanTheQuotaFromStandardInput() async throws {
+        stopDaemon()
+        tasksPerUser = 4
+        try await startDaemon()
+        var expected: [String: String] = [:]
+        for index in 0..<25 {
+            let content = Self.content(5_000 + index, seed: UInt32(index + 100))
+            http.set("/q\(index).bin", Route(content: content))
+            expected["q\(index).bin"] = Self.sha256(content)
+        }
+        let into = directory.file("quota")
+        try FileManager.default.createDirectory(atPath: into, withIntermediateDirectories: false)
+        let text = (0..<25).map { http.url("/q\($0).bin") }.joined(separator: "\n")
+        let out = try await ctl(["get", "-i", "-", "-o", into], stdin: Data(text.utf8))
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(lines(out.stdout).count, 25, out.description)
+        for (name, digest) in expected {
+            XCTAssertEqual(sha256(ofFile: into + "/" + name), digest, name)
+        }
+        XCTAssertEqual(lines(out.stderr).count, 1, out.stderr)
+        XCTAssertTrue(out.stderr.hasPrefix("downloaded 25 of 25 files, 122 KiB in "), out.stderr)
+        let listed = try await ctl(["list"])
+        XCTAssertEqual(lines(listed.stdout).count, 1, "only the header: every task was removed once its file landed: \(listed.stdout)")
     }
 
     /// While the service waits to try again, `get` says why, and the task's `ErrorMessage` holds
@@ -240,6 +316,27 @@ final class DownloadsctlTests: DaemonTestCase {
         let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
         XCTAssertTrue(log.contains("task 1 of uid \(getuid()): paused"), log)
         XCTAssertTrue(log.contains("task 1 of uid \(getuid()): resumed"), log)
+    }
+
+    func testCtrlCPausesEveryStartedDownloadOfAList() async throws {
+        var route = Route(content: Self.content(3_000_000))
+        route.bytesPerSecond = 300_000
+        http.set("/one", route)
+        http.set("/two", route)
+        let into = directory.file("slow")
+        try FileManager.default.createDirectory(atPath: into, withIntermediateDirectories: false)
+        let child = try ChildProcess([Self.ctl, "--address", bus.address, "get", http.url("/one"), http.url("/two"), "-o", into])
+        try await waitBytes(ObjectPath("/org/example/Downloads/tasks/1"), atLeast: 50_000)
+        try await waitBytes(ObjectPath("/org/example/Downloads/tasks/2"), atLeast: 50_000)
+        child.signal(SIGINT)
+        let status = child.wait()
+        let stderr = String(decoding: child.stderr.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(status, 130, stderr)
+        XCTAssertEqual(stderr, "paused tasks 1 2; resume each with: downloadsctl --address \(bus.address) resume ID\n")
+        for id in [1, 2] {
+            let state = try await property(ObjectPath("/org/example/Downloads/tasks/\(id)"), "State")?.stringValue
+            XCTAssertEqual(state, "paused", "task \(id)")
+        }
     }
 
     func testErrorsAreOneLineAndAnExitStatus() async throws {

@@ -7,23 +7,60 @@ import Glibc
 
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Download a URL and follow it to the end.",
-        discussion: "Prints the file's path when it is complete. Ctrl-C pauses the download and prints how to resume it."
+        abstract: "Download URLs and follow them to the end.",
+        discussion: """
+            Prints each file's path when it is complete. Ctrl-C pauses the downloads and prints how to resume them. \
+            With several URLs (or -i), every file goes into one directory under the name its server gives, \
+            each finished task is removed from the list, and a failed one is kept to be resumed.
+            """
     )
 
     @OptionGroup var service: ServiceOptions
-    @Argument(help: "The http or https URL, or a Metalink file (.meta4): its URLs are the URL and mirrors, its hash the checksum.") var url: String
+    @Argument(help: "The http or https URLs, or Metalink files (.meta4): a Metalink file's URLs are the URL and mirrors, its hash the checksum.")
+    var urls: [String] = []
+    @Option(name: [.customShort("i"), .customLong("input-file")], help: ArgumentHelp(
+        "Also download the URLs listed in this file, one a line ('-': standard input); blank lines and lines starting with # are skipped.",
+        valueName: "file"
+    ))
+    var inputFile: String?
     @Option(name: .shortAndLong, help: ArgumentHelp(
-        "The file to write, or an existing directory (the name then comes from the server). Default: the current directory.",
+        "The file to write, or an existing directory (the name then comes from the server; the only choice for several URLs). Default: the current directory.",
         valueName: "path"
     ))
     var output: String?
     @OptionGroup var options: TaskOptionArguments
 
+    func validate() throws {
+        guard !urls.isEmpty || inputFile != nil else { throw ValidationError("give a URL, or a list of them with -i FILE") }
+        if urls.count > 1 || inputFile != nil {
+            // These describe one file; a list has many.
+            guard options.checksum == nil, options.sha256 == nil, options.mirrors.isEmpty else {
+                throw ValidationError("--checksum, --sha256 and --mirror name one file: give them with one URL, not several")
+            }
+        }
+    }
+
     func run() async throws {
         let destination = Paths.absolute(output ?? FileManager.default.currentDirectoryPath)
         var taskOptions = try options.taskOptions
-        let url = try TaskOptionArguments.source(url, into: &taskOptions)
+        if urls.count > 1 || inputFile != nil {
+            var all = urls
+            if let inputFile {
+                guard let text = BatchDownload.readList(inputFile) else {
+                    CommandFailure(message: "cannot read the URL list \(DisplayText.escaped(inputFile))").exit()
+                }
+                all += BatchDownload.urls(inList: text)
+            }
+            var info = stat()
+            guard stat(destination, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                CommandFailure(message: "several URLs go into a directory, and \(DisplayText.escaped(destination)) is not one").exit()
+            }
+            try await service.run { [taskOptions, all] proxy in
+                try await BatchDownload(proxy: proxy, urls: all, directory: destination, options: taskOptions, service: service).run()
+            }
+            return
+        }
+        let url = try TaskOptionArguments.source(urls[0], into: &taskOptions)
         try await service.run { [taskOptions] proxy in
             let path = try await proxy.start(url: url, destination: destination, options: taskOptions)
             let file = try await TaskFollower(proxy: proxy, path: path, service: service).follow()

@@ -1,0 +1,244 @@
+import ArgumentParser
+import DBus
+import DownloadsAPI
+import DownloadsClient
+import FoundationEssentials
+import TerminalOutput
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `get` of several URLs (arguments, or a list as `wget -i` and `aria2c -i` read it): every file
+/// into one directory, named by its server. At most `window` tasks are started and not ended at
+/// once (fewer when the service says the caller has as many tasks as they may); the end of each
+/// comes as a signal, not by asking. Each finished file's path is printed (standard output) as it
+/// lands and its task removed from the list; a failure is one line on standard error, the task
+/// kept to be resumed or looked at, and the exit status 1 at the end. Ctrl-C pauses the started
+/// tasks and says how to resume them.
+struct BatchDownload {
+    let proxy: DownloadsProxy
+    let urls: [String]
+    let directory: String
+    let options: TaskOptions
+    let service: ServiceOptions
+    var window = 64
+
+    private enum Event: Sendable {
+        case started(Int, ObjectPath)
+        case refused(Int, DownloadsClientError)
+        case signal(ManagerSignal)
+        case removed
+        case tick
+    }
+
+    /// The lines of a URL list: one URL (or Metalink file) a line; blank lines and lines starting
+    /// with `#` are skipped, as `wget -i` and `aria2c -i` do.
+    static func urls(inList text: String) -> [String] {
+        // By bytes: a list may have a million lines, and only ASCII separates them.
+        let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
+        var urls: [String] = []
+        for line in text.utf8.split(whereSeparator: { $0 == 0x0A || $0 == 0x0D }) {
+            guard let first = line.firstIndex(where: { !blank($0) }), let last = line.lastIndex(where: { !blank($0) }),
+                  line[first] != UInt8(ascii: "#") else { continue }
+            urls.append(String(Substring(line[first...last])))
+        }
+        return urls
+    }
+
+    /// The text of a URL list file, or of standard input for `-`; nil when it cannot be read or
+    /// is not UTF-8.
+    static func readList(_ path: String) -> String? {
+        guard path == "-" else {
+            return FileManager.default.contents(atPath: path).flatMap { String(data: $0, encoding: .utf8) }
+        }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return count == 0 ? String(validating: bytes, as: UTF8.self) : nil }
+            bytes += buffer[..<count]
+        }
+    }
+
+    /// Throws `CommandFailure` when any download did not finish, `ExitCode(130)` on Ctrl-C.
+    func run() async throws {
+        let interrupt = Interrupt()
+        let terminal = isatty(STDERR_FILENO) == 1
+        let (events, sink) = AsyncStream.makeStream(of: Event.self)
+        // Subscribed before the first Start, so no task can end unseen.
+        let subscription = try await proxy.connection.subscribe(
+            MatchRule(sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name)
+        ) { message in
+            guard let signal = ManagerSignal(name: message.member ?? "", arguments: (try? message.arguments()) ?? []),
+                  signal.task != nil else { return }
+            sink.yield(.signal(signal))
+        }
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                sink.yield(.tick)
+            }
+        }
+        defer {
+            ticker.cancel()
+            sink.finish()
+            Task { [proxy] in await proxy.connection.unsubscribe(subscription) }
+        }
+
+        let began = Date().timeIntervalSince1970
+        var window = self.window
+        var next = 0
+        var waiting: [Int] = []           // refused for the caller's quota: started again later
+        var starting = 0
+        var running: [ObjectPath: Int] = [:]
+        var early: [ObjectPath: ManagerSignal] = [:]  // an end seen before its Start's reply
+        var bytes: [ObjectPath: Int64] = [:]  // the last Progress of each task seen, ours or not yet known
+        var doneBytes: Int64 = 0
+        var finished = 0
+        var failed: [String] = []
+        var removing = 0
+        var stopping = false  // Ctrl-C: no more Starts; the tasks are paused once those in flight are answered
+
+        func startMore() {
+            while !stopping, starting + running.count < window, let index = waiting.isEmpty ? (next < urls.count ? next : nil) : waiting.first {
+                if waiting.isEmpty { next += 1 } else { waiting.removeFirst() }
+                starting += 1
+                let source = urls[index]
+                Task { [proxy, directory, options] in
+                    do {
+                        var taskOptions = options
+                        let url = try TaskOptionArguments.source(source, into: &taskOptions)
+                        sink.yield(.started(index, try await proxy.start(url: url, destination: directory, options: taskOptions)))
+                    } catch let error as DownloadsClientError {
+                        sink.yield(.refused(index, error))
+                    } catch {
+                        sink.yield(.refused(index, DownloadsClientError(name: BusError.failedName, message: "\(error)")))
+                    }
+                }
+            }
+        }
+
+        func fail(_ index: Int, _ reason: String) {
+            let line = "\(DisplayText.escaped(urls[index])): \(reason)"
+            failed.append(line)
+            if terminal { Output.write("\r\u{1B}[K", to: STDERR_FILENO) }
+            Output.write("failed: \(line)\n", to: STDERR_FILENO)
+        }
+
+        func ended(_ path: ObjectPath, _ index: Int, _ signal: ManagerSignal) {
+            switch signal {
+            case .finished(_, let location):
+                finished += 1
+                doneBytes += bytes.removeValue(forKey: path) ?? 0
+                if terminal { Output.write("\r\u{1B}[K", to: STDERR_FILENO) }
+                // Escaped on a terminal (as ls does); as it is for a script reading the paths.
+                Output.write((isatty(STDOUT_FILENO) == 1 ? DisplayText.escaped(location) : location) + "\n", to: STDOUT_FILENO)
+                removing += 1
+                Task { [proxy] in
+                    try? await proxy.cancel(path)  // an ended task: removed from the list
+                    sink.yield(.removed)
+                }
+            case .failed(_, let name, let message, _):
+                bytes[path] = nil
+                var reason = DisplayText.escaped(message)
+                if service.verbose { reason += " (\(name))" }
+                fail(index, "\(reason) (task \(Paths.id(path)))")
+            default:
+                bytes[path] = nil
+                fail(index, "the download was cancelled")
+            }
+        }
+
+        /// On a terminal, the line under the paths: how many ended, the bytes so far, failures.
+        func draw() {
+            guard terminal else { return }
+            var text = "[\(finished + failed.count)/\(urls.count)] \(ByteCount.format(doneBytes + running.keys.reduce(0) { $0 + (bytes[$1] ?? 0) }))"
+            if !failed.isEmpty { text += ", \(failed.count) failed" }
+            Output.write("\r\u{1B}[K" + text, to: STDERR_FILENO)
+        }
+
+        func isEnd(_ signal: ManagerSignal) -> Bool {
+            switch signal {
+            case .finished, .failed: return true
+            case .stateChanged(_, let state): return state == "cancelled"
+            default: return false
+            }
+        }
+
+        startMore()
+        for await event in events {
+            switch event {
+            case .started(let index, let path):
+                starting -= 1
+                if let end = early.removeValue(forKey: path) {
+                    ended(path, index, end)
+                } else {
+                    running[path] = index
+                }
+            case .refused(let index, let error):
+                starting -= 1
+                if error.code == .quotaExceeded, starting + running.count > 0 {
+                    // The caller has as many tasks as they may: this one waits for one to end.
+                    waiting.append(index)
+                    window = max(1, starting + running.count)
+                } else {
+                    var reason = DisplayText.escaped(error.message)
+                    if service.verbose { reason += " (\(error.name))" }
+                    fail(index, reason)
+                }
+            case .signal(let signal):
+                guard let path = signal.task else { break }
+                if case .progress(_, _, let total, _) = signal {
+                    bytes[path] = total
+                } else if isEnd(signal) {
+                    if let index = running.removeValue(forKey: path) {
+                        ended(path, index, signal)
+                        draw()
+                    } else if starting > 0 {
+                        early[path] = signal
+                    } else {
+                        bytes[path] = nil  // another program's task
+                    }
+                }
+            case .removed:
+                removing -= 1
+            case .tick:
+                stopping = stopping || interrupt.isRaised
+                draw()
+            }
+            if stopping, starting == 0 {
+                try await pause(Array(running.keys), notStarted: urls.count - next + waiting.count, terminal: terminal)
+            }
+            startMore()
+            if next == urls.count, waiting.isEmpty, starting == 0, running.isEmpty, removing == 0 { break }
+        }
+
+        if terminal { Output.write("\r\u{1B}[K", to: STDERR_FILENO) }
+        let seconds = max(0.001, Date().timeIntervalSince1970 - began)
+        Output.write(
+            "downloaded \(finished) of \(urls.count) files, \(ByteCount.format(doneBytes)) in \(ByteCount.duration(seconds))\n",
+            to: STDERR_FILENO
+        )
+        if !failed.isEmpty {
+            throw CommandFailure(message: "\(failed.count) of \(urls.count) downloads failed")
+        }
+    }
+
+    /// Ctrl-C: the started tasks are paused (a task that ended meanwhile is left as it is), and
+    /// the user told how to go on.
+    private func pause(_ paths: [ObjectPath], notStarted: Int, terminal: Bool) async throws -> Never {
+        if terminal { Output.write("\r\u{1B}[K", to: STDERR_FILENO) }
+        var paused: [String] = []
+        for path in paths.sorted(by: { (DownloadsAPI.taskID($0) ?? 0) < (DownloadsAPI.taskID($1) ?? 0) }) {
+            if (try? await proxy.pause(path)) != nil { paused.append(Paths.id(path)) }
+        }
+        var words = ["downloadsctl"]
+        if service.system { words.append("--system") }
+        if let address = service.address { words += ["--address", address] }
+        var text = paused.isEmpty ? "no task was running" : "paused tasks \(paused.joined(separator: " ")); resume each with: \((words + ["resume", "ID"]).joined(separator: " "))"
+        if notStarted > 0 { text += "; \(notStarted) not started" }
+        Output.write(text + "\n", to: STDERR_FILENO)
+        throw ExitCode(130)
+    }
+}
