@@ -29,7 +29,8 @@ public struct NetworkRange: Sendable, Hashable, CustomStringConvertible {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         let family = bytes.count == 4 ? AF_INET : AF_INET6
         _ = bytes.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
-        return "\(String(cString: buffer))/\(prefix)"
+        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return "\(text)/\(prefix)"
     }
 
     /// Whether `address` (text, as getaddrinfo or a URL gives it) is in this network.
