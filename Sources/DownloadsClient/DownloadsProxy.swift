@@ -132,6 +132,26 @@ public final class DownloadsProxy: Sendable {
         return try DownloadTaskStatus(properties: properties)
     }
 
+    /// Every task of the caller (of one session, or all with ""), sorted by id: one
+    /// `GetManagedObjects` call, not a `GetAll` a task (a thousand tasks listed in one round trip).
+    public func statuses(session: String = "") async throws -> [DownloadTaskStatus] {
+        let reply = try await call(DownloadsAPI.managerPath, InterfaceDescription.objectManager.name, "GetManagedObjects", [])
+        guard case .dictionary(_, _, let objects)? = reply.first else {
+            throw DownloadsClientError(name: BusError.invalidArgsName, message: "the service sent no objects")
+        }
+        var statuses: [DownloadTaskStatus] = []
+        statuses.reserveCapacity(objects.count)
+        for object in objects {
+            guard let path = object.key.objectPathValue, DownloadsAPI.taskID(path) != nil,
+                  case .dictionary(_, _, let interfaces) = object.value,
+                  let properties = interfaces.first(where: { $0.key.stringValue == DownloadsInterfaces.task.name })?.value.vardictValue,
+                  let status = try? DownloadTaskStatus(properties: properties),
+                  session.isEmpty || status.session == session else { continue }
+            statuses.append(status)
+        }
+        return statuses.sorted { $0.id < $1.id }
+    }
+
     /// A task's object path from an id (`12`) or a path (`/org/example/Downloads/tasks/12`).
     public static func taskPath(_ text: String) -> ObjectPath? {
         if let id = UInt64(text) { return DownloadsAPI.taskPath(id) }

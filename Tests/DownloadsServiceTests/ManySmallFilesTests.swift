@@ -1,4 +1,5 @@
 import DBus
+import DownloadsAPI
 import Foundation
 import NIOConcurrencyHelpers
 import TestHTTPServer
@@ -59,6 +60,14 @@ final class ManySmallFilesTests: DaemonTestCase {
         }
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         XCTAssertFalse(names.contains { $0.hasSuffix(".part") })
+        // downloadsctl lists them all from one GetManagedObjects, each as finished at its file.
+        let listed = try await run([PackageRoot.debugBinary("downloadsctl"), "--address", bus.address, "list", "--json"])
+        XCTAssertEqual(listed.status, 0, listed.description)
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
+        XCTAssertEqual(rows.count, Self.count)
+        XCTAssertEqual(rows.compactMap { $0["id"] as? Int }, paths.compactMap { DownloadsAPI.taskID($0).map(Int.init) }.sorted())
+        XCTAssertEqual(Set(rows.compactMap { $0["state"] as? String }), ["finished"])
+        XCTAssertEqual(rows.first?["destination"] as? String, directory.file("s0.bin"))
     }
 
     func testKillNineAmongAThousandSmallDownloadsLosesNoTask() async throws {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DBus
+import DownloadsAPI
 import DownloadsClient
 
 struct List: AsyncParsableCommand {
@@ -13,18 +14,12 @@ struct List: AsyncParsableCommand {
 
     func run() async throws {
         try await service.run { proxy in
-            var statuses = [DownloadTaskStatus]()
-            var paths = try await proxy.listTasks(session: session ?? "")
+            var statuses = try await proxy.statuses(session: session ?? "")
             if !metadata.isEmpty {
                 let match = try TaskOptionArguments.metadata(metadata, option: "--metadata").mapValues { DBusValue.string($0) }
-                let found = Set(try await proxy.findTasks(matching: match))
-                paths = paths.filter { found.contains($0) }
+                let found = Set(try await proxy.findTasks(matching: match).compactMap(DownloadsAPI.taskID))
+                statuses = statuses.filter { found.contains($0.id) }
             }
-            for path in paths {
-                // A task removed meanwhile is skipped.
-                if let status = try? await proxy.status(path) { statuses.append(status) }
-            }
-            statuses.sort { $0.id < $1.id }
             if json {
                 print(TaskRow.json(statuses.map(TaskRow.init)))
             } else if statuses.isEmpty {

@@ -20,11 +20,7 @@ struct Watch: AsyncParsableCommand {
         try await service.run { proxy in
             var last: [UInt64: String] = [:]
             while !interrupt.isRaised {
-                var statuses = [DownloadTaskStatus]()
-                for path in try await proxy.listTasks(session: session ?? "") {
-                    if let status = try? await proxy.status(path) { statuses.append(status) }
-                }
-                statuses.sort { $0.id < $1.id }
+                let statuses = try await proxy.statuses(session: session ?? "")
                 if terminal {
                     output("\u{1B}[H\u{1B}[2J" + (statuses.isEmpty ? "no tasks" : TaskRow.table(statuses)))
                 } else {
