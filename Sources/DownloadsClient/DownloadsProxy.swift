@@ -133,9 +133,21 @@ public final class DownloadsProxy: Sendable {
     }
 
     /// Every task of the caller (of one session, or all with ""), sorted by id: one
-    /// `GetManagedObjects` call, not a `GetAll` a task (a thousand tasks listed in one round trip).
+    /// `GetManagedObjects` call, not a `GetAll` a task (a thousand tasks listed in one round
+    /// trip). The system service offers no ObjectManager (it would announce every user's tasks):
+    /// there it is `ListTasks` and a `GetAll` a task, a task removed meanwhile skipped.
     public func statuses(session: String = "") async throws -> [DownloadTaskStatus] {
-        let reply = try await call(DownloadsAPI.managerPath, InterfaceDescription.objectManager.name, "GetManagedObjects", [])
+        let reply: [DBusValue]
+        do {
+            reply = try await call(DownloadsAPI.managerPath, InterfaceDescription.objectManager.name, "GetManagedObjects", [])
+        } catch let error as DownloadsClientError
+            where error.name == BusError.unknownInterfaceName || error.name == BusError.unknownMethodName {
+            var statuses: [DownloadTaskStatus] = []
+            for path in try await listTasks(session: session) {
+                if let status = try? await status(path) { statuses.append(status) }
+            }
+            return statuses.sorted { $0.id < $1.id }
+        }
         guard case .dictionary(_, _, let objects)? = reply.first else {
             throw DownloadsClientError(name: BusError.invalidArgsName, message: "the service sent no objects")
         }
