@@ -125,6 +125,44 @@ final class SystemBusTests: SystemBusTestCase {
 }
 
 extension SystemBusTests {
+    /// `downloadsctl get -i` as user nobody on the system bus: the ends of its tasks reach it as
+    /// signals sent to its own connection only, the files are nobody's (written by nobody's file
+    /// helper), and `list` (no ObjectManager here) shows the one it kept.
+    func testAListOfURLsAsAnotherUserOnTheSystemBus() async throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root to own the name under the shipped policy") }
+        chmod(directory.path, 0o755)
+        let into = directory.file("nobody")
+        try FileManager.default.createDirectory(atPath: into, withIntermediateDirectories: false)
+        chown(into, 65534, 65534)
+        var contents: [String: [UInt8]] = [:]
+        for index in 0..<12 {
+            contents["n\(index).bin"] = Self.content(4_000 + index, seed: UInt32(index + 40))
+            http.set("/n\(index).bin", Route(content: contents["n\(index).bin"] ?? []))
+        }
+        var gone = Route(content: [])
+        gone.failFirst = (count: 10, status: 404, retryAfter: nil)
+        http.set("/gone", gone)
+        let list = directory.file("urls")
+        try ((0..<12).map { http.url("/n\($0).bin") } + [http.url("/gone")]).joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
+        chmod(list, 0o644)
+        let ctl = DownloadsctlTests.ctl
+        let nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", ctl, "--system"]
+        let out = try await run(nobody + ["get", "-i", list, "-o", into], timeout: 120)
+        XCTAssertEqual(out.status, 1, out.description)
+        XCTAssertEqual(Set(out.stdout.split(separator: "\n").map(String.init)), Set(contents.keys.map { into + "/" + $0 }), out.description)
+        for (name, content) in contents {
+            XCTAssertEqual(sha256(ofFile: into + "/" + name), Self.sha256(content), name)
+            var info = stat()
+            XCTAssertEqual(stat(into + "/" + name, &info), 0)
+            XCTAssertEqual(info.st_uid, 65534, "\(name) is nobody's")
+        }
+        XCTAssertTrue(out.stderr.contains("failed: \(http.url("/gone")): the server answered 404 Not Found (task "), out.stderr)
+        let listed = try await run(nobody + ["list", "--json"])
+        XCTAssertEqual(listed.status, 0, listed.description)
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
+        XCTAssertEqual(rows.compactMap { $0["url"] as? String }, [http.url("/gone")], listed.stdout)
+    }
+
     /// Under the system bus's default policy (method calls denied), the shipped rule lets the
     /// service call the completion handler, and the call reaches the owner's connection.
     func testCompletionHandlerIsCalledOnTheSystemBus() async throws {
