@@ -25,6 +25,15 @@ struct ServiceOptions: ParsableArguments {
         return .session
     }
 
+    /// A command line to suggest (`downloadsctl [--system | --address ADDR] WORDS…`), naming the
+    /// same service as this one.
+    func command(_ words: String...) -> String {
+        var all = ["downloadsctl"]
+        if system { all.append("--system") }
+        if let address { all += ["--address", address] }
+        return (all + words).joined(separator: " ")
+    }
+
     /// Connects, runs `body`, closes; any error becomes one line on stderr and an exit status.
     func run(_ body: (DownloadsProxy) async throws -> Void) async throws {
         let proxy: DownloadsProxy

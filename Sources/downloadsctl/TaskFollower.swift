@@ -78,12 +78,7 @@ struct TaskFollower {
         }
     }
 
-    private var resumeCommand: String {
-        var words = ["downloadsctl"]
-        if service.system { words.append("--system") }
-        if let address = service.address { words += ["--address", address] }
-        return (words + ["resume", id]).joined(separator: " ")
-    }
+    private var resumeCommand: String { service.command("resume", id) }
 
     private func write(_ text: String) {
         Output.write(text, to: STDERR_FILENO)
