@@ -119,10 +119,15 @@ struct BatchDownload {
             }
         }
 
+        /// On a terminal, the status line is cleared before a line is printed in its place.
+        func clearLine() {
+            if terminal { Output.write("\r\u{1B}[K", to: STDERR_FILENO) }
+        }
+
         func fail(_ index: Int, _ reason: String) {
             let line = "\(DisplayText.escaped(urls[index])): \(reason)"
             failed.append(line)
-            if terminal { Output.write("\r\u{1B}[K", to: STDERR_FILENO) }
+            clearLine()
             Output.write("failed: \(line)\n", to: STDERR_FILENO)
         }
 
@@ -131,7 +136,7 @@ struct BatchDownload {
             case .finished(_, let location):
                 finished += 1
                 doneBytes += bytes.removeValue(forKey: path) ?? 0
-                if terminal { Output.write("\r\u{1B}[K", to: STDERR_FILENO) }
+                clearLine()
                 // Escaped on a terminal (as ls does); as it is for a script reading the paths.
                 Output.write((isatty(STDOUT_FILENO) == 1 ? DisplayText.escaped(location) : location) + "\n", to: STDOUT_FILENO)
                 removing += 1
@@ -208,13 +213,14 @@ struct BatchDownload {
                 draw()
             }
             if stopping, starting == 0 {
-                try await pause(Array(running.keys), notStarted: urls.count - next + waiting.count, terminal: terminal)
+                clearLine()
+                try await pause(Array(running.keys), notStarted: urls.count - next + waiting.count)
             }
             startMore()
             if next == urls.count, waiting.isEmpty, starting == 0, running.isEmpty, removing == 0 { break }
         }
 
-        if terminal { Output.write("\r\u{1B}[K", to: STDERR_FILENO) }
+        clearLine()
         let seconds = max(0.001, Date().timeIntervalSince1970 - began)
         Output.write(
             "downloaded \(finished) of \(urls.count) files, \(ByteCount.format(doneBytes)) in \(ByteCount.duration(seconds))\n",
@@ -227,16 +233,12 @@ struct BatchDownload {
 
     /// Ctrl-C: the started tasks are paused (a task that ended meanwhile is left as it is), and
     /// the user told how to go on.
-    private func pause(_ paths: [ObjectPath], notStarted: Int, terminal: Bool) async throws -> Never {
-        if terminal { Output.write("\r\u{1B}[K", to: STDERR_FILENO) }
+    private func pause(_ paths: [ObjectPath], notStarted: Int) async throws -> Never {
         var paused: [String] = []
         for path in paths.sorted(by: { (DownloadsAPI.taskID($0) ?? 0) < (DownloadsAPI.taskID($1) ?? 0) }) {
             if (try? await proxy.pause(path)) != nil { paused.append(Paths.id(path)) }
         }
-        var words = ["downloadsctl"]
-        if service.system { words.append("--system") }
-        if let address = service.address { words += ["--address", address] }
-        var text = paused.isEmpty ? "no task was running" : "paused tasks \(paused.joined(separator: " ")); resume each with: \((words + ["resume", "ID"]).joined(separator: " "))"
+        var text = paused.isEmpty ? "no task was running" : "paused tasks \(paused.joined(separator: " ")); resume each with: \(service.command("resume", "ID"))"
         if notStarted > 0 { text += "; \(notStarted) not started" }
         Output.write(text + "\n", to: STDERR_FILENO)
         throw ExitCode(130)

@@ -79,6 +79,11 @@ final class DownloadsctlTests: DaemonTestCase {
         let notADirectory = try await ctl(["get", http.url("/a.bin"), http.url("/b.bin"), "-o", into + "/a.bin"])
         XCTAssertEqual(notADirectory.status, 1, notADirectory.description)
         XCTAssertEqual(notADirectory.stderr, "downloadsctl: several URLs go into a directory, and \(into)/a.bin is not one\n")
+        let nothing = directory.file("nothing.txt")
+        try "# nothing yet\n\n".write(toFile: nothing, atomically: true, encoding: .utf8)
+        let empty = try await ctl(["get", "-i", nothing, "-o", into])
+        XCTAssertEqual(empty.status, 1, empty.description)
+        XCTAssertEqual(empty.stderr, "downloadsctl: no URLs in \(nothing)\n")
     }
 
     /// A list longer than the caller's task quota, read from standard input: the URLs the service

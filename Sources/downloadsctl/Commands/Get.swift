@@ -51,6 +51,9 @@ struct Get: AsyncParsableCommand {
                 }
                 all += BatchDownload.urls(inList: text)
             }
+            guard !all.isEmpty else {
+                CommandFailure(message: "no URLs in \(DisplayText.escaped(inputFile ?? "-"))").exit()
+            }
             var info = stat()
             guard stat(destination, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
                 CommandFailure(message: "several URLs go into a directory, and \(DisplayText.escaped(destination)) is not one").exit()
