@@ -1,4 +1,5 @@
 import DBus
+import DownloadsAPI
 import Foundation
 import GRDB
 import TestHTTPServer
@@ -321,6 +322,34 @@ final class DownloadsctlTests: DaemonTestCase {
         let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
         XCTAssertTrue(log.contains("task 1 of uid \(getuid()): paused"), log)
         XCTAssertTrue(log.contains("task 1 of uid \(getuid()): resumed"), log)
+    }
+
+    /// `wait` for many tasks, some already ended and some still running, one of them failing:
+    /// each end is said once, and the status is 1 for the failure.
+    func testWaitForManyTasksHearsTheirEnds() async throws {
+        var slow = Route(content: Self.content(200_000, seed: 9))
+        slow.bytesPerSecond = 400_000
+        http.set("/slow", slow)
+        http.set("/quick", Route(content: Self.content(1_000, seed: 10)))
+        var gone = Route(content: [])
+        gone.failFirst = (count: 10, status: 404, retryAfter: nil)
+        http.set("/gone", gone)
+        let quick = try await start(http.url("/quick"), directory.file("quick"))
+        _ = try await waitState(quick, ["finished"])
+        var paths = [quick]
+        for index in 0..<30 { paths.append(try await start(http.url("/slow"), directory.file("slow\(index)"))) }
+        paths.append(try await start(http.url("/gone"), directory.file("gone")))
+        let ids = paths.compactMap { DownloadsAPI.taskID($0).map(String.init) }
+        let out = try await ctl(["wait"] + ids, timeout: 120)
+        XCTAssertEqual(out.status, 1, out.description)
+        let finished = lines(out.stdout)
+        XCTAssertEqual(finished.count, 31, out.stdout)
+        XCTAssertEqual(Set(finished), Set([("quick", ids[0])] .map { "task \($0.1) finished: \(directory.file($0.0))" }
+            + (0..<30).map { "task \(ids[$0 + 1]) finished: \(directory.file("slow\($0)"))" }))
+        XCTAssertEqual(out.stderr, "downloadsctl: task \(ids[31]) failed: the server answered 404 Not Found\n")
+        for index in 0..<30 {
+            XCTAssertEqual(sha256(ofFile: directory.file("slow\(index)")), Self.sha256(Self.content(200_000, seed: 9)))
+        }
     }
 
     func testCtrlCPausesEveryStartedDownloadOfAList() async throws {

@@ -1,4 +1,7 @@
 import ArgumentParser
+import DBus
+import DownloadsAPI
+import DownloadsClient
 import TerminalOutput
 
 struct Wait: AsyncParsableCommand {
@@ -15,14 +18,40 @@ struct Wait: AsyncParsableCommand {
 
     func run() async throws {
         try await service.run { proxy in
+            // A task's end is heard as a signal (subscribed before the first look, so none is
+            // missed) and then read; every two seconds the rest are read again, in case the
+            // service restarted meanwhile. Waiting for hundreds of tasks asks nothing while
+            // they run.
+            let (events, sink) = AsyncStream.makeStream(of: ObjectPath?.self)
+            let subscription = try await proxy.connection.subscribe(
+                MatchRule(sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name)
+            ) { message in
+                switch ManagerSignal(name: message.member ?? "", arguments: (try? message.arguments()) ?? []) {
+                case .finished(let path, _)?, .failed(let path, _, _, _)?: sink.yield(path)
+                case .stateChanged(let path, "cancelled")?: sink.yield(path)
+                default: break
+                }
+            }
+            let ticker = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(2))
+                    sink.yield(nil)
+                }
+            }
+            defer {
+                ticker.cancel()
+                sink.finish()
+                Task { [proxy] in await proxy.connection.unsubscribe(subscription) }
+            }
+
             var pending = tasks.map(\.path)
             var failures: [String] = []
-            while !pending.isEmpty {
-                var still = pending
-                for path in pending {
+            /// Reads `paths` and takes those that ended off `pending`, saying how each ended.
+            func look(_ paths: [ObjectPath]) async throws {
+                for path in paths {
                     let status = try await proxy.status(path)
-                    guard status.isEnded else { continue }
-                    still.removeAll { $0 == path }
+                    guard status.isEnded, pending.contains(path) else { continue }
+                    pending.removeAll { $0 == path }
                     if status.state == "finished" {
                         print("task \(status.id) finished: \(DisplayText.escaped(status.destination))")
                     } else {
@@ -31,8 +60,17 @@ struct Wait: AsyncParsableCommand {
                         )
                     }
                 }
-                pending = still
-                if !pending.isEmpty { try await Task.sleep(for: .milliseconds(250)) }
+            }
+            try await look(pending)
+            if !pending.isEmpty {
+                for await path in events {
+                    if let path {
+                        if pending.contains(path) { try await look([path]) }
+                    } else {
+                        try await look(pending)
+                    }
+                    if pending.isEmpty { break }
+                }
             }
             if !failures.isEmpty { throw CommandFailure(message: failures.joined(separator: "; ")) }
         }
