@@ -66,24 +66,15 @@ struct BatchDownload {
         let interrupt = Interrupt()
         let terminal = isatty(STDERR_FILENO) == 1
         let (events, sink) = AsyncStream.makeStream(of: Event.self)
-        // Subscribed before the first Start, so no task can end unseen.
-        let subscription = try await proxy.connection.subscribe(
-            MatchRule(sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name)
-        ) { message in
-            guard let signal = ManagerSignal(name: message.member ?? "", arguments: (try? message.arguments()) ?? []),
-                  signal.task != nil else { return }
-            sink.yield(.signal(signal))
-        }
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(250))
-                sink.yield(.tick)
+        let signals = try await ServiceSignals(proxy, tick: .milliseconds(250)) { item in
+            switch item {
+            case .signal(let signal): sink.yield(.signal(signal))
+            case .tick: sink.yield(.tick)
             }
         }
         defer {
-            ticker.cancel()
+            signals.close()
             sink.finish()
-            Task { [proxy] in await proxy.connection.unsubscribe(subscription) }
         }
 
         let began = Date().timeIntervalSince1970

@@ -1,6 +1,5 @@
 import ArgumentParser
 import DBus
-import DownloadsAPI
 import DownloadsClient
 import TerminalOutput
 
@@ -23,25 +22,19 @@ struct Wait: AsyncParsableCommand {
             // service restarted meanwhile. Waiting for hundreds of tasks asks nothing while
             // they run.
             let (events, sink) = AsyncStream.makeStream(of: ObjectPath?.self)
-            let subscription = try await proxy.connection.subscribe(
-                MatchRule(sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name)
-            ) { message in
-                switch ManagerSignal(name: message.member ?? "", arguments: (try? message.arguments()) ?? []) {
-                case .finished(let path, _)?, .failed(let path, _, _, _)?: sink.yield(path)
-                case .stateChanged(let path, "cancelled")?: sink.yield(path)
-                default: break
-                }
-            }
-            let ticker = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(2))
+            let signals = try await ServiceSignals(proxy, tick: .seconds(2)) { item in
+                switch item {
+                case .signal(.finished(let path, _)), .signal(.failed(let path, _, _, _)), .signal(.stateChanged(let path, "cancelled")):
+                    sink.yield(path)
+                case .tick:
                     sink.yield(nil)
+                default:
+                    break
                 }
             }
             defer {
-                ticker.cancel()
+                signals.close()
                 sink.finish()
-                Task { [proxy] in await proxy.connection.unsubscribe(subscription) }
             }
 
             var pending = tasks.map(\.path)
