@@ -26,9 +26,8 @@ struct BatchDownload {
     private enum Event: Sendable {
         case started(Int, ObjectPath)
         case refused(Int, DownloadsClientError)
-        case signal(ManagerSignal)
+        case service(ServiceSignals.Item)
         case removed
-        case tick
     }
 
     /// The lines of a URL list: one URL (or Metalink file) a line; blank lines and lines starting
@@ -66,12 +65,7 @@ struct BatchDownload {
         let interrupt = Interrupt()
         let terminal = isatty(STDERR_FILENO) == 1
         let (events, sink) = AsyncStream.makeStream(of: Event.self)
-        let signals = try await ServiceSignals(proxy, tick: .milliseconds(250)) { item in
-            switch item {
-            case .signal(let signal): sink.yield(.signal(signal))
-            case .tick: sink.yield(.tick)
-            }
-        }
+        let signals = try await ServiceSignals(proxy, tick: .milliseconds(250)) { sink.yield(.service($0)) }
         defer {
             signals.close()
             sink.finish()
@@ -183,7 +177,7 @@ struct BatchDownload {
                     if service.verbose { reason += " (\(error.name))" }
                     fail(index, reason)
                 }
-            case .signal(let signal):
+            case .service(.signal(let signal)):
                 guard let path = signal.task else { break }
                 if case .progress(_, _, let total, _) = signal {
                     bytes[path] = total
@@ -199,7 +193,7 @@ struct BatchDownload {
                 }
             case .removed:
                 removing -= 1
-            case .tick:
+            case .service(.tick):
                 stopping = stopping || interrupt.isRaised
                 draw()
             }
