@@ -8,12 +8,18 @@ import Glibc
 struct ProgressLine {
     private var samples: [(time: Double, bytes: Int64)] = []
 
-    /// Bytes per second over the last five seconds of samples.
+    /// Bytes per second over the last five seconds of samples (0 until there are two).
     mutating func record(bytes: Int64, at time: Double) -> Double {
+        measure(bytes: bytes, at: time) ?? 0
+    }
+
+    /// Bytes per second over the last five seconds of samples; nil until two samples lie more
+    /// than 0.2 s apart, so a first look does not show a stalled `0 B/s`.
+    mutating func measure(bytes: Int64, at time: Double) -> Double? {
         samples.append((time, bytes))
         samples.removeAll { time - $0.time > 5 }
-        guard let first = samples.first, time - first.time > 0.2 else { return 0 }
-        return Double(bytes - first.bytes) / (time - first.time)
+        guard let first = samples.first, time - first.time > 0.2 else { return nil }
+        return Double(max(0, bytes - first.bytes)) / (time - first.time)
     }
 
     /// `42% [=========>          ] 12 MiB / 29 MiB  3.2 MiB/s  ETA 0:05` in `width` columns.
@@ -34,10 +40,16 @@ struct ProgressLine {
         return "\(text) [\(bar)]\(tail)"
     }
 
-    /// A line for logs: `42% 12 MiB of 29 MiB, 3.2 MiB/s`.
-    static func plain(written: Int64, expected: Int64, speed: Double) -> String {
-        let speedText = "\(ByteCount.format(Int64(speed)))/s"
-        guard expected > 0 else { return "\(ByteCount.format(written)), \(speedText)" }
-        return "\(Int(min(1, Double(written) / Double(expected)) * 100))% \(ByteCount.format(written)) of \(ByteCount.format(expected)), \(speedText)"
+    /// A line for logs: `42% 12 MiB of 29 MiB, 3.2 MiB/s` (without the speed when it is nil).
+    static func plain(written: Int64, expected: Int64, speed: Double?) -> String {
+        let speedText = speed.map { ", \(ByteCount.format(Int64($0)))/s" } ?? ""
+        guard expected > 0 else { return "\(ByteCount.format(written))\(speedText)" }
+        return "\(Int(min(1, Double(written) / Double(expected)) * 100))% \(ByteCount.format(written)) of \(ByteCount.format(expected))\(speedText)"
+    }
+
+    /// The time left at `speed`, `""` when it cannot be told (no length, no speed).
+    static func eta(written: Int64, expected: Int64, speed: Double?) -> String {
+        guard let speed, speed > 0, expected > written else { return "" }
+        return ByteCount.duration(Double(expected - written) / speed)
     }
 }

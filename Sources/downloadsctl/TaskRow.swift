@@ -51,9 +51,10 @@ struct TaskRow: Encodable {
         return String(decoding: (try? encoder.encode(value)) ?? Data("null".utf8), as: UTF8.self)
     }
 
-    /// `  3 running     42%  downloadsctl  /home/me/file.iso`
-    static func table(_ statuses: [DownloadTaskStatus]) -> String {
-        var lines = [["ID", "STATE", "PROGRESS", "SESSION", "DESTINATION"]]
+    /// `  3 running     42%  downloadsctl  /home/me/file.iso`; with `speeds` (what `watch` has
+    /// measured of each running task) also the speed and the time left.
+    static func table(_ statuses: [DownloadTaskStatus], speeds: [UInt64: Double]? = nil) -> String {
+        var lines = [["ID", "STATE", "PROGRESS"] + (speeds == nil ? [] : ["SPEED", "ETA"]) + ["SESSION", "DESTINATION"]]
         for status in statuses {
             let progress = status.bytesExpected > 0
                 ? "\(Int(min(1, Double(status.bytesWritten) / Double(status.bytesExpected)) * 100))%"
@@ -62,14 +63,35 @@ struct TaskRow: Encodable {
             var destination = DisplayText.escaped(status.destination)
             if !status.title.isEmpty { destination = "\(DisplayText.escaped(status.title)): \(destination)" }
             if !status.error.isEmpty { destination += " (\(DisplayText.escaped(status.errorMessage)))" }
-            let state = status.waitingFor == "yielding" ? "running (yielding)"
-                : status.waitingFor.isEmpty || status.waitingFor == "slot" ? status.state : "waiting (\(status.waitingFor))"
-            lines.append([String(status.id), state, progress, DisplayText.escaped(status.session), destination])
+            var row = [String(status.id), stateText(status), progress]
+            if let speeds {
+                let speed = speeds[status.id]
+                row += [speed.map { "\(ByteCount.format(Int64($0)))/s" } ?? "",
+                        ProgressLine.eta(written: status.bytesWritten, expected: status.bytesExpected, speed: speed)]
+            }
+            lines.append(row + [DisplayText.escaped(status.session), destination])
         }
-        let widths = (0..<4).map { column in lines.map { $0[column].count }.max() ?? 0 }
+        let padded = lines[0].count - 1
+        let widths = (0..<padded).map { column in lines.map { $0[column].count }.max() ?? 0 }
         return lines.map { row in
-            (0..<4).map { row[$0] + String(repeating: " ", count: max(0, widths[$0] - row[$0].count)) }.joined(separator: "  ")
-                + "  " + row[4]
+            (0..<padded).map { row[$0] + String(repeating: " ", count: max(0, widths[$0] - row[$0].count)) }.joined(separator: "  ")
+                + "  " + row[padded]
         }.joined(separator: "\n")
+    }
+
+    /// `task 3 running 42% 12 MiB of 29 MiB, 3.2 MiB/s`, `task 4 failed 0 B: the server answered
+    /// 404 Not Found`: one task as `watch` prints it into a pipe (the speed only where measured).
+    static func line(_ status: DownloadTaskStatus, speed: Double?) -> String {
+        var line = "task \(status.id) \(stateText(status)) "
+            + ProgressLine.plain(written: status.bytesWritten, expected: status.bytesExpected, speed: speed)
+        if !status.error.isEmpty { line += ": \(DisplayText.escaped(status.errorMessage))" }
+        return line
+    }
+
+    /// The state as a person reads it: `waiting (network)` for a queued task held back by
+    /// something other than the limits, `running (yielding)` for a background task giving way.
+    static func stateText(_ status: DownloadTaskStatus) -> String {
+        if status.waitingFor == "yielding" { return "running (yielding)" }
+        return status.waitingFor.isEmpty || status.waitingFor == "slot" ? status.state : "waiting (\(status.waitingFor))"
     }
 }

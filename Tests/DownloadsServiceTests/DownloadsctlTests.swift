@@ -352,6 +352,45 @@ final class DownloadsctlTests: DaemonTestCase {
         }
     }
 
+    /// `watch` into a pipe: a line per change, a running task with the speed measured between two
+    /// looks (never the `0 B/s` it printed for every task before), an ended one without a speed
+    /// and a failed one with its reason; on a terminal a table with SPEED and ETA columns.
+    func testWatchShowsTheSpeedOfRunningTasks() async throws {
+        var route = Route(content: Self.content(4_000_000))
+        route.bytesPerSecond = 400_000
+        http.set("/slow", route)
+        http.set("/small", Route(content: Self.content(1_000)))
+        var gone = Route(content: [])
+        gone.failFirst = (count: 10, status: 404, retryAfter: nil)
+        http.set("/gone", gone)
+        let small = try await start(http.url("/small"), directory.file("small"))
+        _ = try await waitState(small, ["finished"])
+        _ = try await waitState(try await start(http.url("/gone"), directory.file("gone")), ["failed"])
+        let slow = try await start(http.url("/slow"), directory.file("slow"))
+        try await waitBytes(slow, atLeast: 1)
+        let id = DownloadsAPI.taskID(slow).map(String.init) ?? ""
+
+        let piped = try ChildProcess([Self.ctl, "--address", bus.address, "watch"])
+        let pipedOutput = OutputCollector(piped.stdout)
+        let measured = try Regex("task \(id) running [0-9]+% [0-9.]+ [KM]iB of 3.8 MiB, [0-9.]+ KiB/s")
+        try await until("watch prints the running task's speed") { pipedOutput.text.contains(measured) }
+        piped.signal(SIGINT)
+        XCTAssertEqual(piped.wait(), 0)
+        let lines = lines(await pipedOutput.finish())
+        XCTAssertTrue(lines.contains("task 1 finished 100% 1000 B of 1000 B"), "\(lines)")
+        XCTAssertTrue(lines.contains("task 2 failed 0 B: the server answered 404 Not Found"), "\(lines)")
+        XCTAssertFalse(lines.contains { $0.contains(" 0 B/s") }, "\(lines)")
+
+        let command = [Self.ctl, "--address", bus.address, "watch"].map { "'\($0)'" }.joined(separator: " ")
+        let terminal = try ChildProcess(["script", "-qefc", command, "/dev/null"])
+        defer { terminal.stop() }
+        let screen = OutputCollector(terminal.stdout)
+        let row = try Regex("\(id) +running +[0-9]+% +[0-9.]+ KiB/s +[0-9]+:[0-9]{2} +default")
+        try await until("watch draws the speed and the time left") {
+            screen.text.contains("ID  STATE     PROGRESS  SPEED") && screen.text.contains(row)
+        }
+    }
+
     func testCtrlCPausesEveryStartedDownloadOfAList() async throws {
         var route = Route(content: Self.content(3_000_000))
         route.bytesPerSecond = 300_000

@@ -19,13 +19,24 @@ struct Watch: AsyncParsableCommand {
         let terminal = isatty(STDOUT_FILENO) == 1
         try await service.run { proxy in
             var last: [UInt64: String] = [:]
+            // The speed of each running task, from the bytes it had at each look.
+            var meters: [UInt64: ProgressLine] = [:]
             while !interrupt.isRaised {
                 let statuses = try await proxy.statuses(session: session ?? "")
+                let now = Date().timeIntervalSince1970
+                var speeds: [UInt64: Double] = [:]
+                var running: [UInt64: ProgressLine] = [:]
+                for status in statuses where status.state == "running" {
+                    var meter = meters[status.id] ?? ProgressLine()
+                    speeds[status.id] = meter.measure(bytes: status.bytesWritten, at: now)
+                    running[status.id] = meter
+                }
+                meters = running
                 if terminal {
-                    output("\u{1B}[H\u{1B}[2J" + (statuses.isEmpty ? "no tasks" : TaskRow.table(statuses)))
+                    output("\u{1B}[H\u{1B}[2J" + (statuses.isEmpty ? "no tasks" : TaskRow.table(statuses, speeds: speeds)))
                 } else {
                     for status in statuses {
-                        let line = "task \(status.id) \(status.state) \(ProgressLine.plain(written: status.bytesWritten, expected: status.bytesExpected, speed: 0))"
+                        let line = TaskRow.line(status, speed: speeds[status.id])
                         if last[status.id] != line {
                             output(line)
                             last[status.id] = line
