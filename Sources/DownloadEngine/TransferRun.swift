@@ -328,7 +328,7 @@ final class TransferRun: Sendable {
         let manager = self.manager
         return TransferDelegate.Hooks(
             head: { [writer] status, headers, decision in
-                guard case .write(let offset, _, let expected, let validator) = decision else { return }
+                guard case .write(let offset, let truncate, let expected, let validator) = decision else { return }
                 // Metalink/HTTP: mirrors and the file's digest from the head, when the task takes them.
                 let options = task.record.options
                 var learned: [String] = []
@@ -340,7 +340,9 @@ final class TransferRun: Sendable {
                 }
                 // Hashed from here on, before the body's first write is queued.
                 if let digest { writer.enqueue { $0.startDigest(digest.algorithm) } }
+                var discarded: Int64 = 0
                 manager.report(task, { state in
+                    if truncate { discarded = state.bytesWritten }
                     state.record.options.mirrors += learned
                     if let digest { state.record.options.checksum = digest }
                     state.bytesWritten = offset
@@ -355,6 +357,10 @@ final class TransferRun: Sendable {
                     delegate.receivedResponse(task, snapshot, status: status)
                     if !learned.isEmpty || digest != nil { delegate.optionsChanged(task, snapshot) }
                 })
+                if discarded > 0 {
+                    // Why a download went back to 0%: the journal says so (curl says "cannot resume").
+                    manager.logger.notice("task \(task.id): the server sent the whole file (\(status)) instead of the rest from byte \(discarded): a new version, or ranges not offered; starting again from 0")
+                }
                 if !learned.isEmpty || digest != nil {
                     manager.logger.info("task \(task.id): the server names \(learned.count) mirror(s)\(digest.map { " and the file's \($0.algorithm.displayName)" } ?? "")")
                 }

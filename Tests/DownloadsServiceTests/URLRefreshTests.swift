@@ -1,4 +1,5 @@
 import DBus
+import DownloadsAPI
 import Foundation
 import NIOConcurrencyHelpers
 import TestHTTPServer
@@ -107,6 +108,9 @@ final class URLRefreshTests: DaemonTestCase {
         XCTAssertEqual(elsewhere.first?.ifRange, "\"v1\"")
         XCTAssertEqual(elsewhere.first?.range, "bytes=400000-")
         XCTAssertEqual(elsewhere.first?.status, 200, "the validator did not match: the whole file")
+        let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
+        let id = DownloadsAPI.taskID(second).map(String.init) ?? ""
+        XCTAssertTrue(log.contains("task \(id): the server sent the whole file (200) instead of the rest from byte 400000"), log)
     }
 
     func testSetURLIsRefusedWhileRunningOrFinishedAndChecksTheURL() async throws {
