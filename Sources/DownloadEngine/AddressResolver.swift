@@ -34,7 +34,7 @@ enum AddressResolver {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0 else {
-            throw DownloadError.network("cannot resolve \(host): \(String(cString: gai_strerror(status)))")
+            throw DownloadError.network("could not resolve \(host): \(String(cString: gai_strerror(status)))")
         }
         defer { freeaddrinfo(list) }
         var addresses: [String] = []

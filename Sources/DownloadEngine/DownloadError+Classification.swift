@@ -32,6 +32,12 @@ extension DownloadError {
             if error == .invalidEOFState { return .interrupted("the connection closed before the body ended") }
             return .invalidResponse("malformed HTTP response: \(error)")
         case let error as NIOConnectionError:
+            // No address to try because the name did not resolve: say so, as curl's "Could not
+            // resolve host" does, with the resolver's reason ("Name or service not known").
+            if error.connectionErrors.isEmpty, let dns = error.dnsAError ?? error.dnsAAAAError {
+                let why = (dns as? SocketAddressError.UnknownHost)?.errorDescription ?? "\(dns)"
+                return .network("could not resolve \(error.host): \(why)")
+            }
             let why = error.connectionErrors.first.map { reason($0.error) } ?? "no address to try"
             return .network("could not connect to \(error.host) port \(error.port): \(why)")
         case let error as IOError:

@@ -35,7 +35,7 @@ extension SessionManager {
                 do {
                     addresses = try await AddressResolver.resolve(proxyHost, port: proxyPort)
                 } catch let error as DownloadError {
-                    throw DownloadError.proxy("cannot resolve the proxy \(proxy): \(error.message)")
+                    throw DownloadError.proxy("the proxy \(proxy): \(error.message)")
                 }
                 guard let allowed = addresses.first(where: { deniedRange($0) == nil }) else {
                     throw DownloadError.accessDenied("every address of the proxy \(proxy) is in a network this service does not reach for you")

@@ -260,6 +260,21 @@ final class TransferTests: EngineTestCase {
         XCTAssertTrue(done.record.errorMessage?.hasSuffix(": Connection refused (errno 111)") == true, done.record.errorMessage ?? "")
     }
 
+    /// A name that does not resolve says so, with the resolver's reason, instead of "could not
+    /// connect …: no address to try". The name's first label is longer than DNS allows (64
+    /// characters), so the resolver refuses it without asking a name server.
+    func testANameThatDoesNotResolveSaysSo() async throws {
+        let host = String(repeating: "a", count: 64) + ".invalid"
+        let id = try manager.create(DownloadRequest(
+            owner: Self.owner, session: "s", url: "http://\(host)/f", destination: directory.file("unresolved"),
+            destinationIsDirectory: false, options: DownloadOptions()
+        )).id
+        nextID += 1
+        let done = try await wait(id, for: [.finished, .failed])
+        XCTAssertEqual(done.record.errorName, "NetworkError")
+        XCTAssertTrue(done.record.errorMessage?.hasPrefix("could not resolve \(host): ") == true, done.record.errorMessage ?? "")
+    }
+
     func testRedirectsAreFollowedAndChecked() async throws {
         let content = Self.content(5000)
         server.set("/final", Route(content: content))
