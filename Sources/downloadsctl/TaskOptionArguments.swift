@@ -26,8 +26,8 @@ struct TaskOptionArguments: ParsableArguments {
         valueName: "time"
     ))
     var beginAt: String?
-    @Option(name: .customLong("limit-rate"), help: ArgumentHelp("At most this many bytes per second.", valueName: "bytes"))
-    var limitRate: UInt64?
+    @Option(name: .customLong("limit-rate"), help: ArgumentHelp("At most this many bytes per second (500K, 1.5M, 2G: K = 1024, as curl's).", valueName: "bytes"))
+    var limitRate: ByteRate?
     @Option(help: ArgumentHelp("Ranged connections at most (1-16), when the server allows ranges.", valueName: "n")) var connections: UInt32?
     @Option(help: ArgumentHelp("low, normal or high (orders only your own tasks).", valueName: "priority")) var priority: String?
     @Option(name: .customLong("header"), help: ArgumentHelp("An HTTP header, 'Name: value' (repeatable).", valueName: "header"))
@@ -38,10 +38,10 @@ struct TaskOptionArguments: ParsableArguments {
     @Option(name: .customLong("desktop-entry"), help: ArgumentHelp("The app the download is for (its desktop file id): the desktop shows progress under it.", valueName: "id"))
     var desktopEntry: String?
     @Option(name: .customLong("speed-limit"), help: ArgumentHelp(
-        "Give up on (and retry) a transfer slower than this many bytes per second for --speed-time seconds (curl's; default 1, 0 turns it off).",
+        "Give up on (and retry) a transfer slower than this many bytes per second (10K: K = 1024) for --speed-time seconds (curl's; default 1, 0 turns it off).",
         valueName: "bytes"
     ))
-    var speedLimit: UInt64?
+    var speedLimit: ByteRate?
     @Option(name: .customLong("speed-time"), help: ArgumentHelp("Seconds over which --speed-limit is counted (default 60).", valueName: "seconds"))
     var speedTime: UInt32?
     @Option(help: ArgumentHelp(
@@ -97,7 +97,7 @@ struct TaskOptionArguments: ParsableArguments {
                     throw ValidationError("\(error)")
                 }
             }
-            options.maxBytesPerSecond = limitRate
+            options.maxBytesPerSecond = limitRate?.bytes
             options.connections = connections
             if let priority {
                 guard let value = TaskOptions.Priority(rawValue: priority) else {
@@ -108,7 +108,7 @@ struct TaskOptionArguments: ParsableArguments {
             if overwrite { options.overwrite = true }
             if noMetered { options.allowMetered = false }
             options.desktopEntry = desktopEntry
-            options.lowSpeedLimit = speedLimit
+            options.lowSpeedLimit = speedLimit?.bytes
             options.lowSpeedTime = speedTime
             if noProxy && proxy != nil { throw ValidationError("--proxy and --no-proxy exclude each other") }
             options.proxy = noProxy ? "direct://" : proxy

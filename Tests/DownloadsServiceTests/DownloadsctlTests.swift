@@ -253,6 +253,20 @@ final class DownloadsctlTests: DaemonTestCase {
         let bad = try await ctl(["start", http.url("/other"), directory.file("bad"), "--begin-at", "tomorrowish"])
         XCTAssertNotEqual(bad.status, 0)
         XCTAssertTrue(bad.stderr.contains("--begin-at 'tomorrowish' is not a time"), bad.stderr)
+
+        // Rates as curl's --limit-rate takes them (K = 1024); a unit without a number is refused.
+        let limited = try await ctl(["start", http.url("/other"), directory.file("limited"), "--begin-at", "03:30",
+                                     "--limit-rate", "1.5M", "--speed-limit", "10K"])
+        XCTAssertEqual(limited.status, 0, limited.description)
+        let limitedID = Int(limited.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        let limits = try await DatabaseQueue(path: stateDirectory + "/downloads.sqlite").read { db in
+            try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = ?", arguments: [limitedID])
+        } ?? ""
+        XCTAssertTrue(limits.contains("\"max_bytes_per_second\":1572864"), limits)
+        XCTAssertTrue(limits.contains("\"low_speed_limit\":10240"), limits)
+        let unitOnly = try await ctl(["start", http.url("/other"), directory.file("unit"), "--limit-rate", "K"])
+        XCTAssertEqual(unitOnly.status, 64, unitOnly.description)
+        XCTAssertTrue(unitOnly.stderr.contains("The value 'K' is invalid for '--limit-rate <bytes>'"), unitOnly.stderr)
     }
 
     /// `start` takes `-o` as `get` does (into a directory: the server's name), or the destination
