@@ -46,6 +46,11 @@ enum TLSDiagnosis {
             _ = try await handshake(host: host, port: port, address: address, configuration: chainOnly, timeout: timeout)
         } catch {
             let issuer = name(certificate.issuerName)
+            // Its own issuer: a test or home server's certificate, which no CA vouches for.
+            if certificate.issuerName == certificate.subjectName {
+                return "the server's certificate for \(host) is self-signed (\(issuer)), which this system does not trust"
+                    + " (trust it for this service alone with downloadsd --ca-file, or for the system with update-ca-certificates)"
+            }
             return "the server's certificate for \(host) is issued by \(issuer), which this system does not trust"
                 + " (an organisation's CA is added with update-ca-certificates)"
         }

@@ -16,6 +16,8 @@ public final class TLSTestServer: @unchecked Sendable {
         case ipv6
         /// A certificate from a CA nobody trusts.
         case untrusted
+        /// A self-signed certificate (its own issuer), as a test or home server has.
+        case selfSigned
         /// A certificate that expired in 2020.
         case expired
         /// A certificate for other.example.
@@ -127,7 +129,7 @@ public final class TLSTestServer: @unchecked Sendable {
           access_log \(work)/access.log tests;
           sendfile on; keepalive_requests 100000; http2_max_concurrent_streams 128;
           client_body_temp_path \(work); proxy_temp_path \(work); fastcgi_temp_path \(work); uwsgi_temp_path \(work); scgi_temp_path \(work);
-        \(server(.http2, certificate: c.good, http2: true))\(server(.http1, certificate: c.good, http2: false))\(server(.ipv6, certificate: c.good, http2: true))\(server(.untrusted, certificate: c.untrusted, http2: true))\(server(.expired, certificate: c.expired, http2: true))\(server(.otherHost, certificate: c.otherHost, http2: true))}
+        \(server(.http2, certificate: c.good, http2: true))\(server(.http1, certificate: c.good, http2: false))\(server(.ipv6, certificate: c.good, http2: true))\(server(.untrusted, certificate: c.untrusted, http2: true))\(server(.selfSigned, certificate: c.selfSigned, http2: true))\(server(.expired, certificate: c.expired, http2: true))\(server(.otherHost, certificate: c.otherHost, http2: true))}
 
         """
     }

@@ -3,13 +3,14 @@ import Foundation
 /// Certificates for TLS tests, made with openssl in a directory: a test CA (`caFile`, what the
 /// daemon gets as `--ca-file`, or what `update-ca-certificates` would add) and, each with the key
 /// `serverKey`, server certificates that are good (localhost, 127.0.0.1, ::1), issued by a CA
-/// nobody trusts, expired in 2020, and issued for another host name.
+/// nobody trusts, self-signed, expired in 2020, and issued for another host name.
 public struct TestCertificates: Sendable {
     public let directory: String
     public var caFile: String { directory + "/ca.pem" }
     public var serverKey: String { directory + "/server.key" }
     public var good: String { directory + "/good.pem" }
     public var untrusted: String { directory + "/untrusted.pem" }
+    public var selfSigned: String { directory + "/self-signed.pem" }
     public var expired: String { directory + "/expired.pem" }
     public var otherHost: String { directory + "/other-host.pem" }
 
@@ -29,6 +30,7 @@ public struct TestCertificates: Sendable {
         openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3 -extfile good.ext -out good.pem 2>/dev/null
         openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3 -extfile other.ext -out other-host.pem 2>/dev/null
         openssl x509 -req -in server.csr -CA untrusted-ca.pem -CAkey untrusted-ca.key -CAcreateserial -days 3 -extfile good.ext -out untrusted.pem 2>/dev/null
+        openssl x509 -req -in server.csr -key server.key -days 3 -extfile good.ext -out self-signed.pem 2>/dev/null
         # Expired: only `openssl ca` takes a start and end date.
         mkdir -p db; : > db/index.txt; echo 1000 > db/serial
         cat > ca.cnf <<CONF

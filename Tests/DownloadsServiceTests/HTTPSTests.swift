@@ -84,7 +84,8 @@ final class HTTPSTests: TLSDaemonTestCase {
         let closing = try HandshakeClosingServer()
         defer { closing.stop() }
         let cases: [(String, String)] = [
-            (tls.url(.untrusted, "/t.bin"), "which this system does not trust"),
+            (tls.url(.untrusted, "/t.bin"), "is issued by “CN=Untrusted Test CA”, which this system does not trust"),
+            (tls.url(.selfSigned, "/t.bin"), "is self-signed (“CN=localhost”), which this system does not trust"),
             (tls.url(.expired, "/t.bin"), "expired on 2020-01-02"),
             (tls.url(.otherHost, "/t.bin"), "not issued for the host name localhost"),
             ("https://127.0.0.1:\(closing.port)/t.bin", "closed the connection"),
