@@ -223,7 +223,7 @@ struct BatchDownload {
         for path in paths.sorted(by: { (DownloadsAPI.taskID($0) ?? 0) < (DownloadsAPI.taskID($1) ?? 0) }) {
             if (try? await proxy.pause(path)) != nil { paused.append(Paths.id(path)) }
         }
-        var text = paused.isEmpty ? "no task was running" : "paused tasks \(paused.joined(separator: " ")); resume each with: \(service.command("resume", "ID"))"
+        var text = paused.isEmpty ? "no task was running" : "paused tasks \(paused.joined(separator: " ")); resume them with: \(service.command(["resume"] + paused))"
         if notStarted > 0 { text += "; \(notStarted) not started" }
         Output.write(text + "\n", to: STDERR_FILENO)
         throw ExitCode(130)

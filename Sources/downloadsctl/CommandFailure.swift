@@ -29,9 +29,14 @@ struct CommandFailure: Error {
         self.status = status
     }
 
+    /// Prints the line on standard error.
+    func report() {
+        Output.write("downloadsctl: \(line)\n", to: STDERR_FILENO)
+    }
+
     /// Prints the line and exits.
     func exit() -> Never {
-        Output.write("downloadsctl: \(line)\n", to: STDERR_FILENO)
+        report()
         Glibc.exit(status)
     }
 }

@@ -28,6 +28,10 @@ struct ServiceOptions: ParsableArguments {
     /// A command line to suggest (`downloadsctl [--system | --address ADDR] WORDS…`), naming the
     /// same service as this one.
     func command(_ words: String...) -> String {
+        command(words)
+    }
+
+    func command(_ words: [String]) -> String {
         var all = ["downloadsctl"]
         if system { all.append("--system") }
         if let address { all += ["--address", address] }
@@ -52,5 +56,25 @@ struct ServiceOptions: ParsableArguments {
         } catch {
             CommandFailure(error, verbose: verbose).exit()
         }
+    }
+
+    /// Runs `body` for each task in turn, as `systemctl stop A B` does: a task's failure is its
+    /// line on standard error and the others still run; the exit status is 1 when any failed.
+    /// A service that is gone ends it at once (nothing else would work).
+    func forEach(_ tasks: [TaskArgument], _ body: (TaskArgument) async throws -> Void) async throws {
+        var failed = false
+        for task in tasks {
+            do {
+                try await body(task)
+            } catch let exit as ExitCode {
+                throw exit
+            } catch {
+                let failure = error as? CommandFailure ?? CommandFailure(error, verbose: verbose)
+                if failure.status == 69 { failure.exit() }
+                failure.report()
+                failed = true
+            }
+        }
+        if failed { throw ExitCode(1) }
     }
 }

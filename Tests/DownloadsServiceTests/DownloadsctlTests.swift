@@ -419,10 +419,28 @@ final class DownloadsctlTests: DaemonTestCase {
         let status = child.wait()
         let stderr = String(decoding: child.stderr.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(status, 130, stderr)
-        XCTAssertEqual(stderr, "paused tasks 1 2; resume each with: downloadsctl --address \(bus.address) resume ID\n")
+        XCTAssertEqual(stderr, "paused tasks 1 2; resume them with: downloadsctl --address \(bus.address) resume 1 2\n")
         for id in [1, 2] {
             let state = try await property(ObjectPath("/org/example/Downloads/tasks/\(id)"), "State")?.stringValue
             XCTAssertEqual(state, "paused", "task \(id)")
+        }
+
+        // The command it suggests resumes both; pause and cancel take several tasks too, and a
+        // missing one among them is its own line on standard error while the others go on.
+        let resumed = try await ctl(["resume", "1", "2"])
+        XCTAssertEqual(resumed.status, 0, resumed.description)
+        XCTAssertEqual(resumed.stdout, "resumed task 1\nresumed task 2\n")
+        let paused = try await ctl(["pause", "2", "1"])
+        XCTAssertEqual(paused.stdout, "paused task 2\npaused task 1\n", paused.description)
+        let refused = try await ctl(["pause", "1", "2", "--resume-data", directory.file("r")])
+        XCTAssertEqual(refused.status, 64, refused.description)
+        let cancelled = try await ctl(["cancel", "1", "99", "2"])
+        XCTAssertEqual(cancelled.status, 1, cancelled.description)
+        XCTAssertEqual(cancelled.stdout, "cancelled task 1\ncancelled task 2\n")
+        XCTAssertEqual(cancelled.stderr, "downloadsctl: no task at /org/example/Downloads/tasks/99\n")
+        for id in [1, 2] {
+            let state = try await property(ObjectPath("/org/example/Downloads/tasks/\(id)"), "State")?.stringValue
+            XCTAssertEqual(state, "cancelled", "task \(id)")
         }
     }
 

@@ -5,23 +5,30 @@ import Glibc
 #endif
 
 struct Pause: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Pause a task (optionally keeping its resume data in a file).")
+    static let configuration = CommandConfiguration(abstract: "Pause tasks (optionally keeping one's resume data in a file).")
 
     @OptionGroup var service: ServiceOptions
-    @Argument(help: "A task id or object path.") var task: TaskArgument
-    @Option(name: .customLong("resume-data"), help: ArgumentHelp("Write the resume data to this file (mode 0600).", valueName: "file"))
+    @Argument(help: "Task ids or object paths.") var tasks: [TaskArgument]
+    @Option(name: .customLong("resume-data"), help: ArgumentHelp("Write the resume data to this file (mode 0600; one task).", valueName: "file"))
     var resumeData: String?
+
+    func validate() throws {
+        if tasks.isEmpty { throw ValidationError("give the TASK to pause (or several)") }
+        if resumeData != nil && tasks.count > 1 { throw ValidationError("--resume-data is written for one task") }
+    }
 
     func run() async throws {
         try await service.run { proxy in
-            let data = try await proxy.pause(task.path)
-            if let resumeData {
-                let path = Paths.absolute(resumeData)
-                guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
-                    throw CommandFailure(message: "paused, but cannot write the resume data to \(path)")
+            try await service.forEach(tasks) { task in
+                let data = try await proxy.pause(task.path)
+                if let resumeData {
+                    let path = Paths.absolute(resumeData)
+                    guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+                        throw CommandFailure(message: "paused, but cannot write the resume data to \(path)")
+                    }
                 }
+                print("paused task \(Paths.id(task.path))")
             }
-            print("paused task \(Paths.id(task.path))")
         }
     }
 }

@@ -7,11 +7,11 @@ import Glibc
 
 struct Resume: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Resume a paused or failed task, or continue a download from resume data (prints the task id)."
+        abstract: "Resume paused or failed tasks, or continue a download from resume data (prints the task id)."
     )
 
     @OptionGroup var service: ServiceOptions
-    @Argument(help: "A task id or object path.") var task: TaskArgument?
+    @Argument(help: "Task ids or object paths.") var tasks: [TaskArgument] = []
     @Option(name: .customLong("resume-data"), help: ArgumentHelp("A file written by 'pause --resume-data'.", valueName: "file"))
     var resumeData: String?
     @Option(help: ArgumentHelp("With --resume-data: continue through this proxy instead of the one the download had.", valueName: "url"))
@@ -24,25 +24,28 @@ struct Resume: AsyncParsableCommand {
     var url: String?
 
     func validate() throws {
-        guard (task == nil) != (resumeData == nil) else { throw ValidationError("give a TASK or --resume-data FILE (one of them)") }
+        guard tasks.isEmpty != (resumeData == nil) else { throw ValidationError("give a TASK (or several) or --resume-data FILE (one of them)") }
+        if url != nil && tasks.count > 1 { throw ValidationError("--url is the new URL of one task") }
         if noProxy && proxy != nil { throw ValidationError("--proxy and --no-proxy exclude each other") }
         if (noProxy || proxy != nil) && resumeData == nil { throw ValidationError("--proxy and --no-proxy go with --resume-data") }
     }
 
     func run() async throws {
         try await service.run { proxy in
-            if let task {
-                if let url {
-                    try await proxy.setURL(task.path, url: url)
-                    // A queued or retrying task carries on by itself at the new URL.
-                    let state = try await proxy.status(task.path).state
-                    guard state == "paused" || state == "failed" else {
-                        print("task \(Paths.id(task.path)) carries on at the new URL")
-                        return
+            if !tasks.isEmpty {
+                try await service.forEach(tasks) { task in
+                    if let url {
+                        try await proxy.setURL(task.path, url: url)
+                        // A queued or retrying task carries on by itself at the new URL.
+                        let state = try await proxy.status(task.path).state
+                        guard state == "paused" || state == "failed" else {
+                            print("task \(Paths.id(task.path)) carries on at the new URL")
+                            return
+                        }
                     }
+                    try await proxy.resume(task.path)
+                    print("resumed task \(Paths.id(task.path))")
                 }
-                try await proxy.resume(task.path)
-                print("resumed task \(Paths.id(task.path))")
             } else if let resumeData {
                 let path = Paths.absolute(resumeData)
                 guard let data = FileManager.default.contents(atPath: path) else {

@@ -8,7 +8,7 @@ import Glibc
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "A live view of your tasks (redrawn every second on a terminal; a line per change otherwise). Ctrl-C ends it."
+        abstract: "A live view of your tasks with the speed of each running one (redrawn every second on a terminal; a line per change otherwise). Ctrl-C ends it."
     )
 
     @OptionGroup var service: ServiceOptions
