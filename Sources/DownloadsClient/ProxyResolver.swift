@@ -18,7 +18,10 @@ import ProxyRules
 public actor ProxyResolver {
     private let environment: ProxyEnvironment
     private let sessionBus: String?
-    private var portal: Connection?
+    /// The first lookup: it opens the connection to the session bus and finds out whether a
+    /// portal answers. Lookups asked for meanwhile (a list of URLs starts 64 at once) wait for it
+    /// and then share its connection, instead of each opening one.
+    private var first: Task<(portal: Connection?, answer: String??), Never>?
     private var portalMissing = false
 
     /// How long the portal may take (a PAC script or WPAD lookup runs behind it).
@@ -31,9 +34,9 @@ public actor ProxyResolver {
     }
 
     /// Closes the connection to the portal, if one was opened.
-    public func close() {
-        portal?.close()
-        portal = nil
+    public func close() async {
+        portalMissing = true
+        await first?.value.portal?.close()
     }
 
     /// The `proxy` option for a download of `url`, or nil.
@@ -52,9 +55,23 @@ public actor ProxyResolver {
     /// one failed lookup the portal is not asked again by this resolver).
     private func portalLookup(_ url: String) async -> String?? {
         guard !portalMissing, let sessionBus else { return nil }
+        if let first {
+            guard let portal = await first.value.portal, !portalMissing else { return nil }
+            return await ask(portal, url)
+        }
+        let opening = Task { [self] () -> (portal: Connection?, answer: String??) in
+            guard let portal = try? await Connection.open(.address(sessionBus)) else { return (nil, nil) }
+            let answer = await ask(portal, url)
+            return (answer == nil ? nil : portal, answer)
+        }
+        first = opening
+        return await opening.value.answer
+    }
+
+    /// One `Lookup`; nil (and the portal not asked again) when the call failed: no portal, or a
+    /// portal without the interface, and the environment decides.
+    private func ask(_ portal: Connection, _ url: String) async -> String?? {
         do {
-            if portal == nil { portal = try await Connection.open(.address(sessionBus)) }
-            guard let portal else { return nil }
             let reply = try await portal.call(
                 destination: "org.freedesktop.portal.Desktop", path: "/org/freedesktop/portal/desktop",
                 interface: "org.freedesktop.portal.ProxyResolver", method: "Lookup", arguments: [.string(url)],
@@ -68,10 +85,10 @@ public actor ProxyResolver {
             }
             return .some(nil)
         } catch {
-            // No session bus, no portal, or a portal without the interface: the environment decides.
-            portalMissing = true
-            portal?.close()
-            portal = nil
+            if !portalMissing {
+                portalMissing = true
+                portal.close()
+            }
             return nil
         }
     }

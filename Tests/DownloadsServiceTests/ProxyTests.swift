@@ -353,4 +353,35 @@ final class ProxyTests: TLSDaemonTestCase {
         XCTAssertNotEqual(both.status, 0)
         XCTAssertTrue(both.stderr.contains("exclude each other"), both.stderr)
     }
+
+    /// A list of URLs asks the portal for each URL, but over one connection: the Starts go out 64
+    /// at once, and each lookup opened its own connection to the session bus before (57 for a
+    /// list of 200 without a portal). Counted by the bus's unique names, given out in order.
+    func testAListOfURLsAsksThePortalOverOneConnection() async throws {
+        let office = try TinyProxy(in: directory.path)
+        defer { office.stop() }
+        for index in 0..<40 { http.set("/l\(index)", Route(content: Self.content(2_000, seed: UInt32(index)))) }
+        let list = directory.file("list.txt")
+        try (0..<40).map { http.url("/l\($0)") }.joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
+        func serial() async throws -> Int {
+            let probe = try await Connection.open(.address(bus.address))
+            defer { probe.close() }
+            return Int(probe.uniqueName.split(separator: ".").last ?? "") ?? 0
+        }
+        for portal in [false, true] {
+            let into = directory.file(portal ? "with-portal" : "without")
+            try FileManager.default.createDirectory(atPath: into, withIntermediateDirectories: false)
+            let mock = portal ? try await startPortal(answering: ["http://127.0.0.1:\(office.port)"]) : nil
+            let before = try await serial()
+            let out = try await ctl(["get", "-i", list, "-o", into])
+            let after = try await serial()
+            mock?.stop()
+            XCTAssertEqual(out.status, 0, out.description)
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: into).count, 40)
+            XCTAssertEqual(after - before - 1, 2, "portal \(portal): one connection for the service, one for the portal")
+        }
+        XCTAssertEqual(office.forwardedRequests.count, 40, "every URL through the portal's proxy")
+        let log = (try? String(contentsOfFile: directory.file("portal.log"), encoding: .utf8)) ?? ""
+        XCTAssertEqual(log.components(separatedBy: "Lookup \"").count - 1, 40, log)
+    }
 }
