@@ -44,7 +44,11 @@ public actor ProxyResolver {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), let host = parsed.host, !host.isEmpty else {
             return nil
         }
-        if let answer = await portalLookup(url) {
+        // A proxy script is never shown a URL's user name and password (as browsers strip them).
+        var anonymous = URLComponents(string: url)
+        anonymous?.user = nil
+        anonymous?.password = nil
+        if let answer = await portalLookup(anonymous?.string ?? url) {
             return answer
         }
         let port = parsed.port ?? (scheme == "https" ? 443 : 80)

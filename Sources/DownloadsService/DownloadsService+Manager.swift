@@ -128,10 +128,15 @@ extension DownloadsService {
             asked.metalinkPath = nil
         }
         let (given, options, pieces, fileName) = try StartRequest.applyingMetalink(url, asked)
-        let url = try StartRequest.checkURL(given)
+        let (stripped, authorization) = StartRequest.splitCredentials(given)
+        let url = try StartRequest.checkURL(stripped)
         let destination = try StartRequest.checkDestination(destination)
         var engineOptions = try StartRequest.downloadOptions(options)
         engineOptions.pieces = pieces
+        // The URL's credentials, unless the caller's own Authorization header says otherwise.
+        if let authorization, !engineOptions.headers.keys.contains(where: { $0.lowercased() == "authorization" }) {
+            engineOptions.headers["Authorization"] = authorization
+        }
         try checkMayAddTask(owner: owner)
         let session = options.session ?? "default"
         let sessions = engine.sessionNames(owner: owner)
