@@ -364,6 +364,21 @@ final class DownloadsctlTests: DaemonTestCase {
         for index in 0..<30 {
             XCTAssertEqual(sha256(ofFile: directory.file("slow\(index)")), Self.sha256(Self.content(200_000, seed: 9)))
         }
+
+        // The ids of the tasks in a state, one a line, are what cancel takes: the list cleared of
+        // the finished ones, the failed one kept.
+        let failedIDs = try await ctl(["list", "-q", "--state", "failed"])
+        XCTAssertEqual(failedIDs.stdout, ids[31] + "\n", failedIDs.description)
+        let finishedIDs = try await ctl(["list", "--quiet", "--state", "finished", "--state", "cancelled"])
+        XCTAssertEqual(lines(finishedIDs.stdout), Array(ids[0..<31]), finishedIDs.description)
+        let removed = try await ctl(["cancel"] + lines(finishedIDs.stdout))
+        XCTAssertEqual(removed.status, 0, removed.description)
+        XCTAssertEqual(lines(removed.stdout).count, 31)
+        let left = try await ctl(["list", "-q"])
+        XCTAssertEqual(left.stdout, ids[31] + "\n")
+        let bad = try await ctl(["list", "--state", "done"])
+        XCTAssertEqual(bad.status, 64)
+        XCTAssertTrue(bad.stderr.contains("--state done is not a state"), bad.stderr)
     }
 
     /// `watch` into a pipe: a line per change, a running task with the speed measured between two
