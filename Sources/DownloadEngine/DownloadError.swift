@@ -69,7 +69,10 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     public static func invalidResumeData(_ message: String) -> DownloadError { .init(.invalidResumeData, message) }
     public static func notResumable(_ message: String) -> DownloadError { .init(.notResumable, message) }
     public static func http(status: Int, reason: String, retryAfter: Double? = nil) -> DownloadError {
-        .init(.httpError, "the server answered \(status) \(DisplayText.quoted(reason, limit: 60))", httpStatus: status, retryAfter: retryAfter)
+        var message = "the server answered \(status) \(DisplayText.quoted(reason, limit: 60))"
+        // What a person can do about it, where there is one thing.
+        if status == 401 { message += ": it asks for credentials (user:password@ in the URL, or an Authorization header)" }
+        return .init(.httpError, message, httpStatus: status, retryAfter: retryAfter)
     }
     public static func network(_ message: String) -> DownloadError { .init(.networkError, message) }
     /// A destination the owner may not reach (a denied network).

@@ -36,6 +36,15 @@ final class URLCredentialsTests: DaemonTestCase {
         let text = String(decoding: blob, as: UTF8.self)
         XCTAssertFalse(text.contains("alice") || text.contains(String(basic.dropFirst(6))), "resume data in clear: \(text)")
 
+        // A server asking for credentials says how to give them.
+        var locked = Route(content: [])
+        locked.failFirst = (count: 10, status: 401, retryAfter: nil)
+        http.set("/locked", locked)
+        let refused = try await start(http.url("/locked"), directory.file("locked"))
+        try await waitState(refused, ["failed"])
+        let message = try await property(refused, "ErrorMessage")?.stringValue
+        XCTAssertEqual(message, "the server answered 401 Unauthorized: it asks for credentials (user:password@ in the URL, or an Authorization header)")
+
         // The caller's own Authorization header wins over the URL's.
         http.set("/token", Route(content: Self.content(1_000, seed: 52)))
         let token = try await start(withCredentials(http.url("/token")), directory.file("token"),
