@@ -29,6 +29,16 @@ struct CommandFailure: Error {
         self.status = status
     }
 
+    /// Runs a `Start` of `destination`; its refusal for an existing file is said in this
+    /// command's words (`--overwrite`) instead of the D-Bus option's (`overwrite=true`).
+    static func sayingOverwrite<T>(_ destination: String, _ start: () async throws -> T) async throws -> T {
+        do {
+            return try await start()
+        } catch let error as DownloadsClientError where error.code == .fileExists {
+            throw CommandFailure(message: "\(DisplayText.escaped(destination)) exists; give --overwrite to replace it")
+        }
+    }
+
     /// Prints the line on standard error.
     func report() {
         Output.write("downloadsctl: \(line)\n", to: STDERR_FILENO)

@@ -269,6 +269,22 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertTrue(unitOnly.stderr.contains("The value 'K' is invalid for '--limit-rate <bytes>'"), unitOnly.stderr)
     }
 
+    /// A destination that exists is refused in downloadsctl's words, and replaced with --overwrite.
+    func testAnExistingDestinationNamesTheOverwriteFlag() async throws {
+        let content = Self.content(5_000, seed: 61)
+        http.set("/f", Route(content: content))
+        let target = directory.file("there")
+        try Data("old".utf8).write(to: URL(fileURLWithPath: target))
+        for command in ["get", "start"] {
+            let refused = try await ctl([command, http.url("/f"), "-o", target])
+            XCTAssertEqual(refused.status, 1, refused.description)
+            XCTAssertEqual(refused.stderr, "downloadsctl: \(target) exists; give --overwrite to replace it\n")
+        }
+        let replaced = try await ctl(["get", http.url("/f"), "-o", target, "--overwrite"])
+        XCTAssertEqual(replaced.status, 0, replaced.description)
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+    }
+
     /// `start` takes `-o` as `get` does (into a directory: the server's name), or the destination
     /// as an argument; both at once is a usage error.
     func testStartTakesItsDestinationWithDashOAsGetDoes() async throws {

@@ -65,7 +65,9 @@ struct Get: AsyncParsableCommand {
         }
         let url = try TaskOptionArguments.source(urls[0], into: &taskOptions)
         try await service.run { [taskOptions] proxy in
-            let path = try await proxy.start(url: url, destination: destination, options: taskOptions)
+            let path = try await CommandFailure.sayingOverwrite(destination) {
+                try await proxy.start(url: url, destination: destination, options: taskOptions)
+            }
             let file = try await TaskFollower(proxy: proxy, path: path, service: service).follow()
             // Escaped on a terminal (as ls does); as it is for a script reading the path.
             print(isatty(STDOUT_FILENO) == 1 ? DisplayText.escaped(file) : file)

@@ -28,7 +28,9 @@ struct Start: AsyncParsableCommand {
         var taskOptions = try options.taskOptions
         let url = try TaskOptionArguments.source(url, into: &taskOptions)
         try await service.run { [taskOptions] proxy in
-            let path = try await proxy.start(url: url, destination: destination, options: taskOptions)
+            let path = try await CommandFailure.sayingOverwrite(destination) {
+                try await proxy.start(url: url, destination: destination, options: taskOptions)
+            }
             print(Paths.id(path))
         }
     }
