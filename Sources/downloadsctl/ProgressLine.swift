@@ -8,11 +8,6 @@ import Glibc
 struct ProgressLine {
     private var samples: [(time: Double, bytes: Int64)] = []
 
-    /// Bytes per second over the last five seconds of samples (0 until there are two).
-    mutating func record(bytes: Int64, at time: Double) -> Double {
-        measure(bytes: bytes, at: time) ?? 0
-    }
-
     /// Bytes per second over the last five seconds of samples; nil until two samples lie more
     /// than 0.2 s apart, so a first look does not show a stalled `0 B/s`.
     mutating func measure(bytes: Int64, at time: Double) -> Double? {

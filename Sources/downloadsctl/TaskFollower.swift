@@ -29,14 +29,14 @@ struct TaskFollower {
         while true {
             let status = try await proxy.status(path)
             let now = Date().timeIntervalSince1970
-            let speed = line.record(bytes: status.bytesWritten, at: now)
+            let speed = line.measure(bytes: status.bytesWritten, at: now)
             // While the service waits to try again, why (a server's text: escaped).
             let retrying = status.state == "retrying" && !status.errorMessage.isEmpty
                 ? "retrying after: \(DisplayText.escaped(status.errorMessage))" : nil
             if terminal {
                 let width = Int(ProcessInfo.processInfo.environment["COLUMNS"] ?? "") ?? 80
                 let text = retrying.map { String($0.prefix(max(20, width - 1))) }
-                    ?? ProgressLine.bar(written: status.bytesWritten, expected: status.bytesExpected, speed: speed, width: width)
+                    ?? ProgressLine.bar(written: status.bytesWritten, expected: status.bytesExpected, speed: speed ?? 0, width: width)
                 write("\r\u{1B}[K" + text)
             } else if let retrying, retrying != lastRetrying {
                 write(retrying + "\n")

@@ -283,6 +283,8 @@ final class DownloadsctlTests: DaemonTestCase {
         let replaced = try await ctl(["get", http.url("/f"), "-o", target, "--overwrite"])
         XCTAssertEqual(replaced.status, 0, replaced.description)
         XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+        XCTAssertTrue(replaced.stderr.hasPrefix("100% 4.9 KiB of 4.9 KiB"), replaced.stderr)
+        XCTAssertFalse(replaced.stderr.contains(" 0 B/s"), "no speed before one is measured: \(replaced.stderr)")
     }
 
     /// `start` takes `-o` as `get` does (into a directory: the server's name), or the destination
