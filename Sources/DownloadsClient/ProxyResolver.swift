@@ -45,10 +45,7 @@ public actor ProxyResolver {
             return nil
         }
         // A proxy script is never shown a URL's user name and password (as browsers strip them).
-        var anonymous = URLComponents(string: url)
-        anonymous?.user = nil
-        anonymous?.password = nil
-        if let answer = await portalLookup(anonymous?.string ?? url) {
+        if let answer = await portalLookup(URLCredentials.split(url).url) {
             return answer
         }
         let port = parsed.port ?? (scheme == "https" ? 443 : 80)

@@ -128,7 +128,7 @@ extension DownloadsService {
             asked.metalinkPath = nil
         }
         let (given, options, pieces, fileName) = try StartRequest.applyingMetalink(url, asked)
-        let (stripped, authorization) = StartRequest.splitCredentials(given)
+        let (stripped, authorization) = URLCredentials.split(given)
         let url = try StartRequest.checkURL(stripped)
         let destination = try StartRequest.checkDestination(destination)
         var engineOptions = try StartRequest.downloadOptions(options)

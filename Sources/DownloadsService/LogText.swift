@@ -1,3 +1,4 @@
+import DownloadsAPI
 import Foundation
 import TerminalOutput
 
@@ -9,11 +10,6 @@ enum LogText {
 
     /// The URL without its userinfo, escaped.
     static func url(_ text: String) -> String {
-        guard var components = URLComponents(string: text), components.user != nil || components.password != nil else {
-            return escaped(text)
-        }
-        components.user = nil
-        components.password = nil
-        return escaped(components.string ?? "(a URL)")
+        escaped(URLCredentials.split(text).url)
     }
 }

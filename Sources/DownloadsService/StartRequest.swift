@@ -27,29 +27,13 @@ enum StartRequest {
             throw DownloadsErrorName.invalidArgument.error("the URL contains spaces or control characters")
         }
         guard url.user == nil && url.password == nil else {
-            // Start has taken them out already (`splitCredentials`); anywhere else they would
+            // Start has taken them out already (`URLCredentials`); anywhere else they would
             // be stored, shown and never sent.
             throw DownloadsErrorName.invalidArgument.error(
                 "this URL carries a user name or password: only Start's URL may (they become its Authorization header)"
             )
         }
         return text
-    }
-
-    /// A URL's `user:password@`, as curl and wget take it: the URL without them and the
-    /// `Authorization: Basic` value they stand for (nil when the URL has none). They are a
-    /// secret like the request's headers, so they are kept as one: out of the `URL` property,
-    /// the list, the log and the clear text of resume data, and dropped on a redirect to
-    /// another origin.
-    static func splitCredentials(_ text: String) -> (url: String, authorization: String?) {
-        guard var components = URLComponents(string: text), components.user != nil || components.password != nil else {
-            return (text, nil)
-        }
-        let pair = "\(components.user ?? ""):\(components.password ?? "")"
-        components.user = nil
-        components.password = nil
-        guard let url = components.string else { return (text, nil) }
-        return (url, "Basic " + Data(pair.utf8).base64EncodedString())
     }
 
     static func checkDestination(_ path: String) throws -> String {
