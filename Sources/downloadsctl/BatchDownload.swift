@@ -110,7 +110,8 @@ struct BatchDownload {
         }
 
         func fail(_ index: Int, _ reason: String) {
-            let line = "\(DisplayText.escaped(urls[index])): \(reason)"
+            // The URL as given, less a password in it (a script's log keeps these lines).
+            let line = "\(DisplayText.escaped(URLCredentials.split(urls[index]).url)): \(reason)"
             failed.append(line)
             clearLine()
             Output.write("failed: \(line)\n", to: STDERR_FILENO)

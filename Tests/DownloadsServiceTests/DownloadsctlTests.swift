@@ -51,7 +51,7 @@ final class DownloadsctlTests: DaemonTestCase {
         gone.failFirst = (count: 10, status: 404, retryAfter: nil)
         http.set("/gone.bin", gone)
         let list = directory.file("urls.txt")
-        try "# the rest\n\n  \(http.url("/c.bin"))  \r\n\(http.url("/gone.bin"))\n\(http.url("/d.bin"))\n".write(toFile: list, atomically: true, encoding: .utf8)
+        try "# the rest\n\n  \(http.url("/c.bin"))  \r\n\(http.url("/gone.bin").replacingOccurrences(of: "http://", with: "http://u:secret@"))\n\(http.url("/d.bin"))\n".write(toFile: list, atomically: true, encoding: .utf8)
         let into = directory.file("many")
         try FileManager.default.createDirectory(atPath: into, withIntermediateDirectories: false)
 
@@ -64,6 +64,7 @@ final class DownloadsctlTests: DaemonTestCase {
         let errors = lines(out.stderr)
         XCTAssertEqual(errors.filter { $0.hasPrefix("failed: ") }.count, 1, out.stderr)
         XCTAssertTrue(errors.contains { $0.hasPrefix("failed: \(http.url("/gone.bin")): the server answered 404 Not Found (task ") }, out.stderr)
+        XCTAssertFalse(out.stderr.contains("secret"), "a URL's password is not printed: \(out.stderr)")
         XCTAssertEqual(errors.count, 3, "the failure, the summary and the exit's reason: \(out.stderr)")
         XCTAssertTrue(errors.contains { $0.hasPrefix("downloaded 4 of 5 files, 123 KiB in ") }, out.stderr)
         XCTAssertEqual(errors.last, "downloadsctl: 1 of 5 downloads failed")

@@ -13,7 +13,7 @@ struct List: AsyncParsableCommand {
     @Option(name: .customLong("state"), help: ArgumentHelp(
         "Only the tasks in this state: queued, running, paused, retrying, finished, failed or cancelled (repeatable: any of them).",
         valueName: "state"
-    ))
+    ), completion: .list(TaskState.allCases.map(\.rawValue)))
     var states: [String] = []
     @Flag(name: [.customShort("q"), .long], help: "Only the task ids, one a line (for cancel, pause, resume and wait).") var quiet = false
     @Flag(help: "One JSON array of task objects.") var json = false
