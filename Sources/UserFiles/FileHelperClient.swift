@@ -49,22 +49,23 @@ public final class FileHelperClient: Sendable {
 
     /// Sends `request` and returns the reply and the descriptor that came with it (-1 if none;
     /// the caller owns it).
-    public func perform(_ request: FileRequest) throws -> (FileReply, Int32) {
+    /// With `anchor`, the request is done below it: its descriptor goes to the helper with it.
+    public func perform(_ request: FileRequest, below anchor: DescriptorAnchor? = nil) throws -> (FileReply, Int32) {
         for slot in slots {
-            if let result = try slot.running.withLockIfAvailable({ running in try perform(request, in: &running) }) {
+            if let result = try slot.running.withLockIfAvailable({ running in try perform(request, anchor, in: &running) }) {
                 return result
             }
         }
         let slot = slots[turn.wrappingAdd(1, ordering: .relaxed).oldValue % slots.count]
-        return try slot.running.withLock { running in try perform(request, in: &running) }
+        return try slot.running.withLock { running in try perform(request, anchor, in: &running) }
     }
 
-    private func perform(_ request: FileRequest, in running: inout Running?) throws -> (FileReply, Int32) {
+    private func perform(_ request: FileRequest, _ anchor: DescriptorAnchor?, in running: inout Running?) throws -> (FileReply, Int32) {
         if running == nil { running = try start() }
         guard let helper = running else { throw FileOperationError(.helper, "no file helper") }
         do {
             defer { running?.lastUse = Self.now() }
-            return try exchange(request, with: helper)
+            return try exchange(request, anchor, with: helper)
         } catch {
             end(helper, kill: true)
             running = nil
@@ -147,12 +148,12 @@ public final class FileHelperClient: Sendable {
         return helper
     }
 
-    private func exchange(_ request: FileRequest, with helper: Running) throws -> (FileReply, Int32) {
-        let bytes = request.encoded()
+    private func exchange(_ request: FileRequest, _ anchor: DescriptorAnchor?, with helper: Running) throws -> (FileReply, Int32) {
+        let bytes = anchor.map { request.encoded(below: $0) } ?? request.encoded()
         guard bytes.count <= FileHelperServer.maxDatagram else {
             throw FileOperationError(.other, code: ENAMETOOLONG, "the path is too long")
         }
-        let sent = bytes.withUnsafeBytes { uf_send(helper.socket, $0.baseAddress, $0.count, -1) }
+        let sent = bytes.withUnsafeBytes { uf_send(helper.socket, $0.baseAddress, $0.count, anchor?.descriptor ?? -1) }
         guard sent == bytes.count else { throw failure(errno) }
         return try receive(from: helper)
     }

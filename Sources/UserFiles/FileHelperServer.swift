@@ -26,13 +26,16 @@ public enum FileHelperServer {
         while true {
             var passed: Int32 = -1
             let n = buffer.withUnsafeMutableBytes { uf_receive(socket, $0.baseAddress, $0.count, &passed) }
-            if passed >= 0 { close(passed) }
+            if n <= 0, passed >= 0 { close(passed) }
             if n == 0 { return 0 }
             guard n > 0 else { return errno == EMSGSIZE ? 2 : 0 }
             let reply: FileReply
             var descriptor: Int32 = -1
-            if let request = try? FileRequest.decode(Array(buffer[0..<n])) {
-                (reply, descriptor) = request.perform(with: operations)
+            // An anchored request owns the descriptor that came with it; any other is closed.
+            let decoded = try? FileRequest.decode(Array(buffer[0..<n]), passed: passed)
+            if decoded?.1 == nil, passed >= 0 { close(passed) }
+            if let (request, anchor) = decoded {
+                (reply, descriptor) = request.perform(with: anchor.map { UserFileOperations(anchor: $0) } ?? operations)
                 if case .opened(_, created: true) = reply { CrashPoint.helperCreated.reached() }
             } else {
                 reply = .failed(FileOperationError(.other, code: EINVAL, "malformed request"))

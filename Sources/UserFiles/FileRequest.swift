@@ -24,6 +24,10 @@ public enum FileRequest: Sendable, Equatable {
                 writer.byte(2)
                 writer.u64(identity.device)
                 writer.u64(identity.inode)
+            case .onlyIfSame(let identity):
+                writer.byte(3)
+                writer.u64(identity.device)
+                writer.u64(identity.inode)
             }
         case .publish(let partial, let identity, let destination, let replace, let mode):
             writer.byte(2)
@@ -62,6 +66,30 @@ public enum FileRequest: Sendable, Equatable {
         return writer.bytes
     }
 
+    /// The tag of a request done below a descriptor the caller handed over (`DescriptorAnchor`):
+    /// the descriptor rides along as SCM_RIGHTS, its kind and path come first in the datagram.
+    static let anchoredTag: UInt8 = 0xA0
+
+    /// The datagram of this request done below `anchor` (its descriptor is sent beside it).
+    func encoded(below anchor: DescriptorAnchor) -> [UInt8] {
+        var writer = WireWriter()
+        writer.byte(Self.anchoredTag)
+        writer.byte(anchor.kind.rawValue)
+        writer.string(anchor.path)
+        return writer.bytes + encoded()
+    }
+
+    /// A datagram and the descriptor that came with it: the request, and the anchor it is done
+    /// below when it is an anchored one (which then owns `passed`; otherwise the caller closes it).
+    static func decode(_ bytes: [UInt8], passed: Int32) throws -> (FileRequest, DescriptorAnchor?) {
+        guard bytes.first == anchoredTag else { return (try decode(bytes), nil) }
+        var reader = WireReader(Array(bytes.dropFirst()))
+        guard passed >= 0, let kind = DescriptorAnchor.Kind(rawValue: try reader.byte()) else { throw WireReader.Malformed() }
+        let path = try reader.string()
+        let request = try decode(reader.remaining)
+        return (request, DescriptorAnchor(owning: passed, kind: kind, path: path))
+    }
+
     static func decode(_ bytes: [UInt8]) throws -> FileRequest {
         var reader = WireReader(bytes)
         let request: FileRequest
@@ -73,6 +101,7 @@ public enum FileRequest: Sendable, Equatable {
             case 0: reuse = .never
             case 1: reuse = .ifOwned
             case 2: reuse = .ifSame(FileIdentity(device: try reader.u64(), inode: try reader.u64()))
+            case 3: reuse = .onlyIfSame(FileIdentity(device: try reader.u64(), inode: try reader.u64()))
             default: throw WireReader.Malformed()
             }
             request = .openPartial(path: path, reuse: reuse)

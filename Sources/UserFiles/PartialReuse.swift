@@ -7,4 +7,7 @@ public enum PartialReuse: Sendable, Hashable {
     case ifOwned
     /// Keep it only if it is still this very file.
     case ifSame(FileIdentity)
+    /// Keep it only if it is still this very file, and never create one: a sandboxed app's task
+    /// after a restart, whose directory descriptor is gone (only what it created is reused).
+    case onlyIfSame(FileIdentity)
 }

@@ -11,14 +11,22 @@ import Glibc
 /// the directory's descriptor with `openat2(RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH)`, created with
 /// `O_EXCL`, and checked with `fstat` (a regular file of this user, one link, the recorded inode)
 /// before it is kept or published.
+///
+/// With an `anchor` (a descriptor a caller handed over, `StartAt`) every operation is done below
+/// that descriptor and nowhere else: a path outside it is refused, never opened.
 public struct UserFileOperations: Sendable {
-    public init() {}
+    public let anchor: DescriptorAnchor?
+
+    public init(anchor: DescriptorAnchor? = nil) {
+        self.anchor = anchor
+    }
 
     // MARK: Files the user names
 
     /// Opens `path` read-only, as this process's user sees it (links followed: the user named
     /// it), refusing anything but a regular file (a FIFO or a device would block or never end).
     public func openForReading(_ path: String) throws -> OpenedPartial {
+        guard anchor == nil else { throw outside(path) }
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
         guard fd >= 0 else { throw FileOperationError.system("cannot open \(path)") }
         var info = stat()
@@ -37,6 +45,7 @@ public struct UserFileOperations: Sendable {
     /// link, a second name of some other file, a FIFO) is unlinked and a fresh file created with
     /// `O_CREAT | O_EXCL | O_NOFOLLOW`, mode 0600.
     public func openPartial(_ path: String, reuse: PartialReuse) throws -> OpenedPartial {
+        if let anchor, anchor.kind == .file, path == anchor.path { return try openInPlace(anchor, reuse: reuse) }
         let (directory, name) = try openDirectory(of: path)
         defer { close(directory) }
         if reuse != .never {
@@ -47,7 +56,11 @@ public struct UserFileOperations: Sendable {
                     return OpenedPartial(descriptor: fd, identity: identity, created: false)
                 }
                 close(fd)
-            } else if errno == ENOENT {
+            }
+            if case .onlyIfSame = reuse {
+                throw FileOperationError(.other, code: ENOENT, "the partial file \(path) is gone or was replaced")
+            }
+            if fd < 0 && errno == ENOENT {
                 return try create(name, in: directory, path: path)
             }
         } else {
@@ -86,8 +99,44 @@ public struct UserFileOperations: Sendable {
             return nil
         }
         let identity = Self.identity(info)
-        if case .ifSame(let recorded) = reuse, recorded != identity { return nil }
+        switch reuse {
+        case .ifSame(let recorded), .onlyIfSame(let recorded):
+            if recorded != identity { return nil }
+        case .never, .ifOwned:
+            break
+        }
         return identity
+    }
+
+    /// The caller's own file, written in place: reopened read-write through the descriptor (a
+    /// checksum reads it back), else the descriptor itself; a new task starts it empty.
+    private func openInPlace(_ anchor: DescriptorAnchor, reuse: PartialReuse) throws -> OpenedPartial {
+        var fd = open("/proc/self/fd/\(anchor.descriptor)", O_RDWR | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)
+        if fd < 0 { fd = fcntl(anchor.descriptor, F_DUPFD_CLOEXEC, 3) }
+        guard fd >= 0 else { throw FileOperationError.system("cannot write \(anchor.path)") }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw FileOperationError(.other, "\(anchor.path) is not a regular file")
+        }
+        let identity = Self.identity(info)
+        switch reuse {
+        case .ifSame(let recorded), .onlyIfSame(let recorded):
+            guard recorded == identity else {
+                close(fd)
+                throw FileOperationError(.other, "\(anchor.path) is not the file this download was writing")
+            }
+            return OpenedPartial(descriptor: fd, identity: identity, created: false)
+        case .ifOwned:
+            return OpenedPartial(descriptor: fd, identity: identity, created: false)
+        case .never:
+            guard ftruncate(fd, 0) == 0 else {
+                let code = errno
+                close(fd)
+                throw FileOperationError.system("cannot empty \(anchor.path)", code)
+            }
+            return OpenedPartial(descriptor: fd, identity: identity, created: true)
+        }
     }
 
     static func identity(_ info: stat) -> FileIdentity {
@@ -100,6 +149,15 @@ public struct UserFileOperations: Sendable {
     /// `replace`), after checking that it is still `identity` and setting its `mode`. Syncs the
     /// destination's directory.
     public func publish(_ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?) throws {
+        // The caller's own file was written where it is: nothing to move, its mode is the caller's.
+        if let anchor, anchor.kind == .file, partial == anchor.path, destination == anchor.path { return }
+        // Written in place and found again by path after a restart: it is where it belongs.
+        if partial == destination {
+            guard let identity, isFile(partial, identity: identity) else {
+                throw FileOperationError(.other, "\(partial) was replaced by another file while downloading")
+            }
+            return
+        }
         let (sourcePath, sourceName) = try split(partial)
         let (targetPath, targetName) = try split(destination)
         let source = try openDirectory(sourcePath)
@@ -141,6 +199,8 @@ public struct UserFileOperations: Sendable {
 
     /// Removes a file (never a directory); a missing one is not an error.
     public func remove(_ path: String) throws {
+        // The caller's own file is never removed: it was the caller's before the download.
+        if let anchor, anchor.kind == .file, path == anchor.path { return }
         let (directory, name) = try openDirectory(of: path)
         defer { close(directory) }
         if unlinkat(directory, name, 0) != 0 && errno != ENOENT {
@@ -151,18 +211,21 @@ public struct UserFileOperations: Sendable {
     /// Whether `path` is a directory this user reaches. One the user cannot reach answers like a
     /// missing one.
     public func isDirectory(_ path: String) -> Bool {
+        if let anchor { return anchor.kind == .directory && path == anchor.path }
         var info = stat()
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
     /// Whether this user may create files in the directory `path`.
     public func isWritableDirectory(_ path: String) -> Bool {
-        isDirectory(path) && faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) == 0
+        if anchor != nil { return isDirectory(path) }
+        return isDirectory(path) && faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) == 0
     }
 
     /// Whether something (a link included) is at `path`, as far as this user can see.
     public func exists(_ path: String) -> Bool {
         var info = stat()
+        if anchor != nil { return statBelowAnchor(path, &info) }
         return lstat(path, &info) == 0
     }
 
@@ -170,13 +233,17 @@ public struct UserFileOperations: Sendable {
     /// a restart finds the file it published before a crash kept it from recording so.
     public func isFile(_ path: String, identity: FileIdentity) -> Bool {
         var info = stat()
-        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && info.st_uid == geteuid()
+        let found = anchor != nil ? statBelowAnchor(path, &info) : lstat(path, &info) == 0
+        return found && (info.st_mode & S_IFMT) == S_IFREG && info.st_uid == geteuid()
             && Self.identity(info) == identity
     }
 
     /// Makes a rename in `path` durable.
     public func syncDirectory(_ path: String) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = anchor != nil ? ((try? openDirectory(path)).map { directory in
+            defer { close(directory) }
+            return openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        } ?? -1) : open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
         fsync(fd)
         close(fd)
@@ -200,8 +267,27 @@ public struct UserFileOperations: Sendable {
         return (slash == path.startIndex ? "/" : String(path[..<slash]), name)
     }
 
-    /// The directory `directoryPath`, opened `O_PATH`.
+    /// `lstat` of a name below the anchor (the anchor's own file: `fstat` of its descriptor).
+    private func statBelowAnchor(_ path: String, _ info: inout stat) -> Bool {
+        if let anchor, anchor.kind == .file, path == anchor.path { return fstat(anchor.descriptor, &info) == 0 }
+        guard let (directory, name) = try? openDirectory(of: path) else { return false }
+        defer { close(directory) }
+        return fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0
+    }
+
+    private func outside(_ path: String) -> FileOperationError {
+        FileOperationError(.other, code: EACCES, "\(path) is outside what the caller handed over; nothing is done there")
+    }
+
+    /// The directory `directoryPath`, opened `O_PATH`; with an anchor, a duplicate of the
+    /// anchor's descriptor, and only for the anchor's own directory.
     private func openDirectory(_ directoryPath: String) throws -> Int32 {
+        if let anchor {
+            guard anchor.kind == .directory, directoryPath == anchor.path else { throw outside(directoryPath) }
+            let fd = fcntl(anchor.descriptor, F_DUPFD_CLOEXEC, 3)
+            guard fd >= 0 else { throw FileOperationError.system("cannot use the directory \(directoryPath)") }
+            return fd
+        }
         let fd = open(directoryPath, uf_O_PATH | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno

@@ -9,6 +9,9 @@ struct WireReader {
 
     var isAtEnd: Bool { position == bytes.count }
 
+    /// What is left to read.
+    var remaining: [UInt8] { Array(bytes[position...]) }
+
     mutating func byte() throws -> UInt8 {
         guard position < bytes.count else { throw Malformed() }
         defer { position += 1 }
