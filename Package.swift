@@ -47,6 +47,8 @@ let package = Package(
         .target(name: "CUserFiles"),
         // Named places where a debug build kills itself on request (DOWNLOADSD_CRASH_AT): the crash tests.
         .target(name: "CrashPoints"),
+        // Which app a calling process belongs to (Flatpak, Snap, or the host), from the kernel.
+        .target(name: "CallerApps", dependencies: ["CUserFiles"]),
         // File operations done with a user's credentials, in process or in that user's helper.
         .target(name: "UserFiles", dependencies: ["CUserFiles", "CrashPoints", "TerminalOutput"]),
         // The per-user file helper downloadsd starts (small: no NIO, no Foundation).
@@ -118,6 +120,7 @@ let package = Package(
             name: "DownloadsService",
             dependencies: [
                 "CrashPoints", "DBus", "DownloadsAPI", "DownloadEngine", "DownloadStore", "TerminalOutput", "ProxyRules", "Metalink",
+                "CallerApps", "UserFiles",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -159,6 +162,7 @@ let package = Package(
         ),
         .testTarget(name: "UserFilesTests", dependencies: ["CrashPoints", "UserFiles", "TestSupport"]),
         .testTarget(name: "TerminalOutputTests", dependencies: ["TerminalOutput"]),
+        .testTarget(name: "CallerAppsTests", dependencies: ["CallerApps", "TestSupport"]),
         .testTarget(name: "MetalinkTests", dependencies: ["Metalink"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadEngine", "ProxyRules", "TestHTTPServer", "TestSupport"]),

@@ -11,7 +11,12 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <poll.h>
 #include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
 
 const int uf_O_PATH = O_PATH;
 
@@ -116,4 +121,14 @@ void uf_close_from(int first) {
     long limit = sysconf(_SC_OPEN_MAX);
     if (limit < 0 || limit > 65536) limit = 65536;
     for (int fd = first; fd < limit; fd++) close(fd);
+}
+
+int uf_pidfd_open(pid_t pid) {
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+int uf_pidfd_alive(int pidfd) {
+    struct pollfd entry = { .fd = pidfd, .events = POLLIN };
+    int ready = poll(&entry, 1, 0);
+    return ready == 0;
 }

@@ -90,7 +90,10 @@ extension Connection {
         guard let dict = reply.first?.vardictValue, let uid = dict["UnixUserID"]?.uint32Value else {
             throw BusError(name: BusError.accessDeniedName, message: "the bus did not tell the uid of \(name)")
         }
-        let credentials = Credentials(uid: uid, pid: dict["ProcessID"]?.uint32Value)
+        let label = dict["LinuxSecurityLabel"]?.bytesValue.map { bytes in
+            String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        let credentials = Credentials(uid: uid, pid: dict["ProcessID"]?.uint32Value, securityLabel: label)
         if name.hasPrefix(":") {
             state.withLockedValue { state in
                 // Only cache while the name is alive; the watch drops it when it leaves.

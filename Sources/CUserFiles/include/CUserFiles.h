@@ -36,4 +36,10 @@ pid_t uf_spawn(const char *path, char *const argv[], char *const envp[], int soc
 /// Closes every descriptor from `first` on (close_range, else one by one up to the limit).
 void uf_close_from(int first);
 
+/// pidfd_open(2) of `pid` (close-on-exec). Returns -1 with errno set.
+int uf_pidfd_open(pid_t pid);
+
+/// Whether the process a pidfd names still runs (poll: a pidfd is readable once it exited).
+int uf_pidfd_alive(int pidfd);
+
 #endif
