@@ -3,11 +3,15 @@ import UserFiles
 /// File access in the daemon's own process, with its own credentials: for the daemon's own user
 /// (the session bus), and for every owner in tests that run as one user.
 public struct DirectFileAccess: FileAccess, FileAccessProvider {
-    private let operations = UserFileOperations()
+    private let operations: UserFileOperations
 
-    public init() {}
+    public init(anchor: DescriptorAnchor? = nil) {
+        operations = UserFileOperations(anchor: anchor)
+    }
 
     public func files(for owner: UInt32) -> any FileAccess { self }
+
+    public func files(for owner: UInt32, below anchor: DescriptorAnchor) -> any FileAccess { DirectFileAccess(anchor: anchor) }
 
     public func openPartial(_ path: String, reuse: PartialReuse) throws -> OpenedPartial {
         try mapped(path) { try operations.openPartial(path, reuse: reuse) }

@@ -1,6 +1,10 @@
 /// What a new download is asked to do, before the engine gives it an id.
 public struct DownloadRequest: Sendable, Hashable {
     public var owner: UInt32
+    /// The sandboxed app asking ("" for a host caller).
+    public var app: String = ""
+    /// `destination` is the caller's own file, written in place (`StartAt` with a file descriptor).
+    public var writesInPlace = false
     public var session: String
     public var url: String
     /// A file path, or a directory (then `destinationIsDirectory`).

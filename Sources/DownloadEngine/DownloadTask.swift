@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Dispatch
 import NIOConcurrencyHelpers
+import UserFiles
 
 /// One download: its record, its live counters and the handles that stop it. All mutable state
 /// sits in one `State` behind one lock, and every state change goes through
@@ -35,6 +36,9 @@ final class DownloadTask: Sendable {
         var transfer: TransferRun?
         /// A background transfer's rate now (bytes a second, `BackgroundPacer`); 0: not paced.
         var pacedRate: UInt64 = 0
+        /// The descriptor the caller handed over (`StartAt`), while this daemon holds it: every
+        /// file of the task is made below it. Not kept across a restart.
+        var anchor: DescriptorAnchor?
 
         var snapshot: TaskSnapshot { TaskSnapshot(record: record, bytesWritten: bytesWritten, waitingFor: waitingFor) }
 
@@ -83,6 +87,8 @@ final class DownloadTask: Sendable {
             guard previous.canTransition(to: next), allowed?.contains(previous) ?? true else { return nil }
             state.record.enter(next)
             change(&state)
+            // A finished task makes no more files: its caller's descriptor is given back.
+            if next == .finished { state.anchor = nil }
             return (previous, state.snapshot)
         }
     }

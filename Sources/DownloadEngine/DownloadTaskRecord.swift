@@ -6,6 +6,12 @@ public struct DownloadTaskRecord: Sendable, Hashable {
     public var id: UInt64
     /// The uid the task belongs to (asked of the bus when it was created, never an argument).
     public var owner: UInt32
+    /// The sandboxed app the task belongs to (its app id, as the service found it from the
+    /// caller's process), or "" for a host caller. Ownership is (owner, app).
+    public var app: String = ""
+    /// The destination is the caller's own file, written where it is (`StartAt` with a file
+    /// descriptor): no partial file beside it, no rename, never removed.
+    public var writesInPlace = false
     /// The session's name as the client gave it (never combined with the owner).
     public var session: String
     public var url: String
@@ -64,6 +70,8 @@ public struct DownloadTaskRecord: Sendable, Hashable {
             destinationIsDirectory: request.destinationIsDirectory, options: request.options
         )
         fileMode = request.fileMode
+        app = request.app
+        writesInPlace = request.writesInPlace
         name(inDirectory: request.fileName)
     }
 
@@ -92,6 +100,7 @@ public struct DownloadTaskRecord: Sendable, Hashable {
     /// The partial file: hidden, beside the destination (inside it when it is a directory),
     /// named after the task so a restart finds it again.
     public var partialPath: String {
+        if writesInPlace { return destination }
         let directory = destinationIsDirectory ? destination : FilePaths.directory(of: destination)
         return FilePaths.join(directory, ".org.example.Downloads-\(id).part")
     }

@@ -42,13 +42,21 @@ public final class FileHelperPool: FileAccessProvider {
 
     public func files(for owner: UInt32) -> any FileAccess {
         guard owner != ownUID else { return DirectFileAccess() }
-        let helper = helpers.withLockedValue { helpers in
+        return HelperFileAccess(helper: helper(for: owner))
+    }
+
+    public func files(for owner: UInt32, below anchor: DescriptorAnchor) -> any FileAccess {
+        guard owner != ownUID else { return DirectFileAccess(anchor: anchor) }
+        return HelperFileAccess(helper: helper(for: owner), anchor: anchor)
+    }
+
+    private func helper(for owner: UInt32) -> FileHelperClient {
+        helpers.withLockedValue { helpers in
             if let helper = helpers[owner] { return helper }
             let helper = FileHelperClient(uid: owner, executable: executable, timeout: timeout, processes: processesPerUser)
             helpers[owner] = helper
             return helper
         }
-        return HelperFileAccess(helper: helper)
     }
 
     /// The running helpers' pids by uid (for tests and diagnostics).

@@ -1,12 +1,12 @@
 /// Path helpers without Foundation's URL semantics.
-enum FilePaths {
-    static func directory(of path: String) -> String {
+public enum FilePaths {
+    public static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         let directory = String(path[..<slash])
         return directory.isEmpty ? "/" : directory
     }
 
-    static func join(_ directory: String, _ name: String) -> String {
+    public static func join(_ directory: String, _ name: String) -> String {
         directory.hasSuffix("/") ? directory + name : directory + "/" + name
     }
 }

@@ -7,6 +7,8 @@ import UserFiles
 /// descriptors it opens come back over its socket.
 struct HelperFileAccess: FileAccess {
     let helper: FileHelperClient
+    /// A descriptor the caller handed over: every request is done below it (it goes with each).
+    var anchor: DescriptorAnchor?
 
     func openPartial(_ path: String, reuse: PartialReuse) throws -> OpenedPartial {
         let (reply, descriptor) = try perform(.openPartial(path: path, reuse: reuse), path: path)
@@ -61,7 +63,7 @@ struct HelperFileAccess: FileAccess {
     private func perform(_ request: FileRequest, path: String) throws -> (FileReply, Int32) {
         let result: (FileReply, Int32)
         do {
-            result = try helper.perform(request)
+            result = try helper.perform(request, below: anchor)
         } catch let error as FileOperationError {
             throw error.downloadError(path: path)
         }

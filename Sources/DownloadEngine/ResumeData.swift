@@ -6,7 +6,8 @@ import ProxyRules
 /// description of the download, and an HMAC-SHA256 over the first two), authenticated with a key
 /// only the daemon knows, so a forged, truncated or altered blob is refused.
 ///
-/// It binds the owner's uid (another user's blob is refused) and never carries header values in
+/// It binds the owner's uid and app (another user's blob, or another sandboxed app's, is
+/// refused) and never carries header values in
 /// clear text: the request headers (which may hold an `Authorization` or a `Cookie`) and the
 /// `proxy` option (which may hold a password) are sealed
 /// with ChaCha20-Poly1305 under a key derived from the daemon's key; their names are not shown
@@ -20,6 +21,9 @@ public struct ResumeData: Sendable, Hashable {
 
     public var taskID: UInt64
     public var owner: UInt32
+    /// The sandboxed app the task belongs to ("" for a host caller's task).
+    public var app: String
+    public var writesInPlace: Bool
     public var session: String
     public var url: String
     public var finalURL: String?
@@ -36,6 +40,8 @@ public struct ResumeData: Sendable, Hashable {
     public init(record: DownloadTaskRecord) {
         taskID = record.id
         owner = record.owner
+        app = record.app
+        writesInPlace = record.writesInPlace
         session = record.session
         url = record.url
         finalURL = record.finalURL
@@ -51,16 +57,22 @@ public struct ResumeData: Sendable, Hashable {
 
     /// The request a task made from this data starts with (its partial file is adopted separately).
     public var request: DownloadRequest {
-        DownloadRequest(
+        var request = DownloadRequest(
             owner: owner, session: session, url: url, destination: destination,
             destinationIsDirectory: destinationIsDirectory, options: options
         )
+        request.app = app
+        request.writesInPlace = writesInPlace
+        return request
     }
 
     /// The JSON line: explicit keys, headers sealed.
     private struct Body: Codable {
         var task_id: UInt64
         var owner_uid: UInt32
+        /// Absent for a host caller's task (and in blobs made before apps were told apart).
+        var app: String?
+        var writes_in_place: Bool?
         var session: String
         var url: String
         var final_url: String?
@@ -98,7 +110,8 @@ public struct ResumeData: Sendable, Hashable {
             try ChaChaPoly.seal(Array($0.text.utf8), using: ResumeData.headerKey(key)).combined.base64EncodedString()
         }
         let body = Body(
-            task_id: taskID, owner_uid: owner, session: session, url: url, final_url: finalURL, destination: destination,
+            task_id: taskID, owner_uid: owner, app: app.isEmpty ? nil : app, writes_in_place: writesInPlace ? true : nil,
+            session: session, url: url, final_url: finalURL, destination: destination,
             destination_is_directory: destinationIsDirectory, resolved_path: resolvedPath, offset: offset,
             validator: validator, expected_length: expectedLength, segments: segments, options: visible,
             sealed_headers: sealed, sealed_proxy: sealedProxy
@@ -110,8 +123,9 @@ public struct ResumeData: Sendable, Hashable {
         return text + Array("\nhmac-sha256:".utf8) + Array(Hex.string(Array(mac)).utf8) + [10]
     }
 
-    /// Verifies and decodes a blob made for `owner`; every failure is `InvalidResumeData` with a reason.
-    public static func decode(_ blob: [UInt8], key: SymmetricKey, owner: UInt32) throws -> ResumeData {
+    /// Verifies and decodes a blob made for `owner`; every failure is `InvalidResumeData` with a
+    /// reason. A sandboxed `app` takes only its own blobs; a host caller ("") every blob of its user.
+    public static func decode(_ blob: [UInt8], key: SymmetricKey, owner: UInt32, app: String = "") throws -> ResumeData {
         guard !blob.isEmpty else { throw DownloadError.invalidResumeData("the resume data is empty") }
         guard blob.count <= maximumSize else {
             throw DownloadError.invalidResumeData("the resume data is larger than \(maximumSize) bytes")
@@ -140,6 +154,9 @@ public struct ResumeData: Sendable, Hashable {
         // Checked after the HMAC, so the answer says nothing about other users' blobs' contents.
         guard body.owner_uid == owner else {
             throw DownloadError.invalidResumeData("the resume data belongs to another user")
+        }
+        guard app.isEmpty || (body.app ?? "") == app else {
+            throw DownloadError.invalidResumeData("the resume data belongs to another app")
         }
         guard body.offset >= 0 else { throw DownloadError.invalidResumeData("negative offset") }
         if let segments = body.segments {
@@ -178,6 +195,8 @@ public struct ResumeData: Sendable, Hashable {
             resolvedPath: body.resolved_path
         )
         record.segments = body.segments
+        record.app = body.app ?? ""
+        record.writesInPlace = body.writes_in_place ?? false
         return ResumeData(record: record)
     }
 }

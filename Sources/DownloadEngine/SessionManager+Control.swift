@@ -1,3 +1,4 @@
+import UserFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,16 +7,18 @@ import Glibc
 /// protocol; destination checks; partial files removed.
 extension SessionManager {
     /// A new task: gets the next id, is reported (`taskWasCreated`) and queued.
+    /// With `anchor` (a descriptor the caller handed over) every file of the task is made below it.
     @discardableResult
-    public func create(_ request: DownloadRequest) throws -> TaskSnapshot {
+    public func create(_ request: DownloadRequest, anchor: DescriptorAnchor? = nil) throws -> TaskSnapshot {
         try request.options.validate()
-        return insert { id in DownloadTaskRecord(id: id, request: request) }
+        return insert(anchor: anchor) { id in DownloadTaskRecord(id: id, request: request) }
     }
 
-    func insert(_ makeRecord: (UInt64) -> DownloadTaskRecord) -> TaskSnapshot {
+    func insert(anchor: DescriptorAnchor? = nil, _ makeRecord: (UInt64) -> DownloadTaskRecord) -> TaskSnapshot {
         let task = state.withLockedValue { state -> DownloadTask in
             let record = makeRecord(state.takeID())
             let task = DownloadTask(record: record)
+            if let anchor { task.update { $0.anchor = anchor } }
             state.add(task, record)
             return task
         }
@@ -52,6 +55,31 @@ extension SessionManager {
         }
         if !isDirectory, somethingThere, !overwrite { throw DownloadError.fileExists(path) }
         return isDirectory
+    }
+
+    /// The file access of one task: below the descriptor its caller handed over while this
+    /// daemon holds it, else the owner's, with the limits its record sets (`TaskFileAccess`).
+    func fileAccess(for task: DownloadTask) -> any FileAccess {
+        let (record, anchor) = task.state.withLockedValue { ($0.record, $0.anchor) }
+        return fileAccess(for: record, anchor: anchor)
+    }
+
+    func fileAccess(for record: DownloadTaskRecord, anchor: DescriptorAnchor?) -> any FileAccess {
+        let base = anchor.map { files.files(for: record.owner, below: $0) } ?? files.files(for: record.owner)
+        let recordedOnly = anchor == nil && !record.app.isEmpty
+        guard recordedOnly || record.writesInPlace else { return base }
+        return TaskFileAccess(base: base, recordedOnly: recordedOnly, kept: record.writesInPlace ? record.destination : nil)
+    }
+
+    /// Whether `owner` sees something at `path` below a descriptor they handed over (asked with
+    /// their credentials). Blocks on the owner's file helper.
+    public func exists(_ path: String, below anchor: DescriptorAnchor, owner: UInt32) throws -> Bool {
+        try files.files(for: owner, below: anchor).exists(path)
+    }
+
+    /// Gives a task a new descriptor to make its files below (`ResumeWithData`'s `destination_fd`).
+    public func setAnchor(_ id: UInt64, _ anchor: DescriptorAnchor) throws {
+        try task(id).update { $0.anchor = anchor }
     }
 
     /// The bytes of a regular file `owner` can read (a document they named), read with their
@@ -230,11 +258,13 @@ extension SessionManager {
     /// Removes a task's partial file on its I/O queue (after any write still queued there).
     func removePartialFile(of task: DownloadTask) async {
         let path = task.record.partialPath
-        let access = files.files(for: task.record.owner)
+        let access = fileAccess(for: task)
         do {
             try await task.onIOQueue { try access.remove(path) }
         } catch {
             logger.warning("task \(task.id): \(error)")
         }
+        // A cancelled task makes no more files: its caller's descriptor is given back.
+        if task.record.state == .cancelled { task.update { $0.anchor = nil } }
     }
 }

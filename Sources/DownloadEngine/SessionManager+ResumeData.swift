@@ -1,3 +1,5 @@
+import UserFiles
+
 /// Resume data out (`resumeData`) and back in (`adopt`: the old task resumed, or a new one
 /// taking over its partial file).
 extension SessionManager {
@@ -11,8 +13,8 @@ extension SessionManager {
     }
 
     /// Verifies a blob made by this engine for `owner`.
-    public func decodeResumeData(_ blob: [UInt8], owner: UInt32) throws -> ResumeData {
-        try ResumeData.decode(blob, key: key, owner: owner)
+    public func decodeResumeData(_ blob: [UInt8], owner: UInt32, app: String = "") throws -> ResumeData {
+        try ResumeData.decode(blob, key: key, owner: owner, app: app)
     }
 
     /// `ResumeWithData`: the task the data came from, if it still exists, gets `change` and is
@@ -20,8 +22,15 @@ extension SessionManager {
     /// old one's partial file when it is still there, or starts from zero when it is not.
     /// `url`: carry on at this URL instead (`setURL`: the bytes are kept when the entity is the
     /// same); a running task cannot take one (`WrongState`).
-    public func adopt(_ data: ResumeData, change: DownloadOptions.Change, url: String? = nil, fileMode: UInt32? = nil) async throws -> TaskSnapshot {
-        if let existing = state.withLockedValue({ $0.tasks[data.taskID] }), existing.record.owner == data.owner {
+    /// `anchor`: a new descriptor to make the task's files below (`destination_fd`).
+    public func adopt(
+        _ data: ResumeData, change: DownloadOptions.Change, url: String? = nil, fileMode: UInt32? = nil, anchor: DescriptorAnchor? = nil
+    ) async throws -> TaskSnapshot {
+        if let existing = state.withLockedValue({ $0.tasks[data.taskID] }), existing.record.owner == data.owner,
+           existing.record.app == data.app {
+            if let anchor, existing.snapshot.state != .finished, existing.snapshot.state != .cancelled {
+                existing.update { $0.anchor = anchor }
+            }
             switch existing.snapshot.state {
             case .paused, .failed:
                 if let url { try await setURL(data.taskID, to: url) }
@@ -43,7 +52,7 @@ extension SessionManager {
         let id = state.withLockedValue { $0.takeID() }
         var record = DownloadTaskRecord(id: id, request: request)
         let old = DownloadTaskRecord(id: data.taskID, request: data.request)
-        let access = files.files(for: record.owner)
+        let access = fileAccess(for: record, anchor: anchor)
         let source = old.partialPath, target = record.partialPath
         var adopted = false
         if data.offset > 0, data.validator != nil {
@@ -63,6 +72,6 @@ extension SessionManager {
             record.resolvedPath = data.resolvedPath
         }
         let fixed = record
-        return insert { _ in fixed }
+        return insert(anchor: anchor) { _ in fixed }
     }
 }

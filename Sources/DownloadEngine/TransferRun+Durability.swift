@@ -154,7 +154,7 @@ extension TransferRun {
     func finalize() async throws {
         let record = task.record
         let length = task.state.withLockedValue { $0.bytesWritten }
-        let finalizer = TransferFinalizer(fileAccess: manager.files.files(for: record.owner))
+        let finalizer = TransferFinalizer(fileAccess: manager.fileAccess(for: task))
         let destination: String
         do {
             // Step 4 wants the record naming the partial file committed before the rename. The
@@ -212,7 +212,7 @@ extension TransferRun {
     func publishedBeforeCrash() async throws -> String? {
         let record = task.record
         guard record.partialFile != nil else { return nil }
-        let finalizer = TransferFinalizer(fileAccess: manager.files.files(for: record.owner))
+        let finalizer = TransferFinalizer(fileAccess: manager.fileAccess(for: task))
         return try await writer.perform { _ in try finalizer.publishedBeforeCrash(record) }
     }
 

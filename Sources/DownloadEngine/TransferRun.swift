@@ -25,7 +25,7 @@ final class TransferRun: Sendable {
         self.manager = manager
         let record = task.record
         writer = PartialFileWriter(
-            path: record.partialPath, fileAccess: manager.files.files(for: record.owner), queue: task.io,
+            path: record.partialPath, fileAccess: manager.fileAccess(for: task), queue: task.io,
             digest: record.options.checksum?.algorithm,
             reuse: { [task] in
                 let record = task.record

@@ -128,6 +128,14 @@ extension DownloadStore {
                 t.add(column: "announced", .boolean).notNull().defaults(to: true)
             }
         })
+        // Ownership is (uid, app) since v1.3: the sandboxed app a task belongs to ('' for a host
+        // caller), and whether it writes the caller's own file in place (StartAt with a file).
+        migrator.registerMigration("v8-apps", migrate: Self.crashable { db in
+            try db.alter(table: "task") { t in
+                t.add(column: "app", .text).notNull().defaults(to: "")
+                t.add(column: "writesInPlace", .boolean).notNull().defaults(to: false)
+            }
+        })
         return migrator
     }
 

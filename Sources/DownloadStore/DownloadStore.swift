@@ -122,12 +122,13 @@ public final class DownloadStore: Sendable {
             try db.cachedStatement(sql: """
                 INSERT INTO task (id, ownerUID, session, url, finalURL, destination, destinationIsDirectory, resolvedPath,
                 state, durableOffset, expectedLength, validator, options, errorName, errorMessage, partialDevice, partialInode,
-                fileMode, createdAt, updatedAt, endedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                fileMode, createdAt, updatedAt, endedAt, app, writesInPlace)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """).execute(arguments: [
                 row.id, row.ownerUID, row.session, row.url, row.finalURL, row.destination, row.destinationIsDirectory,
                 row.resolvedPath, row.state, row.durableOffset, row.expectedLength, row.validator, row.options, row.errorName,
                 row.errorMessage, row.partialDevice, row.partialInode, row.fileMode, StoredTime.text(row.createdAt),
-                StoredTime.text(row.updatedAt), row.endedAt.map(StoredTime.text),
+                StoredTime.text(row.updatedAt), row.endedAt.map(StoredTime.text), row.app, row.writesInPlace,
             ])
             try DownloadStore.saveSegments(record, db)
         }
@@ -323,5 +324,15 @@ public final class DownloadStore: Sendable {
 
     public func handlerCount(owner: UInt32) throws -> Int {
         try database.read { db in try HandlerRow.filter(Column("ownerUID") == Int64(owner)).fetchCount(db) }
+    }
+
+    /// The handlers of `owner` whose session's stored name starts with `prefix` (one sandboxed
+    /// app's: `APPID` U+001F; compared as bytes, so no LIKE wildcard applies).
+    public func handlerCount(owner: UInt32, sessionPrefix prefix: String) throws -> Int {
+        try database.read { db in
+            try HandlerRow.filter(Column("ownerUID") == Int64(owner))
+                .filter(sql: "substr(session, 1, ?) = ?", arguments: [prefix.count, prefix])
+                .fetchCount(db)
+        }
     }
 }

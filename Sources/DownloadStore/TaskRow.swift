@@ -9,6 +9,8 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
     static let databaseTableName = "task"
     var id: Int64?
     var ownerUID: Int64
+    var app: String
+    var writesInPlace: Bool
     var session: String
     var url: String
     var finalURL: String?
@@ -33,6 +35,8 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
     init(record: DownloadTaskRecord) throws {
         id = Int64(record.id)
         ownerUID = Int64(record.owner)
+        app = record.app
+        writesInPlace = record.writesInPlace
         session = record.session
         url = record.url
         destination = record.destination
@@ -98,6 +102,8 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         )
         record.errorName = errorName
         record.errorMessage = errorMessage
+        record.app = app
+        record.writesInPlace = writesInPlace
         if let partialDevice, let partialInode {
             record.partialFile = FileIdentity(device: UInt64(bitPattern: partialDevice), inode: UInt64(bitPattern: partialInode))
         }

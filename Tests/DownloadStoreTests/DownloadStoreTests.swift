@@ -247,6 +247,32 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(try store.sessionBecameIdle(session).transition, false)
     }
 
+    /// v8: a sandboxed app's task keeps its app and its in-place file through a restart; rows
+    /// from before are host callers' tasks.
+    func testMigrationV8KeepsTheAppAndEarlierRowsAreTheHosts() throws {
+        let queue = try DatabaseQueue(path: path)
+        try DownloadStore.migrator.migrate(queue, upTo: "v7-completion-announced")
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO session (ownerUID, name, endedSinceCall) VALUES (1000, 'old', 0)")
+            try db.execute(sql: """
+                INSERT INTO task (id, ownerUID, session, url, destination, destinationIsDirectory, state, durableOffset,
+                expectedLength, options, createdAt, updatedAt) VALUES (1, 1000, 'old', 'http://127.0.0.1/f', '/tmp/f1', 0,
+                'paused', 0, -1, '{}', '2026-01-01 00:00:00', '2026-01-01 00:00:00')
+                """)
+        }
+        let store = try DownloadStore(queue)
+        let app = record(2, session: "org.example.Player\u{1F}default") { record in
+            record.app = "org.example.Player"
+            record.writesInPlace = true
+        }
+        try store.insertTask(app)
+        let loaded = try store.loadTasks().tasks
+        XCTAssertEqual(loaded.first { $0.id == 1 }?.app, "", "a row from before apps were told apart is the host's")
+        XCTAssertEqual(loaded.first { $0.id == 2 }, app)
+        XCTAssertEqual(loaded.first { $0.id == 2 }?.app, "org.example.Player")
+        XCTAssertEqual(loaded.first { $0.id == 2 }?.writesInPlace, true)
+    }
+
     func testTheStoreObserverWritesWhatTheEngineReports() throws {
         let store = try DownloadStore(DatabaseQueue(path: path))
         let observer = StoreObserver(store: store, logger: .init(label: "test"))
