@@ -8,6 +8,12 @@ public enum DownloadsInterfaces {
         methods: [
             .init("Start", in: [.init("url", .string), .init("destination", .string), .init("options", .dictionary(key: .string, value: .variant))],
                   out: [.init("task", .objectPath)]),
+            // v1.3: a destination the caller opened (a directory, `name` created in it or "" for the
+            // server's name; or a regular file opened for writing, `name` ""): how sandboxed apps start.
+            .init("StartAt", in: [
+                .init("url", .string), .init("destination", .unixFD), .init("name", .string),
+                .init("options", .dictionary(key: .string, value: .variant)),
+            ], out: [.init("task", .objectPath)]),
             .init("Pause", in: [.init("task", .objectPath)], out: [.init("resume_data", .array(.byte))]),
             .init("Resume", in: [.init("task", .objectPath)]),
             .init("Cancel", in: [.init("task", .objectPath)]),

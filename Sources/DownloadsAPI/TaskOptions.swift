@@ -27,6 +27,8 @@ public struct TaskOptions: Sendable, Hashable {
         case metalink
         /// ResumeWithData only: carry on at this URL.
         case url
+        /// ResumeWithData only (v1.3): a directory (or the file) descriptor to make the files below.
+        case destinationFD = "destination_fd"
 
         public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
     }
@@ -36,9 +38,9 @@ public struct TaskOptions: Sendable, Hashable {
     }
 
     /// What `Start` takes.
-    public static let startKeys = Set(Key.allCases).subtracting([.url])
+    public static let startKeys = Set(Key.allCases).subtracting([.url, .destinationFD])
     /// What `ResumeWithData` takes (what may change on an existing task).
-    public static let resumeKeys: Set<Key> = [.priority, .maxBytesPerSecond, .allowMetered, .proxy, .url]
+    public static let resumeKeys: Set<Key> = [.priority, .maxBytesPerSecond, .allowMetered, .proxy, .url, .destinationFD]
     /// Longest session name, in bytes.
     public static let maxSessionBytes = 255
     public static let maxConnections: UInt32 = 16
@@ -73,6 +75,8 @@ public struct TaskOptions: Sendable, Hashable {
     public static let maxProxyBytes = 2048
     /// ResumeWithData: the URL to carry on at (checked by the service as Start's).
     public var url: String?
+    /// ResumeWithData: where the task makes its files from now on (a descriptor the caller holds).
+    public var destinationFD: UnixFD?
     /// Use only the bandwidth nobody else is using (a background transfer that gives way).
     public var background: Bool?
     /// What the app calls the download, and a line about it (shown by the desktop agent).
@@ -184,6 +188,9 @@ public struct TaskOptions: Sendable, Hashable {
             case .url:
                 guard case .string(let text) = value else { throw wrongType("s") }
                 url = text
+            case .destinationFD:
+                guard case .unixFD(let fd) = value else { throw wrongType("h") }
+                destinationFD = fd
             case .title:
                 guard case .string(let text) = value else { throw wrongType("s") }
                 title = text
@@ -270,6 +277,10 @@ public struct TaskOptions: Sendable, Hashable {
         guard !name.isEmpty, name.utf8.count <= maxSessionBytes else {
             throw DownloadsErrorName.invalidArgument.error("session must be 1 to \(maxSessionBytes) bytes")
         }
+        // U+001F separates a sandboxed app's id from its session's name in the store.
+        guard !name.unicodeScalars.contains("\u{1F}") else {
+            throw DownloadsErrorName.invalidArgument.error("session names cannot contain U+001F")
+        }
         return name
     }
 
@@ -292,6 +303,7 @@ public struct TaskOptions: Sendable, Hashable {
         if let lowSpeedTime { result[Key.lowSpeedTime.rawValue] = .uint32(lowSpeedTime) }
         if let proxy { result[Key.proxy.rawValue] = .string(proxy) }
         if let url { result[Key.url.rawValue] = .string(url) }
+        if let destinationFD { result[Key.destinationFD.rawValue] = .unixFD(destinationFD) }
         if let background { result[Key.background.rawValue] = .boolean(background) }
         if let title { result[Key.title.rawValue] = .string(title) }
         if let taskDescription { result[Key.description.rawValue] = .string(taskDescription) }

@@ -23,13 +23,15 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     case title = "Title"
     case description = "Description"
     case metadata = "Metadata"
+    /// v1.3: the sandboxed app the task belongs to (its app id), `""` for a host caller's task.
+    case app = "App"
 
     public var name: String { rawValue }
 
     public var type: DBusType {
         switch self {
         case .id: return .uint64
-        case .session, .url, .destination, .state, .error, .errorMessage, .waitingFor, .desktopEntry: return .string
+        case .session, .url, .destination, .state, .error, .errorMessage, .waitingFor, .desktopEntry, .app: return .string
         case .bytesWritten, .bytesExpected: return .int64
         case .background: return .boolean
         case .title, .description: return .string
@@ -40,7 +42,7 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     /// Never changes while the task exists (not in PropertiesChanged).
     public var isConstant: Bool {
         switch self {
-        case .id, .session, .desktopEntry, .background, .title, .description, .metadata: return true
+        case .id, .session, .desktopEntry, .background, .title, .description, .metadata, .app: return true
         default: return false
         }
     }

@@ -27,6 +27,9 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
     public var title: String
     /// A line about it (the `description` option, URLSession's `taskDescription`), or "".
     public var taskDescription: String
+    /// The sandboxed app the task belongs to (its app id, e.g. a Flatpak's), or "" for a task a
+    /// host program started.
+    public var app: String = ""
     /// The app's own data (`metadata`), values of D-Bus basic types. Not in the Codable form.
     public var metadata: [String: DBusValue] = [:]
 
@@ -35,6 +38,26 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         case bytesWritten = "bytes_written", bytesExpected = "bytes_expected", error, errorMessage = "error_message"
         case waitingFor = "waiting_for", desktopEntry = "desktop_entry", background, title
         case taskDescription = "description"
+        case app
+    }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(UInt64.self, forKey: .id)
+        session = try container.decode(String.self, forKey: .session)
+        url = try container.decode(String.self, forKey: .url)
+        destination = try container.decode(String.self, forKey: .destination)
+        state = try container.decode(String.self, forKey: .state)
+        bytesWritten = try container.decode(Int64.self, forKey: .bytesWritten)
+        bytesExpected = try container.decode(Int64.self, forKey: .bytesExpected)
+        error = try container.decode(String.self, forKey: .error)
+        errorMessage = try container.decode(String.self, forKey: .errorMessage)
+        waitingFor = try container.decode(String.self, forKey: .waitingFor)
+        desktopEntry = try container.decode(String.self, forKey: .desktopEntry)
+        background = try container.decode(Bool.self, forKey: .background)
+        title = try container.decode(String.self, forKey: .title)
+        taskDescription = try container.decode(String.self, forKey: .taskDescription)
+        app = try container.decodeIfPresent(String.self, forKey: .app) ?? ""
     }
 
     init(properties: [String: DBusValue]) throws {
@@ -57,6 +80,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         title = string(.title)
         taskDescription = string(.description)
         metadata = properties[TaskProperty.metadata.name]?.vardictValue ?? [:]
+        app = string(.app)
     }
 
     /// The title, else the file's name (what a person is shown).
@@ -79,7 +103,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
             case .errorMessage: errorMessage = value.stringValue ?? errorMessage
             case .waitingFor: waitingFor = value.stringValue ?? waitingFor
             case .url: url = value.stringValue ?? url
-            case .id, .session, .desktopEntry, .background, .title, .description, .metadata: break
+            case .id, .session, .desktopEntry, .background, .title, .description, .metadata, .app: break
             }
         }
     }

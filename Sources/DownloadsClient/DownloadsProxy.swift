@@ -1,6 +1,9 @@
 import DBus
 import DownloadsAPI
 import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The service's methods as Swift calls on one bus connection; every error is a
 /// `DownloadsClientError`. `DownloadSession` is built on it; tools use it directly.
@@ -78,13 +81,56 @@ public final class DownloadsProxy: Sendable {
     }
 
     /// Starts a download; without a `proxy` option, the caller's session's proxy for `url` (or,
-    /// without one, for the first URL of its Metalink document) is sent.
+    /// without one, for the first URL of its Metalink document) is sent. Inside a sandbox (a
+    /// Flatpak or a Snap) the destination goes as a descriptor (`StartAt`), as the service asks
+    /// of sandboxed apps: an app using this client needs no change.
     public func start(url: String, destination: String, options: TaskOptions = TaskOptions()) async throws -> ObjectPath {
         var options = options
         if options.proxy == nil, let proxies, let target = url.isEmpty ? Self.metalinkURL(options) : url {
             options.proxy = await proxies.proxy(for: target)
         }
+        if Self.isSandboxed {
+            if let document = options.metalinkPath {
+                // Read here, with the app's own view of its files; the service reads no path for it.
+                guard let bytes = FileManager.default.contents(atPath: document) else {
+                    throw DownloadsClientError(name: DownloadsErrorName.invalidArgument.fullName, message: "cannot read \(document)")
+                }
+                options.metalink = Array(bytes)
+                options.metalinkPath = nil
+            }
+            let (directory, name) = try Self.open(destination)
+            return try await start(url: url, at: directory, name: name, options: options)
+        }
         return try path(try await manager("Start", [.string(url), .string(destination), .vardict(options.dictionary)]))
+    }
+
+    /// `StartAt`: the destination is `directory` (an open directory: `name` is created in it, ""
+    /// for the server's name; or a regular file open for writing, `name` "").
+    public func start(url: String, at directory: UnixFD, name: String, options: TaskOptions = TaskOptions()) async throws -> ObjectPath {
+        try path(try await manager("StartAt", [.string(url), .unixFD(directory), .string(name), .vardict(options.dictionary)]))
+    }
+
+    /// Whether this process runs in a sandbox whose apps the service tells apart (the same
+    /// signs xdg-desktop-portal reads: Flatpak's `/.flatpak-info`, a snap's `$SNAP`).
+    public static var isSandboxed: Bool {
+        access("/.flatpak-info", F_OK) == 0 || getenv("SNAP") != nil
+    }
+
+    /// A destination path as `StartAt` takes it: an existing directory itself, else its
+    /// directory and the last component.
+    static func open(_ destination: String) throws -> (UnixFD, String) {
+        func failure(_ what: String) -> DownloadsClientError {
+            DownloadsClientError(name: DownloadsErrorName.fileError.fullName, message: "cannot open \(what): \(String(cString: strerror(errno)))")
+        }
+        let path = destination.count > 1 && destination.hasSuffix("/") ? String(destination.dropLast()) : destination
+        let itself = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if itself >= 0 { return (UnixFD(owning: itself), "") }
+        let slash = path.lastIndex(of: "/")
+        let parent = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let fd = Glibc.open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure(parent) }
+        return (UnixFD(owning: fd), name)
     }
 
     public func pause(_ task: ObjectPath) async throws -> Data {
@@ -104,6 +150,7 @@ public final class DownloadsProxy: Sendable {
         _ = try await manager("Cancel", [.objectPath(task)])
     }
 
+    /// `ResumeWithData`; `options.destinationFD` gives the task a new descriptor to make its files below.
     public func resume(resumeData: Data, options: TaskOptions = TaskOptions()) async throws -> ObjectPath {
         try path(try await manager("ResumeWithData", [.bytes(Array(resumeData)), .vardict(options.dictionary)]))
     }

@@ -12,8 +12,10 @@ extension DownloadsService {
     /// Whether the caller may manage every user's tasks: root, or polkit says yes for the
     /// caller's connection (`system-bus-name` subject, no interaction). No polkit on the bus, or
     /// any failure asking it, is a no.
-    func mayManageAll(_ call: MethodCall, uid: UInt32) async -> Bool {
-        if uid == 0 { return true }
+    func mayManageAll(_ call: MethodCall, caller: Caller) async -> Bool {
+        // A sandboxed app manages its own tasks and nothing else, whoever runs it.
+        guard !caller.isSandboxed else { return false }
+        if caller.uid == 0 { return true }
         do {
             let reply = try await connection.call(
                 destination: "org.freedesktop.PolicyKit1", path: ObjectPath("/org/freedesktop/PolicyKit1/Authority"),
@@ -37,19 +39,19 @@ extension DownloadsService {
 
     /// The task a path names if the caller may see it: its owner, root, or (when `asAdmin`) an
     /// administrator. Anyone else gets exactly a missing task's answer.
-    func task(_ path: ObjectPath, for call: MethodCall, uid: UInt32, asAdmin: Bool) async throws -> TaskSnapshot {
+    func task(_ path: ObjectPath, for call: MethodCall, caller: Caller, asAdmin: Bool) async throws -> TaskSnapshot {
         do {
-            return try task(path, for: uid)
+            return try task(path, for: caller)
         } catch {
             guard asAdmin, let id = DownloadsAPI.taskID(path), let snapshot = engine.snapshot(id),
-                  await mayManageAll(call, uid: uid)
+                  await mayManageAll(call, caller: caller)
             else { throw error }
             return snapshot
         }
     }
 
-    func listAllTasks(_ call: MethodCall, uid: UInt32) async throws -> [ObjectPath] {
-        guard await mayManageAll(call, uid: uid) else {
+    func listAllTasks(_ call: MethodCall, caller: Caller) async throws -> [ObjectPath] {
+        guard await mayManageAll(call, caller: caller) else {
             throw DownloadsErrorName.accessDenied.error(
                 "listing every user's tasks needs root or the polkit action \(Self.manageAllAction)"
             )

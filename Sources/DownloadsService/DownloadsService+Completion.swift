@@ -6,9 +6,10 @@ import DownloadsAPI
 
 /// The Linux handleEventsForBackgroundURLSession: durable completion calls to registered clients.
 extension DownloadsService {
-    func registerCompletionHandler(_ call: MethodCall, owner: UInt32) async throws {
+    func registerCompletionHandler(_ call: MethodCall, caller: Caller) async throws {
+        let owner = caller.uid
         guard let name = call.arguments[0].stringValue else { throw DownloadsErrorName.invalidArgument.error("session must be a string") }
-        let session = SessionID(owner: owner, name: try TaskOptions.checkedSession(name))
+        let session = SessionID(owner: owner, name: SessionKey.stored(try TaskOptions.checkedSession(name), app: caller.app))
         guard let object = call.arguments[1].objectPathValue else {
             throw DownloadsErrorName.invalidArgument.error("client_object must be an object path")
         }
@@ -21,13 +22,26 @@ extension DownloadsService {
             guard case .string(let name) = value, !name.isEmpty, !name.hasPrefix(":") else {
                 throw DownloadsErrorName.invalidArgument.error("bus_name must be a well-known name (s)")
             }
+            // What Flatpak lets an app own: its id and the names below it. Any other name would
+            // have the service wake (or call) some other app for this one.
+            if caller.isSandboxed, name != caller.app, !name.hasPrefix(caller.app + ".") {
+                throw DownloadsErrorName.accessDenied.error(
+                    "a sandboxed app's bus_name must be its app id \(caller.app) or a name below it, not '\(name)'"
+                )
+            }
             guard try await connection.nameOwner(name) == call.sender else {
                 throw DownloadsErrorName.accessDenied.error("bus_name '\(name)' is not owned by the calling connection")
             }
             busName = name
         }
-        if try store.handler(session) == nil, try store.handlerCount(owner: owner) >= configuration.maxHandlersPerUser {
-            throw DownloadsErrorName.quotaExceeded.error("you have \(configuration.maxHandlersPerUser) completion handlers")
+        if try store.handler(session) == nil {
+            if try store.handlerCount(owner: owner) >= configuration.maxHandlersPerUser {
+                throw DownloadsErrorName.quotaExceeded.error("you have \(configuration.maxHandlersPerUser) completion handlers")
+            }
+            if caller.isSandboxed,
+               try store.handlerCount(owner: owner, sessionPrefix: SessionKey.stored("", app: caller.app)) >= configuration.maxHandlersPerApp {
+                throw DownloadsErrorName.quotaExceeded.error("this app has \(configuration.maxHandlersPerApp) completion handlers")
+            }
         }
         try requireRoom()
         let handler = CompletionHandler(
@@ -36,7 +50,7 @@ extension DownloadsService {
         )
         // A write waits for the database (another write, a slow sync): off the pool every call runs on.
         try await BlockingWork.run { [store] in try store.registerHandler(handler) }
-        logger.info("completion handler for \(LogText.escaped(session.description)): \(busName ?? call.sender) \(object)")
+        logger.info("completion handler for \(LogText.escaped(session.shownDescription)): \(busName ?? call.sender) \(object)")
         if try store.isPending(session) {
             Task { await self.deliverCompletion(session) }
         }
@@ -49,7 +63,9 @@ extension DownloadsService {
         CrashPoint.endedUnreported.reached()
         do {
             let (transition, pending) = try store.sessionBecameIdle(session)
-            if transition { emit(.eventsFinished(session: session.name), owner: session.owner) }
+            if transition {
+                emit(.eventsFinished(session: SessionKey.shown(session.name)), owner: session.owner, app: SessionKey.app(session.name))
+            }
             if pending { Task { await self.deliverCompletion(session) } }
         } catch {
             logger.error("store: \(error)")
@@ -93,13 +109,21 @@ extension DownloadsService {
             _ = try await connection.call(
                 destination: receiver, path: path,
                 interface: DownloadsInterfaces.client.name, method: "HandleEventsForBackgroundSession",
-                arguments: [.string(session.name)], timeout: configuration.completionTimeout, autoStart: false
+                arguments: [.string(SessionKey.shown(session.name))], timeout: configuration.completionTimeout, autoStart: false
             )
             CrashPoint.completionAnswered.reached()
             try await BlockingWork.run { [store] in try store.completionDelivered(session) }
-            logger.info("completion handler of \(LogText.escaped(session.description)) called")
+            logger.info("completion handler of \(LogText.escaped(session.shownDescription)) called")
         } catch {
-            logger.info("completion call for \(LogText.escaped(session.description)) stays pending: \(error)")
+            logger.info("completion call for \(LogText.escaped(session.shownDescription)) stays pending: \(error)")
         }
+    }
+}
+
+extension SessionID {
+    /// For the log: the name as its caller gave it, the app and the uid.
+    var shownDescription: String {
+        let app = SessionKey.app(name)
+        return "session '\(SessionKey.shown(name))' of uid \(owner)" + (app.isEmpty ? "" : " (app \(app))")
     }
 }

@@ -3,11 +3,15 @@ import DownloadEngine
 import DownloadsAPI
 import Foundation
 import Metalink
+import UserFiles
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The methods of `org.example.Downloads` on the manager object.
 extension DownloadsService {
     func managerInterface() throws -> ExportedInterface {
-        func handler(_ body: @escaping @Sendable (MethodCall, UInt32) async throws -> [DBusValue]) -> ExportedInterface.MethodHandler {
+        func handler(_ body: @escaping @Sendable (MethodCall, Caller) async throws -> [DBusValue]) -> ExportedInterface.MethodHandler {
             { [self] call in
                 do {
                     return try await body(call, try await caller(call))
@@ -17,52 +21,71 @@ extension DownloadsService {
             }
         }
         return try ExportedInterface(DownloadsInterfaces.manager, methods: [
-            "Start": handler { [self] call, uid in
+            "Start": handler { [self] call, caller in
                 let options = try TaskOptions(vardict(call.arguments[2]), allowed: TaskOptions.startKeys)
+                guard !caller.isSandboxed else {
+                    throw DownloadsErrorName.accessDenied.error(
+                        "a sandboxed app names its destination by a file descriptor, not a path: open the directory "
+                            + "(or the file) and call StartAt(url, h destination, s name, a{sv} options)"
+                    )
+                }
                 let pid = try? await call.credentials().pid
                 let path = try await start(
-                    url: call.arguments[0].stringValue ?? "", destination: call.arguments[1].stringValue ?? "",
-                    options: options, owner: uid, fileMode: CallerUmask.fileMode(pid: pid)
+                    url: call.arguments[0].stringValue ?? "", destination: .path(call.arguments[1].stringValue ?? ""),
+                    options: options, caller: caller, fileMode: CallerUmask.fileMode(pid: pid)
                 )
                 return [.objectPath(path)]
             },
-            "Pause": handler { [self] call, uid in
-                [.bytes(try await pause(try task(call.arguments[0].objectPathValue ?? .root, for: uid)))]
+            "StartAt": handler { [self] call, caller in
+                let options = try TaskOptions(vardict(call.arguments[3]), allowed: TaskOptions.startKeys)
+                guard let fd = call.arguments[1].unixFDValue else {
+                    throw DownloadsErrorName.invalidArgument.error("destination must be a file descriptor (h)")
+                }
+                let anchor = try Self.anchor(fd)
+                let pid = try? await call.credentials().pid
+                let path = try await start(
+                    url: call.arguments[0].stringValue ?? "", destination: .below(anchor, name: call.arguments[2].stringValue ?? ""),
+                    options: options, caller: caller, fileMode: CallerUmask.fileMode(pid: pid)
+                )
+                return [.objectPath(path)]
             },
-            "Resume": handler { [self] call, uid in
-                try await resume(try task(call.arguments[0].objectPathValue ?? .root, for: uid))
+            "Pause": handler { [self] call, caller in
+                [.bytes(try await pause(try task(call.arguments[0].objectPathValue ?? .root, for: caller)))]
+            },
+            "Resume": handler { [self] call, caller in
+                try await resume(try task(call.arguments[0].objectPathValue ?? .root, for: caller))
                 return []
             },
-            "Cancel": handler { [self] call, uid in
-                try await cancel(try await task(call.arguments[0].objectPathValue ?? .root, for: call, uid: uid, asAdmin: true))
+            "Cancel": handler { [self] call, caller in
+                try await cancel(try await task(call.arguments[0].objectPathValue ?? .root, for: call, caller: caller, asAdmin: true))
                 return []
             },
-            "ListAllTasks": handler { [self] call, uid in
-                [.objectPaths(try await listAllTasks(call, uid: uid))]
+            "ListAllTasks": handler { [self] call, caller in
+                [.objectPaths(try await listAllTasks(call, caller: caller))]
             },
-            "ResumeWithData": handler { [self] call, uid in
+            "ResumeWithData": handler { [self] call, caller in
                 let options = try TaskOptions(vardict(call.arguments[1]), allowed: TaskOptions.resumeKeys)
                 let fileMode = CallerUmask.fileMode(pid: try? await call.credentials().pid)
                 return [.objectPath(try await resumeWithData(
-                    call.arguments[0].bytesValue ?? [], options: options, owner: uid, fileMode: fileMode
+                    call.arguments[0].bytesValue ?? [], options: options, caller: caller, fileMode: fileMode
                 ))]
             },
-            "ListTasks": handler { [self] call, uid in
+            "ListTasks": handler { [self] call, caller in
                 let session = call.arguments[0].stringValue ?? ""
-                let paths = engine.snapshots(owner: uid)
-                    .filter { session.isEmpty || $0.session == session }
+                let paths = snapshots(for: caller)
+                    .filter { session.isEmpty || SessionKey.shown($0.session) == session }
                     .map { DownloadsAPI.taskPath($0.id) }
                 return [.objectPaths(paths)]
             },
-            "FindTasks": handler { [self] call, uid in
+            "FindTasks": handler { [self] call, caller in
                 let match = MetadataValue.dictionary(try TaskOptions.checkedMetadata(call.arguments[0], option: "match"))
-                let paths = engine.snapshots(owner: uid)
+                let paths = snapshots(for: caller)
                     .filter { task in match.allSatisfy { task.record.options.metadata[$0.key] == $0.value } }
                     .map { DownloadsAPI.taskPath($0.id) }
                 return [.objectPaths(paths)]
             },
-            "RegisterCompletionHandler": handler { [self] call, uid in
-                try await registerCompletionHandler(call, owner: uid)
+            "RegisterCompletionHandler": handler { [self] call, caller in
+                try await registerCompletionHandler(call, caller: caller)
                 return []
             },
         ])
@@ -73,10 +96,38 @@ extension DownloadsService {
         return dict
     }
 
-    /// Whether `owner` may have one more task: the quota; and a daemon that cannot act as other
-    /// users (not root, so no file helpers) takes tasks only from its own user and root, so no
-    /// caller can make it write where the caller could not.
-    private func checkMayAddTask(owner: UInt32) throws {
+    /// The tasks this caller sees (its user's; only its own app's when it is sandboxed).
+    func snapshots(for caller: Caller) -> [TaskSnapshot] {
+        engine.snapshots(owner: caller.uid).filter { caller.sees($0) }
+    }
+
+    /// A descriptor a caller handed over, checked (a directory, or a regular file open for
+    /// writing; not on a read-only mount) and duplicated for the task.
+    static func anchor(_ fd: UnixFD) throws -> DescriptorAnchor {
+        do {
+            return try DescriptorAnchor.make(duplicating: fd.fd)
+        } catch let error as FileOperationError {
+            if error.code == EROFS {
+                throw DownloadsErrorName.fileError.error("destination: \(error.message); nothing can be created there")
+            }
+            throw DownloadsErrorName.invalidArgument.error("destination: \(error.message)")
+        }
+    }
+
+    /// Whether `caller` may have one more task: the quota (its user's, and a sandboxed app's
+    /// share of it); and a daemon that cannot act as other users (not root, so no file helpers)
+    /// takes tasks only from its own user and root, so no caller can make it write where the
+    /// caller could not.
+    private func checkMayAddTask(_ caller: Caller) throws {
+        let owner = caller.uid
+        if caller.isSandboxed {
+            let count = engine.snapshots(owner: owner).reduce(0) { $0 + ($1.record.app == caller.app ? 1 : 0) }
+            guard count < configuration.maxTasksPerApp else {
+                throw DownloadsErrorName.quotaExceeded.error(
+                    "this app has \(configuration.maxTasksPerApp) tasks; cancel finished ones (Cancel removes them) or wait for them to expire"
+                )
+            }
+        }
         guard configuration.filesAsEveryUser || owner == 0 || owner == getuid() else {
             throw DownloadsErrorName.accessDenied.error(
                 "this downloadsd runs as uid \(getuid()) and cannot write files as you; use the system service (--system) or your own"
@@ -121,8 +172,19 @@ extension DownloadsService {
         }
     }
 
-    func start(url: String, destination: String, options: TaskOptions, owner: UInt32, fileMode: UInt32? = nil) async throws -> ObjectPath {
+    /// Where a new task's file goes: a path the caller named (`Start`), or below a descriptor it
+    /// handed over (`StartAt`: `name` in a directory, "" for the server's name or a file written in place).
+    enum Destination {
+        case path(String)
+        case below(DescriptorAnchor, name: String)
+    }
+
+    func start(url: String, destination: Destination, options: TaskOptions, caller: Caller, fileMode: UInt32? = nil) async throws -> ObjectPath {
+        let owner = caller.uid
         var asked = options
+        if caller.isSandboxed, asked.metalinkPath != nil {
+            throw DownloadsErrorName.accessDenied.error("a sandboxed app gives a Metalink document as its bytes (ay), not a path")
+        }
         if let path = asked.metalinkPath {
             asked.metalink = try await readMetalink(path, owner: owner)
             asked.metalinkPath = nil
@@ -130,15 +192,15 @@ extension DownloadsService {
         let (given, options, pieces, fileName) = try StartRequest.applyingMetalink(url, asked)
         let (stripped, authorization) = URLCredentials.split(given)
         let url = try StartRequest.checkURL(stripped)
-        let destination = try StartRequest.checkDestination(destination)
         var engineOptions = try StartRequest.downloadOptions(options)
+        if caller.isSandboxed { engineOptions.desktopEntry = try Self.desktopEntry(engineOptions.desktopEntry, app: caller.app) }
         engineOptions.pieces = pieces
         // The URL's credentials, unless the caller's own Authorization header says otherwise.
         if let authorization, !engineOptions.headers.keys.contains(where: { $0.lowercased() == "authorization" }) {
             engineOptions.headers["Authorization"] = authorization
         }
-        try checkMayAddTask(owner: owner)
-        let session = options.session ?? "default"
+        try checkMayAddTask(caller)
+        let session = SessionKey.stored(options.session ?? "default", app: caller.app)
         let sessions = engine.sessionNames(owner: owner)
         guard sessions.contains(session) || sessions.count < configuration.maxSessionsPerUser else {
             throw DownloadsErrorName.quotaExceeded.error(
@@ -146,15 +208,36 @@ extension DownloadsService {
             )
         }
         try requireRoom()
-        // Asked of the owner's file helper, off the cooperative pool (a hung mount blocks it).
         let overwrite = engineOptions.overwrite
-        let isDirectory = try await BlockingWork.run { [engine] in
-            try engine.checkDestination(destination, overwrite: overwrite, owner: owner)
+        let place: (destination: String, isDirectory: Bool, inPlace: Bool, anchor: DescriptorAnchor?)
+        switch destination {
+        case .path(let given):
+            let destination = try StartRequest.checkDestination(given)
+            // Asked of the owner's file helper, off the cooperative pool (a hung mount blocks it).
+            let isDirectory = try await BlockingWork.run { [engine] in
+                try engine.checkDestination(destination, overwrite: overwrite, owner: owner)
+            }
+            place = (destination, isDirectory, false, nil)
+        case .below(let anchor, let name):
+            let (destination, isDirectory) = try Self.destination(below: anchor, name: name)
+            // Asked with the owner's credentials below the descriptor (their file helper on the
+            // system bus), so the answer says nothing the owner could not see.
+            if !overwrite, anchor.kind == .directory, !isDirectory {
+                let exists = try await BlockingWork.run { [engine] in try engine.exists(destination, below: anchor, owner: owner) }
+                if exists {
+                    throw DownloadsErrorName.fileExists.error("\(name) exists in the destination directory; give overwrite=true to replace it")
+                }
+            }
+            place = (destination, isDirectory, anchor.kind == .file, anchor)
         }
-        let snapshot = try engine.create(DownloadRequest(
+        let destination = place.destination
+        var request = DownloadRequest(
             owner: owner, session: session, url: url, destination: destination,
-            destinationIsDirectory: isDirectory, options: engineOptions, fileMode: fileMode, fileName: fileName
-        ))
+            destinationIsDirectory: place.isDirectory, options: engineOptions, fileMode: fileMode, fileName: fileName
+        )
+        request.app = caller.app
+        request.writesInPlace = place.inPlace
+        let snapshot = try engine.create(request, anchor: place.anchor)
         // The reply names the task only once the store holds it; one the store could not take
         // is taken back, so nothing runs that a restart would not know.
         await engine.eventsDelivered(snapshot.id)
@@ -167,8 +250,49 @@ extension DownloadsService {
         }
         // The proxy without its credentials (`description`).
         let through = engineOptions.proxy.map { " through \(LogText.escaped($0.description))" } ?? ""
-        logger.info("task \(snapshot.id) of uid \(owner): \(LogText.url(url)) → \(LogText.escaped(destination))\(through)")
+        let app = caller.isSandboxed ? " (app \(LogText.escaped(caller.app)))" : ""
+        logger.info("task \(snapshot.id) of uid \(owner)\(app): \(LogText.url(url)) → \(LogText.escaped(destination))\(through)")
         return DownloadsAPI.taskPath(snapshot.id)
+    }
+
+    /// `StartAt`'s destination below a descriptor: `name` (one path component) in a directory,
+    /// the directory itself for "" (the response names the file), or the caller's own file.
+    static func destination(below anchor: DescriptorAnchor, name: String) throws -> (String, Bool) {
+        guard anchor.path.hasPrefix("/") else {
+            throw DownloadsErrorName.invalidArgument.error("destination does not lead to a file system path (\(anchor.path))")
+        }
+        let base = try StartRequest.checkDestination(anchor.path)
+        switch anchor.kind {
+        case .file:
+            guard name.isEmpty else {
+                throw DownloadsErrorName.invalidArgument.error("name must be \"\" when destination is a file (it is written in place)")
+            }
+            return (base, false)
+        case .directory:
+            if name.isEmpty { return (base, true) }
+            guard DescriptorAnchor.isPlainName(name) else {
+                throw DownloadsErrorName.invalidArgument.error("name must be one path component (no '/', not '.' or '..'), got '\(name)'")
+            }
+            return (try StartRequest.checkDestination(FilePaths.join(base, name)), false)
+        }
+    }
+
+    /// A sandboxed app's `desktop_entry`: its own (`APPID.desktop`; a snap's `NAME_…desktop`),
+    /// given or not: its dock progress and notifications never show under another app.
+    static func desktopEntry(_ given: String?, app: String) throws -> String? {
+        if app.hasPrefix("snap.") {
+            let name = String(app.dropFirst(5))
+            guard let given else { return nil }
+            guard given.hasPrefix(name + "_") else {
+                throw DownloadsErrorName.invalidArgument.error("desktop_entry of snap \(name) must be one of its own (\(name)_*.desktop)")
+            }
+            return given
+        }
+        let own = app + ".desktop"
+        guard given == nil || given == own else {
+            throw DownloadsErrorName.invalidArgument.error("a sandboxed app's desktop_entry is its own, \(own), not '\(given ?? "")'")
+        }
+        return own
     }
 
     // A control call's reply means its effect is in the store: each waits for the task's events.
@@ -215,15 +339,27 @@ extension DownloadsService {
 
     /// The task the data came from, if it still exists, gets the options and carries on;
     /// otherwise a new task takes over its partial file.
-    func resumeWithData(_ blob: [UInt8], options: TaskOptions, owner: UInt32, fileMode: UInt32? = nil) async throws -> ObjectPath {
-        let data = try engine.decodeResumeData(blob, owner: owner)
+    func resumeWithData(_ blob: [UInt8], options: TaskOptions, caller: Caller, fileMode: UInt32? = nil) async throws -> ObjectPath {
+        let owner = caller.uid
+        let data = try engine.decodeResumeData(blob, owner: owner, app: caller.app)
         let source = engine.snapshot(data.taskID)
         if source == nil || source?.state == .finished || source?.state == .cancelled {
-            try checkMayAddTask(owner: owner)
+            try checkMayAddTask(Caller(uid: owner, app: data.app))
+        }
+        // A new descriptor for the task's files: the directory (or the file) it was started in.
+        let anchor = try options.destinationFD.map { fd -> DescriptorAnchor in
+            let anchor = try Self.anchor(fd)
+            let expected = data.writesInPlace || data.destinationIsDirectory ? data.destination : FilePaths.directory(of: data.destination)
+            guard anchor.path == expected, (anchor.kind == .file) == data.writesInPlace else {
+                throw DownloadsErrorName.invalidArgument.error(
+                    "destination_fd must be \(data.writesInPlace ? "the file" : "the directory") the download was started in (\(expected))"
+                )
+            }
+            return anchor
         }
         try requireRoom()
         let url = try options.url.map(StartRequest.checkURL)
-        let snapshot = try await engine.adopt(data, change: try StartRequest.change(options), url: url, fileMode: fileMode)
+        let snapshot = try await engine.adopt(data, change: try StartRequest.change(options), url: url, fileMode: fileMode, anchor: anchor)
         await engine.eventsDelivered(snapshot.id)
         try requireStored(snapshot.id)
         logger.info("task \(snapshot.id) of uid \(owner): resumed from the resume data of task \(data.taskID)")

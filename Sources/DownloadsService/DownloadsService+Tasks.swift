@@ -12,7 +12,7 @@ extension DownloadsService {
         ) -> ExportedInterface.MethodHandler {
             { [self] call in
                 do {
-                    return try await body(try await task(call.path, for: call, uid: try await caller(call), asAdmin: asAdmin))
+                    return try await body(try await task(call.path, for: call, caller: try await caller(call), asAdmin: asAdmin))
                 } catch {
                     throw ServiceError.reply(for: error)
                 }
@@ -30,7 +30,7 @@ extension DownloadsService {
             },
             "SetURL": { [self] call in
                 do {
-                    let task = try await task(call.path, for: call, uid: try await caller(call), asAdmin: false)
+                    let task = try await task(call.path, for: call, caller: try await caller(call), asAdmin: false)
                     try await setURL(task, to: call.arguments.first?.stringValue ?? "")
                     return []
                 } catch {
@@ -53,16 +53,16 @@ extension DownloadsService {
                 // administrator reads every task (the methods check for themselves).
                 return try? ExportedObject(path: path, interfaces: [interface]) { [self] call in
                     do {
-                        _ = try await task(call.path, for: call, uid: try await caller(call), asAdmin: true)
+                        _ = try await task(call.path, for: call, caller: try await caller(call), asAdmin: true)
                     } catch {
                         throw ServiceError.reply(for: error)
                     }
                 }
             },
             enumerate: { [self] call in
-                let uid = try await caller(call)
-                let all = await mayManageAll(call, uid: uid)
-                return engine.snapshots().filter { all || $0.owner == uid }.map { String($0.id) }
+                let caller = try await caller(call)
+                let all = await mayManageAll(call, caller: caller)
+                return engine.snapshots().filter { all || caller.sees($0) }.map { String($0.id) }
             }
         )
     }
@@ -77,7 +77,7 @@ extension DownloadsService {
         let record = snapshot.record
         switch property {
         case .id: return .uint64(record.id)
-        case .session: return .string(record.session)
+        case .session: return .string(SessionKey.shown(record.session))
         case .url: return .string(record.url)
         case .destination: return .string(record.resolvedPath ?? record.destination)
         case .state: return .string(record.state.rawValue)
@@ -91,6 +91,7 @@ extension DownloadsService {
         case .title: return .string(record.options.title ?? "")
         case .description: return .string(record.options.taskDescription ?? "")
         case .metadata: return .vardict(record.options.metadata.mapValues(\.dbusValue))
+        case .app: return .string(record.app)
         }
     }
 }

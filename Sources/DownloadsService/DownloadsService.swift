@@ -1,3 +1,4 @@
+import CallerApps
 import DBus
 import Dispatch
 import DownloadEngine
@@ -20,7 +21,11 @@ public final class DownloadsService: Sendable {
         /// helpers); otherwise only the daemon's own user and root may start tasks.
         public var filesAsEveryUser = false
         public var maxTasksPerUser = 1000
+        /// One sandboxed app's share of its user's tasks (one app cannot use up its user's quota).
+        public var maxTasksPerApp = 500
         public var maxHandlersPerUser = 1000
+        /// One sandboxed app's share of its user's completion handlers.
+        public var maxHandlersPerApp = 500
         /// Distinct sessions one user's tasks may be in.
         public var maxSessionsPerUser = 100
         /// How long finished, failed and cancelled tasks stay listed.
@@ -30,8 +35,9 @@ public final class DownloadsService: Sendable {
     }
 
     struct State {
-        /// Connections that called us, with their uid (for unicast signals on the system bus).
-        var clients: [String: UInt32] = [:]
+        /// Connections that called us, with their uid and app (for unicast signals), found once
+        /// per unique name and forgotten when it leaves the bus.
+        var clients: [String: Caller] = [:]
         /// Completion calls in flight.
         var delivering: Set<SessionID> = []
     }
@@ -93,7 +99,7 @@ public final class DownloadsService: Sendable {
         var due = try store.sessionsWithUnreportedEnds()
         for session in try store.unannouncedCompletions() where !due.contains(session) { due.append(session) }
         for session in due where !engine.hasActiveTasks(in: session) {
-            logger.info("session \(LogText.escaped(session.description)): tasks ended before the last stop; its completion is due")
+            logger.info("session \(LogText.escaped(session.shownDescription)): tasks ended before the last stop; its completion is due")
             sessionBecameIdle(session)
         }
         // Pending completion calls with a well-known name can be delivered by activation now.
@@ -123,22 +129,34 @@ public final class DownloadsService: Sendable {
 
     // MARK: Callers
 
-    /// The caller's uid (asked of the bus); remembers the connection for unicast signals.
-    func caller(_ call: MethodCall) async throws -> UInt32 {
+    /// Who calls: the uid (asked of the bus) and the app (asked of the kernel about the process
+    /// the bus names, `AppIdentity`), once per connection; remembered for unicast signals. Any
+    /// doubt about the app refuses the call: a sandboxed app is never taken for the host.
+    func caller(_ call: MethodCall) async throws -> Caller {
+        if let known = state.withLockedValue({ $0.clients[call.sender] }) { return known }
         let credentials: Credentials
         do {
             credentials = try await call.credentials()
         } catch {
             throw DownloadsErrorName.accessDenied.error("cannot tell who is calling: \(error)")
         }
-        state.withLockedValue { $0.clients[call.sender] = credentials.uid }
-        return credentials.uid
+        let app: String
+        do {
+            app = try AppIdentity.app(pid: credentials.pid ?? 0, uid: credentials.uid, securityLabel: credentials.securityLabel)
+        } catch {
+            logger.warning("call from \(call.sender) (uid \(credentials.uid)) refused: cannot tell which app it is: \(error)")
+            throw DownloadsErrorName.accessDenied.error("cannot tell which app is calling: \(error)")
+        }
+        let caller = Caller(uid: credentials.uid, app: app)
+        state.withLockedValue { $0.clients[call.sender] = caller }
+        if caller.isSandboxed { logger.info("\(call.sender) is app \(LogText.escaped(app)) of uid \(caller.uid)") }
+        return caller
     }
 
-    /// The task a path names, if the caller may use it. Another user's task answers exactly as
-    /// a missing one.
-    func task(_ path: ObjectPath, for uid: UInt32) throws -> TaskSnapshot {
-        guard let id = DownloadsAPI.taskID(path), let snapshot = engine.snapshot(id), snapshot.owner == uid || uid == 0 else {
+    /// The task a path names, if the caller may use it. Another user's task, or another app's,
+    /// answers exactly as a missing one.
+    func task(_ path: ObjectPath, for caller: Caller) throws -> TaskSnapshot {
+        guard let id = DownloadsAPI.taskID(path), let snapshot = engine.snapshot(id), caller.sees(snapshot) else {
             throw DownloadsErrorName.notFound.error("no task at \(path)")
         }
         return snapshot
@@ -146,15 +164,20 @@ public final class DownloadsService: Sendable {
 
     // MARK: Signals
 
-    /// Sends a signal about something of `owner`: broadcast on the session bus, only to that
-    /// user's connections on the system bus. Checked against its declaration.
-    private func send(_ interface: InterfaceDescription, _ name: String, path: ObjectPath, _ arguments: [DBusValue], owner: UInt32) {
+    /// Sends a signal about something of `owner` and `app`: broadcast on the session bus for the
+    /// daemon's own user's host tasks; otherwise only to the connections that may see it (the
+    /// owner's host connections, and the app's own). Checked against its declaration.
+    private func send(
+        _ interface: InterfaceDescription, _ name: String, path: ObjectPath, _ arguments: [DBusValue], owner: UInt32, app: String
+    ) {
         do {
-            if broadcasts(owner) {
+            if broadcasts(owner, app: app) {
                 try connection.emit(interface, name, path: path, arguments: arguments)
                 return
             }
-            let targets = state.withLockedValue { state in state.clients.filter { $0.value == owner }.map(\.key) }
+            let targets = state.withLockedValue { state in
+                state.clients.filter { $0.value.hears(owner: owner, app: app) }.map(\.key)
+            }
             for target in targets {
                 try connection.emit(interface, name, path: path, arguments: arguments, destination: target)
             }
@@ -163,30 +186,32 @@ public final class DownloadsService: Sendable {
         }
     }
 
-    /// Whether events of `owner`'s tasks may go to everyone on the bus: only on the session bus
-    /// and only for the daemon's own user; whenever the owner is someone else (a root daemon on
-    /// any bus), the multi-user rules hold and signals go to the owner's connections alone.
-    func broadcasts(_ owner: UInt32) -> Bool {
-        !configuration.systemBus && owner == Self.daemonUID
+    /// Whether events of `owner`'s tasks may go to everyone on the bus: only on the session bus,
+    /// only for the daemon's own user and only for host callers' tasks; whenever the owner is
+    /// someone else (a root daemon on any bus), the multi-user rules hold and signals go to the
+    /// owner's connections alone; a sandboxed app's go to it and its user's host connections
+    /// (xdg-dbus-proxy passes every broadcast of a name an app may talk to).
+    func broadcasts(_ owner: UInt32, app: String) -> Bool {
+        !configuration.systemBus && owner == Self.daemonUID && app.isEmpty
     }
 
     static let daemonUID = UInt32(getuid())
 
-    func emit(_ signal: ManagerSignal, owner: UInt32) {
-        send(DownloadsInterfaces.manager, signal.name, path: DownloadsAPI.managerPath, signal.arguments, owner: owner)
+    func emit(_ signal: ManagerSignal, owner: UInt32, app: String) {
+        send(DownloadsInterfaces.manager, signal.name, path: DownloadsAPI.managerPath, signal.arguments, owner: owner, app: app)
     }
 
     func emitTaskProperties(_ snapshot: TaskSnapshot, _ properties: [TaskProperty]) {
         var changed: [String: DBusValue] = [:]
         for property in properties { changed[property.name] = DownloadsService.value(property, of: snapshot) }
-        emitPropertiesChanged(task: snapshot.id, owner: snapshot.owner, changed)
+        emitPropertiesChanged(task: snapshot, changed)
     }
 
     /// `PropertiesChanged` of `org.example.Downloads.Task` on one task's object.
-    private func emitPropertiesChanged(task id: UInt64, owner: UInt32, _ changed: [String: DBusValue]) {
+    private func emitPropertiesChanged(task: TaskSnapshot, _ changed: [String: DBusValue]) {
         send(
-            InterfaceDescription.properties, "PropertiesChanged", path: DownloadsAPI.taskPath(id),
-            [.string(DownloadsInterfaces.task.name), .vardict(changed), .strings([])], owner: owner
+            InterfaceDescription.properties, "PropertiesChanged", path: DownloadsAPI.taskPath(task.id),
+            [.string(DownloadsInterfaces.task.name), .vardict(changed), .strings([])], owner: task.owner, app: task.record.app
         )
     }
 
@@ -195,9 +220,9 @@ public final class DownloadsService: Sendable {
     func emitProgress(_ task: TaskSnapshot, delta: Int64, total: Int64, expected: Int64, properties: Bool = true) {
         emit(.progress(
             task: DownloadsAPI.taskPath(task.id), bytesWritten: delta, totalBytesWritten: total, totalBytesExpected: expected
-        ), owner: task.owner)
+        ), owner: task.owner, app: task.record.app)
         guard properties else { return }
-        emitPropertiesChanged(task: task.id, owner: task.owner, [
+        emitPropertiesChanged(task: task, [
             TaskProperty.bytesWritten.name: .int64(total), TaskProperty.bytesExpected.name: .int64(expected),
         ])
     }

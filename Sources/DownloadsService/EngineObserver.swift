@@ -13,7 +13,7 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
     }
 
     func taskWasCreated(_ task: TaskSnapshot) {
-        guard let service, service.broadcasts(task.owner) else { return }
+        guard let service, service.broadcasts(task.owner, app: task.record.app) else { return }
         // The properties of the event's snapshot, not read again per property from the engine.
         service.connection.announceAdded(
             DownloadsAPI.taskPath(task.id), interfaces: [DownloadsInterfaces.task.name: DownloadsService.properties(of: task)]
@@ -22,7 +22,7 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
 
     func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {
         guard let service else { return }
-        service.emit(.stateChanged(task: DownloadsAPI.taskPath(task.id), state: state.rawValue), owner: task.owner)
+        service.emit(.stateChanged(task: DownloadsAPI.taskPath(task.id), state: state.rawValue), owner: task.owner, app: task.record.app)
         service.emitTaskProperties(task, TaskProperty.changing)
     }
 
@@ -48,7 +48,7 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
 
     func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String) {
         guard let service else { return }
-        service.emit(.finished(task: DownloadsAPI.taskPath(task.id), location: location), owner: task.owner)
+        service.emit(.finished(task: DownloadsAPI.taskPath(task.id), location: location), owner: task.owner, app: task.record.app)
     }
 
     func task(_ task: TaskSnapshot, didCompleteWithError error: DownloadError, resumeData: [UInt8]?) {
@@ -56,12 +56,12 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
         let name = (DownloadsErrorName(rawValue: error.name) ?? .failed).fullName
         service.emit(.failed(
             task: DownloadsAPI.taskPath(task.id), errorName: name, message: error.message, resumeData: resumeData ?? []
-        ), owner: task.owner)
+        ), owner: task.owner, app: task.record.app)
     }
 
     func taskWasRemoved(_ task: TaskSnapshot) {
         guard let service else { return }
-        if service.broadcasts(task.owner) {
+        if service.broadcasts(task.owner, app: task.record.app) {
             service.connection.announceRemoved(DownloadsAPI.taskPath(task.id), interfaces: [DownloadsInterfaces.task.name])
         }
     }

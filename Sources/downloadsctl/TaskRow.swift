@@ -9,6 +9,8 @@ import Glibc
 struct TaskRow: Encodable {
     let id: UInt64
     let session: String
+    /// The sandboxed app the task belongs to (a Flatpak app id, `snap.NAME`), "" for the host.
+    let app: String
     let url: String
     let destination: String
     let state: String
@@ -23,7 +25,7 @@ struct TaskRow: Encodable {
     let metadata: [String: MetadataJSON]
 
     enum CodingKeys: String, CodingKey {
-        case id, session, url, destination, state, error, background, title, description, metadata
+        case id, session, app, url, destination, state, error, background, title, description, metadata
         case bytesWritten = "bytes_written", bytesExpected = "bytes_expected", errorMessage = "error_message"
         case waitingFor = "waiting_for"
     }
@@ -31,6 +33,7 @@ struct TaskRow: Encodable {
     init(_ status: DownloadTaskStatus) {
         id = status.id
         session = status.session
+        app = status.app
         url = status.url
         destination = status.destination
         state = status.state
@@ -54,7 +57,9 @@ struct TaskRow: Encodable {
     /// `  3 running     42%  downloadsctl  /home/me/file.iso`; with `speeds` (what `watch` has
     /// measured of each running task) also the speed and the time left.
     static func table(_ statuses: [DownloadTaskStatus], speeds: [UInt64: Double]? = nil) -> String {
-        var lines = [["ID", "STATE", "PROGRESS"] + (speeds == nil ? [] : ["SPEED", "ETA"]) + ["SESSION", "DESTINATION"]]
+        // The APP column only when a sandboxed app has tasks (most machines have none).
+        let apps = statuses.contains { !$0.app.isEmpty }
+        var lines = [["ID", "STATE", "PROGRESS"] + (speeds == nil ? [] : ["SPEED", "ETA"]) + (apps ? ["APP"] : []) + ["SESSION", "DESTINATION"]]
         for status in statuses {
             let progress = status.bytesExpected > 0
                 ? "\(Int(min(1, Double(status.bytesWritten) / Double(status.bytesExpected)) * 100))%"
@@ -69,6 +74,7 @@ struct TaskRow: Encodable {
                 row += [speed.map { "\(ByteCount.format(Int64($0)))/s" } ?? "",
                         ProgressLine.eta(written: status.bytesWritten, expected: status.bytesExpected, speed: speed)]
             }
+            if apps { row.append(status.app.isEmpty ? "-" : DisplayText.escaped(status.app)) }
             lines.append(row + [DisplayText.escaped(status.session), destination])
         }
         let padded = lines[0].count - 1

@@ -35,6 +35,7 @@ struct Downloadsd: AsyncParsableCommand {
     @Option(help: "Connections a download with mirrors opens to one server (scheme, host and port) at most.")
     var maxConnectionsPerHost = 4
     @Option(help: "Tasks one user may have (QuotaExceeded beyond).") var maxTasksPerUser = 1000
+    @Option(help: "Tasks one sandboxed app (Flatpak, Snap) may have, inside its user's (QuotaExceeded beyond).") var maxTasksPerApp = 500
     @Option(help: "Distinct sessions one user's tasks may be in (QuotaExceeded beyond).") var maxSessionsPerUser = 100
     @Option(help: "Days finished, failed and cancelled tasks stay listed.") var retentionDays = 7
     @Option(help: "Progress signals per task per second, at most (each sent in order with the task's other signals).") var progressRate = 10
@@ -65,7 +66,7 @@ struct Downloadsd: AsyncParsableCommand {
     func validate() throws {
         let chosen = [session, system, address != nil].filter { $0 }.count
         guard chosen <= 1 else { throw ValidationError("choose one of --session, --system and --address") }
-        guard maxRunning > 0, maxRunningPerSession > 0, maxConnections > 0, maxConnectionsPerHost > 0, maxTasksPerUser > 0, maxSessionsPerUser > 0, retentionDays >= 0,
+        guard maxRunning > 0, maxRunningPerSession > 0, maxConnections > 0, maxConnectionsPerHost > 0, maxTasksPerUser > 0, maxTasksPerApp > 0, maxSessionsPerUser > 0, retentionDays >= 0,
               progressRate > 0, fileHelperTimeout > 0, checkpointInterval > 0, checkpointBytes > 0
         else {
             throw ValidationError("limits must be positive")
@@ -161,6 +162,7 @@ struct Downloadsd: AsyncParsableCommand {
         serviceConfiguration.systemBus = system
         serviceConfiguration.filesAsEveryUser = filesAsEveryUser
         serviceConfiguration.maxTasksPerUser = maxTasksPerUser
+        serviceConfiguration.maxTasksPerApp = maxTasksPerApp
         serviceConfiguration.maxSessionsPerUser = maxSessionsPerUser
         serviceConfiguration.retention = .seconds(retentionDays * 86_400)
         let service = DownloadsService(

@@ -178,8 +178,9 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertEqual(rows.count, 1)
         XCTAssertEqual(Set(rows[0].keys), [
             "id", "session", "url", "destination", "state", "bytes_written", "bytes_expected", "error", "error_message", "waiting_for",
-            "background", "title", "description", "metadata",
+            "background", "title", "description", "metadata", "app",
         ])
+        XCTAssertEqual(rows[0]["app"] as? String, "", "a host caller's task belongs to no app")
         XCTAssertEqual(rows[0]["state"] as? String, "finished")
         XCTAssertEqual(rows[0]["bytes_written"] as? Int, 50_000)
         XCTAssertEqual(rows[0]["session"] as? String, "cli")
