@@ -2,9 +2,11 @@
 SHELL := /bin/bash
 # What building, running and testing need (busctl comes with systemd, gdbus with libglib2.0-bin;
 # nginx-light with ssl and http2 and openssl for a test CA: the HTTPS tests; libxml2-dev for
-# Foundation's XMLParser, which reads Metalink documents).
+# Foundation's XMLParser, which reads Metalink documents; bubblewrap and xdg-dbus-proxy: a Flatpak app as
+# Flatpak runs one, for the sandboxed-app tests).
 DEBIAN_PACKAGES := libdbus-1-dev libglib2.0-dev libglib2.0-bin libsqlite3-dev libxml2-dev pkg-config dbus python3-dbus python3-gi python3-dbusmock python3-hypothesis \
-	systemd curl ca-certificates procps passwd nginx-light openssl tinyproxy microsocks iproute2
+	systemd curl ca-certificates procps passwd nginx-light openssl tinyproxy microsocks iproute2 \
+	bubblewrap xdg-dbus-proxy
 # Building the .deb.
 DEB_PACKAGES := dpkg-dev debhelper lintian fakeroot
 # Reference tools of the benchmarks only.
