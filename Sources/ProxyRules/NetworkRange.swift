@@ -4,6 +4,9 @@ import Glibc
 
 /// An IPv4 or IPv6 network in CIDR notation (`169.254.0.0/16`, `fe80::/10`), and whether an
 /// address lies in it. IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) count as their IPv4 address.
+/// An address that reaches this host when connected to (`0.0.0.0/8`, `::`, and their mapped
+/// forms: Linux connects them to the loopback) lies in every network that holds a loopback
+/// address, so denying `127.0.0.0/8` or `::1/128` denies them too.
 public struct NetworkRange: Sendable, Hashable, CustomStringConvertible {
     /// 4 or 16 bytes, the bits past `prefix` cleared.
     let bytes: [UInt8]
@@ -36,11 +39,18 @@ public struct NetworkRange: Sendable, Hashable, CustomStringConvertible {
     /// Whether `address` (text, as getaddrinfo or a URL gives it) is in this network.
     public func contains(_ address: String) -> Bool {
         guard var candidate = Self.parse(address) else { return false }
-        if candidate.count == 16, bytes.count == 4, candidate[0..<10].allSatisfy({ $0 == 0 }), candidate[10] == 0xff, candidate[11] == 0xff {
+        if holds(candidate) { return true }
+        if candidate.count == 16, candidate[0..<10].allSatisfy({ $0 == 0 }), candidate[10] == 0xff, candidate[11] == 0xff {
             candidate = Array(candidate[12...])
+            if holds(candidate) { return true }
         }
-        guard candidate.count == bytes.count else { return false }
-        return Self.masked(candidate, prefix) == bytes
+        // This host by another name: in here when a loopback address is.
+        let thisHost = candidate.count == 4 ? candidate[0] == 0 : candidate.allSatisfy { $0 == 0 }
+        return thisHost && (holds([127, 0, 0, 1]) || holds(Array(repeating: 0, count: 15) + [1]))
+    }
+
+    private func holds(_ candidate: [UInt8]) -> Bool {
+        candidate.count == bytes.count && Self.masked(candidate, prefix) == bytes
     }
 
     /// The 4 or 16 bytes of an IPv4 or IPv6 address (brackets allowed), or nil: not an address.

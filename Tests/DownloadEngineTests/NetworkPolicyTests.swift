@@ -15,6 +15,16 @@ final class NetworkPolicyTests: EngineTestCase {
         XCTAssertTrue(try XCTUnwrap(NetworkRange("fe80::/10")).contains("[fe80::1]"))
         XCTAssertTrue(try XCTUnwrap(NetworkRange("febf::1/128")).contains("febf::1"))
         XCTAssertTrue(try XCTUnwrap(NetworkRange("0.0.0.0/0")).contains("8.8.8.8"))
+        // 0.0.0.0/8 and :: are this host when connected to: denied with the loopback (issue 45).
+        let loopback = try XCTUnwrap(NetworkRange("127.0.0.0/8")), loopback6 = try XCTUnwrap(NetworkRange("::1/128"))
+        for local in ["0.0.0.0", "0.1.2.3", "::", "[0::0]", "::ffff:0.0.0.0", "[::ffff:0.0.0.0]"] {
+            XCTAssertTrue(loopback.contains(local), local)
+            XCTAssertTrue(loopback6.contains(local), local)
+            XCTAssertFalse(linkLocal.contains(local), "not in a network without the loopback: \(local)")
+        }
+        XCTAssertTrue(loopback.contains("::ffff:127.0.0.1"))
+        XCTAssertFalse(loopback.contains("::2"))
+        XCTAssertFalse(loopback.contains("1.0.0.0"))
         XCTAssertEqual(NetworkRange("10.1.2.3/8")?.description, "10.0.0.0/8")
         XCTAssertEqual(NetworkRange("127.0.0.1")?.description, "127.0.0.1/32")
         for bad in ["", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/+8", "example.com/8", "fe80::/129", "10.0.0/8", "10.0.0.0/"] {
