@@ -16,6 +16,8 @@ extension DownloadOptions: Codable {
         case mirrors
         case pieces
         case metalinkURL = "metalink_url"
+        case credentialsOrigin = "credentials_origin"
+        case promisedLength = "promised_length"
         case useMetalinkHeaders = "use_metalink_headers"
         case priority
         case maxBytesPerSecond = "max_bytes_per_second"
@@ -55,6 +57,8 @@ extension DownloadOptions: Codable {
         earliestBegin = try container.decodeIfPresent(UInt64.self, forKey: .earliestBegin)
         mirrors = try container.decodeIfPresent([String].self, forKey: .mirrors) ?? []
         metalinkURL = try container.decodeIfPresent(String.self, forKey: .metalinkURL)
+        credentialsOrigin = try container.decodeIfPresent(String.self, forKey: .credentialsOrigin)
+        promisedLength = try container.decodeIfPresent(Int64.self, forKey: .promisedLength)
         if let stored = try container.decodeIfPresent(StoredPieces.self, forKey: .pieces) {
             do throws(Checksum.Invalid) {
                 guard let algorithm = Checksum.Algorithm(rawValue: stored.algorithm) else {
@@ -103,6 +107,8 @@ extension DownloadOptions: Codable {
         try container.encodeIfPresent(earliestBegin, forKey: .earliestBegin)
         if !mirrors.isEmpty { try container.encode(mirrors, forKey: .mirrors) }
         try container.encodeIfPresent(metalinkURL, forKey: .metalinkURL)
+        try container.encodeIfPresent(credentialsOrigin, forKey: .credentialsOrigin)
+        try container.encodeIfPresent(promisedLength, forKey: .promisedLength)
         if let pieces {
             try container.encode(
                 StoredPieces(algorithm: pieces.algorithm.rawValue, length: pieces.length, hashes: pieces.hexDigests), forKey: .pieces

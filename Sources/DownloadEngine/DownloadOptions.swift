@@ -53,6 +53,17 @@ public struct DownloadOptions: Sendable, Hashable {
     /// The Metalink document's URL this task's URL and mirrors came from (a URL answered with
     /// `application/metalink4+xml`): set once it was followed, so no second document is.
     public var metalinkURL: String?
+    /// The URL the caller's credentials (`Authorization`, `Cookie`, `Proxy-Authorization`, a
+    /// URL's `user:password@`) were given for, once the task's URL is another one: recorded when
+    /// a followed Metalink document makes its file the task's URL (Start's URL then), and when
+    /// the caller sets a URL (`SetURL`, `ResumeWithData`'s `url`: that one). Every request of the
+    /// task, for its whole life (runs, retries, resumes, restarts, segments, mirrors), carries
+    /// them only to this URL's origin. nil: the task's URL (or, for a task stored before it was
+    /// recorded that followed a document, the document's URL).
+    public var credentialsOrigin: String?
+    /// The file's length a Metalink document promised (`<size>`): a server whose length differs
+    /// fails the task.
+    public var promisedLength: Int64?
     /// The file's piece hashes (from a Metalink document): each piece is checked as it
     /// completes and fetched again when it differs (`PieceProgress`).
     public var pieces: PieceHashes?

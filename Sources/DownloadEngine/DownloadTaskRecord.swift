@@ -97,6 +97,9 @@ public struct DownloadTaskRecord: Sendable, Hashable {
 
     public var sessionID: SessionID { SessionID(owner: owner, name: session) }
 
+    /// Where the caller's credentials may go (`DownloadOptions.credentialsOrigin`).
+    public var credentialsOrigin: String { options.credentialsOrigin ?? options.metalinkURL ?? url }
+
     /// The partial file: hidden, beside the destination (inside it when it is a directory),
     /// named after the task so a restart finds it again.
     public var partialPath: String {

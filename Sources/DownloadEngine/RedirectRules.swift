@@ -1,4 +1,5 @@
 import Foundation
+import ProxyRules
 import TerminalOutput
 
 /// What a redirect may do, as pure functions (tested without I/O).
@@ -24,6 +25,19 @@ public enum RedirectRules {
             throw DownloadError.invalidResponse("redirect to a URL without a host")
         }
         return next.absoluteString
+    }
+
+    /// Longest URL a server may send the task to (as the service takes from a caller).
+    public static let maxURLBytes = 8 * 1024
+
+    /// Whether a URL a server named (a Metalink document's) may become the task's, by the rules
+    /// a caller's URL is held to at Start: http(s) with a host, no user name or password (they
+    /// would be shown and stored, never sent), no space or control character, at most 8 KiB.
+    public static func acceptableAsTaskURL(_ text: String) -> Bool {
+        guard text.utf8.count <= maxURLBytes, !URLCharacters.containSpaceOrControl(text), let url = URL(string: text),
+              let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty
+        else { return false }
+        return url.user == nil && url.password == nil
     }
 
     /// Scheme, host (case-insensitive) and port (the scheme's default when absent) are equal.

@@ -176,6 +176,8 @@ extension SessionManager {
             let snapshot = task.update { state in
                 state.record.url = url
                 state.record.finalURL = nil
+                // The caller chose this URL: its credentials are for it now.
+                state.record.options.credentialsOrigin = url
             }
             delegate.urlChanged(task, snapshot)
             return (snapshot, current == .retrying)

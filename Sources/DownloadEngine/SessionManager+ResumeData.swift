@@ -45,7 +45,10 @@ extension SessionManager {
             }
         }
         var request = data.request
-        if let url { request.url = url }
+        if let url {
+            request.url = url
+            request.options.credentialsOrigin = url
+        }
         request.fileMode = fileMode
         request.options.apply(change)
         try request.options.validate()

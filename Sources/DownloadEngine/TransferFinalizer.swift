@@ -1,3 +1,4 @@
+import TerminalOutput
 import UserFiles
 
 /// Turns a complete partial file into the destination: fdatasync, the checksum (hashed as the
@@ -11,6 +12,7 @@ struct TransferFinalizer: Sendable {
     func complete(_ record: DownloadTaskRecord, length: Int64, writer: PartialFileWriter) throws {
         try writer.openIfNeeded()
         try writer.sync()
+        try keepsTheDocumentsPromises(record, length: length, writer: writer)
         if let expected = record.options.checksum, let (actual, _) = try writer.digest(length: length) {
             guard actual == expected.hex else {
                 writer.close()
@@ -18,6 +20,38 @@ struct TransferFinalizer: Sendable {
                 throw DownloadError.checksumMismatch(expected: expected, actual: actual)
             }
         }
+    }
+
+    /// A followed Metalink document's `<size>` and piece hashes are promises: a file of another
+    /// length, or whose pieces the hashes cannot describe or do not match, is not published
+    /// (never a silent download of something else). Pieces are read back here unless a
+    /// whole-file checksum checks the bytes next.
+    private func keepsTheDocumentsPromises(_ record: DownloadTaskRecord, length: Int64, writer: PartialFileWriter) throws {
+        let document = record.options.metalinkURL.map { " at \(DisplayText.quoted($0, limit: 200))" } ?? ""
+        var broken: DownloadError?
+        if let promised = record.options.promisedLength, promised != length {
+            broken = .invalidResponse("the Metalink document\(document) promises \(promised) bytes; the server sent \(length)")
+        } else if let pieces = record.options.pieces {
+            if !pieces.fits(length) {
+                broken = .invalidResponse(
+                    "the Metalink document\(document) gives \(pieces.count) piece hashes of \(pieces.length) bytes, which do not describe the \(length) bytes the server sent"
+                )
+            } else if record.options.checksum == nil {
+                for index in 0..<pieces.count {
+                    let range = pieces.range(of: index, fileLength: length)
+                    guard try writer.digest(of: range, pieces.algorithm) == pieces.hex(of: index) else {
+                        broken = .checksumMismatch(
+                            "piece \(index) (bytes \(range.start)–\(range.end - 1)) differs from the \(pieces.algorithm.rawValue) hash of the Metalink document\(document)"
+                        )
+                        break
+                    }
+                }
+            }
+        }
+        guard let broken else { return }
+        writer.close()
+        try? fileAccess.remove(writer.path)
+        throw broken
     }
 
     /// Renames the complete file into place; returns where it now is.

@@ -9,8 +9,12 @@ extension TransferRun {
     /// http(s) URL the task's URL (kept, so a restart goes there, not to the document), the
     /// others mirrors, its strongest hash the checksum unless one was given, its piece hashes
     /// checked as pieces complete. URLs a redirect from `url` could not go to (https to http)
-    /// are left out. Followed once per task: a document that names another document is downloaded
-    /// as it is. The next request goes to the new URL (counted as a redirect).
+    /// are left out, and so are URLs a caller could not give (`RedirectRules.acceptableAsTaskURL`).
+    /// Followed once per task: a document that names another document is downloaded as it is.
+    /// The next request goes to the new URL (counted as a redirect), and so do the run's retries
+    /// and restarts (`Outcome.followedDocument`); the caller's credentials go there only if it is
+    /// the origin they were given for. Its `<size>` and piece hashes are promises the finish
+    /// holds the server to.
     func followMetalink(_ result: TransferDelegate.Result, from url: String) -> TransferStateMachine.Outcome {
         if let length = result.headers.first(name: "content-length").flatMap(Int64.init), result.bodyBytes != length {
             return .failed(.interrupted("received \(result.bodyBytes) of the Metalink document's \(length) bytes"))
@@ -28,7 +32,12 @@ extension TransferRun {
         } catch {
             return .failed(.invalidResponse("the Metalink document at \(source): \(error.message)"))
         }
-        let urls = file.downloadURLs(from: url)
+        // Checked as Start's URL is: a URL with a password or of 15 KB does not become the task's.
+        let named = file.downloadURLs(from: url)
+        let urls = named.filter(RedirectRules.acceptableAsTaskURL)
+        if urls.count < named.count {
+            manager.logger.info("task \(task.id): \(named.count - urls.count) URL(s) of the Metalink document at \(source) left out (a password, a space, or over 8 KiB)")
+        }
         guard let primary = urls.first else {
             return .failed(.invalidResponse("the Metalink document at \(source) names no http(s) URL this download may go to"))
         }
@@ -41,9 +50,12 @@ extension TransferRun {
         manager.report(task, { state in
             var options = state.record.options
             options.metalinkURL = url
+            // The caller's credentials stay with the URL they were given for, not the document's file.
+            if options.credentialsOrigin == nil { options.credentialsOrigin = state.record.url }
             options.mirrors = DownloadOptions.mirrors(options.mirrors, adding: urls, besides: primary)
             if options.checksum == nil { options.checksum = file.strongestChecksum }
             options.pieces = pieces
+            options.promisedLength = file.size
             if options.connections == 1 && !options.mirrors.isEmpty {
                 // Spread over every source, as a Start with the document would be.
                 options.connections = DownloadOptions.connections(mirrors: options.mirrors.count)
@@ -63,6 +75,6 @@ extension TransferRun {
         manager.logger.info(
             "task \(task.id): \(source) is a Metalink document: \(DisplayText.quoted(primary, limit: 200)) and \(urls.count - 1) mirror(s)\(pieces.map { ", \($0.count) piece hashes" } ?? "")"
         )
-        return .redirect(location: primary)
+        return .followedDocument(location: primary)
     }
 }

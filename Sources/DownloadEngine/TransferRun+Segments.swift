@@ -405,7 +405,8 @@ extension TransferRun {
         var reason: String?
         var location: String?
         switch action {
-        case .claimNext, .endAttempt(.complete):
+        case .claimNext, .endAttempt(.complete), .endAttempt(.followedDocument):
+            // (A document is followed only from a whole response, never from a range.)
             break
         case .retry(_, let error):
             if !isPrimary { reason = error.message }
@@ -428,9 +429,14 @@ extension TransferRun {
             if set.sources[index].foundSlow, case .retry(_, let error) = action {
                 reason = "far slower than the other sources (\(error.message))"
             }
-            if set.sources[index].dropped != nil, case .retry = action {
-                // Dropped while this request ran (a corrupt piece): its range goes to the others now.
-                return (.claimNext, [])
+            if set.sources[index].dropped != nil {
+                // Dropped while this request ran (a corrupt piece, or another connection's verdict
+                // on the same source): whatever this one came to, its range goes to the others
+                // now. A dropped source never ends the download.
+                switch action {
+                case .claimNext, .endAttempt(.complete): break
+                default: return (.claimNext, [])
+                }
             }
             if let location {
                 let url = set.sources[index].url
@@ -455,15 +461,16 @@ extension TransferRun {
         return result
     }
 
-    /// A segmented attempt's ranges: with the task's piece hashes when they describe a file of
-    /// `length` bytes (a mismatch is logged; the whole-file checksum still applies).
+    /// A segmented attempt's ranges, with the task's piece hashes when they describe a file of
+    /// `length` bytes; when they do not, they are not checked piece by piece here and the finish
+    /// fails the download (`TransferFinalizer`: a Metalink document's hashes are promises).
     private func makeTable(
         length: Int64, remaining: [ByteRange], connections: Int, attempt: NIOLockedValueBox<Attempt>
     ) -> SegmentTable {
         var hashes = task.record.options.pieces
         if let given = hashes, !given.fits(length) {
             manager.logger.warning(
-                "task \(task.id): its \(given.count) piece hashes of \(given.length) bytes do not describe a file of \(length) bytes; not used"
+                "task \(task.id): its \(given.count) piece hashes of \(given.length) bytes do not describe a file of \(length) bytes; the download will fail at its end"
             )
             hashes = nil
         }

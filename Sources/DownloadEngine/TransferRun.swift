@@ -52,7 +52,7 @@ final class TransferRun: Sendable {
         let record = task.record
         let pacing = record.options.background ? startPacing() : nil
         defer { stopPacing(pacing) }
-        var machine = TransferStateMachine(url: record.url, limits: .init(
+        var machine = TransferStateMachine(url: record.url, credentialsOrigin: record.credentialsOrigin, limits: .init(
             retry: configuration.retry, maxRedirects: configuration.maxRedirects, maxRestarts: configuration.retry.maxAttempts
         ))
         var action: TransferStateMachine.Action

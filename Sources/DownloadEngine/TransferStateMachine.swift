@@ -26,6 +26,10 @@ struct TransferStateMachine {
     /// What one request came to.
     enum Outcome: Equatable, Sendable {
         case redirect(location: String)
+        /// The response was a Metalink document, now followed: `location` (its file's first URL)
+        /// is the run's URL from here on, for its retries and restarts too (a retry never fetches
+        /// the document again as the file). Counted and checked as a redirect.
+        case followedDocument(location: String)
         case complete
         case restartFromZero(reason: String)
         case failed(DownloadError)
@@ -81,15 +85,25 @@ struct TransferStateMachine {
         case ended
     }
 
-    let originalURL: String
+    /// The URL every retry and restart asks again (the task's; a followed document's file).
+    private(set) var originalURL: String
+    /// Where the caller's credentials may go (`DownloadOptions.credentialsOrigin`): only a
+    /// request to this origin carries them, whatever led there.
+    let credentialsOrigin: String?
     let limits: Limits
     private var state = State.idle
     private(set) var retries = 0
     private(set) var restarts = 0
 
-    init(url: String, limits: Limits) {
+    init(url: String, credentialsOrigin: String? = nil, limits: Limits) {
         originalURL = url
+        self.credentialsOrigin = credentialsOrigin
         self.limits = limits
+    }
+
+    /// Whether a request to `url` that nothing else forbids carries the caller's credentials.
+    func credentialsGo(to url: String) -> Bool {
+        credentialsOrigin.map { RedirectRules.sameOrigin(url, $0) } ?? true
     }
 
     /// The first request of the run; `offset` is what the partial file durably holds.
@@ -106,7 +120,7 @@ struct TransferStateMachine {
         case .complete:
             state = .ended
             return .finalize
-        case .redirect(let location):
+        case .redirect(let location), .followedDocument(let location):
             guard redirects < limits.maxRedirects else { return end(.fail(.tooManyRedirects(limits.maxRedirects))) }
             let next: String
             do {
@@ -114,9 +128,10 @@ struct TransferStateMachine {
             } catch {
                 return end(.fail(error as? DownloadError ?? .invalidResponse("\(error)")))
             }
+            if case .followedDocument = outcome { originalURL = next }
             let hop = Request(
                 url: next, range: request.range,
-                sendsCredentials: request.sendsCredentials && RedirectRules.sameOrigin(request.url, next)
+                sendsCredentials: request.sendsCredentials && RedirectRules.sameOrigin(request.url, next) && credentialsGo(to: next)
             )
             state = .requesting(hop, redirects: redirects + 1)
             return .send(hop)
@@ -190,11 +205,13 @@ struct TransferStateMachine {
                 // Without a strong validator a range could splice two versions of the file.
                 return restart("no strong validator to resume with", random: 0.5)
             }
-            let request = Request(url: originalURL, range: ResumeRange(offset: offset, validator: validator), sendsCredentials: true)
+            let request = Request(
+                url: originalURL, range: ResumeRange(offset: offset, validator: validator), sendsCredentials: credentialsGo(to: originalURL)
+            )
             state = .requesting(request, redirects: 0)
             return .send(request)
         }
-        let request = Request(url: originalURL, range: nil, sendsCredentials: true)
+        let request = Request(url: originalURL, range: nil, sendsCredentials: credentialsGo(to: originalURL))
         state = .requesting(request, redirects: 0)
         return .send(request)
     }
@@ -204,7 +221,7 @@ struct TransferStateMachine {
         guard restarts <= limits.maxRestarts else {
             return end(.fail(.invalidResponse("gave up after \(restarts - 1) restarts from zero: \(reason)")))
         }
-        let request = Request(url: originalURL, range: nil, sendsCredentials: true)
+        let request = Request(url: originalURL, range: nil, sendsCredentials: credentialsGo(to: originalURL))
         state = .requesting(request, redirects: 0)
         let delay = restarts == 1 ? 0 : limits.retry.delay(forRetry: restarts - 1, retryAfter: nil, random: random) ?? 0
         return .restartFromZero(reason: reason, after: delay, then: request)

@@ -167,8 +167,9 @@ public final class StoreObserver: DownloadObserver {
         save("save", task.record, options: true)
     }
 
+    /// A new URL may come with a new origin for the caller's credentials (in the options).
     public func taskDidChangeURL(_ task: TaskSnapshot) {
-        save("save", task.record)
+        save("save", task.record, options: true)
     }
 
     public func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64) {

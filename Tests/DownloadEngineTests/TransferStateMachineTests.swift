@@ -42,6 +42,33 @@ final class TransferStateMachineTests: XCTestCase {
         XCTAssertEqual("\(tooMany)", "\(Machine.Action.fail(.tooManyRedirects(2)))")
     }
 
+    /// The caller's credentials go only to the origin they were given for, on every request of
+    /// the task's life: a run that starts at a followed document's file on another origin sends
+    /// none, and its retries and restarts ask the file, never the document again (issue 45).
+    func testAFollowedDocumentIsTheRunsURLAndCredentialsStayWithTheirOrigin() {
+        let document = "https://a.example/f.meta4", file = "https://b.example/f"
+        var resumed = Machine(url: file, credentialsOrigin: document, limits: limits)
+        XCTAssertEqual(resumed.start(offset: 0, validator: nil), .send(.init(url: file, range: nil, sendsCredentials: false)))
+        var home = Machine(url: "https://a.example/other", credentialsOrigin: document, limits: limits)
+        XCTAssertEqual(home.start(offset: 0, validator: nil), .send(.init(url: "https://a.example/other", range: nil, sendsCredentials: true)))
+
+        var machine = Machine(url: document, credentialsOrigin: document, limits: limits)
+        XCTAssertEqual(machine.start(offset: 0, validator: nil), .send(.init(url: document, range: nil, sendsCredentials: true)))
+        XCTAssertEqual(
+            machine.requestEnded(.followedDocument(location: file), offset: 0, validator: nil, random: 0),
+            .send(.init(url: file, range: nil, sendsCredentials: false))
+        )
+        XCTAssertEqual(machine.originalURL, file)
+        guard case .retry = machine.requestEnded(.failed(.http(status: 503, reason: "Service Unavailable")), offset: 0, validator: nil, random: 0) else {
+            return XCTFail("a 503 is retried")
+        }
+        XCTAssertEqual(
+            machine.retryDelayElapsed(offset: 1000, validator: "\"v\""),
+            .send(.init(url: file, range: .init(offset: 1000, validator: "\"v\""), sendsCredentials: false)),
+            "the retry continues the file, without credentials"
+        )
+    }
+
     func testOtherPortOrSchemeIsAnotherOrigin() {
         XCTAssertTrue(RedirectRules.sameOrigin("http://h/a", "http://H:80/b"))
         XCTAssertFalse(RedirectRules.sameOrigin("http://h/a", "http://h:8080/a"))
