@@ -220,10 +220,55 @@ struct Scheduler: Sendable {
         return granted
     }
 
-    /// A running task gives back `count` places it was granted but cannot use now.
-    mutating func giveBack(_ id: UInt64, _ count: Int) {
-        guard let weight = running[id]?.weight else { return }
-        running[id]?.weight = max(1, weight - count)
+    /// A running task gives back `count` places it was granted but cannot use now; with
+    /// `forGood`, it will not use them in this run either (its sources' servers have their
+    /// connections), so they are not offered to it again.
+    mutating func giveBack(_ id: UInt64, _ count: Int, forGood: Bool = false) {
+        guard let entry = running[id] else { return }
+        running[id]?.weight = max(1, entry.weight - count)
+        if forGood { running[id]?.wanted = max(1, entry.wanted - count) }
+    }
+
+    /// Places taken back for users who wait. When a task that may start waits only for
+    /// connection places (fewer transfers run than `maxRunning`) and a user holds more than an
+    /// equal share of the places (`maxConnections` over the users running or waiting), that
+    /// user's largest task gives back one place (it keeps one) for each waiting user below the
+    /// share; `next` then starts the waiting users' tasks. A user alone, or users within their
+    /// share, keep what they have. Returns the places each task gives back: its run ends that
+    /// many connections (their ranges go to its others).
+    mutating func reclaim(now: UInt64 = WallClock.now) -> [UInt64: Int] {
+        guard network.online, !queued.isEmpty, connectionCount >= maxConnections, runningCount < maxRunning else { return [:] }
+        var runningPerSession: [SessionID: Int] = [:]
+        var held: [UInt32: Int] = [:]
+        for entry in running.values {
+            if !entry.short { runningPerSession[entry.session, default: 0] += 1 }
+            held[entry.session.owner, default: 0] += entry.weight
+        }
+        var waiting = Set<UInt32>()
+        for entry in queued where !waiting.contains(entry.session.owner) {
+            if runningPerSession[entry.session, default: 0] < maxRunningPerSession, network.allows(allowMetered: entry.allowMetered),
+               (entry.notBefore ?? 0) <= now {
+                waiting.insert(entry.session.owner)
+            }
+        }
+        let share = max(1, maxConnections / max(1, Set(held.keys).union(waiting).count))
+        var taken: [UInt64: Int] = [:]
+        for owner in waiting.sorted() where held[owner, default: 0] < share {
+            // The user most over the share, and their task with the most places.
+            guard let (richest, places) = held.filter({ $0.key != owner }).max(by: { $0.value < $1.value }), places > share,
+                  let (id, _) = running.filter({ $0.value.session.owner == richest && $0.value.weight > 1 })
+                      .max(by: { $0.value.weight != $1.value.weight ? $0.value.weight < $1.value.weight : $0.key > $1.key })
+            else { continue }
+            running[id]?.weight -= 1
+            held[richest, default: 0] -= 1
+            taken[id, default: 0] += 1
+        }
+        return taken
+    }
+
+    /// A task could not end the connections `reclaim` took: it holds those places again.
+    mutating func regrant(_ id: UInt64, _ count: Int) {
+        running[id]?.weight += count
     }
 
     /// A running task will end soon (a small file): it keeps its connection and frees its

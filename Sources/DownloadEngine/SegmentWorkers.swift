@@ -10,6 +10,38 @@ final class SegmentWorkers: Sendable {
         /// outside `run`: the first request of a download, which goes on as a connection).
         var live: Int
         var closed = false
+        /// The connections fetching now, oldest first (each from `seat()` to `leave`).
+        var seats: [Seat] = []
+    }
+
+    /// One connection, as the scheduler may ask it to end (`retire`): the request it has out is
+    /// cancelled (its range goes back to the table) and it claims nothing more.
+    final class Seat: Sendable {
+        private struct State {
+            var cancel: (@Sendable () -> Void)?
+            var retiring = false
+        }
+
+        private let state = NIOLockedValueBox(State())
+
+        var isRetiring: Bool { state.withLockedValue { $0.retiring } }
+
+        /// The request out now (nil: none); cancelled at once when the seat is retiring already.
+        func holds(_ cancel: (@Sendable () -> Void)?) {
+            let retiring = state.withLockedValue { state -> Bool in
+                state.cancel = cancel
+                return state.retiring
+            }
+            if retiring { cancel?() }
+        }
+
+        func retire() {
+            let cancel = state.withLockedValue { state -> (@Sendable () -> Void)? in
+                state.retiring = true
+                return state.cancel
+            }
+            cancel?()
+        }
     }
 
     private let state: NIOLockedValueBox<State>
@@ -34,6 +66,28 @@ final class SegmentWorkers: Sendable {
             continuation.yield(count)
             return true
         }
+    }
+
+    /// A connection begins fetching: its seat, until it leaves.
+    func seat() -> Seat {
+        let seat = Seat()
+        state.withLockedValue { $0.seats.append(seat) }
+        return seat
+    }
+
+    func leave(_ seat: Seat) {
+        state.withLockedValue { $0.seats.removeAll { $0 === seat } }
+    }
+
+    /// Ends up to `count` connections, the newest first, keeping at least one; returns how many.
+    func retire(_ count: Int) -> Int {
+        let chosen = state.withLockedValue { state -> [Seat] in
+            guard !state.closed else { return [] }
+            let candidates = state.seats.dropFirst().filter { !$0.isRetiring }
+            return Array(candidates.suffix(max(0, min(count, state.live - 1))))
+        }
+        for seat in chosen { seat.retire() }
+        return chosen.count
     }
 
     /// A connection ended; the last one closes the attempt to new ones.

@@ -24,13 +24,20 @@ extension SessionManager {
     /// can take to segmented runs short of their connections.
     func schedule(growing: Bool = true) {
         typealias Start = (task: DownloadTask, connections: Int, ticket: UInt64)
-        let (starting, grown) = state.withLockedValue { state -> ([Start], [(DownloadTask, Int)]) in
-            guard !state.shuttingDown else { return ([], []) }
+        let (reclaimed, starting, grown) = state.withLockedValue { state -> ([(DownloadTask, Int)], [Start], [(DownloadTask, Int)]) in
+            guard !state.shuttingDown else { return ([], [], []) }
+            // Places a user holds beyond an equal share go to users who wait (`Scheduler.reclaim`).
+            let reclaimed = state.scheduler.reclaim().compactMap { id, count in state.tasks[id].map { ($0, count) } }
             let starting = state.scheduler.next().compactMap { id in
                 state.tasks[id].map { Start($0, state.scheduler.connections(of: id), state.scheduler.ticket(of: id) ?? 0) }
             }
             let grown = growing ? state.scheduler.grow().compactMap { id, count in state.tasks[id].map { ($0, count) } } : []
-            return (starting, grown)
+            return (reclaimed, starting, grown)
+        }
+        for (task, count) in reclaimed {
+            let ending = task.state.withLockedValue { $0.transfer }?.shedConnections(count) ?? 0
+            if ending < count { state.withLockedValue { $0.scheduler.regrant(task.id, count - ending) } }
+            if ending > 0 { logger.info("task \(task.id): \(ending) connection(s) given back to users who wait") }
         }
         var freed = false
         for (task, connections, ticket) in starting {
@@ -76,6 +83,12 @@ extension SessionManager {
     /// `task`'s run may use `connections` from now on (granted as places free, `Scheduler.want`).
     func wantConnections(_ task: DownloadTask, _ connections: Int) {
         state.withLockedValue { $0.scheduler.want(task.id, connections: connections) }
+    }
+
+    /// A connection of `task`'s run has no source to fetch from: its place goes back for good.
+    func placeNotNeeded(_ task: DownloadTask) {
+        state.withLockedValue { $0.scheduler.giveBack(task.id, 1, forGood: true) }
+        schedule(growing: false)
     }
 
     func settleOnOneStream(_ task: DownloadTask) {

@@ -75,6 +75,24 @@ extension TransferRun {
         }
     }
 
+    /// Ends `count` of this run's connections (the scheduler took their places back for users
+    /// who wait): each cancels its request, its range goes back to the others. Returns how many
+    /// will end (at least one connection stays).
+    func shedConnections(_ count: Int) -> Int {
+        let workers = segmentState.withLockedValue { state in state.singleStream ? nil : state.workers }
+        // Outside the lock: retiring cancels requests, whose callbacks come back to this run.
+        guard let ending = workers?.retire(count), ending > 0 else { return 0 }
+        segmentState.withLockedValue { $0.connections -= ending }
+        return ending
+    }
+
+    /// A connection that has nothing to fetch from (every source's server has its connections)
+    /// ends and gives its place back for good: a task holds the places of the sockets it opens.
+    private func placeNotNeeded() {
+        segmentState.withLockedValue { $0.connections = max(1, $0.connections - 1) }
+        manager.placeNotNeeded(task)
+    }
+
     /// The download goes on one stream from now on: all but one place go back to the scheduler.
     private func settleOnOneStream() {
         segmentState.withLockedValue { $0.connections = 1 }
@@ -294,7 +312,11 @@ extension TransferRun {
     ) async {
         var failures = 0
         var next = first
+        let seat = segmentState.withLockedValue { $0.workers }?.seat()
+        defer { if let seat { segmentState.withLockedValue { $0.workers }?.leave(seat) } }
         while true {
+            // Retired by the scheduler (its place went to a user who waits): done, whatever came.
+            if seat?.isRetiring == true { return }
             if let action = next {
                 switch action {
                 case .claimNext:
@@ -321,7 +343,8 @@ extension TransferRun {
                     next = nil
                     continue
                 }
-                // Every source's server has its connections: this one is not needed.
+                // Every source's server has its connections: this one is not needed, nor its place.
+                placeNotNeeded()
                 return
             }
             // With piece hashes, a source not yet proven by a matching piece gets one piece a request.
@@ -349,9 +372,14 @@ extension TransferRun {
                 url: source.url, sendsCredentials: credentials && (source.isPrimary || RedirectRules.sameOrigin(source.url, url)),
                 range: (start: claim.start, end: claim.end), validator: sendsValidator(to: source) ? validator : nil,
                 hooks: hooks, segment: TransferDelegate.Segment(table: table, id: claim.id, source: source.index ?? 0),
-                speedWindow: source.index == nil ? nil : MirrorSet.slowAfter
+                speedWindow: source.index == nil ? nil : MirrorSet.slowAfter, seat: seat
             )
             table.release(claim.id)
+            if seat?.isRetiring == true {
+                // Cancelled to give its place back: no verdict on the source; its range is the others'.
+                if let index = source.index { _ = judged(.claimNext, source: index, isPrimary: source.isPrimary, bytes: 0, seconds: 0) }
+                return
+            }
             // Its piece's check decides whether this source is kept (it is dropped before its next request).
             if onePiece { await table.settle() }
             let action = verdict(on: sent, table: table, claim: claim.id, failures: failures)

@@ -215,7 +215,7 @@ final class TransferRun: Sendable {
         url: String, sendsCredentials: Bool, range: (start: Int64, end: Int64?)?, validator: String?,
         hooks: TransferDelegate.Hooks, checksWrites: Bool = true, segment: TransferDelegate.Segment? = nil,
         split: (@Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment?)? = nil,
-        speedWindow: Double? = nil
+        speedWindow: Double? = nil, seat: SegmentWorkers.Seat? = nil
     ) async -> Sent {
         let record = task.record
         var headers = HTTPHeaders()
@@ -292,6 +292,9 @@ final class TransferRun: Sendable {
             return false
         }
         if stoppedMeanwhile { cancel() }
+        // A connection the scheduler takes back (`SegmentWorkers.retire`) cancels its request.
+        seat?.holds(cancel)
+        defer { seat?.holds(nil) }
         var result: TransferDelegate.Result?
         var thrown: Error?
         do {

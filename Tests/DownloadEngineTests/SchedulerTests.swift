@@ -29,6 +29,35 @@ final class SchedulerTests: XCTestCase {
     /// A session at its limit with a long queue: nothing starts however often it is asked, a
     /// queued task removed leaves the queue's count right, and a place freed in that session
     /// starts its next task (or another session's, in the order of the rules).
+    /// One user's task holding every connection place gives places back while another user
+    /// waits, down to an equal share; a user alone keeps all of them (issue 45, finding 4).
+    func testPlacesBeyondAnEqualShareGoToAUserWhoWaits() {
+        var scheduler = Scheduler(maxRunning: 4, maxRunningPerSession: 4, maxConnections: 16)
+        let nobody = SessionID(owner: 65534, name: "drip"), root = SessionID(owner: 0, name: "small")
+        scheduler.enqueue(1, session: nobody, priority: .normal, connections: 16)
+        XCTAssertEqual(scheduler.next(), [1])
+        XCTAssertEqual(scheduler.connections(of: 1), 16)
+        XCTAssertEqual(scheduler.reclaim(), [:], "alone, the user keeps every place")
+        scheduler.enqueue(2, session: root, priority: .normal)
+        XCTAssertEqual(scheduler.next(), [], "every place is taken")
+        XCTAssertEqual(scheduler.reclaim(), [1: 1], "one place back for the user who waits")
+        XCTAssertEqual(scheduler.next(), [2])
+        XCTAssertEqual(scheduler.connections(of: 1), 15)
+        // Another of root's tasks: root holds 1 of a share of 8, so more comes back.
+        scheduler.enqueue(3, session: root, priority: .normal, connections: 4)
+        XCTAssertEqual(scheduler.reclaim(), [1: 1])
+        XCTAssertEqual(scheduler.next(), [3])
+        XCTAssertEqual(scheduler.connections(of: 3), 1, "it starts with the place that is free")
+        // A run that could not end a connection holds its place again.
+        scheduler.regrant(1, 1)
+        XCTAssertEqual(scheduler.connections(of: 1), 15)
+        // A place a task cannot use goes back for good: it is not offered again.
+        scheduler.giveBack(1, 5, forGood: true)
+        XCTAssertEqual(scheduler.connections(of: 1), 10)
+        let grown = scheduler.grow()
+        XCTAssertEqual(grown[1], 1, "only the place taken for root comes back, not the five it gave up: \(grown)")
+    }
+
     func testASessionAtItsLimitKeepsItsQueueUntilAPlaceFrees() {
         var scheduler = Scheduler(maxRunning: 8, maxRunningPerSession: 2)
         let a = SessionID(owner: 1, name: "a"), b = SessionID(owner: 1, name: "b")

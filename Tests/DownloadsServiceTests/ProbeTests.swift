@@ -184,6 +184,31 @@ final class ProbeTests: SystemBusTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: downloads).filter { $0.hasPrefix(".") }, [], "no partial file left")
     }
 
+    // 4. One user's task does not starve every other user: a drip with 16 connections gives
+    //    places back while root waits, and root's small file does not wait for the drip.
+    func testAUsersSixteenConnectionDripDoesNotStarveAnotherUser() async throws {
+        var drip = Route(content: Self.content(16 << 20, seed: 28))
+        drip.bytesPerSecond = 2_000
+        other.set("/drip", drip)
+        let small = Self.content(100_000, seed: 29)
+        http.set("/small", Route(content: small))
+        let started = try await nobody("""
+        path = start('\(other.url("/drip"))', '\(downloads!)/drip.bin', connections=dbus.UInt32(16))
+        wait_bytes(path, 1)
+        out['path'] = path
+        """)
+        let dripTask = try ObjectPath(XCTUnwrap(started["path"] as? String))
+        try await until("the drip opens its connections") { other.requests(for: "/drip").count >= 8 }
+        let root = try await start(http.url("/small"), directory.file("root-small.bin"))
+        try await waitState(root, ["finished"], seconds: 20)
+        XCTAssertEqual(sha256(ofFile: directory.file("root-small.bin")), Self.sha256(small))
+        let state = try await property(dripTask, "State")?.stringValue
+        XCTAssertEqual(state, "running", "the drip goes on beside it")
+        let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
+        XCTAssertTrue(log.contains("connection(s) given back to users who wait"), log)
+        _ = try await nobody("m.Cancel('\(dripTask.rawValue)')")
+    }
+
     // 6. A mirror that fails in any way is dropped; it never fails a task that has other
     //    sources, whatever the connection count.
     func testAMirrorRedirectingToAFileIsDroppedWithEightConnections() async throws {
