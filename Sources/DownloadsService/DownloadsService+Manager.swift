@@ -189,7 +189,12 @@ extension DownloadsService {
             asked.metalink = try await readMetalink(path, owner: owner)
             asked.metalinkPath = nil
         }
-        let (given, options, pieces, fileName) = try StartRequest.applyingMetalink(url, asked)
+        // A document (up to a few MiB of XML) is parsed off the pool calls run on: six at once
+        // held back every other call of the daemon for most of a second on two cores.
+        let checked = asked
+        let (given, options, pieces, fileName) = checked.metalink == nil
+            ? try StartRequest.applyingMetalink(url, checked)
+            : try await BlockingWork.run { try StartRequest.applyingMetalink(url, checked) }
         let (stripped, authorization) = URLCredentials.split(given)
         let url = try StartRequest.checkURL(stripped)
         var engineOptions = try StartRequest.downloadOptions(options)
