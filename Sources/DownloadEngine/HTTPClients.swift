@@ -46,6 +46,10 @@ final class HTTPClients: Sendable {
         var proxy: ProxySetting?
         /// The proxy's own checked address (nil: its name is looked up as usual).
         var proxyAddress: String?
+        /// A task's own `connect_timeout` (seconds) through a proxy: it bounds the connection and
+        /// the CONNECT or SOCKS handshake too (AsyncHTTPClient gives them one deadline, from
+        /// the client's configuration). nil: the daemon's.
+        var connectTimeout: Double?
     }
 
     /// A client for one request; hand it back with `release` when the request ended.
@@ -126,6 +130,7 @@ final class HTTPClients: Sendable {
         if let client { return Lease(client: client, key: key) }
         var configuration = kind == .multiplexed ? multiplexedConfiguration : separateConfiguration
         if let address = route.address { configuration.dnsOverride = [route.host: address] }
+        if let seconds = route.connectTimeout { configuration.timeout.connect = .milliseconds(Int64(seconds * 1000)) }
         switch route.proxy {
         case .http(let host, let port, let credentials):
             configuration.proxy = .server(

@@ -17,12 +17,16 @@ extension SessionManager {
     /// here goes to an HTTP proxy as a name (offices where only the proxy resolves outside
     /// names); `socks5h` names are never resolved here (the caller asked for the proxy to do it).
     /// The caller hands the lease back to `clients` after its request.
+    ///
+    /// `connectTimeout`: the task's own, which a proxied route's client takes for its handshakes.
     func client(
-        _ kind: HTTPClients.Kind, for owner: UInt32, scheme: String, host: String, port: Int, proxy option: ProxySetting?
+        _ kind: HTTPClients.Kind, for owner: UInt32, scheme: String, host: String, port: Int, proxy option: ProxySetting?,
+        connectTimeout: Double? = nil
     ) async throws -> HTTPClients.Lease {
         var route = HTTPClients.Route()
         let proxy = configuration.proxyEnvironment.proxy(own: option, scheme: scheme, host: host, port: port)
         route.proxy = proxy
+        if let proxy, proxy != .direct { route.connectTimeout = connectTimeout }
         let denied = owner == 0 ? [] : configuration.deniedNetworks
         func deniedRange(_ address: String) -> NetworkRange? { denied.first { $0.contains(address) } }
         if let proxy, let proxyHost = proxy.host, let proxyPort = proxy.port, !denied.isEmpty {

@@ -257,7 +257,8 @@ final class TransferRun: Sendable {
         do {
             connection = try await manager.client(
                 segment != nil || split != nil ? .separate : .multiplexed, for: record.owner,
-                scheme: httpRequest.scheme, host: httpRequest.host, port: httpRequest.port, proxy: record.options.proxy
+                scheme: httpRequest.scheme, host: httpRequest.host, port: httpRequest.port, proxy: record.options.proxy,
+                connectTimeout: record.options.connectTimeout
             )
         } catch {
             return .failed(DownloadError.classify(error))

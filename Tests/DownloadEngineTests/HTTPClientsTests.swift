@@ -126,4 +126,40 @@ final class HTTPClientsTests: EngineTestCase {
         }
         XCTAssertTrue(six.url("/six").hasPrefix("http://[::1]:"))
     }
+
+    /// A task's `connect_timeout` bounds a proxy's CONNECT and SOCKS handshakes too (issue 45,
+    /// finding 7: they waited the daemon's 30 s): a proxy that takes the connection and never
+    /// answers ends the task as ProxyError, not Interrupted after retries. The wait below is a
+    /// deadline for the condition, far above the 1 s asked, far below the daemon's 30 s.
+    func testAProxyThatNeverAnswersIsHeldToTheTasksConnectTimeout() async throws {
+        // A listening socket nobody accepts on: the kernel completes TCP, nothing ever answers.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(listener, 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        XCTAssertTrue(bound)
+        XCTAssertEqual(listen(listener, 64), 0)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        var ids: [UInt64] = []
+        for (url, proxy) in [("https://127.0.0.1:9/x", "http://127.0.0.1:\(port)"), ("http://127.0.0.1:9/x", "socks5://127.0.0.1:\(port)")] {
+            var options = DownloadOptions()
+            options.proxy = try ProxySetting.parse(proxy)
+            options.connectTimeout = 1
+            ids.append(try manager.create(DownloadRequest(
+                owner: Self.owner, session: "s", url: url, destination: directory.file("never\(ids.count)"),
+                destinationIsDirectory: false, options: options
+            )).id)
+            nextID += 1
+        }
+        for id in ids {
+            let ended = try await wait(id, for: [.failed], seconds: 15)
+            XCTAssertEqual(ended.record.errorName, "ProxyError", "\(ended.record.errorMessage ?? "")")
+        }
+    }
 }
