@@ -1,6 +1,6 @@
 /// Which queued tasks may start: a global limit on running transfers and one on the connections
 /// they open (a segmented download with `connections` 4 counts four), shared fairly between users
-/// by connections, a limit of transfers per session (a session is one user's: `SessionID`), and
+/// (and between the sandboxed apps of a user: `SessionParty`) by connections, a limit of transfers per session (a session is one user's: `SessionID`), and
 /// within one user higher priorities first, FIFO within a priority; only tasks the network allows
 /// (nothing offline, only `allow_metered` ones on a metered network). A task whose connections do
 /// not all fit starts with the places that are free (its `connections` is a maximum, as aria2's
@@ -144,7 +144,7 @@ struct Scheduler: Sendable {
         // Tallies made once and kept up to date as tasks start (this runs for every change of
         // every task: with a thousand small files, once per event; see Benchmarks/RESULTS.md).
         var runningPerSession: [SessionID: Int] = [:]
-        var runningPerOwner: [UInt32: Int] = [:]
+        var runningPerOwner: [SessionParty: Int] = [:]
         var transfers = 0
         var connections = 0
         for entry in running.values {
@@ -152,11 +152,11 @@ struct Scheduler: Sendable {
                 runningPerSession[entry.session, default: 0] += 1
                 transfers += 1
             }
-            runningPerOwner[entry.session.owner, default: 0] += entry.weight
+            runningPerOwner[SessionParty(entry.session), default: 0] += entry.weight
             connections += entry.weight
         }
         // The users with queued tasks: the scan ends once each has its best.
-        let owners = Set(queuedPerSession.keys.map(\.owner))
+        let owners = Set(queuedPerSession.keys.map(SessionParty.init))
         while transfers < maxRunning && connections < maxConnections && !queued.isEmpty {
             // With many tasks queued in sessions at their limit (a thousand small files), most
             // calls end here without a look at the queue.
@@ -165,7 +165,7 @@ struct Scheduler: Sendable {
             // Each user's best task that may start now (an index into `queued`): the first of
             // theirs that may, in the queue's order. Consecutive entries are mostly of one
             // session: its verdict is reused rather than hashed again.
-            var best: [UInt32: Int] = [:]
+            var best: [SessionParty: Int] = [:]
             var lastSession: SessionID?
             var lastSessionMayRun = false
             for index in queued.indices {
@@ -174,13 +174,13 @@ struct Scheduler: Sendable {
                     lastSession = session
                     lastSessionMayRun = runningPerSession[session, default: 0] < maxRunningPerSession
                 }
-                guard lastSessionMayRun, best[session.owner] == nil, network.allows(allowMetered: queued[index].allowMetered),
+                guard lastSessionMayRun, best[SessionParty(session)] == nil, network.allows(allowMetered: queued[index].allowMetered),
                       (queued[index].notBefore ?? 0) <= now else { continue }
-                best[session.owner] = index
+                best[SessionParty(session)] = index
                 if best.count == owners.count { break }
             }
             let chosen = best.values.min { a, b in
-                let ra = runningPerOwner[queued[a].session.owner, default: 0], rb = runningPerOwner[queued[b].session.owner, default: 0]
+                let ra = runningPerOwner[SessionParty(queued[a].session), default: 0], rb = runningPerOwner[SessionParty(queued[b].session), default: 0]
                 return ra != rb ? ra < rb : queued[a].sequence < queued[b].sequence
             }
             guard let index = chosen else { break }
@@ -189,7 +189,7 @@ struct Scheduler: Sendable {
             running[entry.id] = Running(session: entry.session, weight: weight, wanted: entry.weight, ticket: entry.sequence)
             beginTimes[entry.id] = nil
             runningPerSession[entry.session, default: 0] += 1
-            runningPerOwner[entry.session.owner, default: 0] += weight
+            runningPerOwner[SessionParty(entry.session), default: 0] += weight
             transfers += 1
             connections += weight
             started.append(entry.id)
@@ -204,16 +204,16 @@ struct Scheduler: Sendable {
     mutating func grow() -> [UInt64: Int] {
         var granted: [UInt64: Int] = [:]
         var free = maxConnections - connectionCount
-        var perOwner: [UInt32: Int] = [:]
-        for entry in running.values { perOwner[entry.session.owner, default: 0] += entry.weight }
+        var perOwner: [SessionParty: Int] = [:]
+        for entry in running.values { perOwner[SessionParty(entry.session), default: 0] += entry.weight }
         while free > 0 {
             let candidate = running.filter { $0.value.weight < $0.value.wanted }.min { a, b in
-                let ra = perOwner[a.value.session.owner, default: 0], rb = perOwner[b.value.session.owner, default: 0]
+                let ra = perOwner[SessionParty(a.value.session), default: 0], rb = perOwner[SessionParty(b.value.session), default: 0]
                 return ra != rb ? ra < rb : a.key < b.key
             }
             guard let (id, entry) = candidate else { break }
             running[id]?.weight += 1
-            perOwner[entry.session.owner, default: 0] += 1
+            perOwner[SessionParty(entry.session), default: 0] += 1
             granted[id, default: 0] += 1
             free -= 1
         }
@@ -239,16 +239,16 @@ struct Scheduler: Sendable {
     mutating func reclaim(now: UInt64 = WallClock.now) -> [UInt64: Int] {
         guard network.online, !queued.isEmpty, connectionCount >= maxConnections, runningCount < maxRunning else { return [:] }
         var runningPerSession: [SessionID: Int] = [:]
-        var held: [UInt32: Int] = [:]
+        var held: [SessionParty: Int] = [:]
         for entry in running.values {
             if !entry.short { runningPerSession[entry.session, default: 0] += 1 }
-            held[entry.session.owner, default: 0] += entry.weight
+            held[SessionParty(entry.session), default: 0] += entry.weight
         }
-        var waiting = Set<UInt32>()
-        for entry in queued where !waiting.contains(entry.session.owner) {
+        var waiting = Set<SessionParty>()
+        for entry in queued where !waiting.contains(SessionParty(entry.session)) {
             if runningPerSession[entry.session, default: 0] < maxRunningPerSession, network.allows(allowMetered: entry.allowMetered),
                (entry.notBefore ?? 0) <= now {
-                waiting.insert(entry.session.owner)
+                waiting.insert(SessionParty(entry.session))
             }
         }
         let share = max(1, maxConnections / max(1, Set(held.keys).union(waiting).count))
@@ -256,7 +256,7 @@ struct Scheduler: Sendable {
         for owner in waiting.sorted() where held[owner, default: 0] < share {
             // The user most over the share, and their task with the most places.
             guard let (richest, places) = held.filter({ $0.key != owner }).max(by: { $0.value < $1.value }), places > share,
-                  let (id, _) = running.filter({ $0.value.session.owner == richest && $0.value.weight > 1 })
+                  let (id, _) = running.filter({ SessionParty($0.value.session) == richest && $0.value.weight > 1 })
                       .max(by: { $0.value.weight != $1.value.weight ? $0.value.weight < $1.value.weight : $0.key > $1.key })
             else { continue }
             running[id]?.weight -= 1
