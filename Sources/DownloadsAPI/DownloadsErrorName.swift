@@ -1,7 +1,7 @@
 import DBus
 
 /// Every error name the service replies with or reports in `Failed`, with what it means: the one
-/// table behind `org.example.Downloads.Error.*` (the README's table is this one).
+/// table behind `org.example.Downloads.Error.*` (docs/api.md's table is this one).
 public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
     case invalidArgument = "InvalidArgument"
     case notFound = "NotFound"

@@ -15,19 +15,59 @@ final class ContractTests: XCTestCase {
         XCTAssertNil(DownloadsErrorName(fullName: "org.freedesktop.DBus.Error.Failed"))
     }
 
-    /// The README's error table is the code's: a name added to one is in the other.
-    func testTheREADMEsErrorTableNamesEveryError() throws {
-        let readme = try String(contentsOf: PackageRoot.url.appendingPathComponent("README.md"), encoding: .utf8)
+    /// The API reference's error table is the code's: a name added to one is in the other; so
+    /// are its options.
+    func testTheAPIReferenceNamesEveryErrorAndOption() throws {
+        let api = try String(contentsOf: PackageRoot.url.appendingPathComponent("docs/api.md"), encoding: .utf8)
         for name in DownloadsErrorName.allCases {
-            XCTAssertTrue(readme.contains("| `\(name.rawValue)`") || readme.contains(", `\(name.rawValue)`"),
-                          "README.md's error table lacks \(name.rawValue)")
+            XCTAssertTrue(api.contains("| `\(name.rawValue)`") || api.contains(", `\(name.rawValue)`"),
+                          "docs/api.md's error table lacks \(name.rawValue)")
         }
         for option in TaskOptions.startKeys {
-            XCTAssertTrue(readme.contains("| `\(option.rawValue)` |"), "README.md's options table lacks \(option.rawValue)")
+            XCTAssertTrue(api.contains("| `\(option.rawValue)` |"), "docs/api.md's options table lacks \(option.rawValue)")
         }
         for option in TaskOptions.resumeKeys {
-            XCTAssertTrue(readme.contains("`\(option.rawValue)`"), "README.md does not name the ResumeWithData option \(option.rawValue)")
+            XCTAssertTrue(api.contains("`\(option.rawValue)`"), "docs/api.md does not name the ResumeWithData option \(option.rawValue)")
         }
+    }
+
+    /// org.example.Downloads(5), the man page of the D-Bus API, lists the interfaces as
+    /// data/man/dbus-interfaces.py renders them from the shipped XML (which another test keeps
+    /// equal to what the daemon exports), so the page cannot drift from the contract.
+    func testTheManPageListsTheShippedInterfaces() async throws {
+        let root = PackageRoot.url
+        let rendered = try await ProcessRunner.run(["/usr/bin/python3", root.appendingPathComponent("data/man/dbus-interfaces.py").path])
+        XCTAssertEqual(rendered.status, 0, rendered.description)
+        let page = try String(contentsOf: root.appendingPathComponent("data/man/org.example.Downloads.5"), encoding: .utf8)
+        XCTAssertTrue(page.contains(rendered.stdout), "data/man/org.example.Downloads.5 drifted from dbus/*.xml: run data/man/dbus-interfaces.py")
+        for member in ["StartAt", "ResumeWithData", "RegisterCompletionHandler", "HandleEventsForBackgroundSession", "SetURL", "App"] {
+            XCTAssertTrue(rendered.stdout.contains(member), member)
+        }
+        let manpages = try String(contentsOf: root.appendingPathComponent("packaging/debian/manpages"), encoding: .utf8)
+        XCTAssertTrue(manpages.contains("data/man/org.example.Downloads.5"), "the .deb installs it")
+    }
+
+    /// The README is a front door and docs/ the reference: every local link of theirs leads to a
+    /// file that exists (anchors are not checked).
+    func testEveryLocalLinkOfTheDocumentationLeadsToAFile() throws {
+        let root = PackageRoot.url
+        let pages = ["README.md"] + (try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path))
+            .filter { $0.hasSuffix(".md") }.map { "docs/" + $0 }
+        XCTAssertGreaterThan(pages.count, 5)
+        let link = try NSRegularExpression(pattern: #"\]\(([^)#\s]+)(#[^)]*)?\)"#)
+        for page in pages {
+            let text = try String(contentsOf: root.appendingPathComponent(page), encoding: .utf8)
+            let base = root.appendingPathComponent(page).deletingLastPathComponent()
+            for match in link.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                guard let range = Range(match.range(at: 1), in: text) else { continue }
+                let target = String(text[range])
+                if target.contains("://") { continue }
+                let path = base.appendingPathComponent(target).standardizedFileURL.path
+                XCTAssertTrue(FileManager.default.fileExists(atPath: path), "\(page) links to \(target), which does not exist")
+            }
+        }
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        XCTAssertLessThanOrEqual(readme.split(separator: "\n", omittingEmptySubsequences: false).count, 300, "the README is a front door")
     }
 
     func testEveryTaskPropertyIsDeclaredOnceWithItsType() {
