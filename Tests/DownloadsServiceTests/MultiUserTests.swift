@@ -54,49 +54,9 @@ final class MultiUserTests: SystemBusTestCase {
         return path
     }
 
-    /// Runs python3-dbus as `user` (with `umask`), with helpers `m` (the manager), `prop`,
-    /// `wait`, `err` and `out` (printed as JSON at the end).
+    /// Runs python3-dbus as `user` (with `umask`), with `SystemBusTestCase.python`'s helpers.
     func python(as user: TestUsers.User, umask: Int = 0o022, _ body: String) async throws -> [String: Any] {
-        let script = """
-        import dbus, json, os, time
-        os.umask(\(umask))
-        bus = dbus.bus.BusConnection('\(bus.address)')
-        m = dbus.Interface(bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
-        def prop(path, name):
-            return bus.get_object('org.example.Downloads', path).Get(
-                'org.example.Downloads.Task', name, dbus_interface='org.freedesktop.DBus.Properties')
-        def wait(path, states, seconds=30):
-            deadline = time.time() + seconds
-            while time.time() < deadline:
-                state = str(prop(path, 'State'))
-                if state in states: return state
-                time.sleep(0.05)
-            return 'timeout:' + str(prop(path, 'State'))
-        def wait_bytes(path, n, seconds=30):
-            deadline = time.time() + seconds
-            while time.time() < deadline and int(prop(path, 'BytesWritten')) < n: time.sleep(0.02)
-        def err(f):
-            try:
-                r = f()
-                return 'ok:' + str(r)
-            except dbus.DBusException as e:
-                return e.get_dbus_name() + ': ' + e.get_dbus_message()
-        def start(url, dest, **options):
-            return str(m.Start(url, dest, dbus.Dictionary(options, signature='sv')))
-        out = {}
-        \(body)
-        print(json.dumps(out))
-        """
-        let output = try await run([
-            "setpriv", "--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups", "--reset-env", "/usr/bin/python3", "-c", script,
-        ])
-        XCTAssertEqual(output.status, 0, output.description)
-        let lines = output.stdout.split(separator: "\n")
-        guard let last = lines.last, let object = try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any] else {
-            XCTFail("no JSON from the client: \(output.description)\n\(daemonLogText)")
-            return [:]
-        }
-        return object
+        try await python(uid: user.uid, gid: user.gid, setprivGroups: "--init-groups", umask: umask, body)
     }
 
     var daemonLogText: String { (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "" }

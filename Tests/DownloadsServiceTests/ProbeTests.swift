@@ -26,42 +26,9 @@ final class ProbeTests: SystemBusTestCase {
         try await super.tearDown()
     }
 
-    /// python3-dbus as nobody, with `m` (the manager), `start`, `prop`, `wait`, `wait_bytes`,
-    /// `call` (a task method) and `out` (printed as JSON).
+    /// python3-dbus as nobody, with `SystemBusTestCase.python`'s helpers.
     func nobody(_ body: String) async throws -> [String: Any] {
-        let script = """
-        import dbus, json, time
-        bus = dbus.bus.BusConnection('\(bus.address)')
-        m = dbus.Interface(bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
-        def prop(path, name):
-            return bus.get_object('org.example.Downloads', path).Get(
-                'org.example.Downloads.Task', name, dbus_interface='org.freedesktop.DBus.Properties')
-        def wait(path, states, seconds=40):
-            deadline = time.time() + seconds
-            while time.time() < deadline:
-                state = str(prop(path, 'State'))
-                if state in states: return state
-                time.sleep(0.05)
-            return 'timeout:' + str(prop(path, 'State'))
-        def wait_bytes(path, n, seconds=30):
-            deadline = time.time() + seconds
-            while time.time() < deadline and int(prop(path, 'BytesWritten')) < n: time.sleep(0.02)
-        def call(path, method):
-            return bus.get_object('org.example.Downloads', path).get_dbus_method(method, 'org.example.Downloads.Task')()
-        def start(url, dest, **options):
-            return str(m.Start(url, dest, dbus.Dictionary(options, signature='sv')))
-        out = {}
-        \(body)
-        print(json.dumps(out))
-        """
-        let output = try await run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script])
-        XCTAssertEqual(output.status, 0, output.description)
-        guard let last = output.stdout.split(separator: "\n").last,
-              let object = try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any] else {
-            XCTFail("no JSON from the client: \(output.description)")
-            return [:]
-        }
-        return object
+        try await python(uid: 65534, gid: 65534, setprivGroups: "--clear-groups", body)
     }
 
     /// A Metalink v4 document of one file.

@@ -46,6 +46,55 @@ class SystemBusTestCase: DaemonTestCase {
         return bus
     }
 
+    /// Runs python3-dbus as `uid` (with `gid`; `setprivGroups` as setpriv takes them:
+    /// `--init-groups` for a user of the user database, `--clear-groups` for nobody) with `umask`,
+    /// with helpers `m` (the manager), `prop`, `wait`, `wait_bytes`, `err`, `start`, `call` (a
+    /// task method) and `out` (printed as JSON at the end, and returned).
+    func python(uid: UInt32, gid: UInt32, setprivGroups: String, umask: Int = 0o022, _ body: String) async throws -> [String: Any] {
+        let script = """
+        import dbus, json, os, time
+        os.umask(\(umask))
+        bus = dbus.bus.BusConnection('\(bus.address)')
+        m = dbus.Interface(bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
+        def prop(path, name):
+            return bus.get_object('org.example.Downloads', path).Get(
+                'org.example.Downloads.Task', name, dbus_interface='org.freedesktop.DBus.Properties')
+        def wait(path, states, seconds=30):
+            deadline = time.time() + seconds
+            while time.time() < deadline:
+                state = str(prop(path, 'State'))
+                if state in states: return state
+                time.sleep(0.05)
+            return 'timeout:' + str(prop(path, 'State'))
+        def wait_bytes(path, n, seconds=30):
+            deadline = time.time() + seconds
+            while time.time() < deadline and int(prop(path, 'BytesWritten')) < n: time.sleep(0.02)
+        def err(f):
+            try:
+                r = f()
+                return 'ok:' + str(r)
+            except dbus.DBusException as e:
+                return e.get_dbus_name() + ': ' + e.get_dbus_message()
+        def start(url, dest, **options):
+            return str(m.Start(url, dest, dbus.Dictionary(options, signature='sv')))
+        def call(path, method):
+            return bus.get_object('org.example.Downloads', path).get_dbus_method(method, 'org.example.Downloads.Task')()
+        out = {}
+        \(body)
+        print(json.dumps(out))
+        """
+        let output = try await run([
+            "setpriv", "--reuid=\(uid)", "--regid=\(gid)", setprivGroups, "--reset-env", "/usr/bin/python3", "-c", script,
+        ])
+        XCTAssertEqual(output.status, 0, output.description)
+        guard let last = output.stdout.split(separator: "\n").last,
+              let object = try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any] else {
+            XCTFail("no JSON from the client: \(output.description)\n\((try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "")")
+            return [:]
+        }
+        return object
+    }
+
     /// Runs python3-dbus as user nobody against the system bus.
     func asNobody(_ script: String) async throws -> ProcessRunner.Output {
         try await run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script])
