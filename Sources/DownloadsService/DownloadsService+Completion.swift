@@ -64,7 +64,10 @@ extension DownloadsService {
         do {
             let (transition, pending) = try store.sessionBecameIdle(session)
             if transition {
-                emit(.eventsFinished(session: SessionKey.shown(session.name)), owner: session.owner, app: SessionKey.app(session.name))
+                // An app's session to that app alone: its name says nothing of which app's it is,
+                // and a host client of the user may have a session of the same name.
+                let app = SessionKey.app(session.name)
+                emit(.eventsFinished(session: SessionKey.shown(session.name)), owner: session.owner, app: app, appOnly: !app.isEmpty)
             }
             if pending { Task { await self.deliverCompletion(session) } }
         } catch {

@@ -167,8 +167,11 @@ public final class DownloadsService: Sendable {
     /// Sends a signal about something of `owner` and `app`: broadcast on the session bus for the
     /// daemon's own user's host tasks; otherwise only to the connections that may see it (the
     /// owner's host connections, and the app's own). Checked against its declaration.
+    /// `appOnly`: only the app's own connections (a signal that names no task, only a session
+    /// name the user's host clients may use too: `EventsFinished`).
     private func send(
-        _ interface: InterfaceDescription, _ name: String, path: ObjectPath, _ arguments: [DBusValue], owner: UInt32, app: String
+        _ interface: InterfaceDescription, _ name: String, path: ObjectPath, _ arguments: [DBusValue], owner: UInt32, app: String,
+        appOnly: Bool = false
     ) {
         do {
             if broadcasts(owner, app: app) {
@@ -176,7 +179,7 @@ public final class DownloadsService: Sendable {
                 return
             }
             let targets = state.withLockedValue { state in
-                state.clients.filter { $0.value.hears(owner: owner, app: app) }.map(\.key)
+                state.clients.filter { $0.value.hears(owner: owner, app: app) && (!appOnly || $0.value.app == app) }.map(\.key)
             }
             for target in targets {
                 try connection.emit(interface, name, path: path, arguments: arguments, destination: target)
@@ -197,8 +200,11 @@ public final class DownloadsService: Sendable {
 
     static let daemonUID = UInt32(getuid())
 
-    func emit(_ signal: ManagerSignal, owner: UInt32, app: String) {
-        send(DownloadsInterfaces.manager, signal.name, path: DownloadsAPI.managerPath, signal.arguments, owner: owner, app: app)
+    func emit(_ signal: ManagerSignal, owner: UInt32, app: String, appOnly: Bool = false) {
+        send(
+            DownloadsInterfaces.manager, signal.name, path: DownloadsAPI.managerPath, signal.arguments, owner: owner, app: app,
+            appOnly: appOnly
+        )
     }
 
     func emitTaskProperties(_ snapshot: TaskSnapshot, _ properties: [TaskProperty]) {

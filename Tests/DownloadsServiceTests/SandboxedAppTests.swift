@@ -72,10 +72,14 @@ final class SandboxedAppTests: DaemonTestCase {
         // The app reads its own task, and heard its own signals.
         let state = try await app.send(["op": "get", "path": task.rawValue, "prop": "State"])
         XCTAssertEqual(state.value as? String, "finished")
-        try await until("the app hears its Finished") {
+        try await until("the app hears its Finished, and its session's EventsFinished") {
             let heard = try await app.send(["op": "signals"]).value as? [[String]] ?? []
-            return heard.contains { $0[0] == "Finished" && $0[1] == task.rawValue }
+            return heard.contains { $0[0] == "Finished" && $0[1] == task.rawValue } && heard.contains { $0 == ["EventsFinished", "default", "/org/example/Downloads"] }
         }
+        // The host's connection (this test's, which has called) heard the task's signals but not
+        // the app's session ending: "default" would read as a session of its own.
+        XCTAssertTrue(signalNames(for: task).contains("Finished"))
+        XCTAssertFalse(signals.withLockedValue { $0 }.contains { $0.0 == "EventsFinished" }, "an app's EventsFinished reached the host")
         // "" takes the server's name in the directory.
         http.set("/named", Route(content: content))
         let named = try path(await app.send(["op": "startat", "url": http.url("/named"), "dir": app.home + "/Downloads", "name": ""]))
