@@ -63,7 +63,18 @@ extension DownloadError {
     /// SOCKS handshake failed. nil: not the proxy's (a TLS error inside the tunnel is the
     /// server's). Errors are told apart by type; SOCKS errors by their module (NIOSOCKS, which
     /// this package does not name).
-    static func classify(_ error: Error, through proxy: ProxySetting, to host: String) -> DownloadError? {
+    /// `headSent`: whether the request's head went out (then the tunnel was open, and a closed
+    /// connection is the server's). Before it, a connection closed without a word, or an answer
+    /// that is not HTTP, is the proxy's: TLS with the server reports its own errors.
+    static func classify(_ error: Error, through proxy: ProxySetting, to host: String, headSent: Bool = true) -> DownloadError? {
+        if !headSent, case .http = proxy {
+            if let error = error as? HTTPClientError, error == .remoteConnectionClosed {
+                return .proxy("the proxy \(proxy) closed the connection instead of opening the tunnel to \(host) (an answer that is not HTTP, or none)")
+            }
+            if error is HTTPParserError {
+                return .proxy("the proxy \(proxy) answered with something that is not HTTP")
+            }
+        }
         switch error {
         case let error as HTTPClientError:
             switch error {

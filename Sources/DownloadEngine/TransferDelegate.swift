@@ -98,6 +98,9 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     /// The rate limit's wait before the next body part (see `interrupt`).
     private var throttle: Scheduled<Void>?
     private var failed = false
+    /// Whether the request's head went out: through a proxy, only once the tunnel was open (read,
+    /// like `partialResult`, after the request's future completed).
+    private(set) var requestHeadSent = false
 
     init(
         writer: PartialFileWriter, requestedOffset: Int64, knownLength: Int64, validator: String?, hooks: Hooks,
@@ -132,6 +135,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     // MARK: The request's events (on its event loop)
 
     func sentHead(_ task: Request) {
+        requestHeadSent = true
         progress.requestSent(at: .now())
         guard watchdog == nil else { return }
         watchdog = task.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { [self] _ in

@@ -310,7 +310,8 @@ final class TransferRun: Sendable {
         if checksWrites, let failure = (try? await writer.perform { $0.writeFailure }) ?? nil { return .failed(failure) }
         if let thrown {
             // Before any response through a proxy, a failure to connect or to open the tunnel is the proxy's.
-            if let proxy = connection.proxy, result == nil, transfer.partialResult == nil, let error = DownloadError.classify(thrown, through: proxy, to: httpRequest.host) {
+            if let proxy = connection.proxy, result == nil, transfer.partialResult == nil,
+               let error = DownloadError.classify(thrown, through: proxy, to: httpRequest.host, headSent: transfer.requestHeadSent) {
                 return .failed(error)
             }
             let error = DownloadError.classify(thrown)

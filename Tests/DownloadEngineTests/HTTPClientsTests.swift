@@ -1,4 +1,5 @@
 import Crypto
+import NIOConcurrencyHelpers
 @testable import DownloadEngine
 import Foundation
 import ProxyRules
@@ -161,5 +162,51 @@ final class HTTPClientsTests: EngineTestCase {
             let ended = try await wait(id, for: [.failed], seconds: 15)
             XCTAssertEqual(ended.record.errorName, "ProxyError", "\(ended.record.errorMessage ?? "")")
         }
+    }
+
+    /// A proxy that answers CONNECT with something that is not HTTP and closes is the proxy's
+    /// fault (ProxyError, not retried), not a cut download retried as Interrupted (issue 45,
+    /// finding 7): the request's head never went out, so the tunnel never opened.
+    func testAGarbageAnswerToConnectIsAProxyError() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(listener, 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        XCTAssertTrue(bound)
+        XCTAssertEqual(listen(listener, 16), 0)
+        let answered = NIOLockedValueBox(0)
+        // Bounded: a few connections (the old code retried), then the listener is shut down.
+        let server = Thread {
+            for _ in 0..<8 {
+                let client = accept(listener, nil, nil)
+                guard client >= 0 else { return }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                _ = read(client, &buffer, buffer.count)
+                let garbage = Array("SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n\r\n".utf8)
+                _ = write(client, garbage, garbage.count)
+                close(client)
+                answered.withLockedValue { $0 += 1 }
+            }
+        }
+        server.start()
+        defer {
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+        }
+        var options = DownloadOptions()
+        options.proxy = try ProxySetting.parse("http://127.0.0.1:\(Int(UInt16(bigEndian: address.sin_port)))")
+        let id = try manager.create(DownloadRequest(
+            owner: Self.owner, session: "s", url: "https://127.0.0.1:9/x", destination: directory.file("never"),
+            destinationIsDirectory: false, options: options
+        )).id
+        nextID += 1
+        let ended = try await wait(id, for: [.failed])
+        XCTAssertEqual(ended.record.errorName, "ProxyError", "\(ended.record.errorMessage ?? "")")
+        XCTAssertEqual(answered.withLockedValue { $0 }, 1, "not retried")
     }
 }
