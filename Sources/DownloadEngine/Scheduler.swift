@@ -19,6 +19,7 @@ struct Scheduler: Sendable {
     private struct Entry: Sendable {
         let id: UInt64
         let session: SessionID
+        let party: SessionParty
         var priority: DownloadOptions.Priority
         var allowMetered: Bool
         /// `earliest_begin` (Unix seconds): not started before.
@@ -34,11 +35,14 @@ struct Scheduler: Sendable {
     /// How many entries of `queued` each session has (kept with `queued`): `next` looks at the
     /// queue only when one of these sessions may start a transfer.
     private var queuedPerSession: [SessionID: Int] = [:]
+    /// How many entries of `queued` each party has (kept with `queued`): whose best `next` looks for.
+    private var queuedPerParty: [SessionParty: Int] = [:]
     /// A running task: the connections it holds (`weight`), the most it asked for (`wanted`),
     /// and the queue entry it was started from (`ticket`: a task stopped and queued again before
     /// its start took effect is a new entry, so a late start of the old one is told apart).
     private struct Running: Sendable {
         let session: SessionID
+        let party: SessionParty
         var weight: Int
         var wanted: Int
         let ticket: UInt64
@@ -70,15 +74,18 @@ struct Scheduler: Sendable {
     /// the next time is found without scanning the queue).
     private var beginTimes: [UInt64: UInt64] = [:]
 
+    /// `app`: the sandboxed app the task belongs to ("" for a host caller's), its party with its owner.
     mutating func enqueue(
-        _ id: UInt64, session: SessionID, priority: DownloadOptions.Priority, allowMetered: Bool = true, connections: Int = 1,
-        notBefore: UInt64? = nil
+        _ id: UInt64, session: SessionID, app: String = "", priority: DownloadOptions.Priority, allowMetered: Bool = true,
+        connections: Int = 1, notBefore: UInt64? = nil
     ) {
         guard running[id] == nil, !queued.contains(where: { $0.id == id }) else { return }
         sequence += 1
+        let party = SessionParty(owner: session.owner, app: app)
         queuedPerSession[session, default: 0] += 1
+        queuedPerParty[party, default: 0] += 1
         insert(Entry(
-            id: id, session: session, priority: priority, allowMetered: allowMetered, notBefore: notBefore,
+            id: id, session: session, party: party, priority: priority, allowMetered: allowMetered, notBefore: notBefore,
             weight: max(1, min(connections, maxConnections)), sequence: sequence
         ))
         if let notBefore { beginTimes[id] = notBefore }
@@ -95,9 +102,11 @@ struct Scheduler: Sendable {
         queued.insert(entry, at: low)
     }
 
-    mutating func enqueue(_ id: UInt64, session: SessionID, options: DownloadOptions) {
+    /// A task as its record says: its session, app and options.
+    mutating func enqueue(_ record: DownloadTaskRecord) {
+        let options = record.options
         enqueue(
-            id, session: session, priority: options.priority, allowMetered: options.allowMetered,
+            record.id, session: record.sessionID, app: record.app, priority: options.priority, allowMetered: options.allowMetered,
             connections: options.connections, notBefore: options.earliestBegin
         )
     }
@@ -152,11 +161,11 @@ struct Scheduler: Sendable {
                 runningPerSession[entry.session, default: 0] += 1
                 transfers += 1
             }
-            runningPerOwner[SessionParty(entry.session), default: 0] += entry.weight
+            runningPerOwner[entry.party, default: 0] += entry.weight
             connections += entry.weight
         }
         // The users with queued tasks: the scan ends once each has its best.
-        let owners = Set(queuedPerSession.keys.map(SessionParty.init))
+        let owners = queuedPerParty.count
         while transfers < maxRunning && connections < maxConnections && !queued.isEmpty {
             // With many tasks queued in sessions at their limit (a thousand small files), most
             // calls end here without a look at the queue.
@@ -174,22 +183,22 @@ struct Scheduler: Sendable {
                     lastSession = session
                     lastSessionMayRun = runningPerSession[session, default: 0] < maxRunningPerSession
                 }
-                guard lastSessionMayRun, best[SessionParty(session)] == nil, network.allows(allowMetered: queued[index].allowMetered),
+                guard lastSessionMayRun, best[queued[index].party] == nil, network.allows(allowMetered: queued[index].allowMetered),
                       (queued[index].notBefore ?? 0) <= now else { continue }
-                best[SessionParty(session)] = index
-                if best.count == owners.count { break }
+                best[queued[index].party] = index
+                if best.count == owners { break }
             }
             let chosen = best.values.min { a, b in
-                let ra = runningPerOwner[SessionParty(queued[a].session), default: 0], rb = runningPerOwner[SessionParty(queued[b].session), default: 0]
+                let ra = runningPerOwner[queued[a].party, default: 0], rb = runningPerOwner[queued[b].party, default: 0]
                 return ra != rb ? ra < rb : queued[a].sequence < queued[b].sequence
             }
             guard let index = chosen else { break }
             let entry = dequeue(at: index)
             let weight = min(entry.weight, free)
-            running[entry.id] = Running(session: entry.session, weight: weight, wanted: entry.weight, ticket: entry.sequence)
+            running[entry.id] = Running(session: entry.session, party: entry.party, weight: weight, wanted: entry.weight, ticket: entry.sequence)
             beginTimes[entry.id] = nil
             runningPerSession[entry.session, default: 0] += 1
-            runningPerOwner[SessionParty(entry.session), default: 0] += weight
+            runningPerOwner[entry.party, default: 0] += weight
             transfers += 1
             connections += weight
             started.append(entry.id)
@@ -205,15 +214,15 @@ struct Scheduler: Sendable {
         var granted: [UInt64: Int] = [:]
         var free = maxConnections - connectionCount
         var perOwner: [SessionParty: Int] = [:]
-        for entry in running.values { perOwner[SessionParty(entry.session), default: 0] += entry.weight }
+        for entry in running.values { perOwner[entry.party, default: 0] += entry.weight }
         while free > 0 {
             let candidate = running.filter { $0.value.weight < $0.value.wanted }.min { a, b in
-                let ra = perOwner[SessionParty(a.value.session), default: 0], rb = perOwner[SessionParty(b.value.session), default: 0]
+                let ra = perOwner[a.value.party, default: 0], rb = perOwner[b.value.party, default: 0]
                 return ra != rb ? ra < rb : a.key < b.key
             }
             guard let (id, entry) = candidate else { break }
             running[id]?.weight += 1
-            perOwner[SessionParty(entry.session), default: 0] += 1
+            perOwner[entry.party, default: 0] += 1
             granted[id, default: 0] += 1
             free -= 1
         }
@@ -242,13 +251,13 @@ struct Scheduler: Sendable {
         var held: [SessionParty: Int] = [:]
         for entry in running.values {
             if !entry.short { runningPerSession[entry.session, default: 0] += 1 }
-            held[SessionParty(entry.session), default: 0] += entry.weight
+            held[entry.party, default: 0] += entry.weight
         }
         var waiting = Set<SessionParty>()
-        for entry in queued where !waiting.contains(SessionParty(entry.session)) {
+        for entry in queued where !waiting.contains(entry.party) {
             if runningPerSession[entry.session, default: 0] < maxRunningPerSession, network.allows(allowMetered: entry.allowMetered),
                (entry.notBefore ?? 0) <= now {
-                waiting.insert(SessionParty(entry.session))
+                waiting.insert(entry.party)
             }
         }
         let share = max(1, maxConnections / max(1, Set(held.keys).union(waiting).count))
@@ -256,7 +265,7 @@ struct Scheduler: Sendable {
         for owner in waiting.sorted() where held[owner, default: 0] < share {
             // The user most over the share, and their task with the most places.
             guard let (richest, places) = held.filter({ $0.key != owner }).max(by: { $0.value < $1.value }), places > share,
-                  let (id, _) = running.filter({ SessionParty($0.value.session) == richest && $0.value.weight > 1 })
+                  let (id, _) = running.filter({ $0.value.party == richest && $0.value.weight > 1 })
                       .max(by: { $0.value.weight != $1.value.weight ? $0.value.weight < $1.value.weight : $0.key > $1.key })
             else { continue }
             running[id]?.weight -= 1
@@ -300,6 +309,8 @@ struct Scheduler: Sendable {
         let entry = queued.remove(at: index)
         let left = (queuedPerSession[entry.session] ?? 1) - 1
         queuedPerSession[entry.session] = left > 0 ? left : nil
+        let partyLeft = (queuedPerParty[entry.party] ?? 1) - 1
+        queuedPerParty[entry.party] = partyLeft > 0 ? partyLeft : nil
         return entry
     }
 

@@ -28,7 +28,7 @@ extension SessionManager {
             delegate.created(task, snapshot)
             state.withLockedValue { state in
                 if snapshot.state == .queued {
-                    state.scheduler.enqueue(snapshot.id, session: snapshot.sessionID, options: snapshot.record.options)
+                    state.scheduler.enqueue(snapshot.record)
                 }
             }
             return snapshot
@@ -120,7 +120,7 @@ extension SessionManager {
             state.stopReason = nil
         }, then: { [self] _, _, snapshot in
             state.withLockedValue {
-                $0.scheduler.enqueue(id, session: snapshot.sessionID, options: snapshot.record.options)
+                $0.scheduler.enqueue(snapshot.record)
             }
         })
         guard moved != nil else {

@@ -11,7 +11,7 @@ extension SessionManager {
             state.withLockedValue { state in
                 state.add(task, record)
                 if record.state == .queued {
-                    state.scheduler.enqueue(record.id, session: record.sessionID, options: record.options)
+                    state.scheduler.enqueue(record)
                     let network = state.scheduler.network
                     task.update { $0.wait(on: network) }
                 }

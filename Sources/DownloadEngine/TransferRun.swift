@@ -408,7 +408,7 @@ final class TransferRun: Sendable {
             // Waiting for the network: queued again, to start when the network allows it.
             if reason == .wait {
                 manager.state.withLockedValue {
-                    $0.scheduler.enqueue(snapshot.id, session: snapshot.sessionID, options: snapshot.record.options)
+                    $0.scheduler.enqueue(snapshot.record)
                 }
             }
         })

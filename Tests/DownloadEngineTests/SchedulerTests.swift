@@ -58,15 +58,15 @@ final class SchedulerTests: XCTestCase {
         XCTAssertEqual(grown[1], 1, "only the place taken for root comes back, not the five it gave up: \(grown)")
     }
 
-    /// Two sandboxed apps of one user are two parties (the service names an app's sessions
-    /// `APPID` U+001F `NAME`): one app's download cannot take its user's whole share.
+    /// Two sandboxed apps of one user are two parties (a task's `app`): one app's download
+    /// cannot take its user's whole share.
     func testTheAppsOfAUserShareLikeUsers() {
         var scheduler = Scheduler(maxRunning: 4, maxRunningPerSession: 4, maxConnections: 16)
         let player = SessionID(owner: 1000, name: "org.example.Player\u{1F}default")
         let maps = SessionID(owner: 1000, name: "org.example.Maps\u{1F}default")
-        scheduler.enqueue(1, session: player, priority: .normal, connections: 16)
+        scheduler.enqueue(1, session: player, app: "org.example.Player", priority: .normal, connections: 16)
         XCTAssertEqual(scheduler.next(), [1])
-        scheduler.enqueue(2, session: maps, priority: .normal)
+        scheduler.enqueue(2, session: maps, app: "org.example.Maps", priority: .normal)
         XCTAssertEqual(scheduler.reclaim(), [1: 1], "another app of the same user waits")
         XCTAssertEqual(scheduler.next(), [2])
         // The host's own tasks of that user are a party of their own too.
