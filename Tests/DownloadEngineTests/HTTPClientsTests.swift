@@ -134,19 +134,8 @@ final class HTTPClientsTests: EngineTestCase {
     /// deadline for the condition, far above the 1 s asked, far below the daemon's 30 s.
     func testAProxyThatNeverAnswersIsHeldToTheTasksConnectTimeout() async throws {
         // A listening socket nobody accepts on: the kernel completes TCP, nothing ever answers.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(listener, 0)
+        let (listener, port) = try listeningSocket()
         defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
-        }
-        XCTAssertTrue(bound)
-        XCTAssertEqual(listen(listener, 64), 0)
-        let port = Int(UInt16(bigEndian: address.sin_port))
         var ids: [UInt64] = []
         for (url, proxy) in [("https://127.0.0.1:9/x", "http://127.0.0.1:\(port)"), ("http://127.0.0.1:9/x", "socks5://127.0.0.1:\(port)")] {
             var options = DownloadOptions()
@@ -168,17 +157,7 @@ final class HTTPClientsTests: EngineTestCase {
     /// fault (ProxyError, not retried), not a cut download retried as Interrupted (issue 45,
     /// finding 7): the request's head never went out, so the tunnel never opened.
     func testAGarbageAnswerToConnectIsAProxyError() async throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(listener, 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
-        }
-        XCTAssertTrue(bound)
-        XCTAssertEqual(listen(listener, 16), 0)
+        let (listener, port) = try listeningSocket()
         let answered = NIOLockedValueBox(0)
         // Bounded: a few connections (the old code retried), then the listener is shut down.
         let server = Thread {
@@ -199,7 +178,7 @@ final class HTTPClientsTests: EngineTestCase {
             close(listener)
         }
         var options = DownloadOptions()
-        options.proxy = try ProxySetting.parse("http://127.0.0.1:\(Int(UInt16(bigEndian: address.sin_port)))")
+        options.proxy = try ProxySetting.parse("http://127.0.0.1:\(port)")
         let id = try manager.create(DownloadRequest(
             owner: Self.owner, session: "s", url: "https://127.0.0.1:9/x", destination: directory.file("never"),
             destinationIsDirectory: false, options: options
@@ -208,5 +187,23 @@ final class HTTPClientsTests: EngineTestCase {
         let ended = try await wait(id, for: [.failed])
         XCTAssertEqual(ended.record.errorName, "ProxyError", "\(ended.record.errorMessage ?? "")")
         XCTAssertEqual(answered.withLockedValue { $0 }, 1, "not retried")
+    }
+
+    /// A TCP socket listening on 127.0.0.1 (a port the kernel chose): a "proxy" the test answers
+    /// by hand, or not at all. The caller closes it.
+    private func listeningSocket() throws -> (Int32, Int) {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = listener >= 0 && withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        guard bound, listen(listener, 64) == 0 else {
+            if listener >= 0 { close(listener) }
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
+        return (listener, Int(UInt16(bigEndian: address.sin_port)))
     }
 }
