@@ -253,11 +253,14 @@ struct Scheduler: Sendable {
             if !entry.short { runningPerSession[entry.session, default: 0] += 1 }
             held[entry.party, default: 0] += entry.weight
         }
+        // A party alone (a thousand small files of one user) keeps every place: no look at the queue.
+        guard queuedPerParty.keys.contains(where: { held[$0] == nil }) || held.count > 1 else { return [:] }
         var waiting = Set<SessionParty>()
         for entry in queued where !waiting.contains(entry.party) {
             if runningPerSession[entry.session, default: 0] < maxRunningPerSession, network.allows(allowMetered: entry.allowMetered),
                (entry.notBefore ?? 0) <= now {
                 waiting.insert(entry.party)
+                if waiting.count == queuedPerParty.count { break }
             }
         }
         let share = max(1, maxConnections / max(1, Set(held.keys).union(waiting).count))
