@@ -77,11 +77,6 @@ extension SessionManager {
         try files.files(for: owner, below: anchor).exists(path)
     }
 
-    /// Gives a task a new descriptor to make its files below (`ResumeWithData`'s `destination_fd`).
-    public func setAnchor(_ id: UInt64, _ anchor: DescriptorAnchor) throws {
-        try task(id).update { $0.anchor = anchor }
-    }
-
     /// The bytes of a regular file `owner` can read (a document they named), read with their
     /// credentials, at most `limit` bytes (more is `InvalidArgument`). Blocks on the owner's file helper.
     public func readFile(_ path: String, owner: UInt32, atMost limit: Int) throws -> [UInt8] {
