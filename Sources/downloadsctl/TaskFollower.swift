@@ -25,11 +25,19 @@ struct TaskFollower {
         var line = ProgressLine()
         var lastPlain = 0.0
         var lastRetrying: String?
+        var lastSpeed: Double?
         let started = Date().timeIntervalSince1970
         while true {
             let status = try await proxy.status(path)
             let now = Date().timeIntervalSince1970
-            let speed = line.measure(bytes: status.bytesWritten, at: now)
+            var speed = line.measure(bytes: status.bytesWritten, at: now)
+            // Once every byte is in, the service is finishing (sync, rename): the speed shown is the
+            // last one measured while bytes came (none if none was), not a 0 B/s over the finish.
+            if status.bytesExpected > 0, status.bytesWritten >= status.bytesExpected {
+                speed = lastSpeed
+            } else if let speed {
+                lastSpeed = speed
+            }
             // While the service waits to try again, why (a server's text: escaped).
             let retrying = status.state == "retrying" && !status.errorMessage.isEmpty
                 ? "retrying after: \(DisplayText.escaped(status.errorMessage))" : nil
