@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "dbus-bench", targets: ["dbus-bench"]),
         .executable(name: "engine-bench", targets: ["engine-bench"]),
         .library(name: "DBus", targets: ["DBus"]),
+        .library(name: "DownloadModel", targets: ["DownloadModel"]),
         .library(name: "DownloadEngine", targets: ["DownloadEngine"]),
         .library(name: "DownloadsAPI", targets: ["DownloadsAPI"]),
         .library(name: "DownloadsClient", targets: ["DownloadsClient"]),
@@ -53,11 +54,17 @@ let package = Package(
         .target(name: "UserFiles", dependencies: ["CUserFiles", "CrashPoints", "TerminalOutput"]),
         // The per-user file helper downloadsd starts (small: no NIO, no Foundation).
         .executableTarget(name: "downloads-file-helper", dependencies: ["UserFiles"]),
-        // Downloads over HTTP(S): SessionManager, SessionDelegate, transfers, resume data. No D-Bus.
+        // The value types every layer shares: task records, options, states, errors, resume data,
+        // checksums and piece hashes, the observer protocol. No HTTP, no SQLite, no D-Bus.
+        .target(
+            name: "DownloadModel",
+            dependencies: ["UserFiles", "TerminalOutput", "ProxyRules", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // Downloads over HTTP(S): SessionManager, EventDelivery, transfers, resume data. No D-Bus.
         .target(
             name: "DownloadEngine",
             dependencies: [
-                "CrashPoints", "UserFiles", "TerminalOutput", "ProxyRules", "Metalink",
+                "DownloadModel", "CrashPoints", "UserFiles", "TerminalOutput", "ProxyRules", "Metalink",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -73,7 +80,7 @@ let package = Package(
         .target(
             name: "DownloadStore",
             dependencies: [
-                "CrashPoints", "DownloadEngine", "UserFiles",
+                "CrashPoints", "DownloadModel", "UserFiles",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -119,7 +126,7 @@ let package = Package(
         .target(
             name: "DownloadsService",
             dependencies: [
-                "CrashPoints", "DBus", "DownloadsAPI", "DownloadEngine", "DownloadStore", "TerminalOutput", "ProxyRules", "Metalink",
+                "CrashPoints", "DBus", "DownloadsAPI", "DownloadModel", "DownloadEngine", "DownloadStore", "TerminalOutput", "ProxyRules", "Metalink",
                 "CallerApps", "UserFiles",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -148,7 +155,7 @@ let package = Package(
         .executableTarget(
             name: "engine-bench",
             dependencies: [
-                "DownloadEngine", "DownloadStore", .product(name: "Logging", package: "swift-log"),
+                "DownloadModel", "DownloadEngine", "DownloadStore", .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             path: "Benchmarks/engine-bench"
@@ -165,12 +172,12 @@ let package = Package(
         .testTarget(name: "CallerAppsTests", dependencies: ["CallerApps", "TestSupport"]),
         .testTarget(name: "MetalinkTests", dependencies: ["Metalink"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
-        .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadEngine", "ProxyRules", "TestHTTPServer", "TestSupport"]),
+        .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadModel", "DownloadEngine", "ProxyRules", "TestHTTPServer", "TestSupport"]),
         .testTarget(name: "DownloadStoreTests", dependencies: [
-            "DownloadStore", "DownloadEngine", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            "DownloadStore", "DownloadModel", "DownloadEngine", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "DownloadsServiceTests", dependencies: [
-            "CrashPoints", "DownloadsService", "DownloadsAPI", "DownloadsClient", "DownloadStore", "DownloadEngine", "TestHTTPServer",
+            "CrashPoints", "DownloadsService", "DownloadsAPI", "DownloadsClient", "DownloadStore", "DownloadModel", "DownloadEngine", "TestHTTPServer",
             "TestSupport", "DBus",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),

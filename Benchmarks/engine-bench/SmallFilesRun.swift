@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Crypto
 import DownloadEngine
+import DownloadModel
 import DownloadStore
 import Foundation
 import Logging
@@ -33,7 +34,7 @@ struct SmallFilesRun {
         defer { if let stateDirectory { try? FileManager.default.removeItem(atPath: stateDirectory) } }
         let manager = SessionManager(
             configuration: configuration, resumeDataKey: SymmetricKey(size: .bits256),
-            delegate: SessionDelegate(observers: observers), logger: logger
+            delegate: EventDelivery(observers: observers), logger: logger
         )
         let download: @Sendable (Int, String) async throws -> Void = { index, prefix in
             let url = "\(base)/p\(index % 1000).bin"

@@ -7,6 +7,7 @@
 // task (Benchmarks/engine-bench.sh small).
 import Crypto
 import DownloadEngine
+import DownloadModel
 import Foundation
 import NIOConcurrencyHelpers
 
@@ -28,7 +29,7 @@ guard arguments.count == 3 else {
     exit(2)
 }
 let waiter = Waiter()
-let manager = SessionManager(resumeDataKey: SymmetricKey(size: .bits256), delegate: SessionDelegate(observers: [waiter]))
+let manager = SessionManager(resumeDataKey: SymmetricKey(size: .bits256), delegate: EventDelivery(observers: [waiter]))
 var options = DownloadOptions()
 options.overwrite = true
 try manager.create(DownloadRequest(

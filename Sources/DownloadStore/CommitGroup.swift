@@ -2,7 +2,7 @@ import GRDB
 import NIOConcurrencyHelpers
 
 /// Group commit for the engine's saves: the writes of one delivery batch (every task's events
-/// queued while the last batch was delivered, `SessionDelegate`) are committed in one
+/// queued while the last batch was delivered, `EventDelivery`) are committed in one
 /// transaction, so a thousand small downloads ending together pay for a few commits (each with
 /// its WAL locks, frames and wal-index updates) instead of one each, and no thread waits for
 /// another's commit (issue 24; Benchmarks/RESULTS.md).

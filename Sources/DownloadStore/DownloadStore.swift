@@ -1,5 +1,5 @@
 import CrashPoints
-import DownloadEngine
+import DownloadModel
 import Foundation
 import GRDB
 

@@ -1,4 +1,4 @@
-import DownloadEngine
+import DownloadModel
 import Logging
 import NIOConcurrencyHelpers
 

@@ -1,4 +1,4 @@
-import DownloadEngine
+import DownloadModel
 import Foundation
 import GRDB
 import UserFiles

@@ -1,4 +1,5 @@
 import DownloadEngine
+import DownloadModel
 
 /// Who calls: the uid the bus reports and the app the calling process belongs to (`""` for a
 /// host process, else a Flatpak app id or `snap.NAME`, `AppIdentity`). Ownership is (uid, app):

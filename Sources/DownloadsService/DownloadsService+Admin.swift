@@ -1,5 +1,6 @@
 import DBus
 import DownloadEngine
+import DownloadModel
 import DownloadsAPI
 
 /// The administrator's view: root, or a caller that polkit authorizes for

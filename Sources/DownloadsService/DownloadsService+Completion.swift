@@ -1,6 +1,7 @@
 import CrashPoints
 import DBus
 import DownloadEngine
+import DownloadModel
 import DownloadStore
 import DownloadsAPI
 

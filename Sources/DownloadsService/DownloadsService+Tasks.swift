@@ -1,5 +1,6 @@
 import DBus
 import DownloadEngine
+import DownloadModel
 import DownloadsAPI
 
 /// The task objects at /org/example/Downloads/tasks/<id>, served by one subtree handler: an

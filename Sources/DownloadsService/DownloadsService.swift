@@ -2,6 +2,7 @@ import CallerApps
 import DBus
 import Dispatch
 import DownloadEngine
+import DownloadModel
 import DownloadStore
 import DownloadsAPI
 import Foundation

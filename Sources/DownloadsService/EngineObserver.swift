@@ -1,5 +1,6 @@
 import DBus
 import DownloadEngine
+import DownloadModel
 import DownloadsAPI
 
 /// Turns engine events into D-Bus signals and completion calls. Runs on the engine's delivery

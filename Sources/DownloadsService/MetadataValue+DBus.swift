@@ -1,5 +1,6 @@
 import DBus
 import DownloadEngine
+import DownloadModel
 
 /// A task's metadata between D-Bus and the engine: the same basic type either way.
 extension MetadataValue {

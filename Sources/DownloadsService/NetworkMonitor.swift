@@ -1,5 +1,6 @@
 import DBus
 import DownloadEngine
+import DownloadModel
 import Logging
 
 /// Tells the engine what NetworkManager says of the network: `State` and `Connectivity` decide

@@ -1,5 +1,6 @@
 import DBus
 import DownloadEngine
+import DownloadModel
 import DownloadStore
 import DownloadsAPI
 

@@ -1,4 +1,5 @@
 import DownloadEngine
+import DownloadModel
 import DownloadsAPI
 import Foundation
 import Metalink

@@ -3,6 +3,7 @@ import Crypto
 import DBus
 import Dispatch
 import DownloadEngine
+import DownloadModel
 import DownloadStore
 import DownloadsAPI
 import DownloadsService

@@ -1,5 +1,6 @@
 import Crypto
 import DownloadEngine
+import DownloadModel
 import Foundation
 import NIOConcurrencyHelpers
 import TestHTTPServer
@@ -71,7 +72,7 @@ class EngineTestCase: XCTestCase {
         configuration.retry = RetryPolicy(maxAttempts: 4, baseDelay: 0.05, maxDelay: 0.2, retryAfterCap: 2)
         configuration.checkpointBytes = 64 * 1024
         change(&configuration)
-        return SessionManager(configuration: configuration, resumeDataKey: key, delegate: SessionDelegate(observers: [observer]))
+        return SessionManager(configuration: configuration, resumeDataKey: key, delegate: EventDelivery(observers: [observer]))
     }
 
     static func content(_ size: Int, seed: UInt32 = 1) -> [UInt8] { TestData.content(size, seed: seed) }

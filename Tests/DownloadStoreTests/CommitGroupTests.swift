@@ -1,3 +1,4 @@
+@testable import DownloadModel
 @testable import DownloadStore
 import Foundation
 import GRDB

@@ -1,3 +1,4 @@
+import DownloadModel
 @testable import DownloadStore
 import DownloadEngine
 import Foundation

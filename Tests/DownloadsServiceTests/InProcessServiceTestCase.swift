@@ -1,6 +1,7 @@
 import Crypto
 import DBus
 import DownloadEngine
+import DownloadModel
 import DownloadStore
 import DownloadsAPI
 import DownloadsService

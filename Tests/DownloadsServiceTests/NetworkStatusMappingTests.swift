@@ -1,4 +1,5 @@
 import DownloadEngine
+import DownloadModel
 @testable import DownloadsService
 import XCTest
 

@@ -1,0 +1,34 @@
+import DownloadModel
+import UserFiles
+
+/// Every file the engine opens, renames or removes goes through this, done with the task
+/// owner's credentials (`FileAccessProvider` hands out one per owner). The engine itself only
+/// writes, truncates, syncs and reads through the descriptors it gets back.
+public protocol FileAccess: Sendable {
+    /// Opens the partial file (keeping the one there only as `reuse` allows; see
+    /// `UserFileOperations.openPartial`).
+    func openPartial(_ path: String, reuse: PartialReuse) throws -> OpenedPartial
+    /// Renames the partial file to `destination` atomically (never replacing a file unless
+    /// `replace`: then `FileExists`), after checking it is still `identity`; sets `mode` and
+    /// syncs the directory.
+    func publish(_ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?) throws
+    /// Removes a file; a missing file is not an error.
+    func remove(_ path: String) throws
+    /// Whether the owner reaches a directory at `path` (one they cannot reach reads as missing).
+    func isDirectory(_ path: String) throws -> Bool
+    /// Whether the owner may create files in the directory `path`.
+    func isWritableDirectory(_ path: String) throws -> Bool
+    /// Whether the owner sees anything at `path`.
+    func exists(_ path: String) throws -> Bool
+    /// Whether `path` is the owner's regular file `identity` (a link is not followed).
+    func isFile(_ path: String, identity: FileIdentity) throws -> Bool
+    /// A regular file the owner can read, opened read-only; the caller closes the descriptor.
+    func openForReading(_ path: String) throws -> Int32
+}
+
+extension FileOperationError {
+    /// The engine's error for it (`FileExists` or `FileError`, with the message as it is).
+    func downloadError(path: String) -> DownloadError {
+        kind == .exists ? .fileExists(path) : .file(message)
+    }
+}

@@ -1,0 +1,210 @@
+import AsyncHTTPClient
+import DownloadModel
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A plain `http://` request through an HTTP proxy, forwarded: the request line carries the
+/// absolute URL (`GET http://host/path HTTP/1.1`, RFC 9112 §3.2.2) and the proxy makes the
+/// request, as curl does for http URLs. AsyncHTTPClient only tunnels (CONNECT), which proxies
+/// refuse to port 80 by default (squid's `http_access deny CONNECT !SSL_ports`), so this one
+/// request shape has its own small client: one connection per request (`Connection: close`),
+/// reading only when the delegate took the last part (its futures are the backpressure, as
+/// AsyncHTTPClient's are), streaming into the same `TransferDelegate` as every other request.
+/// A 407 is the proxy's (`HTTPClientError.proxyAuthenticationRequired`, so `ProxyError`); any
+/// other status is the server's, through the proxy.
+final class ForwardedRequest: OutgoingRequest {
+    let eventLoop: EventLoop
+    private let promise: EventLoopPromise<TransferDelegate.Result>
+    private let delegate: TransferDelegate
+    /// The connection, once made (a leaf lock).
+    private let channel = NIOLockedValueBox<Channel?>(nil)
+    /// Set once the request ended (its promise completed), so a late event changes nothing.
+    private let ended = NIOLockedValueBox(false)
+    /// The `resource_timeout`'s end, cancelled when the request ends first (event loop only).
+    private let deadlineTask = NIOLockedValueBox<Scheduled<Void>?>(nil)
+
+    var futureResult: EventLoopFuture<TransferDelegate.Result> { promise.futureResult }
+
+    /// `target`: the absolute URL (no fragment); `headers` the request's own (Host, Proxy-
+    /// Authorization and Connection are added here).
+    init(
+        target: String, host: String, port: Int, headers: HTTPHeaders, proxyHost: String, proxyPort: Int,
+        proxyAuthorization: (user: String, password: String)?, delegate: TransferDelegate,
+        connectTimeout: TimeAmount, deadline: NIODeadline?
+    ) {
+        eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        promise = eventLoop.makePromise()
+        self.delegate = delegate
+        var headers = headers
+        headers.replaceOrAdd(name: "Host", value: ForwardedRequest.hostHeader(host, port))
+        if let credentials = proxyAuthorization {
+            let token = Data("\(credentials.user):\(credentials.password)".utf8).base64EncodedString()
+            headers.replaceOrAdd(name: "Proxy-Authorization", value: "Basic \(token)")
+        }
+        headers.replaceOrAdd(name: "Connection", value: "close")
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: headers)
+        if let deadline {
+            let scheduled = eventLoop.scheduleTask(deadline: deadline) { [weak self] () -> Void in
+                self?.end(.failure(HTTPClientError.deadlineExceeded))
+            }
+            deadlineTask.withLockedValue { $0 = scheduled }
+        }
+        ClientBootstrap(group: eventLoop)
+            .connectTimeout(connectTimeout)
+            .channelOption(ChannelOptions.autoRead, value: false)
+            .channelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(Handler(request: self, head: head))
+                }
+            }
+            .connect(host: proxyHost, port: proxyPort)
+            .whenComplete { [self] result in
+                switch result {
+                case .success(let made):
+                    let endedMeanwhile = ended.withLockedValue { ended in
+                        if !ended { channel.withLockedValue { $0 = made } }
+                        return ended
+                    }
+                    if endedMeanwhile { made.close(promise: nil) }
+                case .failure(let error):
+                    end(.failure(error))
+                }
+            }
+    }
+
+    func cancel() {
+        eventLoop.execute { self.end(.failure(HTTPClientError.cancelled)) }
+    }
+
+    /// What the delegate calls on this request.
+    fileprivate var delegateRequest: TransferDelegate.Request {
+        TransferDelegate.Request(eventLoop: eventLoop, fail: { [self] error in
+            eventLoop.execute { self.end(.failure(error)) }
+        })
+    }
+
+    /// Ends the request once (on the event loop): the delegate hears of a failure, the
+    /// connection closes.
+    fileprivate func end(_ result: Result<TransferDelegate.Result, Error>) {
+        eventLoop.preconditionInEventLoop()
+        let first = ended.withLockedValue { ended in
+            defer { ended = true }
+            return !ended
+        }
+        guard first else { return }
+        deadlineTask.withLockedValue { $0 }?.cancel()
+        if case .failure = result { delegate.receivedError() }
+        promise.completeWith(result)
+        channel.withLockedValue { $0 }?.close(promise: nil)
+    }
+
+    fileprivate var isEnded: Bool { ended.withLockedValue { $0 } }
+
+    /// `host[:port]`, an IPv6 address in brackets.
+    static func hostHeader(_ host: String, _ port: Int) -> String {
+        let name = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return port == 80 ? name : "\(name):\(port)"
+    }
+
+    /// The absolute-form target of `url` (its fragment left out), or nil when it is not an http URL.
+    static func target(of url: String) -> String? {
+        guard var components = URLComponents(string: url), components.scheme?.lowercased() == "http", components.host != nil else {
+            return nil
+        }
+        components.fragment = nil
+        if components.percentEncodedPath.isEmpty { components.percentEncodedPath = "/" }
+        return components.string
+    }
+
+    /// Sends the request, then hands the response to the delegate one part at a time.
+    private final class Handler: ChannelInboundHandler {
+        typealias InboundIn = HTTPClientResponsePart
+        typealias OutboundOut = HTTPClientRequestPart
+
+        private let request: ForwardedRequest
+        private let head: HTTPRequestHead
+        /// Parts decoded but not yet taken by the delegate.
+        private var pending = CircularBuffer<HTTPClientResponsePart>()
+        /// The delegate's future for the last part has not completed yet.
+        private var busy = false
+        private var complete = false
+
+        init(request: ForwardedRequest, head: HTTPRequestHead) {
+            self.request = request
+            self.head = head
+        }
+
+        func channelActive(context: ChannelHandlerContext) {
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            request.delegate.sentHead(request.delegateRequest)
+            context.read()
+            context.fireChannelActive()
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            pending.append(unwrapInboundIn(data))
+            deliver(context)
+        }
+
+        /// A read that decoded no whole part (a head split over several segments, as tinyproxy
+        /// writes it, a line per segment) asks for the rest here: with reads made by hand,
+        /// nothing else would, and the response would wait for the watchdog.
+        func channelReadComplete(context: ChannelHandlerContext) {
+            if pending.isEmpty, !busy, !complete, !closed, !request.isEnded { context.read() }
+            context.fireChannelReadComplete()
+        }
+
+        /// The next part to the delegate once it took the last; a read when nothing waits.
+        private func deliver(_ context: ChannelHandlerContext) {
+            while !busy, !request.isEnded, let part = pending.popFirst() {
+                let taken: EventLoopFuture<Void>
+                switch part {
+                case .head(let response):
+                    if response.status == .proxyAuthenticationRequired {
+                        return request.end(.failure(HTTPClientError.proxyAuthenticationRequired))
+                    }
+                    taken = request.delegate.receivedHead(response, request.delegateRequest)
+                case .body(let buffer):
+                    taken = request.delegate.receivedBodyPart(buffer, request.delegateRequest)
+                case .end:
+                    complete = true
+                    return request.end(Result { try request.delegate.finished() })
+                }
+                busy = true
+                let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                taken.hop(to: context.eventLoop).whenComplete { result in
+                    let (handler, context) = loopBound.value
+                    handler.busy = false
+                    if case .failure(let error) = result { return handler.request.end(.failure(error)) }
+                    handler.deliver(context)
+                }
+            }
+            guard !busy, !complete, !request.isEnded else { return }
+            // The parts that came before the connection closed are the delegate's; a response
+            // cut before its end is then the connection's failure.
+            if closed {
+                request.end(.failure(HTTPClientError.remoteConnectionClosed))
+            } else {
+                context.read()
+            }
+        }
+
+        /// The connection closed (the decoder had no more to give).
+        private var closed = false
+
+        func channelInactive(context: ChannelHandlerContext) {
+            closed = true
+            deliver(context)
+            context.fireChannelInactive()
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: Error) {
+            request.end(.failure(error))
+        }
+    }
+}

@@ -1,0 +1,14 @@
+import AsyncHTTPClient
+import DownloadModel
+import NIOCore
+
+/// One request on its way, as `TransferRun.execute` holds it: AsyncHTTPClient's task, or a
+/// request forwarded through an HTTP proxy (`ForwardedRequest`).
+protocol OutgoingRequest: AnyObject, Sendable {
+    var eventLoop: EventLoop { get }
+    /// The response's result, once the delegate finished it (or the request's failure).
+    var futureResult: EventLoopFuture<TransferDelegate.Result> { get }
+    func cancel()
+}
+
+extension HTTPClient.Task: OutgoingRequest where Response == TransferDelegate.Result {}

@@ -1,0 +1,173 @@
+import DownloadModel
+import Foundation
+import NIOCore
+import NIOPosix
+import NIOSSL
+import NIOTLS
+import ProxyRules
+import TerminalOutput
+
+/// Why a TLS handshake failed, in words a person can act on. BoringSSL reports every failed
+/// verification as one `CERTIFICATE_VERIFY_FAILED`; after a failure the engine connects again
+/// (to the same address, so `--deny-network` pins hold) and finds out which check failed:
+///
+/// 1. a handshake that checks nothing: if even that fails, the server does not speak TLS, or
+///    closed the connection during the handshake;
+/// 2. the server's certificate's dates: expired, or not valid yet;
+/// 3. the chain without the host name: an issuer this system does not trust;
+/// 4. otherwise the certificate is not issued for the host name.
+///
+/// Nothing read here is trusted or kept: the connections carry no request and are closed.
+enum TLSDiagnosis {
+    /// What the certificate and handshakes showed (`nil`: the failure did not happen again).
+    static func explain(
+        host: String, port: Int, address: String?, configuration: TLSConfiguration, timeout: TimeAmount
+    ) async -> String? {
+        var unchecked = configuration
+        unchecked.certificateVerification = .none
+        let first: Handshake
+        do {
+            first = try await handshake(host: host, port: port, address: address, configuration: unchecked, timeout: timeout)
+        } catch {
+            return handshakeFailure(error, at: "\(host):\(port)")
+        }
+        guard let certificate = first.certificate else {
+            return "the server at \(host):\(port) sent no certificate"
+        }
+        let now = time(nil)
+        if certificate.notValidAfter < now {
+            return "the server's certificate for \(host) expired on \(date(certificate.notValidAfter))"
+        }
+        if certificate.notValidBefore > now {
+            return "the server's certificate for \(host) is not valid before \(date(certificate.notValidBefore)); check this computer's clock"
+        }
+        var chainOnly = configuration
+        chainOnly.certificateVerification = .noHostnameVerification
+        do {
+            _ = try await handshake(host: host, port: port, address: address, configuration: chainOnly, timeout: timeout)
+        } catch {
+            let issuer = name(certificate.issuerName)
+            // Its own issuer: a test or home server's certificate, which no CA vouches for.
+            if certificate.issuerName == certificate.subjectName {
+                return "the server's certificate for \(host) is self-signed (\(issuer)), which this system does not trust"
+                    + " (trust it for this service alone with downloadsd --ca-file, or for the system with update-ca-certificates)"
+            }
+            return "the server's certificate for \(host) is issued by \(issuer), which this system does not trust"
+                + " (an organisation's CA is added with update-ca-certificates)"
+        }
+        do {
+            _ = try await handshake(host: host, port: port, address: address, configuration: configuration, timeout: timeout)
+            return nil
+        } catch {
+            return "the server's certificate is not issued for the host name \(host) (its subject is \(name(certificate.subjectName)))"
+        }
+    }
+
+    private struct Handshake {
+        let certificate: NIOSSLCertificate?
+    }
+
+    private static func handshake(
+        host: String, port: Int, address: String?, configuration: TLSConfiguration, timeout: TimeAmount
+    ) async throws -> Handshake {
+        let context = try NIOSSLContext(configuration: configuration)
+        let group = MultiThreadedEventLoopGroup.singleton
+        let done = group.next().makePromise(of: Handshake.self)
+        let serverName = NetworkRange.parse(host) == nil ? host : nil
+        let bootstrap = ClientBootstrap(group: group)
+            .connectTimeout(timeout)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let tls = try NIOSSLClientHandler(context: context, serverHostname: serverName)
+                    try channel.pipeline.syncOperations.addHandler(tls)
+                    try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(promise: done, tls: tls))
+                }
+            }
+        let channel: Channel
+        do {
+            channel = try await bootstrap.connect(host: address ?? host, port: port).get()
+        } catch {
+            done.fail(error)
+            throw error
+        }
+        let timer = channel.eventLoop.scheduleTask(in: timeout) { done.fail(ChannelError.connectTimeout(timeout)) }
+        defer {
+            timer.cancel()
+            channel.close(promise: nil)
+        }
+        return try await done.futureResult.get()
+    }
+
+    /// Completes `promise` when the handshake ends, either way.
+    private final class HandshakeWaiter: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = ByteBuffer
+        let promise: EventLoopPromise<Handshake>
+        let tls: NIOSSLClientHandler
+
+        init(promise: EventLoopPromise<Handshake>, tls: NIOSSLClientHandler) {
+            self.promise = promise
+            self.tls = tls
+        }
+
+        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+            if case TLSUserEvent.handshakeCompleted = event {
+                promise.succeed(Handshake(certificate: tls.peerCertificate))
+            }
+            context.fireUserInboundEventTriggered(event)
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: Error) {
+            promise.fail(error)
+            context.close(promise: nil)
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            promise.fail(ChannelError.ioOnClosedChannel)
+            context.fireChannelInactive()
+        }
+    }
+
+    /// Why a handshake that checks nothing still failed.
+    private static func handshakeFailure(_ error: Error, at server: String) -> String {
+        switch error {
+        case ChannelError.ioOnClosedChannel, ChannelError.eof, NIOSSLError.uncleanShutdown:
+            return "the server at \(server) closed the connection during the TLS handshake"
+        case ChannelError.connectTimeout:
+            return "the server at \(server) did not answer the TLS handshake in time"
+        case NIOSSLError.handshakeFailed(.sslError(let errors)) where errors.contains(.eofDuringHandshake):
+            return "the server at \(server) closed the connection during the TLS handshake"
+        case NIOSSLError.handshakeFailed(.sslError(let errors)):
+            return "the TLS handshake with \(server) failed: " + errors.map { reason(of: $0) }.joined(separator: "; ")
+        default:
+            return "the TLS handshake with \(server) failed: \(error)"
+        }
+    }
+
+    /// BoringSSL's reason (`…:OPENSSL_internal:WRONG_VERSION_NUMBER at file:line`), in words
+    /// for the common ones. Only wording: errors are classified by type, never by this text.
+    private static func reason(of error: BoringSSLInternalError) -> String {
+        let text = "\(error)"
+        guard let marker = text.range(of: "OPENSSL_internal:") else { return text }
+        let tail = text[marker.upperBound...]
+        let name = String(tail.split(separator: " ").first ?? tail)
+        switch name {
+        case "WRONG_VERSION_NUMBER": return "the server does not speak TLS on this port (plain HTTP?)"
+        case "TLSV1_ALERT_PROTOCOL_VERSION", "UNSUPPORTED_PROTOCOL": return "no TLS version in common"
+        case "SSLV3_ALERT_HANDSHAKE_FAILURE", "NO_SHARED_CIPHER": return "no TLS version or cipher in common"
+        default: return name
+        }
+    }
+
+    private static func name(_ names: [SSLCertificateName]) -> String {
+        let common = names.first { $0.type == .commonName }?.value
+        let organization = names.first { $0.type == .organization }?.value
+        let text = [common.map { "CN=\($0)" }, organization.map { "O=\($0)" }].compactMap { $0 }.joined(separator: ", ")
+        return text.isEmpty ? "an unnamed issuer" : "“\(DisplayText.quoted(text, limit: 80))”"
+    }
+
+    private static func date(_ seconds: time_t) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+    }
+}

@@ -1,0 +1,162 @@
+import AsyncHTTPClient
+import Dispatch
+import DownloadModel
+import NIOConcurrencyHelpers
+import UserFiles
+
+/// One download: its record, its live counters and the handles that stop it. All mutable state
+/// sits in one `State` behind one lock, and every state change goes through
+/// `DownloadState.canTransition(to:)`, so concurrent pause/resume/cancel cannot corrupt it.
+final class DownloadTask: Sendable {
+    enum StopReason: Sendable, Equatable {
+        case pause, cancel, shutdown
+        /// The network no longer allows the task: back to the queue until it does.
+        case wait
+    }
+
+    struct State {
+        var record: DownloadTaskRecord
+        /// Bytes received and handed to the file writer (may be ahead of the durable offset).
+        var bytesWritten: Int64
+        var runner: Task<Void, Never>?
+        /// The requests out now (several for a segmented download), each as what cancels it
+        /// (a stop, or the end of a segmented attempt, calls them all).
+        var requests: [ObjectIdentifier: @Sendable () -> Void] = [:]
+        var stopReason: StopReason?
+        /// Which run `runner` is: a run that ended clears only its own handle.
+        var runID: UInt64 = 0
+        /// A progress delivery is queued and has not run yet.
+        var progressQueued = false
+        /// `bytesWritten` at the last progress delivery.
+        var progressDelivered: Int64
+        /// When the last progress delivery ran (`DispatchTime.uptimeNanoseconds`).
+        var progressDeliveredAt: UInt64 = 0
+        /// Why it waits while queued (kept by the manager).
+        var waitingFor: WaitingFor = .nothing
+        /// The run transferring now, for checkpoints asked from outside (before sleep).
+        var transfer: TransferRun?
+        /// A background transfer's rate now (bytes a second, `BackgroundPacer`); 0: not paced.
+        var pacedRate: UInt64 = 0
+        /// The descriptor the caller handed over (`StartAt`), while this daemon holds it: every
+        /// file of the task is made below it. Not kept across a restart.
+        var anchor: DescriptorAnchor?
+
+        var snapshot: TaskSnapshot { TaskSnapshot(record: record, bytesWritten: bytesWritten, waitingFor: waitingFor) }
+
+        /// Sets `waitingFor` from the begin time and `network` (queued) or clears it (any other state).
+        mutating func wait(on network: NetworkStatus, now: UInt64 = WallClock.now) {
+            if record.state == .queued {
+                waitingFor = record.options.mayBegin(at: now)
+                    ? network.waitingFor(allowMetered: record.options.allowMetered) : .beginTime
+            } else if !(record.state == .running && waitingFor == .yielding) {
+                waitingFor = .nothing
+            }
+        }
+    }
+
+    let id: UInt64
+    let state: NIOLockedValueBox<State>
+    /// Held while a change is made and its events are queued, so the delivery queue holds one
+    /// task's changes in the order they happened even when two threads change it. Lock order:
+    /// see `SessionManager`.
+    let eventOrder = NIOLock()
+    /// Every blocking call on this task's files runs here, in order: open, pwrite, ftruncate,
+    /// fdatasync, rename, unlink, the SHA-256. Never on an event loop.
+    let io: DispatchQueue
+
+    init(record: DownloadTaskRecord) {
+        id = record.id
+        state = NIOLockedValueBox(State(
+            record: record, bytesWritten: record.durableOffset, progressDelivered: record.durableOffset
+        ))
+        io = DispatchQueue(label: "org.example.Downloads.task.\(record.id).io")
+    }
+
+    var snapshot: TaskSnapshot {
+        state.withLockedValue { $0.snapshot }
+    }
+
+    var record: DownloadTaskRecord { state.withLockedValue { $0.record } }
+
+    /// Moves to `next` if allowed (and, with `from`, only out of those states); returns the
+    /// state before and the snapshot after the change, or nil when refused.
+    func transition(
+        to next: DownloadState, from allowed: Set<DownloadState>? = nil, _ change: (inout State) -> Void = { _ in }
+    ) -> (DownloadState, TaskSnapshot)? {
+        state.withLockedValue { state in
+            let previous = state.record.state
+            guard previous.canTransition(to: next), allowed?.contains(previous) ?? true else { return nil }
+            state.record.enter(next)
+            change(&state)
+            // A finished task makes no more files: its caller's descriptor is given back.
+            if next == .finished { state.anchor = nil }
+            return (previous, state.snapshot)
+        }
+    }
+
+    @discardableResult
+    func update(_ change: (inout State) -> Void) -> TaskSnapshot {
+        state.withLockedValue { state in
+            change(&state)
+            return state.snapshot
+        }
+    }
+
+    /// Bytes up to `position` were handed to the writer. Returns when the caller should deliver
+    /// progress (`interval` nanoseconds after the last delivery, or now), or nil when a delivery
+    /// is queued already: one lock per chunk, one queue hop per delivery.
+    func wrote(upTo position: Int64, interval: UInt64) -> DispatchTime? {
+        state.withLockedValue { state in
+            state.bytesWritten = position
+            guard !state.progressQueued else { return nil }
+            state.progressQueued = true
+            return DispatchTime(uptimeNanoseconds: state.progressDeliveredAt + interval)
+        }
+    }
+
+    /// The newest counters and the bytes since the last delivery; nil when nothing moved.
+    /// `endsQueued`: called by the queued delivery, so the next chunk may queue another.
+    func takeProgress(endsQueued: Bool) -> (TaskSnapshot, Int64)? {
+        state.withLockedValue { state in
+            if endsQueued { state.progressQueued = false }
+            let delta = state.bytesWritten - state.progressDelivered
+            guard delta != 0 else { return nil }
+            state.progressDelivered = state.bytesWritten
+            state.progressDeliveredAt = DispatchTime.now().uptimeNanoseconds
+            // After a restart from zero the total went down: report what the new run wrote.
+            return (state.snapshot, delta > 0 ? delta : state.bytesWritten)
+        }
+    }
+
+    /// The bytes up to `position` (an event's snapshot) that were not delivered, if any: the
+    /// progress an event delivers before itself. Only forward: a lower position is an older
+    /// snapshot, or a restart, which the queued delivery reports.
+    func takeProgress(upTo position: Int64) -> Int64? {
+        state.withLockedValue { state in
+            let delta = position - state.progressDelivered
+            guard delta > 0 else { return nil }
+            state.progressDelivered = position
+            state.progressDeliveredAt = DispatchTime.now().uptimeNanoseconds
+            return delta
+        }
+    }
+
+    /// The bandwidth limit now (read per chunk, so a change applies to a running transfer).
+    /// The limit reads are paced to: the task's own, and a background transfer's pace under it
+    /// (0: none).
+    var maxBytesPerSecond: UInt64 {
+        state.withLockedValue { state in
+            let own = state.record.options.maxBytesPerSecond, paced = state.pacedRate
+            return own == 0 ? paced : paced == 0 ? own : min(own, paced)
+        }
+    }
+
+    /// Runs a blocking file operation on this task's I/O queue, off the cooperative pool.
+    func onIOQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            io.async {
+                continuation.resume(with: Result { try body() })
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import DownloadModel
+/// The network and sleep: tasks wait for a network that allows them, retries go at once on
+/// wake-up, transfers are checkpointed before sleep and stopped at shutdown.
+extension SessionManager {
+    /// What the network allows now (from NetworkManager). Transfers it no longer allows are
+    /// checkpointed and go back to the queue (`WaitingFor` says why), instead of burning their
+    /// retries; queued ones it allows start. Returns once those transfers have stopped.
+    public func setNetwork(_ network: NetworkStatus) async {
+        let (changed, tasks) = state.withLockedValue { state -> (Bool, [DownloadTask]) in
+            let changed = state.scheduler.network != network
+            state.scheduler.network = network
+            return (changed, Array(state.tasks.values))
+        }
+        guard changed else { return }
+        logger.info("network: \(network)")
+        if network.online { reconnectNow() }
+        var stopping: [DownloadTask] = []
+        for task in tasks {
+            task.eventOrder.withLock {
+                let (before, snapshot) = task.state.withLockedValue { state -> (WaitingFor, TaskSnapshot) in
+                    let before = state.waitingFor
+                    state.wait(on: network)
+                    return (before, state.snapshot)
+                }
+                if snapshot.state == .queued, snapshot.waitingFor != before { delegate.waitingChanged(task, snapshot) }
+                if snapshot.state.holdsTransfer, !network.allows(allowMetered: snapshot.record.options.allowMetered) {
+                    stopping.append(task)
+                }
+            }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for task in stopping {
+                group.addTask { try? await self.stop(task, reason: .wait) }
+            }
+        }
+        schedule()
+    }
+
+    /// Connections may work again (the machine woke up): transfers waiting to retry do it now
+    /// instead of sitting out their back-off.
+    public func reconnectNow() {
+        state.withLockedValue { $0.reconnectGeneration += 1 }
+        beginTimeCame()
+    }
+
+    /// Makes every running transfer durable now (fdatasync, then the offset recorded and
+    /// delivered to the observers) without stopping it: what happens before the machine sleeps.
+    public func checkpointTransfers() async {
+        let runs = state.withLockedValue { Array($0.tasks.values) }.compactMap { task in
+            task.state.withLockedValue { $0.transfer }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for run in runs {
+                group.addTask {
+                    await run.checkpoint()
+                    await self.delegate.eventsDelivered(after: run.task)
+                }
+            }
+        }
+    }
+
+    /// Stops every transfer (checkpointing it) and leaves active tasks queued for the next start.
+    public func shutdown() async {
+        let tasks = state.withLockedValue { state -> [DownloadTask] in
+            state.shuttingDown = true
+            return Array(state.tasks.values)
+        }
+        for task in tasks where task.snapshot.state.isActive {
+            try? await stop(task, reason: .shutdown)
+        }
+        for task in tasks { await delegate.eventsDelivered(after: task) }
+        stopBeginTimer()
+        await clients.shutdown()
+    }
+}

@@ -1,0 +1,73 @@
+import DownloadModel
+/// Transitions and events: every change of a task and its events go out as one step under the
+/// task's event order.
+extension SessionManager {
+    typealias Events = (EventDelivery, DownloadTask, TaskSnapshot) -> Void
+
+    /// Moves a task to `next` and queues its events (`StateChanged`, and in `then` the other
+    /// events of the same step) as one step under the task's event order. Returns nil when the
+    /// transition is not allowed.
+    /// A task leaving running or retrying for a state without a transfer frees its place in the
+    /// scheduler in the same step, so a run that is ending never holds a place a new run took.
+    /// `provided` is asked of the scheduler in the same step, before the transition.
+    @discardableResult
+    func move(
+        _ task: DownloadTask, to next: DownloadState, from allowed: Set<DownloadState>? = nil,
+        provided: (Scheduler) -> Bool = { _ in true },
+        _ change: (inout DownloadTask.State) -> Void = { _ in }, then: Events = { _, _, _ in }
+    ) -> TaskSnapshot? {
+        task.eventOrder.withLock {
+            let (network, allowedNow) = state.withLockedValue { ($0.scheduler.network, provided($0.scheduler)) }
+            guard allowedNow, let (previous, snapshot) = task.transition(to: next, from: allowed, { state in
+                change(&state)
+                state.wait(on: network)
+            }) else { return nil }
+            if previous.holdsTransfer && !next.holdsTransfer {
+                state.withLockedValue { $0.scheduler.remove(task.id) }
+            }
+            if previous.isActive != next.isActive {
+                state.withLockedValue { $0.activeChanged(snapshot.sessionID, by: next.isActive ? 1 : -1) }
+            }
+            delegate.stateChanged(task, snapshot)
+            then(delegate, task, snapshot)
+            return snapshot
+        }
+    }
+
+    /// Changes a task without a transition and queues the events that describe the change.
+    @discardableResult
+    func report(_ task: DownloadTask, _ change: (inout DownloadTask.State) -> Void, events: Events) -> TaskSnapshot {
+        task.eventOrder.withLock {
+            let snapshot = task.update(change)
+            events(delegate, task, snapshot)
+            return snapshot
+        }
+    }
+
+    /// After a task left the active states: observers hear (after its events) if its session
+    /// has nothing left to do, once each time it runs dry. A run's end asks when the run has
+    /// closed (its finish waited for its record), so a task that started in its place and
+    /// finished meanwhile can find the session idle first: both ends then find it so, and the
+    /// table's mark (`takeIdle`) lets only the first report it.
+    func sessionMayBeIdle(_ session: SessionID) {
+        guard state.withLockedValue({ $0.takeIdle(session) }) else { return }
+        delegate.sessionBecameIdle(session)
+    }
+}
+
+extension SessionManager {
+    /// A running background task gives way to other traffic (`WaitingFor` `yielding`), or no
+    /// longer does; observers hear of a change only.
+    func markYielding(_ task: DownloadTask, _ yielding: Bool) {
+        task.eventOrder.withLock {
+            let (changed, snapshot) = task.state.withLockedValue { state -> (Bool, TaskSnapshot) in
+                // Only `yielding` is this one's to set or clear (a queued task's reasons are the network's).
+                let next: WaitingFor = yielding && state.record.state == .running ? .yielding : .nothing
+                guard state.waitingFor != next, state.waitingFor == .yielding || next == .yielding else { return (false, state.snapshot) }
+                state.waitingFor = next
+                return (true, state.snapshot)
+            }
+            if changed { delegate.waitingChanged(task, snapshot) }
+        }
+    }
+}

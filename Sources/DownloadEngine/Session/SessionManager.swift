@@ -1,0 +1,164 @@
+import AsyncHTTPClient
+import Crypto
+import DownloadModel
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import ProxyRules
+import UserFiles
+
+/// Owns the HTTP client, the task table (id → task) and the scheduler, and reports every event
+/// through its `EventDelivery`. Knows nothing of D-Bus. Owns every partial file: creating,
+/// adopting (from resume data), removing; nobody else touches them.
+///
+/// Its jobs, one file each: the task table (`TaskTable`, pure), control calls (`+Control`), resume
+/// data (`+ResumeData`), the network and sleep (`+Network`), scheduling and runs (`+Scheduling`),
+/// transitions and events (`+Reporting`), the HTTP client of each request (`+Connections`).
+///
+/// Every lock of the engine, in order (the one place it is written down). A thread holding one
+/// may take a later one, never an earlier one. Each is held for bookkeeping only: no I/O, no
+/// waiting, no observer code, no call into AsyncHTTPClient, no task cancellation (a stop sets its
+/// reason under the lock and cancels requests and the runner after it; the one exception, named
+/// at 4, only enqueues).
+/// 1. `PartialFileWriter.generation`: held while a finished checkpoint sync is recorded (takes 2–4).
+/// 2. `DownloadTask.eventOrder`: held while a task changes and its events are queued (only
+///    queued: observers run later, on `EventDelivery`'s delivery queue).
+/// 3. `SessionManager.state` (`TaskTable`): the tasks, the counts, the scheduler, the next id.
+/// 4. `DownloadTask.state`: one task's record and counters. The run's `Task` is created under
+///    2–4 (creating it only enqueues it), so a stop never misses the runner.
+/// 5. `SegmentTable`'s lock: the ranges; each chunk is queued to the writer under it (takes 6).
+/// 6. `PartialFileWriter`'s lock: the queue of file operations (starting a drain on `io`).
+/// 7. `TransferRun.segmentState`: a segmented run's table, workers and places (takes 8).
+/// 8. `SegmentWorkers`' state: the connections running.
+/// Leaves (nothing is taken under them): `TransferRun.checkpoints`, `SessionManager.beginTimer`, a segmented attempt's
+/// `Attempt`, `HTTPClients`' state, `FileHelperPool`'s helpers, `EventDelivery`'s observers and its
+/// pending deliveries, `AddressResolver`'s continuation.
+/// Queues: observers on `EventDelivery`'s one delivery queue, in batches; file calls on each task's `io` queue
+/// (through `PartialFileWriter`), its checkpoint syncs on the writer's `syncQueue`; the HTTP
+/// client's event loops only parse, hand buffers to the writer and take 2–6 briefly.
+public final class SessionManager: Sendable {
+    public struct Configuration: Sendable {
+        public var maxRunning = 4
+        public var maxRunningPerSession = 2
+        /// Connections all running transfers may open together (segmented ones open several).
+        public var maxConnections = 16
+        /// Connections a download with mirrors opens to one server at most (`MirrorSet`).
+        public var maxConnectionsPerHost = 4
+        public var retry = RetryPolicy()
+        public var connectTimeout: Double = 30
+        public var stallTimeout: Double = 60
+        /// A transfer below `lowSpeedLimit` bytes a second for `lowSpeedTime` seconds ends as
+        /// `Timeout` and is retried: a server that drips a byte every few seconds never trips
+        /// the stall timeout. curl's `--speed-limit 1 --speed-time 60` shape; 0 turns it off.
+        public var lowSpeedLimit: UInt64 = 1
+        public var lowSpeedTime: Double = 60
+        /// A running transfer is checkpointed every `checkpointInterval` seconds, or sooner once
+        /// `checkpointBytes` arrived: a crash costs at most about a second of transfer, and a fast
+        /// one is not held to a SQLite commit and an fdatasync every few megabytes.
+        public var checkpointBytes: Int64 = 64 * 1024 * 1024
+        public var checkpointInterval: Double = 1
+        public var maxRedirects = 10
+        /// A transfer whose response has at most this many bytes to go stops counting against
+        /// `maxRunning` and `maxRunningPerSession` (it keeps its connection place): small files
+        /// start while it ends instead of queueing behind four of them.
+        public var shortTransfer: Int64 = 1 << 20
+        /// Progress reaches the observers at most this often per task (seconds), always in the
+        /// task's event order: the last of it before whatever event follows, never after. A
+        /// fast transfer writes a chunk every few tens of microseconds; a queue hop per chunk
+        /// would cost more CPU than the service's whole D-Bus side. The daemon sets it from
+        /// `--progress-rate` (10 a second by default).
+        public var progressInterval: Double = 0.02
+        /// A segmented download splits no range below this (aria2's `--min-split-size`).
+        public var minimumSegment: Int64 = 1 << 20
+        /// Networks that tasks of owners other than root may not reach: every hop's address is
+        /// checked at connect time and the connection pinned to a checked address.
+        public var deniedNetworks: [NetworkRange] = []
+        /// Certificates (PEM) trusted beside the system store: an administrator's flag, never a caller's.
+        public var caFile: String?
+        /// The proxy of tasks that give none of their own: the daemon's environment
+        /// (`http_proxy`, `https_proxy`, `all_proxy`, `no_proxy`), as an administrator sets it.
+        public var proxyEnvironment = ProxyEnvironment.none
+        public init() {}
+    }
+
+    let configuration: Configuration
+    let clients: HTTPClients
+    public let delegate: EventDelivery
+    let files: any FileAccessProvider
+    private let keyBytes: [UInt8]
+    var key: SymmetricKey { SymmetricKey(data: keyBytes) }
+    let logger: Logger
+    let state: NIOLockedValueBox<TaskTable>
+    /// The timer for tasks waiting for their `earliest_begin` (`+BeginTime`).
+    let beginTimer = NIOLockedValueBox(BeginTimer())
+
+    public init(
+        configuration: Configuration = Configuration(), resumeDataKey: SymmetricKey,
+        files: any FileAccessProvider = DirectFileAccess(), delegate: EventDelivery = EventDelivery(),
+        logger: Logger = Logger(label: "downloads.engine")
+    ) {
+        self.configuration = configuration
+        self.keyBytes = resumeDataKey.withUnsafeBytes { Array($0) }
+        self.files = files
+        self.delegate = delegate
+        self.logger = logger
+        clients = HTTPClients(
+            connectTimeout: configuration.connectTimeout, caFile: configuration.caFile,
+            connectionsPerHost: configuration.maxConnections
+        )
+        state = NIOLockedValueBox(TaskTable(
+            scheduler: Scheduler(
+                maxRunning: configuration.maxRunning, maxRunningPerSession: configuration.maxRunningPerSession,
+                maxConnections: configuration.maxConnections
+            )
+        ))
+    }
+
+    public func snapshot(_ id: UInt64) -> TaskSnapshot? {
+        state.withLockedValue { $0.tasks[id] }?.snapshot
+    }
+
+    public func snapshots() -> [TaskSnapshot] {
+        state.withLockedValue { Array($0.tasks.values) }.map(\.snapshot).sorted { $0.id < $1.id }
+    }
+
+    public func snapshots(owner: UInt32) -> [TaskSnapshot] {
+        snapshots().filter { $0.owner == owner }
+    }
+
+    /// Returns once every event of task `id` reported so far has reached the observers (the
+    /// store has written it): what a caller waits for before telling a client the task exists.
+    public func eventsDelivered(_ id: UInt64) async {
+        guard let task = state.withLockedValue({ $0.tasks[id] }) else { return }
+        await delegate.eventsDelivered(after: task)
+    }
+
+    func task(_ id: UInt64) throws -> DownloadTask {
+        guard let task = state.withLockedValue({ $0.tasks[id] }) else {
+            throw DownloadError.notFound("no task \(id)")
+        }
+        return task
+    }
+
+    public var network: NetworkStatus { state.withLockedValue { $0.scheduler.network } }
+
+    var reconnectGeneration: UInt64 { state.withLockedValue { $0.reconnectGeneration } }
+
+    /// Transfers holding a place now (running, or retrying after a pause).
+    public var transfersRunning: Int { state.withLockedValue { $0.scheduler.transferCount } }
+
+    /// Whether `session` still has a queued, running or retrying task.
+    public func hasActiveTasks(in session: SessionID) -> Bool {
+        state.withLockedValue { $0.hasActiveTasks(in: session) }
+    }
+
+    public func taskCount(owner: UInt32) -> Int {
+        state.withLockedValue { $0.owners[owner]?.count ?? 0 }
+    }
+
+    /// The names of the sessions `owner`'s tasks are in.
+    public func sessionNames(owner: UInt32) -> Set<String> {
+        state.withLockedValue { Set(($0.owners[owner]?.sessions ?? [:]).keys) }
+    }
+
+}

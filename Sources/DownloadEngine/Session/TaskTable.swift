@@ -1,0 +1,77 @@
+import DownloadModel
+/// The manager's bookkeeping, all under its one lock: the tasks by id, per-owner counts, the
+/// active tasks per session, the scheduler, the next id. Pure: no I/O, no events, no task locks
+/// (Alamofire's request map, with the counts a quota check needs kept beside it).
+struct TaskTable {
+    var tasks: [UInt64: DownloadTask] = [:]
+    /// Per owner: how many tasks, in which sessions (name → tasks). Kept with `tasks`, so
+    /// Start's quota checks cost the same with ten thousand tasks as with ten.
+    var owners: [UInt32: OwnerTasks] = [:]
+    /// Queued, running or retrying tasks per session (for "the session has nothing left to do").
+    var activePerSession: [SessionID: Int] = [:]
+    /// Sessions whose becoming idle was reported and that have had nothing active since: two
+    /// tasks' ends that both find the session idle report it once.
+    private(set) var reportedIdle: Set<SessionID> = []
+    var scheduler: Scheduler
+    var nextID: UInt64 = 1
+    var shuttingDown = false
+    /// Counts the moments connections may work again (wake-up, the network back): a retry
+    /// waiting for its delay goes at once when this changes.
+    var reconnectGeneration: UInt64 = 0
+
+    struct OwnerTasks: Equatable {
+        var count = 0
+        var sessions: [String: Int] = [:]
+    }
+
+    /// Takes the next id.
+    mutating func takeID() -> UInt64 {
+        defer { nextID += 1 }
+        return nextID
+    }
+
+    /// Adds `task` (whose record is `record`), counting it; ids after it are never given again.
+    mutating func add(_ task: DownloadTask, _ record: DownloadTaskRecord) {
+        tasks[record.id] = task
+        counted(record, active: record.state.isActive, by: 1)
+        nextID = max(nextID, record.id + 1)
+    }
+
+    /// Forgets task `record.id` (its scheduling too); false when it was not there.
+    mutating func remove(_ record: DownloadTaskRecord) -> Bool {
+        scheduler.remove(record.id)
+        guard tasks.removeValue(forKey: record.id) != nil else { return false }
+        counted(record, active: record.state.isActive, by: -1)
+        return true
+    }
+
+    func hasActiveTasks(in session: SessionID) -> Bool { activePerSession[session, default: 0] > 0 }
+
+    /// Counts `record` in (`by` 1) or out (-1) of its owner's tasks and sessions.
+    mutating func counted(_ record: DownloadTaskRecord, active: Bool, by change: Int) {
+        var owner = owners[record.owner] ?? OwnerTasks()
+        owner.count += change
+        owner.sessions[record.session, default: 0] += change
+        if owner.sessions[record.session] == 0 {
+            owner.sessions[record.session] = nil
+            reportedIdle.remove(record.sessionID)
+        }
+        owners[record.owner] = owner.count > 0 ? owner : nil
+        if active { activeChanged(record.sessionID, by: change) }
+    }
+
+    /// A task of `session` became active (1) or stopped being active (-1).
+    mutating func activeChanged(_ session: SessionID, by change: Int) {
+        let count = activePerSession[session, default: 0] + change
+        activePerSession[session] = count > 0 ? count : nil
+        if count > 0 { reportedIdle.remove(session) }
+    }
+
+    /// Whether `session` has nothing active and its becoming so is not reported yet; marks it
+    /// reported (until a task of it is active again).
+    mutating func takeIdle(_ session: SessionID) -> Bool {
+        guard !hasActiveTasks(in: session), !reportedIdle.contains(session) else { return false }
+        reportedIdle.insert(session)
+        return true
+    }
+}

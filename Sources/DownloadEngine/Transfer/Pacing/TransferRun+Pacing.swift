@@ -1,0 +1,67 @@
+import AsyncHTTPClient
+import DownloadModel
+import ProxyRules
+
+/// A background transfer (option `background`) paced by `BackgroundPacer`: four times a second
+/// the delay to the first hop (`DelayProbe`: the proxy when there is one, else the server) and
+/// what the transfer received give a rate, which `DownloadTask.maxBytesPerSecond` applies to
+/// every connection of the task together. `WaitingFor` says `yielding` while it gives way.
+extension TransferRun {
+    static let pacingStep = 0.25
+
+    func startPacing() -> Task<Void, Never> {
+        let task = self.task, manager = self.manager
+        // Paced from the first byte, at the pacer's starting rate.
+        task.update { $0.pacedRate = UInt64(BackgroundPacer().rate) }
+        return Task.detached {
+            // The probes obey --deny-network as the transfer does: no handshake with a denied address.
+            let denied = task.record.owner == 0 ? [] : manager.configuration.deniedNetworks
+            guard let (host, port) = TransferRun.firstHop(of: task.record, environment: manager.configuration.proxyEnvironment),
+                  let address = NetworkRange.parse(host) != nil ? host : try? await AddressResolver.resolve(host, port: port).first,
+                  !denied.contains(where: { $0.contains(address) })
+            else {
+                manager.logger.info("task \(task.id): background pacing has no hop it may probe; it runs at its starting rate")
+                return
+            }
+            var pacer = BackgroundPacer()
+            let clock = ContinuousClock()
+            let start = clock.now
+            var lastBytes = task.state.withLockedValue { $0.bytesWritten }
+            var lastTime = clock.now
+            while !Task.isCancelled {
+                let stepStart = clock.now
+                let delay = await DelayProbe.connectTime(address: address, port: port, timeout: 1) ?? 1
+                let now = clock.now
+                let bytes = task.state.withLockedValue { $0.bytesWritten }
+                let elapsed = TransferRun.seconds(now - lastTime)
+                let throughput = elapsed > 0 ? Double(max(0, bytes - lastBytes)) / elapsed : 0
+                lastBytes = bytes
+                lastTime = now
+                let wasYielding = pacer.yielding
+                let rate = pacer.observe(delay: delay, throughput: throughput, now: TransferRun.seconds(now - start))
+                task.update { $0.pacedRate = rate }
+                if pacer.yielding != wasYielding { manager.markYielding(task, pacer.yielding) }
+                try? await Task.sleep(until: stepStart + .milliseconds(Int(TransferRun.pacingStep * 1000)), clock: clock)
+            }
+        }
+    }
+
+    func stopPacing(_ pacing: Task<Void, Never>?) {
+        guard let pacing else { return }
+        pacing.cancel()
+        task.update { $0.pacedRate = 0 }
+        manager.markYielding(task, false)
+    }
+
+    /// The host and port a background transfer's packets go to first: the proxy, or the server.
+    static func firstHop(of record: DownloadTaskRecord, environment: ProxyEnvironment) -> (String, Int)? {
+        guard let request = try? HTTPClient.Request(url: record.finalURL ?? record.url) else { return nil }
+        let proxy = environment.proxy(own: record.options.proxy, scheme: request.scheme, host: request.host, port: request.port)
+        if let proxy, let host = proxy.host, let port = proxy.port { return (host, port) }
+        return (request.host, request.port)
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,63 @@
+import DownloadModel
+import Foundation
+import ProxyRules
+import TerminalOutput
+
+/// What a redirect may do, as pure functions (tested without I/O).
+public enum RedirectRules {
+    /// Headers that carry the caller's credentials. They go only to the origin the caller named:
+    /// a redirect to another scheme, host or port drops them (as curl does since CVE-2022-27776).
+    public static let credentialHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+
+    /// Each hop: only http/https, never from https down to http, always with a host.
+    public static func checkedRedirect(from current: String, to location: String) throws -> String {
+        guard let base = URL(string: current), let next = URL(string: location, relativeTo: base)?.absoluteURL,
+              let scheme = next.scheme?.lowercased()
+        else {
+            throw DownloadError.invalidResponse("redirect to an invalid location “\(DisplayText.quoted(location, limit: 80))”")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw DownloadError.insecureRedirect("redirect to a “\(DisplayText.quoted(scheme, limit: 20))” URL is not followed")
+        }
+        if base.scheme?.lowercased() == "https" && scheme == "http" {
+            throw DownloadError.insecureRedirect("redirect from https to http is not followed")
+        }
+        guard let host = next.host, !host.isEmpty else {
+            throw DownloadError.invalidResponse("redirect to a URL without a host")
+        }
+        return next.absoluteString
+    }
+
+    /// Longest URL a server may send the task to (as the service takes from a caller).
+    public static let maxURLBytes = 8 * 1024
+
+    /// Whether a URL a server named (a Metalink document's) may become the task's, by the rules
+    /// a caller's URL is held to at Start: http(s) with a host, no user name or password (they
+    /// would be shown and stored, never sent), no space or control character, at most 8 KiB.
+    public static func acceptableAsTaskURL(_ text: String) -> Bool {
+        guard text.utf8.count <= maxURLBytes, !URLCharacters.containSpaceOrControl(text), let url = URL(string: text),
+              let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty
+        else { return false }
+        return url.user == nil && url.password == nil
+    }
+
+    /// Scheme, host (case-insensitive) and port (the scheme's default when absent) are equal.
+    public static func sameOrigin(_ a: String, _ b: String) -> Bool {
+        guard let left = origin(a), let right = origin(b) else { return false }
+        return left == right
+    }
+
+    private struct Origin: Equatable {
+        var scheme: String
+        var host: String
+        var port: Int
+    }
+
+    private static func origin(_ text: String) -> Origin? {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else {
+            return nil
+        }
+        let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
+        return Origin(scheme: scheme, host: host, port: port)
+    }
+}

@@ -1,0 +1,444 @@
+import AsyncHTTPClient
+import DownloadModel
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+
+/// One run of a task, from the scheduler starting it to finished, failed or stopped. It owns
+/// the partial file's writer (the descriptor), the `TransferStateMachine` (retry and restart
+/// counts) and performs the machine's actions: HTTP requests through AsyncHTTPClient,
+/// truncations, checkpoints, waits, the finaliser. State changes and events go through the
+/// manager's `move` and `report`, so they reach observers in order.
+final class TransferRun: Sendable {
+    let task: DownloadTask
+    let manager: SessionManager
+    let writer: PartialFileWriter
+    /// Checkpoints asked for during this run (logged at the end: their cost is a benchmark's figure).
+    let checkpoints = NIOLockedValueBox(0)
+    /// A segmented download's ranges and how this run fetches (see TransferRun+Segments).
+    let segmentState: NIOLockedValueBox<SegmentState>
+
+    /// `connections`: the places the scheduler granted (at most the task's `connections`;
+    /// it may grant more while the run goes on, see `addConnections`).
+    init(task: DownloadTask, manager: SessionManager, connections: Int = 1) {
+        segmentState = NIOLockedValueBox(SegmentState(connections: max(1, connections)))
+        self.task = task
+        self.manager = manager
+        let record = task.record
+        writer = PartialFileWriter(
+            path: record.partialPath, fileAccess: manager.fileAccess(for: task), queue: task.io,
+            digest: record.options.checksum?.algorithm,
+            reuse: { [task] in
+                let record = task.record
+                if let identity = record.partialFile { return .ifSame(identity) }
+                // A task stored before identities were recorded keeps a file of its owner.
+                return record.durableOffset > 0 ? .ifOwned : .never
+            },
+            opened: { [task, manager] identity in
+                guard task.record.partialFile != identity else { return }
+                manager.report(task, { $0.record.partialFile = identity }, events: { delegate, task, snapshot in
+                    delegate.checkpointed(task, snapshot)
+                })
+            }
+        )
+    }
+
+    var configuration: SessionManager.Configuration { manager.configuration }
+    var progressInterval: UInt64 { UInt64(max(0, configuration.progressInterval) * 1e9) }
+    var stopReason: DownloadTask.StopReason? { task.state.withLockedValue { $0.stopReason } }
+
+    func run() async {
+        task.update { $0.transfer = self }
+        defer { task.update { if $0.transfer === self { $0.transfer = nil } } }
+        let record = task.record
+        let pacing = record.options.background ? startPacing() : nil
+        defer { stopPacing(pacing) }
+        var machine = TransferStateMachine(url: record.url, credentialsOrigin: record.credentialsOrigin, limits: .init(
+            retry: configuration.retry, maxRedirects: configuration.maxRedirects, maxRestarts: configuration.retry.maxAttempts
+        ))
+        var action: TransferStateMachine.Action
+        do {
+            if let destination = try await publishedBeforeCrash() {
+                manager.logger.info("task \(task.id): was published to \(destination) before a crash")
+                let record = task.record
+                return finished(at: destination, length: record.expectedLength >= 0 ? record.expectedLength : record.durableOffset)
+            }
+            let offset = try await recover()
+            action = machine.start(offset: offset, validator: task.record.validator)
+        } catch {
+            action = .fail(DownloadError.classify(error))
+        }
+        while true {
+            // A stop is an input of the machine, taken before every action. It also cancelled
+            // this run's Task, so a wait or request in progress has ended already.
+            if let reason = stopReason { action = machine.stop(reason) }
+            switch action {
+            case .stop(let reason):
+                return await stopped(reason)
+            case .send(let request):
+                if task.state.withLockedValue({ $0.record.state }) == .retrying,
+                   manager.move(task, to: .running, from: [.retrying]) == nil {
+                    manager.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
+                    return
+                }
+                let outcome = await attempt(request)
+                let (offset, validator) = task.state.withLockedValue { ($0.bytesWritten, $0.record.validator) }
+                action = machine.requestEnded(outcome, offset: offset, validator: validator, random: Double.random(in: 0..<1))
+            case .restartFromZero(let reason, let delay, let request):
+                manager.logger.info("task \(task.id): restarting from zero\(delay > 0 ? String(format: " in %.1f s", delay) : ""): \(reason)")
+                if delay > 0 {
+                    await sitOut(delay)
+                    // Again without the wait, once a stop had its chance at the top.
+                    action = .restartFromZero(reason: reason, after: 0, then: request)
+                    continue
+                }
+                do {
+                    try await restartFromZero()
+                    action = .send(request)
+                } catch {
+                    action = machine.finalizeFailed(DownloadError.classify(error))
+                }
+            case .retry(let delay, let error):
+                manager.logger.info("task \(task.id): \(error); retry \(machine.retries) in \(String(format: "%.1f", delay)) s")
+                await checkpoint()
+                // While it waits, the task says why (as BITS's transient error does); the error is
+                // cleared as it leaves `retrying` for anything but `failed` (`DownloadTaskRecord.enter`).
+                guard manager.move(task, to: .retrying, from: [.running], { state in
+                    state.record.errorName = error.name
+                    state.record.errorMessage = error.message
+                }) != nil else {
+                    // Only a stop may take a running task elsewhere; anything else is a bug: end the run.
+                    if let reason = stopReason {
+                        action = machine.stop(reason)
+                        continue
+                    }
+                    manager.logger.error("task \(task.id): left running unexpectedly; the run ends")
+                    return
+                }
+                await sitOut(delay)
+                let (offset, validator) = task.state.withLockedValue { ($0.record.durableOffset, $0.record.validator) }
+                task.update { $0.bytesWritten = offset }
+                // Its `.send` takes the task back to running, unless a stop comes first.
+                action = machine.retryDelayElapsed(offset: offset, validator: validator)
+            case .finalize:
+                do {
+                    return try await finalize()
+                } catch {
+                    action = machine.finalizeFailed(DownloadError.classify(error))
+                }
+            case .fail(let error):
+                return await failed(error)
+            }
+        }
+    }
+
+    /// The one back-off of the engine, for the whole download's retries and restarts and for
+    /// each connection of a segmented one: `delay` seconds, ended early by a stop (which cancels
+    /// the run's Task and so this wait), by `unless` (another connection ended the attempt), or
+    /// when the manager says connections may work again (a wake-up, the network back). Returns
+    /// whether the wait ran its course or was cut short by a wake-up (false: stopped or ended).
+    @discardableResult
+    func sitOut(_ delay: Double, unless ended: @Sendable () -> Bool = { false }) async -> Bool {
+        let generation = manager.reconnectGeneration
+        let end = ContinuousClock.now + .milliseconds(Int64(delay * 1000))
+        while ContinuousClock.now < end {
+            if Task.isCancelled || ended() { return false }
+            if manager.reconnectGeneration != generation {
+                manager.logger.info("task \(task.id): retrying now")
+                return true
+            }
+            try? await Task.sleep(for: min(.milliseconds(200), end - ContinuousClock.now))
+        }
+        return !Task.isCancelled && !ended()
+    }
+
+    // MARK: One request
+
+    /// What one request came to before it is interpreted: the response as far as it went (its
+    /// decision, where its body ended), or the error it ended with.
+    enum Sent {
+        case response(TransferDelegate.Result)
+        case failed(DownloadError)
+    }
+
+    /// An attempt on one stream (see `attempt`): one request, its body written from where the
+    /// response starts. A complete one goes to the finish, whose sync reports a write error (one
+    /// trip to the I/O queue less per download); any other outcome gives way to a write error
+    /// first, as every request's does.
+    func stream(_ request: TransferStateMachine.Request) async -> TransferStateMachine.Outcome {
+        let outcome = outcome(of: await execute(
+            url: request.url, sendsCredentials: request.sendsCredentials,
+            range: request.range.map { (start: $0.offset, end: nil) }, validator: request.range?.validator,
+            hooks: hooks(url: request.url), checksWrites: false
+        ), url: request.url)
+        if case .complete = outcome { return outcome }
+        let writeFailure = try? await writer.perform { $0.writeFailure }
+        if let failure = writeFailure ?? nil { return .failed(failure) }
+        return outcome
+    }
+
+    /// What a single-stream request to `url` came to.
+    func outcome(of sent: Sent, url: String) -> TransferStateMachine.Outcome {
+        switch sent {
+        case .failed(let error):
+            return .failed(error)
+        case .response(let result):
+            switch result.decision {
+            case .redirect(let location):
+                return .redirect(location: location)
+            case .alreadyComplete:
+                return .complete
+            case .restartFromZero(let reason):
+                return .restartFromZero(reason: reason)
+            case .fail(let error):
+                return .failed(error)
+            case .metalink:
+                return followMetalink(result, from: url)
+            case .write(_, _, let expected, _):
+                // A body shorter than announced is an interruption (retried, resuming).
+                if let length = result.headers.first(name: "content-length").flatMap(Int64.init), result.bodyBytes != length {
+                    return .failed(.interrupted("received \(result.bodyBytes) of \(length) bytes"))
+                }
+                if expected >= 0, result.endOffset != expected {
+                    return .failed(.interrupted("the file holds \(result.endOffset) of \(expected) bytes"))
+                }
+                return .complete
+            }
+        }
+    }
+
+    /// Sends one GET (`Range: bytes=start-[end-1]` with `If-Range: validator` when `range` is
+    /// given) and streams its body through a `TransferDelegate`: into the file at the response's
+    /// offset, or into `segment`'s range of a segmented download. Registered with the task so a
+    /// stop cancels it. A write error of the writer is this request's failure (`checksWrites`:
+    /// waited for here; otherwise the caller's to find).
+    func execute(
+        url: String, sendsCredentials: Bool, range: (start: Int64, end: Int64?)?, validator: String?,
+        hooks: TransferDelegate.Hooks, checksWrites: Bool = true, segment: TransferDelegate.Segment? = nil,
+        split: (@Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment?)? = nil,
+        speedWindow: Double? = nil, seat: SegmentWorkers.Seat? = nil
+    ) async -> Sent {
+        let record = task.record
+        var headers = HTTPHeaders()
+        for (name, value) in record.options.headers.sorted(by: { $0.key < $1.key }) {
+            guard sendsCredentials || !RedirectRules.credentialHeaders.contains(name.lowercased()) else { continue }
+            headers.add(name: name, value: value)
+        }
+        headers.replaceOrAdd(name: "User-Agent", value: "org.example.Downloads/1")
+        headers.replaceOrAdd(name: "Accept-Encoding", value: "identity")
+        if let range {
+            headers.replaceOrAdd(name: "Range", value: "bytes=\(range.start)-\(range.end.map { String($0 - 1) } ?? "")")
+            if let validator { headers.replaceOrAdd(name: "If-Range", value: validator) }
+        }
+        let httpRequest: HTTPClient.Request
+        do {
+            httpRequest = try HTTPClient.Request(url: url, method: .GET, headers: headers)
+        } catch {
+            return .failed(.invalidArgument("cannot request \(url): \(error)"))
+        }
+        let transfer = TransferDelegate(
+            writer: writer, requestedOffset: range?.start ?? 0, knownLength: record.expectedLength,
+            validator: validator, hooks: hooks,
+            settings: .init(
+                body: .seconds(
+                    connectTimeout: record.options.connectTimeout ?? configuration.connectTimeout,
+                    stallTimeout: record.options.stallTimeout ?? configuration.stallTimeout,
+                    lowSpeedLimit: record.options.lowSpeedLimit ?? configuration.lowSpeedLimit,
+                    lowSpeedTime: min(record.options.lowSpeedTime ?? configuration.lowSpeedTime, speedWindow ?? .infinity),
+                    checkpointBytes: configuration.checkpointBytes, checkpointInterval: configuration.checkpointInterval
+                ),
+                retryAfterCap: configuration.retry.retryAfterCap,
+                followsMetalink: record.options.useMetalinkHeaders && record.options.metalinkURL == nil && range == nil
+                    && segment == nil
+            ),
+            ranged: range != nil, segment: segment, split: split
+        )
+        let deadline = record.options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
+        let connection: HTTPClients.Lease
+        do {
+            connection = try await manager.client(
+                segment != nil || split != nil ? .separate : .multiplexed, for: record.owner,
+                scheme: httpRequest.scheme, host: httpRequest.host, port: httpRequest.port, proxy: record.options.proxy,
+                connectTimeout: record.options.connectTimeout
+            )
+        } catch {
+            return .failed(DownloadError.classify(error))
+        }
+        defer { manager.clients.release(connection) }
+        guard stopReason == nil else { return .failed(.cancelled) }
+        let httpTask: any OutgoingRequest
+        if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, httpRequest.scheme == "http",
+           let target = ForwardedRequest.target(of: url) {
+            // A plain http URL through an HTTP proxy is forwarded, as curl does, not tunnelled.
+            httpTask = ForwardedRequest(
+                target: target, host: httpRequest.host, port: httpRequest.port, headers: headers,
+                proxyHost: connection.proxyAddress ?? proxyHost, proxyPort: proxyPort,
+                proxyAuthorization: credentials.map { ($0.user, $0.password) }, delegate: transfer,
+                connectTimeout: .milliseconds(Int64((record.options.connectTimeout ?? configuration.connectTimeout) * 1000)),
+                deadline: deadline
+            )
+        } else {
+            httpTask = connection.client.execute(request: httpRequest, delegate: transfer, deadline: deadline)
+        }
+        let cancel: @Sendable () -> Void = {
+            httpTask.cancel()
+            // A response that has ended waits for its delegate, which may be in a rate
+            // limit's wait: AsyncHTTPClient fails the request only once that wait is over.
+            transfer.interrupt(on: httpTask.eventLoop)
+        }
+        // Registered under the task's lock, or cancelled here when a stop came first: a stop
+        // cancels what is registered when it sets its reason, so no request outlives it.
+        let stoppedMeanwhile = task.state.withLockedValue { state -> Bool in
+            guard state.stopReason == nil else { return true }
+            state.requests[ObjectIdentifier(httpTask)] = cancel
+            return false
+        }
+        if stoppedMeanwhile { cancel() }
+        // A connection the scheduler takes back (`SegmentWorkers.retire`) cancels its request.
+        seat?.holds(cancel)
+        defer { seat?.holds(nil) }
+        var result: TransferDelegate.Result?
+        var thrown: Error?
+        do {
+            result = try await httpTask.futureResult.get()
+        } catch is DecisionReached {
+            result = transfer.partialResult
+        } catch {
+            thrown = error
+        }
+        task.update { $0.requests[ObjectIdentifier(httpTask)] = nil }
+        // What was handed to the writer is on its way to the file; a write error shows here.
+        if checksWrites, let failure = (try? await writer.perform { $0.writeFailure }) ?? nil { return .failed(failure) }
+        if let thrown {
+            // Before any response through a proxy, a failure to connect or to open the tunnel is the proxy's.
+            if let proxy = connection.proxy, result == nil, transfer.partialResult == nil,
+               let error = DownloadError.classify(thrown, through: proxy, to: httpRequest.host, headSent: transfer.requestHeadSent) {
+                return .failed(error)
+            }
+            let error = DownloadError.classify(thrown)
+            guard error.code == .tlsError, result == nil, connection.proxy == nil else { return .failed(error) }
+            // BoringSSL says only "CERTIFICATE_VERIFY_FAILED": find out which check failed.
+            let why = await TLSDiagnosis.explain(
+                host: httpRequest.host, port: httpRequest.port, address: connection.pinnedAddress,
+                configuration: manager.clients.tlsConfiguration,
+                timeout: .milliseconds(Int64((record.options.connectTimeout ?? configuration.connectTimeout) * 1000))
+            )
+            return .failed(why.map { DownloadError.tls($0) } ?? error)
+        }
+        guard let result else { return .failed(.invalidResponse("no response")) }
+        return .response(result)
+    }
+
+    func hooks(url: String) -> TransferDelegate.Hooks {
+        let task = self.task
+        let manager = self.manager
+        return TransferDelegate.Hooks(
+            head: { [writer] status, headers, decision in
+                guard case .write(let offset, let truncate, let expected, let validator) = decision else { return }
+                // Metalink/HTTP: mirrors and the file's digest from the head, when the task takes them.
+                let options = task.record.options
+                var learned: [String] = []
+                var digest: Checksum?
+                if options.useMetalinkHeaders {
+                    learned = MetalinkHeaders.mirrors(in: headers, base: url).filter { !options.mirrors.contains($0) }
+                    learned = Array(learned.prefix(max(0, DownloadOptions.maxMirrors - options.mirrors.count)))
+                    digest = options.checksum == nil ? MetalinkHeaders.checksum(in: headers) : nil
+                }
+                // Hashed from here on, before the body's first write is queued.
+                if let digest { writer.enqueue { $0.startDigest(digest.algorithm) } }
+                var discarded: Int64 = 0
+                manager.report(task, { state in
+                    if truncate { discarded = state.bytesWritten }
+                    state.record.options.mirrors += learned
+                    if let digest { state.record.options.checksum = digest }
+                    state.bytesWritten = offset
+                    state.record.finalURL = url
+                    state.record.expectedLength = expected
+                    state.record.validator = validator
+                    // The name the server suggests, unless the file is named already.
+                    state.record.name(inDirectory: HTTPHeaderRules.fileName(
+                        contentDisposition: headers.first(name: "content-disposition"), url: url
+                    ))
+                }, events: { delegate, task, snapshot in
+                    delegate.receivedResponse(task, snapshot, status: status)
+                    if !learned.isEmpty || digest != nil { delegate.optionsChanged(task, snapshot) }
+                })
+                if discarded > 0 {
+                    // Why a download went back to 0%: the journal says so (curl says "cannot resume").
+                    manager.logger.notice("task \(task.id): the server sent the whole file (\(status)) instead of the rest from byte \(discarded): a new version, or ranges not offered; starting again from 0")
+                }
+                if !learned.isEmpty || digest != nil {
+                    manager.logger.info("task \(task.id): the server names \(learned.count) mirror(s)\(digest.map { " and the file's \($0.algorithm.displayName)" } ?? "")")
+                }
+                if expected >= 0, expected - offset <= manager.configuration.shortTransfer {
+                    // Off the event loop: starting what may start takes the manager's locks.
+                    Task { manager.transferIsShort(task) }
+                }
+            },
+            wrote: { [progressInterval] position in
+                if let deadline = task.wrote(upTo: position, interval: progressInterval) { manager.delegate.wroteData(task, at: deadline) }
+            },
+            checkpoint: { [self] position in
+                if let table = segmentState.withLockedValue({ $0.table }) {
+                    queueSegmentCheckpoint(table)
+                } else {
+                    queueCheckpoint(position)
+                }
+            },
+            truncated: { [self] in resetDurable(.durableBytes) },
+            maxBytesPerSecond: { [self] in
+                // Each connection of a segmented download takes its share of the limit (never 0,
+                // which would mean none).
+                let limit = task.maxBytesPerSecond
+                let connections = segmentState.withLockedValue { $0.table == nil ? 1 : $0.connections }
+                return limit == 0 ? 0 : max(1, limit / UInt64(connections))
+            }
+        )
+    }
+
+    // MARK: Stopped and failed (the finish is in TransferRun+Durability)
+
+    private func stopped(_ reason: DownloadTask.StopReason) async {
+        await checkpoint()
+        try? await writer.perform { $0.close() }
+        let next: DownloadState = reason == .pause ? .paused : reason == .cancel ? .cancelled : .queued
+        let removePartial = next == .cancelled
+        let manager = self.manager
+        manager.move(task, to: next, { $0.stopReason = nil }, then: { delegate, task, snapshot in
+            if removePartial { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
+            // Waiting for the network: queued again, to start when the network allows it.
+            if reason == .wait {
+                manager.state.withLockedValue {
+                    $0.scheduler.enqueue(snapshot.record)
+                }
+            }
+        })
+        if removePartial { await manager.removePartialFile(of: task) }
+    }
+
+    private func failed(_ error: DownloadError) async {
+        await checkpoint()
+        try? await writer.perform { $0.close() }
+        if error.code == .internalError {
+            manager.logger.error("task \(task.id) failed on a bug of ours: \(error)")
+        } else {
+            manager.logger.info("task \(task.id) failed: \(error)")
+        }
+        // A task that never received a byte leaves nothing behind; one with bytes keeps its
+        // partial file for Resume.
+        if task.record.durableOffset == 0 { await manager.removePartialFile(of: task) }
+        let key = manager.key
+        manager.move(task, to: .failed, { state in
+            state.record.errorName = error.name
+            state.record.errorMessage = error.message
+            // What a failed task holds is what is durable: bytes written after the last
+            // checkpoint are not kept (and with nothing durable the partial file is gone).
+            state.bytesWritten = state.record.durableOffset
+            state.progressDelivered = state.record.durableOffset
+        }, then: { delegate, task, snapshot in
+            let resumable = snapshot.record.validator != nil && snapshot.durableOffset > 0
+            let resumeData = resumable ? try? ResumeData(record: snapshot.record).encoded(key: key) : nil
+            delegate.completed(task, snapshot, error: error, resumeData: resumeData)
+        })
+    }
+}

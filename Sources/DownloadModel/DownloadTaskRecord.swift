@@ -1,0 +1,110 @@
+import UserFiles
+
+/// Everything the engine needs to run (or re-run after a restart) one download: the request,
+/// where it writes, and how far it durably got. The store persists exactly this.
+public struct DownloadTaskRecord: Sendable, Hashable {
+    public var id: UInt64
+    /// The uid the task belongs to (asked of the bus when it was created, never an argument).
+    public var owner: UInt32
+    /// The sandboxed app the task belongs to (its app id, as the service found it from the
+    /// caller's process), or "" for a host caller. Ownership is (owner, app).
+    public var app: String = ""
+    /// The destination is the caller's own file, written where it is (`StartAt` with a file
+    /// descriptor): no partial file beside it, no rename, never removed.
+    public var writesInPlace = false
+    /// The session's name as the client gave it (never combined with the owner).
+    public var session: String
+    public var url: String
+    /// As the client gave it: a file path, or a directory.
+    public var destination: String
+    /// Whether `destination` names a directory (the file name then comes from the response).
+    public var destinationIsDirectory: Bool
+    /// The file that will exist on success (known once the name is chosen).
+    public var resolvedPath: String?
+    public var options: DownloadOptions
+    public var state: DownloadState
+    /// Bytes of the partial file that are fsynced: what a restart keeps. With one stream the
+    /// file's first `durableOffset` bytes; for a segmented download the count of bytes outside
+    /// `segments`.
+    public var durableOffset: Int64
+    /// A segmented download's ranges still to fetch (everything else of `expectedLength` is
+    /// fsynced); nil for one stream.
+    public var segments: [ByteRange]?
+    /// -1 when unknown.
+    public var expectedLength: Int64
+    /// A strong validator for If-Range (an ETag, or an HTTP-date).
+    public var validator: String?
+    public var finalURL: String?
+    /// The partial file the task created (device, inode): only this file is ever resumed or
+    /// published, never one put in its place.
+    public var partialFile: FileIdentity?
+    /// The finished file's mode (from the caller's umask); nil leaves it 0600.
+    public var fileMode: UInt32?
+    public var errorName: String?
+    public var errorMessage: String?
+
+    public init(
+        id: UInt64, owner: UInt32, session: String, url: String, destination: String, destinationIsDirectory: Bool,
+        options: DownloadOptions,
+        state: DownloadState = .queued, durableOffset: Int64 = 0, expectedLength: Int64 = -1,
+        validator: String? = nil, finalURL: String? = nil, resolvedPath: String? = nil
+    ) {
+        self.id = id
+        self.owner = owner
+        self.session = session
+        self.url = url
+        self.destination = destination
+        self.destinationIsDirectory = destinationIsDirectory
+        self.options = options
+        self.state = state
+        self.durableOffset = durableOffset
+        self.expectedLength = expectedLength
+        self.validator = validator
+        self.finalURL = finalURL
+        self.resolvedPath = resolvedPath
+    }
+
+    public init(id: UInt64, request: DownloadRequest) {
+        self.init(
+            id: id, owner: request.owner, session: request.session, url: request.url, destination: request.destination,
+            destinationIsDirectory: request.destinationIsDirectory, options: request.options
+        )
+        fileMode = request.fileMode
+        app = request.app
+        writesInPlace = request.writesInPlace
+        name(inDirectory: request.fileName)
+    }
+
+    /// The file's name in a destination directory, from whichever source names it first (the
+    /// caller's document, a followed document, the server's response); nothing for a file
+    /// destination or once named. `name` is asked only then. The finaliser makes it unique when
+    /// it publishes.
+    public mutating func name(inDirectory name: @autoclosure () -> String?) {
+        guard destinationIsDirectory, resolvedPath == nil, let name = name() else { return }
+        resolvedPath = FilePaths.join(destination, name)
+    }
+
+    /// Sets the state. A task leaving `retrying` for anything but `failed` (running again,
+    /// paused, cancelled, queued by a restart) drops the error the retry waited out: it says why
+    /// a task is retrying or failed, nothing else.
+    public mutating func enter(_ next: DownloadState) {
+        if state == .retrying && next != .failed {
+            errorName = nil
+            errorMessage = nil
+        }
+        state = next
+    }
+
+    public var sessionID: SessionID { SessionID(owner: owner, name: session) }
+
+    /// Where the caller's credentials may go (`DownloadOptions.credentialsOrigin`).
+    public var credentialsOrigin: String { options.credentialsOrigin ?? options.metalinkURL ?? url }
+
+    /// The partial file: hidden, beside the destination (inside it when it is a directory),
+    /// named after the task so a restart finds it again.
+    public var partialPath: String {
+        if writesInPlace { return destination }
+        let directory = destinationIsDirectory ? destination : FilePaths.directory(of: destination)
+        return FilePaths.join(directory, ".org.example.Downloads-\(id).part")
+    }
+}
