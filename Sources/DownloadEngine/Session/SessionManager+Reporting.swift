@@ -2,19 +2,26 @@ import DownloadModel
 /// Transitions and events: every change of a task and its events go out as one step under the
 /// task's event order.
 extension SessionManager {
-    typealias Events = (EventDelivery, DownloadTask, TaskSnapshot) -> Void
+    typealias Events = TaskEvents
 
     /// Moves a task to `next` and queues its events (`StateChanged`, and in `then` the other
     /// events of the same step) as one step under the task's event order. Returns nil when the
     /// transition is not allowed.
     /// A task leaving running or retrying for a state without a transfer frees its place in the
     /// scheduler in the same step, so a run that is ending never holds a place a new run took.
-    /// `provided` is asked of the scheduler in the same step, before the transition.
     @discardableResult
     func move(
         _ task: DownloadTask, to next: DownloadState, from allowed: Set<DownloadState>? = nil,
-        provided: (Scheduler) -> Bool = { _ in true },
         _ change: (inout DownloadTask.State) -> Void = { _ in }, then: Events = { _, _, _ in }
+    ) -> TaskSnapshot? {
+        move(task, to: next, from: allowed, provided: { _ in true }, change, then: then)
+    }
+
+    /// The same, when `provided`, asked of the scheduler in the same step before the transition, says yes.
+    @discardableResult
+    func move(
+        _ task: DownloadTask, to next: DownloadState, from allowed: Set<DownloadState>?, provided: (Scheduler) -> Bool,
+        _ change: (inout DownloadTask.State) -> Void, then: Events = { _, _, _ in }
     ) -> TaskSnapshot? {
         task.eventOrder.withLock {
             let (network, allowedNow) = state.withLockedValue { ($0.scheduler.network, provided($0.scheduler)) }

@@ -102,7 +102,7 @@ extension SessionManager {
     }
 
     func run(_ task: DownloadTask, runID: UInt64, connections: Int) async {
-        await TransferRun(task: task, manager: self, connections: connections).run()
+        await TransferRun(task: task, owner: self, connections: connections).run()
         // The scheduler let go of the task when it left running (in `move`); a new run may
         // have started since: its handles are not ours to clear.
         task.update { state in

@@ -42,11 +42,11 @@ extension TransferRun {
     func queueCheckpoint(_ position: Int64) {
         countCheckpoint()
         let task = self.task
-        let manager = self.manager
+        let owner = self.owner
         writer.checkpoint(durable: { [self] in
             recordDurable(position)
         }, failed: { error in
-            manager.logger.error("task \(task.id): \(error)")
+            owner.logger.error("task \(task.id): \(error)")
         })
     }
 
@@ -64,7 +64,7 @@ extension TransferRun {
             }
             recordDurable(position)
         } catch {
-            manager.logger.error("task \(task.id): \(error)")
+            owner.logger.error("task \(task.id): \(error)")
         }
     }
 
@@ -82,12 +82,12 @@ extension TransferRun {
         countCheckpoint()
         let writer = self.writer
         let task = self.task
-        let manager = self.manager
+        let owner = self.owner
         table.withRemaining { remaining in
             writer.checkpoint(durable: { [self] in
                 recordSegments(remaining, length: table.length)
             }, failed: { error in
-                manager.logger.error("task \(task.id): \(error)")
+                owner.logger.error("task \(task.id): \(error)")
             })
         }
     }
@@ -109,7 +109,7 @@ extension TransferRun {
             }
             recordSegments(remaining, length: table.length)
         } catch {
-            manager.logger.error("task \(task.id): \(error)")
+            owner.logger.error("task \(task.id): \(error)")
         }
     }
 
@@ -128,7 +128,7 @@ extension TransferRun {
                 state.record.durableOffset = position
                 return state.snapshot
             }
-            if let snapshot { manager.delegate.checkpointed(task, snapshot) }
+            if let snapshot { owner.events.checkpointed(task, snapshot) }
         }
     }
 
@@ -145,7 +145,7 @@ extension TransferRun {
                 state.record.durableOffset = ByteRange.held(length: length, remaining: remaining)
                 return state.snapshot
             }
-            if let snapshot { manager.delegate.checkpointed(task, snapshot) }
+            if let snapshot { owner.events.checkpointed(task, snapshot) }
         }
     }
 
@@ -155,7 +155,7 @@ extension TransferRun {
     func finalize() async throws {
         let record = task.record
         let length = task.state.withLockedValue { $0.bytesWritten }
-        let finalizer = TransferFinalizer(fileAccess: manager.fileAccess(for: task))
+        let finalizer = TransferFinalizer(fileAccess: owner.fileAccess(for: task))
         let destination: String
         do {
             // Step 4 wants the record naming the partial file committed before the rename. The
@@ -166,7 +166,7 @@ extension TransferRun {
             // A body of unknown length has nothing recorded that says how long it is (no
             // checkpoint of a small one): its length is recorded between the sync and the
             // rename, as a checkpoint is, so a restart that finds it published reports it whole.
-            await manager.delegate.eventsDelivered(after: task)
+            await owner.events.eventsDelivered(after: task)
             let named = task.record.partialFile
             let lengthRecorded = record.expectedLength >= 0
             let task = self.task
@@ -180,7 +180,7 @@ extension TransferRun {
                 destination = published
             } else {
                 if !lengthRecorded { recordDurable(length) }
-                await manager.delegate.eventsDelivered(after: task)
+                await owner.events.eventsDelivered(after: task)
                 CrashPoint.fileSynced.reached()
                 destination = try await writer.perform { writer in try finalizer.publish(task.record, writer: writer) }
             }
@@ -191,13 +191,13 @@ extension TransferRun {
         }
         let again = piecesFetchedAgain
         let pieces = again.pieces > 0 ? ", \(again.pieces) corrupt piece(s) fetched again (\(again.bytes) bytes)" : ""
-        manager.logger.info("task \(task.id) finished: \(length) bytes, \(checkpoints.withLockedValue { $0 }) checkpoint(s) in its last run\(pieces)")
+        owner.logger.info("task \(task.id) finished: \(length) bytes, \(checkpoints.withLockedValue { $0 }) checkpoint(s) in its last run\(pieces)")
         finished(at: destination, length: length)
     }
 
     /// Where the file is now: the task is finished.
     func finished(at destination: String, length: Int64) {
-        manager.move(task, to: .finished, { state in
+        owner.move(task, to: .finished, { state in
             state.record.resolvedPath = destination
             state.record.durableOffset = length
             state.bytesWritten = length
@@ -213,7 +213,7 @@ extension TransferRun {
     func publishedBeforeCrash() async throws -> String? {
         let record = task.record
         guard record.partialFile != nil else { return nil }
-        let finalizer = TransferFinalizer(fileAccess: manager.fileAccess(for: task))
+        let finalizer = TransferFinalizer(fileAccess: owner.fileAccess(for: task))
         return try await writer.perform { _ in try finalizer.publishedBeforeCrash(record) }
     }
 
@@ -236,7 +236,7 @@ extension TransferRun {
             return offset
         }
         if offset < durable {
-            manager.logger.warning("task \(task.id): partial file is shorter than its checkpoint; restarting")
+            owner.logger.warning("task \(task.id): partial file is shorter than its checkpoint; restarting")
             resetDurable(.version)
         }
         task.update { $0.bytesWritten = offset }
@@ -257,7 +257,7 @@ extension TransferRun {
             task.update { $0.bytesWritten = held }
             return held
         }
-        manager.logger.warning("task \(task.id): partial file is shorter than its checkpoint; restarting")
+        owner.logger.warning("task \(task.id): partial file is shorter than its checkpoint; restarting")
         try await restartFromZero()
         return 0
     }
@@ -303,7 +303,7 @@ extension TransferRun {
                     || recorded.validator != state.record.validator || recorded.expectedLength != state.record.expectedLength
                 return changed ? state.snapshot : nil
             }
-            if let snapshot { manager.delegate.checkpointed(task, snapshot) }
+            if let snapshot { owner.events.checkpointed(task, snapshot) }
         }
     }
 }

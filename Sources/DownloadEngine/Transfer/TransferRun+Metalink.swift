@@ -37,7 +37,7 @@ extension TransferRun {
         let named = file.downloadURLs(from: url)
         let urls = named.filter(RedirectRules.acceptableAsTaskURL)
         if urls.count < named.count {
-            manager.logger.info("task \(task.id): \(named.count - urls.count) URL(s) of the Metalink document at \(source) left out (a password, a space, or over 8 KiB)")
+            owner.logger.info("task \(task.id): \(named.count - urls.count) URL(s) of the Metalink document at \(source) left out (a password, a space, or over 8 KiB)")
         }
         guard let primary = urls.first else {
             return .failed(.invalidResponse("the Metalink document at \(source) names no http(s) URL this download may go to"))
@@ -48,7 +48,7 @@ extension TransferRun {
         } catch {
             return .failed(.invalidResponse("\(error.message) (at \(source))"))
         }
-        manager.report(task, { state in
+        owner.report(task, { state in
             var options = state.record.options
             options.metalinkURL = url
             // The caller's credentials stay with the URL they were given for, not the document's file.
@@ -69,11 +69,11 @@ extension TransferRun {
             delegate.urlChanged(task, snapshot)
             delegate.optionsChanged(task, snapshot)
         })
-        manager.wantConnections(task, task.record.options.connections)
+        owner.wantConnections(task, task.record.options.connections)
         if let algorithm = task.record.options.checksum?.algorithm {
             writer.enqueue { $0.startDigest(algorithm) }
         }
-        manager.logger.info(
+        owner.logger.info(
             "task \(task.id): \(source) is a Metalink document: \(DisplayText.quoted(primary, limit: 200)) and \(urls.count - 1) mirror(s)\(pieces.map { ", \($0.count) piece hashes" } ?? "")"
         )
         return .followedDocument(location: primary)

@@ -7,11 +7,12 @@ import NIOHTTP1
 /// One run of a task, from the scheduler starting it to finished, failed or stopped. It owns
 /// the partial file's writer (the descriptor), the `TransferStateMachine` (retry and restart
 /// counts) and performs the machine's actions: HTTP requests through AsyncHTTPClient,
-/// truncations, checkpoints, waits, the finaliser. State changes and events go through the
-/// manager's `move` and `report`, so they reach observers in order.
+/// truncations, checkpoints, waits, the finaliser. It reaches whoever runs it (the manager) only
+/// through `TransferRunOwner`: state changes and events go through the owner's `move` and
+/// `report`, so they reach observers in order; places, clients and file access are asked of it.
 final class TransferRun: Sendable {
     let task: DownloadTask
-    let manager: SessionManager
+    let owner: any TransferRunOwner
     let writer: PartialFileWriter
     /// Checkpoints asked for during this run (logged at the end: their cost is a benchmark's figure).
     let checkpoints = NIOLockedValueBox(0)
@@ -20,13 +21,13 @@ final class TransferRun: Sendable {
 
     /// `connections`: the places the scheduler granted (at most the task's `connections`;
     /// it may grant more while the run goes on, see `addConnections`).
-    init(task: DownloadTask, manager: SessionManager, connections: Int = 1) {
+    init(task: DownloadTask, owner: any TransferRunOwner, connections: Int = 1) {
         segmentState = NIOLockedValueBox(SegmentState(connections: max(1, connections)))
         self.task = task
-        self.manager = manager
+        self.owner = owner
         let record = task.record
         writer = PartialFileWriter(
-            path: record.partialPath, fileAccess: manager.fileAccess(for: task), queue: task.io,
+            path: record.partialPath, fileAccess: owner.fileAccess(for: task), queue: task.io,
             digest: record.options.checksum?.algorithm,
             reuse: { [task] in
                 let record = task.record
@@ -34,16 +35,16 @@ final class TransferRun: Sendable {
                 // A task stored before identities were recorded keeps a file of its owner.
                 return record.durableOffset > 0 ? .ifOwned : .never
             },
-            opened: { [task, manager] identity in
+            opened: { [task, owner] identity in
                 guard task.record.partialFile != identity else { return }
-                manager.report(task, { $0.record.partialFile = identity }, events: { delegate, task, snapshot in
+                owner.report(task, { $0.record.partialFile = identity }, events: { delegate, task, snapshot in
                     delegate.checkpointed(task, snapshot)
                 })
             }
         )
     }
 
-    var configuration: SessionManager.Configuration { manager.configuration }
+    var configuration: SessionManager.Configuration { owner.configuration }
     var progressInterval: UInt64 { UInt64(max(0, configuration.progressInterval) * 1e9) }
     var stopReason: DownloadTask.StopReason? { task.state.withLockedValue { $0.stopReason } }
 
@@ -59,7 +60,7 @@ final class TransferRun: Sendable {
         var action: TransferStateMachine.Action
         do {
             if let destination = try await publishedBeforeCrash() {
-                manager.logger.info("task \(task.id): was published to \(destination) before a crash")
+                owner.logger.info("task \(task.id): was published to \(destination) before a crash")
                 let record = task.record
                 return finished(at: destination, length: record.expectedLength >= 0 ? record.expectedLength : record.durableOffset)
             }
@@ -77,15 +78,15 @@ final class TransferRun: Sendable {
                 return await stopped(reason)
             case .send(let request):
                 if task.state.withLockedValue({ $0.record.state }) == .retrying,
-                   manager.move(task, to: .running, from: [.retrying]) == nil {
-                    manager.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
+                   owner.move(task, to: .running, from: [.retrying]) == nil {
+                    owner.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
                     return
                 }
                 let outcome = await attempt(request)
                 let (offset, validator) = task.state.withLockedValue { ($0.bytesWritten, $0.record.validator) }
                 action = machine.requestEnded(outcome, offset: offset, validator: validator, random: Double.random(in: 0..<1))
             case .restartFromZero(let reason, let delay, let request):
-                manager.logger.info("task \(task.id): restarting from zero\(delay > 0 ? String(format: " in %.1f s", delay) : ""): \(reason)")
+                owner.logger.info("task \(task.id): restarting from zero\(delay > 0 ? String(format: " in %.1f s", delay) : ""): \(reason)")
                 if delay > 0 {
                     await sitOut(delay)
                     // Again without the wait, once a stop had its chance at the top.
@@ -99,11 +100,11 @@ final class TransferRun: Sendable {
                     action = machine.finalizeFailed(DownloadError.classify(error))
                 }
             case .retry(let delay, let error):
-                manager.logger.info("task \(task.id): \(error); retry \(machine.retries) in \(String(format: "%.1f", delay)) s")
+                owner.logger.info("task \(task.id): \(error); retry \(machine.retries) in \(String(format: "%.1f", delay)) s")
                 await checkpoint()
                 // While it waits, the task says why (as BITS's transient error does); the error is
                 // cleared as it leaves `retrying` for anything but `failed` (`DownloadTaskRecord.enter`).
-                guard manager.move(task, to: .retrying, from: [.running], { state in
+                guard owner.move(task, to: .retrying, from: [.running], { state in
                     state.record.errorName = error.name
                     state.record.errorMessage = error.message
                 }) != nil else {
@@ -112,7 +113,7 @@ final class TransferRun: Sendable {
                         action = machine.stop(reason)
                         continue
                     }
-                    manager.logger.error("task \(task.id): left running unexpectedly; the run ends")
+                    owner.logger.error("task \(task.id): left running unexpectedly; the run ends")
                     return
                 }
                 await sitOut(delay)
@@ -135,16 +136,16 @@ final class TransferRun: Sendable {
     /// The one back-off of the engine, for the whole download's retries and restarts and for
     /// each connection of a segmented one: `delay` seconds, ended early by a stop (which cancels
     /// the run's Task and so this wait), by `unless` (another connection ended the attempt), or
-    /// when the manager says connections may work again (a wake-up, the network back). Returns
+    /// when the owner says connections may work again (a wake-up, the network back). Returns
     /// whether the wait ran its course or was cut short by a wake-up (false: stopped or ended).
     @discardableResult
     func sitOut(_ delay: Double, unless ended: @Sendable () -> Bool = { false }) async -> Bool {
-        let generation = manager.reconnectGeneration
+        let generation = owner.reconnectGeneration
         let end = ContinuousClock.now + .milliseconds(Int64(delay * 1000))
         while ContinuousClock.now < end {
             if Task.isCancelled || ended() { return false }
-            if manager.reconnectGeneration != generation {
-                manager.logger.info("task \(task.id): retrying now")
+            if owner.reconnectGeneration != generation {
+                owner.logger.info("task \(task.id): retrying now")
                 return true
             }
             try? await Task.sleep(for: min(.milliseconds(200), end - ContinuousClock.now))
@@ -256,7 +257,7 @@ final class TransferRun: Sendable {
         let deadline = record.options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
         let connection: HTTPClients.Lease
         do {
-            connection = try await manager.client(
+            connection = try await owner.client(
                 segment != nil || split != nil ? .separate : .multiplexed, for: record.owner,
                 scheme: httpRequest.scheme, host: httpRequest.host, port: httpRequest.port, proxy: record.options.proxy,
                 connectTimeout: record.options.connectTimeout
@@ -264,7 +265,7 @@ final class TransferRun: Sendable {
         } catch {
             return .failed(DownloadError.classify(error))
         }
-        defer { manager.clients.release(connection) }
+        defer { owner.release(connection) }
         guard stopReason == nil else { return .failed(.cancelled) }
         let httpTask: any OutgoingRequest
         if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, httpRequest.scheme == "http",
@@ -320,7 +321,7 @@ final class TransferRun: Sendable {
             // BoringSSL says only "CERTIFICATE_VERIFY_FAILED": find out which check failed.
             let why = await TLSDiagnosis.explain(
                 host: httpRequest.host, port: httpRequest.port, address: connection.pinnedAddress,
-                configuration: manager.clients.tlsConfiguration,
+                configuration: owner.tlsConfiguration,
                 timeout: .milliseconds(Int64((record.options.connectTimeout ?? configuration.connectTimeout) * 1000))
             )
             return .failed(why.map { DownloadError.tls($0) } ?? error)
@@ -331,7 +332,7 @@ final class TransferRun: Sendable {
 
     func hooks(url: String) -> TransferDelegate.Hooks {
         let task = self.task
-        let manager = self.manager
+        let owner = self.owner
         return TransferDelegate.Hooks(
             head: { [writer] status, headers, decision in
                 guard case .write(let offset, let truncate, let expected, let validator) = decision else { return }
@@ -347,7 +348,7 @@ final class TransferRun: Sendable {
                 // Hashed from here on, before the body's first write is queued.
                 if let digest { writer.enqueue { $0.startDigest(digest.algorithm) } }
                 var discarded: Int64 = 0
-                manager.report(task, { state in
+                owner.report(task, { state in
                     if truncate { discarded = state.bytesWritten }
                     state.record.options.mirrors += learned
                     if let digest { state.record.options.checksum = digest }
@@ -365,18 +366,18 @@ final class TransferRun: Sendable {
                 })
                 if discarded > 0 {
                     // Why a download went back to 0%: the journal says so (curl says "cannot resume").
-                    manager.logger.notice("task \(task.id): the server sent the whole file (\(status)) instead of the rest from byte \(discarded): a new version, or ranges not offered; starting again from 0")
+                    owner.logger.notice("task \(task.id): the server sent the whole file (\(status)) instead of the rest from byte \(discarded): a new version, or ranges not offered; starting again from 0")
                 }
                 if !learned.isEmpty || digest != nil {
-                    manager.logger.info("task \(task.id): the server names \(learned.count) mirror(s)\(digest.map { " and the file's \($0.algorithm.displayName)" } ?? "")")
+                    owner.logger.info("task \(task.id): the server names \(learned.count) mirror(s)\(digest.map { " and the file's \($0.algorithm.displayName)" } ?? "")")
                 }
-                if expected >= 0, expected - offset <= manager.configuration.shortTransfer {
-                    // Off the event loop: starting what may start takes the manager's locks.
-                    Task { manager.transferIsShort(task) }
+                if expected >= 0, expected - offset <= owner.configuration.shortTransfer {
+                    // Off the event loop: starting what may start takes the owner's locks.
+                    Task { owner.transferIsShort(task) }
                 }
             },
             wrote: { [progressInterval] position in
-                if let deadline = task.wrote(upTo: position, interval: progressInterval) { manager.delegate.wroteData(task, at: deadline) }
+                if let deadline = task.wrote(upTo: position, interval: progressInterval) { owner.events.wroteData(task, at: deadline) }
             },
             checkpoint: { [self] position in
                 if let table = segmentState.withLockedValue({ $0.table }) {
@@ -403,32 +404,30 @@ final class TransferRun: Sendable {
         try? await writer.perform { $0.close() }
         let next: DownloadState = reason == .pause ? .paused : reason == .cancel ? .cancelled : .queued
         let removePartial = next == .cancelled
-        let manager = self.manager
-        manager.move(task, to: next, { $0.stopReason = nil }, then: { delegate, task, snapshot in
+        let owner = self.owner
+        owner.move(task, to: next, { $0.stopReason = nil }, then: { delegate, task, snapshot in
             if removePartial { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
             // Waiting for the network: queued again, to start when the network allows it.
             if reason == .wait {
-                manager.state.withLockedValue {
-                    $0.scheduler.enqueue(snapshot.record)
-                }
+                owner.requeue(snapshot.record)
             }
         })
-        if removePartial { await manager.removePartialFile(of: task) }
+        if removePartial { await owner.removePartialFile(of: task) }
     }
 
     private func failed(_ error: DownloadError) async {
         await checkpoint()
         try? await writer.perform { $0.close() }
         if error.code == .internalError {
-            manager.logger.error("task \(task.id) failed on a bug of ours: \(error)")
+            owner.logger.error("task \(task.id) failed on a bug of ours: \(error)")
         } else {
-            manager.logger.info("task \(task.id) failed: \(error)")
+            owner.logger.info("task \(task.id) failed: \(error)")
         }
         // A task that never received a byte leaves nothing behind; one with bytes keeps its
         // partial file for Resume.
-        if task.record.durableOffset == 0 { await manager.removePartialFile(of: task) }
-        let key = manager.key
-        manager.move(task, to: .failed, { state in
+        if task.record.durableOffset == 0 { await owner.removePartialFile(of: task) }
+        let key = owner.resumeDataKey
+        owner.move(task, to: .failed, { state in
             state.record.errorName = error.name
             state.record.errorMessage = error.message
             // What a failed task holds is what is durable: bytes written after the last

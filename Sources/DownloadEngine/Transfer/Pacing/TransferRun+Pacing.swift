@@ -10,17 +10,17 @@ extension TransferRun {
     static let pacingStep = 0.25
 
     func startPacing() -> Task<Void, Never> {
-        let task = self.task, manager = self.manager
+        let task = self.task, owner = self.owner
         // Paced from the first byte, at the pacer's starting rate.
         task.update { $0.pacedRate = UInt64(BackgroundPacer().rate) }
         return Task.detached {
             // The probes obey --deny-network as the transfer does: no handshake with a denied address.
-            let denied = task.record.owner == 0 ? [] : manager.configuration.deniedNetworks
-            guard let (host, port) = TransferRun.firstHop(of: task.record, environment: manager.configuration.proxyEnvironment),
+            let denied = task.record.owner == 0 ? [] : owner.configuration.deniedNetworks
+            guard let (host, port) = TransferRun.firstHop(of: task.record, environment: owner.configuration.proxyEnvironment),
                   let address = NetworkRange.parse(host) != nil ? host : try? await AddressResolver.resolve(host, port: port).first,
                   !denied.contains(where: { $0.contains(address) })
             else {
-                manager.logger.info("task \(task.id): background pacing has no hop it may probe; it runs at its starting rate")
+                owner.logger.info("task \(task.id): background pacing has no hop it may probe; it runs at its starting rate")
                 return
             }
             var pacer = BackgroundPacer()
@@ -40,7 +40,7 @@ extension TransferRun {
                 let wasYielding = pacer.yielding
                 let rate = pacer.observe(delay: delay, throughput: throughput, now: TransferRun.seconds(now - start))
                 task.update { $0.pacedRate = rate }
-                if pacer.yielding != wasYielding { manager.markYielding(task, pacer.yielding) }
+                if pacer.yielding != wasYielding { owner.markYielding(task, pacer.yielding) }
                 try? await Task.sleep(until: stepStart + .milliseconds(Int(TransferRun.pacingStep * 1000)), clock: clock)
             }
         }
@@ -50,7 +50,7 @@ extension TransferRun {
         guard let pacing else { return }
         pacing.cancel()
         task.update { $0.pacedRate = 0 }
-        manager.markYielding(task, false)
+        owner.markYielding(task, false)
     }
 
     /// The host and port a background transfer's packets go to first: the proxy, or the server.

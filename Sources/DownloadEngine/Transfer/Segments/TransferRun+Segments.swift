@@ -91,13 +91,13 @@ extension TransferRun {
     /// ends and gives its place back for good: a task holds the places of the sockets it opens.
     private func placeNotNeeded() {
         segmentState.withLockedValue { $0.connections = max(1, $0.connections - 1) }
-        manager.placeNotNeeded(task)
+        owner.placeNotNeeded(task)
     }
 
     /// The download goes on one stream from now on: all but one place go back to the scheduler.
     private func settleOnOneStream() {
         segmentState.withLockedValue { $0.connections = 1 }
-        manager.settleOnOneStream(task)
+        owner.settleOnOneStream(task)
     }
 
     /// The source a connection's next request goes to (`index` nil without mirrors).
@@ -130,9 +130,9 @@ extension TransferRun {
                 state.table = table
                 state.workers = workers
             }
-            manager.logger.info("task \(task.id): \(remaining.count) range(s) left, \(connections) connection(s)")
+            owner.logger.info("task \(task.id): \(remaining.count) range(s) left, \(connections) connection(s)")
             // Places that freed since the run started may join this attempt.
-            manager.schedule()
+            owner.offerPlaces()
             await workers.run(spawning: connections) {
                 await self.fetch(table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt)
             }
@@ -227,9 +227,9 @@ extension TransferRun {
             }
             group.addTask {
                 for await (table, validator, workers, pieces) in tables {
-                    self.manager.logger.info("task \(self.task.id): segmented, \(pieces) connection(s)")
+                    self.owner.logger.info("task \(self.task.id): segmented, \(pieces) connection(s)")
                     // Places that freed since the run started may join this attempt.
-                    self.manager.schedule()
+                    self.owner.offerPlaces()
                     await workers.run(spawning: pieces - 1) {
                         await self.fetch(table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt)
                     }
@@ -261,7 +261,7 @@ extension TransferRun {
     ) async -> Sent? {
         let mirrors = task.record.options.mirrors
         guard !mirrors.isEmpty, !Task.isCancelled else { return nil }
-        manager.logger.info("task \(task.id): \(DisplayText.quoted(request.url, limit: 200)) failed (\(failure.message)); trying its mirrors")
+        owner.logger.info("task \(task.id): \(DisplayText.quoted(request.url, limit: 200)) failed (\(failure.message)); trying its mirrors")
         // Dropped before a mirror's head can split the download, so no connection goes to it.
         let perServer = configuration.maxConnectionsPerHost
         segmentState.withLockedValue { state in
@@ -324,11 +324,11 @@ extension TransferRun {
                     failures = 0
                 case .retry(let delay, let error):
                     failures += 1
-                    manager.logger.info("task \(task.id): a connection: \(error)")
+                    owner.logger.info("task \(task.id): a connection: \(error)")
                     attempt.withLockedValue { $0.lastError = error }
                     guard await sitOut(delay, unless: { attempt.withLockedValue { $0.abort != nil } }) else { return }
                 case .giveUp(let error):
-                    manager.logger.info("task \(task.id): a connection gives up: \(error)")
+                    owner.logger.info("task \(task.id): a connection gives up: \(error)")
                     attempt.withLockedValue { $0.lastError = error }
                     return
                 case .endAttempt(let outcome):
@@ -485,7 +485,7 @@ extension TransferRun {
             return (result, dropped)
         }
         for (url, why) in dropped {
-            manager.logger.info("task \(task.id): source \(DisplayText.quoted(url, limit: 200)) dropped: \(why)")
+            owner.logger.info("task \(task.id): source \(DisplayText.quoted(url, limit: 200)) dropped: \(why)")
         }
         return result
     }
@@ -498,7 +498,7 @@ extension TransferRun {
     ) -> SegmentTable {
         var hashes = task.record.options.pieces
         if let given = hashes, !given.fits(length) {
-            manager.logger.warning(
+            owner.logger.warning(
                 "task \(task.id): its \(given.count) piece hashes of \(given.length) bytes do not describe a file of \(length) bytes; the download will fail at its end"
             )
             hashes = nil
@@ -528,12 +528,12 @@ extension TransferRun {
             return ([only], urls)
         }
         let from = urls.isEmpty ? "" : " from " + urls.map { DisplayText.quoted($0, limit: 200) }.joined(separator: ", ")
-        manager.logger.warning(
+        owner.logger.warning(
             "task \(task.id): piece \(failure.piece) (bytes \(failure.range.start)-\(failure.range.end - 1))\(from) does not match its hash; fetching it again"
         )
         if let table = segmentState.withLockedValue({ $0.table }), !dropped.isEmpty {
             table.refuse(dropped)
-            for url in urls { manager.logger.info("task \(task.id): source \(DisplayText.quoted(url, limit: 200)) dropped: it served a corrupt piece") }
+            for url in urls { owner.logger.info("task \(task.id): source \(DisplayText.quoted(url, limit: 200)) dropped: it served a corrupt piece") }
         }
         guard failure.failures >= Self.maxPieceFailures else { return }
         end(attempt, with: .failed(.checksumMismatch(
@@ -564,7 +564,7 @@ extension TransferRun {
             return true
         }
         guard first else { return }
-        manager.logger.info("task \(task.id): segmented download ends: \(outcome)")
+        owner.logger.info("task \(task.id): segmented download ends: \(outcome)")
         // Taken under the task's lock, cancelled after it (bookkeeping only under a lock).
         let requests = task.state.withLockedValue { Array($0.requests.values) }
         for cancel in requests { cancel() }
