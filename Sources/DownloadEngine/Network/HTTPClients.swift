@@ -90,7 +90,10 @@ final class HTTPClients: Sendable {
     let tlsConfiguration: TLSConfiguration
 
     /// - Parameters:
-    ///   - connectionsPerHost: HTTP/1.1 connections one client opens to one host at once.
+    ///   - connectionsPerHost: HTTP/1.1 connections one client opens to one host at once. The
+    ///     manager passes the scheduler's total (`maxConnections`), so this limit never binds: the
+    ///     places the scheduler grants bound every task's connections, and the one per-host rule is
+    ///     `MirrorSet`'s (`maxConnectionsPerHost`, for downloads with mirrors).
     init(connectTimeout: Double, caFile: String?, connectionsPerHost: Int, idleTimeout: TimeAmount = HTTPClientSettings.idleTimeout) {
         let tls = HTTPClientSettings.tls(caFile: caFile)
         tlsConfiguration = tls

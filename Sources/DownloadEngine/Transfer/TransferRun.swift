@@ -209,10 +209,10 @@ final class TransferRun: Sendable {
     }
 
     /// Sends one GET (`Range: bytes=start-[end-1]` with `If-Range: validator` when `range` is
-    /// given) and streams its body through a `TransferDelegate`: into the file at the response's
-    /// offset, or into `segment`'s range of a segmented download. Registered with the task so a
-    /// stop cancels it. A write error of the writer is this request's failure (`checksWrites`:
-    /// waited for here; otherwise the caller's to find).
+    /// given) through `RequestSender` and streams its body through a `TransferDelegate`: into the
+    /// file at the response's offset, or into `segment`'s range of a segmented download. A write
+    /// error of the writer is this request's failure (`checksWrites`: waited for here; otherwise
+    /// the caller's to find).
     func execute(
         url: String, sendsCredentials: Bool, range: (start: Int64, end: Int64?)?, validator: String?,
         hooks: TransferDelegate.Hooks, checksWrites: Bool = true, segment: TransferDelegate.Segment? = nil,
@@ -220,17 +220,7 @@ final class TransferRun: Sendable {
         speedWindow: Double? = nil, seat: SegmentWorkers.Seat? = nil
     ) async -> Sent {
         let record = task.record
-        var headers = HTTPHeaders()
-        for (name, value) in record.options.headers.sorted(by: { $0.key < $1.key }) {
-            guard sendsCredentials || !RedirectRules.credentialHeaders.contains(name.lowercased()) else { continue }
-            headers.add(name: name, value: value)
-        }
-        headers.replaceOrAdd(name: "User-Agent", value: "org.example.Downloads/1")
-        headers.replaceOrAdd(name: "Accept-Encoding", value: "identity")
-        if let range {
-            headers.replaceOrAdd(name: "Range", value: "bytes=\(range.start)-\(range.end.map { String($0 - 1) } ?? "")")
-            if let validator { headers.replaceOrAdd(name: "If-Range", value: validator) }
-        }
+        let headers = RequestSender.headers(for: record, sendsCredentials: sendsCredentials, range: range, validator: validator)
         let httpRequest: HTTPClient.Request
         do {
             httpRequest = try HTTPClient.Request(url: url, method: .GET, headers: headers)
@@ -254,80 +244,14 @@ final class TransferRun: Sendable {
             ),
             ranged: range != nil, segment: segment, split: split
         )
-        let deadline = record.options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
-        let connection: HTTPClients.Lease
-        do {
-            connection = try await owner.client(
-                segment != nil || split != nil ? .separate : .multiplexed, for: record.owner,
-                scheme: httpRequest.scheme, host: httpRequest.host, port: httpRequest.port, proxy: record.options.proxy,
-                connectTimeout: record.options.connectTimeout
-            )
-        } catch {
-            return .failed(DownloadError.classify(error))
-        }
-        defer { owner.release(connection) }
-        guard stopReason == nil else { return .failed(.cancelled) }
-        let httpTask: any OutgoingRequest
-        if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, httpRequest.scheme == "http",
-           let target = ForwardedRequest.target(of: url) {
-            // A plain http URL through an HTTP proxy is forwarded, as curl does, not tunnelled.
-            httpTask = ForwardedRequest(
-                target: target, host: httpRequest.host, port: httpRequest.port, headers: headers,
-                proxyHost: connection.proxyAddress ?? proxyHost, proxyPort: proxyPort,
-                proxyAuthorization: credentials.map { ($0.user, $0.password) }, delegate: transfer,
-                connectTimeout: .milliseconds(Int64((record.options.connectTimeout ?? configuration.connectTimeout) * 1000)),
-                deadline: deadline
-            )
-        } else {
-            httpTask = connection.client.execute(request: httpRequest, delegate: transfer, deadline: deadline)
-        }
-        let cancel: @Sendable () -> Void = {
-            httpTask.cancel()
-            // A response that has ended waits for its delegate, which may be in a rate
-            // limit's wait: AsyncHTTPClient fails the request only once that wait is over.
-            transfer.interrupt(on: httpTask.eventLoop)
-        }
-        // Registered under the task's lock, or cancelled here when a stop came first: a stop
-        // cancels what is registered when it sets its reason, so no request outlives it.
-        let stoppedMeanwhile = task.state.withLockedValue { state -> Bool in
-            guard state.stopReason == nil else { return true }
-            state.requests[ObjectIdentifier(httpTask)] = cancel
-            return false
-        }
-        if stoppedMeanwhile { cancel() }
-        // A connection the scheduler takes back (`SegmentWorkers.retire`) cancels its request.
-        seat?.holds(cancel)
-        defer { seat?.holds(nil) }
-        var result: TransferDelegate.Result?
-        var thrown: Error?
-        do {
-            result = try await httpTask.futureResult.get()
-        } catch is DecisionReached {
-            result = transfer.partialResult
-        } catch {
-            thrown = error
-        }
-        task.update { $0.requests[ObjectIdentifier(httpTask)] = nil }
-        // What was handed to the writer is on its way to the file; a write error shows here.
-        if checksWrites, let failure = (try? await writer.perform { $0.writeFailure }) ?? nil { return .failed(failure) }
-        if let thrown {
-            // Before any response through a proxy, a failure to connect or to open the tunnel is the proxy's.
-            if let proxy = connection.proxy, result == nil, transfer.partialResult == nil,
-               let error = DownloadError.classify(thrown, through: proxy, to: httpRequest.host, headSent: transfer.requestHeadSent) {
-                return .failed(error)
+        return await RequestSender(task: task, owner: owner).send(
+            httpRequest, to: url, delegate: transfer, kind: segment != nil || split != nil ? .separate : .multiplexed, seat: seat,
+            afterwards: { [writer] in
+                // What was handed to the writer is on its way to the file; a write error shows here.
+                guard checksWrites else { return nil }
+                return (try? await writer.perform { $0.writeFailure }) ?? nil
             }
-            let error = DownloadError.classify(thrown)
-            guard error.code == .tlsError, result == nil, connection.proxy == nil else { return .failed(error) }
-            // BoringSSL says only "CERTIFICATE_VERIFY_FAILED": find out which check failed.
-            let why = await TLSDiagnosis.explain(
-                host: httpRequest.host, port: httpRequest.port, address: connection.pinnedAddress,
-                configuration: owner.tlsConfiguration,
-                timeout: .milliseconds(Int64((record.options.connectTimeout ?? configuration.connectTimeout) * 1000))
-            )
-            return .failed(why.map { DownloadError.tls($0) } ?? error)
-        }
-        guard let result else { return .failed(.invalidResponse("no response")) }
-        return .response(result)
+        )
     }
 
     func hooks(url: String) -> TransferDelegate.Hooks {

@@ -2,7 +2,6 @@ import Crypto
 import DownloadModel
 import Logging
 import NIOSSL
-import ProxyRules
 
 /// The events of one step of a task, queued in its event order: given the delivery queue, the
 /// task and its snapshot after the step.
@@ -60,12 +59,9 @@ protocol TransferRunOwner: AnyObject, Sendable {
 
     // MARK: Clients
 
-    /// The client for one request of `owner` to `scheme://host:port`, through `proxy` (see
-    /// `SessionManager.client`); handed back with `release` after the request.
-    func client(
-        _ kind: HTTPClients.Kind, for owner: UInt32, scheme: String, host: String, port: Int, proxy: ProxySetting?,
-        connectTimeout: Double?
-    ) async throws -> HTTPClients.Lease
+    /// A client of the owner's pool for `route` (chosen by `RequestSender`: direct, pinned to
+    /// a checked address, or through a proxy); handed back with `release` after the request.
+    func lease(_ kind: HTTPClients.Kind, route: HTTPClients.Route) -> HTTPClients.Lease
     func release(_ lease: HTTPClients.Lease)
     /// The trust the clients use (for explaining a failed certificate check).
     var tlsConfiguration: TLSConfiguration { get }

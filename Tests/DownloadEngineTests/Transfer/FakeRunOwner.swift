@@ -4,7 +4,6 @@ import Crypto
 import Logging
 import NIOConcurrencyHelpers
 import NIOSSL
-import ProxyRules
 
 /// A transfer run's owner without a manager: no scheduler, no task table, no daemon. It moves the
 /// task as the manager does (`DownloadTask.transition` under its event order), delivers events
@@ -69,12 +68,9 @@ final class FakeRunOwner: TransferRunOwner {
     func offerPlaces() {}
     var reconnectGeneration: UInt64 { generation.withLockedValue { $0 } }
 
-    func client(
-        _ kind: HTTPClients.Kind, for owner: UInt32, scheme: String, host: String, port: Int, proxy: ProxySetting?,
-        connectTimeout: Double?
-    ) async throws -> HTTPClients.Lease {
-        note("client \(host):\(port)")
-        return clients.lease(kind)
+    func lease(_ kind: HTTPClients.Kind, route: HTTPClients.Route) -> HTTPClients.Lease {
+        note("lease \(route.proxy.map { "via \($0)" } ?? "direct")")
+        return clients.lease(kind, route: route)
     }
 
     func release(_ lease: HTTPClients.Lease) { clients.release(lease) }

@@ -61,7 +61,7 @@ final class TransferRunTests: XCTestCase {
         XCTAssertTrue(observer.all.contains(.response(1, 200)))
         XCTAssertTrue(observer.all.contains(.finished(1, directory.file("out"))))
         // A head with at most `shortTransfer` to go: the run told its owner so.
-        XCTAssertEqual(owner.asked, ["client 127.0.0.1:\(server.port)", "short"])
+        XCTAssertEqual(owner.asked, ["lease direct", "short"])
         XCTAssertEqual(server.requests(for: "/f").map(\.range), [nil])
     }
 

@@ -1,10 +1,10 @@
 import DownloadModel
 import ProxyRules
 
-/// The HTTP client of each request: shared, pinned for owners held to `deniedNetworks`, or
+/// The route of each request: shared, pinned for owners held to `deniedNetworks`, or
 /// configured with the request's proxy.
-extension SessionManager {
-    /// The client for one request of `owner` to `scheme://host:port` (see `HTTPClients`).
+extension RequestSender {
+    /// The client for one request of `user` to `scheme://host:port` (see `HTTPClients`).
     ///
     /// The proxy: the task's own `proxy` option (`direct://` for none), else the daemon's
     /// environment (`ProxyEnvironment`, with its `no_proxy`). With `socks5://` the server's name
@@ -12,23 +12,24 @@ extension SessionManager {
     /// name is sent (the proxy resolves it; an HTTP proxy gets the address when the name was
     /// resolved here to judge it, below).
     ///
-    /// When the owner's downloads are held to `deniedNetworks`: the proxy's address is judged and
+    /// When the user's downloads are held to `deniedNetworks`: the proxy's address is judged and
     /// pinned like a server's; the server's address is judged when it is an address, or a name
     /// that resolves here (then the request goes to that address). A name that does not resolve
     /// here goes to an HTTP proxy as a name (offices where only the proxy resolves outside
     /// names); `socks5h` names are never resolved here (the caller asked for the proxy to do it).
-    /// The caller hands the lease back to `clients` after its request.
+    /// `send` hands the lease back to the run's owner after the request.
     ///
     /// `connectTimeout`: the task's own, which a proxied route's client takes for its handshakes.
-    func client(
-        _ kind: HTTPClients.Kind, for owner: UInt32, scheme: String, host: String, port: Int, proxy option: ProxySetting?,
+    func lease(
+        _ kind: HTTPClients.Kind, for user: UInt32, scheme: String, host: String, port: Int, proxy option: ProxySetting?,
         connectTimeout: Double? = nil
     ) async throws -> HTTPClients.Lease {
+        let configuration = owner.configuration
         var route = HTTPClients.Route()
         let proxy = configuration.proxyEnvironment.proxy(own: option, scheme: scheme, host: host, port: port)
         route.proxy = proxy
         if let proxy, proxy != .direct { route.connectTimeout = connectTimeout }
-        let denied = owner == 0 ? [] : configuration.deniedNetworks
+        let denied = user == 0 ? [] : configuration.deniedNetworks
         func deniedRange(_ address: String) -> NetworkRange? { denied.first { $0.contains(address) } }
         if let proxy, let proxyHost = proxy.host, let proxyPort = proxy.port, !denied.isEmpty {
             if NetworkRange.parse(proxyHost) != nil {
@@ -52,7 +53,7 @@ extension SessionManager {
             if let range = deniedRange(host) {
                 throw DownloadError.accessDenied("\(host) is in a network this service does not reach for you (\(range))")
             }
-            return clients.lease(kind, route: route)
+            return owner.lease(kind, route: route)
         }
         let resolvesHere: Bool
         switch proxy {
@@ -60,23 +61,23 @@ extension SessionManager {
         case .http: resolvesHere = !denied.isEmpty
         case .direct, nil: resolvesHere = !denied.isEmpty
         }
-        guard resolvesHere else { return clients.lease(kind, route: route) }
+        guard resolvesHere else { return owner.lease(kind, route: route) }
         let addresses: [String]
         do {
             addresses = try await AddressResolver.resolve(host, port: port)
         } catch where proxy != nil && !isSOCKS(proxy) {
             // Only the proxy may know this name.
-            return clients.lease(kind, route: route)
+            return owner.lease(kind, route: route)
         }
         guard let allowed = addresses.first(where: { deniedRange($0) == nil }) else {
             let ranges = Set(addresses.compactMap { deniedRange($0)?.description }).sorted().joined(separator: ", ")
             throw DownloadError.accessDenied("every address of \(host) is in a network this service does not reach for you (\(ranges))")
         }
-        route.owner = denied.isEmpty ? 0 : owner
+        route.owner = denied.isEmpty ? 0 : user
         route.host = host
         route.port = port
         route.address = allowed
-        return clients.lease(kind, route: route)
+        return owner.lease(kind, route: route)
     }
 
     private func isSOCKS(_ proxy: ProxySetting?) -> Bool {

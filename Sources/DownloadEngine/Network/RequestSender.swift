@@ -1,0 +1,123 @@
+import AsyncHTTPClient
+import DownloadModel
+import NIOCore
+import NIOHTTP1
+
+/// Sends one request of a task, whatever the route: the headers every request carries, the
+/// client lease from the owner (shared, pinned to a checked address, or through the task's
+/// proxy), forward-or-tunnel through an HTTP proxy, registration with the task so a stop (or a
+/// connection the scheduler takes back) cancels it, and the classification of what went wrong
+/// (the proxy's fault before any response, a failed certificate check explained). The response
+/// itself is the delegate's (`TransferDelegate`): this type never looks at a body.
+///
+/// Which connection a source gets is decided in two places only: `MirrorSet` (which source, at
+/// most `maxConnectionsPerHost` connections to one server: the one per-host limit) and here
+/// (which client and route). The clients' own per-host limit is the scheduler's total
+/// (`maxConnections`), which the places it grants never exceed, so it never binds.
+struct RequestSender: Sendable {
+    let task: DownloadTask
+    let owner: any TransferRunOwner
+
+    /// The headers of a GET for `record` (its own headers, credentials only where they may go,
+    /// no content coding, and `Range`/`If-Range` when `range` is given).
+    static func headers(
+        for record: DownloadTaskRecord, sendsCredentials: Bool, range: (start: Int64, end: Int64?)?, validator: String?
+    ) -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        for (name, value) in record.options.headers.sorted(by: { $0.key < $1.key }) {
+            guard sendsCredentials || !RedirectRules.credentialHeaders.contains(name.lowercased()) else { continue }
+            headers.add(name: name, value: value)
+        }
+        headers.replaceOrAdd(name: "User-Agent", value: "org.example.Downloads/1")
+        headers.replaceOrAdd(name: "Accept-Encoding", value: "identity")
+        if let range {
+            headers.replaceOrAdd(name: "Range", value: "bytes=\(range.start)-\(range.end.map { String($0 - 1) } ?? "")")
+            if let validator { headers.replaceOrAdd(name: "If-Range", value: validator) }
+        }
+        return headers
+    }
+
+    /// Sends `request` to `url` (as the task gave it: a forwarded request's line carries it)
+    /// (its body streamed into `delegate`) on a client of `kind`, and waits for
+    /// the response as far as the delegate took it. A stop of the task, or `seat` being
+    /// retired, cancels it. `afterwards` runs once the request is over, before its error is
+    /// classified (the run checks its writer there).
+    func send(
+        _ request: HTTPClient.Request, to url: String, delegate: TransferDelegate, kind: HTTPClients.Kind,
+        seat: SegmentWorkers.Seat? = nil, afterwards: () async -> DownloadError? = { nil }
+    ) async -> TransferRun.Sent {
+        let record = task.record
+        let configuration = owner.configuration
+        let connectTimeout = record.options.connectTimeout ?? configuration.connectTimeout
+        let deadline = record.options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
+        let connection: HTTPClients.Lease
+        do {
+            connection = try await lease(
+                kind, for: record.owner, scheme: request.scheme, host: request.host, port: request.port,
+                proxy: record.options.proxy, connectTimeout: record.options.connectTimeout
+            )
+        } catch {
+            return .failed(DownloadError.classify(error))
+        }
+        defer { owner.release(connection) }
+        guard task.state.withLockedValue({ $0.stopReason }) == nil else { return .failed(.cancelled) }
+        let outgoing: any OutgoingRequest
+        if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, request.scheme == "http",
+           let target = ForwardedRequest.target(of: url) {
+            // A plain http URL through an HTTP proxy is forwarded, as curl does, not tunnelled.
+            outgoing = ForwardedRequest(
+                target: target, host: request.host, port: request.port, headers: request.headers,
+                proxyHost: connection.proxyAddress ?? proxyHost, proxyPort: proxyPort,
+                proxyAuthorization: credentials.map { ($0.user, $0.password) }, delegate: delegate,
+                connectTimeout: .milliseconds(Int64(connectTimeout * 1000)), deadline: deadline
+            )
+        } else {
+            outgoing = connection.client.execute(request: request, delegate: delegate, deadline: deadline)
+        }
+        let cancel: @Sendable () -> Void = {
+            outgoing.cancel()
+            // A response that has ended waits for its delegate, which may be in a rate
+            // limit's wait: AsyncHTTPClient fails the request only once that wait is over.
+            delegate.interrupt(on: outgoing.eventLoop)
+        }
+        // Registered under the task's lock, or cancelled here when a stop came first: a stop
+        // cancels what is registered when it sets its reason, so no request outlives it.
+        let stoppedMeanwhile = task.state.withLockedValue { state -> Bool in
+            guard state.stopReason == nil else { return true }
+            state.requests[ObjectIdentifier(outgoing)] = cancel
+            return false
+        }
+        if stoppedMeanwhile { cancel() }
+        // A connection the scheduler takes back (`SegmentWorkers.retire`) cancels its request.
+        seat?.holds(cancel)
+        defer { seat?.holds(nil) }
+        var result: TransferDelegate.Result?
+        var thrown: Error?
+        do {
+            result = try await outgoing.futureResult.get()
+        } catch is DecisionReached {
+            result = delegate.partialResult
+        } catch {
+            thrown = error
+        }
+        task.update { $0.requests[ObjectIdentifier(outgoing)] = nil }
+        if let failure = await afterwards() { return .failed(failure) }
+        if let thrown {
+            // Before any response through a proxy, a failure to connect or to open the tunnel is the proxy's.
+            if let proxy = connection.proxy, result == nil, delegate.partialResult == nil,
+               let error = DownloadError.classify(thrown, through: proxy, to: request.host, headSent: delegate.requestHeadSent) {
+                return .failed(error)
+            }
+            let error = DownloadError.classify(thrown)
+            guard error.code == .tlsError, result == nil, connection.proxy == nil else { return .failed(error) }
+            // BoringSSL says only "CERTIFICATE_VERIFY_FAILED": find out which check failed.
+            let why = await TLSDiagnosis.explain(
+                host: request.host, port: request.port, address: connection.pinnedAddress,
+                configuration: owner.tlsConfiguration, timeout: .milliseconds(Int64(connectTimeout * 1000))
+            )
+            return .failed(why.map { DownloadError.tls($0) } ?? error)
+        }
+        guard let result else { return .failed(.invalidResponse("no response")) }
+        return .response(result)
+    }
+}
