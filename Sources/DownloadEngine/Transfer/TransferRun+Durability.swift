@@ -264,7 +264,7 @@ extension TransferRun {
 
     /// Empties the partial file and forgets its version (after every older checkpoint, on the I/O queue).
     func restartFromZero() async throws {
-        segmentState.withLockedValue { $0.table = nil }
+        segmentState.withLockedValue { $0.letGoOfRanges() }
         try await writer.perform { [self] writer in
             try writer.truncate(to: 0)
             resetDurable(.version)
@@ -288,7 +288,7 @@ extension TransferRun {
     /// Recorded only when it takes back something recorded: a new download's first response
     /// empties a file that holds nothing durable yet (every small file did: a save each).
     func resetDurable(_ reset: Reset) {
-        if reset == .version { segmentState.withLockedValue { $0.table = nil } }
+        if reset == .version { segmentState.withLockedValue { $0.letGoOfRanges() } }
         task.eventOrder.withLock {
             let snapshot: TaskSnapshot? = task.state.withLockedValue { state in
                 let recorded = state.record

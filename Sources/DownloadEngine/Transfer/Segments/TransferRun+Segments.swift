@@ -27,32 +27,6 @@ import TerminalOutput
 /// runs (`addConnections`), each one a new connection stealing half of the largest range. A
 /// download that turns out to be one stream (no ranges, no length) gives back all but one.
 extension TransferRun {
-    /// The run's segmented state (behind `segmentState`'s lock).
-    struct SegmentState {
-        /// The ranges of the current segmented attempt; nil on one stream.
-        var table: SegmentTable?
-        /// The connection that made the first request: the range its response fills.
-        var firstClaim: Int?
-        /// Set once a segmented attempt restarted from zero: the rest of the run is one stream.
-        var singleStream = false
-        var lastCheckpoint = NIODeadline.uptimeNanoseconds(0)
-        /// Connections this run may open: the places it holds.
-        var connections: Int
-        /// The connections of the attempt running now (nil before its split and between attempts).
-        var workers: SegmentWorkers?
-        /// The URL and its mirrors, for a download with mirrors (made by its first range
-        /// request; dropped sources stay dropped for the rest of the run).
-        var mirrors: MirrorSet?
-        /// The server whose answer gave the recorded validator, when not the URL's own (its
-        /// first request went to a mirror): only that one is sent `If-Range`.
-        var validatorSource: String?
-        /// The source of the first request (`MirrorSet` index): whose bytes its range holds.
-        var firstSource = 0
-        /// Pieces that failed their hash in this run, and their bytes (fetched twice).
-        var piecesRefetched = 0
-        var bytesRefetched: Int64 = 0
-    }
-
     /// Connections this run may open now.
     var connectionCount: Int { segmentState.withLockedValue { $0.connections } }
 
@@ -61,7 +35,7 @@ extension TransferRun {
     /// and the run has not settled on one stream (after a restart from zero).
     var maySplit: Bool {
         let options = task.record.options
-        return !segmentState.withLockedValue { $0.singleStream }
+        return !segmentState.withLockedValue { $0.settled }
             && (options.connections > 1 || !options.mirrors.isEmpty || options.pieces != nil)
     }
 
@@ -70,7 +44,7 @@ extension TransferRun {
     /// attempts, or on one stream); the scheduler gets the rest back.
     func addConnections(_ count: Int) -> Int {
         segmentState.withLockedValue { state in
-            guard !state.singleStream, let workers = state.workers, workers.add(count) else { return 0 }
+            guard let workers = state.workers, workers.add(count) else { return 0 }
             state.connections += count
             return count
         }
@@ -80,7 +54,7 @@ extension TransferRun {
     /// who wait): each cancels its request, its range goes back to the others. Returns how many
     /// will end (at least one connection stays).
     func shedConnections(_ count: Int) -> Int {
-        let workers = segmentState.withLockedValue { state in state.singleStream ? nil : state.workers }
+        let workers = segmentState.withLockedValue { $0.workers }
         // Outside the lock: retiring cancels requests, whose callbacks come back to this run.
         guard let ending = workers?.retire(count), ending > 0 else { return 0 }
         segmentState.withLockedValue { $0.connections -= ending }
@@ -121,14 +95,14 @@ extension TransferRun {
         let record = task.record
         let attempt = NIOLockedValueBox(Attempt())
         let outcome: TransferStateMachine.Outcome
-        if !segmentState.withLockedValue({ $0.singleStream }), let remaining = record.segments, let validator = record.validator,
+        if !segmentState.withLockedValue({ $0.settled }), let remaining = record.segments, let validator = record.validator,
            record.expectedLength > 0 {
             let connections = connectionCount
             let table = makeTable(length: record.expectedLength, remaining: remaining, connections: connections, attempt: attempt)
             let workers = SegmentWorkers(live: connections)
+            // The validator's source is the run's, from the split that recorded these ranges.
             segmentState.withLockedValue { state in
-                state.table = table
-                state.workers = workers
+                state.phase = .split(.init(table: table, workers: workers, validatorSource: state.validatorSource))
             }
             owner.logger.info("task \(task.id): \(remaining.count) range(s) left, \(connections) connection(s)")
             // Places that freed since the run started may join this attempt.
@@ -140,13 +114,10 @@ extension TransferRun {
         } else {
             outcome = await firstRequest(request, attempt: attempt)
         }
-        segmentState.withLockedValue { $0.workers = nil }
+        segmentState.withLockedValue { $0.attemptEnded() }
         if case .restartFromZero = outcome {
             // From now on this run fetches on one stream, from the start.
-            segmentState.withLockedValue { state in
-                state.singleStream = true
-                state.table = nil
-            }
+            segmentState.withLockedValue { $0.phase = .settled }
             settleOnOneStream()
         }
         return outcome
@@ -155,90 +126,123 @@ extension TransferRun {
     /// The first request of an attempt: its head decides whether to split; if it does, the
     /// other connections start and this one goes on as one of them. A download that may not
     /// split is this request alone (`stream`).
+    ///
+    /// In order: the phase becomes `probing` (nothing of an earlier attempt may pass for this
+    /// one's); the request goes out (to the mirrors in turn when the URL fails before a body);
+    /// meanwhile this waits for its head's decision (`splits`: one value, the split or none).
+    /// With a split, the other connections run; without, the request's outcome is the attempt's.
     private func firstRequest(
         _ request: TransferStateMachine.Request, attempt: NIOLockedValueBox<Attempt>
     ) async -> TransferStateMachine.Outcome {
         guard maySplit else { return await stream(request) }
-        let minimum = configuration.minimumSegment
-        // Nothing of an earlier attempt (whose ranges were not recorded) may pass for this one's.
-        segmentState.withLockedValue { state in
-            state.table = nil
-            state.firstClaim = nil
-            state.workers = nil
-            state.validatorSource = nil
-            state.firstSource = 0
+        segmentState.withLockedValue { $0.phase = .probing(.init()) }
+        let (splits, decided) = AsyncStream<SplitMade?>.makeStream()
+        let split = splitter(attempt: attempt, decided: decided)
+        return await withTaskGroup(of: TransferStateMachine.Outcome?.self) { group in
+            group.addTask {
+                defer { decided.finish() }
+                return await self.firstConnection(request, split: split, decided: decided, attempt: attempt)
+            }
+            var decisions = splits.makeAsyncIterator()
+            if let made = await decisions.next() ?? nil {
+                owner.logger.info("task \(task.id): segmented, \(made.connections) connection(s)")
+                // Places that freed since the run started may join this attempt.
+                owner.offerPlaces()
+                await made.workers.run(spawning: made.connections - 1) {
+                    await self.fetch(
+                        made.table, url: request.url, validator: made.validator, credentials: request.sendsCredentials, attempt: attempt
+                    )
+                }
+            }
+            // The first connection's outcome when it did not split (nil: it went on as one of them).
+            for await case let single? in group { return single }
+            guard let table = segmentState.withLockedValue({ $0.table }) else { return .failed(.invalidResponse("no response")) }
+            return await ending(table, attempt)
         }
-        let (tables, continuation) = AsyncStream<(SegmentTable, String, SegmentWorkers, Int)>.makeStream()
+    }
+
+    /// What a head that split the download made: its ranges, the validator, the connections.
+    private struct SplitMade: Sendable {
+        let table: SegmentTable
+        let validator: String
+        let workers: SegmentWorkers
+        let connections: Int
+    }
+
+    /// The split run on the event loop inside the first response's head (`TransferDelegate`):
+    /// when the rule (`ResponseDecision.rangeToSplit`) splits what is left, the phase becomes
+    /// `split` and the first connection fills the first range. Says what it decided once.
+    private func splitter(
+        attempt: NIOLockedValueBox<Attempt>, decided: AsyncStream<SplitMade?>.Continuation
+    ) -> @Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment? {
+        let minimum = configuration.minimumSegment
         let state = segmentState
         let makeTable: @Sendable (Int64, ByteRange, Int) -> SegmentTable = { [self] length, range, pieces in
             self.makeTable(length: length, remaining: [range], connections: pieces, attempt: attempt)
         }
-        let split: @Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment? = { status, headers, decision in
-            defer { continuation.finish() }
+        return { status, headers, decision in
             guard let range = decision.rangeToSplit(status: status, headers: headers, minimumSegment: minimum),
                   case .write(_, _, _, let validator?) = decision
-            else { return nil }
+            else {
+                decided.yield(nil)
+                return nil
+            }
             let pieces = state.withLockedValue { $0.connections }
             let table = makeTable(range.end, range, pieces)
-            guard let claim = table.claim(startingAt: range.start) else { return nil }
+            guard let claim = table.claim(startingAt: range.start) else {
+                decided.yield(nil)
+                return nil
+            }
             // The first connection counts as one of the attempt's: it goes on after its range.
             let workers = SegmentWorkers(live: pieces)
-            state.withLockedValue { state in
-                state.table = table
-                state.firstClaim = claim.id
-                state.workers = workers
+            let source = state.withLockedValue { state -> Int in
+                guard case .probing(let probe) = state.phase else { return 0 }
+                state.phase = .split(.init(table: table, firstClaim: claim.id, workers: workers, validatorSource: probe.validatorSource))
+                return probe.source
             }
-            continuation.yield((table, validator, workers, pieces))
-            return TransferDelegate.Segment(table: table, id: claim.id, source: state.withLockedValue { $0.firstSource })
+            decided.yield(SplitMade(table: table, validator: validator, workers: workers, connections: pieces))
+            return TransferDelegate.Segment(table: table, id: claim.id, source: source)
         }
-        let validator = request.range?.validator
-        let single = NIOLockedValueBox<TransferStateMachine.Outcome?>(nil)
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                var sent = await self.execute(
-                    url: request.url, sendsCredentials: request.sendsCredentials,
-                    range: request.range.map { (start: $0.offset, end: nil) }, validator: validator,
-                    hooks: self.hooks(url: request.url), split: split
-                )
-                if let failure = Self.failedBeforeBody(sent) {
-                    sent = await self.firstRequestToMirrors(request, failure: failure, split: split) ?? sent
-                }
-                continuation.finish()
-                let (table, claim, workers) = self.segmentState.withLockedValue { ($0.table, $0.firstClaim, $0.workers) }
-                guard let table, let claim, let workers, let validator = self.task.record.validator else {
-                    // Not split: a single-stream request like any other.
-                    workers?.ended()
-                    single.withLockedValue { $0 = self.outcome(of: sent, url: request.url) }
-                    // A body that came whole (no ranges, no length, too small to split) will
-                    // come whole again: the run needs one place.
-                    if table == nil, case .response(let result) = sent, case .write = result.decision {
-                        self.settleOnOneStream()
-                    }
-                    return
-                }
-                // This connection's first range ended: it carries on as one of the connections.
-                table.release(claim)
-                let first = self.verdict(on: sent, table: table, claim: claim, failures: 0)
-                await self.fetch(
-                    table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt,
-                    first: first
-                )
-                workers.ended()
-            }
-            group.addTask {
-                for await (table, validator, workers, pieces) in tables {
-                    self.owner.logger.info("task \(self.task.id): segmented, \(pieces) connection(s)")
-                    // Places that freed since the run started may join this attempt.
-                    self.owner.offerPlaces()
-                    await workers.run(spawning: pieces - 1) {
-                        await self.fetch(table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt)
-                    }
-                }
-            }
+    }
+
+    /// The first connection: the first request (to the mirrors in turn when the URL fails
+    /// before a body), then, if its head split the download, the rest of its range and more
+    /// ranges as one of the attempt's connections (nil), else the request's outcome.
+    private func firstConnection(
+        _ request: TransferStateMachine.Request,
+        split: @escaping @Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment?,
+        decided: AsyncStream<SplitMade?>.Continuation, attempt: NIOLockedValueBox<Attempt>
+    ) async -> TransferStateMachine.Outcome? {
+        var sent = await execute(
+            url: request.url, sendsCredentials: request.sendsCredentials,
+            range: request.range.map { (start: $0.offset, end: nil) }, validator: request.range?.validator,
+            hooks: hooks(url: request.url), split: split
+        )
+        if let failure = Self.failedBeforeBody(sent) {
+            sent = await firstRequestToMirrors(request, failure: failure, split: split) ?? sent
         }
-        if let outcome = single.withLockedValue({ $0 }) { return outcome }
-        guard let table = segmentState.withLockedValue({ $0.table }) else { return .failed(.invalidResponse("no response")) }
-        return await ending(table, attempt)
+        // No head split it by now: none will.
+        decided.finish()
+        let made = segmentState.withLockedValue { state -> (SegmentTable, Int, SegmentWorkers)? in
+            guard case .split(let split) = state.phase, let claim = split.firstClaim, let workers = split.workers else { return nil }
+            return (split.table, claim, workers)
+        }
+        guard let (table, claim, workers) = made, let validator = task.record.validator else {
+            // Not split: a single-stream request like any other.
+            made?.2.ended()
+            // A body that came whole (no ranges, no length, too small to split) will come whole
+            // again: the run needs one place.
+            if made == nil, case .response(let result) = sent, case .write = result.decision {
+                settleOnOneStream()
+            }
+            return outcome(of: sent, url: request.url)
+        }
+        // This connection's first range ended: it carries on as one of the connections.
+        table.release(claim)
+        let first = verdict(on: sent, table: table, claim: claim, failures: 0)
+        await fetch(table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt, first: first)
+        workers.ended()
+        return nil
     }
 
     /// The error of a request that brought no body to write (it failed, or its status was an
@@ -273,8 +277,8 @@ extension TransferRun {
             guard !Task.isCancelled, stopReason == nil else { break }
             // The ranges' If-Range goes only where the validator comes from: this mirror.
             segmentState.withLockedValue { state in
-                state.validatorSource = MirrorSet.server(of: mirror)
-                state.firstSource = state.mirrors?.sources.firstIndex { $0.url == mirror } ?? 0
+                let source = state.mirrors?.sources.firstIndex { $0.url == mirror } ?? 0
+                state.phase = .probing(.init(validatorSource: MirrorSet.server(of: mirror), source: source))
             }
             let sent = await execute(
                 url: mirror, sendsCredentials: request.sendsCredentials && RedirectRules.sameOrigin(mirror, request.url),
@@ -285,8 +289,7 @@ extension TransferRun {
         // None answered: the URL's own failure stands, and it is a source again.
         segmentState.withLockedValue { state in
             state.mirrors?.restore(0)
-            state.validatorSource = nil
-            state.firstSource = 0
+            state.phase = .probing(.init())
         }
         return nil
     }

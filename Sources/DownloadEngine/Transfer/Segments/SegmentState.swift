@@ -1,0 +1,60 @@
+import NIOCore
+
+/// A run's segmented state, behind `TransferRun.segmentState`'s lock: the phase (which carries
+/// the ranges, the first claim and the workers), and what lasts the whole run.
+struct SegmentState {
+    var phase = SegmentPhase.unsplit
+    /// Connections this run may open: the places it holds.
+    var connections: Int
+    /// The URL and its mirrors, for a download with mirrors (made by its first range request;
+    /// dropped sources stay dropped for the rest of the run).
+    var mirrors: MirrorSet?
+    var lastCheckpoint = NIODeadline.uptimeNanoseconds(0)
+    /// Pieces that failed their hash in this run, and their bytes (fetched twice).
+    var piecesRefetched = 0
+    var bytesRefetched: Int64 = 0
+
+    init(connections: Int) {
+        self.connections = connections
+    }
+
+    /// The ranges of the current split; nil otherwise.
+    var table: SegmentTable? {
+        if case .split(let split) = phase { return split.table }
+        return nil
+    }
+
+    /// The connections of the attempt running now (after a split, until the attempt ends).
+    var workers: SegmentWorkers? {
+        if case .split(let split) = phase { return split.workers }
+        return nil
+    }
+
+    /// The run fetches on one stream from now on.
+    var settled: Bool {
+        if case .settled = phase { return true }
+        return false
+    }
+
+    /// The server `If-Range` goes to, when not the URL's own.
+    var validatorSource: String? {
+        switch phase {
+        case .probing(let probe): return probe.validatorSource
+        case .split(let split): return split.validatorSource
+        case .unsplit, .settled: return nil
+        }
+    }
+
+    /// A new version is coming: the split's ranges no longer describe the file.
+    mutating func letGoOfRanges() {
+        if case .split = phase { phase = .unsplit }
+    }
+
+    /// The attempt ended: its connections are gone, its ranges stay for the checkpoints.
+    mutating func attemptEnded() {
+        if case .split(var split) = phase {
+            split.workers = nil
+            phase = .split(split)
+        }
+    }
+}
