@@ -60,7 +60,7 @@ struct RequestSender: Sendable {
             return .failed(DownloadError.classify(error))
         }
         defer { owner.release(connection) }
-        guard task.state.withLockedValue({ $0.stopReason }) == nil else { return .failed(.cancelled) }
+        guard task.withState({ $0.stopReason }) == nil else { return .failed(.cancelled) }
         let outgoing: any OutgoingRequest
         if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, request.scheme == "http",
            let target = ForwardedRequest.target(of: url) {
@@ -82,7 +82,7 @@ struct RequestSender: Sendable {
         }
         // Registered under the task's lock, or cancelled here when a stop came first: a stop
         // cancels what is registered when it sets its reason, so no request outlives it.
-        let stoppedMeanwhile = task.state.withLockedValue { state -> Bool in
+        let stoppedMeanwhile = task.withState { state -> Bool in
             guard state.stopReason == nil else { return true }
             state.requests[ObjectIdentifier(outgoing)] = cancel
             return false

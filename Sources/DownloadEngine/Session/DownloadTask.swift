@@ -55,11 +55,13 @@ final class DownloadTask: Sendable {
     }
 
     let id: UInt64
-    let state: NIOLockedValueBox<State>
+    /// The task's state (a leaf lock: nothing else is taken, nothing waits, under it). Reached
+    /// only through `withState`, `update`, `transition` and the counters below.
+    private let state: NIOLockedValueBox<State>
     /// Held while a change is made and its events are queued, so the delivery queue holds one
-    /// task's changes in the order they happened even when two threads change it. Lock order:
-    /// see `SessionManager`.
-    let eventOrder = NIOLock()
+    /// task's changes in the order they happened even when two threads change it. Taken only
+    /// through `inEventOrder`. Lock order: see `SessionManager`.
+    private let eventOrder = NIOLock()
     /// Every blocking call on this task's files runs here, in order: open, pwrite, ftruncate,
     /// fdatasync, rename, unlink, the SHA-256. Never on an event loop.
     let io: DispatchQueue
@@ -70,6 +72,18 @@ final class DownloadTask: Sendable {
             record: record, bytesWritten: record.durableOffset, progressDelivered: record.durableOffset
         ))
         io = DispatchQueue(label: "org.example.Downloads.task.\(record.id).io")
+    }
+
+    /// Reads or changes the task's state under its lock: bookkeeping only (no I/O, no wait, no
+    /// other lock); what must happen because of it happens after.
+    func withState<T>(_ body: (inout State) throws -> T) rethrows -> T {
+        try state.withLockedValue(body)
+    }
+
+    /// Runs `body` in the task's event order: a change and the events that describe it, queued
+    /// together (see `EventDelivery`). Only the task's own lock and the manager's are taken inside.
+    func inEventOrder<T>(_ body: () throws -> T) rethrows -> T {
+        try eventOrder.withLock(body)
     }
 
     var snapshot: TaskSnapshot {

@@ -105,7 +105,7 @@ public final class EventDelivery: Sendable {
     func eventsDelivered(after task: DownloadTask) async {
         await withCheckedContinuation { continuation in
             // Under eventOrder: a change already visible has queued its events by then.
-            task.eventOrder.withLock {
+            task.inEventOrder {
                 enqueue(Delivery(calls: { [] }, delivered: { continuation.resume() }))
             }
         }

@@ -49,8 +49,8 @@ extension SessionManager {
             (state.scheduler.network, state.scheduler.beginTimesCome(by: now).compactMap { state.tasks[$0] })
         }
         for task in tasks {
-            task.eventOrder.withLock {
-                let (before, snapshot) = task.state.withLockedValue { state -> (WaitingFor, TaskSnapshot) in
+            task.inEventOrder {
+                let (before, snapshot) = task.withState { state -> (WaitingFor, TaskSnapshot) in
                     let before = state.waitingFor
                     state.wait(on: network, now: now)
                     return (before, state.snapshot)

@@ -23,7 +23,7 @@ extension SessionManager {
             state.add(task, record)
             return task
         }
-        let snapshot = task.eventOrder.withLock {
+        let snapshot = task.inEventOrder {
             let network = state.withLockedValue { $0.scheduler.network }
             let snapshot = task.update { $0.wait(on: network) }
             delegate.created(task, snapshot)
@@ -61,7 +61,7 @@ extension SessionManager {
     /// The file access of one task: below the descriptor its caller handed over while this
     /// daemon holds it, else the owner's, with the limits its record sets (`TaskFileAccess`).
     func fileAccess(for task: DownloadTask) -> any FileAccess {
-        let (record, anchor) = task.state.withLockedValue { ($0.record, $0.anchor) }
+        let (record, anchor) = task.withState { ($0.record, $0.anchor) }
         return fileAccess(for: record, anchor: anchor)
     }
 
@@ -132,7 +132,7 @@ extension SessionManager {
     public func changeOptions(_ id: UInt64, _ change: DownloadOptions.Change) throws -> TaskSnapshot {
         let task = try task(id)
         guard !change.isEmpty else { return task.snapshot }
-        let snapshot = task.eventOrder.withLock {
+        let snapshot = task.inEventOrder {
             let network = state.withLockedValue { $0.scheduler.network }
             let before = task.snapshot.waitingFor
             let snapshot = task.update { state in
@@ -162,7 +162,7 @@ extension SessionManager {
     @discardableResult
     public func setURL(_ id: UInt64, to url: String) async throws -> TaskSnapshot {
         let task = try task(id)
-        let (snapshot, wasRetrying) = try task.eventOrder.withLock { () throws -> (TaskSnapshot, Bool) in
+        let (snapshot, wasRetrying) = try task.inEventOrder { () throws -> (TaskSnapshot, Bool) in
             let current = task.snapshot.state
             guard [.queued, .paused, .retrying, .failed].contains(current) else {
                 throw DownloadError.wrongState(
@@ -193,7 +193,7 @@ extension SessionManager {
     /// `keepingPartialFile` (a failed task's partial file is what Resume needs).
     public func remove(_ id: UInt64, keepingPartialFile: Bool = false) async throws {
         let task = try task(id)
-        let removed: TaskSnapshot? = try task.eventOrder.withLock {
+        let removed: TaskSnapshot? = try task.inEventOrder {
             let snapshot = task.snapshot
             guard snapshot.state.isTerminal || snapshot.state == .paused else {
                 throw DownloadError.wrongState("task \(id) is \(snapshot.state); cancel it first")
@@ -214,7 +214,7 @@ extension SessionManager {
             case wait(Task<Void, Never>?, cancelling: [@Sendable () -> Void])
         }
         while true {
-            let plan: Plan = try task.state.withLockedValue { state in
+            let plan: Plan = try task.withState { state in
                 let current = state.record.state
                 switch (current, reason) {
                 case (.queued, .pause), (.queued, .cancel), (.paused, .cancel), (.failed, .cancel):

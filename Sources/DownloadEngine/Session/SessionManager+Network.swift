@@ -16,8 +16,8 @@ extension SessionManager {
         if network.online { reconnectNow() }
         var stopping: [DownloadTask] = []
         for task in tasks {
-            task.eventOrder.withLock {
-                let (before, snapshot) = task.state.withLockedValue { state -> (WaitingFor, TaskSnapshot) in
+            task.inEventOrder {
+                let (before, snapshot) = task.withState { state -> (WaitingFor, TaskSnapshot) in
                     let before = state.waitingFor
                     state.wait(on: network)
                     return (before, state.snapshot)
@@ -47,7 +47,7 @@ extension SessionManager {
     /// delivered to the observers) without stopping it: what happens before the machine sleeps.
     public func checkpointTransfers() async {
         let runs = state.withLockedValue { Array($0.tasks.values) }.compactMap { task in
-            task.state.withLockedValue { $0.transfer }
+            task.withState { $0.transfer }
         }
         await withTaskGroup(of: Void.self) { group in
             for run in runs {

@@ -23,7 +23,7 @@ extension SessionManager {
         _ task: DownloadTask, to next: DownloadState, from allowed: Set<DownloadState>?, provided: (Scheduler) -> Bool,
         _ change: (inout DownloadTask.State) -> Void, then: Events = { _, _, _ in }
     ) -> TaskSnapshot? {
-        task.eventOrder.withLock {
+        task.inEventOrder {
             let (network, allowedNow) = state.withLockedValue { ($0.scheduler.network, provided($0.scheduler)) }
             guard allowedNow, let (previous, snapshot) = task.transition(to: next, from: allowed, { state in
                 change(&state)
@@ -44,7 +44,7 @@ extension SessionManager {
     /// Changes a task without a transition and queues the events that describe the change.
     @discardableResult
     func report(_ task: DownloadTask, _ change: (inout DownloadTask.State) -> Void, events: Events) -> TaskSnapshot {
-        task.eventOrder.withLock {
+        task.inEventOrder {
             let snapshot = task.update(change)
             events(delegate, task, snapshot)
             return snapshot
@@ -66,8 +66,8 @@ extension SessionManager {
     /// A running background task gives way to other traffic (`WaitingFor` `yielding`), or no
     /// longer does; observers hear of a change only.
     func markYielding(_ task: DownloadTask, _ yielding: Bool) {
-        task.eventOrder.withLock {
-            let (changed, snapshot) = task.state.withLockedValue { state -> (Bool, TaskSnapshot) in
+        task.inEventOrder {
+            let (changed, snapshot) = task.withState { state -> (Bool, TaskSnapshot) in
                 // Only `yielding` is this one's to set or clear (a queued task's reasons are the network's).
                 let next: WaitingFor = yielding && state.record.state == .running ? .yielding : .nothing
                 guard state.waitingFor != next, state.waitingFor == .yielding || next == .yielding else { return (false, state.snapshot) }

@@ -36,7 +36,7 @@ extension SessionManager {
             return (reclaimed, starting, grown)
         }
         for (task, count) in reclaimed {
-            let ending = task.state.withLockedValue { $0.transfer }?.shedConnections(count) ?? 0
+            let ending = task.withState { $0.transfer }?.shedConnections(count) ?? 0
             if ending < count { state.withLockedValue { $0.scheduler.regrant(task.id, count - ending) } }
             if ending > 0 { logger.info("task \(task.id): \(ending) connection(s) given back to users who wait") }
         }
@@ -61,7 +61,7 @@ extension SessionManager {
         }
         var gaveBack = false
         for (task, count) in grown {
-            let taken = task.state.withLockedValue { $0.transfer }?.addConnections(count) ?? 0
+            let taken = task.withState { $0.transfer }?.addConnections(count) ?? 0
             if taken < count {
                 state.withLockedValue { $0.scheduler.giveBack(task.id, count - taken) }
                 gaveBack = true

@@ -56,7 +56,7 @@ extension TransferRun {
     func checkpoint() async {
         if let table = segmentState.withLockedValue({ $0.table }) { return await checkpoint(table) }
         countCheckpoint()
-        let position = task.state.withLockedValue { $0.bytesWritten }
+        let position = task.withState { $0.bytesWritten }
         do {
             try await writer.perform { writer in
                 writer.awaitCheckpoints()
@@ -117,8 +117,8 @@ extension TransferRun {
     /// writer's generation lock, so a truncation since the sync started voids it).
     func recordDurable(_ position: Int64) {
         CrashPoint.checkpointSynced.reached()
-        return task.eventOrder.withLock {
-            let snapshot: TaskSnapshot? = task.state.withLockedValue { state in
+        return task.inEventOrder {
+            let snapshot: TaskSnapshot? = task.withState { state in
                 // Only forward: a sync that finishes late (after a stop's own checkpoint, or the
                 // finish) never takes back what is already recorded; resets go through resetDurable.
                 // A segmented download's checkpoints go through recordSegments (its offset is a count).
@@ -136,8 +136,8 @@ extension TransferRun {
     /// is fsynced (called after the sync, like `recordDurable`).
     func recordSegments(_ remaining: [ByteRange], length: Int64) {
         CrashPoint.segmentsSynced.reached()
-        return task.eventOrder.withLock {
-            let snapshot: TaskSnapshot? = task.state.withLockedValue { state in
+        return task.inEventOrder {
+            let snapshot: TaskSnapshot? = task.withState { state in
                 guard !state.record.state.isTerminal, state.record.expectedLength == length,
                       state.record.segments != remaining
                 else { return nil }
@@ -154,7 +154,7 @@ extension TransferRun {
     /// The end, in the order at the top of this file (3–5).
     func finalize() async throws {
         let record = task.record
-        let length = task.state.withLockedValue { $0.bytesWritten }
+        let length = task.withState { $0.bytesWritten }
         let finalizer = TransferFinalizer(fileAccess: owner.fileAccess(for: task))
         let destination: String
         do {
@@ -289,8 +289,8 @@ extension TransferRun {
     /// empties a file that holds nothing durable yet (every small file did: a save each).
     func resetDurable(_ reset: Reset) {
         if reset == .version { segmentState.withLockedValue { $0.letGoOfRanges() } }
-        task.eventOrder.withLock {
-            let snapshot: TaskSnapshot? = task.state.withLockedValue { state in
+        task.inEventOrder {
+            let snapshot: TaskSnapshot? = task.withState { state in
                 let recorded = state.record
                 state.record.durableOffset = 0
                 state.record.segments = nil

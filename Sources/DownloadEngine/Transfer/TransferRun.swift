@@ -46,7 +46,7 @@ final class TransferRun: Sendable {
 
     var configuration: SessionManager.Configuration { owner.configuration }
     var progressInterval: UInt64 { UInt64(max(0, configuration.progressInterval) * 1e9) }
-    var stopReason: DownloadTask.StopReason? { task.state.withLockedValue { $0.stopReason } }
+    var stopReason: DownloadTask.StopReason? { task.withState { $0.stopReason } }
 
     func run() async {
         task.update { $0.transfer = self }
@@ -77,13 +77,13 @@ final class TransferRun: Sendable {
             case .stop(let reason):
                 return await stopped(reason)
             case .send(let request):
-                if task.state.withLockedValue({ $0.record.state }) == .retrying,
+                if task.withState({ $0.record.state }) == .retrying,
                    owner.move(task, to: .running, from: [.retrying]) == nil {
                     owner.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
                     return
                 }
                 let outcome = await attempt(request)
-                let (offset, validator) = task.state.withLockedValue { ($0.bytesWritten, $0.record.validator) }
+                let (offset, validator) = task.withState { ($0.bytesWritten, $0.record.validator) }
                 action = machine.requestEnded(outcome, offset: offset, validator: validator, random: Double.random(in: 0..<1))
             case .restartFromZero(let reason, let delay, let request):
                 owner.logger.info("task \(task.id): restarting from zero\(delay > 0 ? String(format: " in %.1f s", delay) : ""): \(reason)")
@@ -117,7 +117,7 @@ final class TransferRun: Sendable {
                     return
                 }
                 await sitOut(delay)
-                let (offset, validator) = task.state.withLockedValue { ($0.record.durableOffset, $0.record.validator) }
+                let (offset, validator) = task.withState { ($0.record.durableOffset, $0.record.validator) }
                 task.update { $0.bytesWritten = offset }
                 // Its `.send` takes the task back to running, unless a stop comes first.
                 action = machine.retryDelayElapsed(offset: offset, validator: validator)

@@ -69,7 +69,7 @@ final class EventDeliveryTests: XCTestCase {
 
     /// Posts checkpoint `n` of `task` as the engine does: the change and its event under eventOrder.
     static func checkpoint(_ task: DownloadTask, _ n: Int64, _ delegate: EventDelivery) {
-        task.eventOrder.withLock {
+        task.inEventOrder {
             let snapshot = task.update { $0.record.durableOffset = n }
             delegate.checkpointed(task, snapshot)
         }

@@ -43,7 +43,7 @@ final class FakeRunOwner: TransferRunOwner {
         _ task: DownloadTask, to next: DownloadState, from allowed: Set<DownloadState>?,
         _ change: (inout DownloadTask.State) -> Void, then: TaskEvents
     ) -> TaskSnapshot? {
-        task.eventOrder.withLock {
+        task.inEventOrder {
             guard let (_, snapshot) = task.transition(to: next, from: allowed, change) else { return nil }
             events.stateChanged(task, snapshot)
             then(events, task, snapshot)
@@ -52,7 +52,7 @@ final class FakeRunOwner: TransferRunOwner {
     }
 
     func report(_ task: DownloadTask, _ change: (inout DownloadTask.State) -> Void, events: TaskEvents) -> TaskSnapshot {
-        task.eventOrder.withLock {
+        task.inEventOrder {
             let snapshot = task.update(change)
             events(self.events, task, snapshot)
             return snapshot

@@ -102,7 +102,7 @@ final class TransferRunTests: XCTestCase {
             try await Task.sleep(for: .milliseconds(10))
         }
         // As the manager stops a run: the reason under the task's lock, its requests cancelled, its Task too.
-        let cancelling = task.state.withLockedValue { state in
+        let cancelling = task.withState { state in
             state.stopReason = .pause
             return Array(state.requests.values)
         }

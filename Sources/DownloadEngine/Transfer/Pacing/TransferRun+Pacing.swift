@@ -26,13 +26,13 @@ extension TransferRun {
             var pacer = BackgroundPacer()
             let clock = ContinuousClock()
             let start = clock.now
-            var lastBytes = task.state.withLockedValue { $0.bytesWritten }
+            var lastBytes = task.withState { $0.bytesWritten }
             var lastTime = clock.now
             while !Task.isCancelled {
                 let stepStart = clock.now
                 let delay = await DelayProbe.connectTime(address: address, port: port, timeout: 1) ?? 1
                 let now = clock.now
-                let bytes = task.state.withLockedValue { $0.bytesWritten }
+                let bytes = task.withState { $0.bytesWritten }
                 let elapsed = TransferRun.seconds(now - lastTime)
                 let throughput = elapsed > 0 ? Double(max(0, bytes - lastBytes)) / elapsed : 0
                 lastBytes = bytes

@@ -569,7 +569,7 @@ extension TransferRun {
         guard first else { return }
         owner.logger.info("task \(task.id): segmented download ends: \(outcome)")
         // Taken under the task's lock, cancelled after it (bookkeeping only under a lock).
-        let requests = task.state.withLockedValue { Array($0.requests.values) }
+        let requests = task.withState { Array($0.requests.values) }
         for cancel in requests { cancel() }
     }
 
