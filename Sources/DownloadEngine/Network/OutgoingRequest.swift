@@ -2,7 +2,7 @@ import AsyncHTTPClient
 import DownloadModel
 import NIOCore
 
-/// One request on its way, as `TransferRun.execute` holds it: AsyncHTTPClient's task, or a
+/// One request on its way, as `RequestSender.send` holds it: AsyncHTTPClient's task, or a
 /// request forwarded through an HTTP proxy (`ForwardedRequest`).
 protocol OutgoingRequest: AnyObject, Sendable {
     var eventLoop: EventLoop { get }

@@ -223,7 +223,7 @@ extension SessionManager {
                     return .wait(nil, cancelling: [])
                 case (.running, _), (.retrying, _):
                     // Only the reason is set under the lock; requests registered from now on see
-                    // it and cancel themselves (TransferRun.execute).
+                    // it and cancel themselves (RequestSender.send).
                     state.stopReason = reason
                     return .wait(state.runner, cancelling: Array(state.requests.values))
                 default:
