@@ -79,6 +79,7 @@ bench: deps
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(BENCH_PACKAGES)
 	swift build -c release --product downloadsd
 	swift build -c release --product downloadsctl
+	swift build -c release --product downloads-file-helper
 	Benchmarks/bench.py $(BENCH_ARGS)
 
 bench-dbus:
