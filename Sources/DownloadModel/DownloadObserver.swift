@@ -36,6 +36,13 @@ public protocol DownloadObserver: AnyObject, Sendable {
     func task(_ task: TaskSnapshot, didCompleteWithError error: DownloadError, resumeData: [UInt8]?)
     /// The task is gone from the engine (its partial file too, unless it was kept).
     func taskWasRemoved(_ task: TaskSnapshot)
+    /// A group was made (before its tasks' `taskWasCreated`).
+    func groupWasCreated(_ group: DownloadGroupRecord)
+    /// An atomic group's files are all complete and durable: the decision to publish them is
+    /// recorded here (the store commits it) before the first rename.
+    func groupWillPublish(_ group: DownloadGroupRecord)
+    /// The group's last task was removed.
+    func groupWasRemoved(_ group: DownloadGroupRecord)
     /// Nothing is queued, running or retrying in `session` any more.
     func sessionDidFinishEvents(_ session: SessionID)
     /// This observer was given every event of a batch; the next observer is given them after
@@ -44,6 +51,9 @@ public protocol DownloadObserver: AnyObject, Sendable {
 }
 
 extension DownloadObserver {
+    public func groupWasCreated(_ group: DownloadGroupRecord) {}
+    public func groupWillPublish(_ group: DownloadGroupRecord) {}
+    public func groupWasRemoved(_ group: DownloadGroupRecord) {}
     public func taskWasCreated(_ task: TaskSnapshot) {}
     public func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {}
     public func taskDidChangeOptions(_ task: TaskSnapshot) {}

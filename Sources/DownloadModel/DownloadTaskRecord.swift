@@ -12,6 +12,8 @@ public struct DownloadTaskRecord: Sendable, Hashable {
     /// The destination is the caller's own file, written where it is (`StartAt` with a file
     /// descriptor): no partial file beside it, no rename, never removed.
     public var writesInPlace = false
+    /// The group the task is a file of (`DownloadGroupRecord.id`), 0 for none.
+    public var group: UInt64 = 0
     /// The session's name as the client gave it (never combined with the owner).
     public var session: String
     public var url: String

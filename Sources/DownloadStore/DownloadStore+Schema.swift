@@ -136,6 +136,24 @@ extension DownloadStore {
                 t.add(column: "writesInPlace", .boolean).notNull().defaults(to: false)
             }
         })
+        // Groups (v1.3): many files as one job. A task names its group (0: none); an atomic
+        // group's `publishing` is the recorded decision to rename all its files into place.
+        migrator.registerMigration("v9-groups", migrate: Self.crashable { db in
+            try db.alter(table: "task") { t in
+                t.add(column: "groupID", .integer).notNull().defaults(to: 0)
+            }
+            try db.create(table: "taskGroup") { t in
+                t.column("id", .integer).primaryKey()
+                t.column("ownerUID", .integer).notNull()
+                t.column("app", .text).notNull()
+                t.column("session", .text).notNull()
+                t.column("title", .text).notNull()
+                t.column("atomic", .boolean).notNull()
+                t.column("taskSignals", .boolean).notNull()
+                t.column("publishing", .boolean).notNull().defaults(to: false)
+                t.column("createdAt", .text).notNull()
+            }
+        })
         return migrator
     }
 

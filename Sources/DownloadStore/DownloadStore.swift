@@ -122,13 +122,13 @@ public final class DownloadStore: Sendable {
             try db.cachedStatement(sql: """
                 INSERT INTO task (id, ownerUID, session, url, finalURL, destination, destinationIsDirectory, resolvedPath,
                 state, durableOffset, expectedLength, validator, options, errorName, errorMessage, partialDevice, partialInode,
-                fileMode, createdAt, updatedAt, endedAt, app, writesInPlace)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                fileMode, createdAt, updatedAt, endedAt, app, writesInPlace, groupID)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """).execute(arguments: [
                 row.id, row.ownerUID, row.session, row.url, row.finalURL, row.destination, row.destinationIsDirectory,
                 row.resolvedPath, row.state, row.durableOffset, row.expectedLength, row.validator, row.options, row.errorName,
                 row.errorMessage, row.partialDevice, row.partialInode, row.fileMode, StoredTime.text(row.createdAt),
-                StoredTime.text(row.updatedAt), row.endedAt.map(StoredTime.text), row.app, row.writesInPlace,
+                StoredTime.text(row.updatedAt), row.endedAt.map(StoredTime.text), row.app, row.writesInPlace, row.groupID,
             ])
             try DownloadStore.saveSegments(record, db)
         }
@@ -228,6 +228,52 @@ public final class DownloadStore: Sendable {
             // AUTOINCREMENT remembers the highest id ever used, so a removed task's id is never given again.
             let highest = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'task'") ?? 0
             return (tasks, rejected, UInt64(max(0, highest)) + 1)
+        }
+    }
+
+    // MARK: Groups
+
+    /// The write that records a new group (before its tasks' inserts, in the same batch).
+    public func insertingGroup(_ group: DownloadGroupRecord) -> StoreWrite {
+        StoreWrite(mayUseReserve: true) { db in
+            try db.cachedStatement(sql: """
+                INSERT INTO taskGroup (id, ownerUID, app, session, title, atomic, taskSignals, publishing, createdAt)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """).execute(arguments: [
+                Int64(group.id), Int64(group.owner), group.app, group.session, group.title, group.atomic, group.taskSignals,
+                group.publishing, StoredTime.now,
+            ])
+        }
+    }
+
+    /// The write that records an atomic group's decision to publish every file.
+    public func publishingGroup(_ id: UInt64) -> StoreWrite {
+        StoreWrite(mayUseReserve: true) { db in
+            try db.cachedStatement(sql: "UPDATE taskGroup SET publishing = 1 WHERE id = ?").execute(arguments: [Int64(id)])
+        }
+    }
+
+    public func deletingGroup(_ id: UInt64) -> StoreWrite {
+        StoreWrite(mayUseReserve: true) { db in
+            try db.cachedStatement(sql: "DELETE FROM taskGroup WHERE id = ?").execute(arguments: [Int64(id)])
+        }
+    }
+
+    /// Every group in id order (a row that cannot be one is left out and logged by the caller's
+    /// tasks: their group id then names nothing, and they run as tasks of their own).
+    public func loadGroups() throws -> [DownloadGroupRecord] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM taskGroup ORDER BY id").compactMap { row -> DownloadGroupRecord? in
+                let id: Int64 = row["id"]
+                let owner: Int64 = row["ownerUID"]
+                guard id > 0, let uid = UInt32(exactly: owner) else { return nil }
+                var group = DownloadGroupRecord(
+                    id: UInt64(id), owner: uid, app: row["app"], session: row["session"], title: row["title"],
+                    atomic: row["atomic"], taskSignals: row["taskSignals"]
+                )
+                group.publishing = row["publishing"]
+                return group
+            }
         }
     }
 

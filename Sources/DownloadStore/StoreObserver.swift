@@ -191,4 +191,16 @@ public final class StoreObserver: DownloadObserver {
     public func taskWasRemoved(_ task: TaskSnapshot) {
         write("delete", task.id) { store.deleting(task.id) }
     }
+
+    public func groupWasCreated(_ group: DownloadGroupRecord) {
+        write("insert group \(group.id) before", 0) { store.insertingGroup(group) }
+    }
+
+    public func groupWillPublish(_ group: DownloadGroupRecord) {
+        write("record the publication of group \(group.id) before", 0) { store.publishingGroup(group.id) }
+    }
+
+    public func groupWasRemoved(_ group: DownloadGroupRecord) {
+        write("delete group \(group.id) after", 0) { store.deletingGroup(group.id) }
+    }
 }

@@ -11,6 +11,7 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
     var ownerUID: Int64
     var app: String
     var writesInPlace: Bool
+    var groupID: Int64
     var session: String
     var url: String
     var finalURL: String?
@@ -37,6 +38,7 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         ownerUID = Int64(record.owner)
         app = record.app
         writesInPlace = record.writesInPlace
+        groupID = Int64(record.group)
         session = record.session
         url = record.url
         destination = record.destination
@@ -104,6 +106,7 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         record.errorMessage = errorMessage
         record.app = app
         record.writesInPlace = writesInPlace
+        record.group = UInt64(max(0, groupID))
         if let partialDevice, let partialInode {
             record.partialFile = FileIdentity(device: UInt64(bitPattern: partialDevice), inode: UInt64(bitPattern: partialInode))
         }

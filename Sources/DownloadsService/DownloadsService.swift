@@ -85,6 +85,8 @@ public final class DownloadsService: Sendable {
         for rejected in loaded.rejected {
             logger.error("task \(rejected.id) is kept aside in the database and not served: \(rejected.reason)")
         }
+        // Groups first: each restored task joins its group's list as it is added.
+        engine.restore(groups: try store.loadGroups())
         engine.restore(loaded.tasks, nextID: loaded.nextID)
         if !loaded.tasks.isEmpty { logger.info("restored \(loaded.tasks.count) task(s) from the store") }
         try await connection.onNameOwnerChanged { [weak self] name, _, new in

@@ -18,6 +18,7 @@ final class RecordingObserver: DownloadObserver {
         case failed(UInt64, String, Bool)
         case sessionIdle(SessionID)
         case waiting(UInt64, WaitingFor)
+        case groupPublishing(UInt64)
     }
 
     let events = NIOLockedValueBox([Event]())
@@ -34,6 +35,7 @@ final class RecordingObserver: DownloadObserver {
     }
     func sessionDidFinishEvents(_ session: SessionID) { append(.sessionIdle(session)) }
     func task(_ task: TaskSnapshot, isWaitingFor reason: WaitingFor) { append(.waiting(task.id, reason)) }
+    func groupWillPublish(_ group: DownloadGroupRecord) { append(.groupPublishing(group.id)) }
 
     private func append(_ event: Event) { events.withLockedValue { $0.append(event) } }
 

@@ -155,6 +155,23 @@ public final class EventDelivery: Sendable {
 
     /// A task left `session` with nothing active: observers hear it after that task's events
     /// (queued before this).
+    // MARK: Group events (in the queue's order, not a task's)
+
+    func groupCreated(_ group: DownloadGroupRecord) {
+        enqueue(Delivery(calls: { [{ $0.groupWasCreated(group) }] }))
+    }
+
+    /// Returns once every observer was given the decision (the store committed it).
+    func groupWillPublish(_ group: DownloadGroupRecord) async {
+        await withCheckedContinuation { continuation in
+            enqueue(Delivery(calls: { [{ $0.groupWillPublish(group) }] }, delivered: { continuation.resume() }))
+        }
+    }
+
+    func groupRemoved(_ group: DownloadGroupRecord) {
+        enqueue(Delivery(calls: { [{ $0.groupWasRemoved(group) }] }))
+    }
+
     func sessionBecameIdle(_ session: SessionID) {
         enqueue(Delivery(calls: { [{ $0.sessionDidFinishEvents(session) }] }))
     }

@@ -198,9 +198,14 @@ extension SessionManager {
             guard snapshot.state.isTerminal || snapshot.state == .paused else {
                 throw DownloadError.wrongState("task \(id) is \(snapshot.state); cancel it first")
             }
-            let wasThere = state.withLockedValue { $0.remove(snapshot.record) }
+            let (wasThere, emptied) = state.withLockedValue { state -> (Bool, DownloadGroupRecord?) in
+                let wasThere = state.remove(snapshot.record)
+                defer { state.emptiedGroup = nil }
+                return (wasThere, state.emptiedGroup)
+            }
             guard wasThere else { return nil }
             delegate.removed(task, snapshot)
+            if let emptied { delegate.groupRemoved(emptied) }
             return snapshot
         }
         guard removed != nil else { throw DownloadError.notFound("no task \(id)") }

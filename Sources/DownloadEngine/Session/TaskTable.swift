@@ -13,6 +13,9 @@ struct TaskTable {
     /// tasks' ends that both find the session idle report it once.
     private(set) var reportedIdle: Set<SessionID> = []
     var scheduler: Scheduler
+    /// The groups by id, with their tasks and an atomic group's files waiting to be published.
+    var groups: [UInt64: GroupEntry] = [:]
+    var nextGroupID: UInt64 = 1
     var nextID: UInt64 = 1
     var shuttingDown = false
     /// Counts the moments connections may work again (wake-up, the network back): a retry
@@ -33,16 +36,32 @@ struct TaskTable {
     /// Adds `task` (whose record is `record`), counting it; ids after it are never given again.
     mutating func add(_ task: DownloadTask, _ record: DownloadTaskRecord) {
         tasks[record.id] = task
+        if record.group != 0 { groups[record.group]?.tasks.append(record.id) }
         counted(record, active: record.state.isActive, by: 1)
         nextID = max(nextID, record.id + 1)
     }
 
-    /// Forgets task `record.id` (its scheduling too); false when it was not there.
+    /// Forgets task `record.id` (its scheduling too); false when it was not there. A group whose
+    /// last task it was is forgotten with it (`emptiedGroup`).
     mutating func remove(_ record: DownloadTaskRecord) -> Bool {
         scheduler.remove(record.id)
         guard tasks.removeValue(forKey: record.id) != nil else { return false }
         counted(record, active: record.state.isActive, by: -1)
+        if record.group != 0, var entry = groups[record.group] {
+            entry.tasks.removeAll { $0 == record.id }
+            groups[record.group] = entry.tasks.isEmpty ? nil : entry
+            if entry.tasks.isEmpty { emptiedGroup = entry.record }
+        }
         return true
+    }
+
+    /// The group the last `remove` emptied (and forgot), for the caller to report; taken once.
+    var emptiedGroup: DownloadGroupRecord?
+
+    /// Adds a group (new, or restored before its tasks).
+    mutating func add(_ group: DownloadGroupRecord) {
+        groups[group.id] = GroupEntry(record: group)
+        nextGroupID = max(nextGroupID, group.id + 1)
     }
 
     func hasActiveTasks(in session: SessionID) -> Bool { activePerSession[session, default: 0] > 0 }

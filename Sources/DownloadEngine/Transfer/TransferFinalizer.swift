@@ -62,6 +62,13 @@ struct TransferFinalizer: Sendable {
         return destination
     }
 
+    /// Renames the complete partial file the record names (device and inode) into place, its
+    /// descriptor closed (a file of an atomic group, published with the others).
+    func publishRecorded(_ record: DownloadTaskRecord) throws -> String {
+        guard let identity = record.partialFile else { throw DownloadError.file("the partial file of task \(record.id) was never recorded") }
+        return try publish(record, from: record.partialPath, identity: identity)
+    }
+
     /// Where a run before a crash published this task's partial file, when the crash came
     /// between the rename and the `finished` row: the partial file is gone and the recorded file
     /// (device and inode) is at the destination, or at one of the names tried after it.

@@ -132,6 +132,21 @@ extension TransferRun {
         }
     }
 
+    /// The whole file is fsynced and checked (a file of an atomic group, before it waits for the
+    /// others): recorded as held whole, so a restart asks the server for nothing more.
+    func recordComplete(_ length: Int64) {
+        task.inEventOrder {
+            let snapshot: TaskSnapshot? = task.withState { state in
+                guard !state.record.state.isTerminal else { return nil }
+                state.record.segments = nil
+                state.record.durableOffset = length
+                state.record.expectedLength = length
+                return state.snapshot
+            }
+            if let snapshot { owner.events.checkpointed(task, snapshot) }
+        }
+    }
+
     /// A segmented download's checkpoint: everything of its `length` bytes outside `remaining`
     /// is fsynced (called after the sync, like `recordDurable`).
     func recordSegments(_ remaining: [ByteRange], length: Int64) {
@@ -169,20 +184,33 @@ extension TransferRun {
             await owner.events.eventsDelivered(after: task)
             let named = task.record.partialFile
             let lengthRecorded = record.expectedLength >= 0
+            // A file of an atomic group waits for the others, complete and recorded so.
+            let withGroup = owner.publishesWithGroup(task)
             let task = self.task
             let published: String? = try await writer.perform { writer in
                 try finalizer.complete(record, length: length, writer: writer)
-                guard lengthRecorded, let named, writer.identity == named else { return nil }
+                guard !withGroup, lengthRecorded, let named, writer.identity == named else { return nil }
                 CrashPoint.fileSynced.reached()
                 return try finalizer.publish(task.record, writer: writer)
             }
             if let published {
                 destination = published
             } else {
-                if !lengthRecorded { recordDurable(length) }
+                if withGroup {
+                    recordComplete(length)
+                } else if !lengthRecorded {
+                    recordDurable(length)
+                }
                 await owner.events.eventsDelivered(after: task)
                 CrashPoint.fileSynced.reached()
-                destination = try await writer.perform { writer in try finalizer.publish(task.record, writer: writer) }
+                if withGroup {
+                    // No descriptor is held while it waits (a group may have thousands of files).
+                    try await writer.perform { $0.close() }
+                    guard await owner.awaitPublication(of: task) else { throw DownloadError.cancelled }
+                    destination = try await writer.perform { _ in try finalizer.publishRecorded(task.record) }
+                } else {
+                    destination = try await writer.perform { writer in try finalizer.publish(task.record, writer: writer) }
+                }
             }
             CrashPoint.published.reached()
         } catch let error as DownloadError where error.code == .checksumMismatch {

@@ -363,5 +363,6 @@ final class TransferRun: Sendable {
             let resumeData = resumable ? try? ResumeData(record: snapshot.record).encoded(key: key) : nil
             delegate.completed(task, snapshot, error: error, resumeData: resumeData)
         })
+        if task.record.group != 0 { owner.groupFileFailed(task) }
     }
 }

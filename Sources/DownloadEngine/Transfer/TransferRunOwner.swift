@@ -57,6 +57,17 @@ protocol TransferRunOwner: AnyObject, Sendable {
     /// that sees it change ends early.
     var reconnectGeneration: UInt64 { get }
 
+    // MARK: Groups
+
+    /// Whether the task's file waits for its group's other files before it is published (an
+    /// atomic group).
+    func publishesWithGroup(_ task: DownloadTask) -> Bool
+    /// The task's file is complete and durable: waits, holding no place, until the decision to
+    /// publish every file of its group is recorded (true), or the run is stopped (false).
+    func awaitPublication(of task: DownloadTask) async -> Bool
+    /// The task failed for good: its group may have to stop its other files.
+    func groupFileFailed(_ task: DownloadTask)
+
     // MARK: Clients
 
     /// A client of the owner's pool for `route` (chosen by `RequestSender`: direct, pinned to

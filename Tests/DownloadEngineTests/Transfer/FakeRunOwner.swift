@@ -68,6 +68,10 @@ final class FakeRunOwner: TransferRunOwner {
     func offerPlaces() {}
     var reconnectGeneration: UInt64 { generation.withLockedValue { $0 } }
 
+    func publishesWithGroup(_ task: DownloadTask) -> Bool { false }
+    func awaitPublication(of task: DownloadTask) async -> Bool { true }
+    func groupFileFailed(_ task: DownloadTask) { note("group file failed") }
+
     func lease(_ kind: HTTPClients.Kind, route: HTTPClients.Route) -> HTTPClients.Lease {
         note("lease \(route.proxy.map { "via \($0)" } ?? "direct")")
         return clients.lease(kind, route: route)

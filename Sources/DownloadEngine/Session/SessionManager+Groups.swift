@@ -1,0 +1,164 @@
+import DownloadModel
+import UserFiles
+
+/// Groups: many files as one job (`DownloadGroupRecord`). A group's files are ordinary tasks
+/// with its id in their records; the manager keeps the group's list of tasks and, for an atomic
+/// group, the runs whose files are complete and waiting for the others. When the last one is
+/// ready the decision to publish is recorded (the store commits it) and every waiting run
+/// publishes its file; a run stopped meanwhile publishes when it runs again (the decision
+/// stands: after a crash the runs find it and finish the renames). A file of an atomic group
+/// that fails for good stops the others, keeping their partial files, until the group is
+/// resumed.
+extension SessionManager {
+    /// A new group of `requests` (each checked first: one bad file refuses the whole call), its
+    /// tasks created and queued in the order given. With `anchor`, every file is made below it.
+    public func createGroup(
+        _ requests: [DownloadRequest], owner: UInt32, app: String, session: String, title: String, atomic: Bool,
+        taskSignals: Bool, anchor: DescriptorAnchor? = nil
+    ) throws -> (DownloadGroupRecord, [TaskSnapshot]) {
+        guard !requests.isEmpty else { throw DownloadError.invalidArgument("a group needs at least one file") }
+        for request in requests { try request.options.validate() }
+        let group = state.withLockedValue { state -> DownloadGroupRecord in
+            let record = DownloadGroupRecord(
+                id: state.nextGroupID, owner: owner, app: app, session: session, title: title, atomic: atomic, taskSignals: taskSignals
+            )
+            state.add(record)
+            return record
+        }
+        delegate.groupCreated(group)
+        let snapshots = requests.map { request in
+            insert(anchor: anchor) { id in
+                var record = DownloadTaskRecord(id: id, request: request)
+                record.group = group.id
+                return record
+            }
+        }
+        return (group, snapshots)
+    }
+
+    /// Takes back the groups of an earlier run (from the store), before their tasks.
+    public func restore(groups: [DownloadGroupRecord]) {
+        state.withLockedValue { state in
+            for group in groups { state.add(group) }
+        }
+    }
+
+    public func group(_ id: UInt64) -> DownloadGroupRecord? {
+        state.withLockedValue { $0.groups[id]?.record }
+    }
+
+    /// The group's tasks, in the order they were given.
+    public func groupTasks(_ id: UInt64) -> [TaskSnapshot] {
+        let tasks = state.withLockedValue { state in (state.groups[id]?.tasks ?? []).compactMap { state.tasks[$0] } }
+        return tasks.map(\.snapshot)
+    }
+
+    public func groups(owner: UInt32) -> [DownloadGroupRecord] {
+        state.withLockedValue { $0.groups.values.map(\.record) }.filter { $0.owner == owner }.sorted { $0.id < $1.id }
+    }
+
+    /// Whether `task`'s file waits for its group's other files before it is published.
+    func publishesWithGroup(_ task: DownloadTask) -> Bool {
+        let group = task.record.group
+        guard group != 0 else { return false }
+        return state.withLockedValue { $0.groups[group]?.record.atomic ?? false }
+    }
+
+    /// A run whose file is complete and durable waits here, holding no place, for its group's
+    /// other files: true once the decision to publish them all is recorded, false when the run
+    /// is stopped first.
+    func awaitPublication(of task: DownloadTask) async -> Bool {
+        let id = task.id
+        let group = task.record.group
+        // Its places go to others while it waits.
+        state.withLockedValue { $0.scheduler.remove(id) }
+        schedule()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let (now, decide) = state.withLockedValue { state -> (Bool?, Bool) in
+                    guard var entry = state.groups[group] else { return (true, false) }
+                    if entry.record.publishing { return (true, false) }
+                    if Task.isCancelled { return (false, false) }
+                    entry.waiting[id] = continuation
+                    // Every file of the group is ready (a cancelled one has no say).
+                    let ready = entry.tasks.allSatisfy { member in
+                        entry.waiting[member] != nil || state.tasks[member]?.record.state == .cancelled
+                    }
+                    let decide = ready && !entry.deciding
+                    if decide { entry.deciding = true }
+                    state.groups[group] = entry
+                    return (nil, decide)
+                }
+                if let now { continuation.resume(returning: now) }
+                if decide { Task { await self.publish(group) } }
+            }
+        } onCancel: {
+            let waiting = state.withLockedValue { $0.groups[group]?.waiting.removeValue(forKey: id) }
+            waiting?.resume(returning: false)
+        }
+    }
+
+    /// Records the decision to publish every file of `group` (the store commits it), then lets
+    /// the waiting runs publish.
+    private func publish(_ group: UInt64) async {
+        guard let record = state.withLockedValue({ state -> DownloadGroupRecord? in
+            state.groups[group]?.record.publishing = true
+            return state.groups[group]?.record
+        }) else { return }
+        await delegate.groupWillPublish(record)
+        logger.info("group \(group): every file is complete; publishing them")
+        let waiting = state.withLockedValue { state -> [CheckedContinuation<Bool, Never>] in
+            guard var entry = state.groups[group] else { return [] }
+            defer {
+                entry.waiting = [:]
+                entry.deciding = false
+                state.groups[group] = entry
+            }
+            return Array(entry.waiting.values)
+        }
+        for continuation in waiting { continuation.resume(returning: true) }
+    }
+
+    /// A file of `task`'s group failed for good: in an atomic group nothing may be published, so
+    /// the other files stop (paused, their partial files kept) until the group is resumed.
+    func groupFileFailed(_ task: DownloadTask) {
+        let group = task.record.group
+        guard group != 0 else { return }
+        let others = state.withLockedValue { state -> [UInt64] in
+            guard let entry = state.groups[group], entry.record.atomic, !entry.record.publishing else { return [] }
+            return entry.tasks.filter { $0 != task.id }
+        }
+        guard !others.isEmpty else { return }
+        logger.info("group \(group): task \(task.id) failed; its other files stop until the group is resumed")
+        Task {
+            for id in others where snapshot(id)?.state.isActive == true {
+                _ = try? await pause(id)
+            }
+        }
+    }
+
+    /// Pauses every active file of the group.
+    public func pauseGroup(_ id: UInt64) async throws {
+        guard group(id) != nil else { throw DownloadError.notFound("no group \(id)") }
+        for task in groupTasks(id) where task.state.isActive {
+            _ = try? await pause(task.id)
+        }
+    }
+
+    /// Resumes every paused or failed file of the group.
+    public func resumeGroup(_ id: UInt64) throws {
+        guard group(id) != nil else { throw DownloadError.notFound("no group \(id)") }
+        for task in groupTasks(id) where task.state == .paused || task.state == .failed {
+            try? resume(task.id)
+        }
+    }
+
+    /// Cancels every file of the group that has not ended (their partial files are removed), and
+    /// removes the group's ended files from the list once nothing of it runs.
+    public func cancelGroup(_ id: UInt64) async throws {
+        guard group(id) != nil else { throw DownloadError.notFound("no group \(id)") }
+        for task in groupTasks(id) where !task.state.isTerminal {
+            try? await cancel(task.id)
+        }
+    }
+}

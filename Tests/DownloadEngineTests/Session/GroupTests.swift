@@ -1,0 +1,144 @@
+@testable import DownloadEngine
+@testable import DownloadModel
+import Foundation
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// Groups in the engine: many files as one job; an atomic group publishes all or nothing, and a
+/// restart finishes a publication the decision was recorded for.
+final class GroupTests: EngineTestCase {
+    func request(_ path: String, _ name: String) -> DownloadRequest {
+        DownloadRequest(
+            owner: Self.owner, session: "s", url: server.url(path), destination: directory.file(name), destinationIsDirectory: false
+        )
+    }
+
+    func makeGroup(_ files: [(String, String)], atomic: Bool) throws -> (DownloadGroupRecord, [TaskSnapshot]) {
+        try manager.createGroup(
+            files.map { request($0.0, $0.1) }, owner: Self.owner, app: "", session: "s", title: "assets", atomic: atomic, taskSignals: false
+        )
+    }
+
+    func testAGroupRunsItsFilesAndPublishesEachAsItEnds() async throws {
+        let contents = (1...3).map { Self.content(50_000 * $0, seed: UInt32($0)) }
+        for (index, content) in contents.enumerated() { server.set("/f\(index)", Route(content: content)) }
+        let (group, tasks) = try makeGroup((0..<3).map { ("/f\($0)", "f\($0).bin") }, atomic: false)
+        XCTAssertEqual(tasks.map(\.record.group), [group.id, group.id, group.id])
+        for task in tasks { try await wait(task.id, for: [.finished]) }
+        for (index, content) in contents.enumerated() {
+            XCTAssertEqual(sha256(ofFile: directory.file("f\(index).bin")), Self.sha256(content))
+        }
+        XCTAssertEqual(manager.groupTasks(group.id).map(\.id), tasks.map(\.id))
+        XCTAssertEqual(manager.groups(owner: Self.owner).map(\.id), [group.id])
+        XCTAssertFalse(observer.all.contains(.groupPublishing(group.id)), "a group that is not atomic records no publication")
+    }
+
+    func testAnAtomicGroupPublishesNothingUntilEveryFileIsComplete() async throws {
+        let fast = Self.content(60_000, seed: 1)
+        let slow = Self.content(400_000, seed: 2)
+        server.set("/fast", Route(content: fast))
+        var route = Route(content: slow)
+        route.bytesPerSecond = 200_000
+        server.set("/slow", route)
+        let (group, tasks) = try makeGroup([("/fast", "fast.bin"), ("/slow", "slow.bin")], atomic: true)
+        // The fast file is complete and durable, and waits: not in place yet.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while manager.snapshot(tasks[0].id)?.durableOffset != 60_000, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        XCTAssertEqual(manager.snapshot(tasks[0].id)?.state, .running)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("fast.bin")))
+        XCTAssertEqual(sha256(ofFile: tasks[0].record.partialPath), Self.sha256(fast))
+        for task in tasks { try await wait(task.id, for: [.finished]) }
+        XCTAssertEqual(sha256(ofFile: directory.file("fast.bin")), Self.sha256(fast))
+        XCTAssertEqual(sha256(ofFile: directory.file("slow.bin")), Self.sha256(slow))
+        XCTAssertEqual(leftovers(), [])
+        // The decision was recorded once, before either file was published.
+        let events = observer.all
+        XCTAssertEqual(events.filter { $0 == .groupPublishing(group.id) }.count, 1)
+        let decided = try XCTUnwrap(events.firstIndex(of: .groupPublishing(group.id)))
+        let firstFinished = try XCTUnwrap(events.firstIndex { if case .finished = $0 { return true } else { return false } })
+        XCTAssertLessThan(decided, firstFinished)
+    }
+
+    func testAnAtomicGroupWhoseFileFailsPublishesNothingAndResumesWhole() async throws {
+        let good = Self.content(80_000, seed: 3)
+        let late = Self.content(70_000, seed: 4)
+        server.set("/good", Route(content: good))
+        // The file that fails begins later, so the good one is complete and waiting by then.
+        var late404 = request("/late", "late.bin")
+        late404.options.earliestBegin = WallClock.now + 2
+        let (group, tasks) = try manager.createGroup(
+            [request("/good", "good.bin"), late404], owner: Self.owner, app: "", session: "s", title: "", atomic: true, taskSignals: false
+        )
+        let deadline = ContinuousClock.now + .seconds(20)
+        while manager.snapshot(tasks[0].id)?.durableOffset != 80_000, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        XCTAssertEqual(manager.snapshot(tasks[0].id)?.state, .running, "complete, waiting for the other file")
+        try await wait(tasks[1].id, for: [.failed], seconds: 20)
+        // The other file stops with its bytes kept; nothing is published.
+        try await wait(tasks[0].id, for: [.paused])
+        XCTAssertEqual(manager.snapshot(tasks[0].id)?.durableOffset, 80_000)
+        XCTAssertEqual(sha256(ofFile: tasks[0].record.partialPath), Self.sha256(good))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("good.bin")))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("late.bin")))
+        XCTAssertFalse(observer.all.contains(.groupPublishing(group.id)))
+
+        // The server is fixed: the group resumes, and both files are published together.
+        server.set("/late", Route(content: late))
+        try manager.resumeGroup(group.id)
+        for task in tasks { try await wait(task.id, for: [.finished]) }
+        XCTAssertEqual(sha256(ofFile: directory.file("good.bin")), Self.sha256(good))
+        XCTAssertEqual(sha256(ofFile: directory.file("late.bin")), Self.sha256(late))
+        XCTAssertEqual(leftovers(), [])
+    }
+
+    /// After a crash between the recorded decision and the last rename: a file renamed before the
+    /// crash is found in place, the other is published, each exactly once.
+    func testARestartFinishesAPublicationTheDecisionWasRecordedFor() async throws {
+        let first = Self.content(90_000, seed: 5)
+        let second = Self.content(50_000, seed: 6)
+        server.set("/one", Route(content: first))
+        var route = Route(content: second)
+        route.bytesPerSecond = 100_000
+        server.set("/two", route)
+        let (group, tasks) = try makeGroup([("/one", "one.bin"), ("/two", "two.bin")], atomic: true)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while manager.snapshot(tasks[0].id)?.durableOffset != 90_000, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        // The daemon stops; as it would be found after a crash whose decision was committed and
+        // whose first rename was made: the group publishing, one.bin in place, two.bin partial.
+        await manager.shutdown()
+        let records = manager.snapshots().map(\.record)
+        XCTAssertEqual(records.map(\.state), [.queued, .queued])
+        try FileManager.default.moveItem(atPath: records[0].partialPath, toPath: directory.file("one.bin"))
+        var decided = group
+        decided.publishing = true
+
+        observer = RecordingObserver()
+        manager = makeManager()
+        manager.restore(groups: [decided])
+        manager.restore(records, nextID: 3)
+        for task in tasks { try await wait(task.id, for: [.finished]) }
+        XCTAssertEqual(sha256(ofFile: directory.file("one.bin")), Self.sha256(first))
+        XCTAssertEqual(sha256(ofFile: directory.file("two.bin")), Self.sha256(second))
+        XCTAssertEqual(manager.snapshot(tasks[0].id)?.record.resolvedPath, directory.file("one.bin"))
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        XCTAssertEqual(names, ["one.bin", "two.bin"], "each file in place exactly once, nothing left")
+        XCTAssertEqual(server.requests(for: "/one").count, 1, "a file published before the crash is not asked for again")
+    }
+
+    func testAGroupNeedsFilesAndEveryFileIsChecked() throws {
+        XCTAssertThrowsError(try manager.createGroup([], owner: Self.owner, app: "", session: "s", title: "", atomic: false, taskSignals: false))
+        var bad = request("/x", "x.bin")
+        bad.options.connections = 0
+        XCTAssertThrowsError(try manager.createGroup(
+            [request("/y", "y.bin"), bad], owner: Self.owner, app: "", session: "s", title: "", atomic: false, taskSignals: false
+        ))
+        XCTAssertEqual(manager.snapshots().count, 0, "a refused group makes no task")
+        XCTAssertEqual(manager.groups(owner: Self.owner).count, 0)
+    }
+}
