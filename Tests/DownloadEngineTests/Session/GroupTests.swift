@@ -20,6 +20,15 @@ final class GroupTests: EngineTestCase {
         )
     }
 
+    /// Waits (bounded) until task `id` holds `bytes` durably.
+    func waitForDurable(_ id: UInt64, _ bytes: Int64) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while manager.snapshot(id)?.durableOffset != bytes, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        XCTAssertEqual(manager.snapshot(id)?.durableOffset, bytes, "task \(id) did not hold \(bytes) bytes durably")
+    }
+
     func testAGroupRunsItsFilesAndPublishesEachAsItEnds() async throws {
         let contents = (1...3).map { Self.content(50_000 * $0, seed: UInt32($0)) }
         for (index, content) in contents.enumerated() { server.set("/f\(index)", Route(content: content)) }
@@ -43,10 +52,7 @@ final class GroupTests: EngineTestCase {
         server.set("/slow", route)
         let (group, tasks) = try makeGroup([("/fast", "fast.bin"), ("/slow", "slow.bin")], atomic: true)
         // The fast file is complete and durable, and waits: not in place yet.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while manager.snapshot(tasks[0].id)?.durableOffset != 60_000, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await waitForDurable(tasks[0].id, 60_000)
         XCTAssertEqual(manager.snapshot(tasks[0].id)?.state, .running)
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("fast.bin")))
         XCTAssertEqual(sha256(ofFile: tasks[0].record.partialPath), Self.sha256(fast))
@@ -72,10 +78,7 @@ final class GroupTests: EngineTestCase {
         let (group, tasks) = try manager.createGroup(
             [request("/good", "good.bin"), late404], owner: Self.owner, app: "", session: "s", title: "", atomic: true, taskSignals: false
         )
-        let deadline = ContinuousClock.now + .seconds(20)
-        while manager.snapshot(tasks[0].id)?.durableOffset != 80_000, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await waitForDurable(tasks[0].id, 80_000)
         XCTAssertEqual(manager.snapshot(tasks[0].id)?.state, .running, "complete, waiting for the other file")
         try await wait(tasks[1].id, for: [.failed], seconds: 20)
         // The other file stops with its bytes kept; nothing is published.
@@ -105,10 +108,7 @@ final class GroupTests: EngineTestCase {
         route.bytesPerSecond = 100_000
         server.set("/two", route)
         let (group, tasks) = try makeGroup([("/one", "one.bin"), ("/two", "two.bin")], atomic: true)
-        let deadline = ContinuousClock.now + .seconds(20)
-        while manager.snapshot(tasks[0].id)?.durableOffset != 90_000, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await waitForDurable(tasks[0].id, 90_000)
         // The daemon stops; as it would be found after a crash whose decision was committed and
         // whose first rename was made: the group publishing, one.bin in place, two.bin partial.
         await manager.shutdown()
