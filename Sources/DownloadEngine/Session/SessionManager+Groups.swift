@@ -80,9 +80,11 @@ extension SessionManager {
                     if entry.record.publishing { return (true, false) }
                     if Task.isCancelled { return (false, false) }
                     entry.waiting[id] = continuation
-                    // Every file of the group is ready (a cancelled one has no say).
+                    // Every file of the group is ready (one in place already is; a cancelled one has no say).
                     let ready = entry.tasks.allSatisfy { member in
-                        entry.waiting[member] != nil || state.tasks[member]?.record.state == .cancelled
+                        guard entry.waiting[member] == nil else { return true }
+                        let state = state.tasks[member]?.record.state
+                        return state == .finished || state == .cancelled
                     }
                     let decide = ready && !entry.deciding
                     if decide { entry.deciding = true }
@@ -100,16 +102,17 @@ extension SessionManager {
 
     /// Records the decision to publish every file of `group` (the store commits it), then lets
     /// the waiting runs publish.
+    /// The table says `publishing` only once the store has it: a run arriving meanwhile waits
+    /// with the others (`deciding`), so no file is renamed before the decision is durable.
     private func publish(_ group: UInt64) async {
-        guard let record = state.withLockedValue({ state -> DownloadGroupRecord? in
-            state.groups[group]?.record.publishing = true
-            return state.groups[group]?.record
-        }) else { return }
+        guard var record = state.withLockedValue({ $0.groups[group]?.record }) else { return }
+        record.publishing = true
         await delegate.groupWillPublish(record)
         logger.info("group \(group): every file is complete; publishing them")
         let waiting = state.withLockedValue { state -> [CheckedContinuation<Bool, Never>] in
             guard var entry = state.groups[group] else { return [] }
             defer {
+                entry.record.publishing = true
                 entry.waiting = [:]
                 entry.deciding = false
                 state.groups[group] = entry
