@@ -44,6 +44,10 @@ final class ContractTests: XCTestCase {
         for member in ["StartAt", "ResumeWithData", "RegisterCompletionHandler", "HandleEventsForBackgroundSession", "SetURL", "App"] {
             XCTAssertTrue(rendered.stdout.contains(member), member)
         }
+        // And every error name the service can reply with or report.
+        for name in DownloadsErrorName.allCases {
+            XCTAssertTrue(page.contains("\\fB\(name.rawValue)\\fR"), "the man page does not name the error \(name.rawValue)")
+        }
         let manpages = try String(contentsOf: root.appendingPathComponent("packaging/debian/manpages"), encoding: .utf8)
         XCTAssertTrue(manpages.contains("data/man/org.example.Downloads.5"), "the .deb installs it")
     }
