@@ -27,6 +27,13 @@ public enum DownloadsInterfaces {
             .init("RegisterCompletionHandler", in: [
                 .init("session", .string), .init("client_object", .objectPath), .init("options", .dictionary(key: .string, value: .variant)),
             ]),
+            // v1.3: many files as one job: each entry a URL, a destination (as Start's) and that
+            // file's own options; the group's options apply to every file.
+            .init("StartGroup", in: [
+                .init("files", .array(.structure([.string, .string, .dictionary(key: .string, value: .variant)]))),
+                .init("options", .dictionary(key: .string, value: .variant)),
+            ], out: [.init("group", .objectPath), .init("tasks", .array(.objectPath))]),
+            .init("ListGroups", in: [.init("session", .string)], out: [.init("groups", .array(.objectPath))]),
         ],
         signals: [
             .init("Progress", [.init("task", .objectPath), .init("bytes_written", .int64), .init("total_bytes_written", .int64),
@@ -36,7 +43,23 @@ public enum DownloadsInterfaces {
                              .init("resume_data", .array(.byte))]),
             .init("StateChanged", [.init("task", .objectPath), .init("state", .string)]),
             .init("EventsFinished", [.init("session", .string)]),
+            .init("GroupProgress", [.init("group", .objectPath), .init("bytes_written", .int64), .init("bytes_expected", .int64),
+                                    .init("files_finished", .uint32), .init("files", .uint32)]),
+            .init("GroupFinished", [.init("group", .objectPath)]),
+            .init("GroupFailed", [.init("group", .objectPath), .init("error_name", .string), .init("message", .string)]),
         ]
+    )
+
+    /// v1.3: a group of tasks that is one job.
+    public static let group = InterfaceDescription(
+        "org.example.Downloads.Group",
+        methods: [
+            // The group's resume data (empty until ResumeGroupWithData exists, issue 47).
+            .init("Pause", out: [.init("resume_data", .array(.byte))]),
+            .init("Resume"),
+            .init("Cancel"),
+        ],
+        properties: GroupProperty.allCases.map(\.declaration)
     )
 
     public static let task = InterfaceDescription(
@@ -56,5 +79,5 @@ public enum DownloadsInterfaces {
         methods: [.init("HandleEventsForBackgroundSession", in: [.init("session", .string)])]
     )
 
-    public static let all = [manager, task, client]
+    public static let all = [manager, task, group, client]
 }

@@ -8,6 +8,9 @@ public enum ManagerSignal: Sendable, Hashable {
     case failed(task: ObjectPath, errorName: String, message: String, resumeData: [UInt8])
     case stateChanged(task: ObjectPath, state: String)
     case eventsFinished(session: String)
+    case groupProgress(group: ObjectPath, bytesWritten: Int64, bytesExpected: Int64, filesFinished: UInt32, files: UInt32)
+    case groupFinished(group: ObjectPath)
+    case groupFailed(group: ObjectPath, errorName: String, message: String)
 
     public var name: String {
         switch self {
@@ -16,6 +19,9 @@ public enum ManagerSignal: Sendable, Hashable {
         case .failed: return "Failed"
         case .stateChanged: return "StateChanged"
         case .eventsFinished: return "EventsFinished"
+        case .groupProgress: return "GroupProgress"
+        case .groupFinished: return "GroupFinished"
+        case .groupFailed: return "GroupFailed"
         }
     }
 
@@ -31,6 +37,12 @@ public enum ManagerSignal: Sendable, Hashable {
             return [.objectPath(task), .string(state)]
         case .eventsFinished(let session):
             return [.string(session)]
+        case .groupProgress(let group, let written, let expected, let finished, let files):
+            return [.objectPath(group), .int64(written), .int64(expected), .uint32(finished), .uint32(files)]
+        case .groupFinished(let group):
+            return [.objectPath(group)]
+        case .groupFailed(let group, let name, let message):
+            return [.objectPath(group), .string(name), .string(message)]
         }
     }
 
@@ -39,7 +51,7 @@ public enum ManagerSignal: Sendable, Hashable {
         switch self {
         case .progress(let task, _, _, _), .finished(let task, _), .failed(let task, _, _, _), .stateChanged(let task, _):
             return task
-        case .eventsFinished:
+        case .eventsFinished, .groupProgress, .groupFinished, .groupFailed:
             return nil
         }
     }
@@ -64,6 +76,18 @@ public enum ManagerSignal: Sendable, Hashable {
         case ("EventsFinished", 1):
             guard let session = arguments[0].stringValue else { return nil }
             self = .eventsFinished(session: session)
+        case ("GroupProgress", 5):
+            guard let group = arguments[0].objectPathValue, let written = arguments[1].int64Value,
+                  let expected = arguments[2].int64Value, let finished = arguments[3].uint32Value,
+                  let files = arguments[4].uint32Value else { return nil }
+            self = .groupProgress(group: group, bytesWritten: written, bytesExpected: expected, filesFinished: finished, files: files)
+        case ("GroupFinished", 1):
+            guard let group = arguments[0].objectPathValue else { return nil }
+            self = .groupFinished(group: group)
+        case ("GroupFailed", 3):
+            guard let group = arguments[0].objectPathValue, let name = arguments[1].stringValue,
+                  let message = arguments[2].stringValue else { return nil }
+            self = .groupFailed(group: group, errorName: name, message: message)
         default:
             return nil
         }

@@ -85,6 +85,12 @@ extension DownloadsService {
                     .map { DownloadsAPI.taskPath($0.id) }
                 return [.objectPaths(paths)]
             },
+            "StartGroup": handler { [self] call, caller in
+                try await startGroup(call, caller: caller)
+            },
+            "ListGroups": handler { [self] call, caller in
+                [.objectPaths(listGroups(call.arguments[0].stringValue ?? "", caller: caller))]
+            },
             "RegisterCompletionHandler": handler { [self] call, caller in
                 try await registerCompletionHandler(call, caller: caller)
                 return []
@@ -92,7 +98,7 @@ extension DownloadsService {
         ])
     }
 
-    private func vardict(_ value: DBusValue) throws -> [String: DBusValue] {
+    func vardict(_ value: DBusValue) throws -> [String: DBusValue] {
         guard let dict = value.vardictValue else { throw DownloadsErrorName.invalidArgument.error("options must be a{sv}") }
         return dict
     }
@@ -119,7 +125,7 @@ extension DownloadsService {
     /// share of it); and a daemon that cannot act as other users (not root, so no file helpers)
     /// takes tasks only from its own user and root, so no caller can make it write where the
     /// caller could not.
-    private func checkMayAddTask(_ caller: Caller) throws {
+    func checkMayAddTask(_ caller: Caller) throws {
         let owner = caller.uid
         if caller.isSandboxed {
             let count = engine.snapshots(owner: owner).reduce(0) { $0 + ($1.record.app == caller.app ? 1 : 0) }
@@ -181,6 +187,35 @@ extension DownloadsService {
     }
 
     func start(url: String, destination: Destination, options: TaskOptions, caller: Caller, fileMode: UInt32? = nil) async throws -> ObjectPath {
+        let (request, anchor) = try await prepareStart(url: url, destination: destination, options: options, caller: caller, fileMode: fileMode)
+        let snapshot = try engine.create(request, anchor: anchor)
+        // The reply names the task only once the store holds it; one the store could not take
+        // is taken back, so nothing runs that a restart would not know.
+        await engine.eventsDelivered(snapshot.id)
+        if let failure = storeObserver.takeFailure(snapshot.id) {
+            // Cancelled first: a queued or running task cannot be removed as it is.
+            try? await engine.cancel(snapshot.id)
+            try? await engine.remove(snapshot.id)
+            _ = storeObserver.takeFailure(snapshot.id)
+            throw DownloadsErrorName.storageFull.error("the task could not be recorded: \(failure); nothing was changed")
+        }
+        logStarted(snapshot.id, request, caller: caller)
+        return DownloadsAPI.taskPath(snapshot.id)
+    }
+
+    /// The journal's line for a new task: the proxy without its credentials (`description`).
+    func logStarted(_ id: UInt64, _ request: DownloadRequest, caller: Caller) {
+        let through = request.options.proxy.map { " through \(LogText.escaped($0.description))" } ?? ""
+        let app = caller.isSandboxed ? " (app \(LogText.escaped(caller.app)))" : ""
+        logger.info("task \(id) of uid \(caller.uid)\(app): \(LogText.url(request.url)) → \(LogText.escaped(request.destination))\(through)")
+    }
+
+    /// Everything `Start` checks and asks before a task exists: the URL, the options, the
+    /// quotas, the destination (as the caller); the request to make, and the descriptor its
+    /// files are made below.
+    func prepareStart(
+        url: String, destination: Destination, options: TaskOptions, caller: Caller, fileMode: UInt32? = nil
+    ) async throws -> (DownloadRequest, DescriptorAnchor?) {
         let owner = caller.uid
         var asked = options
         if caller.isSandboxed, asked.metalinkPath != nil {
@@ -243,22 +278,7 @@ extension DownloadsService {
         )
         request.app = caller.app
         request.writesInPlace = place.inPlace
-        let snapshot = try engine.create(request, anchor: place.anchor)
-        // The reply names the task only once the store holds it; one the store could not take
-        // is taken back, so nothing runs that a restart would not know.
-        await engine.eventsDelivered(snapshot.id)
-        if let failure = storeObserver.takeFailure(snapshot.id) {
-            // Cancelled first: a queued or running task cannot be removed as it is.
-            try? await engine.cancel(snapshot.id)
-            try? await engine.remove(snapshot.id)
-            _ = storeObserver.takeFailure(snapshot.id)
-            throw DownloadsErrorName.storageFull.error("the task could not be recorded: \(failure); nothing was changed")
-        }
-        // The proxy without its credentials (`description`).
-        let through = engineOptions.proxy.map { " through \(LogText.escaped($0.description))" } ?? ""
-        let app = caller.isSandboxed ? " (app \(LogText.escaped(caller.app)))" : ""
-        logger.info("task \(snapshot.id) of uid \(owner)\(app): \(LogText.url(url)) → \(LogText.escaped(destination))\(through)")
-        return DownloadsAPI.taskPath(snapshot.id)
+        return (request, place.anchor)
     }
 
     /// `StartAt`'s destination below a descriptor: `name` (one path component) in a directory,

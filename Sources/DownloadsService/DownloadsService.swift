@@ -32,6 +32,8 @@ public final class DownloadsService: Sendable {
         /// How long finished, failed and cancelled tasks stay listed.
         public var retention: Duration = .seconds(7 * 86_400)
         public var completionTimeout: Duration = .seconds(25)
+        /// A group's `GroupProgress` goes out at most this often (seconds), and at each file's end.
+        public var groupProgressInterval: Double = 0.1
         public init() {}
     }
 
@@ -41,6 +43,10 @@ public final class DownloadsService: Sendable {
         var clients: [String: Caller] = [:]
         /// Completion calls in flight.
         var delivering: Set<SessionID> = []
+        /// When each group's progress last went out (uptime nanoseconds).
+        var groupProgressAt: [UInt64: UInt64] = [:]
+        /// Groups whose end (`GroupFinished`, `GroupFailed`) went out, until they are resumed.
+        var groupEnds: Set<UInt64> = []
     }
 
     let connection: Connection
@@ -81,6 +87,7 @@ public final class DownloadsService: Sendable {
             path: DownloadsAPI.managerPath, interfaces: [try managerInterface()], isObjectManager: !configuration.systemBus
         ))
         try connection.export(try taskSubtree())
+        try connection.export(try groupSubtree())
         let loaded = try store.loadTasks()
         for rejected in loaded.rejected {
             logger.error("task \(rejected.id) is kept aside in the database and not served: \(rejected.reason)")

@@ -14,7 +14,7 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
     }
 
     func taskWasCreated(_ task: TaskSnapshot) {
-        guard let service, service.broadcasts(task.owner, app: task.record.app) else { return }
+        guard let service, service.broadcasts(task.owner, app: task.record.app), service.sendsTaskSignals(task) else { return }
         // The properties of the event's snapshot, not read again per property from the engine.
         service.connection.announceAdded(
             DownloadsAPI.taskPath(task.id), interfaces: [DownloadsInterfaces.task.name: DownloadsService.properties(of: task)]
@@ -23,16 +23,21 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
 
     func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {
         guard let service else { return }
-        service.emit(.stateChanged(task: DownloadsAPI.taskPath(task.id), state: state.rawValue), owner: task.owner, app: task.record.app)
-        service.emitTaskProperties(task, TaskProperty.changing)
+        if service.sendsTaskSignals(task) {
+            service.emit(.stateChanged(task: DownloadsAPI.taskPath(task.id), state: state.rawValue), owner: task.owner, app: task.record.app)
+            service.emitTaskProperties(task, TaskProperty.changing)
+        }
+        service.groupEvent(task, ended: !state.isActive)
     }
 
     func taskDidChangeURL(_ task: TaskSnapshot) {
-        service?.emitTaskProperties(task, [.url])
+        guard let service, service.sendsTaskSignals(task) else { return }
+        service.emitTaskProperties(task, [.url])
     }
 
     func task(_ task: TaskSnapshot, isWaitingFor reason: WaitingFor) {
-        service?.emitTaskProperties(task, [.waitingFor])
+        guard let service, service.sendsTaskSignals(task) else { return }
+        service.emitTaskProperties(task, [.waitingFor])
     }
 
     /// `Progress` always; the `BytesWritten`/`BytesExpected` change only when no state change
@@ -42,18 +47,21 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
         _ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64,
         stateChangeFollows: Bool
     ) {
-        service?.emitProgress(
+        guard let service else { return }
+        guard service.sendsTaskSignals(task) else { return service.groupEvent(task, ended: false) }
+        service.emitProgress(
             task, delta: bytesWritten, total: totalBytesWritten, expected: totalBytesExpected, properties: !stateChangeFollows
         )
+        service.groupEvent(task, ended: false)
     }
 
     func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String) {
-        guard let service else { return }
+        guard let service, service.sendsTaskSignals(task) else { return }
         service.emit(.finished(task: DownloadsAPI.taskPath(task.id), location: location), owner: task.owner, app: task.record.app)
     }
 
     func task(_ task: TaskSnapshot, didCompleteWithError error: DownloadError, resumeData: [UInt8]?) {
-        guard let service else { return }
+        guard let service, service.sendsTaskSignals(task) else { return }
         let name = (DownloadsErrorName(rawValue: error.name) ?? .failed).fullName
         service.emit(.failed(
             task: DownloadsAPI.taskPath(task.id), errorName: name, message: error.message, resumeData: resumeData ?? []
@@ -62,7 +70,7 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
 
     func taskWasRemoved(_ task: TaskSnapshot) {
         guard let service else { return }
-        if service.broadcasts(task.owner, app: task.record.app) {
+        if service.broadcasts(task.owner, app: task.record.app), service.sendsTaskSignals(task) {
             service.connection.announceRemoved(DownloadsAPI.taskPath(task.id), interfaces: [DownloadsInterfaces.task.name])
         }
     }

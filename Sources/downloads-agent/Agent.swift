@@ -111,7 +111,7 @@ final class Agent: @unchecked Sendable {
                 tasks[path]?.status.error = name
                 tasks[path]?.status.errorMessage = message
                 await ended(path)
-            case .eventsFinished:
+            case .eventsFinished, .groupProgress, .groupFinished, .groupFailed:
                 break
             }
         case .properties(let path, let changed):

@@ -172,7 +172,16 @@ final class ClientToolTests: DaemonTestCase {
         let root = DaemonTestCase.packageRoot
         http.set("/i", Route(content: [1, 2, 3]))
         let task = try await start(http.url("/i"), directory.file("i"))
-        for (object, interface) in [("/org/example/Downloads", "org.example.Downloads"), (task.rawValue, "org.example.Downloads.Task")] {
+        let group = try await call("StartGroup", [
+            .array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]),
+                   [.structure([.string(http.url("/i")), .string(directory.file("gi")), .vardict([:])])]),
+            .vardict([:]),
+        ]).first?.objectPathValue
+        let objects = [
+            ("/org/example/Downloads", "org.example.Downloads"), (task.rawValue, "org.example.Downloads.Task"),
+            (try XCTUnwrap(group).rawValue, "org.example.Downloads.Group"),
+        ]
+        for (object, interface) in objects {
             let shipped = try String(contentsOf: root.appendingPathComponent("dbus/\(interface).xml"), encoding: .utf8)
             let live = try await run([
                 "gdbus", "introspect", "--address", bus.address, "--dest", "org.example.Downloads", "--object-path", object, "--xml",

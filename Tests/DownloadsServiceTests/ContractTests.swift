@@ -154,6 +154,9 @@ final class ContractTests: XCTestCase {
             .failed(task: DownloadsAPI.taskPath(1), errorName: "e", message: "m", resumeData: [1, 2]),
             .stateChanged(task: DownloadsAPI.taskPath(1), state: "paused"),
             .eventsFinished(session: "s"),
+            .groupProgress(group: DownloadsAPI.groupPath(2), bytesWritten: 5, bytesExpected: -1, filesFinished: 1, files: 3),
+            .groupFinished(group: DownloadsAPI.groupPath(2)),
+            .groupFailed(group: DownloadsAPI.groupPath(2), errorName: "e", message: "m"),
         ]
         for signal in signals {
             XCTAssertEqual(ManagerSignal(name: signal.name, arguments: signal.arguments), signal)

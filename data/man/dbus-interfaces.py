@@ -13,6 +13,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 OBJECTS = [
     ("/org/example/Downloads", "org.example.Downloads.xml", "org.example.Downloads"),
     ("/org/example/Downloads/tasks/<id>", "org.example.Downloads.Task.xml", "org.example.Downloads.Task"),
+    ("/org/example/Downloads/groups/<id>", "org.example.Downloads.Group.xml", "org.example.Downloads.Group"),
     ("<the client's object>", "org.example.Downloads.Client.xml", "org.example.Downloads.Client"),
 ]
 

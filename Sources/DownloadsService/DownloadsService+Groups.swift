@@ -1,0 +1,194 @@
+import DBus
+import DownloadEngine
+import DownloadModel
+import DownloadsAPI
+import NIOCore
+
+/// Groups on the bus (v1.3): `StartGroup`, `ListGroups`, the group objects at
+/// /org/example/Downloads/groups/<id> and their signals. A group's files are tasks like any
+/// other (their objects, quotas and ownership are the tasks'); the group is computed from them.
+extension DownloadsService {
+    /// The group options that are the group's own; every other option applies to each file.
+    static let groupOnlyKeys = ["atomic", "task_signals"]
+    /// At most this many files in one call (a task quota is the real limit; this bounds one message's work).
+    static let maxGroupFiles = 10_000
+
+    func startGroup(_ call: MethodCall, caller: Caller) async throws -> [DBusValue] {
+        guard case .array(_, let entries) = call.arguments[0] else {
+            throw DownloadsErrorName.invalidArgument.error("files must be a(ssa{sv})")
+        }
+        var groupOptions = try vardict(call.arguments[1])
+        let atomic = try Self.flag(groupOptions.removeValue(forKey: "atomic"), "atomic")
+        let taskSignals = try Self.flag(groupOptions.removeValue(forKey: "task_signals"), "task_signals")
+        let shared = try TaskOptions(groupOptions, allowed: TaskOptions.startKeys)
+        guard !entries.isEmpty, entries.count <= Self.maxGroupFiles else {
+            throw DownloadsErrorName.invalidArgument.error("a group has 1 to \(Self.maxGroupFiles) files, got \(entries.count)")
+        }
+        guard !caller.isSandboxed else {
+            throw DownloadsErrorName.accessDenied.error("a sandboxed app names its destinations by a directory descriptor: StartGroupAt")
+        }
+        guard engine.taskCount(owner: caller.uid) + entries.count <= configuration.maxTasksPerUser else {
+            throw DownloadsErrorName.quotaExceeded.error(
+                "a group of \(entries.count) files would take you over \(configuration.maxTasksPerUser) tasks"
+            )
+        }
+        let fileMode = CallerUmask.fileMode(pid: try? await call.credentials().pid)
+        var requests: [DownloadRequest] = []
+        for (index, entry) in entries.enumerated() {
+            guard case .structure(let fields) = entry, fields.count == 3, let url = fields[0].stringValue,
+                  let destination = fields[1].stringValue, let own = fields[2].vardictValue
+            else { throw DownloadsErrorName.invalidArgument.error("file \(index): each file is (s url, s destination, a{sv} options)") }
+            do {
+                // The group's options, then the file's own over them.
+                var merged = groupOptions
+                for (key, value) in own { merged[key] = value }
+                let options = try TaskOptions(merged, allowed: TaskOptions.startKeys)
+                let (request, _) = try await prepareStart(
+                    url: url, destination: .path(destination), options: options, caller: caller, fileMode: fileMode
+                )
+                requests.append(request)
+            } catch let error as BusError {
+                throw BusError(name: error.name, message: "file \(index): \(error.message)")
+            }
+        }
+        try requireRoom()
+        let session = SessionKey.stored(shared.session ?? "default", app: caller.app)
+        let (group, tasks) = try engine.createGroup(
+            requests, owner: caller.uid, app: caller.app, session: session, title: shared.title ?? "", atomic: atomic,
+            taskSignals: taskSignals
+        )
+        for task in tasks { await engine.eventsDelivered(task.id) }
+        logger.info("group \(group.id) of uid \(caller.uid): \(tasks.count) file(s)\(atomic ? ", atomic" : "")")
+        return [.objectPath(DownloadsAPI.groupPath(group.id)), .objectPaths(tasks.map { DownloadsAPI.taskPath($0.id) })]
+    }
+
+    private static func flag(_ value: DBusValue?, _ name: String) throws -> Bool {
+        guard let value else { return false }
+        guard case .boolean(let flag) = value.variantValue ?? value else {
+            throw DownloadsErrorName.invalidArgument.error("\(name) must be a boolean (b)")
+        }
+        return flag
+    }
+
+    /// The groups `caller` sees, of `session` ("" for every session).
+    func listGroups(_ session: String, caller: Caller) -> [ObjectPath] {
+        engine.groups(owner: caller.uid)
+            .filter { caller.sees(owner: $0.owner, app: $0.app) && (session.isEmpty || SessionKey.shown($0.session) == session) }
+            .map { DownloadsAPI.groupPath($0.id) }
+    }
+
+    /// The group a path names, if the caller may use it (another's answers as a missing one).
+    func group(_ path: ObjectPath, for caller: Caller) throws -> DownloadGroupRecord {
+        guard let id = DownloadsAPI.groupID(path), let group = engine.group(id), caller.sees(owner: group.owner, app: group.app) else {
+            throw DownloadsErrorName.notFound.error("no group at \(path)")
+        }
+        return group
+    }
+
+    func groupSubtree() throws -> ExportedSubtree {
+        func handler(_ body: @escaping @Sendable (DownloadGroupRecord) async throws -> [DBusValue]) -> ExportedInterface.MethodHandler {
+            { [self] call in
+                do {
+                    return try await body(try group(call.path, for: try await caller(call)))
+                } catch {
+                    throw ServiceError.reply(for: error)
+                }
+            }
+        }
+        let methods: [String: ExportedInterface.MethodHandler] = [
+            "Pause": handler { [self] group in
+                try requireRoom(forNewWork: false)
+                try await engine.pauseGroup(group.id)
+                for task in engine.groupTasks(group.id) { await engine.eventsDelivered(task.id) }
+                // The group's resume data comes with ResumeGroupWithData (issue 47); each task's
+                // own is in its `Pause` and `Failed` meanwhile.
+                return [.bytes([])]
+            },
+            "Resume": handler { [self] group in
+                try requireRoom()
+                forgetGroupEnd(group.id)
+                try engine.resumeGroup(group.id)
+                for task in engine.groupTasks(group.id) { await engine.eventsDelivered(task.id) }
+                return []
+            },
+            "Cancel": handler { [self] group in
+                try requireRoom(forNewWork: false)
+                try await engine.cancelGroup(group.id)
+                for task in engine.groupTasks(group.id) { await engine.eventsDelivered(task.id) }
+                return []
+            },
+        ]
+        _ = try ExportedInterface(DownloadsInterfaces.group, methods: methods)
+        return ExportedSubtree(
+            path: DownloadsAPI.groupsPath,
+            find: { [self] path in
+                guard let id = DownloadsAPI.groupID(path) else { return nil }
+                guard let interface = try? ExportedInterface(DownloadsInterfaces.group, methods: methods, getProperty: { [self] name in
+                    guard let property = GroupProperty(rawValue: name), let group = engine.group(id) else { return nil }
+                    return GroupSummary(group, engine.groupTasks(id)).value(property)
+                }) else { return nil }
+                return try? ExportedObject(path: path, interfaces: [interface]) { [self] call in
+                    do {
+                        _ = try group(call.path, for: try await caller(call))
+                    } catch {
+                        throw ServiceError.reply(for: error)
+                    }
+                }
+            },
+            enumerate: { [self] call in
+                let caller = try await caller(call)
+                return engine.groups(owner: caller.uid).filter { caller.sees(owner: $0.owner, app: $0.app) }.map { String($0.id) }
+            }
+        )
+    }
+
+    // MARK: Signals
+
+    /// Whether a task's own signals go out: not for a file of a group that asked for none.
+    func sendsTaskSignals(_ task: TaskSnapshot) -> Bool {
+        let group = task.record.group
+        guard group != 0 else { return true }
+        return engine.group(group)?.taskSignals ?? true
+    }
+
+    /// After an event of a file of a group: the group's progress (throttled as a task's), and its
+    /// end, once.
+    func groupEvent(_ task: TaskSnapshot, ended: Bool) {
+        let id = task.record.group
+        guard id != 0, let group = engine.group(id) else { return }
+        let summary = GroupSummary(group, engine.groupTasks(id))
+        let path = DownloadsAPI.groupPath(id)
+        let now = NIODeadline.now().uptimeNanoseconds
+        let interval = UInt64(max(0, configuration.groupProgressInterval) * 1e9)
+        let progressDue = state.withLockedValue { state -> Bool in
+            guard ended || now - state.groupProgressAt[id, default: 0] >= interval else { return false }
+            state.groupProgressAt[id] = now
+            return true
+        }
+        if progressDue {
+            emit(.groupProgress(
+                group: path, bytesWritten: summary.bytesWritten, bytesExpected: summary.bytesExpected,
+                filesFinished: UInt32(clamping: summary.finished), files: UInt32(clamping: summary.tasks.count)
+            ), owner: group.owner, app: group.app)
+        }
+        guard ended else { return }
+        let end: ManagerSignal?
+        switch summary.state {
+        case .finished: end = .groupFinished(group: path)
+        case .failed:
+            let failed = summary.tasks.first { $0.state == .failed }
+            let name = (failed?.record.errorName).flatMap(DownloadsErrorName.init(rawValue:)) ?? .failed
+            end = .groupFailed(group: path, errorName: name.fullName, message: failed.map {
+                "file \($0.id) failed: \($0.record.errorMessage ?? "")"
+            } ?? "a file failed")
+        default: end = nil
+        }
+        guard let end, state.withLockedValue({ $0.groupEnds.insert(id).inserted }) else { return }
+        emit(end, owner: group.owner, app: group.app)
+    }
+
+    /// A resumed group may end again.
+    func forgetGroupEnd(_ id: UInt64) {
+        _ = state.withLockedValue { $0.groupEnds.remove(id) }
+    }
+}

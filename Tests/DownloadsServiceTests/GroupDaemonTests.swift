@@ -1,0 +1,115 @@
+import DBus
+import Foundation
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// Groups through the daemon on a private bus: `StartGroup` from busctl, the group object's
+/// properties, one `GroupFinished` and no per-task signals, an atomic group with a 404.
+final class GroupDaemonTests: DaemonTestCase {
+    func startGroup(_ files: [(String, String)], atomic: Bool = false) async throws -> (ObjectPath, [ObjectPath]) {
+        let entries = files.map { DBusValue.structure([.string($0.0), .string($0.1), .vardict([:])]) }
+        let reply = try await call("StartGroup", [
+            .array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), entries),
+            .vardict(["atomic": .boolean(atomic), "title": .string("assets")]),
+        ])
+        let group = try XCTUnwrap(reply.first?.objectPathValue)
+        guard case .array(_, let tasks) = reply[1] else { throw XCTSkip("no task list") }
+        return (group, tasks.compactMap(\.objectPathValue))
+    }
+
+    func groupProperty(_ path: ObjectPath, _ name: String) async throws -> DBusValue? {
+        try await client.call(
+            destination: "org.example.Downloads", path: path, interface: "org.freedesktop.DBus.Properties",
+            method: "Get", arguments: [.string("org.example.Downloads.Group"), .string(name)]
+        ).first?.variantValue
+    }
+
+    func testTwentyFilesFinishWithOneGroupFinishedAndNoTaskSignals() async throws {
+        var contents: [[UInt8]] = []
+        for index in 0..<20 {
+            let content = Self.content(10_000 + index * 1000, seed: UInt32(index + 1))
+            contents.append(content)
+            http.set("/g\(index)", Route(content: content))
+        }
+        let (group, tasks) = try await startGroup((0..<20).map { (http.url("/g\($0)"), directory.file("g\($0).bin")) })
+        XCTAssertEqual(tasks.count, 20)
+        try await until("GroupFinished") { signalNames(for: group).contains("GroupFinished") }
+        for (index, content) in contents.enumerated() {
+            XCTAssertEqual(sha256(ofFile: directory.file("g\(index).bin")), Self.sha256(content))
+        }
+        let value1 = try await groupProperty(group, "State")?.stringValue
+        XCTAssertEqual(value1, "finished")
+        let value2 = try await groupProperty(group, "FilesFinished")
+        XCTAssertEqual(value2, .uint32(20))
+        let value3 = try await groupProperty(group, "Title")?.stringValue
+        XCTAssertEqual(value3, "assets")
+        XCTAssertEqual(signalNames(for: group).filter { $0 == "GroupFinished" }.count, 1)
+        for task in tasks { XCTAssertEqual(signalNames(for: task), [], "task_signals is false by default") }
+        // The tasks' own properties stay readable.
+        let value4 = try await property(tasks[3], "State")?.stringValue
+        XCTAssertEqual(value4, "finished")
+        let listed = try await call("ListGroups", [.string("")])
+        XCTAssertEqual(listed.first, .objectPaths([group]))
+    }
+
+    func testAnAtomicGroupWithA404PublishesNothingAndResumesWhole() async throws {
+        let good = Self.content(50_000, seed: 7)
+        let fixed = Self.content(40_000, seed: 8)
+        http.set("/good", Route(content: good))
+        let (group, _) = try await startGroup(
+            [(http.url("/good"), directory.file("good.bin")), (http.url("/missing"), directory.file("missing.bin"))], atomic: true
+        )
+        try await until("GroupFailed") { signalNames(for: group).contains("GroupFailed") }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("good.bin")))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("missing.bin")))
+        let value5 = try await groupProperty(group, "State")?.stringValue
+        XCTAssertEqual(value5, "failed")
+        let failed = signals.withLockedValue { $0 }.first { $0.0 == "GroupFailed" }
+        XCTAssertEqual(failed?.1[1].stringValue, "org.example.Downloads.Error.HTTPError")
+
+        http.set("/missing", Route(content: fixed))
+        let resumed = try await gdbus("Resume", [], object: group.rawValue, interface: "org.example.Downloads.Group")
+        XCTAssertEqual(resumed.status, 0, resumed.description)
+        try await until("GroupFinished") { signalNames(for: group).contains("GroupFinished") }
+        XCTAssertEqual(sha256(ofFile: directory.file("good.bin")), Self.sha256(good))
+        XCTAssertEqual(sha256(ofFile: directory.file("missing.bin")), Self.sha256(fixed))
+    }
+
+    func testABadFileRefusesTheWholeGroup() async throws {
+        let busctl = try await run([
+            "busctl", "--address", bus.address, "call", "org.example.Downloads", "/org/example/Downloads", "org.example.Downloads",
+            "StartGroup", "a(ssa{sv})a{sv}", "2",
+            http.url("/a"), directory.file("a.bin"), "0",
+            "ftp://example/b", directory.file("b.bin"), "0",
+            "0",
+        ])
+        XCTAssertNotEqual(busctl.status, 0)
+        XCTAssertTrue(busctl.stderr.contains("file 1"), busctl.stderr)
+        let groups = try await call("ListGroups", [.string("")])
+        XCTAssertEqual(groups.first, .objectPaths([]))
+        let tasks = try await call("ListTasks", [.string("")])
+        XCTAssertEqual(tasks.first, .objectPaths([]))
+    }
+
+    func testPauseAndCancelReachEveryFileOfTheGroup() async throws {
+        var route = Route(content: Self.content(2_000_000, seed: 11))
+        route.bytesPerSecond = 200_000
+        http.set("/slow1", route)
+        http.set("/slow2", route)
+        let (group, tasks) = try await startGroup([
+            (http.url("/slow1"), directory.file("s1.bin")), (http.url("/slow2"), directory.file("s2.bin")),
+        ])
+        try await waitBytes(tasks[0], atLeast: 1)
+        let paused = try await gdbus("Pause", [], object: group.rawValue, interface: "org.example.Downloads.Group")
+        XCTAssertEqual(paused.status, 0, paused.description)
+        for task in tasks { try await waitState(task, ["paused"]) }
+        let state = try await groupProperty(group, "State")?.stringValue
+        XCTAssertEqual(state, "paused")
+        let cancelled = try await gdbus("Cancel", [], object: group.rawValue, interface: "org.example.Downloads.Group")
+        XCTAssertEqual(cancelled.status, 0, cancelled.description)
+        for task in tasks { try await waitState(task, ["cancelled"]) }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".part") }
+        XCTAssertEqual(leftovers, [], "a cancelled group leaves no partial file")
+    }
+}
