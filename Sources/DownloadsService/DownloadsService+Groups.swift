@@ -8,8 +8,6 @@ import NIOCore
 /// /org/example/Downloads/groups/<id> and their signals. A group's files are tasks like any
 /// other (their objects, quotas and ownership are the tasks'); the group is computed from them.
 extension DownloadsService {
-    /// The group options that are the group's own; every other option applies to each file.
-    static let groupOnlyKeys = ["atomic", "task_signals"]
     /// At most this many files in one call (a task quota is the real limit; this bounds one message's work).
     static let maxGroupFiles = 10_000
 
@@ -57,9 +55,15 @@ extension DownloadsService {
             requests, owner: caller.uid, app: caller.app, session: session, title: shared.title ?? "", atomic: atomic,
             taskSignals: taskSignals
         )
-        for task in tasks { await engine.eventsDelivered(task.id) }
+        await eventsDelivered(ofGroup: group.id)
         logger.info("group \(group.id) of uid \(caller.uid): \(tasks.count) file(s)\(atomic ? ", atomic" : "")")
         return [.objectPath(DownloadsAPI.groupPath(group.id)), .objectPaths(tasks.map { DownloadsAPI.taskPath($0.id) })]
+    }
+
+    /// Returns once every event of the group's files so far is in the store (a call's reply
+    /// means its effect is).
+    private func eventsDelivered(ofGroup id: UInt64) async {
+        for task in engine.groupTasks(id) { await engine.eventsDelivered(task.id) }
     }
 
     private static func flag(_ value: DBusValue?, _ name: String) throws -> Bool {
@@ -99,7 +103,7 @@ extension DownloadsService {
             "Pause": handler { [self] group in
                 try requireRoom(forNewWork: false)
                 try await engine.pauseGroup(group.id)
-                for task in engine.groupTasks(group.id) { await engine.eventsDelivered(task.id) }
+                await eventsDelivered(ofGroup: group.id)
                 // The group's resume data comes with ResumeGroupWithData (issue 47); each task's
                 // own is in its `Pause` and `Failed` meanwhile.
                 return [.bytes([])]
@@ -108,13 +112,13 @@ extension DownloadsService {
                 try requireRoom()
                 forgetGroupEnd(group.id)
                 try engine.resumeGroup(group.id)
-                for task in engine.groupTasks(group.id) { await engine.eventsDelivered(task.id) }
+                await eventsDelivered(ofGroup: group.id)
                 return []
             },
             "Cancel": handler { [self] group in
                 try requireRoom(forNewWork: false)
                 try await engine.cancelGroup(group.id)
-                for task in engine.groupTasks(group.id) { await engine.eventsDelivered(task.id) }
+                await eventsDelivered(ofGroup: group.id)
                 return []
             },
         ]
