@@ -160,8 +160,6 @@ extension DownloadsService {
     func groupEvent(_ task: TaskSnapshot, ended: Bool) {
         let id = task.record.group
         guard id != 0, let group = engine.group(id) else { return }
-        let summary = GroupSummary(group, engine.groupTasks(id))
-        let path = DownloadsAPI.groupPath(id)
         let now = NIODeadline.now().uptimeNanoseconds
         let interval = UInt64(max(0, configuration.groupProgressInterval) * 1e9)
         let progressDue = state.withLockedValue { state -> Bool in
@@ -169,12 +167,15 @@ extension DownloadsService {
             state.groupProgressAt[id] = now
             return true
         }
-        if progressDue {
-            emit(.groupProgress(
-                group: path, bytesWritten: summary.bytesWritten, bytesExpected: summary.bytesExpected,
-                filesFinished: UInt32(clamping: summary.finished), files: UInt32(clamping: summary.tasks.count)
-            ), owner: group.owner, app: group.app)
-        }
+        // The summary reads every file of the group: only when something goes out (a file's
+        // end always does), not at every progress event of every file.
+        guard progressDue else { return }
+        let summary = GroupSummary(group, engine.groupTasks(id))
+        let path = DownloadsAPI.groupPath(id)
+        emit(.groupProgress(
+            group: path, bytesWritten: summary.bytesWritten, bytesExpected: summary.bytesExpected,
+            filesFinished: UInt32(clamping: summary.finished), files: UInt32(clamping: summary.tasks.count)
+        ), owner: group.owner, app: group.app)
         guard ended else { return }
         let end: ManagerSignal?
         switch summary.state {
