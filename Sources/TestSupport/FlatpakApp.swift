@@ -113,8 +113,11 @@ public final class FlatpakApp: @unchecked Sendable {
     private func nextLine(seconds: Double) async throws -> [String: Any] {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            let lines = output.text.split(separator: "\n", omittingEmptySubsequences: true)
-            if lines.count > answered, output.text.hasSuffix("\n") || lines.count > answered + 1 {
+            // One read of the output: a second could hold more than the first, and take a line
+            // the first saw half of for a whole one.
+            let text = output.text
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: true)
+            if lines.count > answered, text.hasSuffix("\n") || lines.count > answered + 1 {
                 let line = lines[answered]
                 answered += 1
                 guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
