@@ -33,6 +33,13 @@ public enum DownloadsInterfaces {
                 .init("files", .array(.structure([.string, .string, .dictionary(key: .string, value: .variant)]))),
                 .init("options", .dictionary(key: .string, value: .variant)),
             ], out: [.init("group", .objectPath), .init("tasks", .array(.objectPath))]),
+            // A group's destinations as relative paths below a directory the caller opened
+            // (sandboxed apps, anyone with a descriptor): subdirectories made, links refused.
+            .init("StartGroupAt", in: [
+                .init("directory", .unixFD),
+                .init("files", .array(.structure([.string, .string, .dictionary(key: .string, value: .variant)]))),
+                .init("options", .dictionary(key: .string, value: .variant)),
+            ], out: [.init("group", .objectPath), .init("tasks", .array(.objectPath))]),
             .init("ListGroups", in: [.init("session", .string)], out: [.init("groups", .array(.objectPath))]),
         ],
         signals: [

@@ -3,6 +3,7 @@ import DownloadEngine
 import DownloadModel
 import DownloadsAPI
 import NIOCore
+import UserFiles
 
 /// Groups on the bus (v1.3): `StartGroup`, `ListGroups`, the group objects at
 /// /org/example/Downloads/groups/<id> and their signals. A group's files are tasks like any
@@ -11,27 +12,29 @@ extension DownloadsService {
     /// At most this many files in one call (a task quota is the real limit; this bounds one message's work).
     static let maxGroupFiles = 10_000
 
-    func startGroup(_ call: MethodCall, caller: Caller) async throws -> [DBusValue] {
-        guard case .array(_, let entries) = call.arguments[0] else {
+    /// `StartGroup` (destinations as `Start`'s paths) and `StartGroupAt` (`below`: relative
+    /// paths below the directory the caller handed over, their subdirectories made as the
+    /// caller, never through a link).
+    func startGroup(files: DBusValue, options: DBusValue, below anchor: DescriptorAnchor?, call: MethodCall, caller: Caller) async throws -> [DBusValue] {
+        guard case .array(_, let entries) = files else {
             throw DownloadsErrorName.invalidArgument.error("files must be a(ssa{sv})")
         }
-        var groupOptions = try vardict(call.arguments[1])
+        var groupOptions = try vardict(options)
         let atomic = try Self.flag(groupOptions.removeValue(forKey: "atomic"), "atomic")
         let taskSignals = try Self.flag(groupOptions.removeValue(forKey: "task_signals"), "task_signals")
         let shared = try TaskOptions(groupOptions, allowed: TaskOptions.startKeys)
         guard !entries.isEmpty, entries.count <= Self.maxGroupFiles else {
             throw DownloadsErrorName.invalidArgument.error("a group has 1 to \(Self.maxGroupFiles) files, got \(entries.count)")
         }
-        guard !caller.isSandboxed else {
-            throw DownloadsErrorName.accessDenied.error("a sandboxed app names its destinations by a directory descriptor: StartGroupAt")
-        }
-        guard engine.taskCount(owner: caller.uid) + entries.count <= configuration.maxTasksPerUser else {
-            throw DownloadsErrorName.quotaExceeded.error(
-                "a group of \(entries.count) files would take you over \(configuration.maxTasksPerUser) tasks"
+        guard anchor != nil || !caller.isSandboxed else {
+            throw DownloadsErrorName.accessDenied.error(
+                "a sandboxed app names its destinations below a directory it opened: StartGroupAt(h directory, a(ssa{sv}) files, a{sv} options)"
             )
         }
+        try checkMayAddTasks(entries.count, caller: caller)
         let fileMode = CallerUmask.fileMode(pid: try? await call.credentials().pid)
         var requests: [DownloadRequest] = []
+        var directories: [String] = []
         for (index, entry) in entries.enumerated() {
             guard case .structure(let fields) = entry, fields.count == 3, let url = fields[0].stringValue,
                   let destination = fields[1].stringValue, let own = fields[2].vardictValue
@@ -41,23 +44,59 @@ extension DownloadsService {
                 var merged = groupOptions
                 for (key, value) in own { merged[key] = value }
                 let options = try TaskOptions(merged, allowed: TaskOptions.startKeys)
-                let (request, _) = try await prepareStart(
-                    url: url, destination: .path(destination), options: options, caller: caller, fileMode: fileMode
-                )
+                let place: Destination = anchor.map { .below($0, name: destination, nested: true) } ?? .path(destination)
+                let (request, _) = try await prepareStart(url: url, destination: place, options: options, caller: caller, fileMode: fileMode)
                 requests.append(request)
+                if anchor != nil, let slash = destination.lastIndex(of: "/") { directories.append(String(destination[..<slash])) }
             } catch let error as BusError {
                 throw BusError(name: error.name, message: "file \(index): \(error.message)")
             }
         }
+        if let anchor { try await makeDirectories(directories, below: anchor, owner: caller.uid, fileMode: fileMode) }
         try requireRoom()
         let session = SessionKey.stored(shared.session ?? "default", app: caller.app)
         let (group, tasks) = try engine.createGroup(
             requests, owner: caller.uid, app: caller.app, session: session, title: shared.title ?? "", atomic: atomic,
-            taskSignals: taskSignals
+            taskSignals: taskSignals, anchor: anchor
         )
         await eventsDelivered(ofGroup: group.id)
-        logger.info("group \(group.id) of uid \(caller.uid): \(tasks.count) file(s)\(atomic ? ", atomic" : "")")
+        let app = caller.isSandboxed ? " (app \(LogText.escaped(caller.app)))" : ""
+        let place = anchor.map { " below \(LogText.escaped($0.path))" } ?? ""
+        logger.info("group \(group.id) of uid \(caller.uid)\(app): \(tasks.count) file(s)\(place)\(atomic ? ", atomic" : "")")
         return [.objectPath(DownloadsAPI.groupPath(group.id)), .objectPaths(tasks.map { DownloadsAPI.taskPath($0.id) })]
+    }
+
+    /// Whether `caller` may have `count` more tasks: its user's quota and, sandboxed, its app's share.
+    private func checkMayAddTasks(_ count: Int, caller: Caller) throws {
+        try checkMayAddTask(caller)
+        guard engine.taskCount(owner: caller.uid) + count <= configuration.maxTasksPerUser else {
+            throw DownloadsErrorName.quotaExceeded.error(
+                "a group of \(count) files would take you over \(configuration.maxTasksPerUser) tasks"
+            )
+        }
+        if caller.isSandboxed {
+            let own = engine.snapshots(owner: caller.uid).reduce(0) { $0 + ($1.record.app == caller.app ? 1 : 0) }
+            guard own + count <= configuration.maxTasksPerApp else {
+                throw DownloadsErrorName.quotaExceeded.error(
+                    "a group of \(count) files would take this app over its \(configuration.maxTasksPerApp) tasks"
+                )
+            }
+        }
+    }
+
+    /// The subdirectories `StartGroupAt`'s names need, made below the descriptor as its owner
+    /// (their file helper on the system bus), each once; a link on the way refuses the call.
+    private func makeDirectories(_ directories: [String], below anchor: DescriptorAnchor, owner: UInt32, fileMode: UInt32?) async throws {
+        var seen = Set<String>()
+        for directory in directories where seen.insert(directory).inserted {
+            do {
+                try await BlockingWork.run { [engine] in
+                    try engine.makeDirectories(directory, below: anchor, owner: owner, mode: fileMode)
+                }
+            } catch let error as DownloadError {
+                throw DownloadsErrorName.fileError.error("\(directory): \(error.message); nothing was started")
+            }
+        }
     }
 
     /// Returns once every event of the group's files so far is in the store (a call's reply

@@ -86,7 +86,17 @@ extension DownloadsService {
                 return [.objectPaths(paths)]
             },
             "StartGroup": handler { [self] call, caller in
-                try await startGroup(call, caller: caller)
+                try await startGroup(files: call.arguments[0], options: call.arguments[1], below: nil, call: call, caller: caller)
+            },
+            "StartGroupAt": handler { [self] call, caller in
+                guard let fd = call.arguments[0].unixFDValue else {
+                    throw DownloadsErrorName.invalidArgument.error("directory must be a file descriptor (h)")
+                }
+                let anchor = try Self.anchor(fd)
+                guard anchor.kind == .directory else {
+                    throw DownloadsErrorName.invalidArgument.error("directory must be an open directory, not a file")
+                }
+                return try await startGroup(files: call.arguments[1], options: call.arguments[2], below: anchor, call: call, caller: caller)
             },
             "ListGroups": handler { [self] call, caller in
                 [.objectPaths(listGroups(call.arguments[0].stringValue ?? "", caller: caller))]
@@ -180,10 +190,11 @@ extension DownloadsService {
     }
 
     /// Where a new task's file goes: a path the caller named (`Start`), or below a descriptor it
-    /// handed over (`StartAt`: `name` in a directory, "" for the server's name or a file written in place).
+    /// handed over (`StartAt`: `name` in a directory, "" for the server's name or a file written
+    /// in place; `StartGroupAt`: `nested`, a relative path of plain names).
     enum Destination {
         case path(String)
-        case below(DescriptorAnchor, name: String)
+        case below(DescriptorAnchor, name: String, nested: Bool = false)
     }
 
     func start(url: String, destination: Destination, options: TaskOptions, caller: Caller, fileMode: UInt32? = nil) async throws -> ObjectPath {
@@ -259,8 +270,8 @@ extension DownloadsService {
                 try engine.checkDestination(destination, overwrite: overwrite, owner: owner)
             }
             place = (destination, isDirectory, false, nil)
-        case .below(let anchor, let name):
-            let (destination, isDirectory) = try Self.destination(below: anchor, name: name)
+        case .below(let anchor, let name, let nested):
+            let (destination, isDirectory) = try Self.destination(below: anchor, name: name, nested: nested)
             // Asked with the owner's credentials below the descriptor (their file helper on the
             // system bus), so the answer says nothing the owner could not see.
             if !overwrite, anchor.kind == .directory, !isDirectory {
@@ -281,9 +292,10 @@ extension DownloadsService {
         return (request, place.anchor)
     }
 
-    /// `StartAt`'s destination below a descriptor: `name` (one path component) in a directory,
-    /// the directory itself for "" (the response names the file), or the caller's own file.
-    static func destination(below anchor: DescriptorAnchor, name: String) throws -> (String, Bool) {
+    /// `StartAt`'s destination below a descriptor: `name` (one path component; with `nested`, plain
+    /// components joined by "/") in a directory, the directory itself for "" (the response names
+    /// the file), or the caller's own file.
+    static func destination(below anchor: DescriptorAnchor, name: String, nested: Bool = false) throws -> (String, Bool) {
         guard anchor.path.hasPrefix("/") else {
             throw DownloadsErrorName.invalidArgument.error("destination does not lead to a file system path (\(anchor.path))")
         }
@@ -296,6 +308,17 @@ extension DownloadsService {
             return (base, false)
         case .directory:
             if name.isEmpty { return (base, true) }
+            if nested {
+                guard !name.hasPrefix("/") else {
+                    throw DownloadsErrorName.invalidArgument.error("'\(name)' is an absolute path; names are relative to the directory")
+                }
+                guard name.split(separator: "/", omittingEmptySubsequences: false).allSatisfy({ DescriptorAnchor.isPlainName(String($0)) }) else {
+                    throw DownloadsErrorName.invalidArgument.error(
+                        "'\(name)' must be plain names joined by '/' (no '..', '.', empty or trailing components)"
+                    )
+                }
+                return (try StartRequest.checkDestination(FilePaths.join(base, name)), false)
+            }
             guard DescriptorAnchor.isPlainName(name) else {
                 throw DownloadsErrorName.invalidArgument.error("name must be one path component (no '/', not '.' or '..'), got '\(name)'")
             }

@@ -10,6 +10,8 @@ public enum FileRequest: Sendable, Equatable {
     case isFile(path: String, identity: FileIdentity)
     /// A regular file the user can read, opened read-only (a document they named).
     case openForReading(path: String)
+    /// The missing directories of `relative` below `base`, made beneath it (`StartGroupAt`).
+    case makeDirectories(relative: String, base: String, mode: UInt32?)
 
     func encoded() -> [UInt8] {
         var writer = WireWriter()
@@ -62,6 +64,12 @@ public enum FileRequest: Sendable, Equatable {
         case .openForReading(let path):
             writer.byte(9)
             writer.string(path)
+        case .makeDirectories(let relative, let base, let mode):
+            writer.byte(10)
+            writer.string(relative)
+            writer.string(base)
+            writer.bool(mode != nil)
+            writer.u32(mode ?? 0)
         }
         return writer.bytes
     }
@@ -124,6 +132,12 @@ public enum FileRequest: Sendable, Equatable {
         case 7: request = .isWritableDirectory(path: try reader.string())
         case 8: request = .isFile(path: try reader.string(), identity: FileIdentity(device: try reader.u64(), inode: try reader.u64()))
         case 9: request = .openForReading(path: try reader.string())
+        case 10:
+            let relative = try reader.string()
+            let base = try reader.string()
+            let hasMode = try reader.bool()
+            let mode = try reader.u32()
+            request = .makeDirectories(relative: relative, base: base, mode: hasMode ? mode : nil)
         default: throw WireReader.Malformed()
         }
         guard reader.isAtEnd else { throw WireReader.Malformed() }
@@ -158,6 +172,9 @@ public enum FileRequest: Sendable, Equatable {
             case .openForReading(let path):
                 let opened = try operations.openForReading(path)
                 return (.opened(opened.identity, created: false), opened.descriptor)
+            case .makeDirectories(let relative, let base, let mode):
+                try operations.makeDirectories(relative, below: base, mode: mode)
+                return (.done, -1)
             }
         } catch let error as FileOperationError {
             return (.failed(error), -1)

@@ -211,7 +211,13 @@ public struct UserFileOperations: Sendable {
     /// Whether `path` is a directory this user reaches. One the user cannot reach answers like a
     /// missing one.
     public func isDirectory(_ path: String) -> Bool {
-        if let anchor { return anchor.kind == .directory && path == anchor.path }
+        if let anchor {
+            guard anchor.kind == .directory else { return false }
+            if path == anchor.path { return true }
+            guard let fd = try? openDirectory(path) else { return false }
+            close(fd)
+            return true
+        }
         var info = stat()
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
@@ -275,17 +281,83 @@ public struct UserFileOperations: Sendable {
         return fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0
     }
 
+    /// `path` relative to `base` when it lies strictly below it (plain components only).
+    static func relative(_ path: String, below base: String) -> String? {
+        let prefix = base == "/" ? "/" : base + "/"
+        guard path.hasPrefix(prefix) else { return nil }
+        let rest = String(path.dropFirst(prefix.count))
+        guard !rest.isEmpty, rest.split(separator: "/", omittingEmptySubsequences: false).allSatisfy({
+            DescriptorAnchor.isPlainName(String($0))
+        }) else { return nil }
+        return rest
+    }
+
+    // MARK: Directories
+
+    /// Makes every directory of `relative` (plain components joined by "/") that is missing
+    /// below `base` (the anchor's directory, or a directory the user named), each with `mkdirat`
+    /// in the one before it and opened beneath it: a component that is a link (or anything but a
+    /// directory) is refused, never followed. A directory made here gets `mode` (the caller's
+    /// umask); one already there is left as it is.
+    public func makeDirectories(_ relative: String, below base: String, mode: UInt32?) throws {
+        let components = relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard !components.isEmpty, components.allSatisfy(DescriptorAnchor.isPlainName) else {
+            throw FileOperationError(.other, code: EINVAL, "'\(relative)' is not a relative path of plain names")
+        }
+        if let anchor, base != anchor.path { throw outside(base) }
+        var current = try openDirectory(base)
+        defer { close(current) }
+        var path = base
+        for component in components {
+            path = path == "/" ? "/" + component : path + "/" + component
+            var made = false
+            if mkdirat(current, component, 0o700) == 0 {
+                made = true
+            } else if errno != EEXIST {
+                throw FileOperationError.system("cannot make the directory \(path)")
+            }
+            let next = uf_open_beneath(current, component, O_RDONLY | O_DIRECTORY, 0)
+            guard next >= 0 else {
+                let code = errno
+                if code == ELOOP || code == ENOTDIR || code == EXDEV {
+                    throw FileOperationError(.other, code: ELOOP, "\(path) is a symbolic link or not a directory; nothing is made through it")
+                }
+                throw FileOperationError.system("cannot open the directory \(path)", code)
+            }
+            if made, let mode {
+                // Files get the caller's umask as their mode; a directory the same, searchable where readable.
+                let bits = mode & 0o666
+                _ = fchmod(next, mode_t(bits | ((bits & 0o444) >> 2) | 0o700))
+            }
+            close(current)
+            current = next
+        }
+    }
+
     private func outside(_ path: String) -> FileOperationError {
         FileOperationError(.other, code: EACCES, "\(path) is outside what the caller handed over; nothing is done there")
     }
 
     /// The directory `directoryPath`, opened `O_PATH`; with an anchor, a duplicate of the
-    /// anchor's descriptor, and only for the anchor's own directory.
+    /// anchor's descriptor for the anchor's own directory, and a directory below it
+    /// (`StartGroupAt`'s nested names) opened beneath it, never through a link or `..`.
     private func openDirectory(_ directoryPath: String) throws -> Int32 {
         if let anchor {
-            guard anchor.kind == .directory, directoryPath == anchor.path else { throw outside(directoryPath) }
-            let fd = fcntl(anchor.descriptor, F_DUPFD_CLOEXEC, 3)
-            guard fd >= 0 else { throw FileOperationError.system("cannot use the directory \(directoryPath)") }
+            guard anchor.kind == .directory else { throw outside(directoryPath) }
+            if directoryPath == anchor.path {
+                let fd = fcntl(anchor.descriptor, F_DUPFD_CLOEXEC, 3)
+                guard fd >= 0 else { throw FileOperationError.system("cannot use the directory \(directoryPath)") }
+                return fd
+            }
+            guard let relative = Self.relative(directoryPath, below: anchor.path) else { throw outside(directoryPath) }
+            let fd = uf_open_beneath(anchor.descriptor, relative, uf_O_PATH | O_DIRECTORY, 0)
+            guard fd >= 0 else {
+                let code = errno
+                if code == ELOOP || code == EXDEV {
+                    throw FileOperationError(.other, code: ELOOP, "\(directoryPath) passes through a symbolic link; nothing is done there")
+                }
+                throw FileOperationError(.other, code: ENOENT, "the directory \(directoryPath) does not exist")
+            }
             return fd
         }
         let fd = open(directoryPath, uf_O_PATH | O_DIRECTORY | O_CLOEXEC)

@@ -52,6 +52,34 @@ final class SandboxedAppSystemBusTests: SystemBusTestCase {
         XCTAssertEqual(try String(contentsOfFile: app.home + "/.bashrc", encoding: .utf8), "# the user's own\n")
     }
 
+    /// `StartGroupAt` on the system bus: nobody's helper makes the subdirectories and the files
+    /// beneath the descriptor, as nobody; a link on the way is refused there too.
+    func testAGroupOfNestedNamesIsMadeByTheHelperAsTheAppsUser() async throws {
+        let contents = (0..<2).map { Self.content(120_000, seed: UInt32(30 + $0)) }
+        for (index, content) in contents.enumerated() { http.set("/tile\(index)", Route(content: content)) }
+        let names = ["tiles/12/a.png", "tiles/12/b.png"]
+        let reply = try await app.send([
+            "op": "startgroupat", "dir": app.home + "/Downloads",
+            "files": names.enumerated().map { [http.url("/tile\($0.offset)"), $0.element, [String: Any]()] as [Any] },
+        ])
+        let tasks = try XCTUnwrap((reply.value as? [Any])?.last as? [String], "\(reply)").map { try ObjectPath($0) }
+        for task in tasks { _ = try await waitState(task, ["finished"]) }
+        for (name, content) in zip(names, contents) {
+            XCTAssertEqual(sha256(ofFile: app.home + "/Downloads/" + name), Self.sha256(content))
+        }
+        for path in ["/Downloads/tiles", "/Downloads/tiles/12", "/Downloads/tiles/12/a.png"] {
+            var info = stat()
+            XCTAssertEqual(stat(app.home + path, &info), 0, path)
+            XCTAssertEqual(info.st_uid, 65534, "\(path) made by nobody's file helper, not by root")
+        }
+        XCTAssertEqual(symlink("/etc", app.home + "/Downloads/etc"), 0)
+        let linked = try await app.send([
+            "op": "startgroupat", "dir": app.home + "/Downloads", "files": [[http.url("/tile0"), "etc/cron.d/x", [String: Any]()]],
+        ])
+        XCTAssertEqual(linked.error, "org.example.Downloads.Error.FileError", "\(linked)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "/etc/cron.d/x"))
+    }
+
     /// kill -9 mid-download: the restarted daemon reopens the partial file nobody's helper made
     /// below the descriptor, by its recorded path and inode, and finishes.
     func testKilledMidDownloadTheTaskFinishesThroughTheHelper() async throws {

@@ -185,6 +185,10 @@ final class FileHelperTests: XCTestCase {
         XCTAssertEqual(try FileRequest.decode(request.encoded()), request)
         let isFile = FileRequest.isFile(path: "/a/c", identity: FileIdentity(device: 3, inode: 4))
         XCTAssertEqual(try FileRequest.decode(isFile.encoded()), isFile)
+        for mode in [UInt32?.none, 0o640] {
+            let make = FileRequest.makeDirectories(relative: "a/b", base: "/d", mode: mode)
+            XCTAssertEqual(try FileRequest.decode(make.encoded()), make)
+        }
         XCTAssertThrowsError(try FileRequest.decode(request.encoded() + [0]), "trailing bytes")
         XCTAssertThrowsError(try FileRequest.decode([1, 255, 255, 255, 255]), "a length past the end")
     }

@@ -8,6 +8,7 @@ Commands ({"op": ...}):
   startat   url, dir, name, options  -> StartAt with dir opened O_RDONLY|O_DIRECTORY
   startfile url, file, options       -> StartAt with file opened O_WRONLY|O_CREAT
   start     url, dest, options       -> Start (a path)
+  startgroupat dir, files [[url, name, options]], options -> StartGroupAt with dir opened
   call      path, iface, method, sig, args   -> any method; args as JSON
   get       path, prop               -> a Task property
   resume    blob (base64), options, dir (optional: destination_fd)
@@ -93,6 +94,14 @@ def run(command):
         fd = os.open(command["file"], os.O_WRONLY | os.O_CREAT, 0o644)
         try:
             return manager().StartAt(command["url"], dbus.types.UnixFd(fd), "", options(command.get("options")))
+        finally:
+            os.close(fd)
+    if op == "startgroupat":
+        fd = os.open(command["dir"], os.O_RDONLY | os.O_DIRECTORY)
+        files = dbus.Array([dbus.Struct((url, name, options(opts)), signature="ssa{sv}") for url, name, opts in command["files"]],
+                           signature="(ssa{sv})")
+        try:
+            return manager().StartGroupAt(dbus.types.UnixFd(fd), files, options(command.get("options")))
         finally:
             os.close(fd)
     if op == "start":

@@ -40,6 +40,10 @@ public struct DirectFileAccess: FileAccess, FileAccessProvider {
         try mapped(path) { try operations.openForReading(path).descriptor }
     }
 
+    public func makeDirectories(_ relative: String, below base: String, mode: UInt32?) throws {
+        try mapped(base + "/" + relative) { try operations.makeDirectories(relative, below: base, mode: mode) }
+    }
+
     private func mapped<T>(_ path: String, _ body: () throws -> T) throws -> T {
         do {
             return try body()

@@ -24,6 +24,9 @@ public protocol FileAccess: Sendable {
     func isFile(_ path: String, identity: FileIdentity) throws -> Bool
     /// A regular file the owner can read, opened read-only; the caller closes the descriptor.
     func openForReading(_ path: String) throws -> Int32
+    /// Makes the missing directories of `relative` below `base`, never through a link
+    /// (`UserFileOperations.makeDirectories`).
+    func makeDirectories(_ relative: String, below base: String, mode: UInt32?) throws
 }
 
 extension FileOperationError {

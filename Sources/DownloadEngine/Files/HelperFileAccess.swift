@@ -53,6 +53,10 @@ struct HelperFileAccess: FileAccess {
         return descriptor
     }
 
+    func makeDirectories(_ relative: String, below base: String, mode: UInt32?) throws {
+        _ = try perform(.makeDirectories(relative: relative, base: base, mode: mode), path: base + "/" + relative)
+    }
+
     private func answer(_ request: FileRequest, path: String) throws -> Bool {
         guard case .answer(let value) = try perform(request, path: path).0 else {
             throw DownloadError.file("the file helper for uid \(helper.uid) answered out of turn")

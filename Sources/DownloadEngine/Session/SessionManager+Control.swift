@@ -78,6 +78,12 @@ extension SessionManager {
         try files.files(for: owner, below: anchor).exists(path)
     }
 
+    /// Makes the missing directories of `relative` below the descriptor `owner` handed over, as
+    /// them, never through a link (`StartGroupAt`'s nested names). Blocks on the owner's file helper.
+    public func makeDirectories(_ relative: String, below anchor: DescriptorAnchor, owner: UInt32, mode: UInt32?) throws {
+        try files.files(for: owner, below: anchor).makeDirectories(relative, below: anchor.path, mode: mode)
+    }
+
     /// The bytes of a regular file `owner` can read (a document they named), read with their
     /// credentials, at most `limit` bytes (more is `InvalidArgument`). Blocks on the owner's file helper.
     public func readFile(_ path: String, owner: UInt32, atMost limit: Int) throws -> [UInt8] {
