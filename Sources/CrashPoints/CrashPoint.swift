@@ -20,6 +20,8 @@ public enum CrashPoint: String, CaseIterable, Sendable {
     case fileSynced = "file-synced"
     /// The file is renamed into place; the task's `finished` row is not written yet.
     case published = "published"
+    /// An atomic group's decision to publish every file is committed; no file is renamed yet.
+    case groupDecided = "group-decided"
     /// Inside the newest schema migration's transaction (a fresh state directory runs them all).
     case migrating = "migrating"
     /// A session's last end is saved with the completion call it makes due; `EventsFinished`

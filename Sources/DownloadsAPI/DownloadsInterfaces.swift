@@ -40,6 +40,9 @@ public enum DownloadsInterfaces {
                 .init("files", .array(.structure([.string, .string, .dictionary(key: .string, value: .variant)]))),
                 .init("options", .dictionary(key: .string, value: .variant)),
             ], out: [.init("group", .objectPath), .init("tasks", .array(.objectPath))]),
+            .init("ResumeGroupWithData", in: [
+                .init("resume_data", .array(.byte)), .init("options", .dictionary(key: .string, value: .variant)),
+            ], out: [.init("group", .objectPath), .init("tasks", .array(.objectPath))]),
             .init("ListGroups", in: [.init("session", .string)], out: [.init("groups", .array(.objectPath))]),
         ],
         signals: [

@@ -41,6 +41,9 @@ extension DownloadsService {
             else { throw DownloadsErrorName.invalidArgument.error("file \(index): each file is (s url, s destination, a{sv} options)") }
             do {
                 // The group's options, then the file's own over them.
+                guard own["session"] == nil else {
+                    throw DownloadsErrorName.invalidArgument.error("a group's files are in the group's session: give session in the group's options")
+                }
                 var merged = groupOptions
                 for (key, value) in own { merged[key] = value }
                 let options = try TaskOptions(merged, allowed: TaskOptions.startKeys)
@@ -67,7 +70,7 @@ extension DownloadsService {
     }
 
     /// Whether `caller` may have `count` more tasks: its user's quota and, sandboxed, its app's share.
-    private func checkMayAddTasks(_ count: Int, caller: Caller) throws {
+    func checkMayAddTasks(_ count: Int, caller: Caller) throws {
         try checkMayAddTask(caller)
         guard engine.taskCount(owner: caller.uid) + count <= configuration.maxTasksPerUser else {
             throw DownloadsErrorName.quotaExceeded.error(
@@ -97,6 +100,38 @@ extension DownloadsService {
                 throw DownloadsErrorName.fileError.error("\(directory): \(error.message); nothing was started")
             }
         }
+    }
+
+    /// `ResumeGroupWithData(ay data, a{sv} options) → (o group, ao tasks)`: the group the data
+    /// came from resumed while it exists, else a new one taking over its files' partial files.
+    /// Options as `ResumeWithData`'s but `url` (a group's files have a URL each); `destination_fd`
+    /// is the directory the group was started below (`StartGroupAt`).
+    func resumeGroupWithData(_ call: MethodCall, caller: Caller) async throws -> [DBusValue] {
+        let options = try TaskOptions(vardict(call.arguments[1]), allowed: TaskOptions.resumeKeys.subtracting([.url]))
+        let data = try engine.decodeGroupResumeData(call.arguments[0].bytesValue ?? [], owner: caller.uid, app: caller.app)
+        guard !data.files.isEmpty else {
+            throw DownloadsErrorName.wrongState.error("every file of the group is in place already; nothing to resume")
+        }
+        if engine.group(data.group.id) == nil {
+            try checkMayAddTasks(data.files.count, caller: Caller(uid: caller.uid, app: data.group.app))
+        }
+        let anchor = try options.destinationFD.map { fd -> DescriptorAnchor in
+            let anchor = try Self.anchor(fd)
+            guard anchor.kind == .directory, data.files.allSatisfy({
+                $0.destination == anchor.path || $0.destination.hasPrefix(anchor.path == "/" ? "/" : anchor.path + "/")
+            }) else {
+                throw DownloadsErrorName.invalidArgument.error("destination_fd must be the directory the group was started below")
+            }
+            return anchor
+        }
+        try requireRoom()
+        let fileMode = CallerUmask.fileMode(pid: try? await call.credentials().pid)
+        let (group, tasks) = try await engine.adoptGroup(data, change: try StartRequest.change(options), fileMode: fileMode, anchor: anchor)
+        forgetGroupEnd(group.id)
+        await eventsDelivered(ofGroup: group.id)
+        for task in tasks { try requireStored(task.id) }
+        logger.info("group \(group.id) of uid \(caller.uid): resumed from the resume data of group \(data.group.id)")
+        return [.objectPath(DownloadsAPI.groupPath(group.id)), .objectPaths(tasks.map { DownloadsAPI.taskPath($0.id) })]
     }
 
     /// Returns once every event of the group's files so far is in the store (a call's reply
@@ -143,9 +178,7 @@ extension DownloadsService {
                 try requireRoom(forNewWork: false)
                 try await engine.pauseGroup(group.id)
                 await eventsDelivered(ofGroup: group.id)
-                // The group's resume data comes with ResumeGroupWithData (issue 47); each task's
-                // own is in its `Pause` and `Failed` meanwhile.
-                return [.bytes([])]
+                return [.bytes(try engine.groupResumeData(group.id))]
             },
             "Resume": handler { [self] group in
                 try requireRoom()

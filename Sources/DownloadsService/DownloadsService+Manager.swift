@@ -98,6 +98,9 @@ extension DownloadsService {
                 }
                 return try await startGroup(files: call.arguments[1], options: call.arguments[2], below: anchor, call: call, caller: caller)
             },
+            "ResumeGroupWithData": handler { [self] call, caller in
+                try await resumeGroupWithData(call, caller: caller)
+            },
             "ListGroups": handler { [self] call, caller in
                 [.objectPaths(listGroups(call.arguments[0].stringValue ?? "", caller: caller))]
             },

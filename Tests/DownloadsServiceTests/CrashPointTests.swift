@@ -172,11 +172,53 @@ final class CrashPointTests: DaemonTestCase {
         XCTAssertEqual(sha256(ofFile: directory.file("after.bin")), Self.sha256(content))
     }
 
+    /// An atomic group of three files killed after its decision to publish is recorded (before
+    /// any rename), or after its first rename: the restart publishes the rest, each file in place
+    /// exactly once, nothing fetched again, one `GroupFinished`.
+    private func crashInAtomicGroup(at point: CrashPoint) async throws {
+        let contents = (0..<3).map { Self.content(60_000 * ($0 + 1), seed: UInt32(60 + $0)) }
+        for (index, content) in contents.enumerated() { http.set("/a\(index)", Route(content: content)) }
+        stopDaemon()
+        daemonEnvironment = [CrashPoint.environmentVariable: "\(point.rawValue):1"]
+        try await startDaemon()
+        let crashedLog = daemonLog
+        let entries = contents.indices.map {
+            DBusValue.structure([.string(http.url("/a\($0)")), .string(directory.file("a\($0).bin")), .vardict([:])])
+        }
+        let reply = try await call("StartGroup", [
+            .array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), entries),
+            .vardict(["atomic": .boolean(true)]),
+        ])
+        let group = try XCTUnwrap(reply.first?.objectPathValue)
+        try await waitForCrash(at: point, log: crashedLog)
+        let before = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".bin") }
+        // The files are renamed by their runs at once: after the first rename, others may be too.
+        XCTAssertTrue(point == .groupDecided ? before.isEmpty : !before.isEmpty, "renamed before the crash: \(before)")
+        daemonEnvironment = [:]
+        try await startDaemon()
+        try await until("GroupFinished after the restart", seconds: 60) { signalNames(for: group).contains("GroupFinished") }
+        for (index, content) in contents.enumerated() {
+            XCTAssertEqual(sha256(ofFile: directory.file("a\(index).bin")), Self.sha256(content))
+            XCTAssertEqual(http.requests(for: "/a\(index)").map(\.bodyBytesSent).reduce(0, +), content.count, "fetched once")
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("a") || $0.hasSuffix(".part") }
+        XCTAssertEqual(names.sorted(), ["a0.bin", "a1.bin", "a2.bin"], "each file in place exactly once, no partial left")
+        XCTAssertEqual(signalNames(for: group).filter { $0 == "GroupFinished" }.count, 1)
+    }
+
+    func testCrashAfterAGroupsDecisionBeforeItsRenames() async throws {
+        try await crashInAtomicGroup(at: .groupDecided)
+    }
+
+    func testCrashBetweenAGroupsRenames() async throws {
+        try await crashInAtomicGroup(at: .published)
+    }
+
     /// Every point has a run here or in FileHelperTests.
     func testEveryPointIsExercised() {
         let here: Set<CrashPoint> = [
             .checkpointSynced, .segmentsSynced, .segmentsSaving, .fileSynced, .published, .endedUnreported,
-            .completionAnswered, .migrating,
+            .completionAnswered, .migrating, .groupDecided,
         ]
         XCTAssertEqual(here.union([.helperCreated]), Set(CrashPoint.allCases))
     }

@@ -112,4 +112,64 @@ final class GroupDaemonTests: DaemonTestCase {
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".part") }
         XCTAssertEqual(leftovers, [], "a cancelled group leaves no partial file")
     }
+    func groupCall(_ group: ObjectPath, _ method: String) async throws -> [DBusValue] {
+        try await client.call(
+            destination: "org.example.Downloads", path: group, interface: "org.example.Downloads.Group", method: method, arguments: []
+        )
+    }
+
+    /// `Pause` gives the group's resume data, `ResumeGroupWithData` carries the same group on;
+    /// killed mid-group, the restarted daemon finishes it with one `GroupFinished`.
+    func testAGroupsResumeDataAndAKillMidGroup() async throws {
+        let contents = (0..<3).map { Self.content(900_000, seed: UInt32(40 + $0)) }
+        var routes: [Route] = []
+        for (index, content) in contents.enumerated() {
+            var route = Route(content: content)
+            route.bytesPerSecond = 600_000
+            routes.append(route)
+            http.set("/g\(index)", route)
+        }
+        let (group, tasks) = try await startGroup((0..<3).map { (http.url("/g\($0)"), directory.file("g\($0).bin")) }, atomic: true)
+        try await waitBytes(tasks[0], atLeast: 1)
+        let paused = try await groupCall(group, "Pause")
+        let blob = try XCTUnwrap(paused.first?.bytesValue)
+        XCTAssertTrue(blob.starts(with: Array("org.example.Downloads.GroupResumeData/1\n".utf8)), String(decoding: blob.prefix(80), as: UTF8.self))
+        for task in tasks { try await waitState(task, ["paused"]) }
+
+        // Refused with a reason: an altered blob, a task's blob, a url option.
+        var altered = blob
+        altered[blob.count / 2] ^= 1
+        let taskBlob = try await client.call(
+            destination: "org.example.Downloads", path: tasks[0], interface: "org.example.Downloads.Task", method: "Pause", arguments: []
+        ).first?.bytesValue ?? []
+        for (bad, options, name) in [
+            (altered, [String: DBusValue](), "InvalidResumeData"),
+            (taskBlob, [:], "InvalidResumeData"),
+            (blob, ["url": .string(http.url("/g0"))], "InvalidArgument"),
+        ] {
+            do {
+                _ = try await call("ResumeGroupWithData", [.bytes(bad), .vardict(options)])
+                XCTFail("\(name) expected")
+            } catch let error as BusError {
+                XCTAssertEqual(error.name, "org.example.Downloads.Error." + name, error.message)
+            }
+        }
+
+        let resumed = try await call("ResumeGroupWithData", [.bytes(blob), .vardict([:])])
+        XCTAssertEqual(resumed.first?.objectPathValue, group, "the same group carries on")
+        XCTAssertEqual(resumed.last, .objectPaths(tasks))
+        try await waitBytes(tasks[2], atLeast: 200_000)
+        killDaemon()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("g0.bin")), "nothing published before every file is complete")
+        try await startDaemon()
+        try await until("GroupFinished after the restart", seconds: 60) { signalNames(for: group).contains("GroupFinished") }
+        for (index, content) in contents.enumerated() {
+            XCTAssertEqual(sha256(ofFile: directory.file("g\(index).bin")), Self.sha256(content))
+        }
+        XCTAssertEqual(signalNames(for: group).filter { $0 == "GroupFinished" }.count, 1)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".part") }
+        XCTAssertEqual(leftovers, [])
+        let finished = try await groupProperty(group, "FilesFinished")?.uint32Value
+        XCTAssertEqual(finished, 3)
+    }
 }

@@ -1,3 +1,4 @@
+import CrashPoints
 import DownloadModel
 import UserFiles
 
@@ -108,6 +109,7 @@ extension SessionManager {
         guard var record = state.withLockedValue({ $0.groups[group]?.record }) else { return }
         record.publishing = true
         await delegate.groupWillPublish(record)
+        CrashPoint.groupDecided.reached()
         logger.info("group \(group): every file is complete; publishing them")
         let waiting = state.withLockedValue { state -> [CheckedContinuation<Bool, Never>] in
             guard var entry = state.groups[group] else { return [] }
@@ -163,5 +165,52 @@ extension SessionManager {
         for task in groupTasks(id) where !task.state.isTerminal {
             try? await cancel(task.id)
         }
+    }
+}
+
+/// A group's resume data out (`groupResumeData`) and back in (`adoptGroup`).
+extension SessionManager {
+    /// The resume data of every file of the group not yet in place (cancelled ones left out).
+    public func groupResumeData(_ id: UInt64) throws -> [UInt8] {
+        guard let group = group(id) else { throw DownloadError.notFound("no group \(id)") }
+        let tasks = groupTasks(id)
+        let finished = tasks.filter { $0.state == .finished }.count
+        let files = tasks.filter { $0.state != .finished && $0.state != .cancelled }.map { ResumeData(record: $0.record) }
+        guard !files.isEmpty else {
+            throw DownloadError.wrongState("group \(id) has no file left to fetch; there is nothing to resume")
+        }
+        return try GroupResumeData(group: group, files: files, finished: finished).encoded(key: key)
+    }
+
+    /// Verifies a group's blob made by this engine for `owner` (and a sandboxed `app`).
+    public func decodeGroupResumeData(_ blob: [UInt8], owner: UInt32, app: String = "") throws -> GroupResumeData {
+        try GroupResumeData.decode(blob, key: key, owner: owner, app: app)
+    }
+
+    /// `ResumeGroupWithData`: the group the data came from, while it exists, gets `change` and is
+    /// resumed (each file as `adopt` resumes a task); otherwise a new group of the same kind
+    /// takes over its files' partial files (a file whose partial is gone starts from zero).
+    public func adoptGroup(
+        _ data: GroupResumeData, change: DownloadOptions.Change, fileMode: UInt32? = nil, anchor: DescriptorAnchor? = nil
+    ) async throws -> (DownloadGroupRecord, [TaskSnapshot]) {
+        if let existing = group(data.group.id), existing.owner == data.group.owner, existing.app == data.group.app {
+            for file in data.files {
+                _ = try await adopt(file, change: change, fileMode: fileMode, anchor: anchor)
+            }
+            return (existing, groupTasks(existing.id))
+        }
+        let group = state.withLockedValue { state -> DownloadGroupRecord in
+            var record = data.group
+            record.id = state.nextGroupID
+            record.publishing = false
+            state.add(record)
+            return record
+        }
+        delegate.groupCreated(group)
+        for file in data.files {
+            _ = try await adopt(file, change: change, fileMode: fileMode, anchor: anchor, group: group.id)
+        }
+        logger.info("group \(group.id): takes over \(data.files.count) file(s) of group \(data.group.id)")
+        return (group, groupTasks(group.id))
     }
 }

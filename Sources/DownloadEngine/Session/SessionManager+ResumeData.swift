@@ -24,8 +24,10 @@ extension SessionManager {
     /// `url`: carry on at this URL instead (`setURL`: the bytes are kept when the entity is the
     /// same); a running task cannot take one (`WrongState`).
     /// `anchor`: a new descriptor to make the task's files below (`destination_fd`).
+    /// `group`: a new task joins this group (`adoptGroup`).
     public func adopt(
-        _ data: ResumeData, change: DownloadOptions.Change, url: String? = nil, fileMode: UInt32? = nil, anchor: DescriptorAnchor? = nil
+        _ data: ResumeData, change: DownloadOptions.Change, url: String? = nil, fileMode: UInt32? = nil, anchor: DescriptorAnchor? = nil,
+        group: UInt64 = 0
     ) async throws -> TaskSnapshot {
         if let existing = state.withLockedValue({ $0.tasks[data.taskID] }), existing.record.owner == data.owner,
            existing.record.app == data.app {
@@ -55,6 +57,7 @@ extension SessionManager {
         try request.options.validate()
         let id = state.withLockedValue { $0.takeID() }
         var record = DownloadTaskRecord(id: id, request: request)
+        record.group = group
         let old = DownloadTaskRecord(id: data.taskID, request: data.request)
         let access = fileAccess(for: record, anchor: anchor)
         let source = old.partialPath, target = record.partialPath
@@ -63,7 +66,8 @@ extension SessionManager {
             // Only a regular file of the owner with one link is taken over (publish checks).
             adopted = (try? await DownloadTask(record: record).onIOQueue {
                 guard try access.exists(source) else { return false }
-                try access.publish(source, identity: nil, to: target, replace: true, mode: nil)
+                // A daemon whose state was lost may give the new task the old one's id: the file is already its own.
+                if source != target { try access.publish(source, identity: nil, to: target, replace: true, mode: nil) }
                 return true
             }) == true
         }

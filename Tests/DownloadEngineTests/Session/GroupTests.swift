@@ -131,6 +131,57 @@ final class GroupTests: EngineTestCase {
         XCTAssertEqual(server.requests(for: "/one").count, 1, "a file published before the crash is not asked for again")
     }
 
+    /// A paused atomic group's resume data: given back while the group exists it resumes that
+    /// group; given to a daemon that lost it, a new group takes over the partial files (the
+    /// complete one is not asked for again) and publishes all of them together.
+    func testAGroupsResumeDataResumesItOrANewGroupTakesItsFilesOver() async throws {
+        let done = Self.content(70_000, seed: 7)
+        let big = Self.content(600_000, seed: 8)
+        server.set("/done", Route(content: done))
+        var slow = Route(content: big)
+        slow.bytesPerSecond = 300_000
+        server.set("/big", slow)
+        let (group, tasks) = try makeGroup([("/done", "done.bin"), ("/big", "big.bin")], atomic: true)
+        try await waitForDurable(tasks[0].id, 70_000)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while (manager.snapshot(tasks[1].id)?.durableOffset ?? 0) == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try await manager.pauseGroup(group.id)
+        let blob = try manager.groupResumeData(group.id)
+        XCTAssertTrue(blob.starts(with: Array("org.example.Downloads.GroupResumeData/1\n".utf8)))
+        // Forged, another user's, a task's blob: refused with a reason.
+        var altered = blob
+        altered[60] ^= 1
+        XCTAssertThrowsError(try manager.decodeGroupResumeData(altered, owner: Self.owner))
+        XCTAssertThrowsError(try manager.decodeGroupResumeData(blob, owner: Self.owner + 1))
+        XCTAssertThrowsError(try manager.decodeGroupResumeData(try manager.resumeData(for: tasks[0].id), owner: Self.owner)) {
+            XCTAssertTrue(($0 as? DownloadError)?.message.contains("ResumeWithData") == true, "\($0)")
+        }
+        let data = try manager.decodeGroupResumeData(blob, owner: Self.owner)
+        XCTAssertEqual(data.files.map(\.taskID), tasks.map(\.id))
+        XCTAssertEqual(data.files[0].offset, 70_000)
+        XCTAssertTrue(data.group.atomic)
+
+        // The daemon lost the group (a new state, the same key): a new group takes the files over.
+        await manager.shutdown()
+        observer = RecordingObserver()
+        manager = makeManager()
+        let (adopted, files) = try await manager.adoptGroup(data, change: DownloadOptions.Change())
+        XCTAssertNotEqual(files.map(\.id), tasks.map(\.id))
+        XCTAssertEqual(files.first?.record.durableOffset, 70_000, "the complete file's partial is taken over")
+        XCTAssertEqual(files.map(\.record.group), [adopted.id, adopted.id])
+        XCTAssertTrue(adopted.atomic)
+        for file in files { try await wait(file.id, for: [.finished]) }
+        XCTAssertEqual(sha256(ofFile: directory.file("done.bin")), Self.sha256(done))
+        XCTAssertEqual(sha256(ofFile: directory.file("big.bin")), Self.sha256(big))
+        XCTAssertEqual(leftovers(), [])
+        let sent = server.requests(for: "/done").map(\.bodyBytesSent).reduce(0, +)
+        XCTAssertEqual(sent, 70_000, "the complete file's bytes were taken over (a range asked, 416), not fetched again")
+        XCTAssertEqual(observer.all.filter { $0 == .groupPublishing(adopted.id) }.count, 1)
+        XCTAssertThrowsError(try manager.groupResumeData(adopted.id), "a finished group has nothing to resume")
+    }
+
     func testAGroupNeedsFilesAndEveryFileIsChecked() throws {
         XCTAssertThrowsError(try manager.createGroup([], owner: Self.owner, app: "", session: "s", title: "", atomic: false, taskSignals: false))
         var bad = request("/x", "x.bin")
