@@ -15,6 +15,10 @@ public struct DownloadGroupRecord: Sendable, Hashable {
     /// Whether the group's tasks send their own progress and state signals (false: only the
     /// group's are sent; the tasks' properties stay readable).
     public var taskSignals: Bool
+    /// Files of the group that run at once (0: as many as the daemon's limits allow).
+    public var parallel = 0
+    /// The group's bandwidth, shared by its running files (0: none).
+    public var maxBytesPerSecond: UInt64 = 0
     /// The decision to publish every file was recorded: from here on the group only finishes
     /// (a restart completes the renames; nothing may fail it).
     public var publishing = false

@@ -33,6 +33,8 @@ public struct GroupResumeData: Sendable {
         var title: String
         var atomic: Bool
         var task_signals: Bool
+        var parallel: Int?
+        var max_bytes_per_second: UInt64?
         var finished: Int
         /// Each file's blob as its text (three lines).
         var files: [String]
@@ -43,7 +45,9 @@ public struct GroupResumeData: Sendable {
         let blobs = try files.map { String(decoding: try $0.encoded(key: key), as: UTF8.self) }
         let body = Body(
             group_id: group.id, owner_uid: group.owner, app: group.app.isEmpty ? nil : group.app, session: group.session,
-            title: group.title, atomic: group.atomic, task_signals: group.taskSignals, finished: finished, files: blobs
+            title: group.title, atomic: group.atomic, task_signals: group.taskSignals,
+            parallel: group.parallel == 0 ? nil : group.parallel,
+            max_bytes_per_second: group.maxBytesPerSecond == 0 ? nil : group.maxBytesPerSecond, finished: finished, files: blobs
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -105,10 +109,12 @@ public struct GroupResumeData: Sendable {
                 throw DownloadError.invalidResumeData("file \(index): \(error.message)")
             }
         }
-        let group = DownloadGroupRecord(
+        var group = DownloadGroupRecord(
             id: body.group_id, owner: body.owner_uid, app: body.app ?? "", session: body.session, title: body.title,
             atomic: body.atomic, taskSignals: body.task_signals
         )
+        group.parallel = max(0, body.parallel ?? 0)
+        group.maxBytesPerSecond = body.max_bytes_per_second ?? 0
         return GroupResumeData(group: group, files: files, finished: body.finished)
     }
 }

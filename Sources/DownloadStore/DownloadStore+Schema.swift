@@ -154,6 +154,13 @@ extension DownloadStore {
                 t.column("createdAt", .text).notNull()
             }
         })
+        // A group's own limits: files at once (`parallel`) and the bandwidth its files share.
+        migrator.registerMigration("v10-group-limits", migrate: Self.crashable { db in
+            try db.alter(table: "taskGroup") { t in
+                t.add(column: "parallel", .integer).notNull().defaults(to: 0)
+                t.add(column: "maxBytesPerSecond", .integer).notNull().defaults(to: 0)
+            }
+        })
         return migrator
     }
 

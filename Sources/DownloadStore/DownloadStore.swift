@@ -237,11 +237,12 @@ public final class DownloadStore: Sendable {
     public func insertingGroup(_ group: DownloadGroupRecord) -> StoreWrite {
         StoreWrite(mayUseReserve: true) { db in
             try db.cachedStatement(sql: """
-                INSERT INTO taskGroup (id, ownerUID, app, session, title, atomic, taskSignals, publishing, createdAt)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO taskGroup (id, ownerUID, app, session, title, atomic, taskSignals, publishing, createdAt, parallel,
+                                       maxBytesPerSecond)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """).execute(arguments: [
                 Int64(group.id), Int64(group.owner), group.app, group.session, group.title, group.atomic, group.taskSignals,
-                group.publishing, StoredTime.now,
+                group.publishing, StoredTime.now, Int64(group.parallel), Int64(clamping: group.maxBytesPerSecond),
             ])
         }
     }
@@ -272,6 +273,10 @@ public final class DownloadStore: Sendable {
                     atomic: row["atomic"], taskSignals: row["taskSignals"]
                 )
                 group.publishing = row["publishing"]
+                let parallel: Int64 = row["parallel"]
+                let rate: Int64 = row["maxBytesPerSecond"]
+                group.parallel = Int(clamping: max(0, parallel))
+                group.maxBytesPerSecond = UInt64(max(0, rate))
                 return group
             }
         }

@@ -22,6 +22,11 @@ extension DownloadsService {
         var groupOptions = try vardict(options)
         let atomic = try Self.flag(groupOptions.removeValue(forKey: "atomic"), "atomic")
         let taskSignals = try Self.flag(groupOptions.removeValue(forKey: "task_signals"), "task_signals")
+        let parallel = try Self.parallel(groupOptions.removeValue(forKey: "parallel"))
+        // The group's bandwidth is shared by its files, not given to each.
+        let groupRate = try groupOptions.removeValue(forKey: "max_bytes_per_second").map {
+            try TaskOptions(["max_bytes_per_second": $0]).maxBytesPerSecond ?? 0
+        } ?? 0
         let shared = try TaskOptions(groupOptions, allowed: TaskOptions.startKeys)
         guard !entries.isEmpty, entries.count <= Self.maxGroupFiles else {
             throw DownloadsErrorName.invalidArgument.error("a group has 1 to \(Self.maxGroupFiles) files, got \(entries.count)")
@@ -60,7 +65,7 @@ extension DownloadsService {
         let session = SessionKey.stored(shared.session ?? "default", app: caller.app)
         let (group, tasks) = try engine.createGroup(
             requests, owner: caller.uid, app: caller.app, session: session, title: shared.title ?? "", atomic: atomic,
-            taskSignals: taskSignals, anchor: anchor
+            taskSignals: taskSignals, parallel: parallel, maxBytesPerSecond: groupRate, anchor: anchor
         )
         await eventsDelivered(ofGroup: group.id)
         let app = caller.isSandboxed ? " (app \(LogText.escaped(caller.app)))" : ""
@@ -138,6 +143,15 @@ extension DownloadsService {
     /// means its effect is).
     private func eventsDelivered(ofGroup id: UInt64) async {
         for task in engine.groupTasks(id) { await engine.eventsDelivered(task.id) }
+    }
+
+    /// `parallel` u: files of the group at once (0 or absent: as the daemon's limits allow).
+    private static func parallel(_ value: DBusValue?) throws -> Int {
+        guard let value else { return 0 }
+        guard case .uint32(let count) = value.variantValue ?? value else {
+            throw DownloadsErrorName.invalidArgument.error("parallel must be an unsigned integer (u)")
+        }
+        return Int(count)
     }
 
     private static func flag(_ value: DBusValue?, _ name: String) throws -> Bool {

@@ -21,8 +21,10 @@ final class GroupStoreTests: XCTestCase {
 
     func testAGroupAndItsTasksRoundTripWithTheDecisionToPublish() throws {
         let store = try DownloadStore(DatabaseQueue(path: path))
-        let group = DownloadGroupRecord(id: 4, owner: 1000, app: "org.example.App", session: "org.example.App\u{1F}s", title: "maps",
+        var group = DownloadGroupRecord(id: 4, owner: 1000, app: "org.example.App", session: "org.example.App\u{1F}s", title: "maps",
                                         atomic: true, taskSignals: false)
+        group.parallel = 3
+        group.maxBytesPerSecond = 1 << 40
         var task = DownloadTaskRecord(
             id: 9, owner: 1000, session: group.session, url: "http://127.0.0.1/t", destination: "/tmp/t9",
             destinationIsDirectory: false, options: DownloadOptions()

@@ -37,6 +37,8 @@ final class DownloadTask: Sendable {
         var transfer: TransferRun?
         /// A background transfer's rate now (bytes a second, `BackgroundPacer`); 0: not paced.
         var pacedRate: UInt64 = 0
+        /// Its share of its group's bandwidth (the group's limit over its running files; 0: none).
+        var groupShare: UInt64 = 0
         /// The descriptor the caller handed over (`StartAt`), while this daemon holds it: every
         /// file of the task is made below it. Not kept across a restart.
         var anchor: DescriptorAnchor?
@@ -156,12 +158,11 @@ final class DownloadTask: Sendable {
     }
 
     /// The bandwidth limit now (read per chunk, so a change applies to a running transfer).
-    /// The limit reads are paced to: the task's own, and a background transfer's pace under it
-    /// (0: none).
+    /// The limit reads are paced to: the lowest of the task's own, a background transfer's pace
+    /// and its share of its group's (0: none).
     var maxBytesPerSecond: UInt64 {
         state.withLockedValue { state in
-            let own = state.record.options.maxBytesPerSecond, paced = state.pacedRate
-            return own == 0 ? paced : paced == 0 ? own : min(own, paced)
+            [state.record.options.maxBytesPerSecond, state.pacedRate, state.groupShare].filter { $0 > 0 }.min() ?? 0
         }
     }
 

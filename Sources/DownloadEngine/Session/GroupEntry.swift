@@ -10,6 +10,8 @@ struct GroupEntry {
     var waiting: [UInt64: CheckedContinuation<Bool, Never>] = [:]
     /// The decision is being recorded (between the last file ready and the store's commit).
     var deciding = false
+    /// How many files ran when their shares of the group's bandwidth were last set.
+    var sharedAmong = 0
 
     init(record: DownloadGroupRecord) {
         self.record = record

@@ -9,8 +9,9 @@ import DownloadModel
 /// then go to running tasks that have fewer connections than they asked for (`grow`). A transfer
 /// known to be short (its response has at most `SessionManager.Configuration.shortTransfer`
 /// bytes to go) still holds its connection but no longer counts against the transfer limits:
-/// a thousand small files are not fetched four at a time while connections sit idle. Pure
-/// bookkeeping, tested without I/O.
+/// a thousand small files are not fetched four at a time while connections sit idle. A group's
+/// `parallel` caps how many of its files run at once (short ones included). Pure bookkeeping,
+/// tested without I/O.
 struct Scheduler: Sendable {
     var maxRunning: Int
     var maxRunningPerSession: Int
@@ -28,6 +29,8 @@ struct Scheduler: Sendable {
         /// Connections it opens when it runs.
         var weight: Int
         let sequence: UInt64
+        /// Its group (0: none).
+        let group: UInt64
     }
 
     /// In the order of `before` (higher priority first, then first come), so a user's first
@@ -47,12 +50,32 @@ struct Scheduler: Sendable {
         var weight: Int
         var wanted: Int
         let ticket: UInt64
+        let group: UInt64
         /// Known to end soon: counts as a connection, not as a transfer (`markShort`).
         var short = false
     }
 
     private var running: [UInt64: Running] = [:]
     private var sequence: UInt64 = 0
+    /// Groups whose files run at most so many at once (`parallel`), and how many of each run.
+    private var groupLimits: [UInt64: Int] = [:]
+    private var runningPerGroup: [UInt64: Int] = [:]
+
+    /// Group `group` runs at most `parallel` files at once (0: no limit of its own).
+    mutating func limit(group: UInt64, parallel: Int) {
+        groupLimits[group] = parallel > 0 ? parallel : nil
+    }
+
+    /// How many files of `group` hold a place now.
+    func running(inGroup group: UInt64) -> Int { runningPerGroup[group, default: 0] }
+
+    private mutating func forgetRunning(_ id: UInt64) {
+        guard let entry = running.removeValue(forKey: id) else { return }
+        if entry.group != 0 {
+            let left = runningPerGroup[entry.group, default: 1] - 1
+            runningPerGroup[entry.group] = left > 0 ? left : nil
+        }
+    }
 
     init(maxRunning: Int, maxRunningPerSession: Int, maxConnections: Int = 16) {
         self.maxRunning = max(1, maxRunning)
@@ -78,7 +101,7 @@ struct Scheduler: Sendable {
     /// `app`: the sandboxed app the task belongs to ("" for a host caller's), its party with its owner.
     mutating func enqueue(
         _ id: UInt64, session: SessionID, app: String = "", priority: DownloadOptions.Priority, allowMetered: Bool = true,
-        connections: Int = 1, notBefore: UInt64? = nil
+        connections: Int = 1, notBefore: UInt64? = nil, group: UInt64 = 0
     ) {
         guard running[id] == nil, !queued.contains(where: { $0.id == id }) else { return }
         sequence += 1
@@ -87,7 +110,7 @@ struct Scheduler: Sendable {
         queuedPerParty[party, default: 0] += 1
         insert(Entry(
             id: id, session: session, party: party, priority: priority, allowMetered: allowMetered, notBefore: notBefore,
-            weight: max(1, min(connections, maxConnections)), sequence: sequence
+            weight: max(1, min(connections, maxConnections)), sequence: sequence, group: group
         ))
         if let notBefore { beginTimes[id] = notBefore }
     }
@@ -108,7 +131,7 @@ struct Scheduler: Sendable {
         let options = record.options
         enqueue(
             record.id, session: record.sessionID, app: record.app, priority: options.priority, allowMetered: options.allowMetered,
-            connections: options.connections, notBefore: options.earliestBegin
+            connections: options.connections, notBefore: options.earliestBegin, group: record.group
         )
     }
 
@@ -134,14 +157,14 @@ struct Scheduler: Sendable {
     /// Forgets a task, queued or running.
     mutating func remove(_ id: UInt64) {
         if let index = queued.firstIndex(where: { $0.id == id }) { dequeue(at: index) }
-        running.removeValue(forKey: id)
+        forgetRunning(id)
         beginTimes[id] = nil
     }
 
     /// Forgets a start that did not take effect, unless the task runs under another ticket now.
     mutating func remove(_ id: UInt64, ticket: UInt64) {
         guard running[id]?.ticket == ticket else { return }
-        running.removeValue(forKey: id)
+        forgetRunning(id)
     }
 
     /// The tasks to start now, marked running. Places are shared fairly between users: each free
@@ -186,6 +209,8 @@ struct Scheduler: Sendable {
                 }
                 guard lastSessionMayRun, best[queued[index].party] == nil, network.allows(allowMetered: queued[index].allowMetered),
                       (queued[index].notBefore ?? 0) <= now else { continue }
+                let group = queued[index].group
+                if group != 0, let limit = groupLimits[group], runningPerGroup[group, default: 0] >= limit { continue }
                 best[queued[index].party] = index
                 if best.count == owners { break }
             }
@@ -196,7 +221,10 @@ struct Scheduler: Sendable {
             guard let index = chosen else { break }
             let entry = dequeue(at: index)
             let weight = min(entry.weight, free)
-            running[entry.id] = Running(session: entry.session, party: entry.party, weight: weight, wanted: entry.weight, ticket: entry.sequence)
+            running[entry.id] = Running(
+                session: entry.session, party: entry.party, weight: weight, wanted: entry.weight, ticket: entry.sequence, group: entry.group
+            )
+            if entry.group != 0 { runningPerGroup[entry.group, default: 0] += 1 }
             beginTimes[entry.id] = nil
             runningPerSession[entry.session, default: 0] += 1
             runningPerOwner[entry.party, default: 0] += weight
@@ -259,7 +287,7 @@ struct Scheduler: Sendable {
         var waiting = Set<SessionParty>()
         for entry in queued where !waiting.contains(entry.party) {
             if runningPerSession[entry.session, default: 0] < maxRunningPerSession, network.allows(allowMetered: entry.allowMetered),
-               (entry.notBefore ?? 0) <= now {
+               (entry.notBefore ?? 0) <= now, entry.group == 0 || runningPerGroup[entry.group, default: 0] < groupLimits[entry.group, default: .max] {
                 waiting.insert(entry.party)
                 if waiting.count == queuedPerParty.count { break }
             }

@@ -15,14 +15,16 @@ extension SessionManager {
     /// tasks created and queued in the order given. With `anchor`, every file is made below it.
     public func createGroup(
         _ requests: [DownloadRequest], owner: UInt32, app: String, session: String, title: String, atomic: Bool,
-        taskSignals: Bool, anchor: DescriptorAnchor? = nil
+        taskSignals: Bool, parallel: Int = 0, maxBytesPerSecond: UInt64 = 0, anchor: DescriptorAnchor? = nil
     ) throws -> (DownloadGroupRecord, [TaskSnapshot]) {
         guard !requests.isEmpty else { throw DownloadError.invalidArgument("a group needs at least one file") }
         for request in requests { try request.options.validate() }
         let group = state.withLockedValue { state -> DownloadGroupRecord in
-            let record = DownloadGroupRecord(
+            var record = DownloadGroupRecord(
                 id: state.nextGroupID, owner: owner, app: app, session: session, title: title, atomic: atomic, taskSignals: taskSignals
             )
+            record.parallel = max(0, parallel)
+            record.maxBytesPerSecond = maxBytesPerSecond
             state.add(record)
             return record
         }

@@ -71,7 +71,25 @@ extension SessionManager {
         // A task queued meanwhile may have found those places taken: it may start now (without
         // offering places given back to the runs that just refused them).
         if freed || gaveBack { schedule(growing: !gaveBack) }
+        shareGroupBandwidth()
         armBeginTimer()
+    }
+
+    /// Each file of a group with a bandwidth of its own gets the group's limit over the files
+    /// running now (set again only when that number changed).
+    private func shareGroupBandwidth() {
+        let changes = state.withLockedValue { state -> [(DownloadTask, UInt64)] in
+            var changes: [(DownloadTask, UInt64)] = []
+            for (id, entry) in state.groups where entry.record.maxBytesPerSecond > 0 {
+                let count = max(1, state.scheduler.running(inGroup: id))
+                guard count != entry.sharedAmong else { continue }
+                state.groups[id]?.sharedAmong = count
+                let share = max(1, entry.record.maxBytesPerSecond / UInt64(count))
+                changes += entry.tasks.compactMap { state.tasks[$0].map { ($0, share) } }
+            }
+            return changes
+        }
+        for (task, share) in changes { task.update { $0.groupShare = share } }
     }
 
     /// A run's response has little left to fetch: it stops counting as a transfer, and what

@@ -50,7 +50,10 @@ struct TaskTable {
         if record.group != 0, var entry = groups[record.group] {
             entry.tasks.removeAll { $0 == record.id }
             groups[record.group] = entry.tasks.isEmpty ? nil : entry
-            if entry.tasks.isEmpty { emptiedGroup = entry.record }
+            if entry.tasks.isEmpty {
+                emptiedGroup = entry.record
+                scheduler.limit(group: record.group, parallel: 0)
+            }
         }
         return true
     }
@@ -61,6 +64,7 @@ struct TaskTable {
     /// Adds a group (new, or restored before its tasks).
     mutating func add(_ group: DownloadGroupRecord) {
         groups[group.id] = GroupEntry(record: group)
+        scheduler.limit(group: group.id, parallel: group.parallel)
         nextGroupID = max(nextGroupID, group.id + 1)
     }
 

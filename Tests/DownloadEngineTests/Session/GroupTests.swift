@@ -182,6 +182,34 @@ final class GroupTests: EngineTestCase {
         XCTAssertThrowsError(try manager.groupResumeData(adopted.id), "a finished group has nothing to resume")
     }
 
+    /// `parallel` 2: never more than two files of the group run; its bandwidth is split
+    /// between the files running (each paced to its share).
+    func testAGroupsParallelAndBandwidthAreSharedByItsFiles() async throws {
+        let contents = (0..<4).map { Self.content(150_000, seed: UInt32(80 + $0)) }
+        for (index, content) in contents.enumerated() { server.set("/p\(index)", Route(content: content)) }
+        let (group, tasks) = try manager.createGroup(
+            (0..<4).map { request("/p\($0)", "p\($0).bin") }, owner: Self.owner, app: "", session: "s", title: "", atomic: false,
+            taskSignals: false, parallel: 2, maxBytesPerSecond: 400_000
+        )
+        var most = 0
+        var shares = Set<UInt64>()
+        let deadline = ContinuousClock.now + .seconds(30)
+        while manager.groupTasks(group.id).contains(where: { $0.state != .finished }), ContinuousClock.now < deadline {
+            let running = manager.groupTasks(group.id).filter { $0.state == .running }
+            most = max(most, running.count)
+            if running.count == 2 {
+                for task in running { shares.insert(try manager.task(task.id).maxBytesPerSecond) }
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        for task in tasks { try await wait(task.id, for: [.finished]) }
+        XCTAssertEqual(most, 2, "at most two files at once, and two did run together")
+        XCTAssertTrue(shares.contains(200_000), "two running files each get half the group's 400,000 B/s: \(shares)")
+        for (index, content) in contents.enumerated() {
+            XCTAssertEqual(sha256(ofFile: directory.file("p\(index).bin")), Self.sha256(content))
+        }
+    }
+
     func testAGroupNeedsFilesAndEveryFileIsChecked() throws {
         XCTAssertThrowsError(try manager.createGroup([], owner: Self.owner, app: "", session: "s", title: "", atomic: false, taskSignals: false))
         var bad = request("/x", "x.bin")

@@ -27,6 +27,25 @@ final class SchedulerTests: XCTestCase {
         XCTAssertEqual(perSession.next(), [1, 3])
     }
 
+    /// A group's `parallel` caps its files at once (a short one still counts: it holds its
+    /// place); the rest of the daemon's places go to other work meanwhile.
+    func testAGroupRunsAtMostItsParallelFilesAtOnce() {
+        var scheduler = Scheduler(maxRunning: 8, maxRunningPerSession: 8)
+        let session = SessionID(owner: 1, name: "a")
+        scheduler.limit(group: 7, parallel: 2)
+        for id in 1...5 as ClosedRange<UInt64> { scheduler.enqueue(id, session: session, priority: .normal, group: 7) }
+        scheduler.enqueue(6, session: session, priority: .normal)
+        XCTAssertEqual(scheduler.next(), [1, 2, 6])
+        XCTAssertEqual(scheduler.running(inGroup: 7), 2)
+        scheduler.markShort(1)
+        XCTAssertEqual(scheduler.next(), [], "a short file still holds one of the group's places")
+        scheduler.remove(1)
+        XCTAssertEqual(scheduler.next(), [3])
+        scheduler.limit(group: 7, parallel: 0)
+        XCTAssertEqual(scheduler.next(), [4, 5])
+        XCTAssertEqual(scheduler.running(inGroup: 7), 4)
+    }
+
     /// A session at its limit with a long queue: nothing starts however often it is asked, a
     /// queued task removed leaves the queue's count right, and a place freed in that session
     /// starts its next task (or another session's, in the order of the rules).
