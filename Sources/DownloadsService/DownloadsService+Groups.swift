@@ -1,4 +1,6 @@
 import DBus
+import Metalink
+import TerminalOutput
 import DownloadEngine
 import DownloadModel
 import DownloadsAPI
@@ -36,28 +38,21 @@ extension DownloadsService {
                 "a sandboxed app names its destinations below a directory it opened: StartGroupAt(h directory, a(ssa{sv}) files, a{sv} options)"
             )
         }
-        try checkMayAddTasks(entries.count, caller: caller)
         let fileMode = CallerUmask.fileMode(pid: try? await call.credentials().pid)
+        let files = try await groupFiles(entries, groupOptions: groupOptions, anchor: anchor, caller: caller, fileMode: fileMode)
+        try checkMayAddTasks(files.count, caller: caller)
         var requests: [DownloadRequest] = []
         var directories: [String] = []
-        for (index, entry) in entries.enumerated() {
-            guard case .structure(let fields) = entry, fields.count == 3, let url = fields[0].stringValue,
-                  let destination = fields[1].stringValue, let own = fields[2].vardictValue
-            else { throw DownloadsErrorName.invalidArgument.error("file \(index): each file is (s url, s destination, a{sv} options)") }
+        for file in files {
             do {
-                // The group's options, then the file's own over them.
-                guard own["session"] == nil else {
-                    throw DownloadsErrorName.invalidArgument.error("a group's files are in the group's session: give session in the group's options")
-                }
-                var merged = groupOptions
-                for (key, value) in own { merged[key] = value }
-                let options = try TaskOptions(merged, allowed: TaskOptions.startKeys)
-                let place: Destination = anchor.map { .below($0, name: destination, nested: true) } ?? .path(destination)
-                let (request, _) = try await prepareStart(url: url, destination: place, options: options, caller: caller, fileMode: fileMode)
+                let place: Destination = anchor.map { .below($0, name: file.destination, nested: true) } ?? .path(file.destination)
+                let (request, _) = try await prepareStart(
+                    url: file.url, destination: place, options: file.options, caller: caller, fileMode: fileMode, metalinkFile: file.metalinkFile
+                )
                 requests.append(request)
-                if anchor != nil, let slash = destination.lastIndex(of: "/") { directories.append(String(destination[..<slash])) }
+                if anchor != nil, let slash = file.destination.lastIndex(of: "/") { directories.append(String(file.destination[..<slash])) }
             } catch let error as BusError {
-                throw BusError(name: error.name, message: "file \(index): \(error.message)")
+                throw BusError(name: error.name, message: "\(file.label): \(error.message)")
             }
         }
         if let anchor { try await makeDirectories(directories, below: anchor, owner: caller.uid, fileMode: fileMode) }
@@ -72,6 +67,102 @@ extension DownloadsService {
         let place = anchor.map { " below \(LogText.escaped($0.path))" } ?? ""
         logger.info("group \(group.id) of uid \(caller.uid)\(app): \(tasks.count) file(s)\(place)\(atomic ? ", atomic" : "")")
         return [.objectPath(DownloadsAPI.groupPath(group.id)), .objectPaths(tasks.map { DownloadsAPI.taskPath($0.id) })]
+    }
+
+    /// One file of a group as the call gave it, or one `<file>` of a Metalink document an entry gave.
+    struct GroupFile {
+        var label: String
+        var url: String
+        var destination: String
+        var options: TaskOptions
+        var metalinkFile: MetalinkDocument.File?
+    }
+
+    /// The call's entries as files: each with the group's options under its own; an entry whose
+    /// `metalink` describes several files becomes one file per `<file>` (as aria2 takes a
+    /// multi-file Metalink), its `name` a relative path below the entry's destination directory
+    /// (plain names only; subdirectories are made as the caller, never through a link).
+    private func groupFiles(
+        _ entries: [DBusValue], groupOptions: [String: DBusValue], anchor: DescriptorAnchor?, caller: Caller, fileMode: UInt32?
+    ) async throws -> [GroupFile] {
+        var files: [GroupFile] = []
+        for (index, entry) in entries.enumerated() {
+            guard case .structure(let fields) = entry, fields.count == 3, let url = fields[0].stringValue,
+                  let destination = fields[1].stringValue, let own = fields[2].vardictValue
+            else { throw DownloadsErrorName.invalidArgument.error("file \(index): each file is (s url, s destination, a{sv} options)") }
+            do {
+                guard own["session"] == nil else {
+                    throw DownloadsErrorName.invalidArgument.error("a group's files are in the group's session: give session in the group's options")
+                }
+                // The group's options, then the file's own over them.
+                var merged = groupOptions
+                for (key, value) in own { merged[key] = value }
+                var options = try TaskOptions(merged, allowed: TaskOptions.startKeys)
+                guard options.metalink != nil || options.metalinkPath != nil else {
+                    files.append(GroupFile(label: "file \(index)", url: url, destination: destination, options: options))
+                    continue
+                }
+                if caller.isSandboxed, options.metalinkPath != nil {
+                    throw DownloadsErrorName.accessDenied.error("a sandboxed app gives a Metalink document as its bytes (ay), not a path")
+                }
+                if let path = options.metalinkPath {
+                    options.metalink = try await readMetalink(path, owner: caller.uid)
+                    options.metalinkPath = nil
+                }
+                let bytes = options.metalink ?? []
+                let document: MetalinkDocument
+                do {
+                    document = try await BlockingWork.run { try MetalinkDocument.parse(bytes) }
+                } catch let error as MetalinkDocument.Invalid {
+                    throw DownloadsErrorName.invalidArgument.error(error.message)
+                }
+                guard document.files.count > 1 else {
+                    files.append(GroupFile(label: "file \(index)", url: url, destination: destination, options: options))
+                    continue
+                }
+                guard url.isEmpty else {
+                    throw DownloadsErrorName.invalidArgument.error("a Metalink document of several files names their URLs: give url \"\"")
+                }
+                options.metalink = nil
+                for file in document.files {
+                    let name = file.name
+                    guard !name.hasPrefix("/"), name.split(separator: "/", omittingEmptySubsequences: false).allSatisfy({
+                        DescriptorAnchor.isPlainName(String($0))
+                    }) else {
+                        throw DownloadsErrorName.invalidArgument.error(
+                            "the Metalink file \(DisplayText.quoted(name, limit: 120)) is not a relative path of plain names (no '..', '/' first or empty parts)"
+                        )
+                    }
+                    let path: String
+                    if anchor != nil {
+                        path = destination.isEmpty ? name : destination + "/" + name
+                    } else {
+                        let directory = try StartRequest.checkDestination(destination)
+                        path = FilePaths.join(directory, name)
+                        // Made before the file is checked (its directory must exist then), as the caller.
+                        if let slash = name.lastIndex(of: "/") {
+                            try await makeDirectories(String(name[..<slash]), in: directory, owner: caller.uid, fileMode: fileMode)
+                        }
+                    }
+                    files.append(GroupFile(label: "file \(index) (\(name))", url: "", destination: path, options: options, metalinkFile: file))
+                }
+            } catch let error as BusError {
+                throw BusError(name: error.name, message: "file \(index): \(error.message)")
+            }
+        }
+        guard files.count <= Self.maxGroupFiles else {
+            throw DownloadsErrorName.invalidArgument.error("a group has 1 to \(Self.maxGroupFiles) files, got \(files.count)")
+        }
+        return files
+    }
+
+    /// `relative`'s missing directories below the directory `base` the caller named, made as them.
+    private func makeDirectories(_ relative: String, in base: String, owner: UInt32, fileMode: UInt32?) async throws {
+        do {
+            try await BlockingWork.run { [engine] in try engine.makeDirectories(relative, in: base, owner: owner, mode: fileMode) }
+        } catch let error as DownloadError {
+            throw DownloadsErrorName.fileError.error("\(relative) in \(base): \(error.message); nothing was started")
+        }
     }
 
     /// Whether `caller` may have `count` more tasks: its user's quota and, sandboxed, its app's share.

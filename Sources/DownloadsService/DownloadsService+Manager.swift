@@ -227,8 +227,10 @@ extension DownloadsService {
     /// Everything `Start` checks and asks before a task exists: the URL, the options, the
     /// quotas, the destination (as the caller); the request to make, and the descriptor its
     /// files are made below.
+    /// `metalinkFile`: one `<file>` of a document a group was given (`StartGroup`), already parsed.
     func prepareStart(
-        url: String, destination: Destination, options: TaskOptions, caller: Caller, fileMode: UInt32? = nil
+        url: String, destination: Destination, options: TaskOptions, caller: Caller, fileMode: UInt32? = nil,
+        metalinkFile: MetalinkDocument.File? = nil
     ) async throws -> (DownloadRequest, DescriptorAnchor?) {
         let owner = caller.uid
         var asked = options
@@ -242,9 +244,12 @@ extension DownloadsService {
         // A document (up to a few MiB of XML) is parsed off the pool calls run on: six at once
         // held back every other call of the daemon for most of a second on two cores.
         let checked = asked
-        let (given, options, pieces, fileName) = checked.metalink == nil
-            ? try StartRequest.applyingMetalink(url, checked)
-            : try await BlockingWork.run { try StartRequest.applyingMetalink(url, checked) }
+        let (given, options, pieces, fileName) = try await {
+            if let metalinkFile { return try StartRequest.applying(metalinkFile, url, checked) }
+            return checked.metalink == nil
+                ? try StartRequest.applyingMetalink(url, checked)
+                : try await BlockingWork.run { try StartRequest.applyingMetalink(url, checked) }
+        }()
         let (stripped, authorization) = URLCredentials.split(given)
         let url = try StartRequest.checkURL(stripped)
         var engineOptions = try StartRequest.downloadOptions(options)

@@ -106,9 +106,18 @@ enum StartRequest {
         }
         guard document.files.count == 1, let file = document.files.first else {
             throw DownloadsErrorName.invalidArgument.error(
-                "a task downloads one file; this Metalink document describes \(document.files.count)"
+                "a task downloads one file; this Metalink document describes \(document.files.count): "
+                    + "start it as a group (StartGroup with one entry: url \"\", the destination directory, and this metalink)"
             )
         }
+        return try applying(file, url, options)
+    }
+
+    /// The task one `<file>` of a Metalink document describes: its URLs (the first, or `url`,
+    /// the primary and the rest mirrors), its strongest hash and its piece hashes.
+    static func applying(
+        _ file: MetalinkDocument.File, _ url: String, _ options: TaskOptions
+    ) throws -> (url: String, options: TaskOptions, pieces: PieceHashes?, fileName: String?) {
         let urls = file.downloadURLs().filter { (try? checkURL($0)) != nil }
         guard !url.isEmpty || !urls.isEmpty else {
             throw DownloadsErrorName.invalidArgument.error("the Metalink document names no http or https URL for \(file.name)")

@@ -172,4 +172,56 @@ final class GroupDaemonTests: DaemonTestCase {
         let finished = try await groupProperty(group, "FilesFinished")?.uint32Value
         XCTAssertEqual(finished, 3)
     }
+    /// A Metalink document of several files is a group: each `<file>` a task, its name a path
+    /// below the destination directory (subdirectories made); `Start` with it says to use a group.
+    func testAMultiFileMetalinkIsAGroup() async throws {
+        let a = Self.content(80_000, seed: 50), b = Self.content(60_000, seed: 51)
+        http.set("/m/a.bin", Route(content: a))
+        http.set("/m/b.bin", Route(content: b))
+        func meta4(_ names: [String]) -> [UInt8] {
+            let files = zip(names, [a, b]).map { name, content in
+                """
+                  <file name="\(name)">
+                    <size>\(content.count)</size>
+                    <hash type="sha-256">\(Self.sha256(content))</hash>
+                    <url>\(http.url("/m/" + (name as NSString).lastPathComponent))</url>
+                  </file>
+
+                """
+            }.joined()
+            return Array("<?xml version=\"1.0\"?>\n<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">\n\(files)</metalink>\n".utf8)
+        }
+        let inbox = directory.file("inbox")
+        try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
+        let entry = { (document: [UInt8]) in
+            DBusValue.array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), [
+                .structure([.string(""), .string(inbox), .vardict(["metalink": .bytes(document)])]),
+            ])
+        }
+        let reply = try await call("StartGroup", [entry(meta4(["a.bin", "sub/b.bin"])), .vardict(["atomic": .boolean(true)])])
+        let group = try XCTUnwrap(reply.first?.objectPathValue)
+        XCTAssertEqual(reply.last.map { if case .array(_, let paths) = $0 { return paths.count } else { return 0 } }, 2)
+        try await until("GroupFinished") { signalNames(for: group).contains("GroupFinished") }
+        XCTAssertEqual(sha256(ofFile: inbox + "/a.bin"), Self.sha256(a))
+        XCTAssertEqual(sha256(ofFile: inbox + "/sub/b.bin"), Self.sha256(b))
+        let files = try await groupProperty(group, "Files")?.uint32Value
+        XCTAssertEqual(files, 2)
+
+        for bad in [["a.bin", "../b.bin"], ["a.bin", "/etc/b.bin"]] {
+            do {
+                _ = try await call("StartGroup", [entry(meta4(bad)), .vardict([:])])
+                XCTFail("\(bad) accepted")
+            } catch let error as BusError {
+                XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
+                XCTAssertTrue(error.message.contains("file 0"), error.message)
+            }
+        }
+        do {
+            _ = try await start("", inbox, ["metalink": .bytes(meta4(["a.bin", "b.bin"]))])
+            XCTFail("Start took a document of two files")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
+            XCTAssertTrue(error.message.contains("StartGroup"), error.message)
+        }
+    }
 }

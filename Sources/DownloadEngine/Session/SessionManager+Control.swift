@@ -84,6 +84,12 @@ extension SessionManager {
         try files.files(for: owner, below: anchor).makeDirectories(relative, below: anchor.path, mode: mode)
     }
 
+    /// Makes the missing directories of `relative` below the directory `base` `owner` named, as
+    /// them, never through a link below `base`. Blocks on the owner's file helper.
+    public func makeDirectories(_ relative: String, in base: String, owner: UInt32, mode: UInt32?) throws {
+        try files.files(for: owner).makeDirectories(relative, below: base, mode: mode)
+    }
+
     /// The bytes of a regular file `owner` can read (a document they named), read with their
     /// credentials, at most `limit` bytes (more is `InvalidArgument`). Blocks on the owner's file helper.
     public func readFile(_ path: String, owner: UInt32, atMost limit: Int) throws -> [UInt8] {
