@@ -51,11 +51,11 @@ public final class DownloadsProxy: Sendable {
         if let proxies { Task { await proxies.close() } }
     }
 
-    private func manager(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
+    func manager(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
         try await call(DownloadsAPI.managerPath, DownloadsInterfaces.manager.name, method, arguments)
     }
 
-    private func call(_ path: ObjectPath, _ interface: String, _ method: String, _ arguments: [DBusValue]) async throws -> [DBusValue] {
+    func call(_ path: ObjectPath, _ interface: String, _ method: String, _ arguments: [DBusValue]) async throws -> [DBusValue] {
         do {
             return try await connection.call(
                 destination: DownloadsAPI.busName, path: path, interface: interface, method: method, arguments: arguments

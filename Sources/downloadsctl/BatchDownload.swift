@@ -9,9 +9,11 @@ import Glibc
 #endif
 
 /// `get` of several URLs (arguments, or a list as `wget -i` and `aria2c -i` read it): every file
-/// into one directory, named by its server. At most `window` tasks are started and not ended at
-/// once (fewer when the service says the caller has as many tasks as they may); the end of each
-/// comes as a signal, not by asking. Each finished file's path is printed (standard output) as it
+/// into one directory, named by its server. The list is started as one group (`StartGroup`, one
+/// call for up to 10,000 files; `--atomic`: all files land together or none); when the service
+/// refuses a group for the caller's task quota, the files are started one by one instead, at
+/// most `window` started and not ended at once (fewer when the service says the caller has as
+/// many tasks as they may). The end of each file comes as a signal, not by asking. Each finished file's path is printed (standard output) as it
 /// lands and its task removed from the list; a failure is one line on standard error, the task
 /// kept to be resumed or looked at, and the exit status 1 at the end. Ctrl-C pauses the started
 /// tasks and says how to resume them.
@@ -22,6 +24,10 @@ struct BatchDownload {
     let options: TaskOptions
     let service: ServiceOptions
     var window = 64
+    /// One group whose files are published together or not at all (no fallback to single tasks).
+    var atomic = false
+    /// Files in one `StartGroup` call (the service's limit).
+    static let groupSize = 10_000
 
     private enum Event: Sendable {
         case started(Int, ObjectPath)
@@ -81,6 +87,7 @@ struct BatchDownload {
         var bytes: [ObjectPath: Int64] = [:]  // the last Progress of each task seen, ours or not yet known
         var doneBytes: Int64 = 0
         var finished = 0
+        var total = urls.count  // files: a Metalink line may be several
         var failed: [String] = []
         var removing = 0
         var stopping = false  // Ctrl-C: no more Starts; the tasks are paused once those in flight are answered
@@ -144,7 +151,7 @@ struct BatchDownload {
         /// On a terminal, the line under the paths: how many ended, the bytes so far, failures.
         func draw() {
             guard terminal else { return }
-            var text = "[\(finished + failed.count)/\(urls.count)] \(ByteCount.format(doneBytes + running.keys.reduce(0) { $0 + (bytes[$1] ?? 0) }))"
+            var text = "[\(finished + failed.count)/\(total)] \(ByteCount.format(doneBytes + running.keys.reduce(0) { $0 + (bytes[$1] ?? 0) }))"
             if !failed.isEmpty { text += ", \(failed.count) failed" }
             Output.write("\r\u{1B}[K" + text, to: STDERR_FILENO)
         }
@@ -157,6 +164,32 @@ struct BatchDownload {
             }
         }
 
+        // The list as groups (one call each); a refusal for the quota (or a line a group cannot
+        // take) falls back to starting the rest one by one, unless the group must be atomic.
+        while next < urls.count {
+            let chunk = next..<min(urls.count, next + Self.groupSize)
+            do {
+                var files: [DownloadGroupFile] = []
+                for index in chunk {
+                    var taskOptions = options
+                    taskOptions.session = nil
+                    let url = try TaskOptionArguments.source(urls[index], into: &taskOptions)
+                    files.append(DownloadGroupFile(url: url, destination: directory, options: taskOptions))
+                }
+                var groupOptions = TaskOptions()
+                groupOptions.session = options.session
+                let (_, tasks) = try await proxy.startGroup(
+                    files, options: groupOptions, group: DownloadsProxy.GroupOptions(atomic: atomic, taskSignals: true)
+                )
+                // A Metalink file of several files is several tasks: each counted, named by its line.
+                total += tasks.count - chunk.count
+                for (offset, path) in tasks.enumerated() { running[path] = chunk.lowerBound + min(offset, chunk.count - 1) }
+                next = chunk.upperBound
+            } catch {
+                if atomic { throw error }
+                break
+            }
+        }
         startMore()
         for await event in events {
             switch event {
@@ -209,11 +242,11 @@ struct BatchDownload {
         clearLine()
         let seconds = max(0.001, Date().timeIntervalSince1970 - began)
         Output.write(
-            "downloaded \(finished) of \(urls.count) files, \(ByteCount.format(doneBytes)) in \(ByteCount.duration(seconds))\n",
+            "downloaded \(finished) of \(total) files, \(ByteCount.format(doneBytes)) in \(ByteCount.duration(seconds))\n",
             to: STDERR_FILENO
         )
         if !failed.isEmpty {
-            throw CommandFailure(message: "\(failed.count) of \(urls.count) downloads failed")
+            throw CommandFailure(message: "\(failed.count) of \(total) downloads failed")
         }
     }
 

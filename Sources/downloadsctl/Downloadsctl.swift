@@ -13,7 +13,7 @@ struct Downloadsctl: AsyncParsableCommand {
         Exit status: 0 success; 1 a service error or a failed, cancelled or missing task; 64 a usage \
         error; 69 the service cannot be reached; 130 interrupted (get pauses its task first).
         """,
-        subcommands: [Get.self, Start.self, List.self, Status.self, Pause.self, Resume.self, Cancel.self, Wait.self, Watch.self]
+        subcommands: [Get.self, Start.self, List.self, Status.self, Pause.self, Resume.self, Cancel.self, Wait.self, Watch.self, Group.self]
     )
 
     /// `downloadsctl --system list` as well as `downloadsctl list --system`: the service options
@@ -41,6 +41,8 @@ struct Downloadsctl: AsyncParsableCommand {
             }
         }
         guard !leading.isEmpty, index < arguments.count, !arguments[index].hasPrefix("-") else { return arguments }
-        return [arguments[index]] + leading + arguments[(index + 1)...]
+        // `group list`: the options go after the subcommand's own name.
+        let words = arguments[index] == "group" && index + 1 < arguments.count && !arguments[index + 1].hasPrefix("-") ? 2 : 1
+        return Array(arguments[index..<(index + words)]) + leading + arguments[(index + words)...]
     }
 }

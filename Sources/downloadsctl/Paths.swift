@@ -17,6 +17,6 @@ enum Paths {
 
     /// The id of a task path, or the path.
     static func id(_ path: ObjectPath) -> String {
-        DownloadsAPI.taskID(path).map(String.init) ?? path.rawValue
+        (DownloadsAPI.taskID(path) ?? DownloadsAPI.groupID(path)).map(String.init) ?? path.rawValue
     }
 }

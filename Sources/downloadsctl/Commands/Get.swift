@@ -1,4 +1,6 @@
 import ArgumentParser
+import DBus
+import DownloadsClient
 import FoundationEssentials
 import TerminalOutput
 #if canImport(Glibc)
@@ -10,8 +12,10 @@ struct Get: AsyncParsableCommand {
         abstract: "Download URLs and follow them to the end.",
         discussion: """
             Prints each file's path when it is complete. Ctrl-C pauses the downloads and prints how to resume them. \
-            With several URLs (or -i), every file goes into one directory under the name its server gives, \
-            each finished task is removed from the list, and a failed one is kept to be resumed.
+            With several URLs (or -i), or a Metalink file of several files, the files are one group \
+            ('downloadsctl group'): one call starts them all, every file goes into one directory under the \
+            name its server gives (a Metalink file's under its names), each finished task is removed from \
+            the list, and a failed one is kept to be resumed. With --atomic no file lands until all of them can.
             """
     )
 
@@ -28,6 +32,8 @@ struct Get: AsyncParsableCommand {
         valueName: "path"
     ))
     var output: String?
+    @Flag(help: "With several files: none is put in place until every one is complete, then all together (at most 10,000 files).")
+    var atomic = false
     @OptionGroup var options: TaskOptionArguments
 
     func validate() throws {
@@ -58,15 +64,32 @@ struct Get: AsyncParsableCommand {
             guard stat(destination, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
                 CommandFailure(message: "several URLs go into a directory, and \(DisplayText.escaped(destination)) is not one").exit()
             }
+            guard !atomic || all.count <= BatchDownload.groupSize else {
+                CommandFailure(message: "an atomic group holds at most \(BatchDownload.groupSize) files; this list has \(all.count)").exit()
+            }
             try await service.run { [taskOptions, all] proxy in
-                try await BatchDownload(proxy: proxy, urls: all, directory: destination, options: taskOptions, service: service).run()
+                try await BatchDownload(
+                    proxy: proxy, urls: all, directory: destination, options: taskOptions, service: service, atomic: atomic
+                ).run()
             }
             return
         }
-        let url = try TaskOptionArguments.source(urls[0], into: &taskOptions)
+        let source = urls[0]
+        let url = try TaskOptionArguments.source(source, into: &taskOptions)
         try await service.run { [taskOptions] proxy in
-            let path = try await CommandFailure.sayingOverwrite(destination) {
-                try await proxy.start(url: url, destination: destination, options: taskOptions)
+            let path: ObjectPath
+            do {
+                path = try await CommandFailure.sayingOverwrite(destination) {
+                    try await proxy.start(url: url, destination: destination, options: taskOptions)
+                }
+            } catch let error as DownloadsClientError where error.code == .invalidArgument && error.message.contains("start it as a group") {
+                // A Metalink file of several files: a group of them, in the directory given.
+                var options = try self.options.taskOptions
+                options.metalink = nil
+                options.metalinkPath = nil
+                return try await BatchDownload(
+                    proxy: proxy, urls: [source], directory: destination, options: options, service: service, atomic: atomic
+                ).run()
             }
             let file = try await TaskFollower(proxy: proxy, path: path, service: service).follow()
             // Escaped on a terminal (as ls does); as it is for a script reading the path.
