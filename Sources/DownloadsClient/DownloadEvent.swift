@@ -5,13 +5,17 @@ public enum DownloadEvent: Sendable {
     case finished(BackgroundDownloadTask, location: String)
     case completed(BackgroundDownloadTask, error: DownloadsClientError?)
     case finishedEvents(session: String)
+    /// A group's progress: its bytes, and how many of its files are in place.
+    case groupProgress(BackgroundDownloadGroup, bytesWritten: Int64, bytesExpected: Int64, filesFinished: UInt32, files: UInt32)
+    /// A group ended: nil when every file is in place, else why it failed.
+    case groupCompleted(BackgroundDownloadGroup, error: DownloadsClientError?)
 
     /// The task the event is about (nil for `finishedEvents`).
     public var task: BackgroundDownloadTask? {
         switch self {
         case .wroteData(let task, _, _, _), .stateChanged(let task, _), .finished(let task, _), .completed(let task, _):
             return task
-        case .finishedEvents:
+        case .finishedEvents, .groupProgress, .groupCompleted:
             return nil
         }
     }

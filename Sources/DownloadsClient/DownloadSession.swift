@@ -48,6 +48,7 @@ public final class DownloadSession: Sendable {
         var tasks: [ObjectPath: BackgroundDownloadTask] = [:]
         var foreign: Set<ObjectPath> = []
         var pendingStarts = 0
+        var groups: [ObjectPath: BackgroundDownloadGroup] = [:]
     }
 
     public let configuration: Configuration
@@ -131,6 +132,91 @@ public final class DownloadSession: Sendable {
         makeTask(.resumeData(data, options: options))
     }
 
+    /// Starts many files as one job (`StartGroup`) in this session: each file's options over
+    /// `options`; `group` says whether it is atomic, how many files run at once and whether its
+    /// files send their own events. The group's progress and end reach the delegate.
+    public func downloadGroup(
+        _ files: [DownloadGroupFile], options: TaskOptions = TaskOptions(), group: DownloadsProxy.GroupOptions = DownloadsProxy.GroupOptions()
+    ) async throws -> BackgroundDownloadGroup {
+        var options = options
+        options.session = configuration.identifier
+        if configuration.isDiscretionary && options.background == nil { options.background = true }
+        let files = files.map { file -> DownloadGroupFile in
+            var file = file
+            file.options.session = nil
+            return file
+        }
+        registry.withLockedValue { $0.pendingStarts += 1 }
+        defer { registry.withLockedValue { $0.pendingStarts = max(0, $0.pendingStarts - 1) } }
+        let (path, paths) = try await proxy.startGroup(files, options: options, group: group)
+        return registerGroup(path, tasks: paths)
+    }
+
+    /// A group from its resume data (`BackgroundDownloadGroup.pause()`): the same group while
+    /// the service has it, else a new one taking over its files.
+    public func downloadGroup(withResumeData data: Data, options: TaskOptions = TaskOptions()) async throws -> BackgroundDownloadGroup {
+        registry.withLockedValue { $0.pendingStarts += 1 }
+        defer { registry.withLockedValue { $0.pendingStarts = max(0, $0.pendingStarts - 1) } }
+        let (path, paths) = try await proxy.resumeGroup(resumeData: data, options: options)
+        return registerGroup(path, tasks: paths)
+    }
+
+    /// The session's groups the service holds.
+    public func allGroups() async throws -> [BackgroundDownloadGroup] {
+        var groups: [BackgroundDownloadGroup] = []
+        for path in try await proxy.listGroups(session: configuration.identifier) {
+            guard let status = try? await proxy.groupStatus(path) else { continue }
+            groups.append(registerGroup(path, tasks: status.tasks.compactMap { try? ObjectPath($0) }))
+        }
+        return groups
+    }
+
+    private func registerGroup(_ path: ObjectPath, tasks paths: [ObjectPath]) -> BackgroundDownloadGroup {
+        let tasks = paths.map(register)
+        return registry.withLockedValue { registry in
+            if let known = registry.groups[path] { return known }
+            let group = BackgroundDownloadGroup(proxy: proxy, path: path, tasks: tasks)
+            registry.groups[path] = group
+            return group
+        }
+    }
+
+    /// Whether a group signal's group is this session's (as `task(for:)` for tasks).
+    private func group(for path: ObjectPath) async -> BackgroundDownloadGroup? {
+        for _ in 0..<2500 {
+            let (known, foreign, pending) = registry.withLockedValue { ($0.groups[path], $0.foreign.contains(path), $0.pendingStarts) }
+            if let known { return known }
+            if foreign { return nil }
+            guard pending > 0 else { break }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        if let status = try? await proxy.groupStatus(path), status.session == configuration.identifier {
+            return registerGroup(path, tasks: status.tasks.compactMap { try? ObjectPath($0) })
+        }
+        _ = registry.withLockedValue { $0.foreign.insert(path) }
+        return nil
+    }
+
+    private func handleGroup(_ signal: ManagerSignal) async {
+        switch signal {
+        case .groupProgress(let path, let written, let expected, let finished, let files):
+            guard let group = await group(for: path) else { return }
+            delegate?.downloadSession(self, group: group, didWriteData: written, bytesExpected: expected, filesFinished: finished, files: files)
+            sink.yield(.groupProgress(group, bytesWritten: written, bytesExpected: expected, filesFinished: finished, files: files))
+        case .groupFinished(let path):
+            guard let group = await group(for: path) else { return }
+            delegate?.downloadSession(self, group: group, didCompleteWithError: nil)
+            sink.yield(.groupCompleted(group, error: nil))
+        case .groupFailed(let path, let name, let message):
+            guard let group = await group(for: path) else { return }
+            let error = DownloadsClientError(name: name, message: message)
+            delegate?.downloadSession(self, group: group, didCompleteWithError: error)
+            sink.yield(.groupCompleted(group, error: error))
+        default:
+            break
+        }
+    }
+
     /// The session's tasks the service holds (`getAllTasks`), live and ended.
     /// Each comes with its title, description and metadata read from the service, so an app that
     /// restarts maps the service's tasks to its own items by them.
@@ -211,6 +297,7 @@ public final class DownloadSession: Sendable {
             answered.resume()
         case .signal(let signal):
             guard let path = signal.task else {
+                await handleGroup(signal)
                 if case .eventsFinished(let session) = signal, session == configuration.identifier, !configuration.handlesEvents {
                     finishEvents()
                 }
@@ -233,8 +320,7 @@ public final class DownloadSession: Sendable {
                 delegate?.downloadSession(self, task: task, didCompleteWithError: error)
                 sink.yield(.completed(task, error: error))
             case .eventsFinished, .groupProgress, .groupFinished, .groupFailed:
-                // Groups reach this client in a later version (issue 47).
-                break
+                break  // not about a task (above)
             }
         }
     }

@@ -17,6 +17,13 @@ public protocol DownloadSessionDelegate: AnyObject, Sendable {
     /// When the session is the completion handler, the service's call is answered after this
     /// returns (as calling `backgroundCompletionHandler` does).
     func downloadSessionDidFinishEvents(forBackgroundSession session: DownloadSession)
+    /// A group's progress (at most ten a second, and at each file's end).
+    func downloadSession(
+        _ session: DownloadSession, group: BackgroundDownloadGroup, didWriteData bytesWritten: Int64, bytesExpected: Int64,
+        filesFinished: UInt32, files: UInt32
+    )
+    /// A group ended: nil once every file is in place, else the error that failed it.
+    func downloadSession(_ session: DownloadSession, group: BackgroundDownloadGroup, didCompleteWithError error: DownloadsClientError?)
 }
 
 extension DownloadSessionDelegate {
@@ -27,4 +34,9 @@ extension DownloadSessionDelegate {
     public func downloadSession(_ session: DownloadSession, downloadTask: BackgroundDownloadTask, didFinishDownloadingTo location: String) {}
     public func downloadSession(_ session: DownloadSession, task: BackgroundDownloadTask, didCompleteWithError error: DownloadsClientError?) {}
     public func downloadSessionDidFinishEvents(forBackgroundSession session: DownloadSession) {}
+    public func downloadSession(
+        _ session: DownloadSession, group: BackgroundDownloadGroup, didWriteData bytesWritten: Int64, bytesExpected: Int64,
+        filesFinished: UInt32, files: UInt32
+    ) {}
+    public func downloadSession(_ session: DownloadSession, group: BackgroundDownloadGroup, didCompleteWithError error: DownloadsClientError?) {}
 }

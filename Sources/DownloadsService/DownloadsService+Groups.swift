@@ -340,6 +340,9 @@ extension DownloadsService {
         let now = NIODeadline.now().uptimeNanoseconds
         let interval = UInt64(max(0, configuration.groupProgressInterval) * 1e9)
         let progressDue = state.withLockedValue { state -> Bool in
+            // The group's end went out (its summary reads the engine, ahead of the events): the
+            // other files' ends tell nothing new.
+            guard !state.groupEnds.contains(id) else { return false }
             guard ended || now - state.groupProgressAt[id, default: 0] >= interval else { return false }
             state.groupProgressAt[id] = now
             return true

@@ -34,6 +34,18 @@ final class DownloadsClientTests: DaemonTestCase {
             calls.withLockedValue { $0.append("events \(session.configuration.identifier)") }
         }
 
+        func downloadSession(
+            _ session: DownloadSession, group: BackgroundDownloadGroup, didWriteData bytesWritten: Int64, bytesExpected: Int64,
+            filesFinished: UInt32, files: UInt32
+        ) {
+            calls.withLockedValue { if $0.last != "group progress \(group.identifier)" { $0.append("group progress \(group.identifier)") } }
+            if filesFinished == files { calls.withLockedValue { $0.append("group files \(filesFinished) of \(files)") } }
+        }
+
+        func downloadSession(_ session: DownloadSession, group: BackgroundDownloadGroup, didCompleteWithError error: DownloadsClientError?) {
+            calls.withLockedValue { $0.append("group complete \(group.identifier) \(error?.shortName ?? "ok")") }
+        }
+
         var all: [String] { calls.withLockedValue { $0 } }
     }
 
@@ -70,6 +82,52 @@ final class DownloadsClientTests: DaemonTestCase {
         let status = try await task.status()
         XCTAssertEqual(status.state, "finished")
         XCTAssertEqual(status.session, "app")
+    }
+
+    /// `downloadGroup`: one call, the group's progress and its end reach the delegate (no task
+    /// events: the group sends none of its files'), then the session's end; pause gives resume
+    /// data that resumes the group from a new session.
+    func testADownloadGroupReportsItsProgressAndEnd() async throws {
+        let contents = (0..<3).map { Self.content(100_000 + $0, seed: UInt32(90 + $0)) }
+        for (index, content) in contents.enumerated() { http.set("/grp\(index)", Route(content: content)) }
+        let recorder = Recorder()
+        let session = try await session("assets", delegate: recorder)
+        defer { session.invalidate() }
+        let group = try await session.downloadGroup(
+            contents.indices.map { DownloadGroupFile(url: http.url("/grp\($0)"), destination: directory.file("grp\($0).bin")) },
+            options: { var options = TaskOptions(); options.title = "assets"; return options }(),
+            group: DownloadsProxy.GroupOptions(atomic: true)
+        )
+        XCTAssertEqual(group.tasks.count, 3)
+        try await waitUntil { recorder.all.contains("events assets") }
+        let id = group.identifier
+        XCTAssertEqual(recorder.all.filter { !$0.hasPrefix("group progress") }, [
+            "group files 3 of 3", "group complete \(id) ok", "events assets",
+        ])
+        XCTAssertFalse(recorder.all.contains { $0.hasPrefix("write") || $0.hasPrefix("finish") }, "\(recorder.all)")
+        for (index, content) in contents.enumerated() {
+            XCTAssertEqual(sha256(ofFile: directory.file("grp\(index).bin")), Self.sha256(content))
+        }
+        let status = try await group.status()
+        XCTAssertEqual(status.state, "finished")
+        XCTAssertEqual(status.title, "assets")
+        XCTAssertEqual(status.filesFinished, 3)
+        let groups = try await session.allGroups()
+        XCTAssertEqual(groups, [group])
+
+        // Paused mid-way: its resume data carries it on from another session object.
+        var slow = Route(content: Self.content(1_000_000, seed: 95))
+        slow.bytesPerSecond = 300_000
+        http.set("/slowgrp", slow)
+        let second = try await session.downloadGroup([DownloadGroupFile(url: http.url("/slowgrp"), destination: directory.file("slow.bin"))])
+        let slowTask = try XCTUnwrap(second.tasks.first?.objectPath)
+        try await waitBytes(slowTask, atLeast: 1)
+        let data = try await second.pause()
+        let later = try await self.session("assets", handlesEvents: false)
+        defer { later.invalidate() }
+        let resumed = try await later.downloadGroup(withResumeData: data)
+        XCTAssertEqual(resumed.path, second.path)
+        _ = try await waitState(slowTask, ["finished"])
     }
 
     func testAMetalinkDocumentIsATaskOfItsOwn() async throws {
