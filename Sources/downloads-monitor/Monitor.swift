@@ -6,7 +6,8 @@ import Glibc
 
 /// Follows the service's signals on one GDBusConnection and prints one line per task event:
 /// started (with the URL and destination, read through a GDBusProxy), progress at most once a
-/// second, paused, finished, failed with the reason. The example a GLib/GTK program copies.
+/// second, paused, finished, failed with the reason; and one per group event (its progress when
+/// a file is done or at most once a second, finished, failed). The example a GLib/GTK program copies.
 final class Monitor {
     static let busName = "org.example.Downloads"
     static let managerInterface = "org.example.Downloads"
@@ -14,6 +15,7 @@ final class Monitor {
 
     let connection: OpaquePointer
     private var lastProgress: [String: Double] = [:]
+    private var lastFilesFinished: [String: UInt32] = [:]
 
     init(connection: OpaquePointer) {
         self.connection = connection
@@ -123,9 +125,37 @@ final class Monitor {
             } else {
                 emit("task \(id(path)) failed: \(string(parameters, 2)) (\(name))")
             }
+        case ("GroupProgress", "(oxxuu)"):
+            let path = string(parameters, 0)
+            let now = Double(g_get_monotonic_time()) / 1_000_000
+            let finished = uint32(parameters, 3), files = uint32(parameters, 4)
+            // At most once a second, and always when a file is done.
+            let done = finished != lastFilesFinished[path]
+            guard done || now - (lastProgress[path] ?? 0) >= 1 else { return }
+            lastProgress[path] = now
+            lastFilesFinished[path] = finished
+            let written = int64(parameters, 1), expected = int64(parameters, 2)
+            let bytes = expected >= 0 ? "\(written) of \(expected) bytes" : "\(written) bytes"
+            emit("group \(id(path)) progress: \(finished) of \(files) files, \(bytes)")
+        case ("GroupFinished", "(o)"):
+            let path = string(parameters, 0)
+            lastProgress[path] = nil
+            lastFilesFinished[path] = nil
+            emit("group \(id(path)) finished")
+        case ("GroupFailed", "(oss)"):
+            let path = string(parameters, 0)
+            lastProgress[path] = nil
+            lastFilesFinished[path] = nil
+            emit("group \(id(path)) failed: \(string(parameters, 2)) (\(string(parameters, 1)))")
         default:
             break
         }
+    }
+
+    private func uint32(_ tuple: OpaquePointer, _ index: Int) -> UInt32 {
+        guard let child = g_variant_get_child_value(tuple, gsize(index)) else { return 0 }
+        defer { g_variant_unref(child) }
+        return UInt32(g_variant_get_uint32(child))
     }
 
     /// URL and Destination of a task, through a GDBusProxy (which loads every property at once).

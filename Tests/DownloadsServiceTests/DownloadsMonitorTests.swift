@@ -35,4 +35,27 @@ final class DownloadsMonitorTests: DaemonTestCase {
         XCTAssertTrue(lines.contains("task 1 finished: \(directory.file("m.bin"))"), "\(lines)")
         XCTAssertEqual(lines.last, "task 2 failed: the server answered 404 Not Found (org.example.Downloads.Error.HTTPError)", "\(lines)")
     }
+    func testReportsAGroupsProgressAndEnd() async throws {
+        let child = try ChildProcess([Self.monitor, "--address", bus.address])
+        let ready = await Task.detached { String(decoding: child.stderr.availableData, as: UTF8.self) }.value
+        XCTAssertTrue(ready.contains("watching org.example.Downloads"), ready)
+        http.set("/g1", Route(content: Self.content(30_000, seed: 1)))
+        http.set("/g2", Route(content: Self.content(40_000, seed: 2)))
+        let reply = try await call("StartGroup", [
+            .array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), [
+                .structure([.string(http.url("/g1")), .string(directory.file("g1")), .vardict([:])]),
+                .structure([.string(http.url("/g2")), .string(directory.file("g2")), .vardict([:])]),
+            ]),
+            .vardict([:]),
+        ])
+        XCTAssertEqual(reply.first?.objectPathValue, "/org/example/Downloads/groups/1")
+        let output = OutputCollector(child.stdout)
+        try await until("the monitor reports group 1 finished") { output.text.contains("group 1 finished") }
+        child.signal(SIGTERM)
+        XCTAssertEqual(child.wait(), 0)
+        let lines = await output.finish().split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines.contains("group 1 progress: 2 of 2 files, 70000 of 70000 bytes"), "\(lines)")
+        XCTAssertEqual(lines.last, "group 1 finished", "\(lines)")
+        XCTAssertFalse(lines.contains { $0.hasPrefix("task ") }, "a group's files send no task signals: \(lines)")
+    }
 }
