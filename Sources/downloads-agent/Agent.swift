@@ -7,7 +7,8 @@ import Logging
 /// Follows the user's tasks on the service's bus and shows them on the desktop's session bus:
 /// a KDE job view per running task when a job-view server is there (Plasma then shows progress
 /// in its task manager and notifies the end itself), otherwise dock progress for the task's
-/// `desktop_entry` and a notification when it finishes or fails.
+/// `desktop_entry` and a notification when it finishes or fails. A group (many files as one
+/// job) is one job view ("12 of 4,000 files"), its files not shown on their own.
 ///
 /// Every event goes through one stream and is handled by `run()` one at a time; the state
 /// below is touched only there.
@@ -17,20 +18,24 @@ final class Agent: @unchecked Sendable {
     static let ownDesktopEntry = "org.example.Downloads.Agent.desktop"
     static let keptEndedTasks = 500
 
-    private let proxy: DownloadsProxy
+    let proxy: DownloadsProxy
     private let desktop: Connection
-    private let logger: Logger
+    let logger: Logger
     private let events: AsyncStream<AgentEvent>
-    private let inbox: AsyncStream<AgentEvent>.Continuation
-    private let jobViews: JobViews
+    let inbox: AsyncStream<AgentEvent>.Continuation
+    let jobViews: JobViews
     private let dock: DockProgress
-    private let notifier: Notifier
+    let notifier: Notifier
 
-    private var tasks: [ObjectPath: AgentTask] = [:]
-    private var jobViewServer: String?
+    var tasks: [ObjectPath: AgentTask] = [:]
+    var jobViewServer: String?
     private var views: [ObjectPath: ObjectPath] = [:]
-    private var notifications: [UInt32: ObjectPath] = [:]
+    var notifications: [UInt32: ObjectPath] = [:]
     private var dockShown: Set<String> = []
+    /// The groups shown as one job each, their files (not shown on their own), and the groups' views.
+    var groups: [ObjectPath: AgentGroup] = [:]
+    var groupMembers: Set<ObjectPath> = []
+    var groupViews: [ObjectPath: ObjectPath] = [:]
 
     init(proxy: DownloadsProxy, desktop: Connection, logger: Logger) {
         self.proxy = proxy
@@ -91,7 +96,7 @@ final class Agent: @unchecked Sendable {
         case .serviceAppeared:
             await synchronise()
         case .service(let signal):
-            guard let path = signal.task else { return }
+            guard let path = signal.task else { return await handleGroup(signal) }
             guard await known(path) else { return }
             switch signal {
             case .stateChanged(_, let state):
@@ -123,8 +128,9 @@ final class Agent: @unchecked Sendable {
             present(path)
         case .jobViewServer(let owner):
             jobViewServer = owner
-            // A new server knows none of our views: register the live tasks again.
+            // A new server knows none of our views: register the live tasks and groups again.
             views.removeAll()
+            await groupViewServerChanged(owner)
             for path in tasks.keys {
                 tasks[path]?.view = nil
                 tasks[path]?.viewPending = false
@@ -138,8 +144,13 @@ final class Agent: @unchecked Sendable {
                 dockShown.removeAll()
             }
         case .jobViewRequest(let view, let sender, let request):
-            guard sender == jobViewServer, let path = views[view] else { return }
+            guard sender == jobViewServer else { return }
+            if let group = groupViews[view] { return await performOnGroup(request, on: group) }
+            guard let path = views[view] else { return }
             await perform(request, on: path)
+        case .viewDue(let path) where groups[path] != nil:
+            groups[path]?.viewPending = false
+            if groups[path]?.isActive == true, groups[path]?.view == nil { await requestGroupView(path) }
         case .viewDue(let path):
             tasks[path]?.viewPending = false
             if tasks[path]?.isActive == true, tasks[path]?.view == nil { await requestView(path) }
@@ -153,8 +164,9 @@ final class Agent: @unchecked Sendable {
 
     /// Learns the user's tasks (again): at start and whenever the service comes back.
     private func synchronise() async {
+        await synchroniseGroups()
         guard let paths = try? await proxy.listTasks(session: "") else { return }
-        for path in paths {
+        for path in paths where !groupMembers.contains(path) {
             guard let status = try? await proxy.status(path) else { continue }
             if tasks[path] == nil {
                 // Ended before the agent saw it: nothing to show.
@@ -169,6 +181,10 @@ final class Agent: @unchecked Sendable {
     /// Whether the task is known, learning it from the service when it is new.
     private func known(_ path: ObjectPath) async -> Bool {
         if tasks[path] != nil { return true }
+        // A file of a group (one sending its own signals) is shown as part of its group.
+        if groupMembers.contains(path) { return false }
+        await synchroniseGroups()
+        if groupMembers.contains(path) { return false }
         guard let status = try? await proxy.status(path) else { return false }
         tasks[path] = AgentTask(status: status)
         return true

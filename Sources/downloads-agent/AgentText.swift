@@ -14,6 +14,27 @@ enum AgentText {
         }
     }
 
+    /// A group as people are shown it: its title, else how many files it has.
+    static func groupName(_ status: DownloadGroupStatus) -> String {
+        status.title.isEmpty ? "\(count(status.files)) files" : status.title
+    }
+
+    /// "12 of 4,000 files".
+    static func groupFiles(_ status: DownloadGroupStatus) -> String {
+        "\(count(status.filesFinished)) of \(count(status.files)) files"
+    }
+
+    /// A count with thousands separated ("4,000").
+    static func count(_ value: UInt32) -> String {
+        let digits = Array(String(value))
+        var text = ""
+        for (index, digit) in digits.enumerated() {
+            if index > 0 && (digits.count - index) % 3 == 0 { text.append(",") }
+            text.append(digit)
+        }
+        return text
+    }
+
     /// The body of an ended task's notification, as markup (everything escaped): its title (or
     /// file name), the error of a failed one, and the app's description on a line of its own.
     static func notificationBody(_ status: DownloadTaskStatus) -> String {

@@ -39,6 +39,22 @@ struct JobViews {
         return state
     }
 
+    /// A group's job: its title (or its number of files), "12 of 4,000 files", its bytes.
+    static func state(ofGroup group: AgentGroup) -> [String: DBusValue] {
+        let status = group.status
+        var state: [String: DBusValue] = [
+            "title": .string("Downloading \(DisplayText.escaped(AgentText.groupName(status)))"),
+            "descriptionLabel1": .string("Files"), "descriptionValue1": .string(AgentText.groupFiles(status)),
+            "processedBytes": .uint64(UInt64(max(0, status.bytesWritten))),
+            "suspended": .boolean(status.state == "paused"),
+        ]
+        if status.bytesExpected > 0 {
+            state["totalBytes"] = .uint64(UInt64(status.bytesExpected))
+            state["percent"] = .uint32(UInt32(min(100, status.bytesWritten * 100 / status.bytesExpected)))
+        }
+        return state
+    }
+
     func requestView(desktopEntry: String, state: [String: DBusValue]) async throws -> ObjectPath {
         var hints = state
         // The delay is ours (as kjobwidgets does): the server shows the view at once.

@@ -292,6 +292,43 @@ class DownloadsAgentTests: DaemonTestCase {
         let lastDock = dockUpdates.withLockedValue { $0.last }
         XCTAssertTrue(lastDock.map { $0.1["count-visible"]?.boolValue == false } ?? true, "\(String(describing: lastDock))")
     }
+    /// A group is one job view ("1 of 2 files"), its files none of their own; suspend and
+    /// resume reach every file, and its end terminates the view.
+    func testAGroupIsOneJobView() async throws {
+        try await startNotificationDaemon()
+        _ = try await startJobViewServer("group")
+        try await startAgent()
+        var slow = Route(content: Self.content(1_200_000, seed: 14))
+        slow.bytesPerSecond = 400_000
+        http.set("/asset1", Route(content: Self.content(20_000, seed: 15)))
+        http.set("/asset2", slow)
+        let reply = try await call("StartGroup", [
+            .array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), [
+                .structure([.string(http.url("/asset1")), .string(directory.file("asset1")), .vardict([:])]),
+                .structure([.string(http.url("/asset2")), .string(directory.file("asset2")), .vardict([:])]),
+            ]),
+            .vardict(["title": .string("Level 3 assets")]),
+        ])
+        guard case .array(_, let paths) = reply[1] else { return XCTFail("\(reply)") }
+        let tasks = paths.compactMap(\.objectPathValue)
+        let view = try await view()
+        try await until("the group's files in its view", log: agentLog) {
+            self.jobViewCalls.contains {
+                guard $0["call"] as? String == "update", $0["view"] as? String == view,
+                      let properties = $0["properties"] as? [String: Any] else { return false }
+                return properties["title"] as? String == "Downloading Level 3 assets" && properties["descriptionValue1"] as? String == "1 of 2 files"
+            }
+        }
+        try await emitOnView(view, "suspendRequested")
+        try await waitState(tasks[1], ["paused"])
+        try await emitOnView(view, "resumeRequested")
+        try await until("the view terminated as finished", seconds: 30, log: agentLog) {
+            self.jobViewCalls.contains { $0["call"] as? String == "terminate" && $0["view"] as? String == view && $0["code"] as? Int == 0 }
+        }
+        XCTAssertEqual(jobViewCalls.filter { $0["call"] as? String == "requestView" }.count, 1, "one view for the group: \(jobViewCalls)")
+        XCTAssertEqual(sha256(ofFile: directory.file("asset2")), Self.sha256(Self.content(1_200_000, seed: 14)))
+    }
+
     /// A job view is titled with the app's title and shows its description.
     func testAJobViewShowsTheTitleAndDescription() async throws {
         try await startNotificationDaemon()
