@@ -25,27 +25,32 @@ final class GroupDaemonTests: DaemonTestCase {
         ).first?.variantValue
     }
 
-    func testTwentyFilesFinishWithOneGroupFinishedAndNoTaskSignals() async throws {
+    /// `--max-tasks-per-user` for the daemon's next start (nil: its default, 1,000).
+    var tasksPerUser: Int?
+    override var extraArguments: [String] { tasksPerUser.map { ["--max-tasks-per-user", "\($0)"] } ?? [] }
+
+    func testAThousandFilesFinishWithOneGroupFinishedAndNoTaskSignals() async throws {
         var contents: [[UInt8]] = []
-        for index in 0..<20 {
-            let content = Self.content(10_000 + index * 1000, seed: UInt32(index + 1))
+        for index in 0..<1000 {
+            let content = Self.content(2_000 + index, seed: UInt32(index + 1))
             contents.append(content)
             http.set("/g\(index)", Route(content: content))
         }
-        let (group, tasks) = try await startGroup((0..<20).map { (http.url("/g\($0)"), directory.file("g\($0).bin")) })
-        XCTAssertEqual(tasks.count, 20)
-        try await until("GroupFinished") { signalNames(for: group).contains("GroupFinished") }
+        let (group, tasks) = try await startGroup((0..<1000).map { (http.url("/g\($0)"), directory.file("g\($0).bin")) })
+        XCTAssertEqual(tasks.count, 1000)
+        try await until("GroupFinished", seconds: 120) { signalNames(for: group).contains("GroupFinished") }
         for (index, content) in contents.enumerated() {
             XCTAssertEqual(sha256(ofFile: directory.file("g\(index).bin")), Self.sha256(content))
         }
         let value1 = try await groupProperty(group, "State")?.stringValue
         XCTAssertEqual(value1, "finished")
         let value2 = try await groupProperty(group, "FilesFinished")
-        XCTAssertEqual(value2, .uint32(20))
+        XCTAssertEqual(value2, .uint32(1000))
         let value3 = try await groupProperty(group, "Title")?.stringValue
         XCTAssertEqual(value3, "assets")
         XCTAssertEqual(signalNames(for: group).filter { $0 == "GroupFinished" }.count, 1)
-        for task in tasks { XCTAssertEqual(signalNames(for: task), [], "task_signals is false by default") }
+        let taskSignals = signals.withLockedValue { $0 }.filter { !["GroupProgress", "GroupFinished", "EventsFinished"].contains($0.0) }
+        XCTAssertEqual(taskSignals.map(\.0), [], "task_signals is false by default: only the group's signals")
         // The tasks' own properties stay readable.
         let value4 = try await property(tasks[3], "State")?.stringValue
         XCTAssertEqual(value4, "finished")
@@ -222,6 +227,33 @@ final class GroupDaemonTests: DaemonTestCase {
         } catch let error as BusError {
             XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
             XCTAssertTrue(error.message.contains("StartGroup"), error.message)
+        }
+    }
+
+    /// A group counts as its files against the user's tasks: one that would pass the quota is
+    /// refused whole, nothing made; one that fits starts.
+    func testAGroupCountsAsItsFilesAgainstTheUsersTasks() async throws {
+        stopDaemon()
+        tasksPerUser = 5
+        try await startDaemon()
+        http.set("/q", Route(content: Self.content(1000)))
+        do {
+            _ = try await startGroup((0..<6).map { (http.url("/q"), directory.file("q\($0)")) })
+            XCTFail("a group of 6 over a quota of 5 started")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, "org.example.Downloads.Error.QuotaExceeded", error.message)
+            XCTAssertTrue(error.message.contains("5 tasks"), error.message)
+        }
+        let tasks = try await call("ListTasks", [.string("")])
+        XCTAssertEqual(tasks.first, .objectPaths([]), "nothing was made")
+        let (group, files) = try await startGroup((0..<5).map { (http.url("/q"), directory.file("q\($0)")) })
+        XCTAssertEqual(files.count, 5)
+        try await until("GroupFinished") { signalNames(for: group).contains("GroupFinished") }
+        do {
+            _ = try await start(http.url("/q"), directory.file("one-more"))
+            XCTFail("a sixth task started")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, "org.example.Downloads.Error.QuotaExceeded", error.message)
         }
     }
 }
