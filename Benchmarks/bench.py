@@ -170,7 +170,7 @@ class Client:
 
     def __init__(self, address):
         self.connection = dbus.bus.BusConnection(address)
-        self.finished, self.progress = {}, 0
+        self.finished, self.progress, self.groups_ended = {}, 0, {}
         self.connection.add_signal_receiver(self._signal, dbus_interface="org.example.Downloads", member_keyword="member")
 
     def _signal(self, *args, member=None):
@@ -178,6 +178,8 @@ class Client:
             self.progress += 1
         elif member in ("Finished", "Failed"):
             self.finished[str(args[0])] = member if member == "Finished" else f"Failed: {args[2]}"
+        elif member in ("GroupFinished", "GroupFailed"):
+            self.groups_ended[str(args[0])] = member if member == "GroupFinished" else f"GroupFailed: {args[2]}"
 
     @property
     def manager(self):
@@ -806,6 +808,102 @@ def start_many(service, jobs, in_flight=64):
     return time.monotonic() - started
 
 
+def start_group(service, jobs):
+    """One StartGroup of every (url, destination) of `jobs` (no per-task signals), waited for
+    until its GroupFinished. Returns the wall time."""
+    files = dbus.Array([dbus.Struct((url, destination, dbus.Dictionary({}, signature="sv")), signature="ssa{sv}")
+                        for url, destination in jobs], signature="(ssa{sv})")
+    context = GLib.MainContext.default()
+    started = time.monotonic()
+    group, _ = service.manager.StartGroup(files, dbus.Dictionary({}, signature="sv"))
+    group = str(group)
+    deadline = time.monotonic() + 3600
+    while group not in service.groups_ended:
+        if time.monotonic() > deadline:
+            sys.exit("timed out waiting for the group")
+        context.iteration(True)
+    if service.groups_ended[group] != "GroupFinished":
+        sys.exit(f"downloadsd: {service.groups_ended[group]}")
+    return time.monotonic() - started
+
+
+class Aria2RPC:
+    """aria2c as a download service (`--enable-rpc`, JSON-RPC over HTTP on 127.0.0.1) saving its
+    session every second, as a service that keeps its state would: the peer of downloadsd's
+    Start (one `aria2.addUri` per file, 64 in flight) and StartGroup (`system.multicall`)."""
+
+    def __init__(self, target, session):
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            ["aria2c", "--enable-rpc", f"--rpc-listen-port={self.port}", "-q", "-d", target, "--allow-overwrite=true",
+             f"--save-session={session}", "--save-session-interval=1"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.call("aria2.getVersion", [])
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    sys.exit("aria2c --enable-rpc did not answer")
+                time.sleep(0.02)
+
+    def call(self, method, params, connection=None):
+        import http.client
+        import json
+        own = connection is None
+        connection = connection or http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        body = json.dumps({"jsonrpc": "2.0", "id": "b", "method": method, "params": params})
+        connection.request("POST", "/jsonrpc", body, {"Content-Type": "application/json"})
+        reply = json.loads(connection.getresponse().read())
+        if own:
+            connection.close()
+        if "error" in reply:
+            sys.exit(f"aria2c: {reply['error']}")
+        return reply["result"]
+
+    def cpu(self):
+        with open(f"/proc/{self.process.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def run(self, urls, target, multicall, in_flight=64):
+        """Adds every URL (64 addUri calls in flight, or one multicall), waits until every download
+        ended, then `sync -f` of the directory (downloadsd's Finished is durable). Returns wall, CPU."""
+        import concurrent.futures
+        import http.client
+        cpu = self.cpu()
+        started = time.monotonic()
+        if multicall:
+            self.call("system.multicall", [[{"methodName": "aria2.addUri", "params": [[url]]} for url in urls]])
+        else:
+            local = __import__("threading").local()
+
+            def add(url):
+                if not hasattr(local, "connection"):
+                    local.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+                return self.call("aria2.addUri", [[url]], local.connection)
+
+            with concurrent.futures.ThreadPoolExecutor(in_flight) as pool:
+                list(pool.map(add, urls))
+        while True:
+            stat = self.call("aria2.getGlobalStat", [])
+            if stat["numActive"] == "0" and stat["numWaiting"] == "0" and int(stat["numStoppedTotal"]) >= len(urls):
+                break
+            time.sleep(0.005)
+        subprocess.run(["sync", "-f", target])
+        return time.monotonic() - started, self.cpu() - cpu
+
+    def peak(self):
+        with open(f"/proc/{self.process.pid}/status") as f:
+            line = next(line for line in f if line.startswith("VmHWM:"))
+        return int(line.split()[1]) / 1024
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait()
+
+
 def start_many_as(uid, address, jobs, directory):
     """start_many from a client process of user `uid` (this script with --client): on the system
     bus a task's files are the caller's. The list of jobs goes into `directory`, which that user
@@ -842,8 +940,9 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
         configs[scheme] = os.path.join(work, f"small-{scheme}.curl")
         with open(configs[scheme], "w") as f:
             f.write("".join(f'url = "{url(name)}"\noutput = "{os.path.join(shm, "curl", name)}"\n' for name in names))
-    results = {"disk": [], "tmpfs": [], "https": [], "system": [], "ctl": [], "aria2c": [], "curl": [], "aria2c-https": [], "curl-https": []}
-    commits = {"disk": [], "tmpfs": [], "https": [], "system": [], "ctl": []}
+    results = {"disk": [], "tmpfs": [], "https": [], "system": [], "ctl": [], "group": [], "aria2c": [], "curl": [], "aria2c-https": [],
+               "curl-https": [], "aria2c-sync": [], "aria2-rpc": [], "aria2-multicall": []}
+    commits = {"disk": [], "tmpfs": [], "https": [], "system": [], "ctl": [], "group": []}
     client_cpu = []
 
     def clean(directory):
@@ -852,7 +951,7 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
 
     try:
         for run in range(runs):
-            for place in ("disk", "tmpfs", "https", "system", "ctl"):
+            for place in ("disk", "tmpfs", "https", "system", "ctl", "group"):
                 target = os.path.join(shm, "ours")
                 clean(target)
                 base = shm if place == "tmpfs" else state_disk
@@ -868,6 +967,8 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
                         os.chmod(shm, 0o755)
                         os.chown(target, NOBODY, NOBODY)
                         wall = start_many_as(NOBODY, service.address, jobs, shm)
+                    elif place == "group":
+                        wall = start_group(service, jobs)
                     elif place == "ctl":
                         # As a person would fetch a list: the whole command, its start and end included.
                         wall, ctl_cpu, _ = tool([CTL, "--address", service.address, "get", "-i", lists["http"], "-o", target])
@@ -890,23 +991,48 @@ def section_small(nginx, work, runs, count=1000, size=64 * 1024):
                 clean(os.path.join(shm, "curl"))
                 subprocess.run(["sync"])
                 results["curl" + suffix].append(tool(["curl", "-sS", "--parallel", "--cacert", nginx.ca, "-K", configs[scheme]]))
+            # The peers of durable Finished: aria2c -i then sync -f of the directory; aria2c as a
+            # service (RPC) with its session saved every second, per call and in one multicall.
+            target = os.path.join(shm, "aria2c")
+            clean(target)
+            subprocess.run(["sync"])
+            results["aria2c-sync"].append(tool(["sh", "-c", f'aria2c -q -i "$0" -d "$1" --allow-overwrite=true && sync -f "$1"',
+                                                lists["http"], target]))
+            for multicall in (False, True):
+                clean(target)
+                subprocess.run(["sync"])
+                rpc = Aria2RPC(target, os.path.join(state_disk, "aria2.session"))
+                try:
+                    wall, cpu = rpc.run([nginx.url(name) for name in names], target, multicall)
+                    results["aria2-multicall" if multicall else "aria2-rpc"].append((wall, cpu, rpc.peak()))
+                finally:
+                    rpc.stop()
 
         def rate(values):
             return f"{count / median([v[0] for v in values]):.0f} tasks/s"
 
-        for name, label in (("aria2c", "aria2c -i (default -j5)"), ("curl", "curl --parallel (default 50)"),
+        for name, label in (("aria2c", "aria2c -i (default -j5)"), ("aria2c-sync", "aria2c -i, then sync -f"),
+                            ("aria2-rpc", "aria2c --enable-rpc: 64 aria2.addUri in flight, session saved each second, then sync -f"),
+                            ("aria2-multicall", "aria2c --enable-rpc: one system.multicall of 1,000 addUri, then sync -f"),
+                            ("curl", "curl --parallel (default 50)"),
                             ("aria2c-https", "aria2c -i, HTTPS (HTTP/1.1)"), ("curl-https", "curl --parallel, HTTPS (HTTP/2)")):
             values = results[name]
             table.add(label, len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1), rate(values))
         for place, label, reference in (("disk", "downloadsd, state on disk", "aria2c"), ("tmpfs", "downloadsd, state on tmpfs", "aria2c"),
                                         ("https", "downloadsd, HTTPS (HTTP/2), state on disk", "aria2c-https"),
                                         ("system", "downloadsd --system, client user nobody (file helper), state on disk", "aria2c"),
-                                        ("ctl", "`downloadsctl get -i LIST`, state on disk", "aria2c")):
+                                        ("ctl", "`downloadsctl get -i LIST`, state on disk", "aria2c-sync"),
+                                        ("group", "downloadsd, one StartGroup of 1,000, state on disk", "aria2c-sync")):
             values = results[place]
             against = median([o[0] / a[0] for o, a in zip(values, results[reference])])
             per_task = median([v[1] for v in values]) / count * 1000
-            table.add(label, len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1),
-                      f"{rate(values)}; {per_task:.2f} ms daemon CPU per task; {against:.2f}× {reference}'s wall time")
+            note = f"{rate(values)}; {per_task:.2f} ms daemon CPU per task; {against:.2f}× {reference}'s wall time"
+            peer = {"disk": "aria2-rpc", "group": "aria2-multicall"}.get(place)
+            if peer and results[peer]:
+                wall_ratio = median([o[0] / a[0] for o, a in zip(values, results[peer])])
+                cpu_ratio = median([o[1] / a[1] for o, a in zip(values, results[peer]) if a[1] > 0])
+                note += f"; {wall_ratio:.2f}× {peer}'s wall time, {cpu_ratio:.2f}× its CPU"
+            table.add(label, len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]), fmt([v[2] for v in values], 1), note)
         if commits["disk"]:
             saves, transactions = commits["disk"][-1]
             table.notes.append(f"The store (state on disk, last run): {saves / count:.1f} saves per task committed in "

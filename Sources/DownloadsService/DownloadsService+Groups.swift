@@ -339,11 +339,15 @@ extension DownloadsService {
         guard id != 0, let group = engine.group(id) else { return }
         let now = NIODeadline.now().uptimeNanoseconds
         let interval = UInt64(max(0, configuration.groupProgressInterval) * 1e9)
+        // A file's end may end the group only when none of its files is active any more (counted
+        // by the engine): otherwise it is progress like any other, throttled. Each end reading
+        // every file of a group of thousands made a thousand files cost a million reads.
+        let mayEnd = ended && engine.activeFiles(ofGroup: id) == 0
         let progressDue = state.withLockedValue { state -> Bool in
             // The group's end went out (its summary reads the engine, ahead of the events): the
             // other files' ends tell nothing new.
             guard !state.groupEnds.contains(id) else { return false }
-            guard ended || now - state.groupProgressAt[id, default: 0] >= interval else { return false }
+            guard mayEnd || now - state.groupProgressAt[id, default: 0] >= interval else { return false }
             state.groupProgressAt[id] = now
             return true
         }
@@ -356,7 +360,7 @@ extension DownloadsService {
             group: path, bytesWritten: summary.bytesWritten, bytesExpected: summary.bytesExpected,
             filesFinished: UInt32(clamping: summary.finished), files: UInt32(clamping: summary.tasks.count)
         ), owner: group.owner, app: group.app)
-        guard ended else { return }
+        guard mayEnd else { return }
         let end: ManagerSignal?
         switch summary.state {
         case .finished: end = .groupFinished(group: path)

@@ -15,7 +15,8 @@ extension SessionManager {
         return insert(anchor: anchor) { id in DownloadTaskRecord(id: id, request: request) }
     }
 
-    func insert(anchor: DescriptorAnchor? = nil, _ makeRecord: (UInt64) -> DownloadTaskRecord) -> TaskSnapshot {
+    /// `scheduling` false: the caller schedules once after inserting many.
+    func insert(anchor: DescriptorAnchor? = nil, scheduling: Bool = true, _ makeRecord: (UInt64) -> DownloadTaskRecord) -> TaskSnapshot {
         let task = state.withLockedValue { state -> DownloadTask in
             let record = makeRecord(state.takeID())
             let task = DownloadTask(record: record)
@@ -34,7 +35,7 @@ extension SessionManager {
             }
             return snapshot
         }
-        schedule()
+        if scheduling { schedule() }
         return snapshot
     }
 

@@ -29,13 +29,15 @@ extension SessionManager {
             return record
         }
         delegate.groupCreated(group)
+        // Scheduled once for the whole group, not once a file (a look at the queue each).
         let snapshots = requests.map { request in
-            insert(anchor: anchor) { id in
+            insert(anchor: anchor, scheduling: false) { id in
                 var record = DownloadTaskRecord(id: id, request: request)
                 record.group = group.id
                 return record
             }
         }
+        schedule()
         return (group, snapshots)
     }
 
@@ -54,6 +56,11 @@ extension SessionManager {
     public func groupTasks(_ id: UInt64) -> [TaskSnapshot] {
         let tasks = state.withLockedValue { state in (state.groups[id]?.tasks ?? []).compactMap { state.tasks[$0] } }
         return tasks.map(\.snapshot)
+    }
+
+    /// How many of the group's files are queued, running or retrying (none: it may have ended).
+    public func activeFiles(ofGroup id: UInt64) -> Int {
+        state.withLockedValue { $0.activePerGroup[id, default: 0] }
     }
 
     public func groups(owner: UInt32) -> [DownloadGroupRecord] {

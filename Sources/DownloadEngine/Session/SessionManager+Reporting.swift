@@ -33,7 +33,10 @@ extension SessionManager {
                 state.withLockedValue { $0.scheduler.remove(task.id) }
             }
             if previous.isActive != next.isActive {
-                state.withLockedValue { $0.activeChanged(snapshot.sessionID, by: next.isActive ? 1 : -1) }
+                state.withLockedValue { state in
+                    state.activeChanged(snapshot.sessionID, by: next.isActive ? 1 : -1)
+                    state.activeChanged(group: snapshot.record.group, by: next.isActive ? 1 : -1)
+                }
             }
             delegate.stateChanged(task, snapshot)
             then(delegate, task, snapshot)

@@ -9,6 +9,9 @@ struct TaskTable {
     var owners: [UInt32: OwnerTasks] = [:]
     /// Queued, running or retrying tasks per session (for "the session has nothing left to do").
     var activePerSession: [SessionID: Int] = [:]
+    /// Queued, running or retrying tasks per group: whether a group may have ended is known
+    /// without looking at each of its files.
+    var activePerGroup: [UInt64: Int] = [:]
     /// Sessions whose becoming idle was reported and that have had nothing active since: two
     /// tasks' ends that both find the session idle report it once.
     private(set) var reportedIdle: Set<SessionID> = []
@@ -80,7 +83,17 @@ struct TaskTable {
             reportedIdle.remove(record.sessionID)
         }
         owners[record.owner] = owner.count > 0 ? owner : nil
-        if active { activeChanged(record.sessionID, by: change) }
+        if active {
+            activeChanged(record.sessionID, by: change)
+            activeChanged(group: record.group, by: change)
+        }
+    }
+
+    /// A task of `group` became active (1) or stopped being active (-1); nothing for no group (0).
+    mutating func activeChanged(group: UInt64, by change: Int) {
+        guard group != 0 else { return }
+        let count = activePerGroup[group, default: 0] + change
+        activePerGroup[group] = count > 0 ? count : nil
     }
 
     /// A task of `session` became active (1) or stopped being active (-1).
