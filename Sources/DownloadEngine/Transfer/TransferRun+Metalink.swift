@@ -26,7 +26,8 @@ extension TransferRun {
             let document = try MetalinkDocument.parse(result.document)
             guard document.files.count == 1, let only = document.files.first else {
                 return .failed(.invalidResponse(
-                    "the Metalink document at \(source) describes \(document.files.count) files; a task downloads one"
+                    "the Metalink document at \(source) describes \(document.files.count) files; a task downloads one: "
+                        + "fetch the document and start it as a group (StartGroup with it as metalink, or downloadsctl get FILE.meta4)"
                 ))
             }
             file = only
