@@ -97,4 +97,38 @@ extension SandboxedAppTests {
         XCTAssertEqual(byPath.error, "org.example.Downloads.Error.AccessDenied", "\(byPath)")
         XCTAssertTrue(byPath.message?.contains("StartGroupAt") == true, "\(byPath)")
     }
+
+    /// A sandboxed app's group paused, the daemon killed: its resume data and the directory opened
+    /// again carry the same group on below the new descriptor; another app's call with the data
+    /// is refused.
+    func testAGroupsResumeDataCarriesItOnBelowANewDescriptor() async throws {
+        let app = try await launch("org.example.Player")
+        let contents = (0..<2).map { Self.content(1_500_000, seed: UInt32(40 + $0)) }
+        for (index, content) in contents.enumerated() { http.set("/lvl\(index)", Self.slow(content, 300_000)) }
+        let names = ["level/a.bin", "level/b.bin"]
+        let reply = try await app.send([
+            "op": "startgroupat", "dir": app.home + "/Downloads",
+            "files": names.enumerated().map { [http.url("/lvl\($0.offset)"), $0.element, [String: Any]()] as [Any] },
+        ])
+        let answer = try XCTUnwrap(reply.value as? [Any], "\(reply)")
+        let group = try ObjectPath(XCTUnwrap(answer.first as? String))
+        let tasks = try XCTUnwrap(answer.last as? [String]).map { try ObjectPath($0) }
+        for task in tasks { try await waitBytes(task, atLeast: 1) }
+        let paused = try await app.send([
+            "op": "call", "path": group.rawValue, "iface": "org.example.Downloads.Group", "method": "Pause", "sig": "", "args": [Any](),
+        ])
+        let blob = try XCTUnwrap(paused.value as? String, "\(paused)")
+        for task in tasks { _ = try await waitState(task, ["paused"]) }
+        killDaemon()
+        try await startDaemon()
+        let other = try await launch("org.example.Snoop")
+        let stolen = try await other.send(["op": "resumegroup", "blob": blob])
+        XCTAssertEqual(stolen.error, "org.example.Downloads.Error.InvalidResumeData", "\(stolen)")
+        let resumed = try await app.send(["op": "resumegroup", "blob": blob, "dir": app.home + "/Downloads"])
+        XCTAssertEqual((resumed.value as? [Any])?.first as? String, group.rawValue, "\(resumed)")
+        for task in tasks { _ = try await waitState(task, ["finished"]) }
+        for (name, content) in zip(names, contents) {
+            XCTAssertEqual(sha256(ofFile: app.home + "/Downloads/" + name), Self.sha256(content), name)
+        }
+    }
 }

@@ -12,6 +12,7 @@ Commands ({"op": ...}):
   call      path, iface, method, sig, args   -> any method; args as JSON
   get       path, prop               -> a Task property
   resume    blob (base64), options, dir (optional: destination_fd)
+  resumegroup blob (base64), dir (optional: destination_fd) -> ResumeGroupWithData
   signals                            -> [[member, first argument as text, path], ...] heard so far
 Options are {"key": ["SIG", value]}: "s", "b", "u", "t", "ay" (base64).
 Replies: {"ok": value} or {"error": dbus error name, "message": text}.
@@ -121,6 +122,17 @@ def run(command):
             opts["destination_fd"] = dbus.types.UnixFd(fd, variant_level=1)
         try:
             return manager().ResumeWithData(dbus.ByteArray(base64.b64decode(command["blob"])), opts)
+        finally:
+            if fd is not None:
+                os.close(fd)
+    if op == "resumegroup":
+        opts = dbus.Dictionary({}, signature="sv")
+        fd = None
+        if "dir" in command:
+            fd = os.open(command["dir"], os.O_RDONLY | os.O_DIRECTORY)
+            opts["destination_fd"] = dbus.types.UnixFd(fd, variant_level=1)
+        try:
+            return manager().ResumeGroupWithData(dbus.ByteArray(base64.b64decode(command["blob"])), opts)
         finally:
             if fd is not None:
                 os.close(fd)
