@@ -51,8 +51,7 @@ public struct GroupResumeData: Sendable {
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let text = Array(Self.header.utf8) + [10] + Array(try encoder.encode(body))
-        let blob = text + Array("\nhmac-sha256:".utf8) + Array(Hex.string(Array(HMAC<SHA256>.authenticationCode(for: text, using: key))).utf8) + [10]
+        let blob = SignedBlob.encode(header: Self.header, json: Array(try encoder.encode(body)), key: key)
         guard blob.count <= Self.maximumSize else {
             throw DownloadError.invalidArgument("the group's resume data would be \(blob.count) bytes; at most \(Self.maximumSize)")
         }
@@ -62,31 +61,17 @@ public struct GroupResumeData: Sendable {
     /// Verifies and decodes a blob made for `owner` (and a sandboxed `app`); every failure is
     /// `InvalidResumeData` with a reason, a file's naming the file.
     public static func decode(_ blob: [UInt8], key: SymmetricKey, owner: UInt32, app: String = "") throws -> GroupResumeData {
-        guard !blob.isEmpty else { throw DownloadError.invalidResumeData("the group's resume data is empty") }
-        guard blob.count <= maximumSize else {
-            throw DownloadError.invalidResumeData("the group's resume data is larger than \(maximumSize) bytes")
-        }
-        var lines = blob.split(separator: 10, omittingEmptySubsequences: false)
-        if lines.last?.isEmpty == true { lines.removeLast() }
-        guard lines.count == 3 else { throw DownloadError.invalidResumeData("the group's resume data is truncated or malformed") }
-        guard Array(lines[0]) == Array(header.utf8) else {
-            if Array(lines[0]).starts(with: Array("org.example.Downloads.ResumeData/".utf8)) {
-                throw DownloadError.invalidResumeData("this is a task's resume data: give it to ResumeWithData")
+        let json = try SignedBlob.decode(blob, key: key, maximumSize: maximumSize, what: "the group's resume data") { first in
+            guard first == Array(header.utf8) else {
+                if first.starts(with: Array("org.example.Downloads.ResumeData/".utf8)) {
+                    throw DownloadError.invalidResumeData("this is a task's resume data: give it to ResumeWithData")
+                }
+                throw DownloadError.invalidResumeData("unknown group resume data version (expected \(header))")
             }
-            throw DownloadError.invalidResumeData("unknown group resume data version (expected \(header))")
-        }
-        let prefix = Array("hmac-sha256:".utf8)
-        let macLine = Array(lines[2])
-        guard macLine.starts(with: prefix), let mac = Hex.bytes(macLine.dropFirst(prefix.count)), mac.count == 32 else {
-            throw DownloadError.invalidResumeData("the group's resume data has no valid HMAC line")
-        }
-        let text = Array(lines[0]) + [10] + Array(lines[1])
-        guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: text, using: key) else {
-            throw DownloadError.invalidResumeData("the group's resume data was not made by this service or was altered")
         }
         let body: Body
         do {
-            body = try JSONDecoder().decode(Body.self, from: Data(lines[1]))
+            body = try JSONDecoder().decode(Body.self, from: Data(json))
         } catch {
             throw DownloadError.invalidResumeData("the group's resume data does not decode: \(error)")
         }

@@ -118,36 +118,23 @@ public struct ResumeData: Sendable, Hashable {
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let text = Array(ResumeData.header.utf8) + [10] + Array(try encoder.encode(body))
-        let mac = HMAC<SHA256>.authenticationCode(for: text, using: key)
-        return text + Array("\nhmac-sha256:".utf8) + Array(Hex.string(Array(mac)).utf8) + [10]
+        return SignedBlob.encode(header: ResumeData.header, json: Array(try encoder.encode(body)), key: key)
     }
 
     /// Verifies and decodes a blob made for `owner`; every failure is `InvalidResumeData` with a
     /// reason. A sandboxed `app` takes only its own blobs; a host caller ("") every blob of its user.
     public static func decode(_ blob: [UInt8], key: SymmetricKey, owner: UInt32, app: String = "") throws -> ResumeData {
-        guard !blob.isEmpty else { throw DownloadError.invalidResumeData("the resume data is empty") }
-        guard blob.count <= maximumSize else {
-            throw DownloadError.invalidResumeData("the resume data is larger than \(maximumSize) bytes")
-        }
-        var lines = blob.split(separator: 10, omittingEmptySubsequences: false)
-        if lines.last?.isEmpty == true { lines.removeLast() }
-        guard lines.count == 3 else { throw DownloadError.invalidResumeData("the resume data is truncated or malformed") }
-        guard readableHeaders.contains(where: { Array(lines[0]) == Array($0.utf8) }) else {
-            throw DownloadError.invalidResumeData("unknown resume data version (expected \(header))")
-        }
-        let prefix = Array("hmac-sha256:".utf8)
-        let macLine = Array(lines[2])
-        guard macLine.starts(with: prefix), let mac = Hex.bytes(macLine.dropFirst(prefix.count)), mac.count == 32 else {
-            throw DownloadError.invalidResumeData("the resume data has no valid HMAC line")
-        }
-        let text = Array(lines[0]) + [10] + Array(lines[1])
-        guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: text, using: key) else {
-            throw DownloadError.invalidResumeData("the resume data was not made by this service or was altered")
+        let json = try SignedBlob.decode(blob, key: key, maximumSize: maximumSize, what: "the resume data") { first in
+            guard readableHeaders.contains(where: { first == Array($0.utf8) }) else {
+                if first == Array(GroupResumeData.header.utf8) {
+                    throw DownloadError.invalidResumeData("this is a group's resume data: give it to ResumeGroupWithData")
+                }
+                throw DownloadError.invalidResumeData("unknown resume data version (expected \(header))")
+            }
         }
         let body: Body
         do {
-            body = try JSONDecoder().decode(Body.self, from: Data(lines[1]))
+            body = try JSONDecoder().decode(Body.self, from: Data(json))
         } catch {
             throw DownloadError.invalidResumeData("the resume data's description does not decode: \(error)")
         }

@@ -19,12 +19,7 @@ struct GroupPause: AsyncParsableCommand {
     func run() async throws {
         try await service.run { proxy in
             let data = try await proxy.pauseGroup(group.path)
-            if let resumeData {
-                let path = Paths.absolute(resumeData)
-                guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
-                    throw CommandFailure(message: "paused, but cannot write the resume data to \(path)")
-                }
-            }
+            if let resumeData { try Paths.writeResumeData(data, to: resumeData) }
             print("paused group \(Paths.id(group.path))")
         }
     }

@@ -21,12 +21,7 @@ struct Pause: AsyncParsableCommand {
         try await service.run { proxy in
             try await service.forEach(tasks) { task in
                 let data = try await proxy.pause(task.path)
-                if let resumeData {
-                    let path = Paths.absolute(resumeData)
-                    guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
-                        throw CommandFailure(message: "paused, but cannot write the resume data to \(path)")
-                    }
-                }
+                if let resumeData { try Paths.writeResumeData(data, to: resumeData) }
                 print("paused task \(Paths.id(task.path))")
             }
         }
