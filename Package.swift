@@ -172,7 +172,7 @@ let package = Package(
         .testTarget(name: "CallerAppsTests", dependencies: ["CallerApps", "TestSupport"]),
         .testTarget(name: "MetalinkTests", dependencies: ["Metalink"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
-        .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadModel", "DownloadEngine", "ProxyRules", "TestHTTPServer", "TestSupport"]),
+        .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadModel", "DownloadEngine", "Metalink", "ProxyRules", "TestHTTPServer", "TestSupport"]),
         .testTarget(name: "DownloadStoreTests", dependencies: [
             "DownloadStore", "DownloadModel", "DownloadEngine", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
         ]),

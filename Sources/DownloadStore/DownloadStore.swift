@@ -160,14 +160,14 @@ public final class DownloadStore: Sendable {
             try db.cachedStatement(sql: """
                 UPDATE task SET options = coalesce(?, options), url = ?, finalURL = ?, resolvedPath = ?, state = ?,
                 durableOffset = ?, expectedLength = ?, validator = ?, errorName = ?, errorMessage = ?,
-                partialDevice = ?, partialInode = ?, fileMode = ?, updatedAt = ?,
+                partialDevice = ?, partialInode = ?, fileMode = ?, groupID = ?, updatedAt = ?,
                 endedAt = CASE WHEN ? THEN coalesce(endedAt, ?) ELSE NULL END
                 WHERE id = ?
                 """).execute(arguments: [
                 encodedOptions, record.url, record.finalURL, record.resolvedPath, record.state.rawValue,
                 max(0, record.durableOffset), max(-1, record.expectedLength), record.validator, record.errorName,
                 record.errorMessage, record.partialFile.map { Int64(bitPattern: $0.device) },
-                record.partialFile.map { Int64(bitPattern: $0.inode) }, record.fileMode.map { Int64($0) }, now,
+                record.partialFile.map { Int64(bitPattern: $0.inode) }, record.fileMode.map { Int64($0) }, Int64(record.group), now,
                 record.state.isTerminal, now, id,
             ])
             guard db.changesCount > 0 else { return }

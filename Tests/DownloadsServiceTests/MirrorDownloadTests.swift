@@ -360,6 +360,49 @@ final class MirrorDownloadTests: DaemonTestCase {
         let error = try await property(failing, "Error")
         XCTAssertEqual(error?.stringValue, "org.example.Downloads.Error.InvalidResponse")
         let message = try await property(failing, "ErrorMessage")
-        XCTAssertTrue(message?.stringValue?.contains("describes 2 files; a task downloads one") == true, "\(String(describing: message))")
+        XCTAssertTrue(message?.stringValue?.contains("describes 2 files: give a directory as the destination") == true, "\(String(describing: message))")
+    }
+
+    /// A followed document of several files, into a directory, is a group: the task fetches the
+    /// first file, the others are new tasks of the group (a nested name's directory made), and
+    /// the group ends with one GroupFinished; a restart keeps the task in its group.
+    func testAFollowedMetalinkOfSeveralFilesIsAGroup() async throws {
+        let first = Self.content(200_000, seed: 61), second = Self.content(300_000, seed: 62)
+        http.set("/set/a.bin", Route(content: first))
+        http.set("/set/b.bin", Route(content: second))
+        let document = """
+            <?xml version="1.0"?>
+            <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+              <file name="a.bin"><hash type="sha-256">\(Self.sha256(first))</hash><url>\(http.url("/set/a.bin"))</url></file>
+              <file name="maps/b.bin"><hash type="sha-256">\(Self.sha256(second))</hash><url>\(http.url("/set/b.bin"))</url></file>
+            </metalink>
+            """
+        var route = Route(content: Array(document.utf8))
+        route.extraHeaders = [("Content-Type", "application/metalink4+xml")]
+        http.set("/set.meta4", route)
+        let folder = directory.file("set")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let task = try await start(http.url("/set.meta4"), folder)
+        try await waitState(task, ["finished"])
+        let groups = try await call("ListGroups", [.string("")])
+        let group = try XCTUnwrap(groups.first?.objectPathArrayValue?.first, "\(groups)")
+        try await until("GroupFinished") { signalNames(for: group).contains("GroupFinished") }
+        XCTAssertEqual(sha256(ofFile: folder + "/a.bin"), Self.sha256(first))
+        XCTAssertEqual(sha256(ofFile: folder + "/maps/b.bin"), Self.sha256(second))
+        let tasks = try await client.call(
+            destination: "org.example.Downloads", path: group, interface: "org.freedesktop.DBus.Properties", method: "Get",
+            arguments: [.string("org.example.Downloads.Group"), .string("Tasks")]
+        ).first?.variantValue?.objectPathArrayValue
+        XCTAssertEqual(tasks?.count, 2)
+        XCTAssertEqual(tasks?.first, task, "the task that followed the document is the group's first file")
+        XCTAssertTrue(signalNames(for: task).contains("Finished"), "its own signals still go out")
+        // Kept through a restart: the task is still the group's.
+        stopDaemon()
+        try await startDaemon()
+        let after = try await client.call(
+            destination: "org.example.Downloads", path: group, interface: "org.freedesktop.DBus.Properties", method: "Get",
+            arguments: [.string("org.example.Downloads.Group"), .string("Tasks")]
+        ).first?.variantValue?.objectPathArrayValue
+        XCTAssertEqual(after, tasks)
     }
 }

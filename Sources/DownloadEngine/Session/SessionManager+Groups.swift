@@ -1,5 +1,7 @@
 import CrashPoints
 import DownloadModel
+import Metalink
+import TerminalOutput
 import UserFiles
 
 /// Groups: many files as one job (`DownloadGroupRecord`). A group's files are ordinary tasks
@@ -221,5 +223,73 @@ extension SessionManager {
         }
         logger.info("group \(group.id): takes over \(data.files.count) file(s) of group \(data.group.id)")
         return (group, groupTasks(group.id))
+    }
+}
+
+/// A Metalink document of several files followed by a running task becomes a group.
+extension SessionManager {
+    func makeGroup(of task: DownloadTask, from document: MetalinkDocument, at url: String) throws -> UInt64 {
+        let (record, anchor) = task.withState { ($0.record, $0.anchor) }
+        let directory = record.destination
+        // Every file checked before anything is made: its name, its URLs, its piece hashes.
+        var requests: [DownloadRequest] = []
+        var directories: [String] = []
+        for (index, file) in document.files.enumerated() {
+            let components = file.name.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            guard !file.name.hasPrefix("/"), components.allSatisfy(DescriptorAnchor.isPlainName) else {
+                throw DownloadError.invalidResponse(
+                    "the Metalink document at \(DisplayText.quoted(url, limit: 200)) names a file \(DisplayText.quoted(file.name, limit: 120)), not a relative path of plain names"
+                )
+            }
+            if components.count > 1 { directories.append(components.dropLast().joined(separator: "/")) }
+            guard index > 0 else { continue }  // the first is the task's own
+            let urls = file.downloadURLs(from: url).filter(RedirectRules.acceptableAsTaskURL)
+            guard let primary = urls.first else {
+                throw DownloadError.invalidResponse("the Metalink document names no http(s) URL this download may go to for \(DisplayText.quoted(file.name, limit: 120))")
+            }
+            let pieces: PieceHashes?
+            do throws(Checksum.Invalid) {
+                pieces = try file.pieceHashes()
+            } catch {
+                throw DownloadError.invalidResponse("\(error.message) (\(DisplayText.quoted(file.name, limit: 120)))")
+            }
+            var base = record.options
+            base.mirrors = []
+            base.checksum = nil
+            var request = DownloadRequest(
+                owner: record.owner, session: record.session, url: primary, destination: FilePaths.join(directory, file.name),
+                destinationIsDirectory: false,
+                options: TransferRun.options(base, following: file, urls: urls, primary: primary, pieces: pieces, document: url, given: record.url),
+                fileMode: record.fileMode
+            )
+            request.app = record.app
+            requests.append(request)
+        }
+        let access = fileAccess(for: record, anchor: anchor)
+        for relative in Set(directories) {
+            try access.makeDirectories(relative, below: directory, mode: record.fileMode)
+        }
+        let group = state.withLockedValue { state -> DownloadGroupRecord in
+            let group = DownloadGroupRecord(
+                id: state.nextGroupID, owner: record.owner, app: record.app, session: record.session,
+                title: record.options.title ?? "", atomic: false, taskSignals: true
+            )
+            state.add(group)
+            // The task is the group's first file (its record says so from the run's next report).
+            state.groups[group.id]?.tasks.append(task.id)
+            state.activeChanged(group: group.id, by: 1)
+            return group
+        }
+        delegate.groupCreated(group)
+        for request in requests {
+            _ = insert(anchor: anchor, scheduling: false) { id in
+                var file = DownloadTaskRecord(id: id, request: request)
+                file.group = group.id
+                return file
+            }
+        }
+        schedule()
+        logger.info("task \(task.id): the Metalink document at \(DisplayText.quoted(url, limit: 200)) describes \(document.files.count) files: group \(group.id)")
+        return group.id
     }
 }

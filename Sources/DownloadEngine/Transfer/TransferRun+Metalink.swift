@@ -21,18 +21,14 @@ extension TransferRun {
             return .failed(.interrupted("received \(result.bodyBytes) of the Metalink document's \(length) bytes"))
         }
         let source = DisplayText.quoted(url, limit: 200)
-        let file: MetalinkDocument.File
+        let document: MetalinkDocument
         do throws(MetalinkDocument.Invalid) {
-            let document = try MetalinkDocument.parse(result.document)
-            guard document.files.count == 1, let only = document.files.first else {
-                return .failed(.invalidResponse(
-                    "the Metalink document at \(source) describes \(document.files.count) files; a task downloads one: "
-                        + "fetch the document and start it as a group (StartGroup with it as metalink, or downloadsctl get FILE.meta4)"
-                ))
-            }
-            file = only
+            document = try MetalinkDocument.parse(result.document)
         } catch {
             return .failed(.invalidResponse("the Metalink document at \(source): \(error.message)"))
+        }
+        guard let file = document.files.first else {
+            return .failed(.invalidResponse("the Metalink document at \(source) describes no file"))
         }
         // Checked as Start's URL is: a URL with a password or of 15 KB does not become the task's.
         let named = file.downloadURLs(from: url)
@@ -49,23 +45,37 @@ extension TransferRun {
         } catch {
             return .failed(.invalidResponse("\(error.message) (at \(source))"))
         }
-        owner.report(task, { state in
-            var options = state.record.options
-            options.metalinkURL = url
-            // The caller's credentials stay with the URL they were given for, not the document's file.
-            if options.credentialsOrigin == nil { options.credentialsOrigin = state.record.url }
-            options.mirrors = DownloadOptions.mirrors(options.mirrors, adding: urls, besides: primary)
-            if options.checksum == nil { options.checksum = file.strongestChecksum }
-            options.pieces = pieces
-            options.promisedLength = file.size
-            if options.connections == 1 && !options.mirrors.isEmpty {
-                // Spread over every source, as a Start with the document would be.
-                options.connections = DownloadOptions.connections(mirrors: options.mirrors.count)
+        // Several files: a group of them, this task the first (its name a path below its
+        // directory); made only once the task's own file is known to be one it can fetch.
+        var joining: (group: UInt64, name: String)?
+        if document.files.count > 1 {
+            let record = task.record
+            guard record.destinationIsDirectory, record.resolvedPath == nil, record.group == 0 else {
+                return .failed(.invalidResponse(
+                    "the Metalink document at \(source) describes \(document.files.count) files: "
+                        + (record.group == 0 ? "give a directory as the destination to fetch them as a group" : "a file of a group cannot become a group")
+                ))
             }
-            state.record.options = options
+            do {
+                joining = (try owner.makeGroup(of: task, from: document, at: url), file.name)
+            } catch let error as DownloadError {
+                return .failed(error)
+            } catch {
+                return .failed(.invalidResponse("the Metalink document at \(source): \(error)"))
+            }
+        }
+        owner.report(task, { state in
+            state.record.options = Self.options(state.record.options, following: file, urls: urls, primary: primary, pieces: pieces,
+                                                document: url, given: state.record.url)
             state.record.url = primary
             state.record.finalURL = nil
-            state.record.name(inDirectory: file.fileName)
+            if let joining {
+                // The group's first file: under its own name (a path below the directory, made by the group).
+                state.record.group = joining.group
+                state.record.name(inDirectory: joining.name)
+            } else {
+                state.record.name(inDirectory: file.fileName)
+            }
         }, events: { delegate, task, snapshot in
             delegate.urlChanged(task, snapshot)
             delegate.optionsChanged(task, snapshot)
@@ -78,5 +88,26 @@ extension TransferRun {
             "task \(task.id): \(source) is a Metalink document: \(DisplayText.quoted(primary, limit: 200)) and \(urls.count - 1) mirror(s)\(pieces.map { ", \($0.count) piece hashes" } ?? "")"
         )
         return .followedDocument(location: primary)
+    }
+
+    /// A task's options once it follows `file` of a document fetched from `document`: the file's
+    /// other URLs its mirrors, its strongest hash the checksum unless one was given, its piece
+    /// hashes and size promises; the caller's credentials stay with `given`, the URL they came with.
+    static func options(
+        _ base: DownloadOptions, following file: MetalinkDocument.File, urls: [String], primary: String, pieces: PieceHashes?,
+        document: String, given: String
+    ) -> DownloadOptions {
+        var options = base
+        options.metalinkURL = document
+        if options.credentialsOrigin == nil { options.credentialsOrigin = given }
+        options.mirrors = DownloadOptions.mirrors(options.mirrors, adding: urls, besides: primary)
+        if options.checksum == nil { options.checksum = file.strongestChecksum }
+        options.pieces = pieces
+        options.promisedLength = file.size
+        if options.connections == 1 && !options.mirrors.isEmpty {
+            // Spread over every source, as a Start with the document would be.
+            options.connections = DownloadOptions.connections(mirrors: options.mirrors.count)
+        }
+        return options
     }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import DownloadModel
 import Logging
+import Metalink
 import NIOSSL
 
 /// The events of one step of a task, queued in its event order: given the delivery queue, the
@@ -67,6 +68,11 @@ protocol TransferRunOwner: AnyObject, Sendable {
     func awaitPublication(of task: DownloadTask) async -> Bool
     /// The task failed for good: its group may have to stop its other files.
     func groupFileFailed(_ task: DownloadTask)
+    /// The task followed a Metalink document of several files: a group is made of them (the
+    /// others new tasks queued beside it, their subdirectories made), the task its first file;
+    /// returns the group's id for the task's record. Throws (nothing made) for a name that is not
+    /// a relative path of plain names, or a file with no URL the task could go to.
+    func makeGroup(of task: DownloadTask, from document: MetalinkDocument, at url: String) throws -> UInt64
 
     // MARK: Clients
 

@@ -2,6 +2,7 @@ import Crypto
 @testable import DownloadEngine
 @testable import DownloadModel
 import Logging
+import Metalink
 import NIOConcurrencyHelpers
 import NIOSSL
 
@@ -71,6 +72,9 @@ final class FakeRunOwner: TransferRunOwner {
     func publishesWithGroup(_ task: DownloadTask) -> Bool { false }
     func awaitPublication(of task: DownloadTask) async -> Bool { true }
     func groupFileFailed(_ task: DownloadTask) { note("group file failed") }
+    func makeGroup(of task: DownloadTask, from document: MetalinkDocument, at url: String) throws -> UInt64 {
+        throw DownloadError.invalidResponse("no groups here")
+    }
 
     func lease(_ kind: HTTPClients.Kind, route: HTTPClients.Route) -> HTTPClients.Lease {
         note("lease \(route.proxy.map { "via \($0)" } ?? "direct")")
