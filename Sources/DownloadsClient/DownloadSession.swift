@@ -183,16 +183,26 @@ public final class DownloadSession: Sendable {
 
     /// Whether a group signal's group is this session's (as `task(for:)` for tasks).
     private func group(for path: ObjectPath) async -> BackgroundDownloadGroup? {
+        await ours(path, known: { $0.groups[path] }) { [self] in
+            guard let status = try? await proxy.groupStatus(path), status.session == configuration.identifier else { return nil }
+            return registerGroup(path, tasks: status.tasks.compactMap { try? ObjectPath($0) })
+        }
+    }
+
+    /// The object `known` finds for a signal's `path`, once no start of ours that may name it is
+    /// still on its way (its reply lands first); else `ask` the service whether it is of this
+    /// session, and remember a path that is not.
+    private func ours<T: Sendable>(
+        _ path: ObjectPath, known: @escaping @Sendable (Registry) -> T?, ask: () async -> T?
+    ) async -> T? {
         for _ in 0..<2500 {
-            let (known, foreign, pending) = registry.withLockedValue { ($0.groups[path], $0.foreign.contains(path), $0.pendingStarts) }
-            if let known { return known }
+            let (found, foreign, pending) = registry.withLockedValue { (known($0), $0.foreign.contains(path), $0.pendingStarts) }
+            if let found { return found }
             if foreign { return nil }
             guard pending > 0 else { break }
             try? await Task.sleep(for: .milliseconds(10))
         }
-        if let status = try? await proxy.groupStatus(path), status.session == configuration.identifier {
-            return registerGroup(path, tasks: status.tasks.compactMap { try? ObjectPath($0) })
-        }
+        if let found = await ask() { return found }
         _ = registry.withLockedValue { $0.foreign.insert(path) }
         return nil
     }
@@ -273,19 +283,10 @@ public final class DownloadSession: Sendable {
     /// Whether a signal's task is this session's: known tasks are; an unknown one (started by
     /// an earlier run, or by a Start whose reply is still on its way) is asked for its session.
     private func task(for path: ObjectPath) async -> BackgroundDownloadTask? {
-        for _ in 0..<2500 {
-            let (known, foreign, pending) = registry.withLockedValue { ($0.tasks[path], $0.foreign.contains(path), $0.pendingStarts) }
-            if let known { return known }
-            if foreign { return nil }
-            guard pending > 0 else { break }
-            // A Start of ours may be about to name this task: let its reply land first.
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        if let status = try? await proxy.status(path), status.session == configuration.identifier {
+        await ours(path, known: { $0.tasks[path] }) { [self] in
+            guard let status = try? await proxy.status(path), status.session == configuration.identifier else { return nil }
             return register(path)
         }
-        _ = registry.withLockedValue { $0.foreign.insert(path) }
-        return nil
     }
 
     // MARK: Events
