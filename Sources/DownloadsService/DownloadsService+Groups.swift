@@ -55,7 +55,11 @@ extension DownloadsService {
                 throw BusError(name: error.name, message: "\(file.label): \(error.message)")
             }
         }
-        if let anchor { try await makeDirectories(directories, below: anchor, owner: caller.uid, fileMode: fileMode) }
+        if let anchor {
+            for directory in Set(directories) {
+                try await makeDirectories(directory, in: anchor.path, anchor: anchor, owner: caller.uid, fileMode: fileMode)
+            }
+        }
         try requireRoom()
         let session = SessionKey.stored(shared.session ?? "default", app: caller.app)
         let (group, tasks) = try engine.createGroup(
@@ -126,9 +130,7 @@ extension DownloadsService {
                 options.metalink = nil
                 for file in document.files {
                     let name = file.name
-                    guard !name.hasPrefix("/"), name.split(separator: "/", omittingEmptySubsequences: false).allSatisfy({
-                        DescriptorAnchor.isPlainName(String($0))
-                    }) else {
+                    guard DescriptorAnchor.isRelativePath(name) else {
                         throw DownloadsErrorName.invalidArgument.error(
                             "the Metalink file \(DisplayText.quoted(name, limit: 120)) is not a relative path of plain names (no '..', '/' first or empty parts)"
                         )
@@ -141,7 +143,7 @@ extension DownloadsService {
                         path = FilePaths.join(directory, name)
                         // Made before the file is checked (its directory must exist then), as the caller.
                         if let slash = name.lastIndex(of: "/") {
-                            try await makeDirectories(String(name[..<slash]), in: directory, owner: caller.uid, fileMode: fileMode)
+                            try await makeDirectories(String(name[..<slash]), in: directory, anchor: nil, owner: caller.uid, fileMode: fileMode)
                         }
                     }
                     files.append(GroupFile(label: "file \(index) (\(name))", url: "", destination: path, options: options, metalinkFile: file))
@@ -156,10 +158,14 @@ extension DownloadsService {
         return files
     }
 
-    /// `relative`'s missing directories below the directory `base` the caller named, made as them.
-    private func makeDirectories(_ relative: String, in base: String, owner: UInt32, fileMode: UInt32?) async throws {
+    /// `relative`'s missing directories below the directory `base` the caller named, or below
+    /// the descriptor they handed over (`anchor`, at `base`), made as them (their file helper on
+    /// the system bus); a link on the way refuses the call.
+    private func makeDirectories(_ relative: String, in base: String, anchor: DescriptorAnchor?, owner: UInt32, fileMode: UInt32?) async throws {
         do {
-            try await BlockingWork.run { [engine] in try engine.makeDirectories(relative, in: base, owner: owner, mode: fileMode) }
+            try await BlockingWork.run { [engine] in
+                try engine.makeDirectories(relative, in: base, anchor: anchor, owner: owner, mode: fileMode)
+            }
         } catch let error as DownloadError {
             throw DownloadsErrorName.fileError.error("\(relative) in \(base): \(error.message); nothing was started")
         }
@@ -179,21 +185,6 @@ extension DownloadsService {
                 throw DownloadsErrorName.quotaExceeded.error(
                     "a group of \(count) files would take this app over its \(configuration.maxTasksPerApp) tasks"
                 )
-            }
-        }
-    }
-
-    /// The subdirectories `StartGroupAt`'s names need, made below the descriptor as its owner
-    /// (their file helper on the system bus), each once; a link on the way refuses the call.
-    private func makeDirectories(_ directories: [String], below anchor: DescriptorAnchor, owner: UInt32, fileMode: UInt32?) async throws {
-        var seen = Set<String>()
-        for directory in directories where seen.insert(directory).inserted {
-            do {
-                try await BlockingWork.run { [engine] in
-                    try engine.makeDirectories(directory, below: anchor, owner: owner, mode: fileMode)
-                }
-            } catch let error as DownloadError {
-                throw DownloadsErrorName.fileError.error("\(directory): \(error.message); nothing was started")
             }
         }
     }

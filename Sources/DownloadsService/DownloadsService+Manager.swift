@@ -320,7 +320,7 @@ extension DownloadsService {
                 guard !name.hasPrefix("/") else {
                     throw DownloadsErrorName.invalidArgument.error("'\(name)' is an absolute path; names are relative to the directory")
                 }
-                guard name.split(separator: "/", omittingEmptySubsequences: false).allSatisfy({ DescriptorAnchor.isPlainName(String($0)) }) else {
+                guard DescriptorAnchor.isRelativePath(name) else {
                     throw DownloadsErrorName.invalidArgument.error(
                         "'\(name)' must be plain names joined by '/' (no '..', '.', empty or trailing components)"
                     )

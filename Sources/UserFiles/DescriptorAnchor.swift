@@ -69,4 +69,10 @@ public final class DescriptorAnchor: Sendable {
     public static func isPlainName(_ name: String) -> Bool {
         !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.utf8.contains(0) && name.utf8.count <= 255
     }
+
+    /// Whether `path` is plain names joined by "/" (`StartGroupAt`'s names, a Metalink file's
+    /// `name`): nothing absolute, no `.`, `..` or empty component.
+    public static func isRelativePath(_ path: String) -> Bool {
+        path.split(separator: "/", omittingEmptySubsequences: false).allSatisfy { isPlainName(String($0)) }
+    }
 }

@@ -286,10 +286,7 @@ public struct UserFileOperations: Sendable {
         let prefix = base == "/" ? "/" : base + "/"
         guard path.hasPrefix(prefix) else { return nil }
         let rest = String(path.dropFirst(prefix.count))
-        guard !rest.isEmpty, rest.split(separator: "/", omittingEmptySubsequences: false).allSatisfy({
-            DescriptorAnchor.isPlainName(String($0))
-        }) else { return nil }
-        return rest
+        return DescriptorAnchor.isRelativePath(rest) ? rest : nil
     }
 
     // MARK: Directories
@@ -300,10 +297,10 @@ public struct UserFileOperations: Sendable {
     /// directory) is refused, never followed. A directory made here gets `mode` (the caller's
     /// umask); one already there is left as it is.
     public func makeDirectories(_ relative: String, below base: String, mode: UInt32?) throws {
-        let components = relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard !components.isEmpty, components.allSatisfy(DescriptorAnchor.isPlainName) else {
+        guard DescriptorAnchor.isRelativePath(relative) else {
             throw FileOperationError(.other, code: EINVAL, "'\(relative)' is not a relative path of plain names")
         }
+        let components = relative.split(separator: "/").map(String.init)
         if let anchor, base != anchor.path { throw outside(base) }
         var current = try openDirectory(base)
         defer { close(current) }

@@ -12,7 +12,7 @@ Commands ({"op": ...}):
   call      path, iface, method, sig, args   -> any method; args as JSON
   get       path, prop               -> a Task property
   resume    blob (base64), options, dir (optional: destination_fd)
-  resumegroup blob (base64), dir (optional: destination_fd) -> ResumeGroupWithData
+  resumegroup blob (base64), options, dir (optional: destination_fd) -> ResumeGroupWithData
   signals                            -> [[member, first argument as text, path], ...] heard so far
 Options are {"key": ["SIG", value]}: "s", "b", "u", "t", "ay" (base64).
 Replies: {"ok": value} or {"error": dbus error name, "message": text}.
@@ -114,25 +114,15 @@ def run(command):
     if op == "get":
         proxy = bus.get_object(NAME, command["path"], introspect=False)
         return proxy.Get("org.example.Downloads.Task", command["prop"], dbus_interface="org.freedesktop.DBus.Properties")
-    if op == "resume":
+    if op in ("resume", "resumegroup"):
         opts = options(command.get("options"))
         fd = None
         if "dir" in command:
             fd = os.open(command["dir"], os.O_RDONLY | os.O_DIRECTORY)
             opts["destination_fd"] = dbus.types.UnixFd(fd, variant_level=1)
+        method = manager().ResumeWithData if op == "resume" else manager().ResumeGroupWithData
         try:
-            return manager().ResumeWithData(dbus.ByteArray(base64.b64decode(command["blob"])), opts)
-        finally:
-            if fd is not None:
-                os.close(fd)
-    if op == "resumegroup":
-        opts = dbus.Dictionary({}, signature="sv")
-        fd = None
-        if "dir" in command:
-            fd = os.open(command["dir"], os.O_RDONLY | os.O_DIRECTORY)
-            opts["destination_fd"] = dbus.types.UnixFd(fd, variant_level=1)
-        try:
-            return manager().ResumeGroupWithData(dbus.ByteArray(base64.b64decode(command["blob"])), opts)
+            return method(dbus.ByteArray(base64.b64decode(command["blob"])), opts)
         finally:
             if fd is not None:
                 os.close(fd)

@@ -153,8 +153,6 @@ public final class EventDelivery: Sendable {
         post(task, snapshot) { $0.taskWasRemoved(snapshot) }
     }
 
-    /// A task left `session` with nothing active: observers hear it after that task's events
-    /// (queued before this).
     // MARK: Group events (in the queue's order, not a task's)
 
     func groupCreated(_ group: DownloadGroupRecord) {
@@ -172,6 +170,8 @@ public final class EventDelivery: Sendable {
         enqueue(Delivery(calls: { [{ $0.groupWasRemoved(group) }] }))
     }
 
+    /// A task left `session` with nothing active: observers hear it after that task's events
+    /// (queued before this).
     func sessionBecameIdle(_ session: SessionID) {
         enqueue(Delivery(calls: { [{ $0.sessionDidFinishEvents(session) }] }))
     }

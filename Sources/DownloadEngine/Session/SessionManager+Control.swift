@@ -79,16 +79,13 @@ extension SessionManager {
         try files.files(for: owner, below: anchor).exists(path)
     }
 
-    /// Makes the missing directories of `relative` below the descriptor `owner` handed over, as
-    /// them, never through a link (`StartGroupAt`'s nested names). Blocks on the owner's file helper.
-    public func makeDirectories(_ relative: String, below anchor: DescriptorAnchor, owner: UInt32, mode: UInt32?) throws {
-        try files.files(for: owner, below: anchor).makeDirectories(relative, below: anchor.path, mode: mode)
-    }
-
-    /// Makes the missing directories of `relative` below the directory `base` `owner` named, as
-    /// them, never through a link below `base`. Blocks on the owner's file helper.
-    public func makeDirectories(_ relative: String, in base: String, owner: UInt32, mode: UInt32?) throws {
-        try files.files(for: owner).makeDirectories(relative, below: base, mode: mode)
+    /// Makes the missing directories of `relative` below the directory `base` `owner` named, or
+    /// below the descriptor they handed over (`anchor`, whose path `base` then is), as them, never
+    /// through a link below it (`StartGroupAt`'s nested names, a Metalink file's). Blocks on the
+    /// owner's file helper.
+    public func makeDirectories(_ relative: String, in base: String, anchor: DescriptorAnchor?, owner: UInt32, mode: UInt32?) throws {
+        let access = anchor.map { files.files(for: owner, below: $0) } ?? files.files(for: owner)
+        try access.makeDirectories(relative, below: base, mode: mode)
     }
 
     /// The bytes of a regular file `owner` can read (a document they named), read with their

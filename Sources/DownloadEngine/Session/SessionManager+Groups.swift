@@ -21,26 +21,44 @@ extension SessionManager {
     ) throws -> (DownloadGroupRecord, [TaskSnapshot]) {
         guard !requests.isEmpty else { throw DownloadError.invalidArgument("a group needs at least one file") }
         for request in requests { try request.options.validate() }
-        let group = state.withLockedValue { state -> DownloadGroupRecord in
+        let group = addGroup { id in
             var record = DownloadGroupRecord(
-                id: state.nextGroupID, owner: owner, app: app, session: session, title: title, atomic: atomic, taskSignals: taskSignals
+                id: id, owner: owner, app: app, session: session, title: title, atomic: atomic, taskSignals: taskSignals
             )
             record.parallel = max(0, parallel)
             record.maxBytesPerSecond = maxBytesPerSecond
-            state.add(record)
             return record
         }
+        return (group, insertFiles(requests, of: group.id, anchor: anchor))
+    }
+
+    /// Records a new group (`make` gives it for its id) and tells the observers; `alsoLocked`
+    /// runs under the same lock, before anyone else sees the group.
+    private func addGroup(
+        _ make: (UInt64) -> DownloadGroupRecord, alsoLocked: (inout TaskTable, DownloadGroupRecord) -> Void = { _, _ in }
+    ) -> DownloadGroupRecord {
+        let group = state.withLockedValue { state -> DownloadGroupRecord in
+            let group = make(state.nextGroupID)
+            state.add(group)
+            alsoLocked(&state, group)
+            return group
+        }
         delegate.groupCreated(group)
-        // Scheduled once for the whole group, not once a file (a look at the queue each).
+        return group
+    }
+
+    /// New tasks of `group`, queued in the order given and scheduled once for all of them, not
+    /// once a file (a look at the queue each).
+    private func insertFiles(_ requests: [DownloadRequest], of group: UInt64, anchor: DescriptorAnchor?) -> [TaskSnapshot] {
         let snapshots = requests.map { request in
             insert(anchor: anchor, scheduling: false) { id in
                 var record = DownloadTaskRecord(id: id, request: request)
-                record.group = group.id
+                record.group = group
                 return record
             }
         }
         schedule()
-        return (group, snapshots)
+        return snapshots
     }
 
     /// Takes back the groups of an earlier run (from the store), before their tasks.
@@ -169,8 +187,8 @@ extension SessionManager {
         }
     }
 
-    /// Cancels every file of the group that has not ended (their partial files are removed), and
-    /// removes the group's ended files from the list once nothing of it runs.
+    /// Cancels every file of the group that has not ended (their partial files are removed); its
+    /// ended files stay in the list, each removed by its own `Cancel` as a task's is.
     public func cancelGroup(_ id: UInt64) async throws {
         guard group(id) != nil else { throw DownloadError.notFound("no group \(id)") }
         for task in groupTasks(id) where !task.state.isTerminal {
@@ -210,14 +228,12 @@ extension SessionManager {
             }
             return (existing, groupTasks(existing.id))
         }
-        let group = state.withLockedValue { state -> DownloadGroupRecord in
+        let group = addGroup { id in
             var record = data.group
-            record.id = state.nextGroupID
+            record.id = id
             record.publishing = false
-            state.add(record)
             return record
         }
-        delegate.groupCreated(group)
         for file in data.files {
             _ = try await adopt(file, change: change, fileMode: fileMode, anchor: anchor, group: group.id)
         }
@@ -235,13 +251,12 @@ extension SessionManager {
         var requests: [DownloadRequest] = []
         var directories: [String] = []
         for (index, file) in document.files.enumerated() {
-            let components = file.name.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-            guard !file.name.hasPrefix("/"), components.allSatisfy(DescriptorAnchor.isPlainName) else {
+            guard DescriptorAnchor.isRelativePath(file.name) else {
                 throw DownloadError.invalidResponse(
                     "the Metalink document at \(DisplayText.quoted(url, limit: 200)) names a file \(DisplayText.quoted(file.name, limit: 120)), not a relative path of plain names"
                 )
             }
-            if components.count > 1 { directories.append(components.dropLast().joined(separator: "/")) }
+            if let slash = file.name.lastIndex(of: "/") { directories.append(String(file.name[..<slash])) }
             guard index > 0 else { continue }  // the first is the task's own
             let urls = file.downloadURLs(from: url).filter(RedirectRules.acceptableAsTaskURL)
             guard let primary = urls.first else {
@@ -269,26 +284,17 @@ extension SessionManager {
         for relative in Set(directories) {
             try access.makeDirectories(relative, below: directory, mode: record.fileMode)
         }
-        let group = state.withLockedValue { state -> DownloadGroupRecord in
-            let group = DownloadGroupRecord(
-                id: state.nextGroupID, owner: record.owner, app: record.app, session: record.session,
-                title: record.options.title ?? "", atomic: false, taskSignals: true
+        let group = addGroup({ id in
+            DownloadGroupRecord(
+                id: id, owner: record.owner, app: record.app, session: record.session, title: record.options.title ?? "",
+                atomic: false, taskSignals: true
             )
-            state.add(group)
+        }, alsoLocked: { state, group in
             // The task is the group's first file (its record says so from the run's next report).
             state.groups[group.id]?.tasks.append(task.id)
             state.activeChanged(group: group.id, by: 1)
-            return group
-        }
-        delegate.groupCreated(group)
-        for request in requests {
-            _ = insert(anchor: anchor, scheduling: false) { id in
-                var file = DownloadTaskRecord(id: id, request: request)
-                file.group = group.id
-                return file
-            }
-        }
-        schedule()
+        })
+        _ = insertFiles(requests, of: group.id, anchor: anchor)
         logger.info("task \(task.id): the Metalink document at \(DisplayText.quoted(url, limit: 200)) describes \(document.files.count) files: group \(group.id)")
         return group.id
     }
