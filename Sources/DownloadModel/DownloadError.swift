@@ -26,6 +26,8 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
         case interrupted = "Interrupted"
         case accessDenied = "AccessDenied"
         case proxyError = "ProxyError"
+        /// An upload's file changed (or was replaced) after `Upload`: nothing more is sent.
+        case sourceChanged = "SourceChanged"
         /// Ours, not the server's: the engine reached a step it never should (a bug to report).
         case internalError = "InternalError"
     }
@@ -95,6 +97,10 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     public static func file(_ message: String) -> DownloadError { .init(.fileError, message) }
     public static func fileExists(_ path: String) -> DownloadError {
         .init(.fileExists, "\(path) exists; pass overwrite=true to replace it")
+    }
+    /// An upload's file is not the one it was at `Upload` (`SourceIdentity.change`).
+    public static func sourceChanged(_ path: String, _ why: String) -> DownloadError {
+        .init(.sourceChanged, "the file to upload, \(DisplayText.quoted(path, limit: 200)), changed after the upload began: \(why); nothing more is sent (upload it again)")
     }
     public static func tls(_ message: String) -> DownloadError { .init(.tlsError, message) }
     public static let cancelled = DownloadError(.cancelled, "the download was cancelled")

@@ -16,6 +16,8 @@ public struct DownloadRequest: Sendable, Hashable {
     /// The file's name in a destination directory when the caller's description gives one (a
     /// Metalink document's, already made safe); nil: the response names it.
     public var fileName: String?
+    /// An upload's file and form (nil: a download).
+    public var upload: UploadSpec?
 
     public init(
         owner: UInt32, session: String, url: String, destination: String, destinationIsDirectory: Bool,

@@ -44,6 +44,14 @@ public struct DownloadTaskRecord: Sendable, Hashable {
     public var fileMode: UInt32?
     public var errorName: String?
     public var errorMessage: String?
+    /// Set for an upload (`Upload`, `UploadAt`): the file it sends and the reply it got. An
+    /// upload's `expectedLength` is its body's length, `durableOffset` stays 0 (a plain upload
+    /// starts again from byte 0), and `destination` is its reply destination or, without one,
+    /// its source (never written: the store takes only absolute paths there).
+    public var upload: UploadSpec?
+
+    /// `download` or `upload` (the task's `Kind`).
+    public var kind: String { upload == nil ? "download" : "upload" }
 
     public init(
         id: UInt64, owner: UInt32, session: String, url: String, destination: String, destinationIsDirectory: Bool,
@@ -74,6 +82,8 @@ public struct DownloadTaskRecord: Sendable, Hashable {
         fileMode = request.fileMode
         app = request.app
         writesInPlace = request.writesInPlace
+        upload = request.upload
+        if let upload { expectedLength = upload.bodyLength }
         name(inDirectory: request.fileName)
     }
 

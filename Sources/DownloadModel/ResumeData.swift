@@ -36,6 +36,8 @@ public struct ResumeData: Sendable, Hashable {
     /// A segmented download's ranges still to fetch; nil for one stream (`offset` is then a prefix).
     public var segments: [ByteRange]?
     public var options: DownloadOptions
+    /// An upload's file and form (its reply left out): a plain upload resumes from byte 0.
+    public var upload: UploadSpec?
 
     public init(record: DownloadTaskRecord) {
         taskID = record.id
@@ -53,6 +55,13 @@ public struct ResumeData: Sendable, Hashable {
         expectedLength = record.expectedLength
         segments = record.segments
         options = record.options
+        upload = record.upload.map { spec in
+            var spec = spec
+            spec.responseStatus = 0
+            spec.replyHeaders = [:]
+            spec.replyBody = []
+            return spec
+        }
     }
 
     /// The request a task made from this data starts with (its partial file is adopted separately).
@@ -63,6 +72,7 @@ public struct ResumeData: Sendable, Hashable {
         )
         request.app = app
         request.writesInPlace = writesInPlace
+        request.upload = upload
         return request
     }
 
@@ -84,6 +94,8 @@ public struct ResumeData: Sendable, Hashable {
         var expected_length: Int64
         var segments: [ByteRange]?
         var options: DownloadOptions
+        /// An upload's file and form; absent for a download.
+        var upload: UploadSpec?
         /// base64 of ChaCha20-Poly1305 (nonce, ciphertext, tag) over the headers' JSON; absent without headers.
         var sealed_headers: String?
         /// The same over the `proxy` option's text (it may hold a password); absent without one.
@@ -113,7 +125,7 @@ public struct ResumeData: Sendable, Hashable {
             task_id: taskID, owner_uid: owner, app: app.isEmpty ? nil : app, writes_in_place: writesInPlace ? true : nil,
             session: session, url: url, final_url: finalURL, destination: destination,
             destination_is_directory: destinationIsDirectory, resolved_path: resolvedPath, offset: offset,
-            validator: validator, expected_length: expectedLength, segments: segments, options: visible,
+            validator: validator, expected_length: expectedLength, segments: segments, options: visible, upload: upload,
             sealed_headers: sealed, sealed_proxy: sealedProxy
         )
         let encoder = JSONEncoder()
@@ -184,6 +196,7 @@ public struct ResumeData: Sendable, Hashable {
         record.segments = body.segments
         record.app = body.app ?? ""
         record.writesInPlace = body.writes_in_place ?? false
+        record.upload = body.upload
         return ResumeData(record: record)
     }
 }

@@ -161,6 +161,14 @@ extension DownloadStore {
                 t.add(column: "maxBytesPerSecond", .integer).notNull().defaults(to: 0)
             }
         })
+        migrator.registerMigration("v11-uploads", migrate: Self.crashable { db in
+            try db.alter(table: "task") { t in
+                // An upload's file, form and reply (UploadSpec's JSON); NULL for a download.
+                t.add(column: "upload", .text)
+                // The reply's body kept for GetReply (at most 1 MiB).
+                t.add(column: "replyBody", .blob)
+            }
+        })
         return migrator
     }
 

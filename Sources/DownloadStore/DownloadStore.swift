@@ -122,13 +122,14 @@ public final class DownloadStore: Sendable {
             try db.cachedStatement(sql: """
                 INSERT INTO task (id, ownerUID, session, url, finalURL, destination, destinationIsDirectory, resolvedPath,
                 state, durableOffset, expectedLength, validator, options, errorName, errorMessage, partialDevice, partialInode,
-                fileMode, createdAt, updatedAt, endedAt, app, writesInPlace, groupID)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                fileMode, createdAt, updatedAt, endedAt, app, writesInPlace, groupID, upload, replyBody)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """).execute(arguments: [
                 row.id, row.ownerUID, row.session, row.url, row.finalURL, row.destination, row.destinationIsDirectory,
                 row.resolvedPath, row.state, row.durableOffset, row.expectedLength, row.validator, row.options, row.errorName,
                 row.errorMessage, row.partialDevice, row.partialInode, row.fileMode, StoredTime.text(row.createdAt),
                 StoredTime.text(row.updatedAt), row.endedAt.map(StoredTime.text), row.app, row.writesInPlace, row.groupID,
+                row.upload, row.replyBody,
             ])
             try DownloadStore.saveSegments(record, db)
         }
@@ -147,6 +148,8 @@ public final class DownloadStore: Sendable {
         _ record: DownloadTaskRecord, options: Bool = true, mayUseReserve: Bool = true, sessionIdle: Bool = false
     ) throws -> StoreWrite {
         let encodedOptions = options ? try TaskRow.encode(record.options) : nil
+        // An upload's reply changes only as it ends; a download has none (NULL, nothing encoded).
+        let (upload, replyBody) = try TaskRow.encode(record.upload)
         let now = StoredTime.now
         return StoreWrite(mayUseReserve: mayUseReserve) { db in
             let id = Int64(record.id)
@@ -160,14 +163,14 @@ public final class DownloadStore: Sendable {
             try db.cachedStatement(sql: """
                 UPDATE task SET options = coalesce(?, options), url = ?, finalURL = ?, resolvedPath = ?, state = ?,
                 durableOffset = ?, expectedLength = ?, validator = ?, errorName = ?, errorMessage = ?,
-                partialDevice = ?, partialInode = ?, fileMode = ?, groupID = ?, updatedAt = ?,
+                partialDevice = ?, partialInode = ?, fileMode = ?, groupID = ?, upload = ?, replyBody = ?, updatedAt = ?,
                 endedAt = CASE WHEN ? THEN coalesce(endedAt, ?) ELSE NULL END
                 WHERE id = ?
                 """).execute(arguments: [
                 encodedOptions, record.url, record.finalURL, record.resolvedPath, record.state.rawValue,
                 max(0, record.durableOffset), max(-1, record.expectedLength), record.validator, record.errorName,
                 record.errorMessage, record.partialFile.map { Int64(bitPattern: $0.device) },
-                record.partialFile.map { Int64(bitPattern: $0.inode) }, record.fileMode.map { Int64($0) }, Int64(record.group), now,
+                record.partialFile.map { Int64(bitPattern: $0.inode) }, record.fileMode.map { Int64($0) }, Int64(record.group), upload, replyBody, now,
                 record.state.isTerminal, now, id,
             ])
             guard db.changesCount > 0 else { return }

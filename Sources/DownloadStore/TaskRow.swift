@@ -29,6 +29,9 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
     var partialDevice: Int64?
     var partialInode: Int64?
     var fileMode: Int64?
+    /// An upload's `UploadSpec` as JSON (its reply's body in `replyBody`); nil for a download.
+    var upload: String?
+    var replyBody: Data?
     var createdAt: Date
     var updatedAt: Date
     var endedAt: Date?
@@ -58,6 +61,14 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         return String(decoding: try encoder.encode(options), as: UTF8.self)
     }
 
+    /// An upload's columns: its JSON (the reply's body left out) and the body; nil for a download.
+    static func encode(_ spec: UploadSpec?) throws -> (String?, Data?) {
+        guard let spec else { return (nil, nil) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (String(decoding: try encoder.encode(spec), as: UTF8.self), spec.replyBody.isEmpty ? nil : Data(spec.replyBody))
+    }
+
     /// Takes what the engine knows now; returns whether the task has just ended.
     @discardableResult
     mutating func update(from record: DownloadTaskRecord) throws -> Bool {
@@ -74,6 +85,7 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         partialDevice = record.partialFile.map { Int64(bitPattern: $0.device) }
         partialInode = record.partialFile.map { Int64(bitPattern: $0.inode) }
         fileMode = record.fileMode.map { Int64($0) }
+        (upload, replyBody) = try TaskRow.encode(record.upload)
         updatedAt = Date()
         if !record.state.isTerminal { endedAt = nil }
         guard record.state.isTerminal && (!wasEnded || endedAt == nil) else { return false }
@@ -109,6 +121,15 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         record.group = UInt64(max(0, groupID))
         if let partialDevice, let partialInode {
             record.partialFile = FileIdentity(device: UInt64(bitPattern: partialDevice), inode: UInt64(bitPattern: partialInode))
+        }
+        if let upload {
+            do {
+                var spec = try JSONDecoder().decode(UploadSpec.self, from: Data(upload.utf8))
+                spec.replyBody = replyBody.map { Array($0.prefix(UploadSpec.maxKeptReply)) } ?? []
+                record.upload = spec
+            } catch {
+                throw StoreError("the upload does not decode: \(error)")
+            }
         }
         if let fileMode {
             guard let mode = UInt32(exactly: fileMode), mode <= 0o777 else { throw StoreError("file mode \(fileMode) is out of range") }

@@ -24,6 +24,7 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
     case interrupted = "Interrupted"
     case storageFull = "StorageFull"
     case proxyError = "ProxyError"
+    case sourceChanged = "SourceChanged"
     case internalError = "InternalError"
     case failed = "Failed"
 
@@ -79,6 +80,7 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
         case .interrupted: return "the body ended early (retried; Failed only when retries ran out)"
         case .storageFull: return "the state directory cannot take a write (its disk is full): the call changed nothing"
         case .proxyError: return "the proxy could not be reached, asked for credentials (407) or refused the tunnel; the message names it, never its password (Failed only)"
+        case .sourceChanged: return "an upload's file changed, was replaced or shrank after Upload; nothing more is sent (Failed, and ResumeWithData)"
         case .internalError: return "ours, not the server's: the transfer reached a step it never should; the message names it (Failed only; please report it)"
         case .failed: return "an unexpected internal error"
         }

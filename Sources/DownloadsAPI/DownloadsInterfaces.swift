@@ -44,6 +44,12 @@ public enum DownloadsInterfaces {
                 .init("resume_data", .array(.byte)), .init("options", .dictionary(key: .string, value: .variant)),
             ], out: [.init("group", .objectPath), .init("tasks", .array(.objectPath))]),
             .init("ListGroups", in: [.init("session", .string)], out: [.init("groups", .array(.objectPath))]),
+            // v1.3: a file sent to a URL (PUT, POST or PATCH; a form with `form`): `source` an
+            // absolute path the caller can read, or (UploadAt) a descriptor it opened for reading.
+            .init("Upload", in: [.init("url", .string), .init("source", .string), .init("options", .dictionary(key: .string, value: .variant))],
+                  out: [.init("task", .objectPath)]),
+            .init("UploadAt", in: [.init("url", .string), .init("source", .unixFD), .init("options", .dictionary(key: .string, value: .variant))],
+                  out: [.init("task", .objectPath)]),
         ],
         signals: [
             .init("Progress", [.init("task", .objectPath), .init("bytes_written", .int64), .init("total_bytes_written", .int64),
@@ -79,6 +85,11 @@ public enum DownloadsInterfaces {
             .init("Resume"),
             .init("Cancel"),
             .init("SetURL", in: [.init("url", .string)]),
+            // v1.3: an upload's final response: status, headers, and its body (at most 1 MiB,
+            // empty when a reply_destination took it). WrongState before the upload ended.
+            .init("GetReply", out: [
+                .init("status", .uint32), .init("headers", .dictionary(key: .string, value: .string)), .init("body", .array(.byte)),
+            ]),
         ],
         properties: TaskProperty.allCases.map(\.declaration)
     )

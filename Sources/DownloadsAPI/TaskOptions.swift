@@ -29,6 +29,12 @@ public struct TaskOptions: Sendable, Hashable {
         case url
         /// ResumeWithData only (v1.3): a directory (or the file) descriptor to make the files below.
         case destinationFD = "destination_fd"
+        /// Upload and UploadAt only (v1.3).
+        case method
+        case contentType = "content_type"
+        case form
+        case replyDestination = "reply_destination"
+        case snapshot
 
         public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
     }
@@ -37,8 +43,14 @@ public struct TaskOptions: Sendable, Hashable {
         case low, normal, high
     }
 
+    /// What only an upload takes.
+    public static let uploadOnlyKeys: Set<Key> = [.method, .contentType, .form, .replyDestination, .snapshot]
+    /// What only a download takes (refused on an upload with a reason).
+    public static let downloadOnlyKeys: Set<Key> = [.sha256, .checksum, .connections, .overwrite, .mirrors, .useMetalinkHeaders, .metalink]
     /// What `Start` takes.
-    public static let startKeys = Set(Key.allCases).subtracting([.url, .destinationFD])
+    public static let startKeys = Set(Key.allCases).subtracting([.url, .destinationFD]).subtracting(uploadOnlyKeys)
+    /// What `Upload` and `UploadAt` take.
+    public static let uploadKeys = Set(Key.allCases).subtracting([.url, .destinationFD]).subtracting(downloadOnlyKeys)
     /// What `ResumeWithData` takes (what may change on an existing task).
     public static let resumeKeys: Set<Key> = [.priority, .maxBytesPerSecond, .allowMetered, .proxy, .url, .destinationFD]
     /// Longest session name, in bytes.
@@ -97,6 +109,30 @@ public struct TaskOptions: Sendable, Hashable {
     public var metalink: [UInt8]?
     /// The same as a path (`s`) the caller can read: the service reads it as the caller.
     public var metalinkPath: String?
+    /// Upload: `PUT` (default), `POST` or `PATCH` (checked by the service).
+    public var method: String?
+    /// Upload: the body's `Content-Type` (a form's file part's).
+    public var contentType: String?
+    /// Upload: send the file as `multipart/form-data`.
+    public var form: Form?
+    /// Upload: an absolute path, made as the caller, for the response's body.
+    public var replyDestination: String?
+    /// Upload: copy the file into the service's state directory first.
+    public var snapshot: Bool?
+
+    /// The `form` option: the file as the part `field` (named `filename`; default the source's
+    /// name), after the text parts `fields`.
+    public struct Form: Sendable, Hashable {
+        public var field: String
+        public var filename: String?
+        public var fields: [String: String]
+
+        public init(field: String, filename: String? = nil, fields: [String: String] = [:]) {
+            self.field = field
+            self.filename = filename
+            self.fields = fields
+        }
+    }
 
     public init() {}
 
@@ -221,6 +257,20 @@ public struct TaskOptions: Sendable, Hashable {
             case .desktopEntry:
                 guard case .string(let text) = value else { throw wrongType("s") }
                 desktopEntry = try TaskOptions.checkedDesktopEntry(text)
+            case .method:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                method = text
+            case .contentType:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                contentType = text
+            case .replyDestination:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                replyDestination = text
+            case .snapshot:
+                guard case .boolean(let flag) = value else { throw wrongType("b") }
+                snapshot = flag
+            case .form:
+                form = try TaskOptions.checkedForm(value)
             case .connectTimeout, .stallTimeout, .resourceTimeout:
                 let seconds: Double
                 switch value {
@@ -236,6 +286,38 @@ public struct TaskOptions: Sendable, Hashable {
                 if key == .resourceTimeout { resourceTimeout = seconds }
             }
         }
+    }
+
+    /// The `form` option: `a{sv}` with `field` s (required), `filename` s, `fields` a{ss}.
+    public static func checkedForm(_ value: DBusValue) throws -> Form {
+        guard let dict = value.vardictValue else {
+            throw DownloadsErrorName.invalidArgument.error("option 'form' must be of type a{sv}, got \(value.type.signature)")
+        }
+        var form = Form(field: "")
+        for (key, inner) in dict.sorted(by: { $0.key < $1.key }) {
+            switch key {
+            case "field":
+                guard case .string(let text) = inner else { throw DownloadsErrorName.invalidArgument.error("form 'field' must be s") }
+                form.field = text
+            case "filename":
+                guard case .string(let text) = inner else { throw DownloadsErrorName.invalidArgument.error("form 'filename' must be s") }
+                form.filename = text
+            case "fields":
+                guard let fields = inner.stringDictValue else { throw DownloadsErrorName.invalidArgument.error("form 'fields' must be a{ss}") }
+                form.fields = fields
+            default:
+                throw DownloadsErrorName.invalidArgument.error("unknown form key '\(key.prefix(64))' (known: field, filename, fields)")
+            }
+        }
+        guard !form.field.isEmpty else { throw DownloadsErrorName.invalidArgument.error("form needs 'field': the name of the file's part") }
+        let texts = [form.field, form.filename ?? ""] + form.fields.keys + form.fields.values
+        guard texts.allSatisfy({ !$0.unicodeScalars.contains { $0 == "\r" || $0 == "\n" || $0 == "\0" } }) else {
+            throw DownloadsErrorName.invalidArgument.error("form names and values must not contain CR, LF or NUL")
+        }
+        guard texts.reduce(0, { $0 + $1.utf8.count }) <= maxAllHeaderBytes, form.fields.count <= maxHeaders else {
+            throw DownloadsErrorName.quotaExceeded.error("a form takes at most \(maxHeaders) fields and \(maxAllHeaderBytes) bytes of names and values")
+        }
+        return form
     }
 
     /// At most `maxHeaders` headers, each name and value at most `maxHeaderBytes` and all of them

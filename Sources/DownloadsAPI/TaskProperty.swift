@@ -25,12 +25,20 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     case metadata = "Metadata"
     /// v1.3: the sandboxed app the task belongs to (its app id), `""` for a host caller's task.
     case app = "App"
+    /// v1.3: `download` or `upload`.
+    case kind = "Kind"
+    /// v1.3: an upload's file (its path, or where its descriptor led), `""` for a download.
+    case source = "Source"
+    /// v1.3: an upload's final response status, 0 until there is one (and for a download).
+    case responseStatus = "ResponseStatus"
 
     public var name: String { rawValue }
 
     public var type: DBusType {
         switch self {
         case .id: return .uint64
+        case .responseStatus: return .uint32
+        case .kind, .source: return .string
         case .session, .url, .destination, .state, .error, .errorMessage, .waitingFor, .desktopEntry, .app: return .string
         case .bytesWritten, .bytesExpected: return .int64
         case .background: return .boolean
@@ -42,7 +50,7 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     /// Never changes while the task exists (not in PropertiesChanged).
     public var isConstant: Bool {
         switch self {
-        case .id, .session, .desktopEntry, .background, .title, .description, .metadata, .app: return true
+        case .id, .session, .desktopEntry, .background, .title, .description, .metadata, .app, .kind, .source: return true
         default: return false
         }
     }

@@ -30,6 +30,12 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
     /// The sandboxed app the task belongs to (its app id, e.g. a Flatpak's), or "" for a task a
     /// host program started.
     public var app: String = ""
+    /// `download` or `upload`.
+    public var kind: String = "download"
+    /// An upload's file, "" for a download.
+    public var source: String = ""
+    /// An upload's final response status, 0 until there is one.
+    public var responseStatus: UInt32 = 0
     /// The app's own data (`metadata`), values of D-Bus basic types. Not in the Codable form.
     public var metadata: [String: DBusValue] = [:]
 
@@ -38,7 +44,8 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         case bytesWritten = "bytes_written", bytesExpected = "bytes_expected", error, errorMessage = "error_message"
         case waitingFor = "waiting_for", desktopEntry = "desktop_entry", background, title
         case taskDescription = "description"
-        case app
+        case app, kind, source
+        case responseStatus = "response_status"
     }
 
     public init(from decoder: Decoder) throws {
@@ -58,7 +65,12 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         title = try container.decode(String.self, forKey: .title)
         taskDescription = try container.decode(String.self, forKey: .taskDescription)
         app = try container.decodeIfPresent(String.self, forKey: .app) ?? ""
+        kind = try container.decodeIfPresent(String.self, forKey: .kind) ?? "download"
+        source = try container.decodeIfPresent(String.self, forKey: .source) ?? ""
+        responseStatus = try container.decodeIfPresent(UInt32.self, forKey: .responseStatus) ?? 0
     }
+
+    public var isUpload: Bool { kind == "upload" }
 
     init(properties: [String: DBusValue]) throws {
         func string(_ property: TaskProperty) -> String { properties[property.name]?.stringValue ?? "" }
@@ -81,13 +93,16 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         taskDescription = string(.description)
         metadata = properties[TaskProperty.metadata.name]?.vardictValue ?? [:]
         app = string(.app)
+        kind = properties[TaskProperty.kind.name]?.stringValue ?? "download"
+        source = string(.source)
+        responseStatus = properties[TaskProperty.responseStatus.name]?.uint32Value ?? 0
     }
 
     /// The title, else the file's name (what a person is shown).
     public var displayName: String {
         if !title.isEmpty { return title }
-        let name = destination.split(separator: "/").last.map(String.init) ?? destination
-        return name.isEmpty ? destination : name
+        let name = (isUpload ? source : destination).split(separator: "/").last.map(String.init) ?? destination
+        return name.isEmpty ? (isUpload ? source : destination) : name
     }
 
     /// Applies a `PropertiesChanged` of the task.
@@ -103,7 +118,8 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
             case .errorMessage: errorMessage = value.stringValue ?? errorMessage
             case .waitingFor: waitingFor = value.stringValue ?? waitingFor
             case .url: url = value.stringValue ?? url
-            case .id, .session, .desktopEntry, .background, .title, .description, .metadata, .app: break
+            case .responseStatus: responseStatus = value.uint32Value ?? responseStatus
+            case .id, .kind, .source, .session, .desktopEntry, .background, .title, .description, .metadata, .app: break
             }
         }
     }

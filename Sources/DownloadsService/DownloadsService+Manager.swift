@@ -104,6 +104,31 @@ extension DownloadsService {
             "ListGroups": handler { [self] call, caller in
                 [.objectPaths(listGroups(call.arguments[0].stringValue ?? "", caller: caller))]
             },
+            "Upload": handler { [self] call, caller in
+                guard !caller.isSandboxed else {
+                    throw DownloadsErrorName.accessDenied.error(
+                        "a sandboxed app hands its file over by descriptor, not a path: open it for reading and call UploadAt(url, h source, a{sv} options)"
+                    )
+                }
+                let options = try uploadOptions(call.arguments[2])
+                let path = try StartRequest.checkDestination(call.arguments[1].stringValue ?? "", what: "source")
+                let pid = try? await call.credentials().pid
+                return [.objectPath(try await upload(
+                    url: call.arguments[0].stringValue ?? "", source: .path(path), options: options, caller: caller,
+                    fileMode: CallerUmask.fileMode(pid: pid)
+                ))]
+            },
+            "UploadAt": handler { [self] call, caller in
+                let options = try uploadOptions(call.arguments[2])
+                guard let fd = call.arguments[1].unixFDValue else {
+                    throw DownloadsErrorName.invalidArgument.error("source must be a file descriptor (h)")
+                }
+                let pid = try? await call.credentials().pid
+                return [.objectPath(try await upload(
+                    url: call.arguments[0].stringValue ?? "", source: .descriptor(fd), options: options, caller: caller,
+                    fileMode: CallerUmask.fileMode(pid: pid)
+                ))]
+            },
             "RegisterCompletionHandler": handler { [self] call, caller in
                 try await registerCompletionHandler(call, caller: caller)
                 return []
@@ -160,6 +185,19 @@ extension DownloadsService {
         }
     }
 
+    /// The stored name of the session a new task of `caller` goes into (`name`, or `default`):
+    /// `QuotaExceeded` when it would be one session more than a user may have.
+    func newTaskSession(_ name: String?, caller: Caller) throws -> String {
+        let session = SessionKey.stored(name ?? "default", app: caller.app)
+        let sessions = engine.sessionNames(owner: caller.uid)
+        guard sessions.contains(session) || sessions.count < configuration.maxSessionsPerUser else {
+            throw DownloadsErrorName.quotaExceeded.error(
+                "your tasks are in \(configuration.maxSessionsPerUser) sessions already; use one of them or remove ended tasks"
+            )
+        }
+        return session
+    }
+
     /// A call that changes state asks first whether the state directory has room (its reserve is
     /// in place), so a full disk refuses the call before anything changes.
     func requireRoom(forNewWork: Bool = true) throws {
@@ -202,9 +240,13 @@ extension DownloadsService {
 
     func start(url: String, destination: Destination, options: TaskOptions, caller: Caller, fileMode: UInt32? = nil) async throws -> ObjectPath {
         let (request, anchor) = try await prepareStart(url: url, destination: destination, options: options, caller: caller, fileMode: fileMode)
-        let snapshot = try engine.create(request, anchor: anchor)
-        // The reply names the task only once the store holds it; one the store could not take
-        // is taken back, so nothing runs that a restart would not know.
+        return try await record(request, caller: caller) { try engine.create(request, anchor: anchor) }
+    }
+
+    /// Makes a task (`create`) and answers with its path only once the store holds it; one the
+    /// store could not take is taken back, so nothing runs that a restart would not know.
+    func record(_ request: DownloadRequest, caller: Caller, _ create: () throws -> TaskSnapshot) async throws -> ObjectPath {
+        let snapshot = try create()
         await engine.eventsDelivered(snapshot.id)
         if let failure = storeObserver.takeFailure(snapshot.id) {
             // Cancelled first: a queued or running task cannot be removed as it is.
@@ -260,13 +302,7 @@ extension DownloadsService {
             engineOptions.headers["Authorization"] = authorization
         }
         try checkMayAddTask(caller)
-        let session = SessionKey.stored(options.session ?? "default", app: caller.app)
-        let sessions = engine.sessionNames(owner: owner)
-        guard sessions.contains(session) || sessions.count < configuration.maxSessionsPerUser else {
-            throw DownloadsErrorName.quotaExceeded.error(
-                "your tasks are in \(configuration.maxSessionsPerUser) sessions already; use one of them or remove ended tasks"
-            )
-        }
+        let session = try newTaskSession(options.session, caller: caller)
         try requireRoom()
         let overwrite = engineOptions.overwrite
         let place: (destination: String, isDirectory: Bool, inPlace: Bool, anchor: DescriptorAnchor?)

@@ -29,6 +29,7 @@ extension DownloadsService {
                 try await cancel(task)
                 return []
             },
+            "GetReply": handler { task in try DownloadsService.reply(of: task) },
             "SetURL": { [self] call in
                 do {
                     let task = try await task(call.path, for: call, caller: try await caller(call), asAdmin: false)
@@ -80,7 +81,7 @@ extension DownloadsService {
         case .id: return .uint64(record.id)
         case .session: return .string(SessionKey.shown(record.session))
         case .url: return .string(record.url)
-        case .destination: return .string(record.resolvedPath ?? record.destination)
+        case .destination: return .string(record.upload.map { $0.replyDestination ?? "" } ?? record.resolvedPath ?? record.destination)
         case .state: return .string(record.state.rawValue)
         case .bytesWritten: return .int64(snapshot.bytesWritten)
         case .bytesExpected: return .int64(record.expectedLength)
@@ -93,6 +94,9 @@ extension DownloadsService {
         case .description: return .string(record.options.taskDescription ?? "")
         case .metadata: return .vardict(record.options.metadata.mapValues(\.dbusValue))
         case .app: return .string(record.app)
+        case .kind: return .string(record.kind)
+        case .source: return .string(record.upload?.source ?? "")
+        case .responseStatus: return .uint32(UInt32(clamping: record.upload?.responseStatus ?? 0))
         }
     }
 }

@@ -4,6 +4,7 @@ import DownloadsAPI
 import Foundation
 import Metalink
 import ProxyRules
+import TerminalOutput
 
 /// The arguments of `Start` (and the options of `ResumeWithData`) turned into what the engine
 /// takes: URLs must be http(s) with a host, destinations absolute without `..`; every refusal
@@ -37,15 +38,17 @@ enum StartRequest {
         return text
     }
 
-    static func checkDestination(_ path: String) throws -> String {
+    /// An absolute path without `..` (`what` names it in the refusal: a destination, an
+    /// upload's source or reply destination).
+    static func checkDestination(_ path: String, what: String = "destination") throws -> String {
         guard path.utf8.count <= maxPathBytes else {
-            throw DownloadsErrorName.quotaExceeded.error("the destination is \(path.utf8.count) bytes; at most \(maxPathBytes)")
+            throw DownloadsErrorName.quotaExceeded.error("the \(what) is \(path.utf8.count) bytes; at most \(maxPathBytes)")
         }
         guard path.hasPrefix("/") else {
-            throw DownloadsErrorName.invalidArgument.error("destination must be an absolute path, got '\(path)'")
+            throw DownloadsErrorName.invalidArgument.error("\(what) must be an absolute path, got '\(DisplayText.quoted(path, limit: 200))'")
         }
         guard !path.split(separator: "/").contains(".."), !path.utf8.contains(0) else {
-            throw DownloadsErrorName.invalidArgument.error("destination must not contain '..'")
+            throw DownloadsErrorName.invalidArgument.error("\(what) must not contain '..'")
         }
         return path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
     }

@@ -47,9 +47,51 @@ public struct Route: Sendable {
     /// More response headers, sent as they are (`Link`, `Digest`…).
     public var extraHeaders: [(String, String)] = []
 
+    // MARK: Uploads
+
+    /// Take request bodies (PUT, POST, PATCH): each is kept (`TestHTTPServer.received`) and
+    /// answered with `uploadStatus`, `content` as the reply's body (and `extraHeaders`).
+    /// `failFirst` and `redirect` answer once the body was read; `closeAfter` does not apply.
+    public var receives = false
+    public var uploadStatus = 201
+    /// Close the connection once this many bytes of a request's body arrived (`misbehaveTimes`
+    /// counts the requests it applies to).
+    public var cutUploadAfter: Int?
+    /// Answer an upload only this many seconds after its body ended (a slow final response).
+    public var replyDelay: Double?
+    /// Answer 401 to a request whose `Authorization` is not this.
+    public var requiredAuthorization: String?
+    /// Keep only the count of a body's bytes, not the bytes (big uploads).
+    public var discardBodies = false
+
     public init(content: [UInt8]) {
         self.content = content
     }
+
+    /// A route that takes uploads and answers `status` with `reply`.
+    public static func receiving(status: Int = 201, reply: String = "stored\n") -> Route {
+        var route = Route(content: Array(reply.utf8))
+        route.receives = true
+        route.uploadStatus = status
+        route.etag = nil
+        route.ranges = false
+        return route
+    }
+}
+
+/// One request body a receiving route took (or began to take).
+public struct ReceivedUpload: Sendable, Hashable {
+    public let path: String
+    public let method: String
+    /// Request headers, names lower-cased (repeated ones joined with ", ").
+    public let headers: [String: String]
+    /// The body (empty with `discardBodies`).
+    public var body: [UInt8]
+    public var bytes: Int
+    /// The body ended (false: the connection was cut, or it is still coming).
+    public var complete: Bool
+    /// Which connection carried it.
+    public let connection: Int
 }
 
 /// One request as the server saw it.

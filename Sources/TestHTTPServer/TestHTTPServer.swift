@@ -13,6 +13,8 @@ public final class TestHTTPServer: Sendable {
         var counts: [String: Int] = [:]
         /// Connections accepted so far (each request records the number of its connection).
         var connections = 0
+        /// Request bodies receiving routes took, in arrival order.
+        var received: [ReceivedUpload] = []
     }
 
     let state = NIOLockedValueBox(State())
@@ -61,6 +63,9 @@ public final class TestHTTPServer: Sendable {
 
     public func requests(for path: String) -> [RequestRecord] { requests.filter { $0.path == path } }
 
+    /// The request bodies a receiving route at `path` took (or began to take).
+    public func received(_ path: String) -> [ReceivedUpload] { state.withLockedValue { $0.received.filter { $0.path == path } } }
+
     public func stop() {
         try? channel.close().wait()
     }
@@ -85,13 +90,62 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         context.fireChannelInactive()
     }
 
+    /// The index in `received` of the body being taken, and whether to keep its bytes.
+    private var receiving: (index: Int, keep: Bool, cutAfter: Int?)?
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head(let head): self.head = head
-        case .body: break
+        case .head(let head):
+            self.head = head
+            receiving = nil
+            startReceiving(head)
+        case .body(let buffer):
+            guard let receiving else { return }
+            let cut = state.withLockedValue { state -> Bool in
+                if receiving.keep { state.received[receiving.index].body += buffer.readableBytesView }
+                state.received[receiving.index].bytes += buffer.readableBytes
+                return receiving.cutAfter.map { state.received[receiving.index].bytes >= $0 } ?? false
+            }
+            if cut {
+                self.receiving = nil
+                context.close(promise: nil)
+            }
         case .end:
-            guard let head else { return }
+            guard let head, !closed else { return }
+            if let receiving {
+                state.withLockedValue { $0.received[receiving.index].complete = true }
+                let delay = state.withLockedValue { $0.routes[Self.path(of: head)]?.replyDelay }
+                if let delay {
+                    let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                    context.eventLoop.scheduleTask(in: .milliseconds(Int64(delay * 1000))) {
+                        let (handler, context) = loopBound.value
+                        handler.respond(context: context, head: head)
+                    }
+                    return
+                }
+            }
             respond(context: context, head: head)
+        }
+    }
+
+    static func path(of head: HTTPRequestHead) -> String { String(head.uri.split(separator: "?", maxSplits: 1).first ?? "") }
+
+    /// A request with a body to a receiving route: it is recorded as it arrives.
+    private func startReceiving(_ head: HTTPRequestHead) {
+        guard head.method != .GET, head.method != .HEAD else { return }
+        let path = Self.path(of: head)
+        receiving = state.withLockedValue { state -> (Int, Bool, Int?)? in
+            guard let route = state.routes[path], route.receives else { return nil }
+            var headers: [String: String] = [:]
+            for (name, value) in head.headers {
+                headers[name.lowercased()] = headers[name.lowercased()].map { "\($0), \(value)" } ?? value
+            }
+            state.received.append(ReceivedUpload(
+                path: path, method: head.method.rawValue, headers: headers, body: [], bytes: 0, complete: false, connection: connection
+            ))
+            let count = state.received.filter { $0.path == path }.count
+            let cuts = route.misbehaveTimes.map { count <= $0 } ?? true
+            return (state.received.count - 1, !route.discardBodies, cuts ? route.cutUploadAfter : nil)
         }
     }
 
@@ -133,9 +187,25 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             sendSimple(context: context, status: HTTPResponseStatus(statusCode: status), body: "expired\n")
             return
         }
+        if let required = route.requiredAuthorization, head.headers.first(name: "authorization") != required {
+            _ = record(401)
+            sendSimple(context: context, status: .unauthorized, body: "who are you?\n", headers: ["WWW-Authenticate": "Basic realm=\"test\""])
+            return
+        }
         if let (status, location) = route.redirect {
             _ = record(status)
             sendSimple(context: context, status: HTTPResponseStatus(statusCode: status), body: "", headers: ["Location": location])
+            return
+        }
+        if route.receives, head.method != .GET, head.method != .HEAD {
+            _ = record(route.uploadStatus)
+            var headers = HTTPHeaders()
+            for (name, value) in route.extraHeaders { headers.add(name: name, value: value) }
+            headers.add(name: "X-Received-Method", value: head.method.rawValue)
+            sendSimple(
+                context: context, status: HTTPResponseStatus(statusCode: route.uploadStatus),
+                body: String(decoding: route.content, as: UTF8.self), headers: headers
+            )
             return
         }
         let total = route.content.count

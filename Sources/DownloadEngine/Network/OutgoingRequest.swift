@@ -4,11 +4,12 @@ import NIOCore
 
 /// One request on its way, as `RequestSender.send` holds it: AsyncHTTPClient's task, or a
 /// request forwarded through an HTTP proxy (`ForwardedRequest`).
-protocol OutgoingRequest: AnyObject, Sendable {
+protocol OutgoingRequest<Response>: AnyObject, Sendable {
+    associatedtype Response: Sendable
     var eventLoop: EventLoop { get }
     /// The response's result, once the delegate finished it (or the request's failure).
-    var futureResult: EventLoopFuture<TransferDelegate.Result> { get }
+    var futureResult: EventLoopFuture<Response> { get }
     func cancel()
 }
 
-extension HTTPClient.Task: OutgoingRequest where Response == TransferDelegate.Result {}
+extension HTTPClient.Task: OutgoingRequest {}

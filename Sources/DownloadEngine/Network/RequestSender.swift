@@ -46,6 +46,37 @@ struct RequestSender: Sendable {
         _ request: HTTPClient.Request, to url: String, delegate: TransferDelegate, kind: HTTPClients.Kind,
         seat: SegmentWorkers.Seat? = nil, afterwards: () async -> DownloadError? = { nil }
     ) async -> TransferRun.Sent {
+        let result = await exchange(request, to: url, delegate: delegate, kind: kind, seat: seat, afterwards: afterwards) { forwarding in
+            ForwardedRequest(
+                target: forwarding.target, host: request.host, port: request.port, headers: request.headers,
+                proxyHost: forwarding.proxyHost, proxyPort: forwarding.proxyPort,
+                proxyAuthorization: forwarding.proxyAuthorization, delegate: delegate,
+                connectTimeout: forwarding.connectTimeout, deadline: forwarding.deadline
+            )
+        }
+        switch result {
+        case .success(let response): return .response(response)
+        case .failure(let error): return .failed(error)
+        }
+    }
+
+    /// Where a plain http request forwarded through an HTTP proxy goes (`ForwardedRequest`).
+    struct Forwarding {
+        var target: String
+        var proxyHost: String
+        var proxyPort: Int
+        var proxyAuthorization: (user: String, password: String)?
+        var connectTimeout: TimeAmount
+        var deadline: NIODeadline?
+    }
+
+    /// `send` for any delegate: `forward` makes the request that goes through an HTTP proxy to a
+    /// plain http URL (nil: tunnelled by AsyncHTTPClient, as https is).
+    func exchange<Delegate: ResponseReceiver>(
+        _ request: HTTPClient.Request, to url: String, delegate: Delegate, kind: HTTPClients.Kind,
+        seat: SegmentWorkers.Seat? = nil, afterwards: () async -> DownloadError? = { nil },
+        forward: ((Forwarding) -> any OutgoingRequest<Delegate.Response>)?
+    ) async -> Result<Delegate.Response, DownloadError> {
         let record = task.record
         let configuration = owner.configuration
         let connectTimeout = record.options.connectTimeout ?? configuration.connectTimeout
@@ -57,20 +88,19 @@ struct RequestSender: Sendable {
                 proxy: record.options.proxy, connectTimeout: record.options.connectTimeout
             )
         } catch {
-            return .failed(DownloadError.classify(error))
+            return .failure(DownloadError.classify(error))
         }
         defer { owner.release(connection) }
-        guard task.withState({ $0.stopReason }) == nil else { return .failed(.cancelled) }
-        let outgoing: any OutgoingRequest
+        guard task.withState({ $0.stopReason }) == nil else { return .failure(.cancelled) }
+        let outgoing: any OutgoingRequest<Delegate.Response>
         if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, request.scheme == "http",
-           let target = ForwardedRequest.target(of: url) {
+           let forward, let target = ForwardedRequest.target(of: url) {
             // A plain http URL through an HTTP proxy is forwarded, as curl does, not tunnelled.
-            outgoing = ForwardedRequest(
-                target: target, host: request.host, port: request.port, headers: request.headers,
-                proxyHost: connection.proxyAddress ?? proxyHost, proxyPort: proxyPort,
-                proxyAuthorization: credentials.map { ($0.user, $0.password) }, delegate: delegate,
+            outgoing = forward(Forwarding(
+                target: target, proxyHost: connection.proxyAddress ?? proxyHost, proxyPort: proxyPort,
+                proxyAuthorization: credentials.map { ($0.user, $0.password) },
                 connectTimeout: .milliseconds(Int64(connectTimeout * 1000)), deadline: deadline
-            )
+            ))
         } else {
             outgoing = connection.client.execute(request: request, delegate: delegate, deadline: deadline)
         }
@@ -91,7 +121,7 @@ struct RequestSender: Sendable {
         // A connection the scheduler takes back (`SegmentWorkers.retire`) cancels its request.
         seat?.holds(cancel)
         defer { seat?.holds(nil) }
-        var result: TransferDelegate.Result?
+        var result: Delegate.Response?
         var thrown: Error?
         do {
             result = try await outgoing.futureResult.get()
@@ -101,23 +131,23 @@ struct RequestSender: Sendable {
             thrown = error
         }
         task.update { $0.requests[ObjectIdentifier(outgoing)] = nil }
-        if let failure = await afterwards() { return .failed(failure) }
+        if let failure = await afterwards() { return .failure(failure) }
         if let thrown {
             // Before any response through a proxy, a failure to connect or to open the tunnel is the proxy's.
             if let proxy = connection.proxy, result == nil, delegate.partialResult == nil,
                let error = DownloadError.classify(thrown, through: proxy, to: request.host, headSent: delegate.requestHeadSent) {
-                return .failed(error)
+                return .failure(error)
             }
             let error = DownloadError.classify(thrown)
-            guard error.code == .tlsError, result == nil, connection.proxy == nil else { return .failed(error) }
+            guard error.code == .tlsError, result == nil, connection.proxy == nil else { return .failure(error) }
             // BoringSSL says only "CERTIFICATE_VERIFY_FAILED": find out which check failed.
             let why = await TLSDiagnosis.explain(
                 host: request.host, port: request.port, address: connection.pinnedAddress,
                 configuration: owner.tlsConfiguration, timeout: .milliseconds(Int64(connectTimeout * 1000))
             )
-            return .failed(why.map { DownloadError.tls($0) } ?? error)
+            return .failure(why.map { DownloadError.tls($0) } ?? error)
         }
-        guard let result else { return .failed(.invalidResponse("no response")) }
-        return .response(result)
+        guard let result else { return .failure(.invalidResponse("no response")) }
+        return .success(result)
     }
 }

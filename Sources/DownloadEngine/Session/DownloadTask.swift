@@ -42,6 +42,9 @@ final class DownloadTask: Sendable {
         /// The descriptor the caller handed over (`StartAt`), while this daemon holds it: every
         /// file of the task is made below it. Not kept across a restart.
         var anchor: DescriptorAnchor?
+        /// The file an upload sends, when the caller handed it over by descriptor (`UploadAt`),
+        /// while this daemon holds it. Not kept across a restart.
+        var source: SourceFile?
 
         var snapshot: TaskSnapshot { TaskSnapshot(record: record, bytesWritten: bytesWritten, waitingFor: waitingFor) }
 
@@ -105,7 +108,10 @@ final class DownloadTask: Sendable {
             state.record.enter(next)
             change(&state)
             // A finished task makes no more files: its caller's descriptor is given back.
-            if next == .finished { state.anchor = nil }
+            if next == .finished {
+                state.anchor = nil
+                state.source = nil
+            }
             return (previous, state.snapshot)
         }
     }

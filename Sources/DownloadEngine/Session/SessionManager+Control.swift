@@ -16,11 +16,20 @@ extension SessionManager {
     }
 
     /// `scheduling` false: the caller schedules once after inserting many.
-    func insert(anchor: DescriptorAnchor? = nil, scheduling: Bool = true, _ makeRecord: (UInt64) -> DownloadTaskRecord) -> TaskSnapshot {
+    /// `source`: an upload's file, handed over by descriptor (`UploadAt`).
+    func insert(
+        anchor: DescriptorAnchor? = nil, source: SourceFile? = nil, scheduling: Bool = true,
+        _ makeRecord: (UInt64) -> DownloadTaskRecord
+    ) -> TaskSnapshot {
         let task = state.withLockedValue { state -> DownloadTask in
             let record = makeRecord(state.takeID())
             let task = DownloadTask(record: record)
-            if let anchor { task.update { $0.anchor = anchor } }
+            if anchor != nil || source != nil {
+                task.update { state in
+                    state.anchor = anchor
+                    state.source = source
+                }
+            }
             state.add(task, record)
             return task
         }
@@ -270,6 +279,7 @@ extension SessionManager {
 
     /// Removes a task's partial file on its I/O queue (after any write still queued there).
     func removePartialFile(of task: DownloadTask) async {
+        if let spec = task.record.upload { return await removeUploadFiles(of: task, spec) }
         let path = task.record.partialPath
         let access = fileAccess(for: task)
         do {

@@ -120,7 +120,11 @@ extension SessionManager {
     }
 
     func run(_ task: DownloadTask, runID: UInt64, connections: Int) async {
-        await TransferRun(task: task, owner: self, connections: connections).run()
+        if task.record.upload != nil {
+            await UploadRun(task: task, owner: self).run()
+        } else {
+            await TransferRun(task: task, owner: self, connections: connections).run()
+        }
         // The scheduler let go of the task when it left running (in `move`); a new run may
         // have started since: its handles are not ours to clear.
         task.update { state in

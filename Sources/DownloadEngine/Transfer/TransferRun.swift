@@ -52,8 +52,8 @@ final class TransferRun: Sendable {
         task.update { $0.transfer = self }
         defer { task.update { if $0.transfer === self { $0.transfer = nil } } }
         let record = task.record
-        let pacing = record.options.background ? startPacing() : nil
-        defer { stopPacing(pacing) }
+        let pacing = record.options.background ? Self.startPacing(task, owner: owner) : nil
+        defer { Self.stopPacing(pacing, task, owner: owner) }
         var machine = TransferStateMachine(url: record.url, credentialsOrigin: record.credentialsOrigin, limits: .init(
             retry: configuration.retry, maxRedirects: configuration.maxRedirects, maxRestarts: configuration.retry.maxAttempts
         ))
@@ -133,24 +133,10 @@ final class TransferRun: Sendable {
         }
     }
 
-    /// The one back-off of the engine, for the whole download's retries and restarts and for
-    /// each connection of a segmented one: `delay` seconds, ended early by a stop (which cancels
-    /// the run's Task and so this wait), by `unless` (another connection ended the attempt), or
-    /// when the owner says connections may work again (a wake-up, the network back). Returns
-    /// whether the wait ran its course or was cut short by a wake-up (false: stopped or ended).
+    /// The engine's one back-off (`TransferRunOwner.sitOut`) for this run's task.
     @discardableResult
     func sitOut(_ delay: Double, unless ended: @Sendable () -> Bool = { false }) async -> Bool {
-        let generation = owner.reconnectGeneration
-        let end = ContinuousClock.now + .milliseconds(Int64(delay * 1000))
-        while ContinuousClock.now < end {
-            if Task.isCancelled || ended() { return false }
-            if owner.reconnectGeneration != generation {
-                owner.logger.info("task \(task.id): retrying now")
-                return true
-            }
-            try? await Task.sleep(for: min(.milliseconds(200), end - ContinuousClock.now))
-        }
-        return !Task.isCancelled && !ended()
+        await owner.sitOut(delay, task: task, unless: ended)
     }
 
     // MARK: One request

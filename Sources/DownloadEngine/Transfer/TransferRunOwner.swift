@@ -109,3 +109,25 @@ extension TransferRunOwner {
         move(task, to: next, from: nil, change, then: then)
     }
 }
+
+extension TransferRunOwner {
+    /// The one back-off of the engine (a download's retries and restarts, each connection of a
+    /// segmented one, an upload's retries): `delay` seconds, ended early by a stop (which
+    /// cancels the run's Task and so this wait), by `unless` (another connection ended the
+    /// attempt), or when connections may work again (a wake-up, the network back). Returns
+    /// whether the wait ran its course or was cut short by a wake-up (false: stopped or ended).
+    @discardableResult
+    func sitOut(_ delay: Double, task: DownloadTask, unless ended: @Sendable () -> Bool = { false }) async -> Bool {
+        let generation = reconnectGeneration
+        let end = ContinuousClock.now + .milliseconds(Int64(delay * 1000))
+        while ContinuousClock.now < end {
+            if Task.isCancelled || ended() { return false }
+            if reconnectGeneration != generation {
+                logger.info("task \(task.id): retrying now")
+                return true
+            }
+            try? await Task.sleep(for: min(.milliseconds(200), end - ContinuousClock.now))
+        }
+        return !Task.isCancelled && !ended()
+    }
+}

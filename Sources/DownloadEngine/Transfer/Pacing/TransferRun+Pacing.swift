@@ -6,11 +6,11 @@ import ProxyRules
 /// the delay to the first hop (`DelayProbe`: the proxy when there is one, else the server) and
 /// what the transfer received give a rate, which `DownloadTask.maxBytesPerSecond` applies to
 /// every connection of the task together. `WaitingFor` says `yielding` while it gives way.
+/// An upload is paced the same way (what it sent is its `bytesWritten`).
 extension TransferRun {
     static let pacingStep = 0.25
 
-    func startPacing() -> Task<Void, Never> {
-        let task = self.task, owner = self.owner
+    static func startPacing(_ task: DownloadTask, owner: any TransferRunOwner) -> Task<Void, Never> {
         // Paced from the first byte, at the pacer's starting rate.
         task.update { $0.pacedRate = UInt64(BackgroundPacer().rate) }
         return Task.detached {
@@ -46,7 +46,7 @@ extension TransferRun {
         }
     }
 
-    func stopPacing(_ pacing: Task<Void, Never>?) {
+    static func stopPacing(_ pacing: Task<Void, Never>?, _ task: DownloadTask, owner: any TransferRunOwner) {
         guard let pacing else { return }
         pacing.cancel()
         task.update { $0.pacedRate = 0 }

@@ -1,0 +1,100 @@
+import DownloadModel
+import Foundation
+import UserFiles
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Uploads as the manager holds them: made from a request with its file's identity, their file
+/// opened as the owner (or by the descriptor the caller handed over), a copy kept when asked
+/// (`snapshot`). They are scheduled, paused, resumed, cancelled and stored as downloads are;
+/// the scheduler runs an `UploadRun` for them.
+extension SessionManager {
+    /// A new upload (`request.upload` set). `descriptor`: the file the caller handed over
+    /// (`UploadAt`), duplicated and held while this daemon runs.
+    @discardableResult
+    public func createUpload(_ request: DownloadRequest, descriptor: Int32? = nil) throws -> TaskSnapshot {
+        guard request.upload != nil else { throw DownloadError.invalidArgument("an upload needs a file to send") }
+        try request.options.validate()
+        let held = try descriptor.map { try SourceFile.duplicating($0) }
+        return insert(source: held) { id in DownloadTaskRecord(id: id, request: request) }
+    }
+
+    /// The identity of the regular file `path` as `owner` reaches it (their file helper on the
+    /// system bus): `FileError` when they cannot read it or it is no regular file. Blocks.
+    public func inspectSource(_ path: String, owner: UInt32) throws -> SourceIdentity {
+        let fd = try files.files(for: owner).openForReading(path)
+        defer { close(fd) }
+        guard let identity = SourceIdentity.of(descriptor: fd) else { throw DownloadError.file("\(path) is not a regular file") }
+        return identity
+    }
+
+    /// The identity of a descriptor a caller handed over: a regular file open for reading.
+    public static func inspectSource(descriptor fd: Int32) throws -> SourceIdentity {
+        let file = try SourceFile.duplicating(fd)
+        guard let identity = file.identity else { throw DownloadError.file("the source descriptor is not a regular file") }
+        return identity
+    }
+
+    /// Copies the file to send (`path` as `owner` reaches it, or the caller's `descriptor`) into
+    /// `directory` (the service's own, mode 0600, synced), for the option `snapshot`: returns the
+    /// copy's path and identity. Blocks; a failure leaves no copy behind.
+    public func snapshot(of path: String, descriptor: Int32?, owner: UInt32, into directory: String) throws -> (String, SourceIdentity) {
+        let source: SourceFile
+        if let descriptor {
+            source = try SourceFile.duplicating(descriptor)
+        } else {
+            source = SourceFile(owning: try files.files(for: owner).openForReading(path))
+        }
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw DownloadError.file("cannot make \(directory) for the upload's copy: \(errnoText())")
+        }
+        let copy = FilePaths.join(directory, "\(UUID().uuidString.lowercased()).upload")
+        let fd = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw DownloadError.file("cannot make the upload's copy in \(directory): \(errnoText())") }
+        var done = false
+        defer {
+            close(fd)
+            if !done { unlink(copy) }
+        }
+        var offset: Int64 = 0
+        while true {
+            let chunk = try source.read(1 << 20, at: offset)
+            if chunk.readableBytes == 0 { break }
+            try chunk.withUnsafeReadableBytes { raw in
+                guard let base = raw.baseAddress else { return }
+                var written = 0
+                while written < raw.count {
+                    let n = write(fd, base + written, raw.count - written)
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        throw DownloadError.file("cannot copy \(path) for the upload: \(errnoText())")
+                    }
+                    written += n
+                }
+            }
+            offset += Int64(chunk.readableBytes)
+        }
+        guard fsync(fd) == 0, let identity = SourceIdentity.of(descriptor: fd) else {
+            throw DownloadError.file("cannot sync the upload's copy of \(path): \(errnoText())")
+        }
+        done = true
+        return (copy, identity)
+    }
+
+    /// Removes what an upload made that outlives it: its reply's partial file and the service's
+    /// copy of its file. On the task's I/O queue.
+    func removeUploadFiles(of task: DownloadTask, _ spec: UploadSpec) async {
+        let record = task.record
+        let access = fileAccess(for: task)
+        do {
+            try await task.onIOQueue {
+                if spec.replyDestination != nil { try access.remove(record.partialPath) }
+                if let snapshot = spec.snapshot { unlink(snapshot) }
+            }
+        } catch {
+            logger.warning("task \(task.id): \(error)")
+        }
+        if record.state == .cancelled { task.update { $0.source = nil } }
+    }
+}

@@ -1,0 +1,65 @@
+import AsyncHTTPClient
+import DownloadModel
+import NIOCore
+
+/// An upload's request body, streamed from its file: the form's head, the file's bytes read on
+/// the task's I/O queue a chunk at a time (each written once the connection took the last: its
+/// future is the backpressure), the form's end. The bandwidth limit (the task's own, a
+/// background transfer's pace, its group's share: `DownloadTask.maxBytesPerSecond`, read per
+/// chunk) holds the next chunk back. A file that ends before the size recorded at `Upload`
+/// ends the body with `SourceChanged`.
+enum UploadBody {
+    static let largestChunk = 256 * 1024
+    static let smallestChunk = 4 * 1024
+
+    static func make(_ spec: UploadSpec, from source: SourceFile, task: DownloadTask) -> HTTPClient.Body {
+        let prefix = spec.bodyPrefix, suffix = spec.bodySuffix, size = spec.identity.size, path = spec.source
+        return .stream(contentLength: spec.bodyLength) { writer in
+            // AsyncHTTPClient does not say which loop the request is on: an empty write tells.
+            writer.write(.byteBuffer(ByteBuffer())).flatMapWithEventLoop { _, loop in
+                let promise = loop.makePromise(of: Void.self)
+                promise.completeWithTask {
+                    if !prefix.isEmpty { try await writer.write(.byteBuffer(ByteBuffer(bytes: prefix))).get() }
+                    var pace = Pace()
+                    var offset: Int64 = 0
+                    while offset < size {
+                        let limit = task.maxBytesPerSecond
+                        // A chunk of about a quarter second at the limit, so a wait stays short.
+                        let chunk = limit == 0 ? largestChunk : Int(min(UInt64(largestChunk), max(UInt64(smallestChunk), limit / 4)))
+                        let count = Int(min(Int64(chunk), size - offset))
+                        let at = offset
+                        let buffer = try await task.onIOQueue { try source.read(count, at: at) }
+                        guard buffer.readableBytes > 0 else {
+                            throw DownloadError.sourceChanged(path, "it ends at byte \(offset) of \(size)")
+                        }
+                        try await writer.write(.byteBuffer(buffer)).get()
+                        offset += Int64(buffer.readableBytes)
+                        try await pace.hold(after: buffer.readableBytes, limit: limit)
+                    }
+                    if !suffix.isEmpty { try await writer.write(.byteBuffer(ByteBuffer(bytes: suffix))).get() }
+                }
+                return promise.futureResult
+            }
+        }
+    }
+
+    /// Holds a body back to a rate: what went since the limit last changed, against the time it
+    /// should have taken.
+    struct Pace {
+        private var since = ContinuousClock.now
+        private var bytes: UInt64 = 0
+        private var limit: UInt64 = 0
+
+        mutating func hold(after count: Int, limit: UInt64) async throws {
+            if limit != self.limit {
+                self.limit = limit
+                since = .now
+                bytes = 0
+            }
+            bytes += UInt64(count)
+            guard limit > 0 else { return }
+            let due = since + .milliseconds(Int64(Double(bytes) / Double(limit) * 1000))
+            if due > .now { try await Task.sleep(until: due, clock: .continuous) }
+        }
+    }
+}

@@ -1,0 +1,275 @@
+import AsyncHTTPClient
+import DownloadModel
+import NIOCore
+import NIOHTTP1
+import TerminalOutput
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One run of an upload, the transfer run's sibling: it reaches its owner through the same
+/// `TransferRunOwner` (state changes and events, client leases, file access, the back-off) and
+/// sends through the same `RequestSender` (routes, proxies, cancellation, error classes). A
+/// plain upload has no durable offset: every attempt sends the body from byte 0 (as URLSession
+/// does with a server that offers nothing more); a resumable protocol is a different way to send
+/// the same body, behind `attempt`.
+///
+/// Each attempt opens the file (or takes the descriptor the caller handed over), checks it is the
+/// file recorded at `Upload` before it sends and again once the response came (`SourceChanged`),
+/// follows redirects (307/308 with the body, 303 and a POST's 301/302 as a GET, as curl does;
+/// credentials only to their origin), and keeps the final response: a 2xx finishes, 408/429/5xx
+/// and network errors are retried with back-off (`Retry-After` honoured), any other status fails
+/// with `HTTPError` and its reply kept for `GetReply`.
+final class UploadRun: Sendable {
+    let task: DownloadTask
+    let owner: any TransferRunOwner
+
+    init(task: DownloadTask, owner: any TransferRunOwner) {
+        self.task = task
+        self.owner = owner
+    }
+
+    var stopReason: DownloadTask.StopReason? { task.withState { $0.stopReason } }
+
+    /// What one attempt came to.
+    enum Outcome {
+        case response(UploadDelegate.Result)
+        case redirect(status: Int, location: String)
+        case failed(DownloadError, reply: UploadDelegate.Result?)
+    }
+
+    func run() async {
+        let record = task.record
+        guard let spec = record.upload else {
+            return await failed(.internalError("a download was given to the upload run"), reply: nil, file: nil)
+        }
+        let pacing = record.options.background ? TransferRun.startPacing(task, owner: owner) : nil
+        defer { TransferRun.stopPacing(pacing, task, owner: owner) }
+        let replyFile = spec.replyDestination.map { destination in
+            ReplyFile(
+                task: task, access: owner.fileAccess(for: task), partial: record.partialPath, destination: destination,
+                mode: record.fileMode
+            )
+        }
+        var retries = 0
+        while true {
+            // Each attempt from the start: the URL the caller gave, the method it asked for.
+            var url = task.record.url
+            var method = spec.method
+            var withBody = true
+            var sendsCredentials = true
+            var redirects = 0
+            var outcome: Outcome
+            repeat {
+                if let reason = stopReason { return await stopped(reason, reply: replyFile) }
+                if task.withState({ $0.record.state }) == .retrying, owner.move(task, to: .running, from: [.retrying]) == nil {
+                    if let reason = stopReason { return await stopped(reason, reply: replyFile) }
+                    owner.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
+                    return
+                }
+                outcome = await attempt(
+                    spec, url: url, method: method, withBody: withBody, sendsCredentials: sendsCredentials, reply: replyFile
+                )
+                if let reason = stopReason { return await stopped(reason, reply: replyFile) }
+                guard case .redirect(let status, let location) = outcome else { break }
+                redirects += 1
+                guard redirects <= owner.configuration.maxRedirects else {
+                    return await failed(.tooManyRedirects(owner.configuration.maxRedirects), reply: nil, file: replyFile)
+                }
+                do {
+                    let next = try RedirectRules.checkedRedirect(from: url, to: location)
+                    // The caller's credentials go only to the origin they were given for.
+                    sendsCredentials = sendsCredentials && RedirectRules.sameOrigin(task.record.credentialsOrigin, next)
+                    owner.logger.info("task \(task.id): redirected (\(status)) to \(DisplayText.quoted(next, limit: 200))")
+                    url = next
+                } catch {
+                    return await failed(DownloadError.classify(error), reply: nil, file: replyFile)
+                }
+                // As curl: 303 is fetched with GET; 301 and 302 turn only a POST into a GET;
+                // 307 and 308 send the same method and body again.
+                if status == 303 || ((status == 301 || status == 302) && method == "POST") {
+                    method = "GET"
+                    withBody = false
+                }
+            } while true
+            let error: DownloadError
+            let reply: UploadDelegate.Result?
+            switch outcome {
+            case .response(let result) where (200...299).contains(result.status):
+                return await finished(result, spec: spec, reply: replyFile)
+            case .response(let result):
+                let reason = HTTPResponseStatus(statusCode: result.status).reasonPhrase
+                error = .http(
+                    status: result.status, reason: reason,
+                    retryAfter: HTTPHeaderRules.retryAfter(result.headers, cap: owner.configuration.retry.retryAfterCap)
+                )
+                reply = result
+            case .failed(let failure, let partial):
+                error = failure
+                reply = partial
+            case .redirect:
+                return await failed(.internalError("a redirect was left unfollowed"), reply: nil, file: replyFile)
+            }
+            retries += 1
+            guard error.isRetryable,
+                  let delay = owner.configuration.retry.delay(forRetry: retries, retryAfter: error.retryAfter, random: Double.random(in: 0..<1))
+            else {
+                return await failed(error, reply: reply, file: replyFile)
+            }
+            owner.logger.info("task \(task.id): \(error); sending again from byte 0 in \(String(format: "%.1f", delay)) s (retry \(retries))")
+            await replyFile?.discard()
+            guard owner.move(task, to: .retrying, from: [.running], { state in
+                state.record.errorName = error.name
+                state.record.errorMessage = error.message
+            }) != nil else {
+                if let reason = stopReason { return await stopped(reason, reply: replyFile) }
+                owner.logger.error("task \(task.id): left running unexpectedly; the run ends")
+                return
+            }
+            await owner.sitOut(delay, task: task)
+        }
+    }
+
+    // MARK: One attempt
+
+    /// Sends the request once (the body from byte 0 when `withBody`) and waits for the response.
+    func attempt(
+        _ spec: UploadSpec, url: String, method: String, withBody: Bool, sendsCredentials: Bool, reply: ReplyFile?
+    ) async -> Outcome {
+        let record = task.record
+        var source: SourceFile?
+        if withBody {
+            do {
+                let opened = try await open(spec)
+                guard let now = opened.identity else { return .failed(.file("\(spec.source) is no longer a regular file"), reply: nil) }
+                if let why = now.change(from: spec.identity) { return .failed(.sourceChanged(spec.source, why), reply: nil) }
+                source = opened
+            } catch {
+                return .failed(DownloadError.classify(error), reply: nil)
+            }
+        }
+        // Progress counts what this attempt sent: a retry starts again from 0.
+        task.update { $0.bytesWritten = 0 }
+        var headers = RequestSender.headers(for: record, sendsCredentials: sendsCredentials, range: nil, validator: nil)
+        headers.remove(name: "Accept-Encoding")
+        if withBody, spec.form != nil || spec.contentType != nil || !headers.contains(name: "Content-Type") {
+            headers.replaceOrAdd(name: "Content-Type", value: spec.requestContentType)
+        }
+        let request: HTTPClient.Request
+        do {
+            request = try HTTPClient.Request(
+                url: url, method: HTTPMethod(rawValue: method), headers: headers,
+                body: source.map { [task] in UploadBody.make(spec, from: $0, task: task) }
+            )
+        } catch {
+            return .failed(.invalidArgument("cannot request \(url): \(error)"), reply: nil)
+        }
+        let owner = self.owner
+        let interval = UInt64(max(0, owner.configuration.progressInterval) * 1e9)
+        let delegate = UploadDelegate(
+            stallTimeout: record.options.stallTimeout ?? owner.configuration.stallTimeout,
+            sent: { [task] sent in
+                if let deadline = task.wrote(upTo: sent, interval: interval) { owner.events.wroteData(task, at: deadline) }
+            },
+            sink: { status in
+                guard let reply, (200...299).contains(status) else { return nil }
+                return { buffer, eventLoop in reply.append(buffer, on: eventLoop) }
+            }
+        )
+        let sent = await RequestSender(task: self.task, owner: owner).exchange(
+            request, to: url, delegate: delegate, kind: .multiplexed, forward: nil
+        )
+        // The file must be the one recorded through the whole attempt, whatever came back.
+        if let source {
+            let why: String? = source.identity.map { $0.change(from: spec.identity) } ?? "it is no longer a regular file"
+            if let why { return .failed(.sourceChanged(spec.source, why), reply: nil) }
+        }
+        switch sent {
+        case .failure(let error):
+            return .failed(error, reply: delegate.partialResult)
+        case .success(let result):
+            if (300...399).contains(result.status), result.status != 304, let location = result.headers.first(name: "location") {
+                return .redirect(status: result.status, location: location)
+            }
+            if withBody, (200...299).contains(result.status), result.sent < spec.bodyLength {
+                // A server that answered before it read the whole body did not get the file.
+                return .failed(.interrupted("the server answered after \(result.sent) of \(spec.bodyLength) bytes"), reply: result)
+            }
+            return .response(result)
+        }
+    }
+
+    /// The file to send: the service's copy (`snapshot`), the descriptor the caller handed over,
+    /// or the caller's path opened as them.
+    private func open(_ spec: UploadSpec) async throws -> SourceFile {
+        if let snapshot = spec.snapshot {
+            let fd = Glibc.open(snapshot, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard fd >= 0 else { throw DownloadError.file("the service's copy of \(spec.source) cannot be opened: \(errnoText())") }
+            return SourceFile(owning: fd)
+        }
+        if let held = task.withState({ $0.source }) { return held }
+        guard spec.reopensByPath else {
+            throw DownloadError.file(
+                "\(spec.source) was handed over as a descriptor, which the service no longer holds (it restarted); "
+                    + "upload it again, or give snapshot=true so that the service keeps a copy"
+            )
+        }
+        let access = owner.fileAccess(for: task)
+        let path = spec.source
+        let fd = try await task.onIOQueue { try access.openForReading(path) }
+        return SourceFile(owning: fd)
+    }
+
+    // MARK: The end
+
+    private func finished(_ result: UploadDelegate.Result, spec: UploadSpec, reply: ReplyFile?) async {
+        do {
+            try await reply?.publish()
+        } catch {
+            return await failed(DownloadError.classify(error), reply: result, file: reply)
+        }
+        if let snapshot = spec.snapshot { unlink(snapshot) }
+        task.update { $0.source = nil }
+        let length = spec.bodyLength
+        let location = spec.replyDestination ?? ""
+        owner.logger.info("task \(task.id): uploaded \(length) bytes; the server answered \(result.status)")
+        owner.move(task, to: .finished, { state in
+            state.record.upload?.keep(result, bodyKept: reply == nil)
+            state.record.durableOffset = length
+            state.bytesWritten = length
+            state.record.resolvedPath = spec.replyDestination
+        }, then: { delegate, task, snapshot in
+            delegate.finished(task, snapshot, location: location)
+        })
+    }
+
+    private func failed(_ error: DownloadError, reply result: UploadDelegate.Result?, file: ReplyFile?) async {
+        await file?.discard()
+        owner.logger.info("task \(task.id) failed: \(error)")
+        owner.move(task, to: .failed, { state in
+            state.record.errorName = error.name
+            state.record.errorMessage = error.message
+            if let result { state.record.upload?.keep(result, bodyKept: true) }
+            state.progressDelivered = state.bytesWritten
+        }, then: { delegate, task, snapshot in
+            delegate.completed(task, snapshot, error: error, resumeData: nil)
+        })
+        if task.record.group != 0 { owner.groupFileFailed(task) }
+    }
+
+    private func stopped(_ reason: DownloadTask.StopReason, reply: ReplyFile?) async {
+        await reply?.discard()
+        let next: DownloadState = reason == .pause ? .paused : reason == .cancel ? .cancelled : .queued
+        let owner = self.owner
+        owner.move(task, to: next, { state in
+            state.stopReason = nil
+            // A plain upload keeps nothing of an attempt: it starts again from byte 0.
+            state.bytesWritten = 0
+            state.progressDelivered = 0
+        }, then: { delegate, task, snapshot in
+            if next == .cancelled { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
+            if reason == .wait { owner.requeue(snapshot.record) }
+        })
+        if next == .cancelled { await owner.removePartialFile(of: task) }
+    }
+}

@@ -1,0 +1,123 @@
+import DBus
+import DownloadEngine
+import DownloadModel
+import DownloadsAPI
+import Foundation
+import TerminalOutput
+import UserFiles
+
+/// `Upload`, `UploadAt` and a task's `GetReply`: an upload is a task like a download (the same
+/// sessions, quotas, scheduling, signals and completion call), whose request sends a file.
+extension DownloadsService {
+    /// Where an upload's file comes from: a path the caller can read (`Upload`), or a
+    /// descriptor it opened for reading (`UploadAt`).
+    enum UploadSource {
+        case path(String)
+        case descriptor(UnixFD)
+    }
+
+    /// Longest `content_type`, in bytes.
+    static let maxContentTypeBytes = 255
+
+    /// The options of `Upload`/`UploadAt`: a download's option is refused by name.
+    func uploadOptions(_ value: DBusValue) throws -> TaskOptions {
+        let given = try vardict(value)
+        if let name = given.keys.sorted().first(where: { TaskOptions.Key(rawValue: $0).map(TaskOptions.downloadOnlyKeys.contains) ?? false }) {
+            throw DownloadsErrorName.invalidArgument.error("option '\(name)' applies to downloads only, not to an upload")
+        }
+        return try TaskOptions(given, allowed: TaskOptions.uploadKeys)
+    }
+
+    func upload(url given: String, source: UploadSource, options: TaskOptions, caller: Caller, fileMode: UInt32?) async throws -> ObjectPath {
+        let owner = caller.uid
+        let (stripped, authorization) = URLCredentials.split(given)
+        let url = try StartRequest.checkURL(stripped)
+        var engineOptions = try StartRequest.downloadOptions(options)
+        if caller.isSandboxed { engineOptions.desktopEntry = try Self.desktopEntry(engineOptions.desktopEntry, app: caller.app) }
+        if let authorization, !engineOptions.headers.keys.contains(where: { $0.lowercased() == "authorization" }) {
+            engineOptions.headers["Authorization"] = authorization
+        }
+        let method = (options.method ?? "PUT").uppercased()
+        guard UploadSpec.methods.contains(method) else {
+            throw DownloadsErrorName.invalidArgument.error("method must be PUT, POST or PATCH, not '\(DisplayText.quoted(options.method ?? "", limit: 20))'")
+        }
+        if let type = options.contentType {
+            guard !type.isEmpty, type.utf8.count <= Self.maxContentTypeBytes, !type.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+                throw DownloadsErrorName.invalidArgument.error("content_type must be a media type of at most \(Self.maxContentTypeBytes) bytes without control characters")
+            }
+        }
+        var replyDestination: String?
+        if let path = options.replyDestination {
+            guard !caller.isSandboxed else {
+                throw DownloadsErrorName.accessDenied.error("a sandboxed app reads the reply with the task's GetReply(), not from a path")
+            }
+            replyDestination = try StartRequest.checkDestination(path, what: "reply_destination")
+        }
+        try checkMayAddTask(caller)
+        let session = try newTaskSession(options.session, caller: caller)
+        try requireRoom()
+        // The file as the caller reaches it (their file helper on the system bus), and the
+        // reply's place: checked now, so a mistake is this call's error, not a failed task.
+        let shownSource: String
+        var identity: SourceIdentity
+        let descriptor: Int32?
+        switch source {
+        case .path(let path):
+            shownSource = path
+            descriptor = nil
+            identity = try await BlockingWork.run { [engine] in try engine.inspectSource(path, owner: owner) }
+        case .descriptor(let fd):
+            shownSource = DescriptorAnchor.path(of: fd.fd)
+            descriptor = fd.fd
+            identity = try SessionManager.inspectSource(descriptor: fd.fd)
+        }
+        if let replyDestination {
+            let isDirectory = try await BlockingWork.run { [engine] in
+                try engine.checkDestination(replyDestination, overwrite: true, owner: owner)
+            }
+            if isDirectory {
+                throw DownloadsErrorName.invalidArgument.error("reply_destination must name a file, not a directory")
+            }
+        }
+        var snapshot: String?
+        if options.snapshot == true {
+            let directory = FilePaths.join(store.directory, "uploads")
+            let (copy, copied) = try await BlockingWork.run { [engine] in
+                try engine.snapshot(of: shownSource, descriptor: descriptor, owner: owner, into: directory)
+            }
+            snapshot = copy
+            identity = copied
+        }
+        let form = options.form.map { form in
+            MultipartForm(field: form.field, filename: form.filename ?? FilePaths.name(of: shownSource), fields: form.fields)
+        }
+        // The record's destination is the reply's file; without one the source (the store keeps
+        // an absolute path there), which nothing writes: `Destination` shows "".
+        var request = DownloadRequest(
+            owner: owner, session: session, url: url, destination: replyDestination ?? shownSource, destinationIsDirectory: false,
+            options: engineOptions, fileMode: fileMode
+        )
+        request.app = caller.app
+        request.upload = UploadSpec(
+            source: shownSource, reopensByPath: descriptor == nil, method: method, contentType: options.contentType, form: form,
+            replyDestination: replyDestination, snapshot: snapshot, identity: identity
+        )
+        do {
+            return try await record(request, caller: caller) { try engine.createUpload(request, descriptor: snapshot == nil ? descriptor : nil) }
+        } catch {
+            if let snapshot { unlink(snapshot) }
+            throw error
+        }
+    }
+
+    /// `GetReply`: an upload's final response, once it ended.
+    static func reply(of task: TaskSnapshot) throws -> [DBusValue] {
+        guard let spec = task.record.upload else {
+            throw DownloadsErrorName.wrongState.error("task \(task.id) is a download; only an upload has a reply")
+        }
+        guard task.state.isTerminal || spec.responseStatus != 0 else {
+            throw DownloadsErrorName.wrongState.error("task \(task.id) is \(task.state.rawValue); its reply is there once it ends")
+        }
+        return [.uint32(UInt32(clamping: spec.responseStatus)), .stringDict(spec.replyHeaders), .bytes(spec.replyBody)]
+    }
+}
