@@ -396,6 +396,16 @@ public struct TaskOptions: Sendable, Hashable {
         if let useMetalinkHeaders { result[Key.useMetalinkHeaders.rawValue] = .boolean(useMetalinkHeaders) }
         if let metalink { result[Key.metalink.rawValue] = .bytes(metalink) }
         if let metalinkPath { result[Key.metalink.rawValue] = .string(metalinkPath) }
+        if let method { result[Key.method.rawValue] = .string(method) }
+        if let contentType { result[Key.contentType.rawValue] = .string(contentType) }
+        if let replyDestination { result[Key.replyDestination.rawValue] = .string(replyDestination) }
+        if let snapshot { result[Key.snapshot.rawValue] = .boolean(snapshot) }
+        if let form {
+            var parts: [String: DBusValue] = ["field": .string(form.field)]
+            if let filename = form.filename { parts["filename"] = .string(filename) }
+            if !form.fields.isEmpty { parts["fields"] = .stringDict(form.fields) }
+            result[Key.form.rawValue] = .vardict(parts)
+        }
         return result
     }
 }

@@ -65,7 +65,7 @@ public final class DownloadsProxy: Sendable {
         }
     }
 
-    private func path(_ reply: [DBusValue]) throws -> ObjectPath {
+    func path(_ reply: [DBusValue]) throws -> ObjectPath {
         guard let path = reply.first?.objectPathValue else {
             throw DownloadsClientError(name: BusError.invalidArgsName, message: "the service sent no task path")
         }

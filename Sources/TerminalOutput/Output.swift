@@ -6,7 +6,11 @@ import Glibc
 /// the command-line programs stay small).
 public enum Output {
     public static func write(_ text: String, to descriptor: Int32) {
-        var bytes = Array(text.utf8)
+        write(Array(text.utf8), to: descriptor)
+    }
+
+    public static func write(_ bytes: [UInt8], to descriptor: Int32) {
+        var bytes = bytes
         var done = 0
         while done < bytes.count {
             let n = bytes.withUnsafeMutableBytes { buffer -> Int in

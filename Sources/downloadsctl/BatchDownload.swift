@@ -202,8 +202,9 @@ struct BatchDownload {
                 }
             case .refused(let index, let error):
                 starting -= 1
-                if error.code == .quotaExceeded, starting + running.count > 0 {
-                    // The caller has as many tasks as they may: this one waits for one to end.
+                if error.code == .quotaExceeded, starting + running.count + removing > 0 {
+                    // The caller has as many tasks as they may: this one waits for one to end
+                    // (or for a finished one's removal, which is still on its way).
                     waiting.append(index)
                     window = max(1, starting + running.count)
                 } else {

@@ -18,8 +18,9 @@ struct TaskFollower {
 
     var id: String { DownloadsAPI.taskID(path).map(String.init) ?? path.rawValue }
 
-    /// Returns the finished file's path; throws `CommandFailure` or `ExitCode(130)`.
-    func follow() async throws -> String {
+    /// Returns the finished task's status (a download's file is its `destination`); throws
+    /// `CommandFailure` or `ExitCode(130)`.
+    func follow() async throws -> DownloadTaskStatus {
         let interrupt = Interrupt()
         let terminal = isatty(STDERR_FILENO) == 1
         var line = ProgressLine()
@@ -59,11 +60,12 @@ struct TaskFollower {
             case "finished":
                 if terminal { write("\n") }
                 let seconds = max(0.001, now - started)
-                write("downloaded \(ByteCount.format(status.bytesWritten)) in \(ByteCount.duration(seconds))\n")
-                return status.destination
+                let answered = status.isUpload ? "; the server answered \(status.responseStatus)" : ""
+                write("\(status.isUpload ? "uploaded" : "downloaded") \(ByteCount.format(status.bytesWritten)) in \(ByteCount.duration(seconds))\(answered)\n")
+                return status
             case "failed":
                 if terminal { write("\n") }
-                var text = "download failed: \(DisplayText.escaped(status.errorMessage))"
+                var text = "\(status.kind) failed: \(DisplayText.escaped(status.errorMessage))"
                 if service.verbose { text += " (\(status.error))" }
                 // Offered only where trying again may get further (not after a 404).
                 if let name = DownloadsErrorName(fullName: status.error), name.isWorthResuming(message: status.errorMessage) {
@@ -72,7 +74,7 @@ struct TaskFollower {
                 throw CommandFailure(message: text)
             case "cancelled":
                 if terminal { write("\n") }
-                throw CommandFailure(message: "the download was cancelled")
+                throw CommandFailure(message: "the \(status.kind) was cancelled")
             default:
                 break
             }

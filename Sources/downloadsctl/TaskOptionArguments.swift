@@ -76,6 +76,18 @@ struct TaskOptionArguments: ParsableArguments {
         return result
     }
 
+    /// `--header 'Name: value'` arguments.
+    static func headers(_ headers: [String]) throws -> [String: String] {
+        var parsed: [String: String] = [:]
+        for header in headers {
+            guard let colon = header.firstIndex(of: ":") else {
+                throw ValidationError("--header '\(header)' is not 'Name: value'")
+            }
+            parsed[Self.trimmed(header[..<colon])] = Self.trimmed(header[header.index(after: colon)...])
+        }
+        return parsed
+    }
+
     static func trimmed(_ text: Substring) -> String {
         String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
@@ -113,16 +125,7 @@ struct TaskOptionArguments: ParsableArguments {
             if noProxy && proxy != nil { throw ValidationError("--proxy and --no-proxy exclude each other") }
             options.proxy = noProxy ? "direct://" : proxy
             if background { options.background = true }
-            if !headers.isEmpty {
-                var parsed: [String: String] = [:]
-                for header in headers {
-                    guard let colon = header.firstIndex(of: ":") else {
-                        throw ValidationError("--header '\(header)' is not 'Name: value'")
-                    }
-                    parsed[Self.trimmed(header[..<colon])] = Self.trimmed(header[header.index(after: colon)...])
-                }
-                options.headers = parsed
-            }
+            if !headers.isEmpty { options.headers = try Self.headers(headers) }
             return options
         }
     }

@@ -23,9 +23,14 @@ struct TaskRow: Encodable {
     let title: String
     let description: String
     let metadata: [String: MetadataJSON]
+    /// `download` or `upload`; an upload's file and final status.
+    let kind: String
+    let source: String
+    let responseStatus: UInt32
 
     enum CodingKeys: String, CodingKey {
-        case id, session, app, url, destination, state, error, background, title, description, metadata
+        case id, session, app, url, destination, state, error, background, title, description, metadata, kind, source
+        case responseStatus = "response_status"
         case bytesWritten = "bytes_written", bytesExpected = "bytes_expected", errorMessage = "error_message"
         case waitingFor = "waiting_for"
     }
@@ -46,6 +51,9 @@ struct TaskRow: Encodable {
         title = status.title
         description = status.taskDescription
         metadata = status.metadata.mapValues(MetadataJSON.init)
+        kind = status.kind
+        source = status.source
+        responseStatus = status.responseStatus
     }
 
     static func json<T: Encodable>(_ value: T) -> String {
@@ -65,7 +73,9 @@ struct TaskRow: Encodable {
                 ? "\(Int(min(1, Double(status.bytesWritten) / Double(status.bytesExpected)) * 100))%"
                 : ByteCount.format(status.bytesWritten)
             // Names, sessions and messages come from servers and callers: escaped for the terminal.
-            var destination = DisplayText.escaped(status.destination)
+            // An upload shows where it goes: `↑ file → URL`.
+            var destination = status.isUpload
+                ? "↑ \(DisplayText.escaped(status.source)) → \(DisplayText.escaped(status.url))" : DisplayText.escaped(status.destination)
             if !status.title.isEmpty { destination = "\(DisplayText.escaped(status.title)): \(destination)" }
             if !status.error.isEmpty { destination += " (\(DisplayText.escaped(status.errorMessage)))" }
             var row = [String(status.id), stateText(status), progress]
@@ -88,7 +98,7 @@ struct TaskRow: Encodable {
     /// `task 3 running 42% 12 MiB of 29 MiB, 3.2 MiB/s`, `task 4 failed 0 B: the server answered
     /// 404 Not Found`: one task as `watch` prints it into a pipe (the speed only where measured).
     static func line(_ status: DownloadTaskStatus, speed: Double?) -> String {
-        var line = "task \(status.id) \(stateText(status)) "
+        var line = "\(status.isUpload ? "upload" : "task") \(status.id) \(stateText(status)) "
             + ProgressLine.plain(written: status.bytesWritten, expected: status.bytesExpected, speed: speed)
         if !status.error.isEmpty { line += ": \(DisplayText.escaped(status.errorMessage))" }
         return line

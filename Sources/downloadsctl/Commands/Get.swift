@@ -91,7 +91,7 @@ struct Get: AsyncParsableCommand {
                     proxy: proxy, urls: [source], directory: destination, options: options, service: service, atomic: atomic
                 ).run()
             }
-            let file = try await TaskFollower(proxy: proxy, path: path, service: service).follow()
+            let file = try await TaskFollower(proxy: proxy, path: path, service: service).follow().destination
             // Escaped on a terminal (as ls does); as it is for a script reading the path.
             print(isatty(STDOUT_FILENO) == 1 ? DisplayText.escaped(file) : file)
         }

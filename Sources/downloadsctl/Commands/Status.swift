@@ -19,10 +19,17 @@ struct Status: AsyncParsableCommand {
                 ? "\(ByteCount.format(status.bytesWritten)) of \(ByteCount.format(status.bytesExpected))"
                 : ByteCount.format(status.bytesWritten)
             var lines = [
-                "task:        \(status.id)", "state:       \(status.state)", "progress:    \(progress)",
-                "url:         \(DisplayText.escaped(status.url))", "destination: \(DisplayText.escaped(status.destination))",
-                "session:     \(DisplayText.escaped(status.session))",
+                "task:        \(status.id)", "kind:        \(status.kind)", "state:       \(status.state)", "progress:    \(progress)",
+                "url:         \(DisplayText.escaped(status.url))",
             ]
+            if status.isUpload {
+                lines.append("source:      \(DisplayText.escaped(status.source))")
+                if !status.destination.isEmpty { lines.append("reply to:    \(DisplayText.escaped(status.destination))") }
+                if status.responseStatus != 0 { lines.append("response:    \(status.responseStatus)") }
+            } else {
+                lines.append("destination: \(DisplayText.escaped(status.destination))")
+            }
+            lines.append("session:     \(DisplayText.escaped(status.session))")
             if !status.title.isEmpty { lines.insert("title:       \(DisplayText.escaped(status.title))", at: 1) }
             if !status.taskDescription.isEmpty { lines.append("description: \(DisplayText.escaped(status.taskDescription))") }
             for (key, value) in status.metadata.sorted(by: { $0.key < $1.key }) {
