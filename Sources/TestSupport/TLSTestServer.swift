@@ -48,7 +48,8 @@ public final class TLSTestServer: @unchecked Sendable {
         self.work = work
         self.limitRate = limitRate
         www = work + "/www"
-        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        // `PUT /put/NAME` stores an upload as `www/put/NAME` (nginx's dav module).
+        try FileManager.default.createDirectory(atPath: www + "/put", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: work + "/certificates", withIntermediateDirectories: true)
         certificates = try TestCertificates(in: work + "/certificates")
         var ports: [Site: Int] = [:]
@@ -117,6 +118,7 @@ public final class TLSTestServer: @unchecked Sendable {
                 root \(www);
                 location /limited/ { alias \(www)/; limit_rate \(limitRate); }
                 location /redirect/ { rewrite ^/redirect/(.*)$ https://localhost:\(port(.http1))/$1 redirect; }
+                location /put/ { alias \(www)/put/; dav_methods PUT; create_full_put_path on; client_max_body_size 0; }
               }
 
             """

@@ -52,9 +52,12 @@ public final class TinyProxy: @unchecked Sendable {
     }
 
     /// The requests the proxy forwarded (`GET http://host:port/path`: the absolute URLs), in order.
-    public var forwardedRequests: [String] {
+    public var forwardedRequests: [String] { forwarded("GET") }
+
+    /// The requests of `method` the proxy forwarded (their absolute URLs), in order.
+    public func forwarded(_ method: String) -> [String] {
         logText.split(separator: "\n").compactMap { line in
-            guard let range = line.range(of: "): GET ") else { return nil }
+            guard let range = line.range(of: "): \(method) ") else { return nil }
             return line[range.upperBound...].split(separator: " ").first.map(String.init)
         }
     }

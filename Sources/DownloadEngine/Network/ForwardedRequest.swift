@@ -12,13 +12,15 @@ import NIOPosix
 /// refuse to port 80 by default (squid's `http_access deny CONNECT !SSL_ports`), so this one
 /// request shape has its own small client: one connection per request (`Connection: close`),
 /// reading only when the delegate took the last part (its futures are the backpressure, as
-/// AsyncHTTPClient's are), streaming into the same `TransferDelegate` as every other request.
+/// AsyncHTTPClient's are), streaming into the same delegate as every other request (a download's
+/// `TransferDelegate`, an upload's `UploadDelegate`, whose body it sends after the head, each
+/// part once the connection took the last).
 /// A 407 is the proxy's (`HTTPClientError.proxyAuthenticationRequired`, so `ProxyError`); any
 /// other status is the server's, through the proxy.
-final class ForwardedRequest: OutgoingRequest {
+final class ForwardedRequest<Delegate: ForwardingDelegate>: OutgoingRequest {
     let eventLoop: EventLoop
-    private let promise: EventLoopPromise<TransferDelegate.Result>
-    private let delegate: TransferDelegate
+    private let promise: EventLoopPromise<Delegate.Response>
+    private let delegate: Delegate
     /// The connection, once made (a leaf lock).
     private let channel = NIOLockedValueBox<Channel?>(nil)
     /// Set once the request ended (its promise completed), so a late event changes nothing.
@@ -26,26 +28,33 @@ final class ForwardedRequest: OutgoingRequest {
     /// The `resource_timeout`'s end, cancelled when the request ends first (event loop only).
     private let deadlineTask = NIOLockedValueBox<Scheduled<Void>?>(nil)
 
-    var futureResult: EventLoopFuture<TransferDelegate.Result> { promise.futureResult }
+    var futureResult: EventLoopFuture<Delegate.Response> { promise.futureResult }
 
     /// `target`: the absolute URL (no fragment); `headers` the request's own (Host, Proxy-
-    /// Authorization and Connection are added here).
+    /// Authorization, Connection and the body's Content-Length are added here).
     init(
-        target: String, host: String, port: Int, headers: HTTPHeaders, proxyHost: String, proxyPort: Int,
-        proxyAuthorization: (user: String, password: String)?, delegate: TransferDelegate,
+        target: String, method: HTTPMethod = .GET, host: String, port: Int, headers: HTTPHeaders, body: HTTPClient.Body? = nil,
+        proxyHost: String, proxyPort: Int, proxyAuthorization: (user: String, password: String)?, delegate: Delegate,
         connectTimeout: TimeAmount, deadline: NIODeadline?
     ) {
         eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         promise = eventLoop.makePromise()
         self.delegate = delegate
         var headers = headers
-        headers.replaceOrAdd(name: "Host", value: ForwardedRequest.hostHeader(host, port))
+        headers.replaceOrAdd(name: "Host", value: RequestSender.Forwarding.hostHeader(host, port))
         if let credentials = proxyAuthorization {
             let token = Data("\(credentials.user):\(credentials.password)".utf8).base64EncodedString()
             headers.replaceOrAdd(name: "Proxy-Authorization", value: "Basic \(token)")
         }
         headers.replaceOrAdd(name: "Connection", value: "close")
-        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: headers)
+        if let body {
+            if let length = body.contentLength {
+                headers.replaceOrAdd(name: "Content-Length", value: String(length))
+            } else {
+                headers.replaceOrAdd(name: "Transfer-Encoding", value: "chunked")
+            }
+        }
+        let head = HTTPRequestHead(version: .http1_1, method: method, uri: target, headers: headers)
         if let deadline {
             let scheduled = eventLoop.scheduleTask(deadline: deadline) { [weak self] () -> Void in
                 self?.end(.failure(HTTPClientError.deadlineExceeded))
@@ -58,7 +67,7 @@ final class ForwardedRequest: OutgoingRequest {
             .channelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(Handler(request: self, head: head))
+                    try channel.pipeline.syncOperations.addHandler(Handler(request: self, head: head, body: body))
                 }
             }
             .connect(host: proxyHost, port: proxyPort)
@@ -89,7 +98,7 @@ final class ForwardedRequest: OutgoingRequest {
 
     /// Ends the request once (on the event loop): the delegate hears of a failure, the
     /// connection closes.
-    fileprivate func end(_ result: Result<TransferDelegate.Result, Error>) {
+    fileprivate func end(_ result: Result<Delegate.Response, Error>) {
         eventLoop.preconditionInEventLoop()
         let first = ended.withLockedValue { ended in
             defer { ended = true }
@@ -104,22 +113,6 @@ final class ForwardedRequest: OutgoingRequest {
 
     fileprivate var isEnded: Bool { ended.withLockedValue { $0 } }
 
-    /// `host[:port]`, an IPv6 address in brackets.
-    static func hostHeader(_ host: String, _ port: Int) -> String {
-        let name = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-        return port == 80 ? name : "\(name):\(port)"
-    }
-
-    /// The absolute-form target of `url` (its fragment left out), or nil when it is not an http URL.
-    static func target(of url: String) -> String? {
-        guard var components = URLComponents(string: url), components.scheme?.lowercased() == "http", components.host != nil else {
-            return nil
-        }
-        components.fragment = nil
-        if components.percentEncodedPath.isEmpty { components.percentEncodedPath = "/" }
-        return components.string
-    }
-
     /// Sends the request, then hands the response to the delegate one part at a time.
     private final class Handler: ChannelInboundHandler {
         typealias InboundIn = HTTPClientResponsePart
@@ -127,21 +120,43 @@ final class ForwardedRequest: OutgoingRequest {
 
         private let request: ForwardedRequest
         private let head: HTTPRequestHead
+        private let body: HTTPClient.Body?
         /// Parts decoded but not yet taken by the delegate.
         private var pending = CircularBuffer<HTTPClientResponsePart>()
         /// The delegate's future for the last part has not completed yet.
         private var busy = false
         private var complete = false
 
-        init(request: ForwardedRequest, head: HTTPRequestHead) {
+        init(request: ForwardedRequest, head: HTTPRequestHead, body: HTTPClient.Body?) {
             self.request = request
             self.head = head
+            self.body = body
         }
 
         func channelActive(context: ChannelHandlerContext) {
             context.write(wrapOutboundOut(.head(head)), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            guard let body else {
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                request.delegate.sentHead(request.delegateRequest)
+                context.read()
+                return context.fireChannelActive()
+            }
+            context.flush()
             request.delegate.sentHead(request.delegateRequest)
+            // The body part by part, each once the connection took the last (the stream's
+            // futures are the backpressure); the end after the last.
+            let channel = context.channel, request = self.request
+            let writer = HTTPClient.Body.StreamWriter { data in
+                let written = channel.writeAndFlush(HTTPClientRequestPart.body(data))
+                written.whenSuccess { request.delegate.sentBodyPart(data.readableBytes, request.delegateRequest) }
+                return written
+            }
+            body.stream(writer).hop(to: channel.eventLoop).whenComplete { result in
+                switch result {
+                case .success: channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+                case .failure(let error): request.end(.failure(error))
+                }
+            }
             context.read()
             context.fireChannelActive()
         }

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Foundation
 import DownloadModel
 import NIOCore
 import NIOHTTP1
@@ -68,6 +69,22 @@ struct RequestSender: Sendable {
         var proxyAuthorization: (user: String, password: String)?
         var connectTimeout: TimeAmount
         var deadline: NIODeadline?
+
+        /// `host[:port]`, an IPv6 address in brackets.
+        static func hostHeader(_ host: String, _ port: Int) -> String {
+            let name = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+            return port == 80 ? name : "\(name):\(port)"
+        }
+
+        /// The absolute-form target of `url` (its fragment left out), or nil when it is not an http URL.
+        static func target(of url: String) -> String? {
+            guard var components = URLComponents(string: url), components.scheme?.lowercased() == "http", components.host != nil else {
+                return nil
+            }
+            components.fragment = nil
+            if components.percentEncodedPath.isEmpty { components.percentEncodedPath = "/" }
+            return components.string
+        }
     }
 
     /// `send` for any delegate: `forward` makes the request that goes through an HTTP proxy to a
@@ -94,7 +111,7 @@ struct RequestSender: Sendable {
         guard task.withState({ $0.stopReason }) == nil else { return .failure(.cancelled) }
         let outgoing: any OutgoingRequest<Delegate.Response>
         if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, request.scheme == "http",
-           let forward, let target = ForwardedRequest.target(of: url) {
+           let forward, let target = Forwarding.target(of: url) {
             // A plain http URL through an HTTP proxy is forwarded, as curl does, not tunnelled.
             outgoing = forward(Forwarding(
                 target: target, proxyHost: connection.proxyAddress ?? proxyHost, proxyPort: proxyPort,

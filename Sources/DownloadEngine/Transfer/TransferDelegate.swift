@@ -53,7 +53,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
             self.fail = fail
         }
 
-        init(_ task: HTTPClient.Task<Result>) {
+        init<Response>(_ task: HTTPClient.Task<Response>) {
             self.init(eventLoop: task.eventLoop, fail: { task.fail(reason: $0) })
         }
     }

@@ -9,7 +9,7 @@ import NIOHTTP1
 /// body, either into memory (at most `UploadSpec.maxKeptReply` bytes, for `GetReply`) or
 /// through `sink` into the reply's file. A connection on which nothing moves either way for the
 /// stall timeout is ended (`Timeout`), as a download's is.
-final class UploadDelegate: ResponseReceiver, @unchecked Sendable {
+final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
     struct Result: Sendable {
         var status: Int
         var headers: HTTPHeaders
@@ -58,47 +58,67 @@ final class UploadDelegate: ResponseReceiver, @unchecked Sendable {
         eventLoop.execute { self.stopWatchdog() }
     }
 
-    func didSendRequestHead(task: HTTPClient.Task<Result>, _ head: HTTPRequestHead) {
+    // MARK: AsyncHTTPClient's callbacks, each the request-independent one below
+
+    func didSendRequestHead(task: HTTPClient.Task<Result>, _ head: HTTPRequestHead) { sentHead(TransferDelegate.Request(task)) }
+    func didSendRequestPart(task: HTTPClient.Task<Result>, _ part: IOData) {
+        sentBodyPart(part.readableBytes, TransferDelegate.Request(task))
+    }
+    func didReceiveHead(task: HTTPClient.Task<Result>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        receivedHead(head, TransferDelegate.Request(task))
+    }
+    func didReceiveBodyPart(task: HTTPClient.Task<Result>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        receivedBodyPart(buffer, TransferDelegate.Request(task))
+    }
+    func didReceiveError(task: HTTPClient.Task<Result>, _ error: Error) { receivedError() }
+    func didFinishRequest(task: HTTPClient.Task<Result>) throws -> Result { try finished() }
+
+    // MARK: The request's events (on its event loop; a forwarded request's too)
+
+    func sentHead(_ request: TransferDelegate.Request) {
         headSent.withLockedValue { $0 = true }
         lastMoved = .now()
         // Nothing sent and nothing heard for the stall timeout: the request ends as `Timeout`.
         let limit = stallTimeout
-        watchdog = task.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [self] repeated in
+        watchdog = request.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [self] repeated in
             guard NIODeadline.now() - lastMoved > limit else { return }
             repeated.cancel()
-            task.fail(reason: DownloadError.timeout("nothing was sent or received for \(limit.nanoseconds / 1_000_000_000) s"))
+            request.fail(DownloadError.timeout("nothing was sent or received for \(limit.nanoseconds / 1_000_000_000) s"))
         }
     }
 
-    func didSendRequestPart(task: HTTPClient.Task<Result>, _ part: IOData) {
-        sentBytes += Int64(part.readableBytes)
-        lastMoved = .now()
-        sent(sentBytes)
+    func sentBodyPart(_ bytes: Int, _ request: TransferDelegate.Request) {
+        request.eventLoop.execute { [self] in
+            sentBytes += Int64(bytes)
+            lastMoved = .now()
+            sent(sentBytes)
+        }
     }
 
-    func didReceiveHead(task: HTTPClient.Task<Result>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+    func receivedHead(_ head: HTTPResponseHead, _ request: TransferDelegate.Request) -> EventLoopFuture<Void> {
         lastMoved = .now()
         status = Int(head.status.code)
         headers = head.headers
         sink = sinkFor(status)
-        return task.eventLoop.makeSucceededVoidFuture()
+        return request.eventLoop.makeSucceededVoidFuture()
     }
 
-    func didReceiveBodyPart(task: HTTPClient.Task<Result>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+    func receivedBodyPart(_ buffer: ByteBuffer, _ request: TransferDelegate.Request) -> EventLoopFuture<Void> {
         lastMoved = .now()
         bodyBytes += Int64(buffer.readableBytes)
-        if let sink { return sink(buffer, task.eventLoop) }
+        if let sink { return sink(buffer, request.eventLoop) }
         let room = UploadSpec.maxKeptReply - body.count
         if room > 0 { body += buffer.readableBytesView.prefix(room) }
-        return task.eventLoop.makeSucceededVoidFuture()
+        return request.eventLoop.makeSucceededVoidFuture()
     }
 
-    func didReceiveError(task: HTTPClient.Task<Result>, _ error: Error) {
+    func receivedError() {
         stopWatchdog()
     }
 
-    func didFinishRequest(task: HTTPClient.Task<Result>) throws -> Result {
+    func finished() throws -> Result {
         stopWatchdog()
+        guard status != 0 else { throw DownloadError.invalidResponse("the response ended before its head") }
         return Result(status: status, headers: headers, body: body, bodyBytes: bodyBytes, sent: sentBytes)
     }
 

@@ -177,8 +177,16 @@ final class UploadRun: Sendable {
             }
         )
         let sent = await RequestSender(task: self.task, owner: owner).exchange(
-            request, to: url, delegate: delegate, kind: .multiplexed, forward: nil
-        )
+            request, to: url, delegate: delegate, kind: .multiplexed
+        ) { forwarding in
+            // A plain http URL through an HTTP proxy: forwarded with its body, as curl does.
+            ForwardedRequest(
+                target: forwarding.target, method: request.method, host: request.host, port: request.port, headers: request.headers,
+                body: request.body, proxyHost: forwarding.proxyHost, proxyPort: forwarding.proxyPort,
+                proxyAuthorization: forwarding.proxyAuthorization, delegate: delegate,
+                connectTimeout: forwarding.connectTimeout, deadline: forwarding.deadline
+            )
+        }
         // The file must be the one recorded through the whole attempt, whatever came back.
         if let source {
             let why: String? = source.identity.map { $0.change(from: spec.identity) } ?? "it is no longer a regular file"
