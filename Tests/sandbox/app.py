@@ -8,6 +8,8 @@ Commands ({"op": ...}):
   startat   url, dir, name, options  -> StartAt with dir opened O_RDONLY|O_DIRECTORY
   startfile url, file, options       -> StartAt with file opened O_WRONLY|O_CREAT
   start     url, dest, options       -> Start (a path)
+  uploadat  url, file, options       -> UploadAt with file opened O_RDONLY
+  upload    url, source, options     -> Upload (a path)
   startgroupat dir, files [[url, name, options]], options -> StartGroupAt with dir opened
   call      path, iface, method, sig, args   -> any method; args as JSON
   get       path, prop               -> a Task property
@@ -107,6 +109,14 @@ def run(command):
             os.close(fd)
     if op == "start":
         return manager().Start(command["url"], command["dest"], options(command.get("options")))
+    if op == "uploadat":
+        fd = os.open(command["file"], os.O_RDONLY)
+        try:
+            return manager().UploadAt(command["url"], dbus.types.UnixFd(fd), options(command.get("options")))
+        finally:
+            os.close(fd)
+    if op == "upload":
+        return manager().Upload(command["url"], command["source"], options(command.get("options")))
     if op == "call":
         proxy = bus.get_object(NAME, command["path"], introspect=False)
         args = command.get("args", [])

@@ -1,0 +1,38 @@
+import DBus
+import Foundation
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// Uploads on the system bus: the daemon (root) reads the file through the caller's file helper,
+/// so a file only its user may read is sent for them and for nobody else, and the reply's file
+/// is made as them.
+extension MultiUserTests {
+    func testAFileOnlyItsUserMayReadIsUploadedForThemAndNobodyElse() async throws {
+        let home = try makeDirectory("a", owner: users.a, mode: 0o700)
+        let content = Self.content(600_000, seed: 94)
+        let secret = home + "/diary.txt"
+        try Data(content).write(to: URL(fileURLWithPath: secret))
+        chown(secret, users.a.uid, users.a.gid)
+        chmod(secret, 0o600)
+        http.set("/backup", Route.receiving(status: 201, reply: "kept\n"))
+        let mine = try await python(as: users.a, umask: 0o027, """
+        path = str(m.Upload('\(http.url("/backup"))', '\(secret)', dbus.Dictionary({'reply_destination': '\(home)/reply.txt'}, signature='sv')))
+        out['state'] = wait(path, ['finished', 'failed'])
+        out['kind'] = str(prop(path, 'Kind'))
+        """)
+        XCTAssertEqual(mine["state"] as? String, "finished", daemonLogText)
+        XCTAssertEqual(mine["kind"] as? String, "upload")
+        XCTAssertEqual(http.received("/backup").map { Self.sha256($0.body) }, [Self.sha256(content)])
+        XCTAssertEqual(try String(contentsOfFile: home + "/reply.txt", encoding: .utf8), "kept\n")
+        XCTAssertEqual(owner(of: home + "/reply.txt")?.uid, users.a.uid, "the reply's file is the caller's")
+        XCTAssertEqual(owner(of: home + "/reply.txt")?.mode, 0o640, "0666 less the caller's umask")
+
+        let theirs = try await python(as: users.b, """
+        out['upload'] = err(lambda: m.Upload('\(http.url("/backup"))', '\(secret)', dbus.Dictionary({}, signature='sv')))
+        """)
+        let refused = try XCTUnwrap(theirs["upload"] as? String)
+        XCTAssertTrue(refused.hasPrefix("org.example.Downloads.Error.FileError"), refused)
+        XCTAssertEqual(http.received("/backup").count, 1, "B's call sent nothing")
+    }
+}
