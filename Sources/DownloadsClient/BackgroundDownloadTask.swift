@@ -9,6 +9,8 @@ import NIOConcurrencyHelpers
 public final class BackgroundDownloadTask: Sendable, Hashable, CustomStringConvertible {
     enum Origin: Sendable {
         case url(String, destination: String, options: TaskOptions)
+        /// An upload of the file `source` (`Upload`, or `UploadAt` inside a sandbox).
+        case upload(String, source: String, options: TaskOptions)
         case resumeData(Data, options: TaskOptions)
         case existing
     }
@@ -33,6 +35,7 @@ public final class BackgroundDownloadTask: Sendable, Hashable, CustomStringConve
         var title: String?
         var taskDescription: String?
         var metadata: [String: DBusValue] = [:]
+        var isUpload = false
     }
     private let fields = NIOLockedValueBox(Fields())
 
@@ -43,12 +46,17 @@ public final class BackgroundDownloadTask: Sendable, Hashable, CustomStringConve
     /// The `metadata` option: the app's own data (`DownloadSession.tasks(matching:)` finds tasks by it).
     public var metadata: [String: DBusValue] { fields.withLockedValue { $0.metadata } }
 
+    /// Whether the task sends a file (`DownloadSession.uploadTask`), rather than fetching one:
+    /// its progress is `didSendBodyData`, and its end brings the server's reply.
+    public var isUpload: Bool { fields.withLockedValue { $0.isUpload } }
+
     /// Takes the fields from what the service says of the task.
     func learn(_ status: DownloadTaskStatus) {
         fields.withLockedValue { fields in
             fields.title = status.title.isEmpty ? nil : status.title
             fields.taskDescription = status.taskDescription.isEmpty ? nil : status.taskDescription
             fields.metadata = status.metadata
+            fields.isUpload = status.isUpload
         }
     }
 
@@ -60,8 +68,14 @@ public final class BackgroundDownloadTask: Sendable, Hashable, CustomStringConve
         self.origin = origin
         self.onStart = onStart
         self.path.withLockedValue { $0 = path }
-        if case .url(_, _, let options) = origin {
-            fields.withLockedValue { $0 = Fields(title: options.title, taskDescription: options.taskDescription, metadata: options.metadata ?? [:]) }
+        switch origin {
+        case .url(_, _, let options), .upload(_, _, let options):
+            fields.withLockedValue {
+                $0 = Fields(title: options.title, taskDescription: options.taskDescription, metadata: options.metadata ?? [:])
+                if case .upload = origin { $0.isUpload = true }
+            }
+        case .resumeData, .existing:
+            break
         }
     }
 
@@ -85,6 +99,8 @@ public final class BackgroundDownloadTask: Sendable, Hashable, CustomStringConve
             switch origin {
             case .url(let url, let destination, let options):
                 created = try await proxy.start(url: url, destination: destination, options: options)
+            case .upload(let url, let source, let options):
+                created = try await proxy.upload(url: url, source: source, options: options)
             case .resumeData(let data, let options):
                 created = try await proxy.resume(resumeData: data, options: options)
             case .existing:
@@ -107,6 +123,12 @@ public final class BackgroundDownloadTask: Sendable, Hashable, CustomStringConve
     /// Cancels the task (removes its partial file); cancelling an ended task removes it from the list.
     public func cancel() async throws {
         try await proxy.cancel(try started())
+    }
+
+    /// An upload's final response and its body (at most 1 MiB), once it ended.
+    public func reply() async throws -> (UploadResponse, Data) {
+        let reply = try await proxy.reply(try started())
+        return (UploadResponse(statusCode: Int(reply.status), headers: reply.headers), Data(reply.body))
     }
 
     /// The service's current view of the task.

@@ -127,6 +127,19 @@ public final class DownloadSession: Sendable {
         return makeTask(.url("", destination: destination, options: options))
     }
 
+    /// A new, suspended task sending the file at `path` with `request`'s method and headers
+    /// (`uploadTask(with:fromFile:)`). `resume()` starts it; the service sends it whether or not
+    /// this process lives, from byte 0 again after a cut connection or a restart. `options`
+    /// take the upload's own (`form`, `content_type`, `reply_destination`, `snapshot`).
+    public func uploadTask(with request: UploadRequest, fromFile path: String, options: TaskOptions = TaskOptions()) -> BackgroundDownloadTask {
+        var options = options
+        options.session = configuration.identifier
+        options.method = request.httpMethod.uppercased()
+        if !request.allHTTPHeaderFields.isEmpty { options.headers = (options.headers ?? [:]).merging(request.allHTTPHeaderFields) { $1 } }
+        if configuration.isDiscretionary && options.background == nil { options.background = true }
+        return makeTask(.upload(request.url.absoluteString, source: path, options: options))
+    }
+
     /// A suspended task that continues from resume data (`downloadTask(withResumeData:)`).
     public func downloadTask(withResumeData data: Data, options: TaskOptions = TaskOptions()) -> BackgroundDownloadTask {
         makeTask(.resumeData(data, options: options))
@@ -306,24 +319,43 @@ public final class DownloadSession: Sendable {
             }
             guard let task = await task(for: path) else { return }
             switch signal {
+            case .progress(_, let written, let total, let expected) where task.isUpload:
+                delegate?.downloadSession(self, task: task, didSendBodyData: written, totalBytesSent: total, totalBytesExpectedToSend: expected)
+                sink.yield(.sentData(task, bytesSent: written, totalBytesSent: total, totalBytesExpected: expected))
             case .progress(_, let written, let total, let expected):
                 delegate?.downloadSession(self, downloadTask: task, didWriteData: written, totalBytesWritten: total, totalBytesExpectedToWrite: expected)
                 sink.yield(.wroteData(task, bytesWritten: written, totalBytesWritten: total, totalBytesExpected: expected))
             case .stateChanged(_, let state):
                 sink.yield(.stateChanged(task, state: state))
             case .finished(_, let location):
-                delegate?.downloadSession(self, downloadTask: task, didFinishDownloadingTo: location)
+                if task.isUpload {
+                    await deliverReply(of: task)
+                } else {
+                    delegate?.downloadSession(self, downloadTask: task, didFinishDownloadingTo: location)
+                }
                 sink.yield(.finished(task, location: location))
                 delegate?.downloadSession(self, task: task, didCompleteWithError: nil)
                 sink.yield(.completed(task, error: nil))
             case .failed(_, let name, let message, let resumeData):
                 let error = DownloadsClientError(name: name, message: message, resumeData: resumeData.isEmpty ? nil : Data(resumeData))
+                // A server's refusal of an upload is a response too: the app reads it first.
+                if task.isUpload, error.code == .httpError { await deliverReply(of: task) }
                 delegate?.downloadSession(self, task: task, didCompleteWithError: error)
                 sink.yield(.completed(task, error: error))
             case .eventsFinished, .groupProgress, .groupFinished, .groupFailed:
                 break  // not about a task (above)
             }
         }
+    }
+
+    /// An upload's reply, as URLSession hands a data task's: the response, then its body.
+    private func deliverReply(of task: BackgroundDownloadTask) async {
+        guard let (response, data) = try? await task.reply() else { return }
+        delegate?.downloadSession(self, task: task, didReceive: response)
+        sink.yield(.receivedResponse(task, response))
+        guard !data.isEmpty else { return }
+        delegate?.downloadSession(self, task: task, didReceive: data)
+        sink.yield(.receivedData(task, data))
     }
 
     private func finishEvents() {

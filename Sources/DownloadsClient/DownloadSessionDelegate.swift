@@ -1,4 +1,7 @@
-/// What a `DownloadSession` tells its delegate, in the shapes of `URLSessionDownloadDelegate`.
+import FoundationEssentials
+
+/// What a `DownloadSession` tells its delegate, in the shapes of `URLSessionDownloadDelegate`
+/// (and, for uploads, `URLSessionTaskDelegate`'s and `URLSessionDataDelegate`'s).
 /// Calls come one at a time, in the order the service sent the events (like a serial
 /// `delegateQueue`). Every method has an empty default.
 public protocol DownloadSessionDelegate: AnyObject, Sendable {
@@ -17,6 +20,16 @@ public protocol DownloadSessionDelegate: AnyObject, Sendable {
     /// When the session is the completion handler, the service's call is answered after this
     /// returns (as calling `backgroundCompletionHandler` does).
     func downloadSessionDidFinishEvents(forBackgroundSession session: DownloadSession)
+    /// An upload's bytes went out (`urlSession(_:task:didSendBodyData:…)`); coalesced by the service.
+    func downloadSession(
+        _ session: DownloadSession, task: BackgroundDownloadTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    )
+    /// An upload's final response (`urlSession(_:dataTask:didReceive:completionHandler:)`), before
+    /// it completes: after a 2xx, and after a refusal (`HTTPError`).
+    func downloadSession(_ session: DownloadSession, task: BackgroundDownloadTask, didReceive response: UploadResponse)
+    /// The response's body (`urlSession(_:dataTask:didReceive:)`), at most 1 MiB, in one piece.
+    func downloadSession(_ session: DownloadSession, task: BackgroundDownloadTask, didReceive data: Data)
     /// A group's progress (at most ten a second, and at each file's end).
     func downloadSession(
         _ session: DownloadSession, group: BackgroundDownloadGroup, didWriteData bytesWritten: Int64, bytesExpected: Int64,
@@ -34,6 +47,12 @@ extension DownloadSessionDelegate {
     public func downloadSession(_ session: DownloadSession, downloadTask: BackgroundDownloadTask, didFinishDownloadingTo location: String) {}
     public func downloadSession(_ session: DownloadSession, task: BackgroundDownloadTask, didCompleteWithError error: DownloadsClientError?) {}
     public func downloadSessionDidFinishEvents(forBackgroundSession session: DownloadSession) {}
+    public func downloadSession(
+        _ session: DownloadSession, task: BackgroundDownloadTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {}
+    public func downloadSession(_ session: DownloadSession, task: BackgroundDownloadTask, didReceive response: UploadResponse) {}
+    public func downloadSession(_ session: DownloadSession, task: BackgroundDownloadTask, didReceive data: Data) {}
     public func downloadSession(
         _ session: DownloadSession, group: BackgroundDownloadGroup, didWriteData bytesWritten: Int64, bytesExpected: Int64,
         filesFinished: UInt32, files: UInt32

@@ -46,6 +46,22 @@ final class DownloadsClientTests: DaemonTestCase {
             calls.withLockedValue { $0.append("group complete \(group.identifier) \(error?.shortName ?? "ok")") }
         }
 
+        func downloadSession(
+            _ session: DownloadSession, task: BackgroundDownloadTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+            totalBytesExpectedToSend: Int64
+        ) {
+            progress.withLockedValue { $0.append(totalBytesSent) }
+            calls.withLockedValue { if $0.last != "send \(task.taskIdentifier ?? 0)" { $0.append("send \(task.taskIdentifier ?? 0)") } }
+        }
+
+        func downloadSession(_ session: DownloadSession, task: BackgroundDownloadTask, didReceive response: UploadResponse) {
+            calls.withLockedValue { $0.append("response \(task.taskIdentifier ?? 0) \(response.statusCode) \(response.headers["location"] ?? "")") }
+        }
+
+        func downloadSession(_ session: DownloadSession, task: BackgroundDownloadTask, didReceive data: Data) {
+            calls.withLockedValue { $0.append("data \(task.taskIdentifier ?? 0) \(String(decoding: data, as: UTF8.self))") }
+        }
+
         var all: [String] { calls.withLockedValue { $0 } }
     }
 
