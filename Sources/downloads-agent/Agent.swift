@@ -250,15 +250,17 @@ final class Agent: @unchecked Sendable {
         // A job view's end is notified by the desktop; a cancel was the user's own doing.
         guard announce, !task.shownByJobView, task.status.state != "cancelled" else { return }
         let finished = task.status.state == "finished"
+        let kind = task.status.isUpload ? "Upload" : "Download"
         let id = await notifier.notify(
             replacing: task.notification,
-            summary: finished ? "Download finished" : "Download failed",
+            summary: finished ? "\(kind) finished" : "\(kind) failed",
             // The body is markup to the notification server: names and messages are escaped.
             body: AgentText.notificationBody(task.status),
-            icon: finished ? "folder-download" : "dialog-error",
+            icon: finished ? (task.status.isUpload ? "document-send" : "folder-download") : "dialog-error",
             category: finished ? "transfer.complete" : "transfer.error",
             desktopEntry: task.status.desktopEntry.isEmpty ? nil : task.status.desktopEntry,
-            actions: finished ? ["default", "Open", "open", "Open"] : []
+            // An upload's file was there before: nothing new to open.
+            actions: finished && !task.status.isUpload ? ["default", "Open", "open", "Open"] : []
         )
         guard id != 0 else { return }
         if let old = task.notification { notifications[old] = nil }

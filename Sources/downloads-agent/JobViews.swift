@@ -22,16 +22,26 @@ struct JobViews {
         var state: [String: DBusValue] = [
             // Plain text in the job view, but a bidi override or a control character still
             // rearranges or hides what a person reads: escaped.
-            "title": .string("Downloading \(DisplayText.escaped(task.name))"),
-            "descriptionLabel1": .string("Source"), "descriptionValue1": .string(DisplayText.escaped(status.url)),
-            "descriptionLabel2": .string("Destination"), "descriptionValue2": .string(DisplayText.escaped(status.destination)),
-            "destUrl": .string("file://" + status.destination),
+            "title": .string("\(status.isUpload ? "Uploading" : "Downloading") \(DisplayText.escaped(task.name))"),
             "processedBytes": .uint64(UInt64(max(0, status.bytesWritten))),
             "speed": .uint64(task.speed),
             "suspended": .boolean(status.state == "paused"),
             // Why it waits, else the app's description of the download.
             "infoMessage": .string(AgentText.waiting(status) ?? DisplayText.escaped(status.taskDescription)),
         ]
+        if status.isUpload {
+            // An upload goes from the file to the URL.
+            state["descriptionLabel1"] = .string("File")
+            state["descriptionValue1"] = .string(DisplayText.escaped(status.source))
+            state["descriptionLabel2"] = .string("To")
+            state["descriptionValue2"] = .string(DisplayText.escaped(status.url))
+        } else {
+            state["descriptionLabel1"] = .string("Source")
+            state["descriptionValue1"] = .string(DisplayText.escaped(status.url))
+            state["descriptionLabel2"] = .string("Destination")
+            state["descriptionValue2"] = .string(DisplayText.escaped(status.destination))
+            state["destUrl"] = .string("file://" + status.destination)
+        }
         if status.bytesExpected > 0 {
             state["totalBytes"] = .uint64(UInt64(status.bytesExpected))
             state["percent"] = .uint32(UInt32(min(100, status.bytesWritten * 100 / status.bytesExpected)))

@@ -16,6 +16,8 @@ final class Monitor {
     let connection: OpaquePointer
     private var lastProgress: [String: Double] = [:]
     private var lastFilesFinished: [String: UInt32] = [:]
+    /// Uploads seen starting: their lines say "upload".
+    private var uploads: Set<String> = []
 
     init(connection: OpaquePointer) {
         self.connection = connection
@@ -93,12 +95,17 @@ final class Monitor {
             let path = string(parameters, 0)
             switch string(parameters, 1) {
             case "running":
-                let (url, destination) = properties(path)
-                emit("task \(id(path)) started: \(url) -> \(destination)")
+                let task = properties(path)
+                if task.kind == "upload" {
+                    uploads.insert(path)
+                    emit("upload \(id(path)) started: \(task.source) -> \(task.url)")
+                } else {
+                    emit("task \(id(path)) started: \(task.url) -> \(task.destination)")
+                }
             case "paused":
-                emit("task \(id(path)) paused")
+                emit("\(noun(path)) \(id(path)) paused")
             case "retrying":
-                emit("task \(id(path)) retrying")
+                emit("\(noun(path)) \(id(path)) retrying")
             default:
                 break
             }
@@ -111,19 +118,26 @@ final class Monitor {
             let amount = expected > 0
                 ? "\(Int(Double(written) * 100 / Double(expected)))% (\(written) of \(expected) bytes)"
                 : "\(written) bytes"
-            emit("task \(id(path)) progress: \(amount)")
+            emit("\(noun(path)) \(id(path)) progress: \(amount)\(uploads.contains(path) ? " sent" : "")")
         case ("Finished", "(os)"):
             let path = string(parameters, 0)
             lastProgress[path] = nil
-            emit("task \(id(path)) finished: \(string(parameters, 1))")
+            let location = string(parameters, 1)
+            if uploads.remove(path) != nil {
+                emit("upload \(id(path)) finished" + (location.isEmpty ? "" : ": reply in \(location)"))
+            } else {
+                emit("task \(id(path)) finished: \(location)")
+            }
         case ("Failed", "(ossay)"):
             let path = string(parameters, 0)
             lastProgress[path] = nil
             let name = string(parameters, 1)
+            let noun = noun(path)
+            uploads.remove(path)
             if name.hasSuffix(".Cancelled") {
-                emit("task \(id(path)) cancelled")
+                emit("\(noun) \(id(path)) cancelled")
             } else {
-                emit("task \(id(path)) failed: \(string(parameters, 2)) (\(name))")
+                emit("\(noun) \(id(path)) failed: \(string(parameters, 2)) (\(name))")
             }
         case ("GroupProgress", "(oxxuu)"):
             let path = string(parameters, 0)
@@ -159,13 +173,16 @@ final class Monitor {
     }
 
     /// URL and Destination of a task, through a GDBusProxy (which loads every property at once).
-    private func properties(_ path: String) -> (String, String) {
+    /// "upload" for an upload seen starting, else "task".
+    private func noun(_ path: String) -> String { uploads.contains(path) ? "upload" : "task" }
+
+    private func properties(_ path: String) -> (url: String, destination: String, kind: String, source: String) {
         var error: UnsafeMutablePointer<GError>?
         guard let proxy = g_dbus_proxy_new_sync(
             connection, G_DBUS_PROXY_FLAGS_DO_NOT_CONNECT_SIGNALS, nil, Self.busName, path, Self.taskInterface, nil, &error
         ) else {
             if let error { g_error_free(error) }
-            return ("?", "?")
+            return ("?", "?", "?", "?")
         }
         defer { g_object_unref(proxy) }
         func property(_ name: String) -> String {
@@ -173,7 +190,7 @@ final class Monitor {
             defer { g_variant_unref(value) }
             return String(cString: g_variant_get_string(value, nil))
         }
-        return (property("URL"), property("Destination"))
+        return (property("URL"), property("Destination"), property("Kind"), property("Source"))
     }
 
     /// Every line, whole: URLs, names and messages come from callers and servers, and a

@@ -352,6 +352,46 @@ class DownloadsAgentTests: DaemonTestCase {
         _ = try await call("Cancel", [.objectPath(task)])
     }
 
+    /// An upload is "Uploading NAME" in its job view, from its file to its URL.
+    func testAnUploadIsUploadingInItsJobView() async throws {
+        try await startNotificationDaemon()
+        _ = try await startJobViewServer("uploading")
+        try await startAgent()
+        http.set("/inbox", Route.receiving())
+        let file = directory.file("report.pdf")
+        try Data(Self.content(1_000_000, seed: 14)).write(to: URL(fileURLWithPath: file))
+        let reply = try await call("Upload", [
+            .string(http.url("/inbox")), .string(file),
+            .vardict(["desktop_entry": .string("org.example.Test.desktop"), "max_bytes_per_second": .uint64(200_000)]),
+        ])
+        let task = try XCTUnwrap(reply.first?.objectPathValue)
+        let view = try await view()
+        try await until("an upload's view", log: agentLog) {
+            self.jobViewCalls.contains {
+                guard $0["call"] as? String == "update", $0["view"] as? String == view,
+                      let properties = $0["properties"] as? [String: Any] else { return false }
+                return properties["title"] as? String == "Uploading report.pdf" && properties["descriptionValue1"] as? String == file
+                    && properties["descriptionLabel2"] as? String == "To" && properties["descriptionValue2"] as? String == self.http.url("/inbox")
+            }
+        }
+        _ = try await call("Cancel", [.objectPath(task)])
+    }
+
+    /// An upload's end is "Upload finished", with nothing to open.
+    func testAnUploadsNotificationSaysUploadFinished() async throws {
+        try await startNotificationDaemon()
+        try await startAgent()
+        http.set("/inbox", Route.receiving())
+        let file = directory.file("notes.txt")
+        try Data(Self.content(2000, seed: 15)).write(to: URL(fileURLWithPath: file))
+        let reply = try await call("Upload", [.string(http.url("/inbox")), .string(file), .vardict(["title": .string("Meeting notes")])])
+        let task = try XCTUnwrap(reply.first?.objectPathValue)
+        try await waitState(task, ["finished"])
+        try await until("the notification", log: agentLog) { self.notificationLog.contains("Upload finished") }
+        let finished = try XCTUnwrap(notificationLog.range(of: "\"Upload finished\"").map { notificationLog[$0.upperBound...] })
+        XCTAssertTrue(finished.hasPrefix(" \"Meeting notes\""), String(finished))
+    }
+
     /// A background task giving way shows in its job view: the agent reads `WaitingFor`.
     func testAJobViewSaysWhenABackgroundTaskGivesWay() async throws {
         let bottleneck: Bottleneck

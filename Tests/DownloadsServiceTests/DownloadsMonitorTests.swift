@@ -58,4 +58,24 @@ final class DownloadsMonitorTests: DaemonTestCase {
         XCTAssertEqual(lines.last, "group 1 finished", "\(lines)")
         XCTAssertFalse(lines.contains { $0.hasPrefix("task ") }, "a group's files send no task signals: \(lines)")
     }
+
+    func testReportsAnUploadFromItsFileToItsURL() async throws {
+        let child = try ChildProcess([Self.monitor, "--address", bus.address])
+        let ready = await Task.detached { String(decoding: child.stderr.availableData, as: UTF8.self) }.value
+        XCTAssertTrue(ready.contains("watching org.example.Downloads"), ready)
+        http.set("/inbox", Route.receiving())
+        let file = directory.file("log.txt")
+        try Data(Self.content(1_500_000, seed: 3)).write(to: URL(fileURLWithPath: file))
+        let reply = try await call("Upload", [.string(http.url("/inbox")), .string(file), .vardict(["max_bytes_per_second": .uint64(1_000_000)])])
+        let task = try XCTUnwrap(reply.first?.objectPathValue)
+        try await waitState(task, ["finished"])
+        let output = OutputCollector(child.stdout)
+        try await until("the monitor reports upload 1 finished") { output.text.contains("upload 1 finished") }
+        child.signal(SIGTERM)
+        XCTAssertEqual(child.wait(), 0)
+        let lines = await output.finish().split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.first, "upload 1 started: \(file) -> \(http.url("/inbox"))", "\(lines)")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("upload 1 progress: ") && $0.hasSuffix(" sent") }, "\(lines)")
+        XCTAssertEqual(lines.last, "upload 1 finished", "\(lines)")
+    }
 }
