@@ -7,7 +7,7 @@ processes. Runs are alternated between tools, `sync` before each; figures are me
 number of runs, and ratios against the reference measured in the same run (the machine is
 shared and noisy). Prints a table and writes Benchmarks/RESULTS.md. Asserts nothing.
 
-    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors]
+    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors,upload]
 """
 import argparse
 import hashlib
@@ -779,9 +779,10 @@ def section_chunks(work, runs, count=1_000_000):
     return table
 
 
-def start_many(service, jobs, in_flight=64):
+def start_many(service, jobs, in_flight=64, method="Start"):
     """Starts every (url, destination) of `jobs` keeping `in_flight` Start calls out at once (as an
-    app fetching its assets would), and waits for every Finished. Returns the wall time."""
+    app fetching its assets would), and waits for every Finished. Returns the wall time.
+    `method` "Upload": each job is (url, source) instead."""
     manager = service.manager
     context = GLib.MainContext.default()
     pending, paths, errors = list(reversed(jobs)), [], []
@@ -790,7 +791,7 @@ def start_many(service, jobs, in_flight=64):
     def send():
         url, destination = pending.pop()
         out[0] += 1
-        manager.Start(url, destination, dbus.Dictionary({}, signature="sv"),
+        getattr(manager, method)(url, destination, dbus.Dictionary({}, signature="sv"),
                       reply_handler=lambda path: (paths.append(str(path)), done()),
                       error_handler=lambda error: (errors.append(error), done()))
 
@@ -803,9 +804,105 @@ def start_many(service, jobs, in_flight=64):
             send()
         context.iteration(True)
         if errors:
-            sys.exit(f"Start failed: {errors[0]}")
+            sys.exit(f"{method} failed: {errors[0]}")
     service.wait(paths)
     return time.monotonic() - started
+
+
+class DiscardServer:
+    """An HTTP/1.1 server on 127.0.0.1 that reads every request body (PUT, POST) to its end, 1 MiB
+    a read, throws it away and answers 201: what an upload costs the sender, not the receiver."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def receive(self):
+                left = int(self.headers.get("Content-Length", "0"))
+                while left > 0:
+                    chunk = self.rfile.read(min(left, MiB))
+                    if not chunk:
+                        return
+                    left -= len(chunk)
+                self.send_response(201)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_PUT = do_POST = receive
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, name):
+        return f"http://127.0.0.1:{self.port}/{name}"
+
+    def stop(self):
+        self.server.shutdown()
+
+
+def section_upload(work, runs, count=1000, size=64 * 1024):
+    """Uploads (issue 48): 1 GiB from tmpfs to a server that discards it, against `curl -T` to
+    the same server, alternated; and `count` small files against `curl --parallel -T`."""
+    server = DiscardServer()
+    shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
+    table = Table("Uploads: 1 GiB from tmpfs, and 1,000 × 64 KiB, to a local server that discards them", "")
+    service = Service(os.path.join(work, "upload"))
+    try:
+        big = os.path.join(shm, "big.bin")
+        block = os.urandom(MiB)
+        with open(big, "wb") as f:
+            for _ in range(GiB // MiB):
+                f.write(block)
+        ours, curl = [], []
+        for run in range(runs):
+            curl.append(tool(["curl", "-sS", "-o", "/dev/null", "-T", big, server.url("curl.bin")]))
+            cpu = service.cpu()
+            started = time.monotonic()
+            service.wait([str(service.manager.Upload(server.url("ours.bin"), big, dbus.Dictionary({}, signature="sv")))])
+            ours.append((time.monotonic() - started, service.cpu() - cpu, service.status("VmHWM")))
+        rate = lambda values: f"{GiB / median([v[0] for v in values]) / MiB:.0f} MiB/s"
+        table.add("curl -T, 1 GiB", len(curl), fmt([v[0] for v in curl]), fmt([v[1] for v in curl]), fmt([v[2] for v in curl], 1),
+                  rate(curl) + f", {median([v[1] for v in curl]):.2f} s CPU per GiB")
+        ratio = median([c[0] / o[0] for o, c in zip(ours, curl)])
+        table.add("Upload, 1 GiB", len(ours), fmt([v[0] for v in ours]), fmt([v[1] for v in ours]), fmt([v[2] for v in ours], 1),
+                  rate(ours) + f", {ratio:.2f}× curl's throughput, {median([v[1] for v in ours]):.2f} s CPU per GiB "
+                  + f"({median([o[1] / max(c[1], 1e-3) for o, c in zip(ours, curl)]):.1f}× curl's)")
+        os.unlink(big)
+        small = os.path.join(shm, "small")
+        os.makedirs(small)
+        names = [f"f{i}.bin" for i in range(count)]
+        for name in names:
+            with open(os.path.join(small, name), "wb") as f:
+                f.write(os.urandom(size))
+        config = os.path.join(shm, "curl.config")
+        with open(config, "w") as f:
+            for name in names:
+                f.write(f'upload-file = "{os.path.join(small, name)}"\nurl = "{server.url(name)}"\noutput = "/dev/null"\n')
+        ours, curl = [], []
+        for run in range(runs):
+            curl.append(tool(["curl", "-sS", "--parallel", "--parallel-max", "64", "-K", config]))
+            cpu = service.cpu()
+            wall = start_many(service, [(server.url(name), os.path.join(small, name)) for name in names], method="Upload")
+            ours.append((wall, service.cpu() - cpu, service.status("VmHWM")))
+        table.add(f"curl --parallel -T, {count:,} × {size // 1024} KiB", len(curl), fmt([v[0] for v in curl]), fmt([v[1] for v in curl]),
+                  fmt([v[2] for v in curl], 1), "reference")
+        table.add(f"{count:,} Uploads (64 in flight)", len(ours), fmt([v[0] for v in ours]), fmt([v[1] for v in ours]),
+                  fmt([v[2] for v in ours], 1), f"{median([o[0] / c[0] for o, c in zip(ours, curl)]):.2f}× curl's time, "
+                  + f"{median([o[1] / max(c[1], 1e-3) for o, c in zip(ours, curl)]):.1f}× its CPU")
+        table.notes.append("the server (Python's http.server, reading 1 MiB at a time) is the same for both; "
+                           "each Upload is a task the service records, schedules and signals, curl keeps nothing")
+    finally:
+        service.stop()
+        server.stop()
+        shutil.rmtree(shm, ignore_errors=True)
+    return table
 
 
 def start_group(service, jobs):
@@ -1201,7 +1298,7 @@ def section_memory(nginx, work):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors")
+    parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors,upload")
     parser.add_argument("--tasks", type=int, default=10000)
     parser.add_argument("--client", help=argparse.SUPPRESS)  # a bus address: run start_many on --jobs, print the wall time
     parser.add_argument("--jobs", help=argparse.SUPPRESS)
@@ -1244,6 +1341,8 @@ def main():
             tables.append(section_checksum(nginx, work, max(1, min(args.runs, 3))))
         if "mirrors" in sections:
             tables.append(section_mirrors(nginx, work, max(1, min(args.runs, 3))))
+        if "upload" in sections:
+            tables.append(section_upload(work, max(1, min(args.runs, 3))))
     finally:
         nginx.stop()
         shutil.rmtree(work, ignore_errors=True)
