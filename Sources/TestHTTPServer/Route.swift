@@ -61,6 +61,9 @@ public struct Route: Sendable {
     public var replyDelay: Double?
     /// Answer 401 to a request whose `Authorization` is not this.
     public var requiredAuthorization: String?
+    /// Read a request's body at about this many bytes a second (a slow server: the sender's
+    /// writes wait for the socket).
+    public var readBytesPerSecond: Int?
     /// Keep only the count of a body's bytes, not the bytes (big uploads).
     public var discardBodies = false
 

@@ -92,6 +92,9 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
 
     /// The index in `received` of the body being taken, and whether to keep its bytes.
     private var receiving: (index: Int, keep: Bool, cutAfter: Int?)?
+    /// A slow route's reading rate: reads are asked for by hand, each after the time the last
+    /// part took at this rate.
+    private var readRate: Int?
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -99,6 +102,15 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             self.head = head
             receiving = nil
             startReceiving(head)
+            readRate = receiving == nil ? nil : state.withLockedValue { $0.routes[Self.path(of: head)]?.readBytesPerSecond }
+            if readRate != nil {
+                // One read of at most 64 KiB at a time, each asked for by hand.
+                let channel = context.channel
+                channel.setOption(ChannelOptions.maxMessagesPerRead, value: 1)
+                    .flatMap { channel.setOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65536)) }
+                    .flatMap { channel.setOption(ChannelOptions.autoRead, value: false) }
+                    .whenComplete { [loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)] _ in loopBound.value.read() }
+            }
         case .body(let buffer):
             guard let receiving else { return }
             let cut = state.withLockedValue { state -> Bool in
@@ -109,9 +121,18 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             if cut {
                 self.receiving = nil
                 context.close(promise: nil)
+            } else if let rate = readRate {
+                let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                context.eventLoop.scheduleTask(in: .nanoseconds(Int64(Double(buffer.readableBytes) / Double(rate) * 1e9))) {
+                    loopBound.value.read()
+                }
             }
         case .end:
             guard let head, !closed else { return }
+            if readRate != nil {
+                readRate = nil
+                context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+            }
             if let receiving {
                 state.withLockedValue { $0.received[receiving.index].complete = true }
                 let delay = state.withLockedValue { $0.routes[Self.path(of: head)]?.replyDelay }

@@ -171,6 +171,27 @@ final class UploadTests: DaemonTestCase {
         XCTAssertEqual(http.received("/busy").last.map { Self.sha256($0.body) }, Self.sha256(content))
     }
 
+    /// A server that reads slowly holds the body back (progress is what went out, not what was
+    /// read from the file), and one that answers late is waited for.
+    func testASlowReaderAndASlowReply() async throws {
+        let size = 16_000_000
+        let (path, content) = try makeFile("slow.bin", size: size, seed: 78)
+        var slow = Route.receiving()
+        slow.readBytesPerSecond = 4_000_000
+        slow.replyDelay = 1
+        http.set("/slow", slow)
+        let task = try await upload(http.url("/slow"), path)
+        // Half-way through the server's reading, what went out is what it read plus what the
+        // sockets hold: the body waits for the reader, it is not read from the file ahead.
+        try await until("the server read half") { (self.http.received("/slow").first?.bytes ?? 0) >= size / 2 }
+        let sent = try await property(task, "BytesWritten")?.int64Value ?? 0
+        let received = http.received("/slow").first?.bytes ?? 0
+        XCTAssertLessThan(received, size, "the server is still reading")
+        XCTAssertLessThan(sent, Int64(size), "the body waits for the reader")
+        try await waitState(task, ["finished"], seconds: 60)
+        XCTAssertEqual(http.received("/slow").map { Self.sha256($0.body) }, [Self.sha256(content)])
+    }
+
     func testA4xxFailsWithItsReplyAndRedirectsAreFollowedAsCurlDoes() async throws {
         let (path, content) = try makeFile("notes.txt", size: 200_000, seed: 74)
         var guarded = Route.receiving()
