@@ -836,7 +836,10 @@ class DiscardServer:
             def log_message(self, *args):
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(http.server.ThreadingHTTPServer):
+            request_queue_size = 256  # 64 connections at once (5 by default: the rest are reset)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -853,7 +856,7 @@ def section_upload(work, runs, count=1000, size=64 * 1024):
     server = DiscardServer()
     shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
     table = Table("Uploads: 1 GiB from tmpfs, and 1,000 × 64 KiB, to a local server that discards them", "")
-    service = Service(os.path.join(work, "upload"))
+    service = Service(os.path.join(work, "upload"), arguments=["--max-tasks-per-user", "100000"])
     try:
         big = os.path.join(shm, "big.bin")
         block = os.urandom(MiB)

@@ -188,6 +188,12 @@ final class UploadTests: DaemonTestCase {
         let received = http.received("/slow").first?.bytes ?? 0
         XCTAssertLessThan(received, size, "the server is still reading")
         XCTAssertLessThan(sent, Int64(size), "the body waits for the reader")
+        do {
+            _ = try await reply(task)
+            XCTFail("no reply before the end")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, "org.example.Downloads.Error.WrongState", error.message)
+        }
         try await waitState(task, ["finished"], seconds: 60)
         XCTAssertEqual(http.received("/slow").map { Self.sha256($0.body) }, [Self.sha256(content)])
     }

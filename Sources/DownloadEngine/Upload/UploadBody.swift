@@ -7,7 +7,8 @@ import NIOCore
 /// future is the backpressure), the form's end. The bandwidth limit (the task's own, a
 /// background transfer's pace, its group's share: `DownloadTask.maxBytesPerSecond`, read per
 /// chunk) holds the next chunk back. A file that ends before the size recorded at `Upload`
-/// ends the body with `SourceChanged`.
+/// ends the body with `SourceChanged`. (File regions through `sendfile(2)` were measured and left
+/// out: Benchmarks/RESULTS.md, "Uploads".)
 enum UploadBody {
     static let largestChunk = 256 * 1024
     static let smallestChunk = 4 * 1024
@@ -22,19 +23,31 @@ enum UploadBody {
                     if !prefix.isEmpty { try await writer.write(.byteBuffer(ByteBuffer(bytes: prefix))).get() }
                     var pace = Pace()
                     var offset: Int64 = 0
-                    while offset < size {
-                        let limit = task.maxBytesPerSecond
-                        // A chunk of about a quarter second at the limit, so a wait stays short.
+                    // The next chunk is read while this one is written (one read ahead): the
+                    // file and the socket are busy at once, as a reader thread and a writer
+                    // thread would keep them.
+                    func read(at start: Int64, limit: UInt64) -> Task<ByteBuffer, Error>? {
+                        guard start < size else { return nil }
                         let chunk = limit == 0 ? largestChunk : Int(min(UInt64(largestChunk), max(UInt64(smallestChunk), limit / 4)))
-                        let count = Int(min(Int64(chunk), size - offset))
-                        let at = offset
-                        let buffer = try await task.onIOQueue { try source.read(count, at: at) }
+                        let count = Int(min(Int64(chunk), size - start))
+                        return Task { try await task.onIOQueue { try source.read(count, at: start) } }
+                    }
+                    var next = read(at: 0, limit: task.maxBytesPerSecond)
+                    while let reading = next {
+                        let buffer = try await reading.value
                         guard buffer.readableBytes > 0 else {
                             throw DownloadError.sourceChanged(path, "it ends at byte \(offset) of \(size)")
                         }
-                        try await writer.write(.byteBuffer(buffer)).get()
                         offset += Int64(buffer.readableBytes)
-                        try await pace.hold(after: buffer.readableBytes, limit: limit)
+                        let limit = task.maxBytesPerSecond
+                        next = read(at: offset, limit: limit)
+                        do {
+                            try await writer.write(.byteBuffer(buffer)).get()
+                            try await pace.hold(after: buffer.readableBytes, limit: limit)
+                        } catch {
+                            next?.cancel()
+                            throw error
+                        }
                     }
                     if !suffix.isEmpty { try await writer.write(.byteBuffer(ByteBuffer(bytes: suffix))).get() }
                 }

@@ -88,11 +88,13 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
     }
 
     func sentBodyPart(_ bytes: Int, _ request: TransferDelegate.Request) {
-        request.eventLoop.execute { [self] in
-            sentBytes += Int64(bytes)
-            lastMoved = .now()
-            sent(sentBytes)
+        // Counted at once on the request's loop (before the response's end is seen there).
+        guard request.eventLoop.inEventLoop else {
+            return request.eventLoop.execute { self.sentBodyPart(bytes, request) }
         }
+        sentBytes += Int64(bytes)
+        lastMoved = .now()
+        sent(sentBytes)
     }
 
     func receivedHead(_ head: HTTPResponseHead, _ request: TransferDelegate.Request) -> EventLoopFuture<Void> {

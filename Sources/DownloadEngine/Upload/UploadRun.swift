@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import DownloadModel
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import TerminalOutput
@@ -166,10 +167,18 @@ final class UploadRun: Sendable {
         }
         let owner = self.owner
         let interval = UInt64(max(0, owner.configuration.progressInterval) * 1e9)
+        // With little left to send, the upload stops counting as a transfer (as a download with
+        // little left to fetch does): a thousand small files are not sent two at a time.
+        let short = spec.bodyLength - owner.configuration.shortTransfer
+        let markedShort = NIOLockedValueBox(false)
         let delegate = UploadDelegate(
             stallTimeout: record.options.stallTimeout ?? owner.configuration.stallTimeout,
             sent: { [task] sent in
                 if let deadline = task.wrote(upTo: sent, interval: interval) { owner.events.wroteData(task, at: deadline) }
+                if sent >= short, !markedShort.withLockedValue({ marked in defer { marked = true }; return marked }) {
+                    // Off the event loop: starting what may start takes the owner's locks.
+                    Task { owner.transferIsShort(task) }
+                }
             },
             sink: { status in
                 guard let reply, (200...299).contains(status) else { return nil }
