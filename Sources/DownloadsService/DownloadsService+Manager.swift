@@ -211,7 +211,7 @@ extension DownloadsService {
     /// A write of task `id`'s events failed after all (the disk filled meanwhile): the call fails.
     func requireStored(_ id: UInt64) throws {
         if let failure = storeObserver.takeFailure(id) {
-            throw DownloadsErrorName.storageFull.error("task \(id) could not be recorded: \(failure)")
+            throw (failure.isStorageFull ? DownloadsErrorName.storageFull : .failed).error("task \(id) could not be recorded: \(failure)")
         }
     }
 
@@ -253,7 +253,10 @@ extension DownloadsService {
             try? await engine.cancel(snapshot.id)
             try? await engine.remove(snapshot.id)
             _ = storeObserver.takeFailure(snapshot.id)
-            throw DownloadsErrorName.storageFull.error("the task could not be recorded: \(failure); nothing was changed")
+            // A full disk is StorageFull; anything else SQLite refused is ours (Failed), said as it is.
+            throw (failure.isStorageFull ? DownloadsErrorName.storageFull : .failed).error(
+                "the task could not be recorded: \(failure); nothing was changed"
+            )
         }
         logStarted(snapshot.id, request, caller: caller)
         return DownloadsAPI.taskPath(snapshot.id)
