@@ -10,6 +10,9 @@ import Glibc
 /// (`snapshot`). They are scheduled, paused, resumed, cancelled and stored as downloads are;
 /// the scheduler runs an `UploadRun` for them.
 extension SessionManager {
+    /// What a `snapshot` copy leaves free in the state directory, in bytes.
+    static let snapshotMargin: Int64 = 256 << 20
+
     /// A new upload (`request.upload` set). `descriptor`: the file the caller handed over
     /// (`UploadAt`), duplicated and held while this daemon runs.
     @discardableResult
@@ -48,6 +51,19 @@ extension SessionManager {
         }
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
             throw DownloadError.file("cannot make \(directory) for the upload's copy: \(errnoText())")
+        }
+        // The copy must leave the state directory room for what every task records: a copy that
+        // would bring it within `snapshotMargin` of full is refused before a byte is written.
+        let size = source.identity?.size ?? 0
+        var volume = statvfs()
+        if statvfs(directory, &volume) == 0 {
+            let free = Int64(volume.f_bavail) * Int64(volume.f_frsize)
+            guard free - size >= Self.snapshotMargin else {
+                throw DownloadError.file(
+                    "the service has no room for a copy of \(path) (\(size) bytes; \(max(0, free)) free in \(directory), "
+                        + "of which \(Self.snapshotMargin) stay free): upload it without snapshot"
+                )
+            }
         }
         let copy = FilePaths.join(directory, "\(UUID().uuidString.lowercased()).upload")
         let fd = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
