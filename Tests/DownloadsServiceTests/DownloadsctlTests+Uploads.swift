@@ -50,4 +50,25 @@ extension DownloadsctlTests {
         XCTAssertEqual(denied.status, 1, denied.description)
         XCTAssertTrue(denied.stderr.contains("upload failed: the server answered 401"), denied.stderr)
     }
+
+    func testCtrlCPausesAnUploadAndResumeSendsItAgain() async throws {
+        let content = Self.content(3_000_000, seed: 82)
+        let file = directory.file("video.mp4")
+        try Data(content).write(to: URL(fileURLWithPath: file))
+        http.set("/videos", Route.receiving())
+        let child = try ChildProcess([Self.ctl, "--address", bus.address, "upload", file, http.url("/videos"), "--limit-rate", "500K"])
+        let path = ObjectPath("/org/example/Downloads/tasks/1")
+        try await waitBytes(path, atLeast: 100_000)
+        child.signal(SIGINT)
+        let status = child.wait()
+        let stderr = String(decoding: child.stderr.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(status, 130, stderr)
+        XCTAssertTrue(stderr.contains("paused task 1; resume with: downloadsctl --address \(bus.address) resume 1"), stderr)
+        let state = try await property(path, "State")?.stringValue
+        XCTAssertEqual(state, "paused")
+        let resumed = try await ctl(["resume", "1"])
+        XCTAssertEqual(resumed.status, 0, resumed.description)
+        try await waitState(path, ["finished"], seconds: 60)
+        XCTAssertEqual(http.received("/videos").last.map { Self.sha256($0.body) }, Self.sha256(content), "sent again, whole, from byte 0")
+    }
 }
