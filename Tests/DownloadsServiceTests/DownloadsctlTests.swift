@@ -337,20 +337,26 @@ final class DownloadsctlTests: DaemonTestCase {
         }
     }
 
-    func testCtrlCPausesAndSaysHowToResume() async throws {
-        var route = Route(content: Self.content(3_000_000))
-        route.bytesPerSecond = 500_000
-        http.set("/long", route)
-        let child = try ChildProcess([Self.ctl, "--address", bus.address, "get", http.url("/long"), "-o", directory.file("long")])
+    /// Ctrl-C once task 1 of `child` (a `get` or `upload`) is under way: exit status 130, the
+    /// command that resumes it, the task paused.
+    func interruptExpectingPause(_ child: ChildProcess, file: StaticString = #filePath, line: UInt = #line) async throws {
         let path = ObjectPath("/org/example/Downloads/tasks/1")
         try await waitBytes(path, atLeast: 100_000)
         child.signal(SIGINT)
         let status = child.wait()
         let stderr = String(decoding: child.stderr.readDataToEndOfFile(), as: UTF8.self)
-        XCTAssertEqual(status, 130, stderr)
-        XCTAssertTrue(stderr.contains("paused task 1; resume with: downloadsctl --address \(bus.address) resume 1"), stderr)
+        XCTAssertEqual(status, 130, stderr, file: file, line: line)
+        XCTAssertTrue(stderr.contains("paused task 1; resume with: downloadsctl --address \(bus.address) resume 1"), stderr, file: file, line: line)
         let state = try await property(path, "State")?.stringValue
-        XCTAssertEqual(state, "paused")
+        XCTAssertEqual(state, "paused", file: file, line: line)
+    }
+
+    func testCtrlCPausesAndSaysHowToResume() async throws {
+        var route = Route(content: Self.content(3_000_000))
+        route.bytesPerSecond = 500_000
+        http.set("/long", route)
+        let child = try ChildProcess([Self.ctl, "--address", bus.address, "get", http.url("/long"), "-o", directory.file("long")])
+        try await interruptExpectingPause(child)
         let resumed = try await ctl(["resume", "1"])
         XCTAssertEqual(resumed.status, 0, resumed.description)
         let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
