@@ -61,6 +61,9 @@ public struct Route: Sendable {
     public var replyDelay: Double?
     /// Answer 401 to a request whose `Authorization` is not this.
     public var requiredAuthorization: String?
+    /// Give that 401 as soon as the head came, and close the connection without reading the body
+    /// (as nginx refuses an upload).
+    public var refusesEarly = false
     /// Read a request's body at about this many bytes a second (a slow server: the sender's
     /// writes wait for the socket).
     public var readBytesPerSecond: Int?

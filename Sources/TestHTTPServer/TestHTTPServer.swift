@@ -101,6 +101,14 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         case .head(let head):
             self.head = head
             receiving = nil
+            if let route = state.withLockedValue({ $0.routes[Self.path(of: head)] }), route.receives, route.refusesEarly,
+               let required = route.requiredAuthorization, head.headers.first(name: "authorization") != required {
+                // Refused before the body: the answer, then the connection closed under the sender.
+                self.head = nil
+                respond(context: context, head: head)
+                context.channel.close(promise: nil)
+                return
+            }
             startReceiving(head)
             readRate = receiving == nil ? nil : state.withLockedValue { $0.routes[Self.path(of: head)]?.readBytesPerSecond }
             if readRate != nil {

@@ -215,6 +215,21 @@ final class UploadTests: DaemonTestCase {
         XCTAssertEqual(String(decoding: kept.body, as: UTF8.self), "who are you?\n")
         XCTAssertEqual(kept.headers["www-authenticate"], "Basic realm=\"test\"")
 
+        // Refused before the body was read, the connection closed under it (as nginx does): the
+        // answer is the outcome, not a network error to retry.
+        var early = Route.receiving()
+        early.requiredAuthorization = "Bearer good"
+        early.refusesEarly = true
+        http.set("/early", early)
+        let (big, _) = try makeFile("big.bin", size: 8_000_000, seed: 79)
+        let cut = try await upload(http.url("/early"), big)
+        try await waitState(cut, ["failed"])
+        let cutError = try await property(cut, "Error")
+        XCTAssertEqual(cutError?.stringValue, "org.example.Downloads.Error.HTTPError")
+        let cutReply = try await reply(cut)
+        XCTAssertEqual(cutReply.status, 401)
+        XCTAssertEqual(http.requests(for: "/early").count, 1, "not retried")
+
         // 307 keeps the method and the body; the credentials stay with their origin.
         http.set("/store", Route.receiving())
         var moved = Route.receiving()

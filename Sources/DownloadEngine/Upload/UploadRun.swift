@@ -99,12 +99,13 @@ final class UploadRun: Sendable {
             case .response(let result) where (200...299).contains(result.status):
                 return await finished(result, spec: spec, reply: replyFile)
             case .response(let result):
-                let reason = HTTPResponseStatus(statusCode: result.status).reasonPhrase
-                error = .http(
-                    status: result.status, reason: reason,
-                    retryAfter: HTTPHeaderRules.retryAfter(result.headers, cap: owner.configuration.retry.retryAfterCap)
-                )
+                error = refusal(result)
                 reply = result
+            case .failed(_, let partial?) where partial.status >= 400:
+                // A server that refuses an upload often answers before it read the body and
+                // closes the connection (nginx's 401, 413): its answer is the outcome, not the cut.
+                error = refusal(partial)
+                reply = partial
             case .failed(let failure, let partial):
                 error = failure
                 reply = partial
@@ -129,6 +130,14 @@ final class UploadRun: Sendable {
             }
             await owner.sitOut(delay, task: task)
         }
+    }
+
+    /// The error a final status other than 2xx is.
+    private func refusal(_ result: UploadDelegate.Result) -> DownloadError {
+        .http(
+            status: result.status, reason: HTTPResponseStatus(statusCode: result.status).reasonPhrase,
+            retryAfter: HTTPHeaderRules.retryAfter(result.headers, cap: owner.configuration.retry.retryAfterCap)
+        )
     }
 
     // MARK: One attempt
