@@ -175,6 +175,7 @@ let package = Package(
         .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadModel", "DownloadEngine", "Metalink", "ProxyRules", "TestHTTPServer", "TestSupport"]),
         .testTarget(name: "DownloadStoreTests", dependencies: [
             "DownloadStore", "DownloadModel", "DownloadEngine", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "DownloadsServiceTests", dependencies: [
             "CrashPoints", "DownloadsService", "DownloadsAPI", "DownloadsClient", "DownloadStore", "DownloadModel", "DownloadEngine", "TestHTTPServer",
