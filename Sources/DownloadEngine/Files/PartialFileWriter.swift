@@ -378,15 +378,6 @@ final class PartialFileWriter: @unchecked Sendable {
     }
 
     private func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
-        guard let base = bytes.baseAddress else { return }
-        var done = 0
-        while done < bytes.count {
-            let n = pwrite(descriptor, base + done, bytes.count - done, off_t(offset) + off_t(done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw DownloadError.file("cannot write \(path): \(errnoText())")
-            }
-            done += n
-        }
+        try writeFully(descriptor, bytes, at: offset, failure: "cannot write \(path)")
     }
 }

@@ -78,16 +78,7 @@ extension SessionManager {
             let chunk = try source.read(1 << 20, at: offset)
             if chunk.readableBytes == 0 { break }
             try chunk.withUnsafeReadableBytes { raw in
-                guard let base = raw.baseAddress else { return }
-                var written = 0
-                while written < raw.count {
-                    let n = write(fd, base + written, raw.count - written)
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        throw DownloadError.file("cannot copy \(path) for the upload: \(errnoText())")
-                    }
-                    written += n
-                }
+                try writeFully(fd, raw, at: offset, failure: "cannot copy \(path) for the upload")
             }
             offset += Int64(chunk.readableBytes)
         }

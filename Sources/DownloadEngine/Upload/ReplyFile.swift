@@ -72,20 +72,10 @@ final class ReplyFile: Sendable {
 
     private func write(_ buffer: ByteBuffer) throws {
         let file = try openIfNeeded()
-        var offset = file.size
         try buffer.withUnsafeReadableBytes { raw in
-            guard let base = raw.baseAddress else { return }
-            var done = 0
-            while done < raw.count {
-                let n = pwrite(file.descriptor, base + done, raw.count - done, off_t(offset))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw DownloadError.file("cannot write the reply to \(partial): \(errnoText())")
-                }
-                done += n
-                offset += Int64(n)
-            }
+            try writeFully(file.descriptor, raw, at: file.size, failure: "cannot write the reply to \(partial)")
         }
+        let offset = file.size + Int64(buffer.readableBytes)
         opened.withLockedValue { $0?.size = offset }
     }
 }
