@@ -185,9 +185,26 @@ extension DownloadsService {
         }
     }
 
-    /// The stored name of the session a new task of `caller` goes into (`name`, or `default`):
-    /// `QuotaExceeded` when it would be one session more than a user may have.
-    func newTaskSession(_ name: String?, caller: Caller) throws -> String {
+    /// What a new task's URL and options (`Start`'s, `Upload`'s) come to: the URL checked, its
+    /// `user:password@` taken out into an Authorization header (unless the caller gave one), the
+    /// options the engine's, a sandboxed app's desktop entry its own.
+    func checkedTask(url given: String, options: TaskOptions, caller: Caller) throws -> (String, DownloadOptions) {
+        let (stripped, authorization) = URLCredentials.split(given)
+        let url = try StartRequest.checkURL(stripped)
+        var engineOptions = try StartRequest.downloadOptions(options)
+        if caller.isSandboxed { engineOptions.desktopEntry = try Self.desktopEntry(engineOptions.desktopEntry, app: caller.app) }
+        // The URL's credentials, unless the caller's own Authorization header says otherwise.
+        if let authorization, !engineOptions.headers.keys.contains(where: { $0.lowercased() == "authorization" }) {
+            engineOptions.headers["Authorization"] = authorization
+        }
+        return (url, engineOptions)
+    }
+
+    /// Whether `caller` may have one more task (`checkMayAddTask`), in the session `name` (or
+    /// `default`: one session more than a user may have is `QuotaExceeded`), with room in the
+    /// state directory; returns the session's stored name.
+    func admitNewTask(session name: String?, caller: Caller) throws -> String {
+        try checkMayAddTask(caller)
         let session = SessionKey.stored(name ?? "default", app: caller.app)
         let sessions = engine.sessionNames(owner: caller.uid)
         guard sessions.contains(session) || sessions.count < configuration.maxSessionsPerUser else {
@@ -195,6 +212,7 @@ extension DownloadsService {
                 "your tasks are in \(configuration.maxSessionsPerUser) sessions already; use one of them or remove ended tasks"
             )
         }
+        try requireRoom()
         return session
     }
 
@@ -295,18 +313,9 @@ extension DownloadsService {
                 ? try StartRequest.applyingMetalink(url, checked)
                 : try await BlockingWork.run { try StartRequest.applyingMetalink(url, checked) }
         }()
-        let (stripped, authorization) = URLCredentials.split(given)
-        let url = try StartRequest.checkURL(stripped)
-        var engineOptions = try StartRequest.downloadOptions(options)
-        if caller.isSandboxed { engineOptions.desktopEntry = try Self.desktopEntry(engineOptions.desktopEntry, app: caller.app) }
+        var (url, engineOptions) = try checkedTask(url: given, options: options, caller: caller)
         engineOptions.pieces = pieces
-        // The URL's credentials, unless the caller's own Authorization header says otherwise.
-        if let authorization, !engineOptions.headers.keys.contains(where: { $0.lowercased() == "authorization" }) {
-            engineOptions.headers["Authorization"] = authorization
-        }
-        try checkMayAddTask(caller)
-        let session = try newTaskSession(options.session, caller: caller)
-        try requireRoom()
+        let session = try admitNewTask(session: options.session, caller: caller)
         let overwrite = engineOptions.overwrite
         let place: (destination: String, isDirectory: Bool, inPlace: Bool, anchor: DescriptorAnchor?)
         switch destination {

@@ -30,13 +30,7 @@ extension DownloadsService {
 
     func upload(url given: String, source: UploadSource, options: TaskOptions, caller: Caller, fileMode: UInt32?) async throws -> ObjectPath {
         let owner = caller.uid
-        let (stripped, authorization) = URLCredentials.split(given)
-        let url = try StartRequest.checkURL(stripped)
-        var engineOptions = try StartRequest.downloadOptions(options)
-        if caller.isSandboxed { engineOptions.desktopEntry = try Self.desktopEntry(engineOptions.desktopEntry, app: caller.app) }
-        if let authorization, !engineOptions.headers.keys.contains(where: { $0.lowercased() == "authorization" }) {
-            engineOptions.headers["Authorization"] = authorization
-        }
+        let (url, engineOptions) = try checkedTask(url: given, options: options, caller: caller)
         let method = (options.method ?? "PUT").uppercased()
         guard UploadSpec.methods.contains(method) else {
             throw DownloadsErrorName.invalidArgument.error("method must be PUT, POST or PATCH, not '\(DisplayText.quoted(options.method ?? "", limit: 20))'")
@@ -53,9 +47,7 @@ extension DownloadsService {
             }
             replyDestination = try StartRequest.checkDestination(path, what: "reply_destination")
         }
-        try checkMayAddTask(caller)
-        let session = try newTaskSession(options.session, caller: caller)
-        try requireRoom()
+        let session = try admitNewTask(session: options.session, caller: caller)
         // The file as the caller reaches it (their file helper on the system bus), and the
         // reply's place: checked now, so a mistake is this call's error, not a failed task.
         let shownSource: String
