@@ -12,6 +12,16 @@ final class DownloadTask: Sendable {
         case pause, cancel, shutdown
         /// The network no longer allows the task: back to the queue until it does.
         case wait
+
+        /// Where a run this stops leaves the task: paused, cancelled, or queued again (a
+        /// shutdown's restart, the network's return).
+        var stoppedState: DownloadState {
+            switch self {
+            case .pause: return .paused
+            case .cancel: return .cancelled
+            case .shutdown, .wait: return .queued
+            }
+        }
     }
 
     struct State {

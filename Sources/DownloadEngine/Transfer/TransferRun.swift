@@ -312,7 +312,7 @@ final class TransferRun: Sendable {
     private func stopped(_ reason: DownloadTask.StopReason) async {
         await checkpoint()
         try? await writer.perform { $0.close() }
-        let next: DownloadState = reason == .pause ? .paused : reason == .cancel ? .cancelled : .queued
+        let next = reason.stoppedState
         let removePartial = next == .cancelled
         let owner = self.owner
         owner.move(task, to: next, { $0.stopReason = nil }, then: { delegate, task, snapshot in

@@ -285,7 +285,7 @@ final class UploadRun: Sendable {
 
     private func stopped(_ reason: DownloadTask.StopReason, reply: ReplyFile?) async {
         await reply?.discard()
-        let next: DownloadState = reason == .pause ? .paused : reason == .cancel ? .cancelled : .queued
+        let next = reason.stoppedState
         let owner = self.owner
         owner.move(task, to: next, { state in
             state.stopReason = nil
