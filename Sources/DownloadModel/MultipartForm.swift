@@ -42,25 +42,22 @@ public struct MultipartForm: Sendable, Hashable, Codable {
     /// Everything after the file's bytes.
     public var suffix: [UInt8] { Array("\r\n--\(boundary)--\r\n".utf8) }
 
-    /// A name or file name inside a quoted-string of `Content-Disposition`: `"` and `\` escaped
-    /// as the HTML form encoding does (`%22`, and a backslash doubled); CR and LF are refused
-    /// before (`isAcceptable`).
+    /// A name or file name inside a quoted-string of `Content-Disposition`: `"` as `%22`, CR and
+    /// LF as `%0D` and `%0A` (as the HTML form encoding does), a backslash doubled. Names the
+    /// caller gives with the option cannot hold CR, LF or NUL (`TaskOptions.checkedForm`); the
+    /// default file name is the source's, which may: it never breaks the part's head.
     static func quoted(_ text: String) -> String {
-        text.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "%22")
-    }
-
-    /// Whether a name, file name or value may go into a part: no CR, LF or NUL.
-    public static func isAcceptable(_ text: String) -> Bool {
-        !text.unicodeScalars.contains { $0 == "\r" || $0 == "\n" || $0 == "\0" }
+        text.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "%22").replacingAll("\r", with: "%0D").replacingAll("\n", with: "%0A")
     }
 }
 
 extension String {
-    /// Every `target` replaced by `replacement` (without Foundation).
-    fileprivate func replacingAll(_ target: Character, with replacement: String) -> String {
+    /// Every `target` replaced by `replacement` (without Foundation), scalar by scalar: a CR
+    /// before an LF is two scalars, though one `Character`.
+    fileprivate func replacingAll(_ target: Unicode.Scalar, with replacement: String) -> String {
         var result = ""
-        for character in self {
-            if character == target { result += replacement } else { result.append(character) }
+        for scalar in unicodeScalars {
+            if scalar == target { result += replacement } else { result.unicodeScalars.append(scalar) }
         }
         return result
     }
