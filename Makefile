@@ -3,10 +3,11 @@ SHELL := /bin/bash
 # What building, running and testing need (busctl comes with systemd, gdbus with libglib2.0-bin;
 # nginx-light with ssl and http2 and openssl for a test CA: the HTTPS tests; libxml2-dev for
 # Foundation's XMLParser, which reads Metalink documents; bubblewrap and xdg-dbus-proxy: a Flatpak app as
-# Flatpak runs one, for the sandboxed-app tests).
+# Flatpak runs one, for the sandboxed-app tests; python3-pip installs the tus server of the resumable-upload
+# tests, PyPI's resumable-upload, into .build/python; python3-tuspy is the tus client they cross-check with).
 DEBIAN_PACKAGES := libdbus-1-dev libglib2.0-dev libglib2.0-bin libsqlite3-dev libxml2-dev pkg-config dbus python3-dbus python3-gi python3-dbusmock python3-hypothesis \
 	systemd curl ca-certificates procps passwd nginx-light openssl tinyproxy microsocks iproute2 \
-	bubblewrap xdg-dbus-proxy
+	bubblewrap xdg-dbus-proxy python3-pip python3-tuspy
 # Building the .deb.
 DEB_PACKAGES := dpkg-dev debhelper lintian fakeroot
 # Reference tools of the benchmarks only.
@@ -16,9 +17,13 @@ STATE_DIR ?= $(HOME)/.local/state/org.example.Downloads
 
 .PHONY: deps build run test fuzz docs deb test-install bench bench-dbus bench-engine
 
+TUS_SERVER := resumable-upload==0.3.0
+
 deps:
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(DEBIAN_PACKAGES)
+	test -f .build/python/resumable_upload/__init__.py || \
+	  /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location --target .build/python $(TUS_SERVER)
 
 build:
 	swift build -c release --product downloadsd

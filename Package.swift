@@ -27,6 +27,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", exact: "2.101.3"),
         // Already under AsyncHTTPClient; named so TLS errors are classified by type.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", exact: "2.37.6"),
+        // The test server only: NIOResumableUpload, the IETF resumable-upload draft's reference server.
+        .package(url: "https://github.com/apple/swift-nio-extras.git", exact: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", exact: "1.8.0"),
     ],
     targets: [
         // libdbus-1 through a module map; static inline helpers only where Swift cannot import libdbus.
@@ -150,6 +153,9 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOResumableUpload", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .executableTarget(

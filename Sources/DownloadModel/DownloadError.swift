@@ -38,6 +38,8 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     public let httpStatus: Int?
     /// Seconds the server asked us to wait (`Retry-After`), when it did.
     public let retryAfter: Double?
+    /// Never retried, whatever its class (`notRetried`).
+    private var isFinal = false
 
     private init(_ code: Code, _ message: String, httpStatus: Int? = nil, retryAfter: Double? = nil) {
         self.code = code
@@ -58,6 +60,7 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
 
     /// Whether trying again later may succeed (connection errors, truncated bodies, 408/429/5xx, stalls).
     public var isRetryable: Bool {
+        guard !isFinal else { return false }
         switch code {
         case .networkError, .timeout, .interrupted: return true
         case .httpError:
@@ -65,6 +68,14 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
             return status == 408 || status == 429 || (500...599).contains(status)
         default: return false
         }
+    }
+
+    /// The same error, not to be retried: a server that holds every byte of an upload and
+    /// refused it (a 5xx sent again would send nothing new).
+    public var notRetried: DownloadError {
+        var copy = self
+        copy.isFinal = true
+        return copy
     }
 
     public static func invalidArgument(_ message: String) -> DownloadError { .init(.invalidArgument, message) }

@@ -32,6 +32,18 @@ public struct UploadSpec: Sendable, Hashable, Codable {
     /// The final response's body, up to `maxKeptReply` bytes, when no `replyDestination` takes
     /// it (stored in a column of its own, not in this JSON).
     public var replyBody: [UInt8] = []
+    /// Option `protocol`; nil (a row from before it): plain.
+    public var transferProtocol: UploadProtocol?
+    /// Option `ietf_version`: the draft's interop version to speak; nil: the newest spoken.
+    public var ietfVersion: Int?
+    /// Option `terminate_on_cancel`; nil: true.
+    public var terminateOnCancel: Bool?
+    /// The resumable protocol's state once the server said which it speaks; nil: not asked yet
+    /// (or plain).
+    public var resumable: ResumableUpload?
+
+    /// The protocol asked for (`plain` for rows from before the option).
+    public var requestedProtocol: UploadProtocol { transferProtocol ?? .plain }
 
     public init(
         source: String, reopensByPath: Bool, method: String, contentType: String?, form: MultipartForm?,
@@ -66,5 +78,9 @@ public struct UploadSpec: Sendable, Hashable, Codable {
         case identity
         case responseStatus = "response_status"
         case replyHeaders = "reply_headers"
+        case transferProtocol = "protocol"
+        case ietfVersion = "ietf_version"
+        case terminateOnCancel = "terminate_on_cancel"
+        case resumable
     }
 }

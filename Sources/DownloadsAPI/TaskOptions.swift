@@ -35,6 +35,10 @@ public struct TaskOptions: Sendable, Hashable {
         case form
         case replyDestination = "reply_destination"
         case snapshot
+        /// Upload and UploadAt only (v1.3): resumable uploads.
+        case transferProtocol = "protocol"
+        case ietfVersion = "ietf_version"
+        case terminateOnCancel = "terminate_on_cancel"
 
         public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
     }
@@ -44,7 +48,9 @@ public struct TaskOptions: Sendable, Hashable {
     }
 
     /// What only an upload takes.
-    public static let uploadOnlyKeys: Set<Key> = [.method, .contentType, .form, .replyDestination, .snapshot]
+    public static let uploadOnlyKeys: Set<Key> = [
+        .method, .contentType, .form, .replyDestination, .snapshot, .transferProtocol, .ietfVersion, .terminateOnCancel,
+    ]
     /// What only a download takes (refused on an upload with a reason).
     public static let downloadOnlyKeys: Set<Key> = [.sha256, .checksum, .connections, .overwrite, .mirrors, .useMetalinkHeaders, .metalink]
     /// What `Start` takes.
@@ -119,6 +125,12 @@ public struct TaskOptions: Sendable, Hashable {
     public var replyDestination: String?
     /// Upload: copy the file into the service's state directory first.
     public var snapshot: Bool?
+    /// Upload: `plain`, `ietf`, `tus` or `auto` (checked by the service).
+    public var transferProtocol: String?
+    /// Upload: the IETF draft's interop version to speak (3, 5 or 6; checked by the service).
+    public var ietfVersion: UInt32?
+    /// Upload: `DELETE` the upload resource on `Cancel` (default true).
+    public var terminateOnCancel: Bool?
 
     /// The `form` option: the file as the part `field` (named `filename`; default the source's
     /// name), after the text parts `fields`.
@@ -269,6 +281,15 @@ public struct TaskOptions: Sendable, Hashable {
             case .snapshot:
                 guard case .boolean(let flag) = value else { throw wrongType("b") }
                 snapshot = flag
+            case .transferProtocol:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                transferProtocol = text
+            case .ietfVersion:
+                guard case .uint32(let number) = value else { throw wrongType("u") }
+                ietfVersion = number
+            case .terminateOnCancel:
+                guard case .boolean(let flag) = value else { throw wrongType("b") }
+                terminateOnCancel = flag
             case .form:
                 form = try TaskOptions.checkedForm(value)
             case .connectTimeout, .stallTimeout, .resourceTimeout:
@@ -400,6 +421,9 @@ public struct TaskOptions: Sendable, Hashable {
         if let contentType { result[Key.contentType.rawValue] = .string(contentType) }
         if let replyDestination { result[Key.replyDestination.rawValue] = .string(replyDestination) }
         if let snapshot { result[Key.snapshot.rawValue] = .boolean(snapshot) }
+        if let transferProtocol { result[Key.transferProtocol.rawValue] = .string(transferProtocol) }
+        if let ietfVersion { result[Key.ietfVersion.rawValue] = .uint32(ietfVersion) }
+        if let terminateOnCancel { result[Key.terminateOnCancel.rawValue] = .boolean(terminateOnCancel) }
         if let form {
             var parts: [String: DBusValue] = ["field": .string(form.field)]
             if let filename = form.filename { parts["filename"] = .string(filename) }

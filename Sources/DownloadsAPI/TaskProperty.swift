@@ -31,6 +31,9 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     case source = "Source"
     /// v1.3: an upload's final response status, 0 until there is one (and for a download).
     case responseStatus = "ResponseStatus"
+    /// v1.3: a resumable upload's bytes the server confirmed (its durable offset; 0 for a plain
+    /// upload until it finished, and for a download).
+    case bytesConfirmed = "BytesConfirmed"
 
     public var name: String { rawValue }
 
@@ -40,7 +43,7 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
         case .responseStatus: return .uint32
         case .kind, .source: return .string
         case .session, .url, .destination, .state, .error, .errorMessage, .waitingFor, .desktopEntry, .app: return .string
-        case .bytesWritten, .bytesExpected: return .int64
+        case .bytesWritten, .bytesExpected, .bytesConfirmed: return .int64
         case .background: return .boolean
         case .title, .description: return .string
         case .metadata: return .dictionary(key: .string, value: .variant)

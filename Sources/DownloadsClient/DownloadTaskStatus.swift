@@ -36,6 +36,8 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
     public var source: String = ""
     /// An upload's final response status, 0 until there is one.
     public var responseStatus: UInt32 = 0
+    /// A resumable upload's bytes the server confirmed (what a cut, a pause or a restart keeps).
+    public var bytesConfirmed: Int64 = 0
     /// The app's own data (`metadata`), values of D-Bus basic types. Not in the Codable form.
     public var metadata: [String: DBusValue] = [:]
 
@@ -46,6 +48,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         case taskDescription = "description"
         case app, kind, source
         case responseStatus = "response_status"
+        case bytesConfirmed = "bytes_confirmed"
     }
 
     public init(from decoder: Decoder) throws {
@@ -68,6 +71,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         kind = try container.decodeIfPresent(String.self, forKey: .kind) ?? "download"
         source = try container.decodeIfPresent(String.self, forKey: .source) ?? ""
         responseStatus = try container.decodeIfPresent(UInt32.self, forKey: .responseStatus) ?? 0
+        bytesConfirmed = try container.decodeIfPresent(Int64.self, forKey: .bytesConfirmed) ?? 0
     }
 
     public var isUpload: Bool { kind == "upload" }
@@ -96,6 +100,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         kind = properties[TaskProperty.kind.name]?.stringValue ?? "download"
         source = string(.source)
         responseStatus = properties[TaskProperty.responseStatus.name]?.uint32Value ?? 0
+        bytesConfirmed = properties[TaskProperty.bytesConfirmed.name]?.int64Value ?? 0
     }
 
     /// The title, else the file's name (what a person is shown).
@@ -119,6 +124,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
             case .waitingFor: waitingFor = value.stringValue ?? waitingFor
             case .url: url = value.stringValue ?? url
             case .responseStatus: responseStatus = value.uint32Value ?? responseStatus
+            case .bytesConfirmed: bytesConfirmed = value.int64Value ?? bytesConfirmed
             case .id, .kind, .source, .session, .desktopEntry, .background, .title, .description, .metadata, .app: break
             }
         }

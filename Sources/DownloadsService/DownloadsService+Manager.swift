@@ -463,6 +463,13 @@ extension DownloadsService {
             return anchor
         }
         try requireRoom()
+        if let spec = data.upload, spec.snapshot == nil, spec.reopensByPath {
+            // An upload goes on only with the file it began with.
+            let now = try await BlockingWork.run { [engine] in try engine.inspectSource(spec.source, owner: owner) }
+            if let why = now.change(from: spec.identity) {
+                throw DownloadsErrorName.sourceChanged.error(DownloadError.sourceChanged(spec.source, why).message)
+            }
+        }
         let url = try options.url.map(StartRequest.checkURL)
         let snapshot = try await engine.adopt(data, change: try StartRequest.change(options), url: url, fileMode: fileMode, anchor: anchor)
         await engine.eventsDelivered(snapshot.id)

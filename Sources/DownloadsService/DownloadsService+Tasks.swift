@@ -97,6 +97,7 @@ extension DownloadsService {
         case .kind: return .string(record.kind)
         case .source: return .string(record.upload?.source ?? "")
         case .responseStatus: return .uint32(UInt32(clamping: record.upload?.responseStatus ?? 0))
+        case .bytesConfirmed: return .int64(record.upload == nil ? 0 : record.durableOffset)
         }
     }
 }

@@ -40,6 +40,7 @@ extension DownloadsService {
                 throw DownloadsErrorName.invalidArgument.error("content_type must be a media type of at most \(Self.maxContentTypeBytes) bytes without control characters")
             }
         }
+        let transferProtocol = try Self.checkedProtocol(options)
         var replyDestination: String?
         if let path = options.replyDestination {
             guard !caller.isSandboxed else {
@@ -94,12 +95,38 @@ extension DownloadsService {
             source: shownSource, reopensByPath: descriptor == nil, method: method, contentType: options.contentType, form: form,
             replyDestination: replyDestination, snapshot: snapshot, identity: identity
         )
+        request.upload?.transferProtocol = transferProtocol
+        request.upload?.ietfVersion = options.ietfVersion.map { Int($0) }
+        request.upload?.terminateOnCancel = options.terminateOnCancel
         do {
             return try await record(request, caller: caller) { try engine.createUpload(request, descriptor: snapshot == nil ? descriptor : nil) }
         } catch {
             if let snapshot { unlink(snapshot) }
             throw error
         }
+    }
+
+    /// Options `protocol` and `ietf_version`: a form is one request's body, so it goes plain
+    /// (`auto` sends it plain; `ietf` and `tus` refuse it).
+    static func checkedProtocol(_ options: TaskOptions) throws -> UploadProtocol {
+        let name = options.transferProtocol ?? UploadProtocol.auto.rawValue
+        guard let chosen = UploadProtocol(rawValue: name) else {
+            let known = UploadProtocol.allCases.map(\.rawValue).joined(separator: ", ")
+            throw DownloadsErrorName.invalidArgument.error("protocol must be one of \(known), not '\(DisplayText.quoted(name, limit: 20))'")
+        }
+        if let version = options.ietfVersion, !UploadProtocol.ietfVersions.contains(Int(version)) {
+            let spoken = UploadProtocol.ietfVersions.map(String.init).joined(separator: ", ")
+            throw DownloadsErrorName.invalidArgument.error("ietf_version must be one of \(spoken) (the draft's interop versions spoken), not \(version)")
+        }
+        if options.form != nil {
+            switch chosen {
+            case .ietf, .tus:
+                throw DownloadsErrorName.invalidArgument.error("a form is sent as one request: protocol \(chosen.rawValue) cannot send it (use plain or auto)")
+            case .plain, .auto:
+                return .plain
+            }
+        }
+        return chosen
     }
 
     /// `GetReply`: an upload's final response, once it ended.

@@ -35,6 +35,12 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
         service.emitTaskProperties(task, [.url])
     }
 
+    /// An upload's checkpoint is the server's confirmation: `BytesConfirmed` changed.
+    func taskDidCheckpoint(_ task: TaskSnapshot) {
+        guard task.record.upload != nil, let service, service.sendsTaskSignals(task) else { return }
+        service.emitTaskProperties(task, [.bytesConfirmed])
+    }
+
     func task(_ task: TaskSnapshot, isWaitingFor reason: WaitingFor) {
         guard let service, service.sendsTaskSignals(task) else { return }
         service.emitTaskProperties(task, [.waitingFor])

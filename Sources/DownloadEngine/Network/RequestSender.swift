@@ -91,13 +91,16 @@ struct RequestSender: Sendable {
     /// plain http URL (nil: tunnelled by AsyncHTTPClient, as https is).
     func exchange<Delegate: ResponseReceiver>(
         _ request: HTTPClient.Request, to url: String, delegate: Delegate, kind: HTTPClients.Kind,
-        seat: SegmentWorkers.Seat? = nil, afterwards: () async -> DownloadError? = { nil },
+        seat: SegmentWorkers.Seat? = nil, afterwards: () async -> DownloadError? = { nil }, cleanup: TimeAmount? = nil,
         forward: ((Forwarding) -> any OutgoingRequest<Delegate.Response>)?
     ) async -> Result<Delegate.Response, DownloadError> {
         let record = task.record
         let configuration = owner.configuration
         let connectTimeout = record.options.connectTimeout ?? configuration.connectTimeout
-        let deadline = record.options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
+        // A cleanup request (an upload resource's DELETE after Cancel) goes although the task
+        // is stopping, within its own deadline.
+        let deadline = cleanup.map { NIODeadline.now() + $0 }
+            ?? record.options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
         let connection: HTTPClients.Lease
         do {
             connection = try await lease(
@@ -108,7 +111,7 @@ struct RequestSender: Sendable {
             return .failure(DownloadError.classify(error))
         }
         defer { owner.release(connection) }
-        guard task.withState({ $0.stopReason }) == nil else { return .failure(.cancelled) }
+        guard cleanup != nil || task.withState({ $0.stopReason }) == nil else { return .failure(.cancelled) }
         let outgoing: any OutgoingRequest<Delegate.Response>
         if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, request.scheme == "http",
            let forward, let target = Forwarding.target(of: url) {
@@ -129,7 +132,7 @@ struct RequestSender: Sendable {
         }
         // Registered under the task's lock, or cancelled here when a stop came first: a stop
         // cancels what is registered when it sets its reason, so no request outlives it.
-        let stoppedMeanwhile = task.withState { state -> Bool in
+        let stoppedMeanwhile = cleanup == nil && task.withState { state -> Bool in
             guard state.stopReason == nil else { return true }
             state.requests[ObjectIdentifier(outgoing)] = cancel
             return false

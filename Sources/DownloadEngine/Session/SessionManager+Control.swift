@@ -206,6 +206,10 @@ extension SessionManager {
     public func cancel(_ id: UInt64) async throws {
         let task = try task(id)
         try await stop(task, reason: .cancel)
+        // A resumable upload's resource is deleted on the server (`terminate_on_cancel`).
+        if task.record.upload?.resumable?.resource != nil {
+            Task { await UploadRun(task: task, owner: self).terminate() }
+        }
     }
 
     /// Forgets a task that is paused or has ended, removing its partial file unless

@@ -71,6 +71,10 @@ extension SessionManager {
                 return true
             }) == true
         }
+        if data.upload?.resumable?.resource != nil {
+            // A resumable upload goes on from the offset the server confirmed (asked again first).
+            record.durableOffset = data.offset
+        }
         if adopted {
             record.durableOffset = data.offset
             record.validator = data.validator

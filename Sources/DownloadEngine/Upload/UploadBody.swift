@@ -13,16 +13,20 @@ enum UploadBody {
     static let largestChunk = 256 * 1024
     static let smallestChunk = 4 * 1024
 
-    static func make(_ spec: UploadSpec, from source: SourceFile, task: DownloadTask) -> HTTPClient.Body {
-        let prefix = spec.bodyPrefix, suffix = spec.bodySuffix, size = spec.identity.size, path = spec.source
-        return .stream(contentLength: spec.bodyLength) { writer in
+    /// The whole body; or, with `range`, only those bytes of the file (a resumable upload's
+    /// part: no form around it).
+    static func make(_ spec: UploadSpec, from source: SourceFile, task: DownloadTask, range: Range<Int64>? = nil) -> HTTPClient.Body {
+        let prefix = range == nil ? spec.bodyPrefix : [], suffix = range == nil ? spec.bodySuffix : []
+        let first = range?.lowerBound ?? 0, size = range?.upperBound ?? spec.identity.size, path = spec.source
+        let length = range.map { $0.upperBound - $0.lowerBound } ?? spec.bodyLength
+        return .stream(contentLength: length) { writer in
             // AsyncHTTPClient does not say which loop the request is on: an empty write tells.
             writer.write(.byteBuffer(ByteBuffer())).flatMapWithEventLoop { _, loop in
                 let promise = loop.makePromise(of: Void.self)
                 promise.completeWithTask {
                     if !prefix.isEmpty { try await writer.write(.byteBuffer(ByteBuffer(bytes: prefix))).get() }
                     var pace = Pace()
-                    var offset: Int64 = 0
+                    var offset = first
                     // The next chunk is read while this one is written (one read ahead): the
                     // file and the socket are busy at once, as a reader thread and a writer
                     // thread would keep them.
@@ -32,11 +36,11 @@ enum UploadBody {
                         let count = Int(min(Int64(chunk), size - start))
                         return Task { try await task.onIOQueue { try source.read(count, at: start) } }
                     }
-                    var next = read(at: 0, limit: task.maxBytesPerSecond)
+                    var next = read(at: first, limit: task.maxBytesPerSecond)
                     while let reading = next {
                         let buffer = try await reading.value
                         guard buffer.readableBytes > 0 else {
-                            throw DownloadError.sourceChanged(path, "it ends at byte \(offset) of \(size)")
+                            throw DownloadError.sourceChanged(path, "it ends at byte \(offset) of \(spec.identity.size)")
                         }
                         offset += Int64(buffer.readableBytes)
                         let limit = task.maxBytesPerSecond

@@ -52,6 +52,10 @@ final class UploadRun: Sendable {
                 mode: record.fileMode
             )
         }
+        if spec.requestedProtocol != .plain {
+            // Resumable: it ends the task, or finds the server speaks neither protocol (auto).
+            guard await runResumable(spec, reply: replyFile) else { return }
+        }
         var retries = 0
         while true {
             // Each attempt from the start: the URL the caller gave, the method it asked for.
@@ -63,11 +67,7 @@ final class UploadRun: Sendable {
             var outcome: Outcome
             repeat {
                 if let reason = stopReason { return await stopped(reason, reply: replyFile) }
-                if task.withState({ $0.record.state }) == .retrying, owner.move(task, to: .running, from: [.retrying]) == nil {
-                    if let reason = stopReason { return await stopped(reason, reply: replyFile) }
-                    owner.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
-                    return
-                }
+                guard await enterRunning(reply: replyFile) else { return }
                 outcome = await attempt(
                     spec, url: url, method: method, withBody: withBody, sendsCredentials: sendsCredentials, reply: replyFile
                 )
@@ -113,27 +113,50 @@ final class UploadRun: Sendable {
                 return await failed(.internalError("a redirect was left unfollowed"), reply: nil, file: replyFile)
             }
             retries += 1
-            guard error.isRetryable,
-                  let delay = owner.configuration.retry.delay(forRetry: retries, retryAfter: error.retryAfter, random: Double.random(in: 0..<1))
-            else {
-                return await failed(error, reply: reply, file: replyFile)
-            }
-            owner.logger.info("task \(task.id): \(error); sending again from byte 0 in \(String(format: "%.1f", delay)) s (retry \(retries))")
-            await replyFile?.discard()
-            guard owner.move(task, to: .retrying, from: [.running], { state in
-                state.record.errorName = error.name
-                state.record.errorMessage = error.message
-            }) != nil else {
-                if let reason = stopReason { return await stopped(reason, reply: replyFile) }
-                owner.logger.error("task \(task.id): left running unexpectedly; the run ends")
-                return
-            }
-            await owner.sitOut(delay, task: task)
+            guard await retry(after: error, reply: reply, retries: retries, file: replyFile, from: "byte 0") else { return }
         }
     }
 
+    /// A retrying task goes back to running before its next attempt; false: the run ends (it
+    /// was stopped, and is moved to where the stop leads).
+    func enterRunning(reply: ReplyFile?) async -> Bool {
+        guard task.withState({ $0.record.state }) == .retrying, owner.move(task, to: .running, from: [.retrying]) == nil else { return true }
+        if let reason = stopReason {
+            await stopped(reason, reply: reply)
+        } else {
+            owner.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
+        }
+        return false
+    }
+
+    /// After a failed attempt: fails the task for good, or moves it to retrying and waits out the
+    /// back-off (true: try again).
+    func retry(after error: DownloadError, reply: UploadDelegate.Result?, retries: Int, file: ReplyFile?, from place: String) async -> Bool {
+        guard error.isRetryable,
+              let delay = owner.configuration.retry.delay(forRetry: retries, retryAfter: error.retryAfter, random: Double.random(in: 0..<1))
+        else {
+            await failed(error, reply: reply, file: file)
+            return false
+        }
+        owner.logger.info("task \(task.id): \(error); sending again from \(place) in \(String(format: "%.1f", delay)) s (retry \(retries))")
+        await file?.discard()
+        guard owner.move(task, to: .retrying, from: [.running], { state in
+            state.record.errorName = error.name
+            state.record.errorMessage = error.message
+        }) != nil else {
+            if let reason = stopReason {
+                await stopped(reason, reply: file)
+            } else {
+                owner.logger.error("task \(task.id): left running unexpectedly; the run ends")
+            }
+            return false
+        }
+        await owner.sitOut(delay, task: task)
+        return true
+    }
+
     /// The error a final status other than 2xx is.
-    private func refusal(_ result: UploadDelegate.Result) -> DownloadError {
+    func refusal(_ result: UploadDelegate.Result) -> DownloadError {
         .http(
             status: result.status, reason: HTTPResponseStatus(statusCode: result.status).reasonPhrase,
             retryAfter: HTTPHeaderRules.retryAfter(result.headers, cap: owner.configuration.retry.retryAfterCap)
@@ -165,55 +188,19 @@ final class UploadRun: Sendable {
         if withBody, spec.form != nil || spec.contentType != nil || !headers.contains(name: "Content-Type") {
             headers.replaceOrAdd(name: "Content-Type", value: spec.requestContentType)
         }
-        let request: HTTPClient.Request
-        do {
-            request = try HTTPClient.Request(
-                url: url, method: HTTPMethod(rawValue: method), headers: headers,
-                body: source.map { [task] in UploadBody.make(spec, from: $0, task: task) }
-            )
-        } catch {
-            return .failed(.invalidArgument("cannot request \(url): \(error)"), reply: nil)
-        }
-        let owner = self.owner
-        let interval = UInt64(max(0, owner.configuration.progressInterval) * 1e9)
-        // With little left to send, the upload stops counting as a transfer (as a download with
-        // little left to fetch does): a thousand small files are not sent two at a time.
-        let short = spec.bodyLength - owner.configuration.shortTransfer
-        let markedShort = NIOLockedValueBox(false)
-        let delegate = UploadDelegate(
-            stallTimeout: record.options.stallTimeout ?? owner.configuration.stallTimeout,
-            sent: { [task] sent in
-                if let deadline = task.wrote(upTo: sent, interval: interval) { owner.events.wroteData(task, at: deadline) }
-                if sent >= short, !markedShort.withLockedValue({ marked in defer { marked = true }; return marked }) {
-                    // Off the event loop: starting what may start takes the owner's locks.
-                    Task { owner.transferIsShort(task) }
-                }
-            },
-            sink: { status in
-                guard let reply, (200...299).contains(status) else { return nil }
-                return { buffer, eventLoop in reply.append(buffer, on: eventLoop) }
-            }
+        let sent = await exchange(
+            method, url: url, headers: headers, body: source.map { [task] in UploadBody.make(spec, from: $0, task: task) },
+            startingAt: 0, reply: reply
         )
-        let sent = await RequestSender(task: self.task, owner: owner).exchange(
-            request, to: url, delegate: delegate, kind: .multiplexed
-        ) { forwarding in
-            // A plain http URL through an HTTP proxy: forwarded with its body, as curl does.
-            ForwardedRequest(
-                target: forwarding.target, method: request.method, host: request.host, port: request.port, headers: request.headers,
-                body: request.body, proxyHost: forwarding.proxyHost, proxyPort: forwarding.proxyPort,
-                proxyAuthorization: forwarding.proxyAuthorization, delegate: delegate,
-                connectTimeout: forwarding.connectTimeout, deadline: forwarding.deadline
-            )
-        }
         // The file must be the one recorded through the whole attempt, whatever came back.
         if let source {
             let why: String? = source.identity.map { $0.change(from: spec.identity) } ?? "it is no longer a regular file"
             if let why { return .failed(.sourceChanged(spec.source, why), reply: nil) }
         }
         switch sent {
-        case .failure(let error):
-            return .failed(error, reply: delegate.partialResult)
-        case .success(let result):
+        case .failed, .redirect:
+            return sent
+        case .response(let result):
             if (300...399).contains(result.status), result.status != 304, let location = result.headers.first(name: "location") {
                 return .redirect(status: result.status, location: location)
             }
@@ -225,9 +212,63 @@ final class UploadRun: Sendable {
         }
     }
 
+    /// Sends one request of the upload and waits for its response (`response` whatever its
+    /// status, `failed` with what came of the response before it failed): the body's bytes
+    /// count as the task's progress from `base` on; a 2xx's body goes to `reply` when there is one.
+    /// `cleanup`: sent although the task is stopping, within that deadline (a `DELETE` after
+    /// `Cancel`).
+    func exchange(
+        _ method: String, url: String, headers: HTTPHeaders, body: HTTPClient.Body?, startingAt base: Int64, reply: ReplyFile?,
+        cleanup: TimeAmount? = nil
+    ) async -> Outcome {
+        let record = task.record
+        let request: HTTPClient.Request
+        do {
+            request = try HTTPClient.Request(url: url, method: HTTPMethod(rawValue: method), headers: headers, body: body)
+        } catch {
+            return .failed(.invalidArgument("cannot request \(url): \(error)"), reply: nil)
+        }
+        let owner = self.owner
+        let interval = UInt64(max(0, owner.configuration.progressInterval) * 1e9)
+        // With little left to send, the upload stops counting as a transfer (as a download with
+        // little left to fetch does): a thousand small files are not sent two at a time.
+        let short = record.upload.map { $0.bodyLength - owner.configuration.shortTransfer } ?? 0
+        let markedShort = NIOLockedValueBox(false)
+        let delegate = UploadDelegate(
+            stallTimeout: record.options.stallTimeout ?? owner.configuration.stallTimeout,
+            sent: { [task] sent in
+                guard sent > 0 else { return }
+                if let deadline = task.wrote(upTo: base + sent, interval: interval) { owner.events.wroteData(task, at: deadline) }
+                if base + sent >= short, !markedShort.withLockedValue({ marked in defer { marked = true }; return marked }) {
+                    // Off the event loop: starting what may start takes the owner's locks.
+                    Task { owner.transferIsShort(task) }
+                }
+            },
+            sink: { status in
+                guard let reply, (200...299).contains(status) else { return nil }
+                return { buffer, eventLoop in reply.append(buffer, on: eventLoop) }
+            }
+        )
+        let sent = await RequestSender(task: task, owner: owner).exchange(
+            request, to: url, delegate: delegate, kind: .multiplexed, cleanup: cleanup
+        ) { forwarding in
+            // A plain http URL through an HTTP proxy: forwarded with its body, as curl does.
+            ForwardedRequest(
+                target: forwarding.target, method: request.method, host: request.host, port: request.port, headers: request.headers,
+                body: request.body, proxyHost: forwarding.proxyHost, proxyPort: forwarding.proxyPort,
+                proxyAuthorization: forwarding.proxyAuthorization, delegate: delegate,
+                connectTimeout: forwarding.connectTimeout, deadline: forwarding.deadline
+            )
+        }
+        switch sent {
+        case .success(let result): return .response(result)
+        case .failure(let error): return .failed(error, reply: delegate.partialResult)
+        }
+    }
+
     /// The file to send: the service's copy (`snapshot`), the descriptor the caller handed over,
     /// or the caller's path opened as them.
-    private func open(_ spec: UploadSpec) async throws -> SourceFile {
+    func open(_ spec: UploadSpec) async throws -> SourceFile {
         if let snapshot = spec.snapshot {
             let fd = Glibc.open(snapshot, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             guard fd >= 0 else { throw DownloadError.file("the service's copy of \(spec.source) cannot be opened: \(errnoText())") }
@@ -248,7 +289,7 @@ final class UploadRun: Sendable {
 
     // MARK: The end
 
-    private func finished(_ result: UploadDelegate.Result, spec: UploadSpec, reply: ReplyFile?) async {
+    func finished(_ result: UploadDelegate.Result, spec: UploadSpec, reply: ReplyFile?) async {
         do {
             try await reply?.publish()
         } catch {
@@ -269,7 +310,7 @@ final class UploadRun: Sendable {
         })
     }
 
-    private func failed(_ error: DownloadError, reply result: UploadDelegate.Result?, file: ReplyFile?) async {
+    func failed(_ error: DownloadError, reply result: UploadDelegate.Result?, file: ReplyFile?) async {
         await file?.discard()
         owner.logger.info("task \(task.id) failed: \(error)")
         owner.move(task, to: .failed, { state in
@@ -283,15 +324,16 @@ final class UploadRun: Sendable {
         if task.record.group != 0 { owner.groupFileFailed(task) }
     }
 
-    private func stopped(_ reason: DownloadTask.StopReason, reply: ReplyFile?) async {
+    func stopped(_ reason: DownloadTask.StopReason, reply: ReplyFile?) async {
         await reply?.discard()
         let next = reason.stoppedState
         let owner = self.owner
         owner.move(task, to: next, { state in
             state.stopReason = nil
-            // A plain upload keeps nothing of an attempt: it starts again from byte 0.
-            state.bytesWritten = 0
-            state.progressDelivered = 0
+            // A plain upload keeps nothing of an attempt: it starts again from byte 0; a
+            // resumable one keeps what the server confirmed.
+            state.bytesWritten = state.record.durableOffset
+            state.progressDelivered = state.record.durableOffset
         }, then: { delegate, task, snapshot in
             if next == .cancelled { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
             if reason == .wait { owner.requeue(snapshot.record) }
