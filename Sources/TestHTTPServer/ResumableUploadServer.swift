@@ -51,7 +51,8 @@ public final class ResumableUploadServer: Sendable {
     public let port: Int
 
     /// `keepsUploadsFor`: how long an interrupted upload waits for its resumption (seconds).
-    public init(keepsUploadsFor seconds: Int64 = 3600) throws {
+    /// `port`: 0 for any; a given one to stand in for a server that restarted (and forgot its uploads).
+    public init(keepsUploadsFor seconds: Int64 = 3600, port: Int = 0) throws {
         let timeout = TimeAmount.seconds(seconds)
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let context = NIOLockedValueBox<HTTPResumableUploadContext?>(nil)
@@ -70,8 +71,9 @@ public final class ResumableUploadServer: Sendable {
                     })
                 }
             }
-            .bind(host: "127.0.0.1", port: 0).wait()
-        port = channel.localAddress?.port ?? 0
+            .bind(host: "127.0.0.1", port: port).wait()
+        self.port = channel.localAddress?.port ?? 0
+        let port = self.port
         context.withLockedValue { $0 = HTTPResumableUploadContext(origin: "http://127.0.0.1:\(port)", timeout: timeout) }
     }
 
@@ -85,7 +87,7 @@ public final class ResumableUploadServer: Sendable {
 
     /// Cuts the connection once the bodies received reach each of `totals` (bytes, all requests).
     public func cut(atTotals totals: [Int64]) { state.withLockedValue { $0.cuts = totals.sorted() } }
-    /// Answers the next `count` appends (`PATCH`) with 409 and closes their connections.
+    /// Answers the next `count` appends (`PATCH`) with 409 once their bodies are read.
     public func conflict(next count: Int = 1) { state.withLockedValue { $0.conflicts = count } }
     /// The app's status for an upload it got whole (default 201).
     public func appAnswers(_ status: Int) { state.withLockedValue { $0.appStatus = status } }
@@ -125,14 +127,11 @@ public final class ResumableUploadServer: Sendable {
                     return true
                 }
                 if conflict {
+                    // Read to its end (the connection stays usable), then 409.
                     swallowing = true
-                    var response = HTTPResponse(status: .conflict)
-                    response.headerFields[.contentLength] = "0"
-                    context.write(wrapOutboundOut(.head(response)), promise: nil)
-                    let channel = context.channel
-                    context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
                     return
                 }
+                swallowing = false
                 context.fireChannelRead(data)
             case .body(var buffer):
                 guard !swallowing else { return }
@@ -157,7 +156,13 @@ public final class ResumableUploadServer: Sendable {
                 }
                 context.fireChannelRead(data)
             case .end:
-                guard !swallowing else { return }
+                guard !swallowing else {
+                    var response = HTTPResponse(status: .conflict)
+                    response.headerFields[.contentLength] = "0"
+                    context.write(wrapOutboundOut(.head(response)), promise: nil)
+                    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                    return
+                }
                 context.fireChannelRead(data)
             }
         }
