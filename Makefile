@@ -85,6 +85,7 @@ bench: deps
 	swift build -c release --product downloadsd
 	swift build -c release --product downloadsctl
 	swift build -c release --product downloads-file-helper
+	swift build -c release --product upload-servers
 	Benchmarks/bench.py $(BENCH_ARGS)
 
 bench-dbus:

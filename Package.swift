@@ -166,6 +166,8 @@ let package = Package(
             ],
             path: "Benchmarks/engine-bench"
         ),
+        // The resumable-upload servers of the upload benchmark (NIOResumableUpload, a cutting relay).
+        .executableTarget(name: "upload-servers", dependencies: ["TestHTTPServer"], path: "Benchmarks/upload-servers"),
         // Test fixtures shared by the test targets: a private dbus-daemon, a subprocess runner.
         .target(name: "TestSupport", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .executableTarget(

@@ -864,6 +864,7 @@ def section_upload(work, runs, count=1000, size=64 * 1024):
             for _ in range(GiB // MiB):
                 f.write(block)
         ours, curl = [], []
+        ours_big = ours
         for run in range(runs):
             curl.append(tool(["curl", "-sS", "-o", "/dev/null", "-T", big, server.url("curl.bin")]))
             cpu = service.cpu()
@@ -900,12 +901,96 @@ def section_upload(work, runs, count=1000, size=64 * 1024):
                   fmt([v[2] for v in ours], 1), f"{median([o[0] / c[0] for o, c in zip(ours, curl)]):.2f}× curl's time, "
                   + f"{median([o[1] / max(c[1], 1e-3) for o, c in zip(ours, curl)]):.1f}× its CPU")
         table.notes.append("the server (Python's http.server, reading 1 MiB at a time) is the same for both; "
-                           "each Upload is a task the service records, schedules and signals, curl keeps nothing")
+                           "each Upload is a task the service records, schedules and signals, curl keeps nothing; "
+                           "protocol auto asks the server first (OPTIONS): one more round trip per upload to a plain server")
+        resumable_uploads(table, service, shm, runs, plain_seconds=median([v[0] for v in ours_big]))
     finally:
         service.stop()
         server.stop()
         shutil.rmtree(shm, ignore_errors=True)
     return table
+
+
+def resumable_uploads(table, service, shm, runs, plain_seconds):
+    """Issue 49: 1 GiB to the IETF draft's reference server (NIOResumableUpload) and to the tus
+    server (PyPI's resumable-upload), the connection cut at 30 %, 60 % and 99 % of the file: the
+    bytes the server received (IETF) or the relay forwarded (tus) against the file's size, and the
+    time against the uninterrupted plain upload of the same file."""
+    servers_binary = os.path.join(ROOT, ".build/release/upload-servers")
+    python_path = os.path.join(ROOT, ".build/python")
+    if not os.path.exists(servers_binary) or not os.path.exists(os.path.join(python_path, "resumable_upload")):
+        table.notes.append("resumable uploads left out: build upload-servers and run make deps (resumable-upload)")
+        return
+    tus_dir = tempfile.mkdtemp(prefix="bench-tus-")
+    tus_port = free_port()
+    tus = subprocess.Popen(
+        ["/usr/bin/python3", os.path.join(ROOT, "Tests/tus/tus_server.py"), os.path.join(tus_dir, "requests.log"), "serve",
+         "--host", "127.0.0.1", "--port", str(tus_port), "--upload-dir", os.path.join(tus_dir, "uploads"),
+         "--db-path", os.path.join(tus_dir, "uploads.db"), "--log-level", "WARNING", "--checksum-algorithms", "sha1,sha256"],
+        env=dict(os.environ, PYTHONPATH=python_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    servers = subprocess.Popen([servers_binary, str(tus_port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    import json
+    import socket
+
+    def ask(line):
+        servers.stdin.write(line + "\n")
+        servers.stdin.flush()
+        return json.loads(servers.stdout.readline())
+
+    try:
+        ports = json.loads(servers.stdout.readline())
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", tus_port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    sys.exit("the tus server did not start")
+                time.sleep(0.05)
+        big = os.path.join(shm, "resumable.bin")
+        with open(big, "wb") as f:
+            for _ in range(GiB // MiB):
+                f.write(os.urandom(MiB))
+        digest = subprocess.run(["sha256sum", big], capture_output=True, text=True, check=True).stdout.split()[0]
+        cuts = ",".join(str(int(GiB * fraction)) for fraction in (0.3, 0.6, 0.99))
+        for name, url, counter in (("IETF draft (NIOResumableUpload)", f"http://127.0.0.1:{ports['ietf']}/bench", "ietf_body_bytes"),
+                                   ("tus 1.0.0 (resumable-upload, 4 MiB parts)", f"http://127.0.0.1:{ports['relay']}/files", "relay_forwarded")):
+            whole, results = [], []
+            for run in range(runs):
+                for cut, into in ((False, whole), (True, results)):
+                    before = ask("stats")[counter]
+                    if cut:
+                        ask(f"cut {'ietf' if counter == 'ietf_body_bytes' else 'relay'} {cuts}")
+                    cpu = service.cpu()
+                    started = time.monotonic()
+                    service.wait([str(service.manager.Upload(url, big, dbus.Dictionary({}, signature="sv")))])
+                    into.append((time.monotonic() - started, service.cpu() - cpu, (ask("stats")[counter] - before) / GiB))
+                    if counter == "relay_forwarded":
+                        # The tus server's copy is the file; then it goes (six of them would fill a small disk).
+                        uploads = os.path.join(tus_dir, "uploads")
+                        for stored in os.listdir(uploads):
+                            path = os.path.join(uploads, stored)
+                            if subprocess.run(["sha256sum", path], capture_output=True, text=True).stdout.split()[0] != digest:
+                                sys.exit("the tus server's upload is not the file")
+                            os.unlink(path)
+            if counter == "ietf_body_bytes" and digest not in ask("stats")["ietf_uploads"]:
+                sys.exit("the IETF server's upload is not the file")
+            table.add(f"1 GiB to the {name}", len(whole), fmt([v[0] for v in whole]), fmt([v[1] for v in whole]), "",
+                      f"{median([v[2] for v in whole]):.4f}× the file's bytes sent, "
+                      f"{median([v[0] for v in whole]) / plain_seconds:.2f}× a plain upload's time (to the discarding server)")
+            table.add(f"  the same, cut 3 times", len(results), fmt([v[0] for v in results]), fmt([v[1] for v in results]), "",
+                      f"{median([v[2] for v in results]):.4f}× the file's bytes sent, "
+                      f"{median([c[0] / w[0] for w, c in zip(whole, results)]):.2f}× the uncut upload's time")
+        table.notes.append("resumable: the IETF server keeps every byte it received (bytes counted as it received them); the tus server "
+                           "keeps nothing of a cut PATCH (bytes counted by the cutting relay in front of it, headers included); "
+                           "the cuts at 30 %, 60 % and 99 % of the file, each followed by HEAD and the rest")
+    finally:
+        servers.stdin.close()
+        servers.wait(timeout=30)
+        tus.terminate()
+        tus.wait(timeout=30)
+        shutil.rmtree(tus_dir, ignore_errors=True)
 
 
 def start_group(service, jobs):

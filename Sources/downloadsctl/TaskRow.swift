@@ -27,10 +27,12 @@ struct TaskRow: Encodable {
     let kind: String
     let source: String
     let responseStatus: UInt32
+    /// A resumable upload's bytes the server confirmed.
+    let bytesConfirmed: Int64
 
     enum CodingKeys: String, CodingKey {
         case id, session, app, url, destination, state, error, background, title, description, metadata, kind, source
-        case responseStatus = "response_status"
+        case responseStatus = "response_status", bytesConfirmed = "bytes_confirmed"
         case bytesWritten = "bytes_written", bytesExpected = "bytes_expected", errorMessage = "error_message"
         case waitingFor = "waiting_for"
     }
@@ -54,6 +56,7 @@ struct TaskRow: Encodable {
         kind = status.kind
         source = status.source
         responseStatus = status.responseStatus
+        bytesConfirmed = status.bytesConfirmed
     }
 
     static func json<T: Encodable>(_ value: T) -> String {

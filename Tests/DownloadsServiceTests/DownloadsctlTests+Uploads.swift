@@ -64,4 +64,25 @@ extension DownloadsctlTests {
         try await waitState(path, ["finished"], seconds: 60)
         XCTAssertEqual(http.received("/videos").last.map { Self.sha256($0.body) }, Self.sha256(content), "sent again, whole, from byte 0")
     }
+
+    func testUploadOverTheIETFProtocolShowsWhatTheServerConfirmed() async throws {
+        let server = try ResumableUploadServer()
+        defer { server.stop() }
+        let content = Self.content(2_000_000, seed: 83)
+        let file = directory.file("shard.bin")
+        try Data(content).write(to: URL(fileURLWithPath: file))
+        server.cut(atTotals: [1_000_000])
+        let sent = try await ctl(["upload", file, server.url("/shards"), "--protocol", "ietf", "--ietf-version", "5"])
+        XCTAssertEqual(sent.status, 0, sent.description)
+        XCTAssertTrue(sent.stdout.contains(Self.sha256(content)), "the app's reply on standard output: \(sent.stdout)")
+        XCTAssertEqual(server.bodyBytes, 2_000_000, "the cut cost nothing: every byte once")
+        XCTAssertTrue(server.log.allSatisfy { $0.version == "5" })
+        let status = try await ctl(["status", "1"])
+        XCTAssertTrue(status.stdout.contains("confirmed:   1.9 MiB"), status.stdout)
+        let json = try await ctl(["status", "1", "--json"])
+        XCTAssertTrue(json.stdout.contains("\"bytes_confirmed\":2000000"), json.stdout)
+        let refused = try await ctl(["upload", file, server.url("/shards"), "--protocol", "ftp"])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("protocol must be one of plain, ietf, tus, auto"), refused.stderr)
+    }
 }

@@ -53,4 +53,22 @@ final class UploadNetworkTests: TLSDaemonTestCase {
         XCTAssertEqual(proxy.connectRequests.last, "localhost:\(tls.port(.http2))", "https: CONNECT, then TLS inside")
         XCTAssertEqual(sha256(ofFile: tls.www + "/put/tunnelled.tar"), Self.sha256(content))
     }
+
+    func testAResumableUploadGoesThroughTinyproxyAndResumesThere() async throws {
+        let proxy = try TinyProxy(in: directory.path)
+        defer { proxy.stop() }
+        let server = try ResumableUploadServer()
+        defer { server.stop() }
+        let content = Self.content(3_000_000, seed: 93)
+        let file = directory.file("album.zip")
+        try Data(content).write(to: URL(fileURLWithPath: file))
+        server.cut(atTotals: [1_500_000])
+        let task = try await upload(server.url("/albums"), file, ["proxy": .string(proxy.url)])
+        try await assertFinished(task)
+        XCTAssertEqual(server.uploads.map(\.sha256), [Self.sha256(content)])
+        XCTAssertEqual(server.bodyBytes, 3_000_000, "the cut cost nothing through the proxy either")
+        XCTAssertEqual(proxy.forwarded("OPTIONS"), [server.url("/albums")], "asked through the proxy")
+        XCTAssertEqual(proxy.forwarded("PATCH").count, 2, "appended, cut, appended from the server's offset")
+        XCTAssertEqual(proxy.forwarded("HEAD").count, 1)
+    }
 }

@@ -11,10 +11,17 @@ import NIOHTTP1
 enum TusRules {
     static let version = "1.0.0"
     static let appendType = "application/offset+octet-stream"
-    /// A `PATCH`'s most bytes: what a cut costs with a server that keeps nothing of an unfinished
-    /// `PATCH` (as the Python server the tests run), and what a checksum is computed over before
-    /// its bytes are sent.
+    /// The most bytes a `PATCH` carries, and the most a creation carries (`creation-with-upload`).
     static let chunkSize: Int64 = 4 << 20
+    static let smallestPart: Int64 = 1 << 20
+
+    /// A `PATCH`'s bytes for a file of `size`: what a cut costs with a server that keeps nothing of
+    /// an unfinished `PATCH` (as the Python server the tests run), and what a checksum is computed
+    /// over before its bytes are sent. A 400th of the file, 1 to 4 MiB: three cuts cost at most
+    /// 0.75 % of a file of 400 MiB or more, and a part is a few round trips' worth on a fast link.
+    static func partSize(for size: Int64) -> Int64 {
+        min(chunkSize, max(smallestPart, size / 400))
+    }
     /// The checksum algorithms we can compute, preferred first.
     static let checksums = ["sha256", "sha1"]
 

@@ -36,23 +36,26 @@ extension UploadRun {
         case finished(UploadDelegate.Result)
     }
 
+    /// Bytes an attempt must have moved for its failure to be retried at once.
+    static let progressWorthAnImmediateRetry: Int64 = 64 * 1024
+
     /// Runs the upload resumably until the task ends (false), or finds the server speaks
     /// neither protocol (true: send it plain).
     func runResumable(_ spec: UploadSpec, reply: ReplyFile?) async -> Bool {
         var retries = 0
-        var confirmedBefore = task.record.durableOffset
         while true {
             if let reason = stopReason {
                 await stopped(reason, reply: reply)
                 return false
             }
             guard await enterRunning(reply: reply) else { return false }
+            let before = task.withState { $0.record.durableOffset }
             let outcome = await resumableAttempt(spec, reply: reply)
-            // An attempt that got bytes confirmed starts the back-off over: cuts that each cost
-            // a little never add up to a give-up.
-            let confirmed = task.record.durableOffset
-            if confirmed > confirmedBefore { retries = 0 }
-            confirmedBefore = confirmed
+            // An attempt that moved bytes (the server keeps them) starts the back-off over and
+            // goes again at once: cuts that each cost a little never add up to a give-up or to
+            // seconds of waiting; one that moved nothing waits as any retry does.
+            let progressed = task.withState { $0.bytesWritten } - before >= Self.progressWorthAnImmediateRetry
+            if progressed { retries = -1 }
             if let reason = stopReason {
                 await stopped(reason, reply: reply)
                 return false
@@ -210,6 +213,7 @@ extension UploadRun {
         let url = task.record.url
         let version = spec.ietfVersion ?? IETFUploadRules.newest
         if spec.requestedProtocol == .ietf { return .success(ResumableUpload(kind: .ietf, version: version)) }
+        if spec.requestedProtocol == .auto, PlainServers.shared.isPlain(url) { return .success(nil) }
         var headers = headers(to: url)
         headers.replaceOrAdd(name: IETFUploadRules.versionHeader, value: String(version))
         let result: UploadDelegate.Result
@@ -220,7 +224,9 @@ extension UploadRun {
         } catch {
             return .failure(.failed(DownloadError.classify(error), reply: nil))
         }
-        if (500...599).contains(result.status) || result.status == 408 || result.status == 429 {
+        // A server that is unwell (or says wait) is asked again; one that does not do OPTIONS
+        // (501, 405, 404, …) has answered: it speaks neither protocol.
+        if [408, 429, 500, 502, 503, 504].contains(result.status) {
             return .failure(.failed(refusal(result), reply: nil))
         }
         if let tus = TusRules.capabilities(result.headers) {
@@ -236,6 +242,7 @@ extension UploadRun {
             owner.logger.info("task \(task.id): the server speaks the IETF resumable-upload draft")
             return .success(ResumableUpload(kind: .ietf, version: version, maxSize: IETFUploadRules.limit(result.headers).maxSize))
         }
+        PlainServers.shared.rememberPlain(url)
         return .success(nil)
     }
 
@@ -386,8 +393,9 @@ extension UploadRun {
         case .tus:
             var offset = start
             var mismatches = 0
+            let partSize = TusRules.partSize(for: size)
             while true {
-                let part = offset..<min(size, offset + TusRules.chunkSize)
+                let part = offset..<min(size, offset + partSize)
                 var headers = headers(to: resource)
                 TusRules.mark(&headers)
                 headers.replaceOrAdd(name: "Upload-Offset", value: String(offset))

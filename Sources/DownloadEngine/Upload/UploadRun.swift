@@ -130,10 +130,12 @@ final class UploadRun: Sendable {
     }
 
     /// After a failed attempt: fails the task for good, or moves it to retrying and waits out the
-    /// back-off (true: try again).
+    /// back-off (true: try again). `retries` 0: again at once (the attempt made progress).
     func retry(after error: DownloadError, reply: UploadDelegate.Result?, retries: Int, file: ReplyFile?, from place: String) async -> Bool {
+        let policy = owner.configuration.retry
+        let immediate: Double? = min(error.retryAfter ?? 0, policy.retryAfterCap)
         guard error.isRetryable,
-              let delay = owner.configuration.retry.delay(forRetry: retries, retryAfter: error.retryAfter, random: Double.random(in: 0..<1))
+              let delay = retries == 0 ? immediate : policy.delay(forRetry: retries, retryAfter: error.retryAfter, random: Double.random(in: 0..<1))
         else {
             await failed(error, reply: reply, file: file)
             return false

@@ -25,6 +25,7 @@ struct Status: AsyncParsableCommand {
             if status.isUpload {
                 lines.append("source:      \(DisplayText.escaped(status.source))")
                 if !status.destination.isEmpty { lines.append("reply to:    \(DisplayText.escaped(status.destination))") }
+                if status.bytesConfirmed > 0 { lines.append("confirmed:   \(ByteCount.format(status.bytesConfirmed)) (the server holds them: a cut or a restart goes on from there)") }
                 if status.responseStatus != 0 { lines.append("response:    \(status.responseStatus)") }
             } else {
                 lines.append("destination: \(DisplayText.escaped(status.destination))")

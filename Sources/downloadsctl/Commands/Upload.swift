@@ -13,8 +13,10 @@ struct Upload: AsyncParsableCommand {
         abstract: "Upload a file to a URL and follow it to the end.",
         discussion: """
             Sends FILE with PUT (or --method POST/PATCH; --form sends it as multipart/form-data, as curl's -F). \
-            The service sends it in the background: it carries on if this command ends, and sends it again \
-            from the start after a cut connection or a restart. Prints the server's reply on standard output, \
+            The service sends it in the background: it carries on if this command ends. It asks the server \
+            first: one that speaks the IETF resumable-upload draft or tus gets the file so that a cut \
+            connection, a pause or a restart goes on from the bytes the server confirmed; any other gets it \
+            whole, again from the start after a cut. Prints the server's reply on standard output, \
             as curl does (or writes it to --reply FILE). Ctrl-C pauses the upload and prints how to resume it.
             """
     )
@@ -46,6 +48,13 @@ struct Upload: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The proxy for this upload (as for get).", valueName: "url")) var proxy: String?
     @Flag(help: "Use only the bandwidth nobody else is using.") var background = false
     @Flag(help: "Start it and print its task id; do not follow it.") var detach = false
+    @Option(name: .customLong("protocol"), help: ArgumentHelp(
+        "auto (default: asks the server), ietf (the IETF resumable-upload draft), tus (URL is the tus endpoint) or plain.",
+        valueName: "protocol"
+    )) var transferProtocol: String?
+    @Option(name: .customLong("ietf-version"), help: ArgumentHelp("The IETF draft's interop version to speak: 3, 5 or 6 (default 6).", valueName: "n"))
+    var ietfVersion: UInt32?
+    @Flag(name: .customLong("keep-on-cancel"), help: "On cancel, leave the upload resource on the server (no DELETE).") var keepOnCancel = false
 
     func validate() throws {
         if form == nil && (!fields.isEmpty || filename != nil) {
@@ -73,6 +82,9 @@ struct Upload: AsyncParsableCommand {
             }
             options.proxy = proxy
             if background { options.background = true }
+            options.transferProtocol = transferProtocol
+            options.ietfVersion = ietfVersion
+            if keepOnCancel { options.terminateOnCancel = false }
             return options
         }
     }
