@@ -902,7 +902,7 @@ def section_upload(work, runs, count=1000, size=64 * 1024):
                   + f"{median([o[1] / max(c[1], 1e-3) for o, c in zip(ours, curl)]):.1f}× its CPU")
         table.notes.append("the server (Python's http.server, reading 1 MiB at a time) is the same for both; "
                            "each Upload is a task the service records, schedules and signals, curl keeps nothing; "
-                           "protocol auto asks the server first (OPTIONS): one more round trip per upload to a plain server")
+                           "protocol auto asks the server first (OPTIONS); a plain server's answer holds for its directory for 10 minutes")
         resumable_uploads(table, service, shm, runs, plain_seconds=median([v[0] for v in ours_big]))
     finally:
         service.stop()
@@ -955,7 +955,7 @@ def resumable_uploads(table, service, shm, runs, plain_seconds):
         digest = subprocess.run(["sha256sum", big], capture_output=True, text=True, check=True).stdout.split()[0]
         cuts = ",".join(str(int(GiB * fraction)) for fraction in (0.3, 0.6, 0.99))
         for name, url, counter in (("IETF draft (NIOResumableUpload)", f"http://127.0.0.1:{ports['ietf']}/bench", "ietf_body_bytes"),
-                                   ("tus 1.0.0 (resumable-upload, 4 MiB parts)", f"http://127.0.0.1:{ports['relay']}/files", "relay_forwarded")):
+                                   ("tus 1.0.0 (resumable-upload; parts of 2.6 MiB)", f"http://127.0.0.1:{ports['relay']}/files", "relay_forwarded")):
             whole, results = [], []
             for run in range(runs):
                 for cut, into in ((False, whole), (True, results)):

@@ -77,15 +77,6 @@ extension UploadRun {
 
     /// One attempt: the protocol, the resource, the offset, and the bytes from there.
     func resumableAttempt(_ spec: UploadSpec, reply: ReplyFile?) async -> ResumableOutcome {
-        let source: SourceFile
-        do {
-            let opened = try await open(spec)
-            guard let now = opened.identity else { return .failed(.file("\(spec.source) is no longer a regular file"), reply: nil) }
-            if let why = now.change(from: spec.identity) { return .failed(.sourceChanged(spec.source, why), reply: nil) }
-            source = opened
-        } catch {
-            return .failed(DownloadError.classify(error), reply: nil)
-        }
         var state: ResumableUpload
         if let known = task.withState({ $0.record.upload?.resumable }) {
             state = known
@@ -99,6 +90,16 @@ extension UploadRun {
             case .failure(let detour):
                 return outcome(of: detour)
             }
+        }
+        // The file, once the server is known to take it resumably (a plain one opens it itself).
+        let source: SourceFile
+        do {
+            let opened = try await open(spec)
+            guard let now = opened.identity else { return .failed(.file("\(spec.source) is no longer a regular file"), reply: nil) }
+            if let why = now.change(from: spec.identity) { return .failed(.sourceChanged(spec.source, why), reply: nil) }
+            source = opened
+        } catch {
+            return .failed(DownloadError.classify(error), reply: nil)
         }
         let size = spec.identity.size
         if let largest = state.maxSize, size > largest {
