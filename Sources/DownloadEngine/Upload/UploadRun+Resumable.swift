@@ -93,13 +93,9 @@ extension UploadRun {
         }
         // The file, once the server is known to take it resumably (a plain one opens it itself).
         let source: SourceFile
-        do {
-            let opened = try await open(spec)
-            guard let now = opened.identity else { return .failed(.file("\(spec.source) is no longer a regular file"), reply: nil) }
-            if let why = now.change(from: spec.identity) { return .failed(.sourceChanged(spec.source, why), reply: nil) }
-            source = opened
-        } catch {
-            return .failed(DownloadError.classify(error), reply: nil)
+        switch await openChecked(spec) {
+        case .success(let opened): source = opened
+        case .failure(let error): return .failed(error, reply: nil)
         }
         let size = spec.identity.size
         if let largest = state.maxSize, size > largest {

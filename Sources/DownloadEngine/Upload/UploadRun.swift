@@ -174,13 +174,9 @@ final class UploadRun: Sendable {
         let record = task.record
         var source: SourceFile?
         if withBody {
-            do {
-                let opened = try await open(spec)
-                guard let now = opened.identity else { return .failed(.file("\(spec.source) is no longer a regular file"), reply: nil) }
-                if let why = now.change(from: spec.identity) { return .failed(.sourceChanged(spec.source, why), reply: nil) }
-                source = opened
-            } catch {
-                return .failed(DownloadError.classify(error), reply: nil)
+            switch await openChecked(spec) {
+            case .success(let opened): source = opened
+            case .failure(let error): return .failed(error, reply: nil)
             }
         }
         // Progress counts what this attempt sent: a retry starts again from 0.
@@ -200,6 +196,11 @@ final class UploadRun: Sendable {
             if let why { return .failed(.sourceChanged(spec.source, why), reply: nil) }
         }
         switch sent {
+        case .failed(_, let partial?) where (300...399).contains(partial.status) && partial.status != 304:
+            // A server that redirects before it read the body (the stream is cancelled when its
+            // answer comes first): its redirect is the answer, as a refusal's 4xx is.
+            guard let location = partial.headers.first(name: "location") else { return sent }
+            return .redirect(status: partial.status, location: location)
         case .failed, .redirect:
             return sent
         case .response(let result):
@@ -265,6 +266,19 @@ final class UploadRun: Sendable {
         switch sent {
         case .success(let result): return .response(result)
         case .failure(let error): return .failed(error, reply: delegate.partialResult)
+        }
+    }
+
+    /// The file, opened and checked against what was recorded at `Upload` (an attempt's start):
+    /// `FileError` when it is no longer a regular file, `SourceChanged` when it changed.
+    func openChecked(_ spec: UploadSpec) async -> Result<SourceFile, DownloadError> {
+        do {
+            let opened = try await open(spec)
+            guard let now = opened.identity else { return .failure(.file("\(spec.source) is no longer a regular file")) }
+            if let why = now.change(from: spec.identity) { return .failure(.sourceChanged(spec.source, why)) }
+            return .success(opened)
+        } catch {
+            return .failure(DownloadError.classify(error))
         }
     }
 
