@@ -109,6 +109,13 @@ public struct DownloadOptions: Sendable, Hashable {
         public var maxBytesPerSecond: UInt64?
         public var allowMetered: Bool?
         public var proxy: ProxySetting?
+        /// `Update` only (v1.3): the task's background pacing, request headers (all of them,
+        /// replaced), title, description (`""` clears) and metadata (replaced).
+        public var background: Bool?
+        public var headers: [String: String]?
+        public var title: String?
+        public var taskDescription: String?
+        public var metadata: [String: MetadataValue]?
 
         public init(priority: Priority? = nil, maxBytesPerSecond: UInt64? = nil, allowMetered: Bool? = nil, proxy: ProxySetting? = nil) {
             self.priority = priority
@@ -117,7 +124,10 @@ public struct DownloadOptions: Sendable, Hashable {
             self.proxy = proxy
         }
 
-        public var isEmpty: Bool { priority == nil && maxBytesPerSecond == nil && allowMetered == nil && proxy == nil }
+        public var isEmpty: Bool {
+            priority == nil && maxBytesPerSecond == nil && allowMetered == nil && proxy == nil && background == nil && headers == nil
+                && title == nil && taskDescription == nil && metadata == nil
+        }
     }
 
     public mutating func apply(_ change: Change) {
@@ -125,6 +135,11 @@ public struct DownloadOptions: Sendable, Hashable {
         if let rate = change.maxBytesPerSecond { maxBytesPerSecond = rate }
         if let allow = change.allowMetered { allowMetered = allow }
         if let proxy = change.proxy { self.proxy = proxy }
+        if let background = change.background { self.background = background }
+        if let headers = change.headers { self.headers = headers }
+        if let title = change.title { self.title = title.isEmpty ? nil : title }
+        if let text = change.taskDescription { taskDescription = text.isEmpty ? nil : text }
+        if let metadata = change.metadata { self.metadata = metadata }
     }
 
     /// The most ranged connections one download may open.

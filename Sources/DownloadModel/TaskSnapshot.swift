@@ -6,10 +6,13 @@ public struct TaskSnapshot: Sendable, Hashable {
     /// Why a queued task does not run yet; `.yielding` for a running background task giving way
     /// to other traffic; `.nothing` otherwise.
     public let waitingFor: WaitingFor
+    /// Bytes a second over the last few seconds while running (`Speed`); 0 otherwise.
+    public let speed: UInt64
 
-    public init(record: DownloadTaskRecord, bytesWritten: Int64, waitingFor: WaitingFor = .nothing) {
+    public init(record: DownloadTaskRecord, bytesWritten: Int64, waitingFor: WaitingFor = .nothing, speed: UInt64 = 0) {
         self.record = record
         self.bytesWritten = bytesWritten
+        self.speed = speed
         self.waitingFor = record.state == .queued || (record.state == .running && waitingFor == .yielding) ? waitingFor : .nothing
     }
 

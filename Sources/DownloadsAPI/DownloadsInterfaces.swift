@@ -85,6 +85,8 @@ public enum DownloadsInterfaces {
             .init("Resume"),
             .init("Cancel"),
             .init("SetURL", in: [.init("url", .string)]),
+            // v1.3: change what may change while the task exists (TaskOptions.updateKeys).
+            .init("Update", in: [.init("options", .dictionary(key: .string, value: .variant))]),
             // v1.3: an upload's final response: status, headers, and its body (at most 1 MiB,
             // empty when a reply_destination took it). WrongState before the upload ended.
             .init("GetReply", out: [

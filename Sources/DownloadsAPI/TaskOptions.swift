@@ -57,6 +57,8 @@ public struct TaskOptions: Sendable, Hashable {
     public static let startKeys = Set(Key.allCases).subtracting([.url, .destinationFD]).subtracting(uploadOnlyKeys)
     /// What `Upload` and `UploadAt` take.
     public static let uploadKeys = Set(Key.allCases).subtracting([.url, .destinationFD]).subtracting(downloadOnlyKeys)
+    /// What a task's `Update` takes (v1.3): what may change while the task exists.
+    public static let updateKeys: Set<Key> = [.priority, .maxBytesPerSecond, .background, .allowMetered, .headers, .title, .description, .metadata]
     /// What `ResumeWithData` takes (what may change on an existing task).
     public static let resumeKeys: Set<Key> = [.priority, .maxBytesPerSecond, .allowMetered, .proxy, .url, .destinationFD]
     /// Longest session name, in bytes.

@@ -34,6 +34,12 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     /// v1.3: a resumable upload's bytes the server confirmed (its durable offset; 0 for a plain
     /// upload until it finished, and for a download).
     case bytesConfirmed = "BytesConfirmed"
+    /// v1.3: the `priority` option (`low`, `normal`, `high`), changed by `Update`.
+    case priority = "Priority"
+    /// v1.3: the `max_bytes_per_second` option (0: no limit), changed by `Update`.
+    case maxBytesPerSecond = "MaxBytesPerSecond"
+    /// v1.3: bytes a second over the last few seconds while running, 0 otherwise.
+    case speed = "Speed"
 
     public var name: String { rawValue }
 
@@ -41,7 +47,8 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
         switch self {
         case .id: return .uint64
         case .responseStatus: return .uint32
-        case .kind, .source: return .string
+        case .kind, .source, .priority: return .string
+        case .maxBytesPerSecond, .speed: return .uint64
         case .session, .url, .destination, .state, .error, .errorMessage, .waitingFor, .desktopEntry, .app: return .string
         case .bytesWritten, .bytesExpected, .bytesConfirmed: return .int64
         case .background: return .boolean
@@ -53,7 +60,7 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     /// Never changes while the task exists (not in PropertiesChanged).
     public var isConstant: Bool {
         switch self {
-        case .id, .session, .desktopEntry, .background, .title, .description, .metadata, .app, .kind, .source: return true
+        case .id, .session, .desktopEntry, .app, .kind, .source: return true
         default: return false
         }
     }
@@ -63,6 +70,9 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     }
 
     /// What a `PropertiesChanged` after a state change carries: not `URL`, which changes only by
-    /// `SetURL` (or ResumeWithData with `url`) and has a `PropertiesChanged` of its own then.
-    public static let changing: [TaskProperty] = allCases.filter { !$0.isConstant && $0 != .url }
+    /// `SetURL` (or ResumeWithData with `url`), nor what `Update` changes: each has a
+    /// `PropertiesChanged` of its own then.
+    public static let changing: [TaskProperty] = allCases.filter { !$0.isConstant && !options.contains($0) && $0 != .url }
+    /// What `Update` (and `ResumeWithData`'s options) may change.
+    public static let options: [TaskProperty] = [.background, .title, .description, .metadata, .priority, .maxBytesPerSecond]
 }

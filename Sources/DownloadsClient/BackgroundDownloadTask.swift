@@ -125,6 +125,19 @@ public final class BackgroundDownloadTask: Sendable, Hashable, CustomStringConve
         try await proxy.cancel(try started())
     }
 
+    /// Changes the running (or queued, or paused) task: its priority (`URLSessionTask.priority`),
+    /// bandwidth limit, headers, title… (`Update`; the keys of `TaskOptions.updateKeys`).
+    public func update(_ options: TaskOptions) async throws {
+        try await proxy.update(try started(), options: options)
+    }
+
+    /// `task.priority = …` of `URLSessionTask`, as the service's three levels.
+    public func setPriority(_ priority: TaskOptions.Priority) async throws {
+        var options = TaskOptions()
+        options.priority = priority
+        try await update(options)
+    }
+
     /// An upload's final response and its body (at most 1 MiB), once it ended.
     public func reply() async throws -> (UploadResponse, Data) {
         let reply = try await proxy.reply(try started())

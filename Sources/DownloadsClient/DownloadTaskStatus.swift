@@ -38,6 +38,12 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
     public var responseStatus: UInt32 = 0
     /// A resumable upload's bytes the server confirmed (what a cut, a pause or a restart keeps).
     public var bytesConfirmed: Int64 = 0
+    /// `low`, `normal` or `high` (`Update` changes it).
+    public var priority: String = "normal"
+    /// The task's bandwidth limit in bytes a second, 0 for none (`Update` changes it).
+    public var maxBytesPerSecond: UInt64 = 0
+    /// Bytes a second over the last few seconds while running, as the service measures it; 0 otherwise.
+    public var speed: UInt64 = 0
     /// The app's own data (`metadata`), values of D-Bus basic types. Not in the Codable form.
     public var metadata: [String: DBusValue] = [:]
 
@@ -49,6 +55,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         case app, kind, source
         case responseStatus = "response_status"
         case bytesConfirmed = "bytes_confirmed"
+        case priority, maxBytesPerSecond = "max_bytes_per_second", speed
     }
 
     public init(from decoder: Decoder) throws {
@@ -72,6 +79,9 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         source = try container.decodeIfPresent(String.self, forKey: .source) ?? ""
         responseStatus = try container.decodeIfPresent(UInt32.self, forKey: .responseStatus) ?? 0
         bytesConfirmed = try container.decodeIfPresent(Int64.self, forKey: .bytesConfirmed) ?? 0
+        priority = try container.decodeIfPresent(String.self, forKey: .priority) ?? "normal"
+        maxBytesPerSecond = try container.decodeIfPresent(UInt64.self, forKey: .maxBytesPerSecond) ?? 0
+        speed = try container.decodeIfPresent(UInt64.self, forKey: .speed) ?? 0
     }
 
     public var isUpload: Bool { kind == "upload" }
@@ -101,6 +111,9 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         source = string(.source)
         responseStatus = properties[TaskProperty.responseStatus.name]?.uint32Value ?? 0
         bytesConfirmed = properties[TaskProperty.bytesConfirmed.name]?.int64Value ?? 0
+        priority = properties[TaskProperty.priority.name]?.stringValue ?? "normal"
+        maxBytesPerSecond = properties[TaskProperty.maxBytesPerSecond.name]?.uint64Value ?? 0
+        speed = properties[TaskProperty.speed.name]?.uint64Value ?? 0
     }
 
     /// The title, else the file's name (what a person is shown).
@@ -125,7 +138,14 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
             case .url: url = value.stringValue ?? url
             case .responseStatus: responseStatus = value.uint32Value ?? responseStatus
             case .bytesConfirmed: bytesConfirmed = value.int64Value ?? bytesConfirmed
-            case .id, .kind, .source, .session, .desktopEntry, .background, .title, .description, .metadata, .app: break
+            case .priority: priority = value.stringValue ?? priority
+            case .maxBytesPerSecond: maxBytesPerSecond = value.uint64Value ?? maxBytesPerSecond
+            case .speed: speed = value.uint64Value ?? speed
+            case .background: background = value.boolValue ?? background
+            case .title: title = value.stringValue ?? title
+            case .description: taskDescription = value.stringValue ?? taskDescription
+            case .metadata: metadata = value.vardictValue ?? metadata
+            case .id, .kind, .source, .session, .desktopEntry, .app: break
             }
         }
     }

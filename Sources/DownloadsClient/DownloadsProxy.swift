@@ -146,6 +146,11 @@ public final class DownloadsProxy: Sendable {
         _ = try await call(task, DownloadsInterfaces.task.name, "SetURL", [.string(url)])
     }
 
+    /// The task's `Update`: what may change while it exists (`TaskOptions.updateKeys`).
+    public func update(_ task: ObjectPath, options: TaskOptions) async throws {
+        _ = try await call(task, DownloadsInterfaces.task.name, "Update", [.vardict(options.dictionary)])
+    }
+
     public func cancel(_ task: ObjectPath) async throws {
         _ = try await manager("Cancel", [.objectPath(task)])
     }

@@ -419,6 +419,34 @@ extension DownloadsService {
         logger.info("task \(task.id) of uid \(task.owner): resumed")
     }
 
+    /// `Update`: what may change while the task exists, checked by the rules of `Start`, applied
+    /// at once (a running transfer's limit within a second, its priority at the next scheduling
+    /// decision, its headers from its next request; a change of `background` requeues a running
+    /// transfer, which goes on from its checkpoint), kept through restarts and in resume data.
+    func update(_ task: TaskSnapshot, _ value: DBusValue) async throws {
+        let options = try TaskOptions(try vardict(value), allowed: TaskOptions.updateKeys)
+        var change = try StartRequest.change(options)
+        change.background = options.background
+        if let headers = options.headers { change.headers = headers }
+        change.title = options.title
+        change.taskDescription = options.taskDescription
+        if let metadata = options.metadata { change.metadata = MetadataValue.dictionary(metadata) }
+        guard !change.isEmpty else { return }
+        var candidate = task.record.options
+        candidate.apply(change)
+        do {
+            try candidate.validate()
+        } catch let error as DownloadError {
+            throw DownloadsErrorName.invalidArgument.error(error.message)
+        }
+        try requireRoom(forNewWork: false)
+        try engine.changeOptions(task.id, change)
+        await engine.eventsDelivered(task.id)
+        try requireStored(task.id)
+        let changed = options.dictionary.keys.sorted().joined(separator: ", ")
+        logger.info("task \(task.id) of uid \(task.owner): updated \(changed)")
+    }
+
     /// The task carries on at `url`, keeping its bytes when the entity is the same (`SessionManager.setURL`).
     func setURL(_ task: TaskSnapshot, to url: String) async throws {
         let checked = try StartRequest.checkURL(url)

@@ -30,6 +30,15 @@ extension DownloadsService {
                 return []
             },
             "GetReply": handler { task in try DownloadsService.reply(of: task) },
+            "Update": { [self] call in
+                do {
+                    let task = try await task(call.path, for: call, caller: try await caller(call), asAdmin: false)
+                    try await update(task, call.arguments.first ?? .vardict([:]))
+                    return []
+                } catch {
+                    throw ServiceError.reply(for: error)
+                }
+            },
             "SetURL": { [self] call in
                 do {
                     let task = try await task(call.path, for: call, caller: try await caller(call), asAdmin: false)
@@ -98,6 +107,9 @@ extension DownloadsService {
         case .source: return .string(record.upload?.source ?? "")
         case .responseStatus: return .uint32(UInt32(clamping: record.upload?.responseStatus ?? 0))
         case .bytesConfirmed: return .int64(record.upload == nil ? 0 : record.durableOffset)
+        case .priority: return .string(record.options.priority.rawValue)
+        case .maxBytesPerSecond: return .uint64(record.options.maxBytesPerSecond)
+        case .speed: return .uint64(snapshot.speed)
         }
     }
 }

@@ -240,6 +240,7 @@ public final class DownloadsService: Sendable {
         guard properties else { return }
         emitPropertiesChanged(task: task, [
             TaskProperty.bytesWritten.name: .int64(total), TaskProperty.bytesExpected.name: .int64(expected),
+            TaskProperty.speed.name: .uint64(task.speed),
         ])
     }
 

@@ -35,6 +35,13 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
         service.emitTaskProperties(task, [.url])
     }
 
+    /// `Update` or `ResumeWithData` changed the task's options (or a download learned mirrors):
+    /// the properties they show.
+    func taskDidChangeOptions(_ task: TaskSnapshot) {
+        guard let service, service.sendsTaskSignals(task) else { return }
+        service.emitTaskProperties(task, TaskProperty.options)
+    }
+
     /// An upload's checkpoint is the server's confirmation: `BytesConfirmed` changed.
     func taskDidCheckpoint(_ task: TaskSnapshot) {
         guard task.record.upload != nil, let service, service.sendsTaskSignals(task) else { return }

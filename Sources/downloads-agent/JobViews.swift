@@ -24,7 +24,8 @@ struct JobViews {
             // rearranges or hides what a person reads: escaped.
             "title": .string("\(status.isUpload ? "Uploading" : "Downloading") \(DisplayText.escaped(task.name))"),
             "processedBytes": .uint64(UInt64(max(0, status.bytesWritten))),
-            "speed": .uint64(task.speed),
+            // The service's own measure (`Speed`), else the agent's from the progress it heard.
+            "speed": .uint64(status.speed > 0 || status.state != "running" ? status.speed : task.speed),
             "suspended": .boolean(status.state == "paused"),
             // Why it waits, else the app's description of the download.
             "infoMessage": .string(AgentText.waiting(status) ?? DisplayText.escaped(status.taskDescription)),

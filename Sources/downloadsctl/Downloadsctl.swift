@@ -13,7 +13,7 @@ struct Downloadsctl: AsyncParsableCommand {
         Exit status: 0 success; 1 a service error or a failed, cancelled or missing task; 64 a usage \
         error; 69 the service cannot be reached; 130 interrupted (get pauses its task first).
         """,
-        subcommands: [Get.self, Upload.self, Start.self, List.self, Status.self, Pause.self, Resume.self, Cancel.self, Wait.self, Watch.self, Group.self]
+        subcommands: [Get.self, Upload.self, Start.self, List.self, Status.self, SetTask.self, Pause.self, Resume.self, Cancel.self, Wait.self, Watch.self, Group.self]
     )
 
     /// `downloadsctl --system list` as well as `downloadsctl list --system`: the service options

@@ -29,10 +29,15 @@ struct TaskRow: Encodable {
     let responseStatus: UInt32
     /// A resumable upload's bytes the server confirmed.
     let bytesConfirmed: Int64
+    /// `Priority`, `MaxBytesPerSecond` and `Speed`.
+    let priority: String
+    let maxBytesPerSecond: UInt64
+    let speed: UInt64
 
     enum CodingKeys: String, CodingKey {
         case id, session, app, url, destination, state, error, background, title, description, metadata, kind, source
         case responseStatus = "response_status", bytesConfirmed = "bytes_confirmed"
+        case priority, maxBytesPerSecond = "max_bytes_per_second", speed
         case bytesWritten = "bytes_written", bytesExpected = "bytes_expected", errorMessage = "error_message"
         case waitingFor = "waiting_for"
     }
@@ -57,6 +62,9 @@ struct TaskRow: Encodable {
         source = status.source
         responseStatus = status.responseStatus
         bytesConfirmed = status.bytesConfirmed
+        priority = status.priority
+        maxBytesPerSecond = status.maxBytesPerSecond
+        speed = status.speed
     }
 
     static func json<T: Encodable>(_ value: T) -> String {

@@ -179,6 +179,7 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertEqual(Set(rows[0].keys), [
             "id", "session", "url", "destination", "state", "bytes_written", "bytes_expected", "error", "error_message", "waiting_for",
             "background", "title", "description", "metadata", "app", "kind", "source", "response_status", "bytes_confirmed",
+            "priority", "max_bytes_per_second", "speed",
         ])
         XCTAssertEqual(rows[0]["app"] as? String, "", "a host caller's task belongs to no app")
         XCTAssertEqual(rows[0]["state"] as? String, "finished")

@@ -56,7 +56,15 @@ final class DownloadTask: Sendable {
         /// while this daemon holds it. Not kept across a restart.
         var source: SourceFile?
 
-        var snapshot: TaskSnapshot { TaskSnapshot(record: record, bytesWritten: bytesWritten, waitingFor: waitingFor) }
+        /// The speed of what it transfers now (`Speed`), from the progress deliveries.
+        var speedMeter = SpeedMeter()
+
+        var snapshot: TaskSnapshot {
+            TaskSnapshot(
+                record: record, bytesWritten: bytesWritten, waitingFor: waitingFor,
+                speed: record.state == .running ? speedMeter.speed() : 0
+            )
+        }
 
         /// Sets `waitingFor` from the begin time and `network` (queued) or clears it (any other state).
         mutating func wait(on network: NetworkStatus, now: UInt64 = WallClock.now) {
@@ -155,6 +163,7 @@ final class DownloadTask: Sendable {
             guard delta != 0 else { return nil }
             state.progressDelivered = state.bytesWritten
             state.progressDeliveredAt = DispatchTime.now().uptimeNanoseconds
+            state.speedMeter.record(state.bytesWritten, at: state.progressDeliveredAt)
             // After a restart from zero the total went down: report what the new run wrote.
             return (state.snapshot, delta > 0 ? delta : state.bytesWritten)
         }

@@ -151,6 +151,7 @@ extension SessionManager {
     public func changeOptions(_ id: UInt64, _ change: DownloadOptions.Change) throws -> TaskSnapshot {
         let task = try task(id)
         guard !change.isEmpty else { return task.snapshot }
+        let wasBackground = task.record.options.background
         let snapshot = task.inEventOrder {
             let network = state.withLockedValue { $0.scheduler.network }
             let before = task.snapshot.waitingFor
@@ -164,6 +165,9 @@ extension SessionManager {
             return snapshot
         }
         if snapshot.state.holdsTransfer, !network.allows(allowMetered: snapshot.record.options.allowMetered) {
+            Task { try? await stop(task, reason: .wait) }
+        } else if snapshot.state == .running, snapshot.record.options.background != wasBackground {
+            // Pacing starts with a run: the run is queued again and goes on from its checkpoint.
             Task { try? await stop(task, reason: .wait) }
         }
         schedule()

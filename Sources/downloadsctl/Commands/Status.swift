@@ -22,6 +22,16 @@ struct Status: AsyncParsableCommand {
                 "task:        \(status.id)", "kind:        \(status.kind)", "state:       \(status.state)", "progress:    \(progress)",
                 "url:         \(DisplayText.escaped(status.url))",
             ]
+            if status.state == "running" {
+                var speed = "speed:       \(ByteCount.format(Int64(clamping: status.speed)))/s"
+                if status.speed > 0, status.bytesExpected > status.bytesWritten {
+                    let seconds = (status.bytesExpected - status.bytesWritten) / Int64(clamping: status.speed)
+                    speed += ", \(ByteCount.duration(Double(seconds))) left"
+                }
+                lines.append(speed)
+            }
+            if status.priority != "normal" { lines.append("priority:    \(status.priority)") }
+            if status.maxBytesPerSecond > 0 { lines.append("limit:       \(ByteCount.format(Int64(clamping: status.maxBytesPerSecond)))/s") }
             if status.isUpload {
                 lines.append("source:      \(DisplayText.escaped(status.source))")
                 if !status.destination.isEmpty { lines.append("reply to:    \(DisplayText.escaped(status.destination))") }
