@@ -135,9 +135,7 @@ extension UploadRun {
                     owner.logger.info("task \(task.id): the server's offset is not ours (409); asked again")
                 case .failed, .finished:
                     // The file must be the one recorded through the whole attempt.
-                    if let why = source.identity.map({ $0.change(from: spec.identity) }) ?? "it is no longer a regular file" {
-                        return .failed(.sourceChanged(spec.source, why), reply: nil)
-                    }
+                    if let changed = changed(source, from: spec) { return .failed(changed, reply: nil) }
                     return outcome(of: detour)
                 }
             } catch {

@@ -191,10 +191,7 @@ final class UploadRun: Sendable {
             startingAt: 0, reply: reply
         )
         // The file must be the one recorded through the whole attempt, whatever came back.
-        if let source {
-            let why: String? = source.identity.map { $0.change(from: spec.identity) } ?? "it is no longer a regular file"
-            if let why { return .failed(.sourceChanged(spec.source, why), reply: nil) }
-        }
+        if let source, let changed = changed(source, from: spec) { return .failed(changed, reply: nil) }
         switch sent {
         case .failed(_, let partial?) where (300...399).contains(partial.status) && partial.status != 304:
             // A server that redirects before it read the body (the stream is cancelled when its
@@ -280,6 +277,13 @@ final class UploadRun: Sendable {
         } catch {
             return .failure(DownloadError.classify(error))
         }
+    }
+
+    /// `SourceChanged` when the open file is no longer the one recorded at `Upload` (an
+    /// attempt's end), nil while it is.
+    func changed(_ source: SourceFile, from spec: UploadSpec) -> DownloadError? {
+        let why: String? = source.identity.map { $0.change(from: spec.identity) } ?? "it is no longer a regular file"
+        return why.map { .sourceChanged(spec.source, $0) }
     }
 
     /// The file to send: the service's copy (`snapshot`), the descriptor the caller handed over,
