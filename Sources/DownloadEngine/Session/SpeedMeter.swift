@@ -23,6 +23,4 @@ struct SpeedMeter: Sendable {
         else { return 0 }
         return UInt64(Double(last.bytes - first.bytes) / (Double(last.at - first.at) / 1e9))
     }
-
-    mutating func reset() { samples.removeAll() }
 }
