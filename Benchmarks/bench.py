@@ -241,7 +241,7 @@ class Service(Client):
             sys.exit(f"no daemon to measure at {DAEMON}: swift build -c release --product downloadsd, or set DOWNLOADSD_BENCH_BINARY")
         log = open(os.path.join(self.work, "daemon.log"), "a")
         started = time.monotonic()
-        self.daemon = subprocess.Popen([*self.prefix, DAEMON, *self.bus_arguments, "--state-dir", self.state, "--no-desktop"] + self.arguments,
+        self.daemon = subprocess.Popen([*self.prefix, DAEMON, *self.bus_arguments, "--state-dir", self.state, "--no-desktop", "--exit-idle-time", "0"] + self.arguments,
                                        stderr=log, env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.address))
         while not self.connection.name_has_owner("org.example.Downloads"):
             if self.daemon.poll() is not None:

@@ -36,7 +36,7 @@ def main():
                                       stdout=subprocess.PIPE, text=True)
         address = bus_daemon.stdout.readline().strip()
         env = dict(os.environ, DBUS_SESSION_BUS_ADDRESS=address)
-        service = subprocess.Popen([daemon, "--address", address, "--state-dir", os.path.join(scratch, "state")],
+        service = subprocess.Popen([daemon, "--address", address, "--state-dir", os.path.join(scratch, "state"), "--exit-idle-time", "0"],
                                    env=env, stderr=subprocess.DEVNULL)
         try:
             bus = dbus.bus.BusConnection(address)

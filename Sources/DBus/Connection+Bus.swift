@@ -37,6 +37,18 @@ extension Connection {
         _ = try await callBus("StartServiceByName", [.string(name), .uint32(0)])
     }
 
+    /// Asks the bus to start `name` without waiting for it (`StartServiceByName`, no reply
+    /// wanted): what a service leaving the bus does when work is left for its next instance,
+    /// which cannot take the name before this one is gone.
+    public func requestStart(_ name: String) throws {
+        let message = try Message.methodCall(
+            destination: Connection.busName, path: Connection.busPath, interface: Connection.busName, member: "StartServiceByName"
+        )
+        try message.append([.string(name), .uint32(0)])
+        message.setNoReply(true)
+        try send(message)
+    }
+
     public func nameOwner(_ name: String) async throws -> String? {
         do {
             return try await callBus("GetNameOwner", [.string(name)]).first?.stringValue

@@ -95,10 +95,15 @@ extension Connection {
         let resolution = resolve(message)
         switch resolution {
         case .reply(let values):
+            state.withLockedValue { $0.incoming.arrived(handled: false) }
             reply(to: message, with: .success(values), outSignature: nil)
         case .error(let error):
+            state.withLockedValue { $0.incoming.arrived(handled: false) }
             reply(to: message, with: .failure(error), outSignature: nil)
         case .handler(let handler, let call, let outSignature):
+            // Counted before the handler runs, on the loop's queue: a call that arrived before
+            // anything the connection reads later is already counted when that is read.
+            state.withLockedValue { $0.incoming.arrived(handled: true) }
             Task {
                 let result: Result<[DBusValue], Error>
                 do {
@@ -107,9 +112,14 @@ extension Connection {
                     result = .failure(error)
                 }
                 self.reply(to: message, with: result, outSignature: outSignature)
+                self.state.withLockedValue { $0.incoming.answered() }
             }
         }
     }
+
+    /// The method calls this connection received: how many are still being handled and when the
+    /// last one came (for a service that exits when idle).
+    public var incomingCalls: IncomingCalls { state.withLockedValue { $0.incoming } }
 
     enum Resolution {
         case reply([DBusValue])

@@ -38,6 +38,7 @@ public final class Connection: @unchecked Sendable {
         var disconnected = false
         /// Calls waiting for a reply; failed with `Disconnected` when the connection goes.
         var pendingReplies: [ObjectIdentifier: PendingReply] = [:]
+        var incoming = IncomingCalls()
     }
 
     let state = NIOLockedValueBox(State())
@@ -145,6 +146,12 @@ public final class Connection: @unchecked Sendable {
             return pending
         }
         for reply in pending { reply.fail(BusError.disconnected()) }
+    }
+
+    /// Blocks until every queued message (replies, signals) is written to the bus.
+    public func flush() {
+        guard !state.withLockedValue({ $0.closed }) else { return }
+        dbus_connection_flush(raw)
     }
 
     public var isConnected: Bool { dbus_connection_get_is_connected(raw) != 0 }

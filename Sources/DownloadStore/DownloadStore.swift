@@ -41,6 +41,12 @@ public final class DownloadStore: Sendable {
     /// The engine's saves so far, and the transactions that committed them (group commit).
     public var saveCounts: (writes: Int, transactions: Int) { (saves.writes, saves.commits) }
 
+    /// Moves the write-ahead log into the database and empties it (at the daemon's exit: the
+    /// next start reads one file, and an idle user's state is not a growing WAL).
+    public func checkpoint() throws {
+        try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+    }
+
     /// Free bytes new work needs beside the reserve.
     public static let minimumFree: Int64 = 1 << 20
 

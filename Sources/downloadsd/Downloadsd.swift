@@ -56,6 +56,11 @@ struct Downloadsd: AsyncParsableCommand {
     var caFile: String?
     @Flag(inversion: .prefixedNo, help: "Follow logind (a sleep inhibitor while transfers run) and NetworkManager (tasks wait offline and, with allow_metered false, on metered networks) on the system bus.")
     var desktop = true
+    @Option(help: ArgumentHelp(
+        "Exit after this many seconds with nothing to do: no task queued, running or retrying, no completion call to make, no call for that long (D-Bus activation starts the daemon again at the next call); 0: never.",
+        valueName: "seconds"
+    ))
+    var exitIdleTime: Double = 30
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
     @Option(help: ArgumentHelp("Seconds between checkpoints of a running transfer.", visibility: .hidden))
     var checkpointInterval: Double = 1
@@ -68,7 +73,7 @@ struct Downloadsd: AsyncParsableCommand {
         let chosen = [session, system, address != nil].filter { $0 }.count
         guard chosen <= 1 else { throw ValidationError("choose one of --session, --system and --address") }
         guard maxRunning > 0, maxRunningPerSession > 0, maxConnections > 0, maxConnectionsPerHost > 0, maxTasksPerUser > 0, maxTasksPerApp > 0, maxSessionsPerUser > 0, retentionDays >= 0,
-              progressRate > 0, fileHelperTimeout > 0, checkpointInterval > 0, checkpointBytes > 0
+              progressRate > 0, fileHelperTimeout > 0, checkpointInterval > 0, checkpointBytes > 0, exitIdleTime >= 0, exitIdleTime.isFinite
         else {
             throw ValidationError("limits must be positive")
         }
@@ -102,21 +107,25 @@ struct Downloadsd: AsyncParsableCommand {
         // Everything the daemon creates is its own alone: the database, its WAL, the key.
         umask(0o077)
         MallocTuning.apply()
-        let key: SymmetricKey
-        let store: DownloadStore
         do {
             for note in try StateDirectory.prepare(directory) { logger.warning("\(note)") }
-            key = try StateDirectory.resumeDataKey(in: directory)
-            store = try DownloadStore(path: directory + "/downloads.sqlite")
         } catch {
             Downloadsd.exit(message: "downloadsd: the state directory \(directory) is unusable: \(error)")
         }
-
         let connection: Connection
         do {
             connection = try await Connection.open(bus, logger: logger)
         } catch {
             Downloadsd.exit(message: "downloadsd: cannot connect to the \(system ? "system" : address == nil ? "session" : "given") bus: \(error)")
+        }
+        await Downloadsd.lockStateDirectory(directory, connection: connection, logger: logger)
+        let key: SymmetricKey
+        let store: DownloadStore
+        do {
+            key = try StateDirectory.resumeDataKey(in: directory)
+            store = try DownloadStore(path: directory + "/downloads.sqlite")
+        } catch {
+            Downloadsd.exit(message: "downloadsd: the state directory \(directory) is unusable: \(error)")
         }
 
         var engineConfiguration = SessionManager.Configuration()
@@ -181,24 +190,78 @@ struct Downloadsd: AsyncParsableCommand {
         logger.info("serving org.example.Downloads as \(connection.uniqueName), state in \(directory)")
 
         // SIGTERM/SIGINT: checkpoint running transfers (they carry on at the next start) and exit.
-        let stop = AsyncStream<String> { continuation in
-            for signalNumber in [SIGTERM, SIGINT] {
-                signal(signalNumber, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-                source.setEventHandler { continuation.yield(signalNumber == SIGTERM ? "SIGTERM" : "SIGINT") }
-                source.resume()
-                SignalSources.keep(source)
-            }
-            connection.onDisconnect { continuation.yield("the bus connection was lost") }
+        // Idle for --exit-idle-time: leave the bus first, answer what came before, and exit.
+        let (stop, continuation) = AsyncStream.makeStream(of: String.self)
+        for signalNumber in [SIGTERM, SIGINT] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { continuation.yield(signalNumber == SIGTERM ? "SIGTERM" : "SIGINT") }
+            source.resume()
+            SignalSources.keep(source)
         }
+        connection.onDisconnect { continuation.yield("the bus connection was lost") }
+        let idleReason = "idle for \(exitIdleTime.formatted()) s (--exit-idle-time)"
+        let watchIdleness = { [exitIdleTime] () -> Task<Void, any Error>? in
+            guard exitIdleTime > 0 else { return nil }
+            return Task {
+                try await IdleWatch(seconds: exitIdleTime).wait(for: service)
+                continuation.yield(idleReason)
+            }
+        }
+        var idleWatch = watchIdleness()
         for await reason in stop {
-            logger.info("stopping (\(reason)): checkpointing transfers")
+            idleWatch?.cancel()
+            if reason == idleReason {
+                logger.info("\(reason): leaving the bus; the next call starts the daemon again")
+                guard await service.leaveBus() else {
+                    logger.info("a call gave work before the name was released: staying")
+                    idleWatch = watchIdleness()
+                    continue
+                }
+            } else {
+                logger.info("stopping (\(reason)): checkpointing transfers")
+            }
             desktop?.stop()
             await service.shutdown()
+            if reason == idleReason, service.handOver() {
+                logger.info("a call answered while leaving left work: the bus starts the next instance for it")
+            } else {
+                connection.flush()
+            }
             connection.close()
+            do {
+                try store.checkpoint()
+            } catch {
+                logger.warning("store: the write-ahead log was not checkpointed: \(error)")
+            }
             let saves = store.saveCounts
             logger.info("stopped (the store committed \(saves.writes) saves in \(saves.transactions) transactions)")
             return
+        }
+    }
+
+    /// Takes the state directory's lock, waiting while the instance before this one leaves: it
+    /// gave up the name, so a call that came meanwhile started this one. A name someone owns means
+    /// another daemon serves it: this one leaves at once.
+    static func lockStateDirectory(_ directory: String, connection: Connection, logger: Logger) async {
+        let started = ContinuousClock.now
+        while true {
+            do {
+                if try StateLock.take(in: directory) != nil { break }
+            } catch {
+                Downloadsd.exit(message: "downloadsd: the state directory \(directory) is unusable: \(error)")
+            }
+            if let owner = try? await connection.nameOwner(DownloadsAPI.busName) {
+                Downloadsd.exit(message: "downloadsd: \(DownloadsAPI.busName) is owned by \(owner) and the state directory \(directory) is in use; is another downloadsd running?")
+            }
+            guard ContinuousClock.now - started < .seconds(60) else {
+                Downloadsd.exit(message: "downloadsd: the state directory \(directory) stayed locked by another downloadsd for 60 s")
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        let waited = ContinuousClock.now - started
+        if waited > .milliseconds(100) {
+            logger.info("waited \(waited.formatted(.units(allowed: [.milliseconds]))) for the previous instance to leave")
         }
     }
 

@@ -48,6 +48,7 @@ class DaemonTestCase: XCTestCase {
         }
         client?.close()
         daemon?.stop()
+        stopActivatedDaemons()
         http?.stop()
         bus?.stop()
         directory?.remove()
@@ -63,7 +64,7 @@ class DaemonTestCase: XCTestCase {
         daemonLog = log
         daemon = try ChildProcess(launcher + [
             "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", DaemonTestCase.binary, "--state-dir", stateDirectory,
-        ] + busArguments + extraArguments, environment: bus.environment.merging(daemonEnvironment) { $1 })
+        ] + busArguments + ["--exit-idle-time", "0"] + extraArguments, environment: bus.environment.merging(daemonEnvironment) { $1 })
     }
 
     func startDaemon() async throws {

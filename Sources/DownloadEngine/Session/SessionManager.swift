@@ -155,6 +155,10 @@ public final class SessionManager: Sendable {
         state.withLockedValue { $0.hasActiveTasks(in: session) }
     }
 
+    /// Whether any task is queued (waiting for its begin time, a network or power too), running
+    /// or retrying: the daemon has work (it does not exit when idle).
+    public var anyTaskActive: Bool { state.withLockedValue { !$0.activePerSession.isEmpty } }
+
     public func taskCount(owner: UInt32) -> Int {
         state.withLockedValue { $0.owners[owner]?.count ?? 0 }
     }
