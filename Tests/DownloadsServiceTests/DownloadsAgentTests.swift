@@ -292,6 +292,32 @@ class DownloadsAgentTests: DaemonTestCase {
         let lastDock = dockUpdates.withLockedValue { $0.last }
         XCTAssertTrue(lastDock.map { $0.1["count-visible"]?.boolValue == false } ?? true, "\(String(describing: lastDock))")
     }
+    /// The daemon exits when idle (the agent, which only listens, keeps nothing and starts
+    /// nothing) and comes back by activation at someone's call: the agent follows the new
+    /// instance (it calls it once when its name appears, so its signals reach the agent again).
+    func testTheAgentFollowsTheServiceAcrossAnIdleExitAndAnActivation() async throws {
+        try switchToActivation(exitIdleTime: 1)
+        try await startNotificationDaemon()
+        try await startAgent()
+        var slow = Route(content: Self.content(300_000, seed: 2))
+        slow.bytesPerSecond = 300_000
+        http.set("/one.bin", slow)
+        http.set("/two.bin", slow)
+        let one = try await start(http.url("/one.bin"), directory.file("one.bin"))
+        try await waitState(one, ["finished"])
+        try await until("the first notification", log: agentLog) {
+            self.notificationLog.split(separator: "\n").contains { $0.contains("Download finished") && $0.contains("\"one.bin\"") }
+        }
+        try await waitUntilTheDaemonExits()
+        XCTAssertEqual(activations.count, 1)
+        let two = try await start(http.url("/two.bin"), directory.file("two.bin"))
+        try await waitState(two, ["finished"])
+        try await until("the second notification, from the next instance", log: agentLog) {
+            self.notificationLog.split(separator: "\n").contains { $0.contains("Download finished") && $0.contains("\"two.bin\"") }
+        }
+        XCTAssertEqual(activations.count, 2)
+    }
+
     /// A group is one job view ("1 of 2 files"), its files none of their own; suspend and
     /// resume reach every file, and its end terminates the view.
     func testAGroupIsOneJobView() async throws {

@@ -134,4 +134,27 @@ final class IdleExitTests: DaemonTestCase {
         XCTAssertLessThan(called, leaving, "the daemon left only after the call was answered")
         XCTAssertTrue(log.contains("completion handler of session 'app' of uid \(getuid()) called"), log)
     }
+
+    /// `downloadsctl watch` calls nothing while no task is active, so the daemon still exits, and
+    /// it follows the next instance when a call from elsewhere starts it.
+    func testWatchFollowsTheServiceAcrossAnIdleExitAndAnActivation() async throws {
+        try switchToActivation(exitIdleTime: 1)
+        var slow = Route(content: Self.content(300_000, seed: 1))
+        slow.bytesPerSecond = 300_000
+        http.set("/one.bin", slow)
+        http.set("/two.bin", slow)
+        _ = try await start(http.url("/one.bin"), directory.file("one.bin"))
+        let watch = try ChildProcess([PackageRoot.debugBinary("downloadsctl"), "--address", bus.address, "watch"])
+        defer { watch.stop() }
+        let output = OutputCollector(watch.stdout)
+        try await until("watch shows the first task finished") { output.text.contains("task 1 finished") }
+        try await waitUntilTheDaemonExits()
+        XCTAssertTrue(Self.isRunning(watch.pid), "watch keeps running without the service")
+        XCTAssertEqual(activations.count, 1, "watch did not keep the daemon or start it again")
+        _ = try await start(http.url("/two.bin"), directory.file("two.bin"))
+        try await until("watch shows the second task, from the next instance") { output.text.contains("task 2 finished") }
+        XCTAssertEqual(activations.count, 2)
+        watch.signal(SIGINT)
+        XCTAssertEqual(watch.wait(), 0)
+    }
 }

@@ -8,7 +8,12 @@ import Glibc
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "A live view of your tasks with the speed of each running one (redrawn every second on a terminal; a line per change otherwise). Ctrl-C ends it."
+        abstract: "A live view of your tasks with the speed of each running one (redrawn every second on a terminal; a line per change otherwise). Ctrl-C ends it.",
+        discussion: """
+            While a task is queued, running or retrying, the view is refreshed every second; otherwise it waits for \
+            the service's signals and calls nothing, so an idle service still exits (--exit-idle-time), and it \
+            follows the service again when a call from elsewhere starts it.
+            """
     )
 
     @OptionGroup var service: ServiceOptions
@@ -18,10 +23,12 @@ struct Watch: AsyncParsableCommand {
         let interrupt = Interrupt()
         let terminal = isatty(STDOUT_FILENO) == 1
         try await service.run { proxy in
+            let changes = try await ServiceChanges(proxy)
             var last: [UInt64: String] = [:]
             // The speed of each running task, from the bytes it had at each look.
             var meters: [UInt64: ProgressLine] = [:]
             while !interrupt.isRaised {
+                _ = changes.take()  // before the look: a change after it is seen at the next
                 let statuses = try await proxy.statuses(session: session ?? "")
                 let now = Date().timeIntervalSince1970
                 var speeds: [UInt64: Double] = [:]
@@ -43,7 +50,14 @@ struct Watch: AsyncParsableCommand {
                         }
                     }
                 }
-                for _ in 0..<10 where !interrupt.isRaised { try await Task.sleep(for: .milliseconds(100)) }
+                // Calls every second only while there is work (the service is up anyway); with
+                // none, a signal or the service's return is waited for.
+                let active = statuses.contains { ["queued", "running", "retrying"].contains($0.state) }
+                var waited = 0
+                while !interrupt.isRaised, active ? waited < 10 : !changes.take() {
+                    try await Task.sleep(for: .milliseconds(100))
+                    waited += 1
+                }
             }
         }
     }
