@@ -33,16 +33,17 @@ build:
 	swift build -c release --product downloads-agent
 
 # Installs what is needed, builds, and runs the service on the session bus (a private one from
-# dbus-run-session when this machine has none).
+# dbus-run-session when this machine has none), in the foreground: it never exits when idle, since
+# nothing would start it again from the build tree.
 run: deps build
 	@if [ -n "$$DBUS_SESSION_BUS_ADDRESS" ]; then \
-		exec .build/release/downloadsd --session; \
+		exec .build/release/downloadsd --session --exit-idle-time 0; \
 	else \
 		echo "No session bus: starting a private one with dbus-run-session."; \
 		install -d -m 0700 "$(STATE_DIR)"; \
 		exec dbus-run-session -- sh -c 'echo "export DBUS_SESSION_BUS_ADDRESS=$$DBUS_SESSION_BUS_ADDRESS" > "$(STATE_DIR)/bus-address"; \
 			echo "In another shell: . $(STATE_DIR)/bus-address   (then busctl --user / gdbus --session reach it)"; \
-			exec .build/release/downloadsd --session'; \
+			exec .build/release/downloadsd --session --exit-idle-time 0'; \
 	fi
 
 # Installs what the tests need and runs the whole suite (private buses and servers on 127.0.0.1).

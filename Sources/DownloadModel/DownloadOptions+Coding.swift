@@ -24,6 +24,7 @@ extension DownloadOptions: Codable {
         case connections
         case overwrite
         case allowMetered = "allow_metered"
+        case requiresACPower = "requires_ac_power"
         case connectTimeout = "connect_timeout"
         case stallTimeout = "stall_timeout"
         case resourceTimeout = "resource_timeout"
@@ -80,6 +81,7 @@ extension DownloadOptions: Codable {
         connections = try container.decodeIfPresent(Int.self, forKey: .connections) ?? 1
         overwrite = try container.decodeIfPresent(Bool.self, forKey: .overwrite) ?? false
         allowMetered = try container.decodeIfPresent(Bool.self, forKey: .allowMetered) ?? true
+        requiresACPower = try container.decodeIfPresent(Bool.self, forKey: .requiresACPower) ?? false
         connectTimeout = try container.decodeIfPresent(Double.self, forKey: .connectTimeout)
         stallTimeout = try container.decodeIfPresent(Double.self, forKey: .stallTimeout)
         resourceTimeout = try container.decodeIfPresent(Double.self, forKey: .resourceTimeout)
@@ -120,6 +122,7 @@ extension DownloadOptions: Codable {
         if connections != 1 { try container.encode(connections, forKey: .connections) }
         if overwrite { try container.encode(overwrite, forKey: .overwrite) }
         if !allowMetered { try container.encode(allowMetered, forKey: .allowMetered) }
+        if requiresACPower { try container.encode(requiresACPower, forKey: .requiresACPower) }
         try container.encodeIfPresent(connectTimeout, forKey: .connectTimeout)
         try container.encodeIfPresent(stallTimeout, forKey: .stallTimeout)
         try container.encodeIfPresent(resourceTimeout, forKey: .resourceTimeout)

@@ -24,6 +24,9 @@ public struct DownloadOptions: Sendable, Hashable {
     public var overwrite = false
     /// false: wait while the network is metered.
     public var allowMetered = true
+    /// true: wait while the machine runs on battery (UPower's `OnBattery`), and stop the transfer
+    /// (checkpointed) when it unplugs.
+    public var requiresACPower = false
     /// Seconds; nil = the engine default.
     public var connectTimeout: Double?
     public var stallTimeout: Double?
@@ -109,6 +112,8 @@ public struct DownloadOptions: Sendable, Hashable {
         public var maxBytesPerSecond: UInt64?
         public var allowMetered: Bool?
         public var proxy: ProxySetting?
+        /// `Update` only (v1.3): wait for mains power.
+        public var requiresACPower: Bool?
         /// `Update` only (v1.3): the task's background pacing, request headers (all of them,
         /// replaced), title, description (`""` clears) and metadata (replaced).
         public var background: Bool?
@@ -125,7 +130,8 @@ public struct DownloadOptions: Sendable, Hashable {
         }
 
         public var isEmpty: Bool {
-            priority == nil && maxBytesPerSecond == nil && allowMetered == nil && proxy == nil && background == nil && headers == nil
+            priority == nil && maxBytesPerSecond == nil && allowMetered == nil && proxy == nil && requiresACPower == nil && background == nil
+                && headers == nil
                 && title == nil && taskDescription == nil && metadata == nil
         }
     }
@@ -134,6 +140,7 @@ public struct DownloadOptions: Sendable, Hashable {
         if let priority = change.priority { self.priority = priority }
         if let rate = change.maxBytesPerSecond { maxBytesPerSecond = rate }
         if let allow = change.allowMetered { allowMetered = allow }
+        if let requires = change.requiresACPower { requiresACPower = requires }
         if let proxy = change.proxy { self.proxy = proxy }
         if let background = change.background { self.background = background }
         if let headers = change.headers { self.headers = headers }

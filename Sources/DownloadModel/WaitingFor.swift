@@ -12,4 +12,8 @@ public enum WaitingFor: String, Sendable, Hashable, CaseIterable {
     case yielding
     /// The task's `earliest_begin` has not come yet.
     case beginTime = "begin-time"
+    /// The task has `requires_ac_power` and the machine runs on battery (UPower).
+    case acPower = "ac-power"
+    /// A background task while power-profiles-daemon's profile is `power-saver`.
+    case powerSaver = "power-saver"
 }

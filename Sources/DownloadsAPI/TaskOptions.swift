@@ -9,6 +9,7 @@ public struct TaskOptions: Sendable, Hashable {
         case maxBytesPerSecond = "max_bytes_per_second"
         case connections, overwrite
         case allowMetered = "allow_metered"
+        case requiresACPower = "requires_ac_power"
         case connectTimeout = "connect_timeout"
         case stallTimeout = "stall_timeout"
         case resourceTimeout = "resource_timeout"
@@ -58,7 +59,9 @@ public struct TaskOptions: Sendable, Hashable {
     /// What `Upload` and `UploadAt` take.
     public static let uploadKeys = Set(Key.allCases).subtracting([.url, .destinationFD]).subtracting(downloadOnlyKeys)
     /// What a task's `Update` takes (v1.3): what may change while the task exists.
-    public static let updateKeys: Set<Key> = [.priority, .maxBytesPerSecond, .background, .allowMetered, .headers, .title, .description, .metadata]
+    public static let updateKeys: Set<Key> = [
+        .priority, .maxBytesPerSecond, .background, .allowMetered, .requiresACPower, .headers, .title, .description, .metadata,
+    ]
     /// What `ResumeWithData` takes (what may change on an existing task).
     public static let resumeKeys: Set<Key> = [.priority, .maxBytesPerSecond, .allowMetered, .proxy, .url, .destinationFD]
     /// Longest session name, in bytes.
@@ -78,6 +81,8 @@ public struct TaskOptions: Sendable, Hashable {
     public var connections: UInt32?
     public var overwrite: Bool?
     public var allowMetered: Bool?
+    /// Wait while the machine runs on battery.
+    public var requiresACPower: Bool?
     /// Seconds.
     public var connectTimeout: Double?
     public var stallTimeout: Double?
@@ -226,6 +231,9 @@ public struct TaskOptions: Sendable, Hashable {
             case .allowMetered:
                 guard case .boolean(let flag) = value else { throw wrongType("b") }
                 allowMetered = flag
+            case .requiresACPower:
+                guard case .boolean(let flag) = value else { throw wrongType("b") }
+                requiresACPower = flag
             case .background:
                 guard case .boolean(let flag) = value else { throw wrongType("b") }
                 background = flag
@@ -400,6 +408,7 @@ public struct TaskOptions: Sendable, Hashable {
         if let connections { result[Key.connections.rawValue] = .uint32(connections) }
         if let overwrite { result[Key.overwrite.rawValue] = .boolean(overwrite) }
         if let allowMetered { result[Key.allowMetered.rawValue] = .boolean(allowMetered) }
+        if let requiresACPower { result[Key.requiresACPower.rawValue] = .boolean(requiresACPower) }
         if let connectTimeout { result[Key.connectTimeout.rawValue] = .double(connectTimeout) }
         if let stallTimeout { result[Key.stallTimeout.rawValue] = .double(stallTimeout) }
         if let resourceTimeout { result[Key.resourceTimeout.rawValue] = .double(resourceTimeout) }

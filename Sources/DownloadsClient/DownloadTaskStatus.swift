@@ -16,8 +16,8 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
     /// The full error name of a failed task, or "".
     public var error: String
     public var errorMessage: String
-    /// Why a queued task does not run yet: "", `slot`, `network`, `unmetered-network` or
-    /// `begin-time`; for a running background task, `yielding` while it gives way to other traffic.
+    /// Why a queued task does not run yet: "", `slot`, `network`, `unmetered-network`,
+    /// `begin-time`, `ac-power` or `power-saver`; for a running background task, `yielding` while it gives way to other traffic.
     public var waitingFor: String
     /// The app the task was started for (its desktop file id), or "".
     public var desktopEntry: String

@@ -427,6 +427,7 @@ extension DownloadsService {
         let options = try TaskOptions(try vardict(value), allowed: TaskOptions.updateKeys)
         var change = try StartRequest.change(options)
         change.background = options.background
+        change.requiresACPower = options.requiresACPower
         if let headers = options.headers { change.headers = headers }
         change.title = options.title
         change.taskDescription = options.taskDescription

@@ -10,6 +10,8 @@ enum AgentText {
         case "unmetered-network": return "Waiting for a network that is not metered"
         case "yielding": return "Giving way to other traffic (background download)"
         case "begin-time": return "Scheduled for later"
+        case "ac-power": return "Waiting for the computer to be plugged in"
+        case "power-saver": return "Waiting while power saver is on (background download)"
         default: return status.state == "retrying" ? "Connection lost; trying again" : nil
         }
     }

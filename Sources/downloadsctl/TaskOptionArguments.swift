@@ -35,6 +35,8 @@ struct TaskOptionArguments: ParsableArguments {
     @Flag(help: "Replace the destination if it exists.") var overwrite = false
     @Flag(name: .customLong("no-metered"), help: "Wait while the network is metered (as NetworkManager says).")
     var noMetered = false
+    @Flag(name: .customLong("requires-ac-power"), help: "Wait while the computer runs on battery (as UPower says); paused, not lost, when it is unplugged.")
+    var requiresACPower = false
     @Option(name: .customLong("desktop-entry"), help: ArgumentHelp("The app the download is for (its desktop file id): the desktop shows progress under it.", valueName: "id"))
     var desktopEntry: String?
     @Option(name: .customLong("speed-limit"), help: ArgumentHelp(
@@ -119,6 +121,7 @@ struct TaskOptionArguments: ParsableArguments {
             }
             if overwrite { options.overwrite = true }
             if noMetered { options.allowMetered = false }
+            if requiresACPower { options.requiresACPower = true }
             options.desktopEntry = desktopEntry
             options.lowSpeedLimit = speedLimit?.bytes
             options.lowSpeedTime = speedTime

@@ -54,7 +54,7 @@ struct Downloadsd: AsyncParsableCommand {
         valueName: "file"
     ))
     var caFile: String?
-    @Flag(inversion: .prefixedNo, help: "Follow logind (a sleep inhibitor while transfers run) and NetworkManager (tasks wait offline and, with allow_metered false, on metered networks) on the system bus.")
+    @Flag(inversion: .prefixedNo, help: "Follow logind (a sleep inhibitor while transfers run), NetworkManager (tasks wait offline and, with allow_metered false, on metered networks), UPower (with requires_ac_power, on battery) and power-profiles-daemon (background tasks under power-saver) on the system bus.")
     var desktop = true
     @Option(help: ArgumentHelp(
         "Exit after this many seconds with nothing to do: no task queued, running or retrying, no completion call to make, no call for that long (D-Bus activation starts the daemon again at the next call); 0: never.",

@@ -14,7 +14,7 @@ final class DesktopCitizenTests: SystemBusTestCase {
     /// No periodic checkpoint during the test: only the one before sleep makes bytes durable.
     override var extraArguments: [String] { ["--checkpoint-interval", "600"] }
 
-    private func mockCall(_ name: String, _ path: String, _ interface: String, _ method: String, _ arguments: [String]) async throws -> String {
+    func mockCall(_ name: String, _ path: String, _ interface: String, _ method: String, _ arguments: [String]) async throws -> String {
         let output = try await run(["busctl", "--address=\(bus.address)", "call", name, path, interface, method] + arguments)
         XCTAssertEqual(output.status, 0, "\(method): \(output.stderr)")
         return output.stdout
@@ -30,13 +30,13 @@ final class DesktopCitizenTests: SystemBusTestCase {
         ])
     }
 
-    private func durableOffset(_ id: Int64) async throws -> Int64 {
+    func durableOffset(_ id: Int64) async throws -> Int64 {
         try await DatabaseQueue(path: stateDirectory + "/downloads.sqlite").read { db in
             try Int64.fetchOne(db, sql: "SELECT durableOffset FROM task WHERE id = ?", arguments: [id]) ?? -1
         }
     }
 
-    private func waitingFor(_ task: ObjectPath) async throws -> String {
+    func waitingFor(_ task: ObjectPath) async throws -> String {
         try await property(task, "WaitingFor")?.stringValue ?? "?"
     }
 

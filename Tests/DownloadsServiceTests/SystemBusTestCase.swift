@@ -34,11 +34,15 @@ class SystemBusTestCase: DaemonTestCase {
                 <allow own="org.freedesktop.PolicyKit1"/>
                 <allow own="org.freedesktop.login1"/>
                 <allow own="org.freedesktop.NetworkManager"/>
+                <allow own="org.freedesktop.UPower"/>
+                <allow own="net.hadess.PowerProfiles"/>
               </policy>
               <policy context="default">
                 <allow send_destination="org.freedesktop.PolicyKit1"/>
                 <allow send_destination="org.freedesktop.login1"/>
                 <allow send_destination="org.freedesktop.NetworkManager"/>
+                <allow send_destination="org.freedesktop.UPower"/>
+                <allow send_destination="net.hadess.PowerProfiles"/>
               </policy>
             """, includes: [DaemonTestCase.packageRoot.appendingPathComponent("dbus/org.example.Downloads.conf").path])
         // Let another user reach the socket.
@@ -100,7 +104,8 @@ class SystemBusTestCase: DaemonTestCase {
         try await run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script])
     }
 
-    /// Starts a python-dbusmock template (`polkitd`, `logind`, `networkmanager`) on this bus as
+    /// Starts a python-dbusmock template (`polkitd`, `logind`, `networkmanager`, `upower`,
+    /// `power_profiles_daemon`) on this bus as
     /// root and waits until it owns its name. Stopped at the end of the test.
     func startMock(_ template: String, name: String) async throws -> ChildProcess {
         let mock = try ChildProcess(

@@ -10,7 +10,7 @@ import UserFiles
 final class DownloadTask: Sendable {
     enum StopReason: Sendable, Equatable {
         case pause, cancel, shutdown
-        /// The network no longer allows the task: back to the queue until it does.
+        /// The network or power no longer allows the task: back to the queue until it does.
         case wait
 
         /// Where a run this stops leaves the task: paused, cancelled, or queued again (a
@@ -66,11 +66,10 @@ final class DownloadTask: Sendable {
             )
         }
 
-        /// Sets `waitingFor` from the begin time and `network` (queued) or clears it (any other state).
-        mutating func wait(on network: NetworkStatus, now: UInt64 = WallClock.now) {
+        /// Sets `waitingFor` from the begin time and `conditions` (queued) or clears it (any other state).
+        mutating func wait(on conditions: RunConditions, now: UInt64 = WallClock.now) {
             if record.state == .queued {
-                waitingFor = record.options.mayBegin(at: now)
-                    ? network.waitingFor(allowMetered: record.options.allowMetered) : .beginTime
+                waitingFor = record.options.mayBegin(at: now) ? conditions.waitingFor(record.options) : .beginTime
             } else if !(record.state == .running && waitingFor == .yielding) {
                 waitingFor = .nothing
             }

@@ -16,14 +16,18 @@ struct Scheduler: Sendable {
     var maxRunning: Int
     var maxRunningPerSession: Int
     var maxConnections: Int
-    var network = NetworkStatus()
+    /// The network and power: only tasks they allow start.
+    var conditions = RunConditions()
+    var network: NetworkStatus { conditions.network }
 
-    private struct Entry: Sendable {
+    fileprivate struct Entry: Sendable {
         let id: UInt64
         let session: SessionID
         let party: SessionParty
         var priority: DownloadOptions.Priority
         var allowMetered: Bool
+        var requiresACPower: Bool
+        var background: Bool
         /// `earliest_begin` (Unix seconds): not started before.
         var notBefore: UInt64?
         /// Connections it opens when it runs.
@@ -101,7 +105,7 @@ struct Scheduler: Sendable {
     /// `app`: the sandboxed app the task belongs to ("" for a host caller's), its party with its owner.
     mutating func enqueue(
         _ id: UInt64, session: SessionID, app: String = "", priority: DownloadOptions.Priority, allowMetered: Bool = true,
-        connections: Int = 1, notBefore: UInt64? = nil, group: UInt64 = 0
+        requiresACPower: Bool = false, background: Bool = false, connections: Int = 1, notBefore: UInt64? = nil, group: UInt64 = 0
     ) {
         guard running[id] == nil, !queued.contains(where: { $0.id == id }) else { return }
         sequence += 1
@@ -109,7 +113,8 @@ struct Scheduler: Sendable {
         queuedPerSession[session, default: 0] += 1
         queuedPerParty[party, default: 0] += 1
         insert(Entry(
-            id: id, session: session, party: party, priority: priority, allowMetered: allowMetered, notBefore: notBefore,
+            id: id, session: session, party: party, priority: priority, allowMetered: allowMetered,
+            requiresACPower: requiresACPower, background: background, notBefore: notBefore,
             weight: max(1, min(connections, maxConnections)), sequence: sequence, group: group
         ))
         if let notBefore { beginTimes[id] = notBefore }
@@ -131,7 +136,7 @@ struct Scheduler: Sendable {
         let options = record.options
         enqueue(
             record.id, session: record.sessionID, app: record.app, priority: options.priority, allowMetered: options.allowMetered,
-            connections: options.connections, notBefore: options.earliestBegin, group: record.group
+            requiresACPower: options.requiresACPower, background: options.background, connections: options.connections, notBefore: options.earliestBegin, group: record.group
         )
     }
 
@@ -151,6 +156,8 @@ struct Scheduler: Sendable {
         var entry = queued.remove(at: index)
         entry.priority = options.priority
         entry.allowMetered = options.allowMetered
+        entry.requiresACPower = options.requiresACPower
+        entry.background = options.background
         insert(entry)
     }
 
@@ -207,7 +214,7 @@ struct Scheduler: Sendable {
                     lastSession = session
                     lastSessionMayRun = runningPerSession[session, default: 0] < maxRunningPerSession
                 }
-                guard lastSessionMayRun, best[queued[index].party] == nil, network.allows(allowMetered: queued[index].allowMetered),
+                guard lastSessionMayRun, best[queued[index].party] == nil, conditions.allows(queued[index]),
                       (queued[index].notBefore ?? 0) <= now else { continue }
                 let group = queued[index].group
                 if group != 0, let limit = groupLimits[group], runningPerGroup[group, default: 0] >= limit { continue }
@@ -286,7 +293,7 @@ struct Scheduler: Sendable {
         guard queuedPerParty.keys.contains(where: { held[$0] == nil }) || held.count > 1 else { return [:] }
         var waiting = Set<SessionParty>()
         for entry in queued where !waiting.contains(entry.party) {
-            if runningPerSession[entry.session, default: 0] < maxRunningPerSession, network.allows(allowMetered: entry.allowMetered),
+            if runningPerSession[entry.session, default: 0] < maxRunningPerSession, conditions.allows(entry),
                (entry.notBefore ?? 0) <= now, entry.group == 0 || runningPerGroup[entry.group, default: 0] < groupLimits[entry.group, default: .max] {
                 waiting.insert(entry.party)
                 if waiting.count == queuedPerParty.count { break }
@@ -349,5 +356,11 @@ struct Scheduler: Sendable {
     /// Within one user: higher priority first, then first come.
     private static func before(_ a: Entry, _ b: Entry) -> Bool {
         a.priority != b.priority ? a.priority > b.priority : a.sequence < b.sequence
+    }
+}
+
+private extension RunConditions {
+    func allows(_ entry: Scheduler.Entry) -> Bool {
+        allows(allowMetered: entry.allowMetered, requiresACPower: entry.requiresACPower, background: entry.background)
     }
 }

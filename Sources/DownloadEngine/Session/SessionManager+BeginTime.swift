@@ -45,14 +45,14 @@ extension SessionManager {
             }
         }
         let now = WallClock.now
-        let (network, tasks) = state.withLockedValue { state in
-            (state.scheduler.network, state.scheduler.beginTimesCome(by: now).compactMap { state.tasks[$0] })
+        let (conditions, tasks) = state.withLockedValue { state in
+            (state.scheduler.conditions, state.scheduler.beginTimesCome(by: now).compactMap { state.tasks[$0] })
         }
         for task in tasks {
             task.inEventOrder {
                 let (before, snapshot) = task.withState { state -> (WaitingFor, TaskSnapshot) in
                     let before = state.waitingFor
-                    state.wait(on: network, now: now)
+                    state.wait(on: conditions, now: now)
                     return (before, state.snapshot)
                 }
                 if snapshot.waitingFor != before { delegate.waitingChanged(task, snapshot) }

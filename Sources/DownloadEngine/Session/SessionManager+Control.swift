@@ -34,8 +34,8 @@ extension SessionManager {
             return task
         }
         let snapshot = task.inEventOrder {
-            let network = state.withLockedValue { $0.scheduler.network }
-            let snapshot = task.update { $0.wait(on: network) }
+            let conditions = state.withLockedValue { $0.scheduler.conditions }
+            let snapshot = task.update { $0.wait(on: conditions) }
             delegate.created(task, snapshot)
             state.withLockedValue { state in
                 if snapshot.state == .queued {
@@ -144,27 +144,27 @@ extension SessionManager {
         schedule()
     }
 
-    /// Changes the options a live task may change (priority, bandwidth limit, metered).
+    /// Changes the options a live task may change (priority, bandwidth limit, metered, power).
     /// A running transfer picks up a new limit within a second; one that may no longer use the
-    /// network it is on goes back to the queue, and a queued one that now may starts.
+    /// network it is on (or run on battery) goes back to the queue, and a queued one that now may starts.
     @discardableResult
     public func changeOptions(_ id: UInt64, _ change: DownloadOptions.Change) throws -> TaskSnapshot {
         let task = try task(id)
         guard !change.isEmpty else { return task.snapshot }
         let wasBackground = task.record.options.background
         let snapshot = task.inEventOrder {
-            let network = state.withLockedValue { $0.scheduler.network }
+            let conditions = state.withLockedValue { $0.scheduler.conditions }
             let before = task.snapshot.waitingFor
             let snapshot = task.update { state in
                 state.record.options.apply(change)
-                state.wait(on: network)
+                state.wait(on: conditions)
             }
             delegate.optionsChanged(task, snapshot)
             if snapshot.waitingFor != before { delegate.waitingChanged(task, snapshot) }
             state.withLockedValue { $0.scheduler.update(snapshot.id, snapshot.record.options) }
             return snapshot
         }
-        if snapshot.state.holdsTransfer, !network.allows(allowMetered: snapshot.record.options.allowMetered) {
+        if snapshot.state.holdsTransfer, !state.withLockedValue({ $0.scheduler.conditions }).allows(snapshot.record.options) {
             Task { try? await stop(task, reason: .wait) }
         } else if snapshot.state == .running, snapshot.record.options.background != wasBackground {
             // Pacing starts with a run: the run is queued again and goes on from its checkpoint.

@@ -1,29 +1,45 @@
 import DownloadModel
-/// The network and sleep: tasks wait for a network that allows them, retries go at once on
-/// wake-up, transfers are checkpointed before sleep and stopped at shutdown.
+/// The network, power and sleep: tasks wait for a network and power that allow them, retries go
+/// at once on wake-up, transfers are checkpointed before sleep and stopped at shutdown.
 extension SessionManager {
     /// What the network allows now (from NetworkManager). Transfers it no longer allows are
     /// checkpointed and go back to the queue (`WaitingFor` says why), instead of burning their
     /// retries; queued ones it allows start. Returns once those transfers have stopped.
     public func setNetwork(_ network: NetworkStatus) async {
-        let (changed, tasks) = state.withLockedValue { state -> (Bool, [DownloadTask]) in
-            let changed = state.scheduler.network != network
-            state.scheduler.network = network
-            return (changed, Array(state.tasks.values))
-        }
-        guard changed else { return }
+        guard await setConditions({ $0.network = network }) else { return }
         logger.info("network: \(network)")
         if network.online { reconnectNow() }
+    }
+
+    /// What power allows now (from UPower and power-profiles-daemon): a `requires_ac_power`
+    /// transfer is checkpointed and queued again when the machine unplugs (`WaitingFor`
+    /// `ac-power`), a background one when the power-saver profile is chosen (`power-saver`);
+    /// they start again when it changes back. Returns once those transfers have stopped.
+    public func setPower(_ power: PowerStatus) async {
+        guard await setConditions({ $0.power = power }) else { return }
+        logger.info("power: \(power)")
+    }
+
+    /// What the machine allows now (`RunConditions`), changed by `change`; false when nothing changed.
+    private func setConditions(_ change: (inout RunConditions) -> Void) async -> Bool {
+        let (changed, conditions, tasks) = state.withLockedValue { state -> (Bool, RunConditions, [DownloadTask]) in
+            var conditions = state.scheduler.conditions
+            change(&conditions)
+            let changed = state.scheduler.conditions != conditions
+            state.scheduler.conditions = conditions
+            return (changed, conditions, changed ? Array(state.tasks.values) : [])
+        }
+        guard changed else { return false }
         var stopping: [DownloadTask] = []
         for task in tasks {
             task.inEventOrder {
                 let (before, snapshot) = task.withState { state -> (WaitingFor, TaskSnapshot) in
                     let before = state.waitingFor
-                    state.wait(on: network)
+                    state.wait(on: conditions)
                     return (before, state.snapshot)
                 }
                 if snapshot.state == .queued, snapshot.waitingFor != before { delegate.waitingChanged(task, snapshot) }
-                if snapshot.state.holdsTransfer, !network.allows(allowMetered: snapshot.record.options.allowMetered) {
+                if snapshot.state.holdsTransfer, !conditions.allows(snapshot.record.options) {
                     stopping.append(task)
                 }
             }
@@ -34,6 +50,7 @@ extension SessionManager {
             }
         }
         schedule()
+        return true
     }
 
     /// Connections may work again (the machine woke up): transfers waiting to retry do it now

@@ -24,10 +24,10 @@ extension SessionManager {
         _ change: (inout DownloadTask.State) -> Void, then: Events = { _, _, _ in }
     ) -> TaskSnapshot? {
         task.inEventOrder {
-            let (network, allowedNow) = state.withLockedValue { ($0.scheduler.network, provided($0.scheduler)) }
+            let (conditions, allowedNow) = state.withLockedValue { ($0.scheduler.conditions, provided($0.scheduler)) }
             guard allowedNow, let (previous, snapshot) = task.transition(to: next, from: allowed, { state in
                 change(&state)
-                state.wait(on: network)
+                state.wait(on: conditions)
             }) else { return nil }
             if previous.holdsTransfer && !next.holdsTransfer {
                 state.withLockedValue { $0.scheduler.remove(task.id) }

@@ -13,8 +13,8 @@ extension SessionManager {
                 state.add(task, record)
                 if record.state == .queued {
                     state.scheduler.enqueue(record)
-                    let network = state.scheduler.network
-                    task.update { $0.wait(on: network) }
+                    let conditions = state.scheduler.conditions
+                    task.update { $0.wait(on: conditions) }
                 }
             }
         }

@@ -29,6 +29,8 @@ struct SetTask: AsyncParsableCommand {
     var background: String?
     @Option(help: ArgumentHelp("yes: may use a metered network; no: waits for an unmetered one.", valueName: "yes|no"))
     var metered: String?
+    @Option(name: .customLong("requires-ac-power"), help: ArgumentHelp("yes: waits while on battery (paused when unplugged); no: runs on battery too.", valueName: "yes|no"))
+    var requiresACPower: String?
 
     var taskOptions: TaskOptions {
         get throws {
@@ -44,6 +46,7 @@ struct SetTask: AsyncParsableCommand {
             if !metadata.isEmpty { options.metadata = try TaskOptionArguments.metadata(metadata, option: "--metadata").mapValues { .string($0) } }
             options.background = try background.map { try Self.yesNo($0, "--background") }
             options.allowMetered = try metered.map { try Self.yesNo($0, "--metered") }
+            options.requiresACPower = try requiresACPower.map { try Self.yesNo($0, "--requires-ac-power") }
             return options
         }
     }

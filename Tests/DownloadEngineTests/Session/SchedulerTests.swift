@@ -138,11 +138,11 @@ final class SchedulerTests: XCTestCase {
     func testSchedulerStartsOnlyWhatTheNetworkAllows() {
         var scheduler = Scheduler(maxRunning: 4, maxRunningPerSession: 4)
         let session = SessionID(owner: 1, name: "a")
-        scheduler.network = NetworkStatus(online: false)
+        scheduler.conditions.network = NetworkStatus(online: false)
         scheduler.enqueue(1, session: session, priority: .normal, allowMetered: false)
         scheduler.enqueue(2, session: session, priority: .normal)
         XCTAssertEqual(scheduler.next(), [], "nothing starts offline")
-        scheduler.network = NetworkStatus(online: true, metered: true)
+        scheduler.conditions.network = NetworkStatus(online: true, metered: true)
         XCTAssertEqual(scheduler.next(), [2], "on a metered network only tasks that allow it")
         var options = DownloadOptions()
         options.allowMetered = true
@@ -151,6 +151,34 @@ final class SchedulerTests: XCTestCase {
         XCTAssertEqual(NetworkStatus(online: false).waitingFor(allowMetered: true), .network)
         XCTAssertEqual(NetworkStatus(metered: true).waitingFor(allowMetered: false), .unmeteredNetwork)
         XCTAssertEqual(NetworkStatus(metered: true).waitingFor(allowMetered: true), .slot)
+    }
+
+    func testSchedulerStartsOnlyWhatPowerAllows() {
+        var scheduler = Scheduler(maxRunning: 4, maxRunningPerSession: 4)
+        let session = SessionID(owner: 1, name: "a")
+        scheduler.conditions.power = PowerStatus(onBattery: true, powerSaver: true)
+        scheduler.enqueue(1, session: session, priority: .normal, requiresACPower: true)
+        scheduler.enqueue(2, session: session, priority: .normal, background: true)
+        scheduler.enqueue(3, session: session, priority: .normal)
+        XCTAssertEqual(scheduler.next(), [3], "on battery under power-saver only the unconditional task")
+        scheduler.conditions.power.powerSaver = false
+        XCTAssertEqual(scheduler.next(), [2], "the background task once the profile is not power-saver")
+        var options = DownloadOptions()
+        options.requiresACPower = false
+        scheduler.update(1, options)
+        XCTAssertEqual(scheduler.next(), [1], "no longer asking for mains power")
+
+        var careful = DownloadOptions()
+        careful.requiresACPower = true
+        careful.background = true
+        careful.allowMetered = false
+        XCTAssertEqual(RunConditions(power: PowerStatus(onBattery: true)).waitingFor(careful), .acPower)
+        XCTAssertEqual(RunConditions(power: PowerStatus(powerSaver: true)).waitingFor(careful), .powerSaver)
+        XCTAssertEqual(RunConditions(network: NetworkStatus(metered: true), power: PowerStatus(onBattery: true)).waitingFor(careful),
+                       .unmeteredNetwork, "the network is said first")
+        XCTAssertEqual(RunConditions().waitingFor(careful), .slot)
+        XCTAssertFalse(RunConditions(power: PowerStatus(onBattery: true)).allows(careful))
+        XCTAssertTrue(RunConditions().allows(careful))
     }
 
     func testSchedulerSharesPlacesFairlyBetweenUsers() {
