@@ -15,7 +15,7 @@ BENCH_PACKAGES := nginx-light curl wget aria2 time python3-dbus python3-gi iprou
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STATE_DIR ?= $(HOME)/.local/state/org.example.Downloads
 
-.PHONY: deps build run test fuzz docs deb test-install bench bench-dbus bench-engine
+.PHONY: deps build run test fuzz docs deb test-install test-systemd bench bench-dbus bench-engine
 
 TUS_SERVER := resumable-upload==0.3.0
 
@@ -78,6 +78,11 @@ deb: deps
 # Installs the .deb into a clean Debian 12 root (debootstrap) and uses it as a user (slow; root).
 test-install:
 	$(SUDO) packaging/test-install
+
+# Boots a Debian 12 root with the .deb under systemd (systemd-nspawn): both units activated by a
+# call, exiting when idle with a clean stop, activated again (slow; root).
+test-systemd:
+	$(SUDO) packaging/test-systemd
 
 # The service against curl, wget, aria2c and dd, printed and written to Benchmarks/RESULTS.md
 # (about 25 minutes; BENCH_ARGS="--runs 3 --sections single" for a part).
