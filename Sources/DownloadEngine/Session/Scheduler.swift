@@ -2,8 +2,9 @@ import DownloadModel
 /// Which queued tasks may start: a global limit on running transfers and one on the connections
 /// they open (a segmented download with `connections` 4 counts four), shared fairly between users
 /// (and between the sandboxed apps of a user: `SessionParty`) by connections, a limit of transfers per session (a session is one user's: `SessionID`), and
-/// within one user higher priorities first, FIFO within a priority; only tasks the network allows
-/// (nothing offline, only `allow_metered` ones on a metered network). A task whose connections do
+/// within one user higher priorities first, FIFO within a priority; only tasks the network and
+/// power allow (`RunConditions`: nothing offline, only `allow_metered` ones on a metered network,
+/// no `requires_ac_power` one on battery, no background one under power-saver). A task whose connections do
 /// not all fit starts with the places that are free (its `connections` is a maximum, as aria2's
 /// `-x` is), so smaller tasks behind it never pass it for ever; places no queued task can take
 /// then go to running tasks that have fewer connections than they asked for (`grow`). A transfer
