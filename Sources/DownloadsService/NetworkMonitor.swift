@@ -26,14 +26,10 @@ public final class NetworkMonitor: Sendable {
     /// Subscribes, reads the network once (returning after the engine has it) and keeps
     /// following it.
     public func start() async throws {
-        let readings = self.readings
-        let poke: @Sendable (Message) -> Void = { _ in readings.poke() }
-        try await connection.subscribe(MatchRule(
-            sender: Self.busName, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: Self.path
-        ), handler: poke)
-        try await connection.subscribe(MatchRule(sender: Self.busName, interface: Self.busName, path: Self.path), handler: poke)
-        try await connection.onNameOwnerChanged { [weak self] name, _, _ in
-            if name == Self.busName { self?.readings.poke() }
+        try await readings.follow([(Self.busName, Self.path)], on: connection)
+        // NetworkManager's own older signals (StateChanged, PropertiesChanged of its interface).
+        try await connection.subscribe(MatchRule(sender: Self.busName, interface: Self.busName, path: Self.path)) { [readings] _ in
+            readings.poke()
         }
         readings.run { [weak self] in
             guard let self else { return }

@@ -32,18 +32,7 @@ public final class PowerMonitor: Sendable {
 
     /// Subscribes, reads the power once (returning after the engine has it) and keeps following it.
     public func start() async throws {
-        let readings = self.readings
-        let poke: @Sendable (Message) -> Void = { _ in readings.poke() }
-        let watched = [(Self.upower, Self.upowerPath)] + Self.profiles.map { ($0.name, $0.path) }
-        for (name, path) in watched {
-            try await connection.subscribe(MatchRule(
-                sender: name, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: path
-            ), handler: poke)
-        }
-        let names = Set(watched.map(\.0))
-        try await connection.onNameOwnerChanged { [weak self] name, _, _ in
-            if names.contains(name) { self?.readings.poke() }
-        }
+        try await readings.follow([(Self.upower, Self.upowerPath)] + Self.profiles, on: connection)
         readings.run { [weak self] in
             guard let self else { return }
             await self.engine.setPower(await self.read())
