@@ -42,6 +42,8 @@ public final class DownloadSession: Sendable {
     enum Inbound: Sendable {
         case signal(ManagerSignal)
         case completion(CheckedContinuation<Void, Never>)
+        /// The service's name has a new owner: someone's call started it after it exited when idle.
+        case serviceAppeared
     }
 
     struct Registry {
@@ -86,6 +88,11 @@ public final class DownloadSession: Sendable {
             try await proxy.connection.subscribe(MatchRule(sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name)) { message in
                 guard let signal = ManagerSignal(name: message.member ?? "", arguments: (try? message.arguments()) ?? []) else { return }
                 inbox.yield(.signal(signal))
+            }
+            // The service exits when idle (signals reach only the connections that called the
+            // instance sending them): when a call starts it again, the session calls it once.
+            _ = try await proxy.connection.onNameOwnerChanged { name, _, new in
+                if name == DownloadsAPI.busName, !new.isEmpty { inbox.yield(.serviceAppeared) }
             }
             for path in try await proxy.listTasks(session: configuration.identifier) { _ = register(path) }
             if configuration.handlesEvents { try await registerCompletionHandler() }
@@ -309,6 +316,9 @@ public final class DownloadSession: Sendable {
         case .completion(let answered):
             finishEvents()
             answered.resume()
+        case .serviceAppeared:
+            // Known to the new instance again, and any task of the session started meanwhile learnt.
+            for path in (try? await proxy.listTasks(session: configuration.identifier)) ?? [] { _ = register(path) }
         case .signal(let signal):
             guard let path = signal.task else {
                 await handleGroup(signal)
