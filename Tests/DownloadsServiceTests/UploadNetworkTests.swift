@@ -63,12 +63,16 @@ final class UploadNetworkTests: TLSDaemonTestCase {
         let file = directory.file("album.zip")
         try Data(content).write(to: URL(fileURLWithPath: file))
         server.cut(atTotals: [1_500_000])
-        let task = try await upload(server.url("/albums"), file, ["proxy": .string(proxy.url)])
+        // Now and then a request through tinyproxy to NIOResumableUpload gets no answer (seen
+        // before idle exit too: a creation or a HEAD; the server logs it, the answer never comes
+        // back): a short stall timeout makes that cost a retry, not the test's minute.
+        let task = try await upload(server.url("/albums"), file, ["proxy": .string(proxy.url), "stall_timeout": .double(5)])
         try await assertFinished(task)
         XCTAssertEqual(server.uploads.map(\.sha256), [Self.sha256(content)])
         XCTAssertEqual(server.bodyBytes, 3_000_000, "the cut cost nothing through the proxy either")
         XCTAssertEqual(proxy.forwarded("OPTIONS"), [server.url("/albums")], "asked through the proxy")
-        XCTAssertEqual(proxy.forwarded("PATCH").count, 2, "appended, cut, appended from the server's offset")
-        XCTAssertEqual(proxy.forwarded("HEAD").count, 1)
+        let patches = proxy.forwarded("PATCH").count, heads = proxy.forwarded("HEAD").count
+        XCTAssertGreaterThanOrEqual(patches, 2, "appended, cut, appended from the server's offset")
+        XCTAssertGreaterThanOrEqual(heads, 1, "the offset asked through the proxy after the cut")
     }
 }
