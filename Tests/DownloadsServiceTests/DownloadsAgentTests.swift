@@ -299,7 +299,9 @@ class DownloadsAgentTests: DaemonTestCase {
         try switchToActivation(exitIdleTime: 1)
         try await startNotificationDaemon()
         try await startAgent()
-        var slow = Route(content: Self.content(300_000, seed: 2))
+        // Two seconds each: the agent learns of each task while it runs (it calls the instance
+        // once its name appears), so the end is announced.
+        var slow = Route(content: Self.content(600_000, seed: 2))
         slow.bytesPerSecond = 300_000
         http.set("/one.bin", slow)
         http.set("/two.bin", slow)

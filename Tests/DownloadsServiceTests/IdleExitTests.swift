@@ -61,15 +61,15 @@ final class IdleExitTests: DaemonTestCase {
 
     func testACallWhileTheDaemonLeavesIsAnsweredAndNothingIsLost() async throws {
         // Debug builds widen the moment before the name is released and the one after it.
-        try switchToActivation(exitIdleTime: 1, environment: ["DOWNLOADSD_TEST_LEAVING_DELAY_MS": "1500"])
+        try switchToActivation(exitIdleTime: 1, environment: ["DOWNLOADSD_TEST_LEAVING_DELAY_MS": "2500"])
         let (_, firstSender) = try await callAnswered("ListTasks", [.string("")])
         XCTAssertEqual(activations.count, 1)
 
         // Before the release: this instance answers, takes the work, and stays.
         try await until("the daemon starts to leave") { self.occurrences("leaving the bus") == 1 }
-        let content = Self.content(400_000, seed: 5)
+        let content = Self.content(800_000, seed: 5)
         var slow = Route(content: content)
-        slow.bytesPerSecond = 200_000  // two seconds: still running when the delay ends
+        slow.bytesPerSecond = 200_000  // four seconds: still running when the delay ends
         http.set("/late.bin", slow)
         let target = directory.file("late.bin")
         let (started, startSender) = try await callAnswered("Start", [.string(http.url("/late.bin")), .string(target), .vardict([:])])
