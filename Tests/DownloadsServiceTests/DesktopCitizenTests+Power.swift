@@ -26,7 +26,7 @@ extension DesktopCitizenTests {
         try await waitState(early, ["finished"])
 
         _ = try await startMock("upower", name: "org.freedesktop.UPower")
-        try await setOnBattery(true)
+        try await changeAndWait(until: "power: on battery") { try await setOnBattery(true) }
         // Started with downloadsctl --requires-ac-power, while on battery: it waits; others run.
         let started = try await run([DownloadsctlTests.ctl, "--system", "start", http.url("/file"), directory.file("careful.bin"), "--requires-ac-power"])
         XCTAssertEqual(started.status, 0, started.stderr)
@@ -80,7 +80,7 @@ extension DesktopCitizenTests {
 
     func testThePowerSaverProfileHoldsBackgroundTasks() async throws {
         _ = try await startMock("power_profiles_daemon", name: "net.hadess.PowerProfiles")
-        try await setProfile("power-saver")
+        try await changeAndWait(until: "power-saver profile") { try await setProfile("power-saver") }
         let content = Self.content(600_000, seed: 12)
         http.set("/file", Route(content: content))
         let background = try await start(http.url("/file"), directory.file("background.bin"), ["background": .boolean(true)])

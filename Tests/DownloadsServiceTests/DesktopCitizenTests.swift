@@ -116,6 +116,19 @@ final class DesktopCitizenTests: SystemBusTestCase {
                                "SetConnectivity", ["u", String(value)])
     }
 
+    /// How often the daemon's log says `text` so far.
+    func daemonLogCount(_ text: String) -> Int {
+        ((try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "").components(separatedBy: text).count - 1
+    }
+
+    /// Runs `change` (a mock's property set) and waits until the daemon has taken it in: its log
+    /// says `applied` once more. A Start sent before that would race the daemon's reading.
+    func changeAndWait(until applied: String, _ change: () async throws -> Void) async throws {
+        let before = daemonLogCount(applied)
+        try await change()
+        try await until("the daemon to log '\(applied)'") { self.daemonLogCount(applied) > before }
+    }
+
     private func setMetered(_ value: Int) async throws {
         _ = try await mockCall("org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager", "org.freedesktop.DBus.Mock",
                                "SetProperty", ["sssv", "/org/freedesktop/NetworkManager", "org.freedesktop.NetworkManager", "Metered", "u", String(value)])
@@ -123,7 +136,7 @@ final class DesktopCitizenTests: SystemBusTestCase {
 
     func testTasksWaitOfflineAndGoOnWhenTheNetworkComesBack() async throws {
         let nm = try await startMock("networkmanager", name: "org.freedesktop.NetworkManager")
-        try await setConnectivity(1)  // none
+        try await changeAndWait(until: "network: offline") { try await setConnectivity(1) }  // none
         let content = Self.content(1_500_000, seed: 3)
         http.set("/file", Route(content: content))
         let first = try await start(http.url("/file"), directory.file("first.bin"))
@@ -159,7 +172,7 @@ final class DesktopCitizenTests: SystemBusTestCase {
         XCTAssertFalse(signalNames(for: second).contains("Failed"), "no retries burnt, no failure")
 
         // Without NetworkManager nothing waits.
-        try await setConnectivity(1)
+        try await changeAndWait(until: "network: offline") { try await setConnectivity(1) }
         let third = try await start(http.url("/file"), directory.file("third.bin"))
         try await until("WaitingFor network") { try await self.waitingFor(third) == "network" }
         nm.stop()
@@ -171,7 +184,7 @@ final class DesktopCitizenTests: SystemBusTestCase {
         // The template has no Metered: add it, as NetworkManager 1.2+ has it (1 = yes).
         _ = try await mockCall("org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager", "org.freedesktop.DBus.Mock",
                                "AddProperty", ["ssv", "org.freedesktop.NetworkManager", "Metered", "u", "1"])
-        try await setMetered(1)
+        try await changeAndWait(until: "network: online (metered)") { try await setMetered(1) }
         let content = Self.content(1_000_000, seed: 5)
         http.set("/file", Route(content: content))
         // Started with downloadsctl: --no-metered is allow_metered false.
