@@ -6,15 +6,12 @@ import Dispatch
 public struct IncomingCalls: Sendable, Equatable {
     /// Calls whose handler runs (a reply is yet to be sent).
     public private(set) var inFlight = 0
-    /// Every call received (answered at once or by a handler).
-    public private(set) var received: UInt64 = 0
     /// When the last call arrived (`DispatchTime` uptime nanoseconds; 0 before the first).
     public private(set) var lastArrival: UInt64 = 0
 
     public init() {}
 
     mutating func arrived(handled: Bool) {
-        received += 1
         lastArrival = DispatchTime.now().uptimeNanoseconds
         if handled { inFlight += 1 }
     }

@@ -9,8 +9,11 @@ extension DownloadsService {
     /// Whether the service has something to do: a task queued (for its begin time, a network or
     /// power too), running or retrying, a completion call being made, a call being handled.
     /// Clients that only listen to signals keep nothing.
-    public var isBusy: Bool {
-        engine.anyTaskActive || !state.withLockedValue { $0.delivering.isEmpty } || connection.incomingCalls.inFlight > 0
+    public var isBusy: Bool { engine.anyTaskActive || callsUnderWay }
+
+    /// A call being handled, or a completion call being made.
+    private var callsUnderWay: Bool {
+        connection.incomingCalls.inFlight > 0 || !state.withLockedValue { $0.delivering.isEmpty }
     }
 
     /// When the last method call arrived (`DispatchTime` uptime nanoseconds; 0: none yet).
@@ -34,7 +37,7 @@ extension DownloadsService {
         // The bus wrote ReleaseName's reply after every call it had routed to this connection,
         // and the connection counts each call in flight as it reads it: they are all counted.
         let deadline = ContinuousClock.now + timeout
-        while connection.incomingCalls.inFlight > 0 || !state.withLockedValue({ $0.delivering.isEmpty }) {
+        while callsUnderWay {
             guard ContinuousClock.now < deadline else {
                 logger.warning("leaving with calls still unanswered after \(timeout)")
                 return true
