@@ -28,6 +28,9 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
         case proxyError = "ProxyError"
         /// An upload's file changed (or was replaced) after `Upload`: nothing more is sent.
         case sourceChanged = "SourceChanged"
+        /// A request that may not be sent again on its own (a POST or PATCH sent whole) lost
+        /// its answer: the server may or may not have acted on it (RFC 9110 §9.2.2).
+        case outcomeUnknown = "OutcomeUnknown"
         /// Ours, not the server's: the engine reached a step it never should (a bug to report).
         case internalError = "InternalError"
     }
@@ -58,6 +61,10 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     public var name: String { code.rawValue }
     public var description: String { "\(name): \(message)" }
 
+    /// The statuses a server uses for "not now", which are retried: curl's `--retry` set (408,
+    /// 429, 500, 502, 503, 504). Other 5xx (501 Not Implemented, 505, 511…) say the same next time.
+    public static let transientStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
+
     /// Whether trying again later may succeed (connection errors, truncated bodies, 408/429/5xx, stalls).
     public var isRetryable: Bool {
         guard !isFinal else { return false }
@@ -65,7 +72,7 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
         case .networkError, .timeout, .interrupted: return true
         case .httpError:
             guard let status = httpStatus else { return false }
-            return status == 408 || status == 429 || (500...599).contains(status)
+            return DownloadError.transientStatuses.contains(status)
         default: return false
         }
     }
@@ -113,6 +120,8 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     public static func sourceChanged(_ path: String, _ why: String) -> DownloadError {
         .init(.sourceChanged, "the file to upload, \(DisplayText.quoted(path, limit: 200)), changed after the upload began: \(why); nothing more is sent (upload it again)")
     }
+    /// A non-idempotent request sent whole whose answer was lost (`ResendRule`): never retried.
+    public static func outcomeUnknown(_ message: String) -> DownloadError { .init(.outcomeUnknown, message) }
     public static func tls(_ message: String) -> DownloadError { .init(.tlsError, message) }
     public static let cancelled = DownloadError(.cancelled, "the download was cancelled")
     /// A step the engine should never reach (an impossible transition): a bug of ours, named so

@@ -25,6 +25,7 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
     case storageFull = "StorageFull"
     case proxyError = "ProxyError"
     case sourceChanged = "SourceChanged"
+    case outcomeUnknown = "OutcomeUnknown"
     case internalError = "InternalError"
     case failed = "Failed"
 
@@ -44,7 +45,7 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
     /// Whether `Resume` of a task that failed with this error may get further: the network,
     /// the disk or the trust store may have changed since. A refused request (404, an insecure
     /// redirect, a malformed response, a checksum that differs) fails the same way again.
-    /// `HTTPError` counts when its status is one servers use for "later" (408, 429, 5xx), which
+    /// `HTTPError` counts when its status is one servers use for "later" (408, 429, 500, 502, 503, 504: curl's `--retry` set), which
     /// the engine's message states as "the server answered NNN".
     public func isWorthResuming(message: String) -> Bool {
         switch self {
@@ -52,7 +53,7 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
         case .httpError:
             let prefix = "the server answered "
             guard message.hasPrefix(prefix), let status = Int(message.dropFirst(prefix.count).prefix(3)) else { return false }
-            return status == 408 || status == 429 || (500...599).contains(status)
+            return [408, 429, 500, 502, 503, 504].contains(status)
         default: return false
         }
     }
@@ -81,6 +82,7 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
         case .storageFull: return "the state directory cannot take a write (its disk is full): the call changed nothing"
         case .proxyError: return "the proxy could not be reached, asked for credentials (407) or refused the tunnel; the message names it, never its password (Failed only)"
         case .sourceChanged: return "an upload's file changed, was replaced or shrank after Upload; nothing more is sent (Failed, and ResumeWithData)"
+        case .outcomeUnknown: return "a POST or PATCH went out whole and its answer was lost: the server may have acted on it, so it is not sent again on its own (Failed only; Resume sends it again)"
         case .internalError: return "ours, not the server's: the transfer reached a step it never should; the message names it (Failed only; please report it)"
         case .failed: return "an unexpected internal error"
         }

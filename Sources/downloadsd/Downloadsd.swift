@@ -57,10 +57,10 @@ struct Downloadsd: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Follow logind (a sleep inhibitor while transfers run), NetworkManager (tasks wait offline and, with allow_metered false, on metered networks), UPower (with requires_ac_power, on battery) and power-profiles-daemon (background tasks under power-saver) on the system bus.")
     var desktop = true
     @Option(help: ArgumentHelp(
-        "Exit after this many seconds with nothing to do: no task queued, running or retrying, no completion call to make, no call for that long (D-Bus activation starts the daemon again at the next call); 0: never.",
+        "Exit after this many seconds with nothing to do: no task queued, running or retrying, no completion call to make, no call for that long (D-Bus activation starts the daemon again at the next call); 0: never. Default: 30 when D-Bus started the daemon (DBUS_STARTER_BUS_TYPE is set; the shipped units and activation files pass 30 themselves), else 0: a daemon started by hand stays.",
         valueName: "seconds"
     ))
-    var exitIdleTime: Double = 30
+    var exitIdleTime: Double?
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
     @Option(help: ArgumentHelp("Seconds between checkpoints of a running transfer.", visibility: .hidden))
     var checkpointInterval: Double = 1
@@ -73,7 +73,7 @@ struct Downloadsd: AsyncParsableCommand {
         let chosen = [session, system, address != nil].filter { $0 }.count
         guard chosen <= 1 else { throw ValidationError("choose one of --session, --system and --address") }
         guard maxRunning > 0, maxRunningPerSession > 0, maxConnections > 0, maxConnectionsPerHost > 0, maxTasksPerUser > 0, maxTasksPerApp > 0, maxSessionsPerUser > 0, retentionDays >= 0,
-              progressRate > 0, fileHelperTimeout > 0, checkpointInterval > 0, checkpointBytes > 0, exitIdleTime >= 0, exitIdleTime.isFinite
+              progressRate > 0, fileHelperTimeout > 0, checkpointInterval > 0, checkpointBytes > 0, (exitIdleTime ?? 0) >= 0, (exitIdleTime ?? 0).isFinite
         else {
             throw ValidationError("limits must be positive")
         }
@@ -187,7 +187,11 @@ struct Downloadsd: AsyncParsableCommand {
         } catch {
             Downloadsd.exit(message: "downloadsd: cannot start: \(error)")
         }
-        logger.info("serving org.example.Downloads as \(connection.uniqueName), state in \(directory)")
+        let exitIdleTime = Self.idleTime(given: exitIdleTime, environment: ProcessInfo.processInfo.environment)
+        let idleness = exitIdleTime > 0
+            ? "exits after \(exitIdleTime.formatted()) s idle"
+            : "not exiting when idle (--exit-idle-time SECONDS to exit; a daemon D-Bus starts exits after 30 s)"
+        logger.info("serving org.example.Downloads as \(connection.uniqueName), state in \(directory); \(idleness)")
 
         // SIGTERM/SIGINT: checkpoint running transfers (they carry on at the next start) and exit.
         // Idle for --exit-idle-time: leave the bus first, answer what came before, and exit.

@@ -16,6 +16,14 @@ final class ContractTests: XCTestCase {
         XCTAssertNil(DownloadsErrorName(fullName: "org.freedesktop.DBus.Error.Failed"))
     }
 
+    /// What `downloadsctl` calls worth resuming is what the engine retries (curl's set).
+    func testTheClientsAndTheEnginesTransientStatusesAgree() {
+        for status in 400...599 {
+            let error = DownloadError.http(status: status, reason: "Reason")
+            XCTAssertEqual(DownloadsErrorName.httpError.isWorthResuming(message: error.message), error.isRetryable, "\(status)")
+        }
+    }
+
     /// The API reference's error table is the code's: a name added to one is in the other; so
     /// are its options.
     func testTheAPIReferenceNamesEveryErrorAndOption() throws {

@@ -19,6 +19,29 @@ final class DaemonLifecycleTests: DaemonTestCase {
         XCTAssertEqual(list, [.objectPaths([])], "the first daemon is unharmed")
     }
 
+    /// A daemon started by hand (no `--exit-idle-time`, no `DBUS_STARTER_BUS_TYPE`) has nothing to
+    /// start it again: it stays. One D-Bus started exits when idle (30 s unless told).
+    func testAHandStartedDaemonStaysAndAnActivatedOneExitsWhenIdle() async throws {
+        stopDaemon()
+        for (environment, expected) in [([String: String](), "not exiting when idle"), (["DBUS_STARTER_BUS_TYPE": "session"], "exits after 30 s idle")] {
+            let log = directory.file("by-hand-\(environment.count).log")
+            let byHand = try ChildProcess(
+                ["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", DaemonTestCase.binary, "--state-dir", stateDirectory] + busArguments,
+                environment: bus.environment.merging(environment) { $1 }
+            )
+            defer { byHand.stop() }
+            try await until("serving") { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("serving org.example.Downloads") }
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            XCTAssertTrue(text.contains(expected), text)
+        }
+        // The shipped units and activation files say 30 themselves (systemd sets no DBUS_STARTER_*).
+        for file in ["dbus/services/org.example.Downloads.service", "dbus/system-services/org.example.Downloads.service",
+                     "data/systemd/user/org.example.Downloads.service", "data/systemd/system/org.example.Downloads.service"] {
+            let text = try String(contentsOf: PackageRoot.url.appendingPathComponent(file), encoding: .utf8)
+            XCTAssertTrue(text.contains("downloadsd --s") && text.contains(" --exit-idle-time 30\n"), file)
+        }
+    }
+
     func testRefusesToStartWithAnUnusableStateDirectory() async throws {
         let file = directory.file("not-a-directory")
         XCTAssertTrue(FileManager.default.createFile(atPath: file, contents: Data()))

@@ -92,14 +92,14 @@ struct RequestSender: Sendable {
     func exchange<Delegate: ResponseReceiver>(
         _ request: HTTPClient.Request, to url: String, delegate: Delegate, kind: HTTPClients.Kind,
         seat: SegmentWorkers.Seat? = nil, afterwards: () async -> DownloadError? = { nil }, cleanup: TimeAmount? = nil,
-        forward: ((Forwarding) -> any OutgoingRequest<Delegate.Response>)?
+        within limit: TimeAmount? = nil, forward: ((Forwarding) -> any OutgoingRequest<Delegate.Response>)?
     ) async -> Result<Delegate.Response, DownloadError> {
         let record = task.record
         let configuration = owner.configuration
         let connectTimeout = record.options.connectTimeout ?? configuration.connectTimeout
         // A cleanup request (an upload resource's DELETE after Cancel) goes although the task
-        // is stopping, within its own deadline.
-        let deadline = cleanup.map { NIODeadline.now() + $0 }
+        // is stopping, within its own deadline; a probe has a deadline of its own too.
+        let deadline = (cleanup ?? limit).map { NIODeadline.now() + $0 }
             ?? record.options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
         let connection: HTTPClients.Lease
         do {

@@ -28,6 +28,8 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
     /// Chosen once the head came: a sink for a 2xx when the task has a reply file.
     private let sinkFor: @Sendable (Int) -> Sink?
     private let stallTimeout: TimeAmount
+    /// The head is all that is wanted (a probe): the request ends once it came.
+    private let headOnly: Bool
 
     // Event-loop state (the request's loop), read by `partialResult` only after the request ended.
     private var status = 0
@@ -42,13 +44,20 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
 
     /// `sent`: the body's bytes written so far (called on the event loop, each part);
     /// `sink`: for a final status, where its body goes instead of memory (nil: kept).
-    init(stallTimeout: Double, sent: @escaping @Sendable (Int64) -> Void, sink: @escaping @Sendable (Int) -> Sink?) {
+    init(
+        stallTimeout: Double, headOnly: Bool = false, sent: @escaping @Sendable (Int64) -> Void,
+        sink: @escaping @Sendable (Int) -> Sink?
+    ) {
         self.sent = sent
+        self.headOnly = headOnly
         sinkFor = sink
         self.stallTimeout = .milliseconds(Int64(max(1, stallTimeout) * 1000))
     }
 
     var requestHeadSent: Bool { headSent.withLockedValue { $0 } }
+
+    /// Bytes of the request's body written to the connection (read after the request ended).
+    var bodySent: Int64 { sentBytes }
 
     var partialResult: Result? {
         status == 0 ? nil : Result(status: status, headers: headers, body: body, bodyBytes: bodyBytes, sent: sentBytes)
@@ -102,6 +111,12 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
         status = Int(head.status.code)
         headers = head.headers
         sink = sinkFor(status)
+        if headOnly {
+            // Its body is not waited for (lighttpd answers OPTIONS with a chunked body it
+            // never ends): the decision is in `partialResult`.
+            stopWatchdog()
+            request.fail(DecisionReached())
+        }
         return request.eventLoop.makeSucceededVoidFuture()
     }
 

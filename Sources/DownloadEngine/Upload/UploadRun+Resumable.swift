@@ -36,6 +36,9 @@ extension UploadRun {
         case finished(UploadDelegate.Result)
     }
 
+    /// How long the protocol probe (`OPTIONS`) may take before the plain request goes instead.
+    static let probeTime: TimeAmount = .seconds(10)
+
     /// Bytes an attempt must have moved for its failure to be retried at once.
     static let progressWorthAnImmediateRetry: Int64 = 64 * 1024
 
@@ -208,20 +211,29 @@ extension UploadRun {
         let url = task.record.url
         let version = spec.ietfVersion ?? IETFUploadRules.newest
         if spec.requestedProtocol == .ietf { return .success(ResumableUpload(kind: .ietf, version: version)) }
-        if spec.requestedProtocol == .auto, PlainServers.shared.isPlain(url) { return .success(nil) }
+        let plainKey = PlainServers.key(url, for: task.record)
+        if spec.requestedProtocol == .auto, let plainKey, PlainServers.shared.isPlain(plainKey) { return .success(nil) }
         var headers = headers(to: url)
         headers.replaceOrAdd(name: IETFUploadRules.versionHeader, value: String(version))
         let result: UploadDelegate.Result
-        do {
-            result = try await request("OPTIONS", url, headers)
-        } catch let detour as Detour {
-            return .failure(detour)
-        } catch {
-            return .failure(.failed(DownloadError.classify(error), reply: nil))
+        switch await exchange("OPTIONS", url: url, headers: headers, body: nil, startingAt: 0, reply: nil, probe: Self.probeTime) {
+        case .response(let answer):
+            result = answer
+        case .failed(_, let head?):
+            // The head decides; its body is not waited for.
+            result = head
+        case .failed(let error, nil) where error.code == .timeout && spec.requestedProtocol == .auto:
+            // A server that does not answer the question in time gets the plain request.
+            owner.logger.info("task \(task.id): the server did not answer OPTIONS within \(Self.probeTime.nanoseconds / 1_000_000_000) s; a plain upload")
+            return .success(nil)
+        case .failed(let error, nil):
+            return .failure(.failed(error, reply: nil))
+        case .redirect:
+            return .failure(.failed(.internalError("a redirect was left unfollowed"), reply: nil))
         }
         // A server that is unwell (or says wait) is asked again; one that does not do OPTIONS
         // (501, 405, 404, …) has answered: it speaks neither protocol.
-        if [408, 429, 500, 502, 503, 504].contains(result.status) {
+        if DownloadError.transientStatuses.contains(result.status) {
             return .failure(.failed(refusal(result), reply: nil))
         }
         if let tus = TusRules.capabilities(result.headers) {
@@ -237,7 +249,7 @@ extension UploadRun {
             owner.logger.info("task \(task.id): the server speaks the IETF resumable-upload draft")
             return .success(ResumableUpload(kind: .ietf, version: version, maxSize: IETFUploadRules.limit(result.headers).maxSize))
         }
-        PlainServers.shared.rememberPlain(url)
+        if let plainKey { PlainServers.shared.rememberPlain(plainKey) }
         return .success(nil)
     }
 

@@ -52,6 +52,10 @@ final class UploadRun: Sendable {
                 mode: record.fileMode
             )
         }
+        // A plain upload because of what this owner learnt of the URL earlier (`PlainServers`)
+        // that the server refuses asks once more which protocol it speaks.
+        let plainKey = spec.requestedProtocol == .auto ? PlainServers.key(record.url, for: record) : nil
+        var mayAskAgain = plainKey.map { PlainServers.shared.isPlain($0) } ?? false
         if spec.requestedProtocol != .plain {
             // Resumable: it ends the task, or finds the server speaks neither protocol (auto).
             guard await runResumable(spec, reply: replyFile) else { return }
@@ -101,16 +105,43 @@ final class UploadRun: Sendable {
             case .response(let result):
                 error = refusal(result)
                 reply = result
-            case .failed(_, let partial?) where partial.status >= 400:
-                // A server that refuses an upload often answers before it read the body and
-                // closes the connection (nginx's 401, 413): its answer is the outcome, not the cut.
+            case .failed(_, let partial?) where partial.status >= 300:
+                // A complete final head is the outcome, whatever the connection does next: a
+                // server that refuses an upload often answers before it read the body and
+                // closes the connection (nginx's 401, 413).
                 error = refusal(partial)
+                reply = partial
+            case .failed(let failure, let partial?) where (200...299).contains(partial.status):
+                let length = withBody ? spec.bodyLength : 0
+                if partial.sent >= length {
+                    // The server had the whole body and said yes (an HTTP/1.0 server that ends
+                    // its answer by closing while the client still finishes the request).
+                    owner.logger.info("task \(task.id): the server answered \(partial.status), then \(failure); that answer is the outcome")
+                    return await finished(partial, spec: spec, reply: replyFile)
+                }
+                // A yes before the whole body: sent again only when it may be (RFC 9110 §9.2.2).
+                let sentSoFar = ResendRule.Attempt(
+                    method: method, idempotencyKey: ResendRule.hasIdempotencyKey(record.options.headers.keys), headSent: true,
+                    bodyLength: length, bodySent: partial.sent
+                )
+                if let doubt = ResendRule.doubt(aboutEarlySuccess: partial.status, of: sentSoFar) {
+                    return await failed(doubt, reply: partial, file: replyFile)
+                }
+                error = failure
                 reply = partial
             case .failed(let failure, let partial):
                 error = failure
                 reply = partial
             case .redirect:
                 return await failed(.internalError("a redirect was left unfollowed"), reply: nil, file: replyFile)
+            }
+            if mayAskAgain, let plainKey, let status = reply?.status, (400...499).contains(status) {
+                mayAskAgain = false
+                PlainServers.shared.forget(plainKey)
+                owner.logger.info("task \(task.id): the server refused the plain upload (\(status)); asking it once more which protocol it speaks")
+                await replyFile?.discard()
+                guard await runResumable(spec, reply: replyFile) else { return }
+                continue
             }
             retries += 1
             guard await retry(after: error, reply: reply, retries: retries, file: replyFile, from: "byte 0") else { return }
@@ -188,7 +219,7 @@ final class UploadRun: Sendable {
         }
         let sent = await exchange(
             method, url: url, headers: headers, body: source.map { [task] in UploadBody.make(spec, from: $0, task: task) },
-            startingAt: 0, reply: reply
+            startingAt: 0, reply: reply, guardsOutcome: true
         )
         // The file must be the one recorded through the whole attempt, whatever came back.
         if let source, let changed = changed(source, from: spec) { return .failed(changed, reply: nil) }
@@ -216,10 +247,12 @@ final class UploadRun: Sendable {
     /// status, `failed` with what came of the response before it failed): the body's bytes
     /// count as the task's progress from `base` on; a 2xx's body goes to `reply` when there is one.
     /// `cleanup`: sent although the task is stopping, within that deadline (a `DELETE` after
-    /// `Cancel`).
+    /// `Cancel`). `guardsOutcome`: a lost answer is judged by `ResendRule` (a resumable
+    /// protocol's requests carry offsets that make sending them again safe, so they do not).
+    /// `probe`: only the head is wanted, within that time.
     func exchange(
         _ method: String, url: String, headers: HTTPHeaders, body: HTTPClient.Body?, startingAt base: Int64, reply: ReplyFile?,
-        cleanup: TimeAmount? = nil
+        cleanup: TimeAmount? = nil, guardsOutcome: Bool = false, probe: TimeAmount? = nil
     ) async -> Outcome {
         let record = task.record
         let request: HTTPClient.Request
@@ -235,7 +268,7 @@ final class UploadRun: Sendable {
         let short = record.upload.map { $0.bodyLength - owner.configuration.shortTransfer } ?? 0
         let markedShort = NIOLockedValueBox(false)
         let delegate = UploadDelegate(
-            stallTimeout: record.options.stallTimeout ?? owner.configuration.stallTimeout,
+            stallTimeout: record.options.stallTimeout ?? owner.configuration.stallTimeout, headOnly: probe != nil,
             sent: { [task] sent in
                 guard sent > 0 else { return }
                 if let deadline = task.wrote(upTo: base + sent, interval: interval) { owner.events.wroteData(task, at: deadline) }
@@ -250,7 +283,7 @@ final class UploadRun: Sendable {
             }
         )
         let sent = await RequestSender(task: task, owner: owner).exchange(
-            request, to: url, delegate: delegate, kind: .multiplexed, cleanup: cleanup
+            request, to: url, delegate: delegate, kind: .multiplexed, cleanup: cleanup, within: probe
         ) { forwarding in
             // A plain http URL through an HTTP proxy: forwarded with its body, as curl does.
             ForwardedRequest(
@@ -262,7 +295,17 @@ final class UploadRun: Sendable {
         }
         switch sent {
         case .success(let result): return .response(result)
-        case .failure(let error): return .failed(error, reply: delegate.partialResult)
+        case .failure(let error):
+            let partial = delegate.partialResult
+            if guardsOutcome, partial == nil, error.code != .cancelled {
+                // No answer: a request the server may have acted on is not sent again on its own.
+                let attempt = ResendRule.Attempt(
+                    method: method, idempotencyKey: ResendRule.hasIdempotencyKey(headers.map(\.name)),
+                    headSent: delegate.requestHeadSent, bodyLength: body?.contentLength ?? 0, bodySent: delegate.bodySent
+                )
+                if let doubt = ResendRule.doubt(about: attempt, lost: error) { return .failed(doubt, reply: nil) }
+            }
+            return .failed(error, reply: partial)
         }
     }
 

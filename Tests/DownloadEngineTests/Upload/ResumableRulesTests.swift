@@ -2,6 +2,7 @@
 import DownloadModel
 import Foundation
 import NIOHTTP1
+import ProxyRules
 import XCTest
 
 /// The wire of the resumable protocols: what each IETF interop version marks, how a server's
@@ -62,15 +63,38 @@ final class ResumableRulesTests: XCTestCase {
         XCTAssertNotNil(TusRules.expires(["Upload-Expires": "Wed, 25 Jun 2014 16:00:00 GMT"]))
     }
 
-    func testAPlainServersAnswerIsKeptForItsDirectory() {
-        XCTAssertEqual(PlainServers.key("https://Example.org:8443/a/b/c.bin?x=1"), "https://example.org:8443/a/b/")
-        XCTAssertEqual(PlainServers.key("http://host"), "http://host/")
-        XCTAssertEqual(PlainServers.key("http://host/files"), "http://host/")
-        XCTAssertNil(PlainServers.key("file:///etc/passwd"))
+    /// What one owner learnt of a URL serves only that owner, on that route, for that URL.
+    func testAPlainServersAnswerIsKeptForItsOwnerRouteAndURL() throws {
+        func record(_ owner: UInt32, app: String = "", proxy: ProxySetting? = nil) -> DownloadTaskRecord {
+            var record = DownloadTaskRecord(
+                id: 1, owner: owner, session: "s", url: "http://127.0.0.1:9/files/a", destination: "/tmp/x", destinationIsDirectory: false,
+                options: DownloadOptions()
+            )
+            record.app = app
+            record.options.proxy = proxy
+            return record
+        }
+        let nobody = record(65534), alice = record(1000), app = record(65534, app: "org.example.App")
+        XCTAssertNil(PlainServers.key("file", for: nobody))
         let servers = PlainServers()
-        XCTAssertFalse(servers.isPlain("http://127.0.0.1:9/dav/a.bin"))
-        servers.rememberPlain("http://127.0.0.1:9/dav/a.bin")
-        XCTAssertTrue(servers.isPlain("http://127.0.0.1:9/dav/b.bin"), "the same directory")
-        XCTAssertFalse(servers.isPlain("http://127.0.0.1:9/other/b.bin"))
+        let key = try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/a#frag", for: nobody))
+        XCTAssertEqual(key.url, "http://127.0.0.1:9/files/a")
+        servers.rememberPlain(key)
+        XCTAssertTrue(servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/a", for: nobody))))
+        XCTAssertFalse(servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/b", for: nobody))), "the exact URL")
+        XCTAssertFalse(servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/", for: nobody))))
+        XCTAssertFalse(servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/a", for: alice))), "another user")
+        XCTAssertFalse(servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/a", for: app))), "another app")
+        let proxied = record(65534, proxy: try ProxySetting.parse("http://127.0.0.1:3128"))
+        XCTAssertFalse(servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/a", for: proxied))), "another route")
+        // One owner filling its memory pushes out only its own answers.
+        let aliceKey = try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/a", for: alice))
+        servers.rememberPlain(aliceKey)
+        for index in 0..<(PlainServers.capacity + 10) {
+            servers.rememberPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/x/\(index)", for: nobody)))
+        }
+        XCTAssertTrue(servers.isPlain(aliceKey))
+        servers.forget(aliceKey)
+        XCTAssertFalse(servers.isPlain(aliceKey))
     }
 }

@@ -1,0 +1,114 @@
+import DBus
+import Foundation
+import TestSupport
+import XCTest
+
+/// The rule for sending a request again (docs/behaviour.md), against Python's `http.server`
+/// speaking HTTP/1.0 (it answers and closes): a complete final head is the outcome whatever the
+/// connection does next; a POST sent whole whose answer was lost fails `OutcomeUnknown` and is not
+/// sent again, unless the app gave an `Idempotency-Key`; a PUT is sent again; `Resume` is the
+/// app's own decision to send it again.
+final class SendingAgainTests: DaemonTestCase {
+    var server: HTTP10Server!
+
+    override func setUp() async throws {
+        try await super.setUp()
+        server = try HTTP10Server(in: directory.path)
+    }
+
+    override func tearDown() async throws {
+        server?.stop()
+        try await super.tearDown()
+    }
+
+    func upload(_ url: String, _ source: String, _ options: [String: DBusValue]) async throws -> ObjectPath {
+        let reply = try await call("Upload", [.string(url), .string(source), .vardict(options)])
+        return try XCTUnwrap(reply.first?.objectPathValue)
+    }
+
+    func taskCall(_ task: ObjectPath, _ method: String) async throws {
+        _ = try await client.call(destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task", method: method)
+    }
+
+    func makeFile(_ name: String, size: Int) throws -> String {
+        let path = directory.file(name)
+        try Data(Self.content(size, seed: 5)).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// The case: 40 POSTs to a server that answers 201 at once and closes. Each reaches
+    /// the server exactly once; each task ends finished (the 201 is its outcome) or, where the
+    /// answer was lost with the body sent whole, OutcomeUnknown: never sent twice.
+    func testAPostToAServerThatAnswersAndClosesIsSentOnce() async throws {
+        let small = try makeFile("form.bin", size: 2_000)
+        let large = try makeFile("photo.jpg", size: 600_000)
+        var tasks: [(ObjectPath, String)] = []
+        for index in 0..<40 {
+            let path = "/answer-and-close/\(index)"
+            tasks.append((try await upload(server.url(path), index % 2 == 0 ? small : large, [
+                "method": .string("POST"), "protocol": .string("plain"),
+            ]), path))
+        }
+        var ends: [String: Int] = [:]
+        for (task, path) in tasks {
+            let state = try await waitState(task, ["finished", "failed"])
+            let error = try await property(task, "Error")?.stringValue ?? ""
+            ends[state + (error.isEmpty ? "" : " " + error), default: 0] += 1
+            if state == "failed" { XCTAssertEqual(error, "org.example.Downloads.Error.OutcomeUnknown", path) }
+            XCTAssertEqual(server.requests(to: path).count, 1, "\(path) reached the server once (\(state) \(error))")
+        }
+        XCTAssertEqual(server.log.count, 40, "40 uploads, 40 POSTs; ends: \(ends)")
+        XCTAssertGreaterThan(ends["finished", default: 0], 0, "a 201 that came is the outcome: \(ends)")
+    }
+
+    /// An HTTP/1.0 server that reads the body, answers 201 with no length and closes: finished
+    /// once, with its reply.
+    func testAnAnswerEndedByClosingIsTheOutcome() async throws {
+        let file = try makeFile("report.bin", size: 300_000)
+        let task = try await upload(server.url("/read-then-answer/r"), file, ["method": .string("POST"), "protocol": .string("plain")])
+        try await waitState(task, ["finished"])
+        XCTAssertEqual(server.requests(to: "/read-then-answer/r").map(\.read), [300_000])
+        let reply = try await client.call(
+            destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task", method: "GetReply"
+        )
+        XCTAssertEqual(reply[0].uint32Value, 201)
+        XCTAssertEqual(String(decoding: reply[2].bytesValue ?? [], as: UTF8.self), "{\"stored\": true}\n")
+    }
+
+    /// A request that arrived whole and whose answer was lost: a POST fails OutcomeUnknown (sent
+    /// once) and `Resume` sends it again; a POST with an Idempotency-Key and a PUT are sent again
+    /// by the service itself.
+    func testALostAnswerFailsAPostButNotAPutOrAKeyedPost() async throws {
+        let file = try makeFile("payment.json", size: 50_000)
+        let post = try await upload(server.url("/swallow-once/post"), file, ["method": .string("POST"), "protocol": .string("plain")])
+        try await waitState(post, ["failed"])
+        let error = try await property(post, "Error")?.stringValue
+        XCTAssertEqual(error, "org.example.Downloads.Error.OutcomeUnknown")
+        let message = try await property(post, "ErrorMessage")?.stringValue ?? ""
+        XCTAssertTrue(message.contains("not sent again"), message)
+        XCTAssertEqual(server.requests(to: "/swallow-once/post").count, 1, "never sent again on its own")
+        try await until("a Failed signal with OutcomeUnknown") {
+            signals.withLockedValue { $0 }.contains {
+                $0.0 == "Failed" && $0.1.first?.objectPathValue == post
+                    && $0.1.dropFirst().first?.stringValue == "org.example.Downloads.Error.OutcomeUnknown"
+            }
+        }
+        // The app knows better (it checked with the server): Resume sends it again.
+        try await taskCall(post, "Resume")
+        try await waitState(post, ["finished"])
+        XCTAssertEqual(server.requests(to: "/swallow-once/post").count, 2)
+
+        let keyed = try await upload(server.url("/swallow-once/keyed"), file, [
+            "method": .string("POST"), "protocol": .string("plain"),
+            "headers": .stringDict(["Idempotency-Key": "8e03978e-40d5-43e8-bc93-6894a57f9324"]),
+        ])
+        try await waitState(keyed, ["finished"])
+        XCTAssertEqual(server.requests(to: "/swallow-once/keyed").map(\.key), [
+            "8e03978e-40d5-43e8-bc93-6894a57f9324", "8e03978e-40d5-43e8-bc93-6894a57f9324",
+        ], "sent again with the same key")
+
+        let put = try await upload(server.url("/swallow-once/put"), file, ["method": .string("PUT"), "protocol": .string("plain")])
+        try await waitState(put, ["finished"])
+        XCTAssertEqual(server.requests(to: "/swallow-once/put").map(\.method), ["PUT", "PUT"], "PUT is idempotent")
+    }
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""An HTTP/1.0 server as many are: Python's http.server, answering and closing. Used by the tests
+of the rule for sending a request again (docs/behaviour.md). Every request is logged as one JSON
+line (method, path, Content-Length, bytes it read, the Idempotency-Key) to LOG before it is answered.
+
+Paths:
+  /answer-and-close/...  201 with an empty body at once, without reading the body
+  /read-then-answer/...  reads the whole body, then 201 with no Content-Length (ends by closing)
+  /swallow-once/...      the first request to the path is read whole and closed without an answer;
+                         later ones are read and answered 201 with a JSON body
+Usage: http10_server.py PORT LOG
+"""
+import json
+import socket
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PORT, LOG = int(sys.argv[1]), sys.argv[2]
+lock = threading.Lock()
+seen = {}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, *args):
+        pass
+
+    def handle_body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        mode = self.path.split("/")[1]
+        read = 0
+        if mode != "answer-and-close":
+            while read < length:
+                chunk = self.rfile.read(min(65536, length - read))
+                if not chunk:
+                    break
+                read += len(chunk)
+        with lock:
+            count = seen.get(self.path, 0) + 1
+            seen[self.path] = count
+            with open(LOG, "a") as log:
+                log.write(json.dumps({"method": self.command, "path": self.path, "length": length, "read": read,
+                                      "key": self.headers.get("Idempotency-Key")}) + "\n")
+        if mode == "swallow-once" and count == 1:
+            # The request arrived whole; the answer is lost (the connection just closes).
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        self.send_response(201)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        if mode != "answer-and-close":
+            self.wfile.write(b'{"stored": true}\n')
+
+    do_POST = do_PUT = do_PATCH = handle_body
+
+
+ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
