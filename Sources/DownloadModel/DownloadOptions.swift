@@ -1,5 +1,6 @@
 import Foundation
 import ProxyRules
+import TerminalOutput
 
 /// What a client may set per download (the `a{sv}` options of Start, already validated).
 public struct DownloadOptions: Sendable, Hashable {
@@ -185,11 +186,13 @@ public struct DownloadOptions: Sendable, Hashable {
     /// Checks headers, texts, metadata and limits; throws InvalidArgument with a reason.
     public func validate() throws {
         for (name, value) in headers {
-            guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 && $0 != UInt8(ascii: ":") }) else {
-                throw DownloadError.invalidArgument("header name '\(name)' is not a valid HTTP token")
+            guard HTTPFieldRules.isToken(name) else {
+                throw DownloadError.invalidArgument("header name '\(DisplayText.quoted(name, limit: 60))' is not a valid HTTP token")
             }
-            guard !value.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) else {
-                throw DownloadError.invalidArgument("header '\(name)' contains CR, LF or NUL")
+            guard HTTPFieldRules.isFieldValue(value) else {
+                throw DownloadError.invalidArgument(
+                    "header '\(name)' contains a control character (CR, LF, NUL, VT, C1, U+2028…): RFC 9110 allows only visible characters, spaces and tabs"
+                )
             }
             guard !DownloadOptions.reservedHeaders.contains(name.lowercased()) else {
                 throw DownloadError.invalidArgument("header '\(name)' is set by the service and cannot be given")

@@ -36,8 +36,10 @@ extension DownloadsService {
             throw DownloadsErrorName.invalidArgument.error("method must be PUT, POST or PATCH, not '\(DisplayText.quoted(options.method ?? "", limit: 20))'")
         }
         if let type = options.contentType {
-            guard !type.isEmpty, type.utf8.count <= Self.maxContentTypeBytes, !type.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
-                throw DownloadsErrorName.invalidArgument.error("content_type must be a media type of at most \(Self.maxContentTypeBytes) bytes without control characters")
+            guard type.utf8.count <= Self.maxContentTypeBytes, HTTPFieldRules.isMediaType(type) else {
+                throw DownloadsErrorName.invalidArgument.error(
+                    "content_type must be a media type (type/subtype; parameters, as RFC 9110 §8.3.1 writes it) of at most \(Self.maxContentTypeBytes) bytes"
+                )
             }
         }
         let transferProtocol = try Self.checkedProtocol(options)
@@ -73,10 +75,19 @@ extension DownloadsService {
             }
         }
         var snapshot: String?
+        // The copy counts against its owner's budget from now until the task holds it.
+        var reservation: (bytes: Int64, owner: SnapshotBudget.Owner)?
+        defer { if let reservation { snapshotBudget.release(reservation.bytes, for: reservation.owner) } }
         if options.snapshot == true {
+            if configuration.systemBus {
+                let budgetOwner = SnapshotBudget.Owner(uid: owner, app: caller.app)
+                let (held, heldByApp) = snapshotBytesHeld(by: budgetOwner)
+                try snapshotBudget.reserve(identity.size, for: budgetOwner, held: held, heldByApp: heldByApp)
+                reservation = (identity.size, budgetOwner)
+            }
             let directory = FilePaths.join(store.directory, "uploads")
-            let (copy, copied) = try await BlockingWork.run { [engine] in
-                try engine.snapshot(of: shownSource, descriptor: descriptor, owner: owner, into: directory)
+            let (copy, copied) = try await BlockingWork.run { [engine, identity] in
+                try engine.snapshot(of: shownSource, descriptor: descriptor, owner: owner, recorded: identity, into: directory)
             }
             snapshot = copy
             identity = copied
@@ -104,6 +115,18 @@ extension DownloadsService {
             if let snapshot { unlink(snapshot) }
             throw error
         }
+    }
+
+    /// The bytes of the service's copies that `owner`'s user (all of its apps) and its app hold:
+    /// the copies of its uploads that are not finished or cancelled (those copies are removed).
+    func snapshotBytesHeld(by owner: SnapshotBudget.Owner) -> (user: Int64, app: Int64) {
+        var user: Int64 = 0, app: Int64 = 0
+        for task in engine.snapshots(owner: owner.uid) {
+            guard let spec = task.record.upload, spec.snapshot != nil, task.state != .finished, task.state != .cancelled else { continue }
+            user += spec.identity.size
+            if task.record.app == owner.app { app += spec.identity.size }
+        }
+        return (user, app)
     }
 
     /// Options `protocol` and `ietf_version`: a form is one request's body, so it goes plain

@@ -27,6 +27,11 @@ public final class DownloadsService: Sendable {
         public var maxHandlersPerUser = 1000
         /// One sandboxed app's share of its user's completion handlers.
         public var maxHandlersPerApp = 500
+        /// Bytes the service's copies of one user's files to upload (`snapshot`) may take in
+        /// the state directory on the system bus (per-user daemons copy into the user's own).
+        public var maxSnapshotBytesPerUser: Int64 = 2 << 30
+        /// One sandboxed app's share of it.
+        public var maxSnapshotBytesPerApp: Int64 = 1 << 30
         /// Distinct sessions one user's tasks may be in.
         public var maxSessionsPerUser = 100
         /// How long finished, failed and cancelled tasks stay listed.
@@ -57,6 +62,7 @@ public final class DownloadsService: Sendable {
     let configuration: Configuration
     let logger: Logger
     let state = NIOLockedValueBox(State())
+    let snapshotBudget: SnapshotBudget
     private let timers = TimerList()
 
     public init(
@@ -75,6 +81,7 @@ public final class DownloadsService: Sendable {
             Task { _ = try? await engine.pause(task.id) }
         }
         self.configuration = configuration
+        snapshotBudget = SnapshotBudget(perUser: configuration.maxSnapshotBytesPerUser, perApp: configuration.maxSnapshotBytesPerApp)
         self.logger = logger
     }
 

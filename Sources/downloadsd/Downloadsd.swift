@@ -36,6 +36,11 @@ struct Downloadsd: AsyncParsableCommand {
     @Option(help: "Connections a download with mirrors opens to one server (scheme, host and port) at most.")
     var maxConnectionsPerHost = 4
     @Option(help: "Tasks one user may have (QuotaExceeded beyond).") var maxTasksPerUser = 1000
+    @Option(help: ArgumentHelp(
+        "Bytes the service's copies of one user's files to upload (option snapshot) may take in the state directory on the system bus; a sandboxed app may take half (QuotaExceeded beyond).",
+        valueName: "bytes"
+    ))
+    var maxSnapshotBytesPerUser: Int64 = 2 << 30
     @Option(help: "Tasks one sandboxed app (Flatpak, Snap) may have, inside its user's (QuotaExceeded beyond).") var maxTasksPerApp = 500
     @Option(help: "Distinct sessions one user's tasks may be in (QuotaExceeded beyond).") var maxSessionsPerUser = 100
     @Option(help: "Days finished, failed and cancelled tasks stay listed.") var retentionDays = 7
@@ -72,7 +77,7 @@ struct Downloadsd: AsyncParsableCommand {
     func validate() throws {
         let chosen = [session, system, address != nil].filter { $0 }.count
         guard chosen <= 1 else { throw ValidationError("choose one of --session, --system and --address") }
-        guard maxRunning > 0, maxRunningPerSession > 0, maxConnections > 0, maxConnectionsPerHost > 0, maxTasksPerUser > 0, maxTasksPerApp > 0, maxSessionsPerUser > 0, retentionDays >= 0,
+        guard maxRunning > 0, maxRunningPerSession > 0, maxConnections > 0, maxConnectionsPerHost > 0, maxTasksPerUser > 0, maxTasksPerApp > 0, maxSnapshotBytesPerUser >= 0, maxSessionsPerUser > 0, retentionDays >= 0,
               progressRate > 0, fileHelperTimeout > 0, checkpointInterval > 0, checkpointBytes > 0, (exitIdleTime ?? 0) >= 0, (exitIdleTime ?? 0).isFinite
         else {
             throw ValidationError("limits must be positive")
@@ -172,6 +177,8 @@ struct Downloadsd: AsyncParsableCommand {
         serviceConfiguration.systemBus = system
         serviceConfiguration.filesAsEveryUser = filesAsEveryUser
         serviceConfiguration.maxTasksPerUser = maxTasksPerUser
+        serviceConfiguration.maxSnapshotBytesPerUser = maxSnapshotBytesPerUser
+        serviceConfiguration.maxSnapshotBytesPerApp = maxSnapshotBytesPerUser / 2
         serviceConfiguration.maxTasksPerApp = maxTasksPerApp
         serviceConfiguration.maxSessionsPerUser = maxSessionsPerUser
         serviceConfiguration.retention = .seconds(retentionDays * 86_400)

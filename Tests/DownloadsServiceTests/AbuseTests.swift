@@ -70,6 +70,62 @@ final class AbuseTests: DaemonTestCase {
 }
 
 extension AbuseTests {
+    /// Header values and `content_type` are what RFC 9110 allows: no VT, C1 or U+2028 (which end
+    /// lines in logs and terminals) reaches a server or a log; names are tokens.
+    func testHeaderValuesAndContentTypesAreWhatRFC9110Allows() async throws {
+        let file = directory.file("x.bin")
+        try Data(Self.content(10)).write(to: URL(fileURLWithPath: file))
+        for value in ["a\u{0B}b", "a\u{85}b", "a\u{2028}b", "a\u{1B}[31mred", "a\u{7F}"] {
+            do {
+                _ = try await start(http.url("/f"), directory.file("out"), ["headers": .stringDict(["X-Note": value])])
+                XCTFail("\(value.unicodeScalars.map { String($0.value, radix: 16) }) was taken")
+            } catch let error as BusError {
+                XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
+            }
+        }
+        for name in ["X(Note)", "X Note", "Über"] {
+            do {
+                _ = try await start(http.url("/f"), directory.file("out"), ["headers": .stringDict([name: "v"])])
+                XCTFail("\(name) was taken")
+            } catch let error as BusError {
+                XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
+            }
+        }
+        for type in ["text/plain\u{2028}", "text", "text/plain; charset", "text/plain\u{0B}", "a/b; x=\"open"] {
+            do {
+                _ = try await call("Upload", [.string(http.url("/u")), .string(file), .vardict(["content_type": .string(type)])])
+                XCTFail("content_type \(type) was taken")
+            } catch let error as BusError {
+                XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
+            }
+        }
+        // What is allowed still is: tabs, text beyond ASCII, parameters, quoted values.
+        http.set("/u", Route.receiving())
+        let fine = try await call("Upload", [.string(http.url("/u")), .string(file), .vardict([
+            "content_type": .string("text/plain; charset=\"utf-8\"; format=flowed"),
+            "headers": .stringDict(["X-Note": "caf\u{E9}\tok", "X-Token_1": "v"]),
+        ])])
+        XCTAssertNotNil(fine.first?.objectPathValue)
+    }
+
+    /// A descriptor opened with O_PATH cannot read: `UploadAt` refuses it at the call, and nothing
+    /// reaches the server (a task for /etc/shadow used to send its head first).
+    func testUploadAtRefusesAnOPathDescriptor() async throws {
+        http.set("/u", Route.receiving())
+        let fd = open("/etc/shadow", 0o10_000_000 | O_CLOEXEC)  // O_PATH
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        do {
+            _ = try await call("UploadAt", [.string(http.url("/u")), .unixFD(UnixFD(owning: fd)), .vardict([:])])
+            XCTFail("an O_PATH descriptor was taken")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, "org.example.Downloads.Error.FileError", error.message)
+            XCTAssertTrue(error.message.contains("O_PATH"), error.message)
+        }
+        XCTAssertEqual(http.requests(for: "/u").count, 0, "nothing went out")
+        let listed = try await call("ListTasks", [.string("")])
+        XCTAssertEqual(listed, [.objectPaths([])])
+    }
+
     /// A task removed while callers read it (Cancel of an ended task removes it) answers as a
     /// missing task, never `org.freedesktop.DBus.Error.Failed` ("property Id has no value") or an
     /// empty success.

@@ -40,21 +40,29 @@ extension SessionManager {
     }
 
     /// Copies the file to send (`path` as `owner` reaches it, or the caller's `descriptor`) into
-    /// `directory` (the service's own, mode 0600, synced), for the option `snapshot`: returns the
-    /// copy's path and identity. Blocks; a failure leaves no copy behind.
-    public func snapshot(of path: String, descriptor: Int32?, owner: UInt32, into directory: String) throws -> (String, SourceIdentity) {
+    /// `directory` (the service's own, mode 0600, synced), for the option `snapshot`: exactly the
+    /// `recorded` file, as it was at the call, and no byte more. The copy's room is taken first
+    /// (`fallocate`), so a full disk shows before a byte is written; a file that is not the one
+    /// recorded, or that grows, shrinks or changes while it is copied, is `SourceChanged` (a user
+    /// who extends a sparse file as it is read cannot make root's copy larger than what was
+    /// counted). Returns the copy's path and identity. Blocks; a failure leaves no copy behind.
+    public func snapshot(
+        of path: String, descriptor: Int32?, owner: UInt32, recorded: SourceIdentity, into directory: String
+    ) throws -> (String, SourceIdentity) {
         let source: SourceFile
         if let descriptor {
             source = try SourceFile.duplicating(descriptor)
         } else {
             source = SourceFile(owning: try files.files(for: owner).openForReading(path))
         }
+        func changed() -> String? { source.identity.map { $0.change(from: recorded) } ?? "it is no longer a regular file" }
+        if let why = changed() { throw DownloadError.sourceChanged(path, why) }
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
             throw DownloadError.file("cannot make \(directory) for the upload's copy: \(errnoText())")
         }
         // The copy must leave the state directory room for what every task records: a copy that
         // would bring it within `snapshotMargin` of full is refused before a byte is written.
-        let size = source.identity?.size ?? 0
+        let size = recorded.size
         var volume = statvfs()
         if statvfs(directory, &volume) == 0 {
             let free = Int64(volume.f_bavail) * Int64(volume.f_frsize)
@@ -73,16 +81,27 @@ extension SessionManager {
             close(fd)
             if !done { unlink(copy) }
         }
+        if size > 0 {
+            let result = posix_fallocate(fd, 0, off_t(size))
+            // A file system without fallocate (EOPNOTSUPP, EINVAL) is written as it comes.
+            if result == ENOSPC || result == EDQUOT {
+                throw DownloadError.file("the service has no room for a copy of \(path) (\(size) bytes): \(errnoText(result))")
+            }
+        }
         var offset: Int64 = 0
-        while true {
-            let chunk = try source.read(1 << 20, at: offset)
-            if chunk.readableBytes == 0 { break }
+        while offset < size {
+            let chunk = try source.read(Int(min(Int64(1 << 20), size - offset)), at: offset)
+            if chunk.readableBytes == 0 {
+                throw DownloadError.sourceChanged(path, "it ends at byte \(offset) of \(size) while it is copied")
+            }
             try chunk.withUnsafeReadableBytes { raw in
                 try writeFully(fd, raw, at: offset, failure: "cannot copy \(path) for the upload")
             }
             offset += Int64(chunk.readableBytes)
         }
-        guard fsync(fd) == 0, let identity = SourceIdentity.of(descriptor: fd) else {
+        // Exactly what was recorded: the same file, still that size and unmodified.
+        if let why = changed() { throw DownloadError.sourceChanged(path, why + " while it was copied") }
+        guard fsync(fd) == 0, let identity = SourceIdentity.of(descriptor: fd), identity.size == size else {
             throw DownloadError.file("cannot sync the upload's copy of \(path): \(errnoText())")
         }
         done = true

@@ -22,6 +22,11 @@ final class SourceFile: Sendable {
     static func duplicating(_ fd: Int32) throws -> SourceFile {
         let mode = fcntl(fd, F_GETFL)
         guard mode >= 0 else { throw DownloadError.file("the source descriptor is not open") }
+        // An O_PATH descriptor names a file without the right to read it: refused before
+        // anything of the task goes out.
+        guard mode & Self.pathOnly == 0 else {
+            throw DownloadError.file("the source descriptor was opened with O_PATH, which cannot read; open the file for reading")
+        }
         guard (mode & O_ACCMODE) == O_RDONLY || (mode & O_ACCMODE) == O_RDWR else {
             throw DownloadError.file("the source descriptor is not open for reading")
         }
@@ -30,6 +35,9 @@ final class SourceFile: Sendable {
         guard copy >= 0 else { throw DownloadError.file("the source descriptor cannot be duplicated: \(errnoText())") }
         return SourceFile(owning: copy)
     }
+
+    /// Linux's `O_PATH` (Glibc's module does not export it).
+    static let pathOnly: Int32 = 0o10_000_000
 
     /// The file's identity now (nil: no longer a regular file one can inspect).
     var identity: SourceIdentity? { SourceIdentity.of(descriptor: descriptor) }
