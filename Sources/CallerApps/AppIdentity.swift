@@ -76,9 +76,16 @@ public enum AppIdentity {
         return String(decoding: bytes[0..<count], as: UTF8.self)
     }
 
-    /// `name` of the `[Application]` group of a `.flatpak-info` (a GKeyFile), if it is an app id.
+    /// The service's own name: no app may be it or below it (its completion `bus_name` and
+    /// `desktop_entry` are derived from its id).
+    public static let reservedID = "org.example.Downloads"
+
+    /// `name` of the `[Application]` group of a `.flatpak-info`, read as GKeyFile (Flatpak, the
+    /// portal) reads it: a key given twice counts as its last value, a group given twice is one
+    /// group; if it is an app id and not the service's own name (or below it).
     public static func flatpakAppID(fromInfo text: String) -> String? {
         var group = ""
+        var name: String?
         for raw in text.split(separator: "\n", omittingEmptySubsequences: true) {
             let line = raw.trimmingCharacters(in: " \t\r")
             if line.isEmpty || line.hasPrefix("#") { continue }
@@ -89,10 +96,10 @@ public enum AppIdentity {
             guard group == "Application", let equals = line.firstIndex(of: "=") else { continue }
             let key = line[..<equals].trimmingCharacters(in: " \t")
             guard key == "name" else { continue }
-            let value = line[line.index(after: equals)...].trimmingCharacters(in: " \t")
-            return isAppID(value) ? value : nil
+            name = line[line.index(after: equals)...].trimmingCharacters(in: " \t")
         }
-        return nil
+        guard let name, isAppID(name), name != reservedID, !name.hasPrefix(reservedID + ".") else { return nil }
+        return name
     }
 
     /// A snap's name from `/proc/PID/cgroup`: a unit `snap.NAME.APP…` (`.scope` or `.service`)

@@ -183,6 +183,26 @@ public struct DownloadOptions: Sendable, Hashable {
         }
     }
 
+    /// The headers that carry the caller's credentials (as `RedirectRules` names them).
+    public static let secretHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+
+    /// Forgets what is secret (credential headers, a proxy's password): what a task that ended for
+    /// good (finished or cancelled) no longer needs, so the store does not keep it for its
+    /// retention. A failed task keeps them for `Resume`. Returns whether anything was forgotten.
+    @discardableResult
+    public mutating func eraseSecrets() -> Bool {
+        var erased = false
+        for name in headers.keys where DownloadOptions.secretHeaders.contains(name.lowercased()) {
+            headers[name] = nil
+            erased = true
+        }
+        if case .http(let host, let port, _?)? = proxy {
+            proxy = .http(host: host, port: port, credentials: nil)
+            erased = true
+        }
+        return erased
+    }
+
     /// Checks headers, texts, metadata and limits; throws InvalidArgument with a reason.
     public func validate() throws {
         for (name, value) in headers {

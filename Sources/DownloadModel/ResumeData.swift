@@ -59,7 +59,7 @@ public struct ResumeData: Sendable, Hashable {
             var spec = spec
             spec.responseStatus = 0
             spec.replyHeaders = [:]
-            spec.replyBody = []
+            spec.newReplyBody = nil
             return spec
         }
     }

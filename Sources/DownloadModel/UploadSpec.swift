@@ -29,9 +29,11 @@ public struct UploadSpec: Sendable, Hashable, Codable {
     public var responseStatus: Int = 0
     /// The final response's headers (names lower-cased; repeated ones joined with ", ").
     public var replyHeaders: [String: String] = [:]
-    /// The final response's body, up to `maxKeptReply` bytes, when no `replyDestination` takes
-    /// it (stored in a column of its own, not in this JSON).
-    public var replyBody: [UInt8] = []
+    /// A final response's body just received (up to `maxKeptReply` bytes, when no
+    /// `replyDestination` takes it), on its way to the store, which keeps it in a column of its
+    /// own and hands it out on `GetReply`: never held in memory beyond that write, never loaded
+    /// with the task. nil: nothing new (the store keeps what it has).
+    public var newReplyBody: [UInt8]?
     /// Option `protocol`; nil (a row from before it): plain.
     public var transferProtocol: UploadProtocol?
     /// Option `ietf_version`: the draft's interop version to speak; nil: the newest spoken.

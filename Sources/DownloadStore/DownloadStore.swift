@@ -93,6 +93,9 @@ public final class DownloadStore: Sendable {
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(5)
+        // Content an update or delete leaves behind (an ended task's erased credentials) is
+        // zeroed where that costs no extra I/O, not left in the file's free space.
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA secure_delete = FAST") }
         return configuration
     }
 
@@ -169,7 +172,7 @@ public final class DownloadStore: Sendable {
             try db.cachedStatement(sql: """
                 UPDATE task SET options = coalesce(?, options), url = ?, finalURL = ?, resolvedPath = ?, state = ?,
                 durableOffset = ?, expectedLength = ?, validator = ?, errorName = ?, errorMessage = ?,
-                partialDevice = ?, partialInode = ?, fileMode = ?, groupID = ?, upload = ?, replyBody = ?, updatedAt = ?,
+                partialDevice = ?, partialInode = ?, fileMode = ?, groupID = ?, upload = ?, replyBody = coalesce(?, replyBody), updatedAt = ?,
                 endedAt = CASE WHEN ? THEN coalesce(endedAt, ?) ELSE NULL END
                 WHERE id = ?
                 """).execute(arguments: [
@@ -180,6 +183,7 @@ public final class DownloadStore: Sendable {
                 record.state.isTerminal, now, id,
             ])
             guard db.changesCount > 0 else { return }
+            if replyBody?.isEmpty == false { try DownloadStore.keepRepliesWithinBudget(owner: record.owner, db) }
             try DownloadStore.saveSegments(record, db)
             if record.segments?.isEmpty == false { CrashPoint.segmentsSaving.reached() }
             if sessionIdle && !record.state.isActive {
@@ -219,7 +223,8 @@ public final class DownloadStore: Sendable {
             for row in try Row.fetchAll(db, sql: "SELECT taskID, start, \"end\" FROM segment ORDER BY taskID, start") {
                 segments[row["taskID"], default: []].append(ByteRange(start: row["start"], end: row["end"]))
             }
-            for row in try Row.fetchAll(db, sql: "SELECT * FROM task ORDER BY id") {
+            // Every column but the replies' bodies: they are read one at a time, on `GetReply`.
+            for row in try Row.fetchAll(db, sql: "SELECT \(DownloadStore.taskColumnsButReplies) FROM task ORDER BY id") {
                 let id: Int64 = row["id"] ?? 0
                 do {
                     var record = try TaskRow(row: row).record()
@@ -393,6 +398,47 @@ public final class DownloadStore: Sendable {
             try HandlerRow.filter(Column("ownerUID") == Int64(owner))
                 .filter(sql: "substr(session, 1, ?) = ?", arguments: [prefix.count, prefix])
                 .fetchCount(db)
+        }
+    }
+}
+
+extension DownloadStore {
+    /// What the replies kept for `GetReply` may take of one user's share of the database: when a
+    /// new one would pass it, the oldest are dropped (their status and headers stay; `GetReply`
+    /// then gives an empty body).
+    public static let maxReplyBytesPerOwner = 64 << 20
+
+    /// The columns of `task` less `replyBody`.
+    static let taskColumnsButReplies = """
+        id, ownerUID, app, writesInPlace, groupID, session, url, finalURL, destination, destinationIsDirectory, resolvedPath,
+        state, durableOffset, expectedLength, validator, options, errorName, errorMessage, partialDevice, partialInode,
+        fileMode, upload, createdAt, updatedAt, endedAt
+        """
+
+    /// Drops `owner`'s oldest kept replies beyond `maxReplyBytesPerOwner` (in the transaction of
+    /// the write that kept a new one).
+    static func keepRepliesWithinBudget(owner: UInt32, _ db: Database) throws {
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT id, length(replyBody) AS size FROM task WHERE ownerUID = ? AND length(replyBody) > 0
+            ORDER BY coalesce(endedAt, updatedAt) DESC, id DESC
+            """, arguments: [Int64(owner)])
+        var total = 0
+        var dropped: [Int64] = []
+        for row in rows {
+            let size: Int = row["size"]
+            total += size
+            if total > maxReplyBytesPerOwner { dropped.append(row["id"]) }
+        }
+        for id in dropped {
+            try db.cachedStatement(sql: "UPDATE task SET replyBody = NULL WHERE id = ?").execute(arguments: [id])
+        }
+    }
+
+    /// The body of task `id`'s reply as kept for `GetReply` (empty: none, or dropped for the budget).
+    public func replyBody(of id: UInt64) throws -> [UInt8] {
+        try database.read { db in
+            let data = try Data.fetchOne(db, sql: "SELECT replyBody FROM task WHERE id = ?", arguments: [Int64(id)])
+            return data.map { Array($0) } ?? []
         }
     }
 }

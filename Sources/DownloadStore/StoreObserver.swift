@@ -160,7 +160,9 @@ public final class StoreObserver: DownloadObserver {
 
     public func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {
         let idle = !state.isActive && sessionIsIdle(task.record.sessionID)
-        save("save", task.record, sessionIdle: idle)
+        // A task that finished or was cancelled has had its secrets erased: its options are
+        // written once more, so the store keeps none of them.
+        save("save", task.record, options: state == .finished || state == .cancelled, sessionIdle: idle)
     }
 
     public func taskDidChangeOptions(_ task: TaskSnapshot) {

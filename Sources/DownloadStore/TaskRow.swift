@@ -61,12 +61,13 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         return String(decoding: try encoder.encode(options), as: UTF8.self)
     }
 
-    /// An upload's columns: its JSON (the reply's body left out) and the body; nil for a download.
+    /// An upload's columns: its JSON (the reply's body left out) and a new reply's body (nil:
+    /// none new, the column keeps what it has; an empty reply is an empty blob); nil for a download.
     static func encode(_ spec: UploadSpec?) throws -> (String?, Data?) {
         guard let spec else { return (nil, nil) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (String(decoding: try encoder.encode(spec), as: UTF8.self), spec.replyBody.isEmpty ? nil : Data(spec.replyBody))
+        return (String(decoding: try encoder.encode(spec), as: UTF8.self), spec.newReplyBody.map { Data($0) })
     }
 
     /// Takes what the engine knows now; returns whether the task has just ended.
@@ -124,9 +125,8 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         }
         if let upload {
             do {
-                var spec = try JSONDecoder().decode(UploadSpec.self, from: Data(upload.utf8))
-                spec.replyBody = replyBody.map { Array($0.prefix(UploadSpec.maxKeptReply)) } ?? []
-                record.upload = spec
+                // The reply's body stays in the store (`DownloadStore.replyBody`).
+                record.upload = try JSONDecoder().decode(UploadSpec.self, from: Data(upload.utf8))
             } catch {
                 throw StoreError("the upload does not decode: \(error)")
             }

@@ -29,7 +29,7 @@ extension DownloadsService {
                 try await cancel(task)
                 return []
             },
-            "GetReply": handler { task in try DownloadsService.reply(of: task) },
+            "GetReply": handler { [self] task in try await reply(of: task) },
             "Update": { [self] call in
                 do {
                     let task = try await task(call.path, for: call, caller: try await caller(call), asAdmin: false)

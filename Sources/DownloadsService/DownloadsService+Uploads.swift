@@ -152,14 +152,17 @@ extension DownloadsService {
         return chosen
     }
 
-    /// `GetReply`: an upload's final response, once it ended.
-    static func reply(of task: TaskSnapshot) throws -> [DBusValue] {
+    /// `GetReply`: an upload's final response, once it ended. Its body is read from the store
+    /// (the only place it is kept), once the task's ending has been written there.
+    func reply(of task: TaskSnapshot) async throws -> [DBusValue] {
         guard let spec = task.record.upload else {
             throw DownloadsErrorName.wrongState.error("task \(task.id) is a download; only an upload has a reply")
         }
         guard task.state.isTerminal || spec.responseStatus != 0 else {
             throw DownloadsErrorName.wrongState.error("task \(task.id) is \(task.state.rawValue); its reply is there once it ends")
         }
-        return [.uint32(UInt32(clamping: spec.responseStatus)), .stringDict(spec.replyHeaders), .bytes(spec.replyBody)]
+        await engine.eventsDelivered(task.id)
+        let body = try await BlockingWork.run { [store] in try store.replyBody(of: task.id) }
+        return [.uint32(UInt32(clamping: spec.responseStatus)), .stringDict(spec.replyHeaders), .bytes(body)]
     }
 }

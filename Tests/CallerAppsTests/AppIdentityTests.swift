@@ -33,6 +33,18 @@ final class AppIdentityTests: XCTestCase {
         XCTAssertNil(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.9lives\n"), "an element starts with a digit")
         XCTAssertNil(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org/../evil\n"))
         XCTAssertNil(AppIdentity.flatpakAppID(fromInfo: "root:x:0:0::/root:/bin/bash\n"))
+        // As GKeyFile reads it (what Flatpak and the portal see): the last of two names counts,
+        // also across a group given twice.
+        XCTAssertEqual(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.First\nname=org.example.Last\n"), "org.example.Last")
+        XCTAssertEqual(
+            AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.First\n[Instance]\nx=1\n[Application]\nname=org.example.Last\n"),
+            "org.example.Last"
+        )
+        XCTAssertNil(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.Fine\nname=not-an-id\n"), "the last is the one")
+        // The service's own name, and below it, belong to no app.
+        XCTAssertNil(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.Downloads\n"))
+        XCTAssertNil(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.Downloads.Agent\n"))
+        XCTAssertEqual(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.DownloadsPlus\n"), "org.example.DownloadsPlus")
     }
 
     func testSnapFromCgroupAndLabel() {

@@ -47,10 +47,20 @@ final class UploadStoreTests: XCTestCase {
         record.state = .finished
         record.upload?.responseStatus = 201
         record.upload?.replyHeaders = ["location": "/photos/9", "set-cookie": "a=1, b=2"]
-        record.upload?.replyBody = Array("{\"id\": 9}".utf8)
+        record.upload?.newReplyBody = Array("{\"id\": 9}".utf8)
         try store.save(record)
-        let reloaded = try DownloadStore(DatabaseQueue(path: path)).loadTasks().tasks
-        XCTAssertEqual(reloaded, [record], "what a restart finds: the reply with its body")
+        let reopened = try DownloadStore(DatabaseQueue(path: path))
+        let reloaded = try reopened.loadTasks().tasks
+        XCTAssertNil(reloaded.first?.upload?.newReplyBody, "the body is not loaded with the task")
+        record.upload?.newReplyBody = nil
+        XCTAssertEqual(reloaded, [record], "what a restart finds: the reply, its body in the store")
+        XCTAssertEqual(try reopened.replyBody(of: 12), Array("{\"id\": 9}".utf8))
+        // A later save with nothing new keeps the body; a new empty reply replaces it.
+        try reopened.save(record)
+        XCTAssertEqual(try reopened.replyBody(of: 12), Array("{\"id\": 9}".utf8))
+        record.upload?.newReplyBody = []
+        try reopened.save(record)
+        XCTAssertEqual(try reopened.replyBody(of: 12), [])
         XCTAssertEqual(reloaded.first?.upload?.form?.boundary, record.upload?.form?.boundary, "the same boundary, so the same bytes go again")
     }
 
@@ -58,7 +68,7 @@ final class UploadStoreTests: XCTestCase {
         var record = upload()
         record.state = .paused
         record.upload?.responseStatus = 503
-        record.upload?.replyBody = Array("busy".utf8)
+        record.upload?.newReplyBody = Array("busy".utf8)
         let key = SymmetricKey(size: .bits256)
         let data = try ResumeData(record: record).encoded(key: key)
         let decoded = try ResumeData.decode(data, key: key, owner: 1000)
@@ -66,7 +76,37 @@ final class UploadStoreTests: XCTestCase {
         XCTAssertEqual(decoded.upload?.identity, record.upload?.identity)
         XCTAssertEqual(decoded.upload?.form, record.upload?.form)
         XCTAssertEqual(decoded.upload?.responseStatus, 0)
-        XCTAssertEqual(decoded.upload?.replyBody, [])
+        XCTAssertNil(decoded.upload?.newReplyBody)
         XCTAssertEqual(DownloadTaskRecord(id: 13, request: decoded.request).upload?.method, "POST")
+    }
+
+    /// One user's kept replies take at most `maxReplyBytesPerOwner`: the oldest go first; another
+    /// user's are untouched.
+    func testRepliesBeyondTheBudgetDropTheOldestFirst() throws {
+        let store = try DownloadStore(DatabaseQueue(path: path))
+        let megabyte = [UInt8](repeating: 7, count: 1 << 20)
+        let count = DownloadStore.maxReplyBytesPerOwner / megabyte.count + 2
+        var other = upload()
+        other.id = 1
+        other.owner = 1001
+        XCTAssertEqual(store.commit([try store.inserting(other)]).filter { (try? $0.get()) == nil }.count, 0)
+        other.state = .finished
+        other.upload?.newReplyBody = megabyte
+        try store.save(other)
+        for index in 0..<count {
+            var record = upload()
+            record.id = UInt64(100 + index)
+            XCTAssertEqual(store.commit([try store.inserting(record)]).filter { (try? $0.get()) == nil }.count, 0)
+            record.state = .finished
+            record.upload?.responseStatus = 201
+            record.upload?.newReplyBody = megabyte
+            try store.save(record)
+        }
+        XCTAssertEqual(try store.replyBody(of: 100), [], "the oldest went")
+        XCTAssertEqual(try store.replyBody(of: 101), [])
+        XCTAssertEqual(try store.replyBody(of: 102).count, megabyte.count, "the rest stay")
+        XCTAssertEqual(try store.replyBody(of: UInt64(100 + count - 1)).count, megabyte.count, "the newest stays")
+        XCTAssertEqual(try store.replyBody(of: 1).count, megabyte.count, "another user's reply is not theirs to push out")
+        XCTAssertEqual(try store.loadTasks().tasks.first { $0.id == 100 }?.upload?.responseStatus, 201, "status and headers stay")
     }
 }

@@ -126,6 +126,46 @@ extension AbuseTests {
         XCTAssertEqual(listed, [.objectPaths([])])
     }
 
+    /// A task that finished or was cancelled keeps no credential in the store for its retention:
+    /// its Authorization and Cookie values, and a proxy's password, are erased as it ends (the
+    /// WAL is truncated at exit); a failed task keeps them for `Resume`.
+    func testAnEndedTasksSecretsAreErasedFromTheStore() async throws {
+        http.set("/f", Route(content: Self.content(1000)))
+        var missing = Route(content: Self.content(10))
+        missing.failFirst = (100, 404, nil)
+        http.set("/missing", missing)
+        let proxy = try TinyProxy(in: directory.path)
+        defer { proxy.stop() }
+        func secrets(_ n: Int) -> [String: DBusValue] {
+            [
+                "headers": .stringDict(["Authorization": "Bearer token-\(n)-c4f1", "Cookie": "session=cookie-\(n)-9e2a"]),
+                "proxy": .string(proxy.url.replacingOccurrences(of: "http://", with: "http://user:proxypass-\(n)-77@")),
+            ]
+        }
+        let finished = try await start(http.url("/f"), directory.file("one.bin"), secrets(1))
+        try await waitState(finished, ["finished"])
+        var slow = Route(content: Self.content(2_000_000))
+        slow.bytesPerSecond = 100_000
+        http.set("/slow", slow)
+        let cancelled = try await start(http.url("/slow"), directory.file("two.bin"), secrets(2))
+        try await waitBytes(cancelled, atLeast: 1)
+        _ = try await client.call(destination: "org.example.Downloads", path: cancelled, interface: "org.example.Downloads.Task", method: "Cancel")
+        let failed = try await start(http.url("/missing"), directory.file("three.bin"), secrets(3))
+        try await waitState(failed, ["failed"])
+        stopDaemon()
+        var stored = Data()
+        for name in try FileManager.default.contentsOfDirectory(atPath: stateDirectory) where name.hasPrefix("downloads") {
+            stored += FileManager.default.contents(atPath: stateDirectory + "/" + name) ?? Data()
+        }
+        let text = String(decoding: stored, as: UTF8.self)
+        for n in [1, 2] {
+            for secret in ["token-\(n)-c4f1", "cookie-\(n)-9e2a", "proxypass-\(n)-77"] {
+                XCTAssertFalse(text.contains(secret), "\(secret) is still in the store")
+            }
+        }
+        XCTAssertTrue(text.contains("token-3-c4f1"), "a failed task keeps its credentials for Resume")
+    }
+
     /// A task removed while callers read it (Cancel of an ended task removes it) answers as a
     /// missing task, never `org.freedesktop.DBus.Error.Failed` ("property Id has no value") or an
     /// empty success.

@@ -28,6 +28,8 @@ extension SessionManager {
             guard allowedNow, let (previous, snapshot) = task.transition(to: next, from: allowed, { state in
                 change(&state)
                 state.wait(on: conditions)
+                // A task ended for good needs no credentials: none stay in memory or in the store.
+                if next == .finished || next == .cancelled { state.record.options.eraseSecrets() }
             }) else { return nil }
             if previous.holdsTransfer && !next.holdsTransfer {
                 state.withLockedValue { $0.scheduler.remove(task.id) }

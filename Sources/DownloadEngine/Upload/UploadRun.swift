@@ -371,6 +371,13 @@ final class UploadRun: Sendable {
         }, then: { delegate, task, snapshot in
             delegate.finished(task, snapshot, location: location)
         })
+        forgetReplyBody()
+    }
+
+    /// The reply's body went to the observers (the store) with the ending's snapshot: the
+    /// record in memory does not keep it (a thousand uploads must not hold a thousand replies).
+    func forgetReplyBody() {
+        task.update { $0.record.upload?.newReplyBody = nil }
     }
 
     func failed(_ error: DownloadError, reply result: UploadDelegate.Result?, file: ReplyFile?) async {
@@ -384,6 +391,7 @@ final class UploadRun: Sendable {
         }, then: { delegate, task, snapshot in
             delegate.completed(task, snapshot, error: error, resumeData: nil)
         })
+        forgetReplyBody()
         if task.record.group != 0 { owner.groupFileFailed(task) }
     }
 

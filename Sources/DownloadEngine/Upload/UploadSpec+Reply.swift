@@ -11,6 +11,6 @@ extension UploadSpec {
             headers[key] = headers[key].map { "\($0), \(value)" } ?? value
         }
         replyHeaders = headers
-        replyBody = bodyKept ? Array(result.body.prefix(UploadSpec.maxKeptReply)) : []
+        newReplyBody = bodyKept ? Array(result.body.prefix(UploadSpec.maxKeptReply)) : []
     }
 }
