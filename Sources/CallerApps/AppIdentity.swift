@@ -14,19 +14,50 @@ public enum AppIdentity {
 
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
-        init(_ description: String) { self.description = description }
+        /// The system's error, when one said why.
+        public let code: Int32
+        init(_ description: String, code: Int32 = 0) {
+            self.description = description
+            self.code = code
+        }
+
+        /// The kernel said no (EACCES, EPERM): this process may not look, not that there is nothing.
+        public var isDenied: Bool { code == EACCES || code == EPERM }
+    }
+
+    /// Opens `/.flatpak-info` in the root of a process (nil: there is none): by default here,
+    /// with this process's rights; a root daemon without `CAP_SYS_PTRACE` passes one that opens
+    /// it as the process's own user (its file helper), as xdg-desktop-portal, running as the
+    /// user, does.
+    public typealias InfoOpener = @Sendable (_ pid: UInt32) throws -> Int32?
+
+    /// Opens it here (`UserFileOperations.openAppInfo`'s way).
+    public static let openHere: InfoOpener = { pid in
+        let root = open("/proc/\(pid)/root", uf_O_PATH | O_DIRECTORY | O_CLOEXEC)
+        guard root >= 0 else {
+            let code = errno
+            throw Failure("the root of process \(pid) cannot be opened: \(String(cString: strerror(code)))", code: code)
+        }
+        defer { close(root) }
+        let fd = openat(root, ".flatpak-info", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            if code == ENOENT { return nil }
+            throw Failure("/.flatpak-info of process \(pid) cannot be opened: \(String(cString: strerror(code)))", code: code)
+        }
+        return fd
     }
 
     /// The app of process `pid`, which the bus says belongs to `uid`. `securityLabel` is the
     /// bus's `LinuxSecurityLabel` of the connection (AppArmor: `snap.NAME.APP (enforce)`).
-    public static func app(pid: UInt32, uid: UInt32, securityLabel: String? = nil) throws -> String {
+    public static func app(pid: UInt32, uid: UInt32, securityLabel: String? = nil, openInfo: InfoOpener = openHere) throws -> String {
         guard pid > 0 else { throw Failure("the bus did not say which process is calling") }
         // Held while we look, so a pid that is reused meanwhile is noticed at the end.
         let pidfd = uf_pidfd_open(pid_t(pid))
         guard pidfd >= 0 else { throw Failure("process \(pid) cannot be looked at: \(String(cString: strerror(errno)))") }
         defer { close(pidfd) }
         let app: String
-        if let info = try flatpakInfo(pid: pid, uid: uid) {
+        if let info = try flatpakInfo(pid: pid, uid: uid, open: openInfo) {
             guard let id = flatpakAppID(fromInfo: info) else {
                 throw Failure("process \(pid) runs in a Flatpak sandbox whose /.flatpak-info names no app")
             }
@@ -47,15 +78,16 @@ public enum AppIdentity {
     /// would hang a read), and only trusted as a regular file of the caller's own uid (a file
     /// only root may read, mounted there by the caller, is refused, not read) of at most
     /// `maximumInfoSize` bytes.
-    static func flatpakInfo(pid: UInt32, uid: UInt32) throws -> String? {
-        let root = open("/proc/\(pid)/root", uf_O_PATH | O_DIRECTORY | O_CLOEXEC)
-        guard root >= 0 else { throw Failure("the root of process \(pid) cannot be opened: \(String(cString: strerror(errno)))") }
-        defer { close(root) }
-        let fd = openat(root, ".flatpak-info", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT { return nil }
-            throw Failure("/.flatpak-info of process \(pid) cannot be opened: \(String(cString: strerror(errno)))")
+    static func flatpakInfo(pid: UInt32, uid: UInt32, open: InfoOpener = openHere) throws -> String? {
+        let opened: Int32?
+        do {
+            opened = try open(pid)
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure("/.flatpak-info of process \(pid) cannot be opened: \(error)")
         }
+        guard let fd = opened else { return nil }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {

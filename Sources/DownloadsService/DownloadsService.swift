@@ -159,7 +159,23 @@ public final class DownloadsService: Sendable {
         }
         let app: String
         do {
-            app = try AppIdentity.app(pid: credentials.pid ?? 0, uid: credentials.uid, securityLabel: credentials.securityLabel)
+            // `/.flatpak-info` is opened with the caller's own rights (as xdg-desktop-portal,
+            // running as the user, opens it): a root daemon needs no CAP_SYS_PTRACE for it. A
+            // root caller holds capabilities the daemon does not, so the kernel hides its root
+            // from the daemon: root, trusted with everything, is the host then.
+            app = try await BlockingWork.run { [engine] in
+                try AppIdentity.app(
+                    pid: credentials.pid ?? 0, uid: credentials.uid, securityLabel: credentials.securityLabel,
+                    openInfo: { pid in
+                        guard credentials.uid == 0 else { return try engine.openAppInfo(pid: pid, owner: credentials.uid) }
+                        do {
+                            return try AppIdentity.openHere(pid)
+                        } catch let failure as AppIdentity.Failure where failure.isDenied {
+                            return nil
+                        }
+                    }
+                )
+            }
         } catch {
             logger.warning("call from \(call.sender) (uid \(credentials.uid)) refused: cannot tell which app it is: \(error)")
             throw DownloadsErrorName.accessDenied.error("cannot tell which app is calling: \(error)")

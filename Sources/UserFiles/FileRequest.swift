@@ -12,6 +12,8 @@ public enum FileRequest: Sendable, Equatable {
     case openForReading(path: String)
     /// The missing directories of `relative` below `base`, made beneath it (`StartGroupAt`).
     case makeDirectories(relative: String, base: String, mode: UInt32?)
+    /// `/.flatpak-info` of a process of the helper's user, opened (`UserFileOperations.openAppInfo`).
+    case openAppInfo(pid: UInt32)
 
     func encoded() -> [UInt8] {
         var writer = WireWriter()
@@ -70,6 +72,9 @@ public enum FileRequest: Sendable, Equatable {
             writer.string(base)
             writer.bool(mode != nil)
             writer.u32(mode ?? 0)
+        case .openAppInfo(let pid):
+            writer.byte(11)
+            writer.u32(pid)
         }
         return writer.bytes
     }
@@ -138,6 +143,7 @@ public enum FileRequest: Sendable, Equatable {
             let hasMode = try reader.bool()
             let mode = try reader.u32()
             request = .makeDirectories(relative: relative, base: base, mode: hasMode ? mode : nil)
+        case 11: request = .openAppInfo(pid: try reader.u32())
         default: throw WireReader.Malformed()
         }
         guard reader.isAtEnd else { throw WireReader.Malformed() }
@@ -175,6 +181,9 @@ public enum FileRequest: Sendable, Equatable {
             case .makeDirectories(let relative, let base, let mode):
                 try operations.makeDirectories(relative, below: base, mode: mode)
                 return (.done, -1)
+            case .openAppInfo(let pid):
+                guard let fd = try operations.openAppInfo(pid: pid) else { return (.answer(false), -1) }
+                return (.opened(FileIdentity(device: 0, inode: 0), created: false), fd)
             }
         } catch let error as FileOperationError {
             return (.failed(error), -1)

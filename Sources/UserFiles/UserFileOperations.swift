@@ -38,6 +38,22 @@ public struct UserFileOperations: Sendable {
         return OpenedPartial(descriptor: fd, identity: Self.identity(info), created: false)
     }
 
+    /// `/.flatpak-info` in the root of process `pid`, opened as this process's user may (a
+    /// process of the same user: the kernel's check for `/proc/PID/root` needs no capability
+    /// then), without following a link and non-blocking (a FIFO would hang a read); nil when
+    /// there is none (a host process). Whoever reads it checks what it is (`AppIdentity`).
+    public func openAppInfo(pid: UInt32) throws -> Int32? {
+        let root = open("/proc/\(pid)/root", uf_O_PATH | O_DIRECTORY | O_CLOEXEC)
+        guard root >= 0 else { throw FileOperationError.system("the root of process \(pid) cannot be opened") }
+        defer { close(root) }
+        let fd = openat(root, ".flatpak-info", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw FileOperationError.system("/.flatpak-info of process \(pid) cannot be opened")
+        }
+        return fd
+    }
+
     // MARK: Partial files
 
     /// Opens the partial file at `path` for reading and writing. A file there is kept only when

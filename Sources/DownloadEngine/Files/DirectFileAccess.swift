@@ -40,6 +40,10 @@ public struct DirectFileAccess: FileAccess, FileAccessProvider {
         try mapped(path) { try operations.openForReading(path).descriptor }
     }
 
+    public func openAppInfo(pid: UInt32) throws -> Int32? {
+        try mapped("/proc/\(pid)/root/.flatpak-info") { try operations.openAppInfo(pid: pid) }
+    }
+
     public func makeDirectories(_ relative: String, below base: String, mode: UInt32?) throws {
         try mapped(base + "/" + relative) { try operations.makeDirectories(relative, below: base, mode: mode) }
     }

@@ -27,6 +27,9 @@ public protocol FileAccess: Sendable {
     /// Makes the missing directories of `relative` below `base`, never through a link
     /// (`UserFileOperations.makeDirectories`).
     func makeDirectories(_ relative: String, below base: String, mode: UInt32?) throws
+    /// `/.flatpak-info` of the owner's process `pid`, opened as the owner (nil: none, a host
+    /// process); the caller closes the descriptor and checks what it is.
+    func openAppInfo(pid: UInt32) throws -> Int32?
 }
 
 extension FileOperationError {

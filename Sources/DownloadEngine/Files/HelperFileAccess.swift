@@ -53,6 +53,21 @@ struct HelperFileAccess: FileAccess {
         return descriptor
     }
 
+    func openAppInfo(pid: UInt32) throws -> Int32? {
+        let path = "/proc/\(pid)/root/.flatpak-info"
+        let (reply, descriptor) = try perform(.openAppInfo(pid: pid), path: path)
+        switch reply {
+        case .answer(false):
+            if descriptor >= 0 { close(descriptor) }
+            return nil
+        case .opened where descriptor >= 0:
+            return descriptor
+        default:
+            if descriptor >= 0 { close(descriptor) }
+            throw DownloadError.file("the file helper for uid \(helper.uid) did not hand over \(path)")
+        }
+    }
+
     func makeDirectories(_ relative: String, below base: String, mode: UInt32?) throws {
         _ = try perform(.makeDirectories(relative: relative, base: base, mode: mode), path: base + "/" + relative)
     }

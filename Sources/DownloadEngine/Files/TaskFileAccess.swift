@@ -39,6 +39,7 @@ struct TaskFileAccess: FileAccess {
     func exists(_ path: String) throws -> Bool { try base.exists(path) }
     func isFile(_ path: String, identity: FileIdentity) throws -> Bool { try base.isFile(path, identity: identity) }
     func openForReading(_ path: String) throws -> Int32 { try base.openForReading(path) }
+    func openAppInfo(pid: UInt32) throws -> Int32? { try base.openAppInfo(pid: pid) }
     func makeDirectories(_ relative: String, below base: String, mode: UInt32?) throws {
         try self.base.makeDirectories(relative, below: base, mode: mode)
     }

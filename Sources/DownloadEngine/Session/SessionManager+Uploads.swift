@@ -25,6 +25,13 @@ extension SessionManager {
 
     /// The identity of the regular file `path` as `owner` reaches it (their file helper on the
     /// system bus): `FileError` when they cannot read it or it is no regular file. Blocks.
+    /// `/.flatpak-info` of process `pid` of user `owner`, opened with that user's rights (their
+    /// file helper on the system bus): a root daemon needs no `CAP_SYS_PTRACE` to read another
+    /// uid's `/proc/PID/root`. nil: there is none (a host process). Blocks.
+    public func openAppInfo(pid: UInt32, owner: UInt32) throws -> Int32? {
+        try files.files(for: owner).openAppInfo(pid: pid)
+    }
+
     public func inspectSource(_ path: String, owner: UInt32) throws -> SourceIdentity {
         let fd = try files.files(for: owner).openForReading(path)
         defer { close(fd) }
