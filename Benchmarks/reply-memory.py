@@ -2,12 +2,12 @@
 """What kept upload replies cost the daemon's memory (issue 58, finding 3).
 
 A private session bus, the given downloadsd (state in a scratch directory), and a threaded HTTP
-server on 127.0.0.1 that answers every PUT with a 1 MiB body. It uploads a small file N times (64
-calls in flight), waits until every task has finished, and prints the daemon's RSS before, after,
+server on 127.0.0.1 that answers every PUT with a 1 MiB body. It uploads a small file N times, waits
+until every task has finished, and prints the daemon's RSS before, after,
 and after a restart that restores the N finished tasks, with the database's size and a check
 that the newest reply is whole (GetReply) and the oldest was dropped by the per-user budget.
 
-    Benchmarks/reply-memory.py [.build/release/downloadsd] [--uploads 1000]
+    /usr/bin/python3 Benchmarks/reply-memory.py [.build/release/downloadsd] [--uploads 1000]
 """
 import argparse
 import http.server
@@ -51,6 +51,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("daemon", nargs="?", default=".build/release/downloadsd")
     parser.add_argument("--uploads", type=int, default=1000)
+    parser.add_argument("--protocol", default="auto", help="the uploads' protocol option (auto asks OPTIONS first)")
     args = parser.parse_args()
     daemon = os.path.abspath(args.daemon)
     if not os.access(daemon, os.X_OK):
@@ -68,7 +69,7 @@ def main():
 
         def start_daemon():
             process = subprocess.Popen([daemon, "--address", address, "--state-dir", state, "--exit-idle-time", "0",
-                                        "--no-desktop", "--log-level", "warning"])
+                                        "--no-desktop", "--log-level", os.environ.get("LOG_LEVEL", "warning")])
             connection = dbus.bus.BusConnection(address)
             for _ in range(500):
                 if connection.name_has_owner(NAME):
@@ -81,28 +82,7 @@ def main():
             manager = dbus.Interface(connection.get_object(NAME, "/org/example/Downloads"), NAME)
             time.sleep(1)
             before = rss(process.pid)
-            tasks = []
-            done = threading.Semaphore(64)
-            lock = threading.Lock()
-
-            def replied(path):
-                with lock:
-                    tasks.append(str(path))
-                done.release()
-
-            def failed(error):
-                print("Upload failed:", error, file=sys.stderr)
-                done.release()
-
-            import dbus.mainloop.glib
-            from gi.repository import GLib
-            loop = GLib.MainLoop()
-            threading.Thread(target=loop.run, daemon=True).start()
-            for _ in range(args.uploads):
-                done.acquire()
-                manager.Upload(url, source, dbus.Dictionary({}, signature="sv"), reply_handler=replied, error_handler=failed)
-            for _ in range(64):
-                done.acquire()
+            tasks = [str(manager.Upload(url, source, dbus.Dictionary({"protocol": args.protocol}, signature="sv"))) for _ in range(args.uploads)]
 
             def state_of(path):
                 return str(connection.get_object(NAME, path).Get("org.example.Downloads.Task", "State",

@@ -55,6 +55,10 @@ extension DownloadsService {
                 throw BusError(name: error.name, message: "\(file.label): \(error.message)")
             }
         }
+        // Paths as they were resolved (a destination that is a file, not a directory the server names into).
+        try Self.checkDistinct(zip(files, requests).compactMap { file, request in
+            request.destinationIsDirectory ? nil : (file.label, Self.pathKey(request.destination))
+        })
         if let anchor {
             for directory in Set(directories) {
                 try await makeDirectories(directory, in: anchor.path, anchor: anchor, owner: caller.uid, fileMode: fileMode)
@@ -80,6 +84,35 @@ extension DownloadsService {
         var destination: String
         var options: TaskOptions
         var metalinkFile: MetalinkDocument.File?
+        /// A Metalink file's subdirectories to make below a path destination before it is checked.
+        var directories: (relative: String, base: String)?
+
+        /// The file's own path when it names a file (a Metalink document's file, a name below
+        /// `StartGroupAt`'s directory); nil when the destination may be a directory.
+        func filePath(anchored: Bool) -> String? {
+            guard metalinkFile != nil || (anchored && !destination.isEmpty) else { return nil }
+            return DownloadsService.pathKey(destination)
+        }
+    }
+
+    /// A path as one file is named once: empty and `.` parts left out (`a//b/./c` is `a/b/c`).
+    static func pathKey(_ path: String) -> String {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true).filter { $0 != "." }
+        return (path.hasPrefix("/") ? "/" : "") + parts.joined(separator: "/")
+    }
+
+    /// A group (or a document) that names one file twice would publish one over the other, or
+    /// half of an atomic group: refused at the call, before anything is made.
+    static func checkDistinct(_ paths: [(label: String, path: String)]) throws {
+        var seen: [String: String] = [:]
+        for (label, path) in paths {
+            if let first = seen[path] {
+                throw DownloadsErrorName.invalidArgument.error(
+                    "\(first) and \(label) name the same file \(DisplayText.quoted(path, limit: 200)); nothing was started"
+                )
+            }
+            seen[path] = label
+        }
     }
 
     /// The call's entries as files: each with the group's options under its own; an entry whose
@@ -136,17 +169,20 @@ extension DownloadsService {
                         )
                     }
                     let path: String
+                    var directories: (relative: String, base: String)?
                     if anchor != nil {
                         path = destination.isEmpty ? name : destination + "/" + name
                     } else {
                         let directory = try StartRequest.checkDestination(destination)
                         path = FilePaths.join(directory, name)
-                        // Made before the file is checked (its directory must exist then), as the caller.
-                        if let slash = name.lastIndex(of: "/") {
-                            try await makeDirectories(String(name[..<slash]), in: directory, anchor: nil, owner: caller.uid, fileMode: fileMode)
-                        }
+                        // Made before the file is checked (its directory must exist then), as the
+                        // caller, once every file's name was checked.
+                        if let slash = name.lastIndex(of: "/") { directories = (String(name[..<slash]), directory) }
                     }
-                    files.append(GroupFile(label: "file \(index) (\(name))", url: "", destination: path, options: options, metalinkFile: file))
+                    files.append(GroupFile(
+                        label: "file \(index) (\(name))", url: "", destination: path, options: options, metalinkFile: file,
+                        directories: directories
+                    ))
                 }
             } catch let error as BusError {
                 throw BusError(name: error.name, message: "file \(index): \(error.message)")
@@ -154,6 +190,11 @@ extension DownloadsService {
         }
         guard files.count <= Self.maxGroupFiles else {
             throw DownloadsErrorName.invalidArgument.error("a group has 1 to \(Self.maxGroupFiles) files, got \(files.count)")
+        }
+        try Self.checkDistinct(files.compactMap { file in file.filePath(anchored: anchor != nil).map { (file.label, $0) } })
+        for file in files {
+            guard let (relative, base) = file.directories else { continue }
+            try await makeDirectories(relative, in: base, anchor: nil, owner: caller.uid, fileMode: fileMode)
         }
         return files
     }

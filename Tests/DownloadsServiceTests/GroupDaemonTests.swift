@@ -221,6 +221,26 @@ final class GroupDaemonTests: DaemonTestCase {
                 XCTAssertTrue(error.message.contains("file 0"), error.message)
             }
         }
+        // A document naming one file twice (an atomic group would publish one over the other):
+        // refused at the call, and the subdirectory its names need is not made.
+        do {
+            _ = try await call("StartGroup", [entry(meta4(["new/x.bin", "new/x.bin"])), .vardict(["atomic": .boolean(true)])])
+            XCTFail("a document naming one file twice was taken")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
+            XCTAssertTrue(error.message.contains("name the same file"), error.message)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: inbox + "/new"), "nothing was made")
+        // So is a group naming one destination twice.
+        do {
+            _ = try await startGroup([(http.url("/m/a.bin"), inbox + "/twice.bin"), (http.url("/m/b.bin"), inbox + "//twice.bin")], atomic: true)
+            XCTFail("a group naming one destination twice was taken")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
+            XCTAssertTrue(error.message.contains("name the same file"), error.message)
+        }
+        let groups = try await call("ListGroups", [.string("")])
+        XCTAssertEqual(groups.first.map { if case .array(_, let listed) = $0 { return listed.count } else { return -1 } }, 1, "only the first group")
         do {
             _ = try await start("", inbox, ["metalink": .bytes(meta4(["a.bin", "b.bin"]))])
             XCTFail("Start took a document of two files")

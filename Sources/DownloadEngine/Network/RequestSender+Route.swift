@@ -19,11 +19,16 @@ extension RequestSender {
     /// names); `socks5h` names are never resolved here (the caller asked for the proxy to do it).
     /// `send` hands the lease back to the run's owner after the request.
     ///
+    /// A name resolved here may have several checked addresses (IPv6 and IPv4): the lease is
+    /// pinned to the first not in `avoiding` (those a connection to was refused), in the
+    /// resolver's order (RFC 6724: IPv6 first); `untried` says how many checked ones are left
+    /// after it, for the sender to go on with (`exchange`).
+    ///
     /// `connectTimeout`: the task's own, which a proxied route's client takes for its handshakes.
     func lease(
         _ kind: HTTPClients.Kind, for user: UInt32, scheme: String, host: String, port: Int, proxy option: ProxySetting?,
-        connectTimeout: Double? = nil
-    ) async throws -> HTTPClients.Lease {
+        connectTimeout: Double? = nil, avoiding: Set<String> = []
+    ) async throws -> (lease: HTTPClients.Lease, untried: Int) {
         let configuration = owner.configuration
         var route = HTTPClients.Route()
         let proxy = configuration.proxyEnvironment.proxy(own: option, scheme: scheme, host: host, port: port)
@@ -53,7 +58,7 @@ extension RequestSender {
             if let range = deniedRange(host) {
                 throw DownloadError.accessDenied("\(host) is in a network this service does not reach for you (\(range))")
             }
-            return owner.lease(kind, route: route)
+            return (owner.lease(kind, route: route), 0)
         }
         let resolvesHere: Bool
         switch proxy {
@@ -61,15 +66,16 @@ extension RequestSender {
         case .http: resolvesHere = !denied.isEmpty
         case .direct, nil: resolvesHere = !denied.isEmpty
         }
-        guard resolvesHere else { return owner.lease(kind, route: route) }
+        guard resolvesHere else { return (owner.lease(kind, route: route), 0) }
         let addresses: [String]
         do {
             addresses = try await AddressResolver.resolve(host, port: port)
         } catch where proxy != nil && !isSOCKS(proxy) {
             // Only the proxy may know this name.
-            return owner.lease(kind, route: route)
+            return (owner.lease(kind, route: route), 0)
         }
-        guard let allowed = addresses.first(where: { deniedRange($0) == nil }) else {
+        let checked = addresses.filter { deniedRange($0) == nil && !avoiding.contains($0) }
+        guard let allowed = checked.first else {
             let ranges = Set(addresses.compactMap { deniedRange($0)?.description }).sorted().joined(separator: ", ")
             throw DownloadError.accessDenied("every address of \(host) is in a network this service does not reach for you (\(ranges))")
         }
@@ -77,7 +83,7 @@ extension RequestSender {
         route.host = host
         route.port = port
         route.address = allowed
-        return owner.lease(kind, route: route)
+        return (owner.lease(kind, route: route), checked.count - 1)
     }
 
     private func isSOCKS(_ proxy: ProxySetting?) -> Bool {

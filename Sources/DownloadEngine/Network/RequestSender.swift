@@ -101,73 +101,86 @@ struct RequestSender: Sendable {
         // is stopping, within its own deadline; a probe has a deadline of its own too.
         let deadline = (cleanup ?? limit).map { NIODeadline.now() + $0 }
             ?? record.options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
-        let connection: HTTPClients.Lease
-        do {
-            connection = try await lease(
-                kind, for: record.owner, scheme: request.scheme, host: request.host, port: request.port,
-                proxy: record.options.proxy, connectTimeout: record.options.connectTimeout
-            )
-        } catch {
-            return .failure(DownloadError.classify(error))
-        }
-        defer { owner.release(connection) }
-        guard cleanup != nil || task.withState({ $0.stopReason }) == nil else { return .failure(.cancelled) }
-        let outgoing: any OutgoingRequest<Delegate.Response>
-        if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, request.scheme == "http",
-           let forward, let target = Forwarding.target(of: url) {
-            // A plain http URL through an HTTP proxy is forwarded, as curl does, not tunnelled.
-            outgoing = forward(Forwarding(
-                target: target, proxyHost: connection.proxyAddress ?? proxyHost, proxyPort: proxyPort,
-                proxyAuthorization: credentials.map { ($0.user, $0.password) },
-                connectTimeout: .milliseconds(Int64(connectTimeout * 1000)), deadline: deadline
-            ))
-        } else {
-            outgoing = connection.client.execute(request: request, delegate: delegate, deadline: deadline)
-        }
-        let cancel: @Sendable () -> Void = {
-            outgoing.cancel()
-            // A response that has ended waits for its delegate, which may be in a rate
-            // limit's wait: AsyncHTTPClient fails the request only once that wait is over.
-            delegate.interrupt(on: outgoing.eventLoop)
-        }
-        // Registered under the task's lock, or cancelled here when a stop came first: a stop
-        // cancels what is registered when it sets its reason, so no request outlives it.
-        let stoppedMeanwhile = cleanup == nil && task.withState { state -> Bool in
-            guard state.stopReason == nil else { return true }
-            state.requests[ObjectIdentifier(outgoing)] = cancel
-            return false
-        }
-        if stoppedMeanwhile { cancel() }
-        // A connection the scheduler takes back (`SegmentWorkers.retire`) cancels its request.
-        seat?.holds(cancel)
-        defer { seat?.holds(nil) }
-        var result: Delegate.Response?
-        var thrown: Error?
-        do {
-            result = try await outgoing.futureResult.get()
-        } catch is DecisionReached {
-            result = delegate.partialResult
-        } catch {
-            thrown = error
-        }
-        task.update { $0.requests[ObjectIdentifier(outgoing)] = nil }
-        if let failure = await afterwards() { return .failure(failure) }
-        if let thrown {
-            // Before any response through a proxy, a failure to connect or to open the tunnel is the proxy's.
-            if let proxy = connection.proxy, result == nil, delegate.partialResult == nil,
-               let error = DownloadError.classify(thrown, through: proxy, to: request.host, headSent: delegate.requestHeadSent) {
-                return .failure(error)
+        // A pinned name's next checked address is tried at once when a connection to one is
+        // refused or times out before anything was sent (Happy Eyeballs' fallback, RFC 8305).
+        var refused: Set<String> = []
+        while true {
+            let connection: HTTPClients.Lease
+            let untried: Int
+            do {
+                (connection, untried) = try await lease(
+                    kind, for: record.owner, scheme: request.scheme, host: request.host, port: request.port,
+                    proxy: record.options.proxy, connectTimeout: record.options.connectTimeout, avoiding: refused
+                )
+            } catch {
+                return .failure(DownloadError.classify(error))
             }
-            let error = DownloadError.classify(thrown)
-            guard error.code == .tlsError, result == nil, connection.proxy == nil else { return .failure(error) }
-            // BoringSSL says only "CERTIFICATE_VERIFY_FAILED": find out which check failed.
-            let why = await TLSDiagnosis.explain(
-                host: request.host, port: request.port, address: connection.pinnedAddress,
-                configuration: owner.tlsConfiguration, timeout: .milliseconds(Int64(connectTimeout * 1000))
-            )
-            return .failure(why.map { DownloadError.tls($0) } ?? error)
+            defer { owner.release(connection) }
+            guard cleanup != nil || task.withState({ $0.stopReason }) == nil else { return .failure(.cancelled) }
+            let outgoing: any OutgoingRequest<Delegate.Response>
+            if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, request.scheme == "http",
+               let forward, let target = Forwarding.target(of: url) {
+                // A plain http URL through an HTTP proxy is forwarded, as curl does, not tunnelled.
+                outgoing = forward(Forwarding(
+                    target: target, proxyHost: connection.proxyAddress ?? proxyHost, proxyPort: proxyPort,
+                    proxyAuthorization: credentials.map { ($0.user, $0.password) },
+                    connectTimeout: .milliseconds(Int64(connectTimeout * 1000)), deadline: deadline
+                ))
+            } else {
+                outgoing = connection.client.execute(request: request, delegate: delegate, deadline: deadline)
+            }
+            let cancel: @Sendable () -> Void = {
+                outgoing.cancel()
+                // A response that has ended waits for its delegate, which may be in a rate
+                // limit's wait: AsyncHTTPClient fails the request only once that wait is over.
+                delegate.interrupt(on: outgoing.eventLoop)
+            }
+            // Registered under the task's lock, or cancelled here when a stop came first: a stop
+            // cancels what is registered when it sets its reason, so no request outlives it.
+            let stoppedMeanwhile = cleanup == nil && task.withState { state -> Bool in
+                guard state.stopReason == nil else { return true }
+                state.requests[ObjectIdentifier(outgoing)] = cancel
+                return false
+            }
+            if stoppedMeanwhile { cancel() }
+            // A connection the scheduler takes back (`SegmentWorkers.retire`) cancels its request.
+            seat?.holds(cancel)
+            defer { seat?.holds(nil) }
+            var result: Delegate.Response?
+            var thrown: Error?
+            do {
+                result = try await outgoing.futureResult.get()
+            } catch is DecisionReached {
+                result = delegate.partialResult
+            } catch {
+                thrown = error
+            }
+            task.update { $0.requests[ObjectIdentifier(outgoing)] = nil }
+            if let thrown, result == nil, delegate.partialResult == nil, !delegate.requestHeadSent, untried > 0,
+               let address = connection.pinnedAddress, connection.proxy == nil, DownloadError.isConnectFailure(thrown),
+               cleanup != nil || task.withState({ $0.stopReason }) == nil {
+                owner.logger.info("task \(task.id): \(DownloadError.classify(thrown).message); trying the next address of \(request.host)")
+                refused.insert(address)
+                continue
+            }
+            if let failure = await afterwards() { return .failure(failure) }
+            if let thrown {
+                // Before any response through a proxy, a failure to connect or to open the tunnel is the proxy's.
+                if let proxy = connection.proxy, result == nil, delegate.partialResult == nil,
+                   let error = DownloadError.classify(thrown, through: proxy, to: request.host, headSent: delegate.requestHeadSent) {
+                    return .failure(error)
+                }
+                let error = DownloadError.classify(thrown)
+                guard error.code == .tlsError, result == nil, connection.proxy == nil else { return .failure(error) }
+                // BoringSSL says only "CERTIFICATE_VERIFY_FAILED": find out which check failed.
+                let why = await TLSDiagnosis.explain(
+                    host: request.host, port: request.port, address: connection.pinnedAddress,
+                    configuration: owner.tlsConfiguration, timeout: .milliseconds(Int64(connectTimeout * 1000))
+                )
+                return .failure(why.map { DownloadError.tls($0) } ?? error)
+            }
+            guard let result else { return .failure(.invalidResponse("no response")) }
+            return .success(result)
         }
-        guard let result else { return .failure(.invalidResponse("no response")) }
-        return .success(result)
     }
 }

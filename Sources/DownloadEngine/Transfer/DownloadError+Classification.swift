@@ -50,6 +50,18 @@ extension DownloadError {
         }
     }
 
+    /// Whether `error` is a connection that could not be made (refused, unreachable, timed out
+    /// while connecting): nothing reached the server.
+    static func isConnectFailure(_ error: Error) -> Bool {
+        switch error {
+        case is NIOConnectionError: return true
+        case let error as HTTPClientError: return error == .connectTimeout
+        case ChannelError.connectTimeout: return true
+        case let error as IOError: return [ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL].contains(error.errnoCode)
+        default: return false
+        }
+    }
+
     /// A connection's failure as a person reads it: the system's reason and errno for a system
     /// call's error. NIO's own text for one names the call's context rather than the cause (a
     /// refused connect reads "connection reset (error set): Connection refused) (errno: 111)",
