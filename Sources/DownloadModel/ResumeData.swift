@@ -60,6 +60,7 @@ public struct ResumeData: Sendable, Hashable {
             spec.responseStatus = 0
             spec.replyHeaders = [:]
             spec.newReplyBody = nil
+            spec.sentWhole = nil
             return spec
         }
     }

@@ -43,6 +43,11 @@ public struct UploadSpec: Sendable, Hashable, Codable {
     /// The resumable protocol's state once the server said which it speaks; nil: not asked yet
     /// (or plain).
     public var resumable: ResumableUpload?
+    /// A request that may not be sent again on its own (`ResendRule`: a POST or PATCH without an
+    /// `Idempotency-Key`) went out whole and no answer has come yet: recorded, so that a daemon
+    /// killed before the answer does not send it again at its next start (the task fails
+    /// `OutcomeUnknown`). Cleared by an answer, and by `Resume` (the app's decision). nil: false.
+    public var sentWhole: Bool?
 
     /// The protocol asked for (`plain` for rows from before the option).
     public var requestedProtocol: UploadProtocol { transferProtocol ?? .plain }
@@ -84,5 +89,6 @@ public struct UploadSpec: Sendable, Hashable, Codable {
         case ietfVersion = "ietf_version"
         case terminateOnCancel = "terminate_on_cancel"
         case resumable
+        case sentWhole = "sent_whole"
     }
 }

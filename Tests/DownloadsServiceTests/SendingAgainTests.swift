@@ -1,5 +1,8 @@
 import DBus
 import Foundation
+import DownloadsAPI
+import GRDB
+import TestHTTPServer
 import TestSupport
 import XCTest
 
@@ -110,5 +113,41 @@ final class SendingAgainTests: DaemonTestCase {
         let put = try await upload(server.url("/swallow-once/put"), file, ["method": .string("PUT"), "protocol": .string("plain")])
         try await waitState(put, ["finished"])
         XCTAssertEqual(server.requests(to: "/swallow-once/put").map(\.method), ["PUT", "PUT"], "PUT is idempotent")
+    }
+
+    /// The daemon killed after a POST went out whole and before its answer: the restart does not
+    /// send it again (OutcomeUnknown, the server has it once); `Resume` does. A PUT killed the
+    /// same way is sent again by the restart, as before.
+    func testAKillAfterAPostWentWholeDoesNotSendItAgain() async throws {
+        let file = try makeFile("order.json", size: 200_000)
+        var slow = Route.receiving()
+        slow.replyDelay = 30
+        http.set("/orders", slow)
+        http.set("/files", slow)
+        let post = try await upload(http.url("/orders"), file, ["method": .string("POST"), "protocol": .string("plain")])
+        let put = try await upload(http.url("/files"), file, ["method": .string("PUT"), "protocol": .string("plain")])
+        try await until("both bodies arrived whole") {
+            self.http.received("/orders").first?.complete == true && self.http.received("/files").first?.complete == true
+        }
+        // The mark is a checkpoint: give it the moment a save takes before the kill.
+        try await until("the POST is recorded as sent whole") {
+            let upload = try await DatabaseQueue(path: self.stateDirectory + "/downloads.sqlite").read { db in
+                try String.fetchOne(db, sql: "SELECT upload FROM task WHERE id = ?", arguments: [Int64(DownloadsAPI.taskID(post) ?? 0)])
+            }
+            return upload?.contains("\"sent_whole\":true") == true
+        }
+        killDaemon()
+        http.set("/orders", Route.receiving())
+        http.set("/files", Route.receiving())
+        try await startDaemon()
+        try await waitState(post, ["failed"])
+        let error = try await property(post, "Error")?.stringValue
+        XCTAssertEqual(error, "org.example.Downloads.Error.OutcomeUnknown")
+        XCTAssertEqual(http.received("/orders").count, 1, "not sent again by the restart")
+        try await waitState(put, ["finished"])
+        XCTAssertEqual(http.received("/files").count, 2, "a PUT is sent again")
+        try await taskCall(post, "Resume")
+        try await waitState(post, ["finished"])
+        XCTAssertEqual(http.received("/orders").count, 2, "Resume is the app's decision to send it again")
     }
 }

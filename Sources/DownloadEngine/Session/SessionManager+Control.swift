@@ -133,6 +133,8 @@ extension SessionManager {
             state.record.errorName = nil
             state.record.errorMessage = nil
             state.stopReason = nil
+            // Sending a request again whose answer was lost is the app's decision: this is it.
+            state.record.upload?.sentWhole = nil
         }, then: { [self] _, _, snapshot in
             state.withLockedValue {
                 $0.scheduler.enqueue(snapshot.record)

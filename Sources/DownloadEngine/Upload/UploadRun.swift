@@ -60,6 +60,13 @@ final class UploadRun: Sendable {
             // Resumable: it ends the task, or finds the server speaks neither protocol (auto).
             guard await runResumable(spec, reply: replyFile) else { return }
         }
+        // Killed after a request that may not go twice went out whole, before its answer: the
+        // answer is lost with the daemon, and the request is not sent again on its own.
+        if task.record.upload?.sentWhole == true,
+           let doubt = ResendRule.doubt(about: resendAttempt(spec, method: spec.method, sent: spec.bodyLength), lost: .interrupted("the service stopped"))
+        {
+            return await failed(doubt, reply: nil, file: replyFile)
+        }
         var retries = 0
         while true {
             // Each attempt from the start: the URL the caller gave, the method it asked for.
@@ -99,6 +106,7 @@ final class UploadRun: Sendable {
             } while true
             let error: DownloadError
             let reply: UploadDelegate.Result?
+            if case .response = outcome { answered() } else if case .failed(_, let head?) = outcome, head.status >= 200 { answered() }
             switch outcome {
             case .response(let result) where (200...299).contains(result.status):
                 return await finished(result, spec: spec, reply: replyFile)
@@ -146,6 +154,35 @@ final class UploadRun: Sendable {
             retries += 1
             guard await retry(after: error, reply: reply, retries: retries, file: replyFile, from: "byte 0") else { return }
         }
+    }
+
+    /// The attempt as `ResendRule` judges it: `spec`'s body sent by `method` up to `sent` bytes.
+    func resendAttempt(_ spec: UploadSpec, method: String, sent: Int64) -> ResendRule.Attempt {
+        ResendRule.Attempt(
+            method: method, idempotencyKey: ResendRule.hasIdempotencyKey(task.record.options.headers.keys), headSent: true,
+            bodyLength: spec.bodyLength, bodySent: sent
+        )
+    }
+
+    /// A request that may not go twice went out whole: recorded before its answer can come (a
+    /// checkpoint), so a restart knows. Off the event loop: the task's event order takes locks.
+    func markSentWhole() {
+        let task = self.task, owner = self.owner
+        Task {
+            task.inEventOrder {
+                let snapshot: TaskSnapshot? = task.withState { state in
+                    guard !state.record.state.isTerminal, state.record.upload?.sentWhole != true else { return nil }
+                    state.record.upload?.sentWhole = true
+                    return state.snapshot
+                }
+                if let snapshot { owner.events.checkpointed(task, snapshot) }
+            }
+        }
+    }
+
+    /// An answer came: what was sent is settled (it is saved with the next change).
+    func answered() {
+        task.update { state in if state.record.upload?.sentWhole == true { state.record.upload?.sentWhole = nil } }
     }
 
     /// A retrying task goes back to running before its next attempt; false: the run ends (it
@@ -267,9 +304,22 @@ final class UploadRun: Sendable {
         // little left to fetch does): a thousand small files are not sent two at a time.
         let short = record.upload.map { $0.bodyLength - owner.configuration.shortTransfer } ?? 0
         let markedShort = NIOLockedValueBox(false)
+        // A request that may not go twice: recorded once its body went out whole.
+        let bodyLength = body?.contentLength ?? 0
+        let marksSentWhole = guardsOutcome && record.upload != nil
+            && ResendRule.doubt(
+                about: ResendRule.Attempt(
+                    method: method, idempotencyKey: ResendRule.hasIdempotencyKey(headers.map(\.name)), headSent: true,
+                    bodyLength: bodyLength, bodySent: bodyLength
+                ), lost: .interrupted("")
+            ) != nil
+        let markedWhole = NIOLockedValueBox(false)
         let delegate = UploadDelegate(
             stallTimeout: record.options.stallTimeout ?? owner.configuration.stallTimeout, headOnly: probe != nil,
-            sent: { [task] sent in
+            sent: { [task, self] sent in
+                if marksSentWhole, sent >= bodyLength, !markedWhole.withLockedValue({ marked in defer { marked = true }; return marked }) {
+                    markSentWhole()
+                }
                 guard sent > 0 else { return }
                 if let deadline = task.wrote(upTo: base + sent, interval: interval) { owner.events.wroteData(task, at: deadline) }
                 if base + sent >= short, !markedShort.withLockedValue({ marked in defer { marked = true }; return marked }) {
