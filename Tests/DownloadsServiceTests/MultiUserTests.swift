@@ -403,5 +403,20 @@ extension MultiUserTests {
             tls.requests(for: "/limited/pinned-big.bin", on: .http1).contains { $0.range == nil }
         }
         XCTAssertEqual(Set(tls.requests(for: "/limited/pinned-big.bin", on: .http1).map(\.connection)).count, 4)
+
+        // The same to the server that offers HTTP/2: `connections: 4` is four TCP connections
+        // there too (issue 58, finding 7), each an HTTP/1.1 request.
+        let b = try await python(as: users.a, """
+        path = start('\(tls.url(.http2, "/limited/pinned-big.bin"))', '\(home)/big2.bin', connections=dbus.UInt32(4))
+        out['state'] = wait(path, ['finished', 'failed'], 90)
+        """)
+        XCTAssertEqual(b["state"] as? String, "finished")
+        XCTAssertEqual(sha256(ofFile: "\(home)/big2.bin"), Self.sha256(big))
+        try await until("nginx logged the first request of the HTTP/2 server's download") {
+            tls.requests(for: "/limited/pinned-big.bin", on: .http2).contains { $0.range == nil }
+        }
+        let overH2 = tls.requests(for: "/limited/pinned-big.bin", on: .http2)
+        XCTAssertEqual(Set(overH2.map(\.connection)).count, 4, "\(overH2.map { "\($0.connection) \($0.httpVersion) \($0.range ?? "-")" })")
+        XCTAssertTrue(overH2.allSatisfy { $0.httpVersion == "HTTP/1.1" }, "\(overH2.map(\.httpVersion))")
     }
 }
