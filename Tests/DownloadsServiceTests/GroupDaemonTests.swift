@@ -81,6 +81,36 @@ final class GroupDaemonTests: DaemonTestCase {
         XCTAssertEqual(sha256(ofFile: directory.file("missing.bin")), Self.sha256(fixed))
     }
 
+    /// A name planted at one file's destination while the group downloads (another user in a
+    /// shared directory, or the user's own program): the atomic group publishes nothing, that file
+    /// fails FileExists, the planted file is untouched; once it is gone, Resume publishes them all.
+    func testAnAtomicGroupWithAPlantedNamePublishesNothing() async throws {
+        let slow = Self.content(300_000, seed: 12), quick = Self.content(20_000, seed: 13)
+        var slowRoute = Route(content: slow)
+        slowRoute.bytesPerSecond = 150_000
+        http.set("/slow", slowRoute)
+        http.set("/quick", Route(content: quick))
+        let (group, tasks) = try await startGroup(
+            [(http.url("/slow"), directory.file("first.bin")), (http.url("/quick"), directory.file("second.bin"))], atomic: true
+        )
+        let planted = Array("someone else's\n".utf8)
+        FileManager.default.createFile(atPath: directory.file("second.bin"), contents: Data(planted))
+        try await until("GroupFailed", seconds: 30) { signalNames(for: group).contains("GroupFailed") }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("first.bin")), "nothing was published")
+        XCTAssertEqual(FileManager.default.contents(atPath: directory.file("second.bin")).map { Array($0) }, planted, "untouched")
+        let error = try await property(tasks[1], "Error")?.stringValue
+        XCTAssertEqual(error, "org.example.Downloads.Error.FileExists")
+        let state = try await groupProperty(group, "State")?.stringValue
+        XCTAssertEqual(state, "failed")
+
+        try FileManager.default.removeItem(atPath: directory.file("second.bin"))
+        let resumed = try await gdbus("Resume", [], object: group.rawValue, interface: "org.example.Downloads.Group")
+        XCTAssertEqual(resumed.status, 0, resumed.description)
+        try await until("GroupFinished", seconds: 30) { signalNames(for: group).contains("GroupFinished") }
+        XCTAssertEqual(sha256(ofFile: directory.file("first.bin")), Self.sha256(slow))
+        XCTAssertEqual(sha256(ofFile: directory.file("second.bin")), Self.sha256(quick))
+    }
+
     func testABadFileRefusesTheWholeGroup() async throws {
         let busctl = try await run([
             "busctl", "--address", bus.address, "call", "org.example.Downloads", "/org/example/Downloads", "org.example.Downloads",

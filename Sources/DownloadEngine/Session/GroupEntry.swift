@@ -6,8 +6,9 @@ import DownloadModel
 struct GroupEntry {
     var record: DownloadGroupRecord
     var tasks: [UInt64] = []
-    /// Runs waiting for the publication, by task: resumed with true to publish, false to stop.
-    var waiting: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+    /// Runs waiting for the publication, by task: resumed with true to publish, false to stop,
+    /// or an error (its name is taken: `FileExists`).
+    var waiting: [UInt64: CheckedContinuation<Bool, Error>] = [:]
     /// The decision is being recorded (between the last file ready and the store's commit).
     var deciding = false
     /// How many files ran when their shares of the group's bandwidth were last set.

@@ -97,14 +97,14 @@ extension SessionManager {
     /// A run whose file is complete and durable waits here, holding no place, for its group's
     /// other files: true once the decision to publish them all is recorded, false when the run
     /// is stopped first.
-    func awaitPublication(of task: DownloadTask) async -> Bool {
+    func awaitPublication(of task: DownloadTask) async throws -> Bool {
         let id = task.id
         let group = task.record.group
         // Its places go to others while it waits.
         state.withLockedValue { $0.scheduler.remove(id) }
         schedule()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, Error>) in
                 let (now, decide) = state.withLockedValue { state -> (Bool?, Bool) in
                     guard var entry = state.groups[group] else { return (true, false) }
                     if entry.record.publishing { return (true, false) }
@@ -136,11 +136,27 @@ extension SessionManager {
     /// with the others (`deciding`), so no file is renamed before the decision is durable.
     private func publish(_ group: UInt64) async {
         guard var record = state.withLockedValue({ $0.groups[group]?.record }) else { return }
+        // All or nothing: every name the files take must still be free (another user may have
+        // planted one in a shared directory meanwhile). A taken one fails its file (and so the
+        // group, whose other files stop) before any is placed.
+        let taken = await takenNames(group)
+        if !taken.isEmpty {
+            let refused = state.withLockedValue { state -> [(CheckedContinuation<Bool, Error>, DownloadError)] in
+                guard var entry = state.groups[group] else { return [] }
+                entry.deciding = false
+                let picked = taken.compactMap { id, error in entry.waiting.removeValue(forKey: id).map { ($0, error) } }
+                state.groups[group] = entry
+                return picked
+            }
+            logger.info("group \(group): \(taken.count) file name(s) taken before the publication; nothing is published")
+            for (continuation, error) in refused { continuation.resume(throwing: error) }
+            return
+        }
         record.publishing = true
         await delegate.groupWillPublish(record)
         CrashPoint.groupDecided.reached()
         logger.info("group \(group): every file is complete; publishing them")
-        let waiting = state.withLockedValue { state -> [CheckedContinuation<Bool, Never>] in
+        let waiting = state.withLockedValue { state -> [CheckedContinuation<Bool, Error>] in
             guard var entry = state.groups[group] else { return [] }
             defer {
                 entry.record.publishing = true
@@ -151,6 +167,25 @@ extension SessionManager {
             return Array(entry.waiting.values)
         }
         for continuation in waiting { continuation.resume(returning: true) }
+    }
+
+    /// The files of `group` waiting to be published whose destination name is taken now (a file
+    /// is there and `overwrite` is false), asked as each task's owner; a file named by the server
+    /// (a directory destination) finds a free name itself.
+    private func takenNames(_ group: UInt64) async -> [UInt64: DownloadError] {
+        let waiting = state.withLockedValue { state -> [DownloadTask] in
+            guard let entry = state.groups[group] else { return [] }
+            return entry.waiting.keys.sorted().compactMap { state.tasks[$0] }
+        }
+        var taken: [UInt64: DownloadError] = [:]
+        for task in waiting {
+            let record = task.record
+            guard !record.destinationIsDirectory, !record.options.overwrite, !record.writesInPlace else { continue }
+            let access = fileAccess(for: task)
+            let exists = (try? await task.onIOQueue { try access.exists(record.destination) }) ?? false
+            if exists { taken[task.id] = .fileExists(record.destination) }
+        }
+        return taken
     }
 
     /// A file of `task`'s group failed for good: in an atomic group nothing may be published, so

@@ -206,7 +206,7 @@ extension TransferRun {
                 if withGroup {
                     // No descriptor is held while it waits (a group may have thousands of files).
                     try await writer.perform { $0.close() }
-                    guard await owner.awaitPublication(of: task) else { throw DownloadError.cancelled }
+                    guard try await owner.awaitPublication(of: task) else { throw DownloadError.cancelled }
                     destination = try await writer.perform { _ in try finalizer.publishRecorded(task.record) }
                 } else {
                     destination = try await writer.perform { writer in try finalizer.publish(task.record, writer: writer) }
