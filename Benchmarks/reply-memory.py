@@ -66,7 +66,7 @@ def main():
         state = os.path.join(scratch, "state")
         source = os.path.join(scratch, "form.json")
         with open(source, "wb") as f:
-            f.write(b"{}" * 512)
+            f.write(b"{}" * 512 * int(os.environ.get("SOURCE_KIB", "1")))
         bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address"], stdout=subprocess.PIPE, text=True)
         address = bus.stdout.readline().strip()
 

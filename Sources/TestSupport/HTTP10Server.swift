@@ -2,7 +2,8 @@ import Foundation
 
 /// Python's `http.server` speaking HTTP/1.0 as many small servers do: it answers and closes
 /// (`Tests/servers/http10_server.py`), and logs every request it took, with the bytes of the body
-/// it read, before answering it. Its paths choose how it answers (see the script).
+/// it read, before answering it. Its paths choose how it answers (see the script). `keepAlive`:
+/// HTTP/1.1 instead, connections kept open (Python writes a response's head, then its body).
 public final class HTTP10Server: @unchecked Sendable {
     public struct LoggedRequest: Sendable, Decodable, Equatable {
         public var method: String
@@ -16,10 +17,13 @@ public final class HTTP10Server: @unchecked Sendable {
     private let logPath: String
     private var process: ChildProcess?
 
-    public init(in work: String) throws {
+    public init(in work: String, keepAlive: Bool = false) throws {
         port = try FreePort.pick()
         logPath = work + "/http10-\(port).log"
-        process = try ChildProcess(["/usr/bin/python3", PackageRoot.url.path + "/Tests/servers/http10_server.py", String(port), logPath])
+        process = try ChildProcess(
+            ["/usr/bin/python3", PackageRoot.url.path + "/Tests/servers/http10_server.py", String(port), logPath]
+                + (keepAlive ? ["keep-alive"] : [])
+        )
         let deadline = Date().addingTimeInterval(20)
         while !FreePort.accepts(port: port) {
             guard Date() < deadline, process?.hasExited == false else {

@@ -331,4 +331,19 @@ final class UploadTests: DaemonTestCase {
         let status = try await property(task, "ResponseStatus")
         XCTAssertEqual(status?.uint32Value, 201, "the reply is kept through the restart")
     }
+
+    /// 300 small uploads, each answered with a 1 MiB reply over kept-alive connections: every one
+    /// finishes. (Benchmarks/reply-memory.py with KEEP_ALIVE=1 showed pooled connections left
+    /// waiting for ever after about 150 uploads with streamed bodies; small bodies now go whole.
+    /// This test did not catch the streamed path failing here: it guards the whole one.)
+    func testManySmallUploadsWithLargeRepliesOverKeptAliveConnectionsAllFinish() async throws {
+        // Python's http.server over HTTP/1.1: it writes a response's head, then its body.
+        let server = try HTTP10Server(in: directory.path, keepAlive: true)
+        defer { server.stop() }
+        let (path, _) = try makeFile("small.json", size: 1024, seed: 79)
+        var tasks: [ObjectPath] = []
+        for _ in 0..<300 { tasks.append(try await upload(server.url("/big-reply/api"), path, ["protocol": .string("plain")])) }
+        for task in tasks { try await waitState(task, ["finished"], seconds: 120) }
+        XCTAssertEqual(server.requests(to: "/big-reply/api").count, 300)
+    }
 }

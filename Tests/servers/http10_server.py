@@ -8,7 +8,8 @@ Paths:
   /read-then-answer/...  reads the whole body, then 201 with no Content-Length (ends by closing)
   /swallow-once/...      the first request to the path is read whole and closed without an answer;
                          later ones are read and answered 201 with a JSON body
-Usage: http10_server.py PORT LOG
+  /big-reply/...         reads the whole body, then 201 with a 1 MiB body (Content-Length)
+Usage: http10_server.py PORT LOG [keep-alive]   (keep-alive: HTTP/1.1, connections kept open)
 """
 import json
 import socket
@@ -17,12 +18,14 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PORT, LOG = int(sys.argv[1]), sys.argv[2]
+KEEP_ALIVE = len(sys.argv) > 3 and sys.argv[3] == "keep-alive"
+BIG = bytes(range(256)) * 4096
 lock = threading.Lock()
 seen = {}
 
 
 class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.0"
+    protocol_version = "HTTP/1.1" if KEEP_ALIVE else "HTTP/1.0"
 
     def log_message(self, *args):
         pass
@@ -48,8 +51,16 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
+        if mode == "big-reply":
+            self.send_response(201)
+            self.send_header("Content-Length", str(len(BIG)))
+            self.end_headers()
+            self.wfile.write(BIG)
+            return
         self.send_response(201)
         self.send_header("Content-Type", "application/json")
+        if KEEP_ALIVE:
+            self.send_header("Content-Length", "17")
         self.end_headers()
         if mode != "answer-and-close":
             self.wfile.write(b'{"stored": true}\n')

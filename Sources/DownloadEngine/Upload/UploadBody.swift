@@ -13,6 +13,28 @@ enum UploadBody {
     static let largestChunk = 256 * 1024
     static let smallestChunk = 4 * 1024
 
+    /// A body this small goes whole, with its head, when no rate limit holds it back.
+    static let wholeLimit: Int64 = 1 << 20
+
+    /// The whole body in one buffer (the form's head, the file, the form's end), read now, for a
+    /// body of at most `wholeLimit` bytes that no bandwidth limit paces; nil otherwise (stream
+    /// it: `make`). AsyncHTTPClient writes it with the request's head, as curl sends a small body;
+    /// a streamed body whose response ended before the stream's end was seen leaves its pooled
+    /// connection waiting for ever (1 MiB replies over kept-alive connections:
+    /// Benchmarks/RESULTS.md, "Kept replies"). A file shorter than recorded is `SourceChanged`.
+    static func whole(_ spec: UploadSpec, from source: SourceFile, task: DownloadTask) async throws -> HTTPClient.Body? {
+        guard spec.bodyLength <= wholeLimit, task.maxBytesPerSecond == 0, !task.record.options.background else { return nil }
+        let size = spec.identity.size
+        var file = try await task.onIOQueue { try source.read(Int(size), at: 0) }
+        guard Int64(file.readableBytes) == size else {
+            throw DownloadError.sourceChanged(spec.source, "it ends at byte \(file.readableBytes) of \(size)")
+        }
+        var buffer = ByteBuffer(bytes: spec.bodyPrefix)
+        buffer.writeBuffer(&file)
+        buffer.writeBytes(spec.bodySuffix)
+        return .byteBuffer(buffer)
+    }
+
     /// The whole body; or, with `range`, only those bytes of the file (a resumable upload's
     /// part: no form around it).
     static func make(_ spec: UploadSpec, from source: SourceFile, task: DownloadTask, range: Range<Int64>? = nil) -> HTTPClient.Body {

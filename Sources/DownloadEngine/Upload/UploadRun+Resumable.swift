@@ -216,14 +216,17 @@ extension UploadRun {
         var headers = headers(to: url)
         headers.replaceOrAdd(name: IETFUploadRules.versionHeader, value: String(version))
         let result: UploadDelegate.Result
+        let asked = ContinuousClock.now
         switch await exchange("OPTIONS", url: url, headers: headers, body: nil, startingAt: 0, reply: nil, probe: Self.probeTime) {
         case .response(let answer):
             result = answer
         case .failed(_, let head?):
             // The head decides; its body is not waited for.
             result = head
-        case .failed(let error, nil) where error.code == .timeout && spec.requestedProtocol == .auto:
-            // A server that does not answer the question in time gets the plain request.
+        case .failed(let error, nil)
+            where error.code == .timeout && spec.requestedProtocol == .auto && ContinuousClock.now - asked >= .nanoseconds(Self.probeTime.nanoseconds):
+            // A server that does not answer the question within the probe's own time gets the
+            // plain request (a stall before it is a failure like any other, retried).
             owner.logger.info("task \(task.id): the server did not answer OPTIONS within \(Self.probeTime.nanoseconds / 1_000_000_000) s; a plain upload")
             return .success(nil)
         case .failed(let error, nil):

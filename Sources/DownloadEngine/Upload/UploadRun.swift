@@ -254,8 +254,16 @@ final class UploadRun: Sendable {
         if withBody, spec.form != nil || spec.contentType != nil || !headers.contains(name: "Content-Type") {
             headers.replaceOrAdd(name: "Content-Type", value: spec.requestContentType)
         }
+        var body: HTTPClient.Body?
+        if let source {
+            do {
+                body = try await UploadBody.whole(spec, from: source, task: task) ?? UploadBody.make(spec, from: source, task: task)
+            } catch {
+                return .failed(DownloadError.classify(error), reply: nil)
+            }
+        }
         let sent = await exchange(
-            method, url: url, headers: headers, body: source.map { [task] in UploadBody.make(spec, from: $0, task: task) },
+            method, url: url, headers: headers, body: body,
             startingAt: 0, reply: reply, guardsOutcome: true
         )
         // The file must be the one recorded through the whole attempt, whatever came back.
