@@ -165,10 +165,12 @@ final class UploadRun: Sendable {
     }
 
     /// A request that may not go twice went out whole: recorded before its answer can come (a
-    /// checkpoint), so a restart knows. Off the event loop: the task's event order takes locks.
-    func markSentWhole() {
+    /// checkpoint), so a restart knows. Off the event loop: the task's event order takes locks;
+    /// the attempt awaits the returned task before it reports its outcome, so an answer always
+    /// clears the mark after it was set (`answered`).
+    func markSentWhole() -> Task<Void, Never> {
         let task = self.task, owner = self.owner
-        Task {
+        return Task {
             task.inEventOrder {
                 let snapshot: TaskSnapshot? = task.withState { state in
                     guard !state.record.state.isTerminal, state.record.upload?.sentWhole != true else { return nil }
@@ -322,11 +324,13 @@ final class UploadRun: Sendable {
                 ), lost: .interrupted("")
             ) != nil
         let markedWhole = NIOLockedValueBox(false)
+        let marking = NIOLockedValueBox<Task<Void, Never>?>(nil)
         let delegate = UploadDelegate(
             stallTimeout: record.options.stallTimeout ?? owner.configuration.stallTimeout, headOnly: probe != nil,
             sent: { [task, self] sent in
                 if marksSentWhole, sent >= bodyLength, !markedWhole.withLockedValue({ marked in defer { marked = true }; return marked }) {
-                    markSentWhole()
+                    let mark = markSentWhole()
+                    marking.withLockedValue { $0 = mark }
                 }
                 guard sent > 0 else { return }
                 if let deadline = task.wrote(upTo: base + sent, interval: interval) { owner.events.wroteData(task, at: deadline) }
@@ -351,6 +355,8 @@ final class UploadRun: Sendable {
                 connectTimeout: forwarding.connectTimeout, deadline: forwarding.deadline
             )
         }
+        // The mark of a body sent whole is in the task before its outcome is (see `markSentWhole`).
+        await marking.withLockedValue { $0 }?.value
         switch sent {
         case .success(let result): return .response(result)
         case .failure(let error):
