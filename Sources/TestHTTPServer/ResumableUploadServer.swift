@@ -41,6 +41,7 @@ public final class ResumableUploadServer: Sendable {
         var bodyBytes: Int64 = 0
         var cuts: [Int64] = []
         var conflicts = 0
+        var conflictsEarly = false
         var appStatus = 201
         var deletes = 0
     }
@@ -87,8 +88,15 @@ public final class ResumableUploadServer: Sendable {
 
     /// Cuts the connection once the bodies received reach each of `totals` (bytes, all requests).
     public func cut(atTotals totals: [Int64]) { state.withLockedValue { $0.cuts = totals.sorted() } }
-    /// Answers the next `count` appends (`PATCH`) with 409 once their bodies are read.
-    public func conflict(next count: Int = 1) { state.withLockedValue { $0.conflicts = count } }
+    /// Answers the next `count` appends (`PATCH`) with 409 once their bodies are read; `early`:
+    /// at once, before reading the body, and closes the connection under the sender (as nginx
+    /// refuses a request).
+    public func conflict(next count: Int = 1, early: Bool = false) {
+        state.withLockedValue {
+            $0.conflicts = count
+            $0.conflictsEarly = early
+        }
+    }
     /// The app's status for an upload it got whole (default 201).
     public func appAnswers(_ status: Int) { state.withLockedValue { $0.appStatus = status } }
 
@@ -107,6 +115,7 @@ public final class ResumableUploadServer: Sendable {
         let state: NIOLockedValueBox<State>
         private var index: Int?
         private var swallowing = false
+        private var answeredEarly = false
 
         init(state: NIOLockedValueBox<State>) { self.state = state }
 
@@ -115,17 +124,28 @@ public final class ResumableUploadServer: Sendable {
             switch part {
             case .head(let request):
                 let offset = request.headerFields[HTTPField.Name("Upload-Offset")!].flatMap { Int64($0) }
-                let conflict = state.withLockedValue { state -> Bool in
+                let (conflict, early) = state.withLockedValue { state -> (Bool, Bool) in
                     state.log.append(LoggedRequest(
                         method: request.method.rawValue, path: request.path ?? "", offset: offset,
                         version: request.headerFields[HTTPField.Name("Upload-Draft-Interop-Version")!], bodyBytes: 0
                     ))
                     index = state.log.count - 1
                     if request.method == .delete { state.deletes += 1 }
-                    guard request.method == .patch, state.conflicts > 0 else { return false }
+                    guard request.method == .patch, state.conflicts > 0 else { return (false, false) }
                     state.conflicts -= 1
-                    return true
+                    return (true, state.conflictsEarly)
                 }
+                if conflict, early {
+                    var response = HTTPResponse(status: .conflict)
+                    response.headerFields[.contentLength] = "0"
+                    response.headerFields[.connection] = "close"
+                    context.write(wrapOutboundOut(.head(response)), promise: nil)
+                    context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+                    swallowing = true
+                    answeredEarly = true
+                    return
+                }
+                answeredEarly = false
                 if conflict {
                     // Read to its end (the connection stays usable), then 409.
                     swallowing = true
@@ -157,6 +177,7 @@ public final class ResumableUploadServer: Sendable {
                 context.fireChannelRead(data)
             case .end:
                 guard !swallowing else {
+                    guard !answeredEarly else { return }
                     var response = HTTPResponse(status: .conflict)
                     response.headerFields[.contentLength] = "0"
                     context.write(wrapOutboundOut(.head(response)), promise: nil)

@@ -214,6 +214,23 @@ final class ResumableUploadTests: DaemonTestCase {
         XCTAssertEqual(afterConflict.dropFirst().first?.offset, String(2 << 20), "and goes on from the server's offset")
     }
 
+    /// The trust issue's sibling: a 409 answered before the server read the append's body, then
+    /// the connection closed under the sender (as nginx refuses). The head is the outcome at once
+    /// (not the stall timeout, 60 s): HEAD, then the append again from the server's offset.
+    func testAnEarly409ThenACloseIsNoticedAtOnce() async throws {
+        let ietf = try ietfServer()
+        let (path, content) = try makeFile("early.bin", size: 24_000_000, seed: 162)
+        ietf.conflict(next: 1, early: true)
+        let task = try await upload(ietf.url("/early"), path, ["protocol": .string("ietf")])
+        // Well inside the stall timeout: the answer is heard, not waited out.
+        try await waitState(task, ["finished"], seconds: 40)
+        XCTAssertEqual(ietf.uploads.map(\.sha256), [Self.sha256(content)])
+        let methods = ietf.log.map(\.method)
+        XCTAssertEqual(Array(methods.prefix(3)), ["PUT", "PATCH", "HEAD"], "409, then HEAD: \(ietf.log)")
+        let messages = try await property(task, "ErrorMessage")?.stringValue ?? ""
+        XCTAssertFalse(messages.contains("Timeout"), messages)
+    }
+
     func testAGoneOrExpiredResourceIsMadeAgainAndSetURLGivesANewCreationURL() async throws {
         // IETF: a new creation URL (a presigned one's successor) is used only once the resource is gone.
         let first = try ResumableUploadServer()

@@ -78,6 +78,33 @@ final class SendingAgainTests: DaemonTestCase {
         XCTAssertEqual(String(decoding: reply[2].bytesValue ?? [], as: UTF8.self), "{\"stored\": true}\n")
     }
 
+    /// An early answer: 413 before the server read the body, the connection then closed (HTTP/1.0)
+    /// or kept open with the body unread (HTTP/1.1, the answer's length given, chunked or empty). The
+    /// answer is the outcome at once, not after the stall timeout (60 s): HTTPError with its
+    /// body for GetReply, sent once.
+    func testAnEarlyRefusalIsTheOutcomeAtOnce() async throws {
+        let big = try makeFile("video.bin", size: 24_000_000)
+        let open = try HTTP10Server(in: directory.path, keepAlive: true)
+        defer { open.stop() }
+        let reason = "{\"error\": \"too large\"}\n"
+        for (server, path, body) in [
+            (server!, "/refuse-early/a", reason), (server!, "/refuse-early-empty/b", ""), (open, "/refuse-early/c", reason),
+            (open, "/refuse-early-chunked/d", reason), (open, "/refuse-early-empty/e", ""),
+        ] {
+            let task = try await upload(server.url(path), big, ["method": .string("POST"), "protocol": .string("plain")])
+            // Well inside the stall timeout: the answer is heard, not waited out.
+            try await waitState(task, ["failed"], seconds: 30)
+            let error = try await property(task, "Error")?.stringValue
+            XCTAssertEqual(error, "org.example.Downloads.Error.HTTPError", path)
+            let reply = try await client.call(
+                destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task", method: "GetReply"
+            )
+            XCTAssertEqual(reply[0].uint32Value, 413, path)
+            XCTAssertEqual(String(decoding: reply[2].bytesValue ?? [], as: UTF8.self), body, path)
+            XCTAssertEqual(server.requests(to: path).count, 1, "\(path): not sent again")
+        }
+    }
+
     /// A request that arrived whole and whose answer was lost: a POST fails OutcomeUnknown (sent
     /// once) and `Resume` sends it again; a POST with an Idempotency-Key and a PUT are sent again
     /// by the service itself.

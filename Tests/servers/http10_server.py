@@ -9,6 +9,10 @@ Paths:
   /swallow-once/...      the first request to the path is read whole and closed without an answer;
                          later ones are read and answered 201 with a JSON body
   /big-reply/...         reads the whole body, then 201 with a 1 MiB body (Content-Length)
+  /refuse-early/...      413 with a short body at once, without reading the body (a limit, as
+                         nginx refuses); with keep-alive the connection stays open, unread
+  /refuse-early-chunked/...  the same 413 with a chunked body (keep-alive only)
+  /refuse-early-empty/...    the same 413 with an empty body (Content-Length: 0)
 Usage: http10_server.py PORT LOG [keep-alive]   (keep-alive: HTTP/1.1, connections kept open)
 """
 import json
@@ -34,7 +38,7 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         mode = self.path.split("/")[1]
         read = 0
-        if mode != "answer-and-close":
+        if mode not in ("answer-and-close", "refuse-early", "refuse-early-chunked", "refuse-early-empty"):
             while read < length:
                 chunk = self.rfile.read(min(65536, length - read))
                 if not chunk:
@@ -50,6 +54,24 @@ class Handler(BaseHTTPRequestHandler):
             # The request arrived whole; the answer is lost (the connection just closes).
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if mode in ("refuse-early", "refuse-early-chunked", "refuse-early-empty"):
+            reason = b"" if mode == "refuse-early-empty" else b'{"error": "too large"}\n'
+            self.send_response(413)
+            self.send_header("Content-Type", "application/json")
+            if mode != "refuse-early-chunked":
+                self.send_header("Content-Length", str(len(reason)))
+                self.end_headers()
+                self.wfile.write(reason)
+            else:
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(reason), reason))
+            self.wfile.flush()
+            if KEEP_ALIVE:
+                # The body stays unread on an open connection (the test stops the server).
+                threading.Event().wait(120)
+                self.close_connection = True
             return
         if mode == "big-reply":
             self.send_response(201)

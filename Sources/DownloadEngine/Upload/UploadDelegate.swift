@@ -30,6 +30,11 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
     private let stallTimeout: TimeAmount
     /// The head is all that is wanted (a probe): the request ends once it came.
     private let headOnly: Bool
+    /// The request body's length: a final answer of 300 or more before it was all written is
+    /// an early answer (see `receivedHead`).
+    private let bodyLength: Int64
+    /// How long an early answer's body without a length may pause before it counts as ended.
+    static let earlyAnswerQuiet: TimeAmount = .seconds(2)
 
     // Event-loop state (the request's loop), read by `partialResult` only after the request ended.
     private var status = 0
@@ -38,6 +43,8 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
     private var bodyBytes: Int64 = 0
     private var sentBytes: Int64 = 0
     private var sink: Sink?
+    /// An early answer's body length (nil: not an early answer; -1: no length given).
+    private var earlyAnswerLength: Int64?
     private var lastMoved = NIODeadline.now()
     private var watchdog: RepeatedTask?
     private let headSent = NIOLockedValueBox(false)
@@ -45,11 +52,12 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
     /// `sent`: the body's bytes written so far (called on the event loop, each part);
     /// `sink`: for a final status, where its body goes instead of memory (nil: kept).
     init(
-        stallTimeout: Double, headOnly: Bool = false, sent: @escaping @Sendable (Int64) -> Void,
+        stallTimeout: Double, headOnly: Bool = false, bodyLength: Int64 = 0, sent: @escaping @Sendable (Int64) -> Void,
         sink: @escaping @Sendable (Int) -> Sink?
     ) {
         self.sent = sent
         self.headOnly = headOnly
+        self.bodyLength = bodyLength
         sinkFor = sink
         self.stallTimeout = .milliseconds(Int64(max(1, stallTimeout) * 1000))
     }
@@ -90,6 +98,11 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
         // Nothing sent and nothing heard for the stall timeout: the request ends as `Timeout`.
         let limit = stallTimeout
         watchdog = request.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [self] repeated in
+            if earlyAnswerLength == -1, NIODeadline.now() - lastMoved > Self.earlyAnswerQuiet {
+                // An early answer with no length, quiet since its last byte: it is what came.
+                repeated.cancel()
+                return request.fail(DecisionReached())
+            }
             guard NIODeadline.now() - lastMoved > limit else { return }
             repeated.cancel()
             request.fail(DownloadError.timeout("nothing was sent or received for \(limit.nanoseconds / 1_000_000_000) s"))
@@ -116,6 +129,18 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
             // never ends): the decision is in `partialResult`.
             stopWatchdog()
             request.fail(DecisionReached())
+        } else if status >= 300, sentBytes < bodyLength {
+            // An early answer (a refusal before the body was read, as nginx gives): AsyncHTTPClient
+            // stops the body and, once the answer ended, waits for a body that can no longer go,
+            // so the request would end only at the stall timeout. The answer is the outcome once
+            // its body is in: at once for an empty one, at its length, or after a quiet moment
+            // when it gives none (a close ends the request before that anyway).
+            let length = head.headers.first(name: "content-length").flatMap { Int64($0) }
+            earlyAnswerLength = length ?? -1
+            if length == 0 || head.status == .notModified {
+                stopWatchdog()
+                request.fail(DecisionReached())
+            }
         }
         return request.eventLoop.makeSucceededVoidFuture()
     }
@@ -126,6 +151,10 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
         if let sink { return sink(buffer, request.eventLoop) }
         let room = UploadSpec.maxKeptReply - body.count
         if room > 0 { body += buffer.readableBytesView.prefix(room) }
+        if let length = earlyAnswerLength, length >= 0, bodyBytes >= length {
+            stopWatchdog()
+            request.fail(DecisionReached())
+        }
         return request.eventLoop.makeSucceededVoidFuture()
     }
 

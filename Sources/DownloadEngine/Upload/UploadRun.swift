@@ -326,7 +326,7 @@ final class UploadRun: Sendable {
         let markedWhole = NIOLockedValueBox(false)
         let marking = NIOLockedValueBox<Task<Void, Never>?>(nil)
         let delegate = UploadDelegate(
-            stallTimeout: record.options.stallTimeout ?? owner.configuration.stallTimeout, headOnly: probe != nil,
+            stallTimeout: record.options.stallTimeout ?? owner.configuration.stallTimeout, headOnly: probe != nil, bodyLength: bodyLength,
             sent: { [task, self] sent in
                 if marksSentWhole, sent >= bodyLength, !markedWhole.withLockedValue({ marked in defer { marked = true }; return marked }) {
                     let mark = markSentWhole()
