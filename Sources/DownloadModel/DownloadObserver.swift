@@ -41,6 +41,9 @@ public protocol DownloadObserver: AnyObject, Sendable {
     /// An atomic group's files are all complete and durable: the decision to publish them is
     /// recorded here (the store commits it) before the first rename.
     func groupWillPublish(_ group: DownloadGroupRecord)
+    /// That decision is undone: a file's name was taken between the check and its rename, the
+    /// files placed are back at their partial names, nothing is published.
+    func groupDidNotPublish(_ group: DownloadGroupRecord)
     /// The group's last task was removed.
     func groupWasRemoved(_ group: DownloadGroupRecord)
     /// Nothing is queued, running or retrying in `session` any more.
@@ -53,6 +56,7 @@ public protocol DownloadObserver: AnyObject, Sendable {
 extension DownloadObserver {
     public func groupWasCreated(_ group: DownloadGroupRecord) {}
     public func groupWillPublish(_ group: DownloadGroupRecord) {}
+    public func groupDidNotPublish(_ group: DownloadGroupRecord) {}
     public func groupWasRemoved(_ group: DownloadGroupRecord) {}
     public func taskWasCreated(_ task: TaskSnapshot) {}
     public func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {}

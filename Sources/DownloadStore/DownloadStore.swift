@@ -261,10 +261,11 @@ public final class DownloadStore: Sendable {
         }
     }
 
-    /// The write that records an atomic group's decision to publish every file.
-    public func publishingGroup(_ id: UInt64) -> StoreWrite {
+    /// The write that records an atomic group's decision to publish every file (or, `false`,
+    /// that it was undone).
+    public func publishingGroup(_ id: UInt64, _ publishing: Bool = true) -> StoreWrite {
         StoreWrite(mayUseReserve: true) { db in
-            try db.cachedStatement(sql: "UPDATE taskGroup SET publishing = 1 WHERE id = ?").execute(arguments: [Int64(id)])
+            try db.cachedStatement(sql: "UPDATE taskGroup SET publishing = ? WHERE id = ?").execute(arguments: [publishing, Int64(id)])
         }
     }
 

@@ -202,6 +202,10 @@ public final class StoreObserver: DownloadObserver {
         write("record the publication of group \(group.id) before", 0) { store.publishingGroup(group.id) }
     }
 
+    public func groupDidNotPublish(_ group: DownloadGroupRecord) {
+        write("undo the publication of group \(group.id) after", 0) { store.publishingGroup(group.id, false) }
+    }
+
     public func groupWasRemoved(_ group: DownloadGroupRecord) {
         write("delete group \(group.id) after", 0) { store.deletingGroup(group.id) }
     }

@@ -39,42 +39,54 @@ extension DownloadsService {
             )
         }
         let fileMode = CallerUmask.fileMode(pid: try? await call.credentials().pid)
-        let files = try await groupFiles(entries, groupOptions: groupOptions, anchor: anchor, caller: caller, fileMode: fileMode)
-        try checkMayAddTasks(files.count, caller: caller)
-        var requests: [DownloadRequest] = []
-        var directories: [String] = []
-        for file in files {
-            do {
-                let place: Destination = anchor.map { .below($0, name: file.destination, nested: true) } ?? .path(file.destination)
-                let (request, _) = try await prepareStart(
-                    url: file.url, destination: place, options: file.options, caller: caller, fileMode: fileMode, metalinkFile: file.metalinkFile
-                )
-                requests.append(request)
-                if anchor != nil, let slash = file.destination.lastIndex(of: "/") { directories.append(String(file.destination[..<slash])) }
-            } catch let error as BusError {
-                throw BusError(name: error.name, message: "\(file.label): \(error.message)")
+        // A refused call takes back the directories it made (each only while empty).
+        var made: [String] = []
+        do {
+            let files = try await groupFiles(
+                entries, groupOptions: groupOptions, anchor: anchor, caller: caller, fileMode: fileMode, made: &made
+            )
+            try checkMayAddTasks(files.count, caller: caller)
+            var requests: [DownloadRequest] = []
+            var directories: [String] = []
+            for file in files {
+                do {
+                    let place: Destination = anchor.map { .below($0, name: file.destination, nested: true) } ?? .path(file.destination)
+                    let (request, _) = try await prepareStart(
+                        url: file.url, destination: place, options: file.options, caller: caller, fileMode: fileMode, metalinkFile: file.metalinkFile
+                    )
+                    requests.append(request)
+                    if anchor != nil, let slash = file.destination.lastIndex(of: "/") { directories.append(String(file.destination[..<slash])) }
+                } catch let error as BusError {
+                    throw BusError(name: error.name, message: "\(file.label): \(error.message)")
+                }
             }
-        }
-        // Paths as they were resolved (a destination that is a file, not a directory the server names into).
-        try Self.checkDistinct(zip(files, requests).compactMap { file, request in
-            request.destinationIsDirectory ? nil : (file.label, Self.pathKey(request.destination))
-        })
-        if let anchor {
-            for directory in Set(directories) {
-                try await makeDirectories(directory, in: anchor.path, anchor: anchor, owner: caller.uid, fileMode: fileMode)
+            // Paths as they were resolved (a destination that is a file, not a directory the server names into).
+            try Self.checkDistinct(zip(files, requests).compactMap { file, request in
+                request.destinationIsDirectory ? nil : (file.label, Self.pathKey(request.destination))
+            })
+            if let anchor {
+                for directory in Set(directories) {
+                    made += try await makeDirectories(directory, in: anchor.path, anchor: anchor, owner: caller.uid, fileMode: fileMode)
+                }
             }
+            try requireRoom()
+            let session = SessionKey.stored(shared.session ?? "default", app: caller.app)
+            let (group, tasks) = try engine.createGroup(
+                requests, owner: caller.uid, app: caller.app, session: session, title: shared.title ?? "", atomic: atomic,
+                taskSignals: taskSignals, parallel: parallel, maxBytesPerSecond: groupRate, anchor: anchor
+            )
+            await eventsDelivered(ofGroup: group.id)
+            let app = caller.isSandboxed ? " (app \(LogText.escaped(caller.app)))" : ""
+            let place = anchor.map { " below \(LogText.escaped($0.path))" } ?? ""
+            logger.info("group \(group.id) of uid \(caller.uid)\(app): \(tasks.count) file(s)\(place)\(atomic ? ", atomic" : "")")
+            return [.objectPath(DownloadsAPI.groupPath(group.id)), .objectPaths(tasks.map { DownloadsAPI.taskPath($0.id) })]
+        } catch {
+            if !made.isEmpty {
+                let owner = caller.uid
+                await BlockingWork.run { [engine, made] in engine.removeDirectories(made, anchor: anchor, owner: owner) }
+            }
+            throw error
         }
-        try requireRoom()
-        let session = SessionKey.stored(shared.session ?? "default", app: caller.app)
-        let (group, tasks) = try engine.createGroup(
-            requests, owner: caller.uid, app: caller.app, session: session, title: shared.title ?? "", atomic: atomic,
-            taskSignals: taskSignals, parallel: parallel, maxBytesPerSecond: groupRate, anchor: anchor
-        )
-        await eventsDelivered(ofGroup: group.id)
-        let app = caller.isSandboxed ? " (app \(LogText.escaped(caller.app)))" : ""
-        let place = anchor.map { " below \(LogText.escaped($0.path))" } ?? ""
-        logger.info("group \(group.id) of uid \(caller.uid)\(app): \(tasks.count) file(s)\(place)\(atomic ? ", atomic" : "")")
-        return [.objectPath(DownloadsAPI.groupPath(group.id)), .objectPaths(tasks.map { DownloadsAPI.taskPath($0.id) })]
     }
 
     /// One file of a group as the call gave it, or one `<file>` of a Metalink document an entry gave.
@@ -120,7 +132,8 @@ extension DownloadsService {
     /// multi-file Metalink), its `name` a relative path below the entry's destination directory
     /// (plain names only; subdirectories are made as the caller, never through a link).
     private func groupFiles(
-        _ entries: [DBusValue], groupOptions: [String: DBusValue], anchor: DescriptorAnchor?, caller: Caller, fileMode: UInt32?
+        _ entries: [DBusValue], groupOptions: [String: DBusValue], anchor: DescriptorAnchor?, caller: Caller, fileMode: UInt32?,
+        made: inout [String]
     ) async throws -> [GroupFile] {
         var files: [GroupFile] = []
         for (index, entry) in entries.enumerated() {
@@ -194,7 +207,7 @@ extension DownloadsService {
         try Self.checkDistinct(files.compactMap { file in file.filePath(anchored: anchor != nil).map { (file.label, $0) } })
         for file in files {
             guard let (relative, base) = file.directories else { continue }
-            try await makeDirectories(relative, in: base, anchor: nil, owner: caller.uid, fileMode: fileMode)
+            made += try await makeDirectories(relative, in: base, anchor: nil, owner: caller.uid, fileMode: fileMode)
         }
         return files
     }
@@ -202,9 +215,10 @@ extension DownloadsService {
     /// `relative`'s missing directories below the directory `base` the caller named, or below
     /// the descriptor they handed over (`anchor`, at `base`), made as them (their file helper on
     /// the system bus); a link on the way refuses the call.
-    private func makeDirectories(_ relative: String, in base: String, anchor: DescriptorAnchor?, owner: UInt32, fileMode: UInt32?) async throws {
+    /// Returns the directories it made (see `SessionManager.makeDirectories`).
+    private func makeDirectories(_ relative: String, in base: String, anchor: DescriptorAnchor?, owner: UInt32, fileMode: UInt32?) async throws -> [String] {
         do {
-            try await BlockingWork.run { [engine] in
+            return try await BlockingWork.run { [engine] in
                 try engine.makeDirectories(relative, in: base, anchor: anchor, owner: owner, mode: fileMode)
             }
         } catch let error as DownloadError {

@@ -213,13 +213,22 @@ public struct UserFileOperations: Sendable {
 
     // MARK: Paths
 
-    /// Removes a file (never a directory); a missing one is not an error.
+    /// Removes a file, or a directory only when it is empty; a missing one is not an error.
     public func remove(_ path: String) throws {
         // The caller's own file is never removed: it was the caller's before the download.
         if let anchor, anchor.kind == .file, path == anchor.path { return }
         let (directory, name) = try openDirectory(of: path)
         defer { close(directory) }
-        if unlinkat(directory, name, 0) != 0 && errno != ENOENT {
+        guard unlinkat(directory, name, 0) != 0 else { return }
+        switch errno {
+        case ENOENT: return
+        case EISDIR:
+            // A directory goes only when it is empty (one a refused call made): one that holds
+            // anything stays, and that is not an error.
+            if unlinkat(directory, name, AT_REMOVEDIR) != 0, errno != ENOENT, errno != ENOTEMPTY, errno != EEXIST {
+                throw FileOperationError.system("cannot remove the directory \(path)")
+            }
+        default:
             throw FileOperationError.system("cannot remove \(path)")
         }
     }

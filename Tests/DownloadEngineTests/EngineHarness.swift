@@ -19,6 +19,7 @@ final class RecordingObserver: DownloadObserver {
         case sessionIdle(SessionID)
         case waiting(UInt64, WaitingFor)
         case groupPublishing(UInt64)
+        case groupNotPublished(UInt64)
     }
 
     let events = NIOLockedValueBox([Event]())
@@ -36,6 +37,7 @@ final class RecordingObserver: DownloadObserver {
     func sessionDidFinishEvents(_ session: SessionID) { append(.sessionIdle(session)) }
     func task(_ task: TaskSnapshot, isWaitingFor reason: WaitingFor) { append(.waiting(task.id, reason)) }
     func groupWillPublish(_ group: DownloadGroupRecord) { append(.groupPublishing(group.id)) }
+    func groupDidNotPublish(_ group: DownloadGroupRecord) { append(.groupNotPublished(group.id)) }
 
     private func append(_ event: Event) { events.withLockedValue { $0.append(event) } }
 

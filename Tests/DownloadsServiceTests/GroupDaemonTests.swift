@@ -261,6 +261,25 @@ final class GroupDaemonTests: DaemonTestCase {
             XCTAssertTrue(error.message.contains("name the same file"), error.message)
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: inbox + "/new"), "nothing was made")
+        // Refused after the document's subdirectories were made (its second file is bad): the
+        // call takes back the ones it made; one that was there before stays.
+        let kept = inbox + "/kept"
+        try FileManager.default.createDirectory(atPath: kept, withIntermediateDirectories: true)
+        do {
+            _ = try await call("StartGroup", [
+                DBusValue.array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), [
+                    .structure([.string(""), .string(inbox), .vardict(["metalink": .bytes(meta4(["later/deep/a.bin", "kept/b.bin"]))])]),
+                    .structure([.string("ftp://example/c"), .string(inbox + "/c.bin"), .vardict([:])]),
+                ]),
+                .vardict(["atomic": .boolean(true)]),
+            ])
+            XCTFail("a group with an ftp URL was taken")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: inbox + "/later"), "the directories it made are gone")
+        var isDirectory: ObjCBool = false
+        XCTAssertTrue(FileManager.default.fileExists(atPath: kept, isDirectory: &isDirectory) && isDirectory.boolValue, "theirs stays")
         // So is a group naming one destination twice.
         do {
             _ = try await startGroup([(http.url("/m/a.bin"), inbox + "/twice.bin"), (http.url("/m/b.bin"), inbox + "//twice.bin")], atomic: true)

@@ -12,7 +12,8 @@ public protocol FileAccess: Sendable {
     /// `replace`: then `FileExists`), after checking it is still `identity`; sets `mode` and
     /// syncs the directory.
     func publish(_ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?) throws
-    /// Removes a file; a missing file is not an error.
+    /// Removes a file, or a directory only when it is empty (one that holds anything stays); a
+    /// missing one is not an error.
     func remove(_ path: String) throws
     /// Whether the owner reaches a directory at `path` (one they cannot reach reads as missing).
     func isDirectory(_ path: String) throws -> Bool

@@ -166,6 +166,13 @@ public final class EventDelivery: Sendable {
         }
     }
 
+    /// Returns once every observer was told the decision is undone (the store committed it).
+    func groupDidNotPublish(_ group: DownloadGroupRecord) async {
+        await withCheckedContinuation { continuation in
+            enqueue(Delivery(calls: { [{ $0.groupDidNotPublish(group) }] }, delivered: { continuation.resume() }))
+        }
+    }
+
     func groupRemoved(_ group: DownloadGroupRecord) {
         enqueue(Delivery(calls: { [{ $0.groupWasRemoved(group) }] }))
     }

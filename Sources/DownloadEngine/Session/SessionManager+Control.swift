@@ -92,9 +92,25 @@ extension SessionManager {
     /// below the descriptor they handed over (`anchor`, whose path `base` then is), as them, never
     /// through a link below it (`StartGroupAt`'s nested names, a Metalink file's). Blocks on the
     /// owner's file helper.
-    public func makeDirectories(_ relative: String, in base: String, anchor: DescriptorAnchor?, owner: UInt32, mode: UInt32?) throws {
+    /// Returns the directories it made, deepest last (`removeDirectories` takes them back).
+    @discardableResult
+    public func makeDirectories(_ relative: String, in base: String, anchor: DescriptorAnchor?, owner: UInt32, mode: UInt32?) throws -> [String] {
         let access = anchor.map { files.files(for: owner, below: $0) } ?? files.files(for: owner)
+        var missing: [String] = []
+        var path = base
+        for component in relative.split(separator: "/") {
+            path = FilePaths.join(path, String(component))
+            if try !missing.isEmpty || !access.isDirectory(path) { missing.append(path) }
+        }
         try access.makeDirectories(relative, below: base, mode: mode)
+        return missing
+    }
+
+    /// Takes back directories `makeDirectories` made for a call that was then refused, deepest
+    /// first, each only while it is empty, as `owner`. Blocks on the owner's file helper.
+    public func removeDirectories(_ paths: [String], anchor: DescriptorAnchor?, owner: UInt32) {
+        let access = anchor.map { files.files(for: owner, below: $0) } ?? files.files(for: owner)
+        for path in paths.reversed() { try? access.remove(path) }
     }
 
     /// The bytes of a regular file `owner` can read (a document they named), read with their

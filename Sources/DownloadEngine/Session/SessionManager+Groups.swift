@@ -95,20 +95,21 @@ extension SessionManager {
     }
 
     /// A run whose file is complete and durable waits here, holding no place, for its group's
-    /// other files: true once the decision to publish them all is recorded, false when the run
-    /// is stopped first.
-    func awaitPublication(of task: DownloadTask) async throws -> Bool {
+    /// other files: the group places them all (`publish(_:)`) and answers where this one is;
+    /// `publish` when the decision was recorded before (a restart), `stopped` when the run is
+    /// stopped first.
+    func awaitPublication(of task: DownloadTask) async throws -> GroupPublication {
         let id = task.id
         let group = task.record.group
         // Its places go to others while it waits.
         state.withLockedValue { $0.scheduler.remove(id) }
         schedule()
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, Error>) in
-                let (now, decide) = state.withLockedValue { state -> (Bool?, Bool) in
-                    guard var entry = state.groups[group] else { return (true, false) }
-                    if entry.record.publishing { return (true, false) }
-                    if Task.isCancelled { return (false, false) }
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<GroupPublication, Error>) in
+                let (now, decide) = state.withLockedValue { state -> (GroupPublication?, Bool) in
+                    guard var entry = state.groups[group] else { return (.publish, false) }
+                    if entry.record.publishing { return (.publish, false) }
+                    if Task.isCancelled { return (.stopped, false) }
                     entry.waiting[id] = continuation
                     // Every file of the group is ready (one in place already is; a cancelled one has no say).
                     let ready = entry.tasks.allSatisfy { member in
@@ -125,48 +126,108 @@ extension SessionManager {
                 if decide { Task { await self.publish(group) } }
             }
         } onCancel: {
-            let waiting = state.withLockedValue { $0.groups[group]?.waiting.removeValue(forKey: id) }
-            waiting?.resume(returning: false)
+            let waiting = state.withLockedValue { state -> CheckedContinuation<GroupPublication, Error>? in
+                guard var entry = state.groups[group] else { return nil }
+                defer { state.groups[group] = entry }
+                // While the files are being placed, the placing answers (its file may be in place).
+                if entry.deciding, entry.waiting[id] != nil {
+                    entry.stoppedWhileDeciding.insert(id)
+                    return nil
+                }
+                return entry.waiting.removeValue(forKey: id)
+            }
+            waiting?.resume(returning: .stopped)
         }
     }
 
-    /// Records the decision to publish every file of `group` (the store commits it), then lets
-    /// the waiting runs publish.
-    /// The table says `publishing` only once the store has it: a run arriving meanwhile waits
-    /// with the others (`deciding`), so no file is renamed before the decision is durable.
+    /// Publishes every file of `group`, all or none. Each name must be free (another user may
+    /// have planted one in a shared directory meanwhile): a taken one fails its file (and so the
+    /// group, whose other files stop) before anything is placed. Then the decision is recorded
+    /// (the store commits it; a run arriving meanwhile waits with the others, `deciding`) and the
+    /// files are placed one by one, each by a rename that refuses to replace; a name taken in
+    /// between moves the ones placed back to their partial names and undoes the decision.
     private func publish(_ group: UInt64) async {
         guard var record = state.withLockedValue({ $0.groups[group]?.record }) else { return }
-        // All or nothing: every name the files take must still be free (another user may have
-        // planted one in a shared directory meanwhile). A taken one fails its file (and so the
-        // group, whose other files stop) before any is placed.
         let taken = await takenNames(group)
         if !taken.isEmpty {
-            let refused = state.withLockedValue { state -> [(CheckedContinuation<Bool, Error>, DownloadError)] in
-                guard var entry = state.groups[group] else { return [] }
-                entry.deciding = false
-                let picked = taken.compactMap { id, error in entry.waiting.removeValue(forKey: id).map { ($0, error) } }
-                state.groups[group] = entry
-                return picked
-            }
             logger.info("group \(group): \(taken.count) file name(s) taken before the publication; nothing is published")
-            for (continuation, error) in refused { continuation.resume(throwing: error) }
+            refuse(group, taken)
             return
         }
         record.publishing = true
         await delegate.groupWillPublish(record)
         CrashPoint.groupDecided.reached()
         logger.info("group \(group): every file is complete; publishing them")
-        let waiting = state.withLockedValue { state -> [CheckedContinuation<Bool, Error>] in
+        let members = state.withLockedValue { state -> [DownloadTask] in
+            guard let entry = state.groups[group] else { return [] }
+            return entry.waiting.keys.sorted().compactMap { state.tasks[$0] }
+        }
+        var placed: [(DownloadTask, String)] = []
+        var refusal: (UInt64, DownloadError)?
+        for task in members {
+            let finalizer = TransferFinalizer(fileAccess: fileAccess(for: task))
+            let record = task.record
+            do {
+                placed.append((task, try await task.onIOQueue { try finalizer.publishRecorded(record) }))
+            } catch {
+                refusal = (task.id, DownloadError.classify(error))
+                break
+            }
+        }
+        if let (id, error) = refusal {
+            for (task, path) in placed.reversed() where !task.record.writesInPlace {
+                let access = fileAccess(for: task), record = task.record
+                do {
+                    try await task.onIOQueue {
+                        try access.publish(path, identity: record.partialFile, to: record.partialPath, replace: false, mode: nil)
+                    }
+                } catch {
+                    logger.error("group \(group): task \(task.id)'s file could not go back from \(path): \(DownloadError.classify(error).message)")
+                }
+            }
+            record.publishing = false
+            await delegate.groupDidNotPublish(record)
+            logger.info("group \(group): task \(id)'s file could not be placed (\(error.message)); the \(placed.count) placed are back, nothing is published")
+            refuse(group, [id: error])
+            return
+        }
+        let waiting = state.withLockedValue { state -> [(CheckedContinuation<GroupPublication, Error>, GroupPublication)] in
             guard var entry = state.groups[group] else { return [] }
             defer {
                 entry.record.publishing = true
                 entry.waiting = [:]
                 entry.deciding = false
+                entry.stoppedWhileDeciding = []
                 state.groups[group] = entry
             }
-            return Array(entry.waiting.values)
+            let paths = Dictionary(placed.map { ($0.0.id, $0.1) }, uniquingKeysWith: { first, _ in first })
+            return entry.waiting.map { id, continuation in (continuation, paths[id].map { .placed($0) } ?? .publish) }
         }
-        for continuation in waiting { continuation.resume(returning: true) }
+        for (continuation, answer) in waiting { continuation.resume(returning: answer) }
+    }
+
+    /// Nothing of `group` is published: each file in `refused` fails with its error (its run
+    /// ends, and so the group's other files stop); a run stopped while the files were placed is
+    /// answered now; the others wait on.
+    private func refuse(_ group: UInt64, _ refused: [UInt64: DownloadError]) {
+        let answers = state.withLockedValue { state -> [(CheckedContinuation<GroupPublication, Error>, Result<GroupPublication, Error>)] in
+            guard var entry = state.groups[group] else { return [] }
+            defer {
+                entry.deciding = false
+                entry.stoppedWhileDeciding = []
+                entry.record.publishing = false
+                state.groups[group] = entry
+            }
+            var answers: [(CheckedContinuation<GroupPublication, Error>, Result<GroupPublication, Error>)] = []
+            for (id, error) in refused {
+                if let continuation = entry.waiting.removeValue(forKey: id) { answers.append((continuation, .failure(error))) }
+            }
+            for id in entry.stoppedWhileDeciding {
+                if let continuation = entry.waiting.removeValue(forKey: id) { answers.append((continuation, .success(.stopped))) }
+            }
+            return answers
+        }
+        for (continuation, answer) in answers { continuation.resume(with: answer) }
     }
 
     /// The files of `group` waiting to be published whose destination name is taken now (a file

@@ -206,8 +206,11 @@ extension TransferRun {
                 if withGroup {
                     // No descriptor is held while it waits (a group may have thousands of files).
                     try await writer.perform { $0.close() }
-                    guard try await owner.awaitPublication(of: task) else { throw DownloadError.cancelled }
-                    destination = try await writer.perform { _ in try finalizer.publishRecorded(task.record) }
+                    switch try await owner.awaitPublication(of: task) {
+                    case .stopped: throw DownloadError.cancelled
+                    case .placed(let path): destination = path
+                    case .publish: destination = try await writer.perform { _ in try finalizer.publishRecorded(task.record) }
+                    }
                 } else {
                     destination = try await writer.perform { writer in try finalizer.publish(task.record, writer: writer) }
                 }

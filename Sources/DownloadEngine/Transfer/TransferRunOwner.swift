@@ -63,10 +63,11 @@ protocol TransferRunOwner: AnyObject, Sendable {
     /// Whether the task's file waits for its group's other files before it is published (an
     /// atomic group).
     func publishesWithGroup(_ task: DownloadTask) -> Bool
-    /// The task's file is complete and durable: waits, holding no place, until the decision to
-    /// publish every file of its group is recorded (true), or the run is stopped (false); throws
-    /// `FileExists` when the file's name was taken meanwhile (then no file of the group is published).
-    func awaitPublication(of task: DownloadTask) async throws -> Bool
+    /// The task's file is complete and durable: waits, holding no place, until the group placed
+    /// every file (or the decision was recorded before a restart: the run places its own), or
+    /// the run is stopped; throws `FileExists` when the file's name was taken (then no file of
+    /// the group is published: those placed are moved back).
+    func awaitPublication(of task: DownloadTask) async throws -> GroupPublication
     /// The task failed for good: its group may have to stop its other files.
     func groupFileFailed(_ task: DownloadTask)
     /// The task followed a Metalink document of several files: a group is made of them (the

@@ -98,6 +98,45 @@ final class GroupTests: EngineTestCase {
         XCTAssertEqual(leftovers(), [])
     }
 
+    /// Another user plants the last file's name after the names were checked and before its
+    /// rename: the files placed go back to their partial names, the decision is undone, the
+    /// file whose name is taken fails `FileExists` and the others stop; nothing is published.
+    /// With the name free again, the group resumes and publishes all of them.
+    func testANamePlantedDuringThePublicationPutsThePlacedFilesBack() async throws {
+        await manager.shutdown()
+        let third = directory.file("c.bin")
+        var configuration = SessionManager.Configuration()
+        configuration.checkpointBytes = 64 * 1024
+        manager = SessionManager(
+            configuration: configuration, resumeDataKey: key, files: PlantingFileAccess(plantAt: third),
+            delegate: EventDelivery(observers: [observer])
+        )
+        let contents = (0..<3).map { Self.content(40_000 + 1_000 * $0, seed: UInt32(30 + $0)) }
+        for (index, name) in ["a", "b", "c"].enumerated() { server.set("/\(name)", Route(content: contents[index])) }
+        let (group, tasks) = try makeGroup([("/a", "a.bin"), ("/b", "b.bin"), ("/c", "c.bin")], atomic: true)
+        try await wait(tasks[2].id, for: [.failed], seconds: 20)
+        XCTAssertTrue(observer.all.contains(.failed(tasks[2].id, "FileExists", true)), "\(observer.all.filter { if case .failed = $0 { true } else { false } })")
+        for task in tasks.prefix(2) { try await wait(task.id, for: [.paused]) }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("a.bin")), "a placed file went back")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("b.bin")), "a placed file went back")
+        XCTAssertEqual(FileManager.default.contents(atPath: third).map { Array($0) }, PlantingFileAccess.plantedBytes, "theirs untouched")
+        for (index, task) in tasks.enumerated() {
+            XCTAssertEqual(sha256(ofFile: task.record.partialPath), Self.sha256(contents[index]), "file \(index) kept whole")
+        }
+        XCTAssertEqual(observer.all.filter { $0 == .groupPublishing(group.id) || $0 == .groupNotPublished(group.id) }, [
+            .groupPublishing(group.id), .groupNotPublished(group.id),
+        ])
+        XCTAssertEqual(manager.group(group.id)?.publishing, false)
+
+        try FileManager.default.removeItem(atPath: third)
+        try manager.resumeGroup(group.id)
+        for task in tasks { try await wait(task.id, for: [.finished]) }
+        for (index, name) in ["a", "b", "c"].enumerated() {
+            XCTAssertEqual(sha256(ofFile: directory.file("\(name).bin")), Self.sha256(contents[index]))
+        }
+        XCTAssertEqual(leftovers(), [])
+    }
+
     /// After a crash between the recorded decision and the last rename: a file renamed before the
     /// crash is found in place, the other is published, each exactly once.
     func testARestartFinishesAPublicationTheDecisionWasRecordedFor() async throws {

@@ -70,7 +70,7 @@ final class FakeRunOwner: TransferRunOwner {
     var reconnectGeneration: UInt64 { generation.withLockedValue { $0 } }
 
     func publishesWithGroup(_ task: DownloadTask) -> Bool { false }
-    func awaitPublication(of task: DownloadTask) async throws -> Bool { true }
+    func awaitPublication(of task: DownloadTask) async throws -> GroupPublication { .publish }
     func groupFileFailed(_ task: DownloadTask) { note("group file failed") }
     func makeGroup(of task: DownloadTask, from document: MetalinkDocument, at url: String) throws -> UInt64 {
         throw DownloadError.invalidResponse("no groups here")
