@@ -115,6 +115,8 @@ public final class ResumableUploadServer: Sendable {
         let state: NIOLockedValueBox<State>
         private var index: Int?
         private var swallowing = false
+        /// No request head has come whole yet (at the start, or since the last request's end).
+        private var waitingForHead = true
         private var answeredEarly = false
 
         init(state: NIOLockedValueBox<State>) { self.state = state }
@@ -123,6 +125,7 @@ public final class ResumableUploadServer: Sendable {
             let part = unwrapInboundIn(data)
             switch part {
             case .head(let request):
+                waitingForHead = false
                 let offset = request.headerFields[HTTPField.Name("Upload-Offset")!].flatMap { Int64($0) }
                 let (conflict, early) = state.withLockedValue { state -> (Bool, Bool) in
                     state.log.append(LoggedRequest(
@@ -176,6 +179,7 @@ public final class ResumableUploadServer: Sendable {
                 }
                 context.fireChannelRead(data)
             case .end:
+                waitingForHead = true
                 guard !swallowing else {
                     guard !answeredEarly else { return }
                     var response = HTTPResponse(status: .conflict)
@@ -186,6 +190,16 @@ public final class ResumableUploadServer: Sendable {
                 }
                 context.fireChannelRead(data)
             }
+        }
+
+        /// swift-nio-extras 1.35.2's `HTTPResumableUploadHandler` passes a `read()` on only while
+        /// a request is under way: a head that comes in more than one read (tinyproxy writes one
+        /// line at a time) left the connection unread until the client's stall timeout (the
+        /// "answer that never comes back through tinyproxy" of the trust issue). Asked here,
+        /// below it, while a head is still coming.
+        func channelReadComplete(context: ChannelHandlerContext) {
+            if waitingForHead { context.read() }
+            context.fireChannelReadComplete()
         }
     }
 

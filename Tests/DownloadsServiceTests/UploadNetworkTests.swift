@@ -63,10 +63,10 @@ final class UploadNetworkTests: TLSDaemonTestCase {
         let file = directory.file("album.zip")
         try Data(content).write(to: URL(fileURLWithPath: file))
         server.cut(atTotals: [1_500_000])
-        // Now and then a request through tinyproxy to NIOResumableUpload gets no answer (seen
-        // before idle exit too: a creation or a HEAD; the server logs it, the answer never comes
-        // back): a short stall timeout makes that cost a retry, not the test's minute.
-        let task = try await upload(server.url("/albums"), file, ["proxy": .string(proxy.url), "stall_timeout": .double(5)])
+        // (A request through tinyproxy, which writes a head a line at a time, used to get no
+        // answer now and then: the test server's NIOResumableUpload handler read no further
+        // until a head came whole. Fixed in `ResumableUploadServer`; no stall is waited out now.)
+        let task = try await upload(server.url("/albums"), file, ["proxy": .string(proxy.url)])
         try await assertFinished(task)
         XCTAssertEqual(server.uploads.map(\.sha256), [Self.sha256(content)])
         XCTAssertEqual(server.bodyBytes, 3_000_000, "the cut cost nothing through the proxy either")
