@@ -4,7 +4,7 @@ import ProxyRules
 /// with the snake_case keys of the D-Bus option names (documented in data/schema.md), never
 /// Swift's property names, so renaming a property cannot change what is on disk.
 extension DownloadOptions: Codable {
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case headers
         /// Written by versions before `checksum`: read as `checksum` `sha256:HEX`.
         case sha256

@@ -1,6 +1,6 @@
 import DBus
 import DownloadEngine
-import DownloadModel
+@testable import DownloadModel
 import DownloadsAPI
 import Foundation
 import TestSupport
@@ -14,6 +14,22 @@ final class ContractTests: XCTestCase {
         }
         XCTAssertEqual(DownloadsErrorName(fullName: "org.example.Downloads.Error.NotFound"), .notFound)
         XCTAssertNil(DownloadsErrorName(fullName: "org.freedesktop.DBus.Error.Failed"))
+    }
+
+    /// The two tables written twice, the engine's and the bus's, held equal: every error name is
+    /// in both but those only the service gives; every option the store keeps is kept under its
+    /// bus name, and the bus options the store does not keep are the ones listed here.
+    func testTheModelsAndTheAPIsTablesAgree() {
+        let serviceOnly = Set(DownloadsErrorName.allCases.map(\.rawValue)).subtracting(DownloadError.allNames)
+        XCTAssertEqual(serviceOnly, ["Failed", "QuotaExceeded", "StorageFull"], "errors only the service gives")
+        let internalOnly: Set<String> = ["pieces", "metalink_url", "credentials_origin", "promised_length"]
+        let stored = Set(DownloadOptions.CodingKeys.allCases.map(\.rawValue)).subtracting(internalOnly)
+        let bus = Set(TaskOptions.Key.allCases.map(\.rawValue))
+        XCTAssertEqual(stored.subtracting(bus), [], "options the store keeps under a name the bus does not use")
+        XCTAssertEqual(bus.subtracting(stored), [
+            "session", "url", "destination_fd", "metalink", "method", "content_type", "form", "reply_destination", "snapshot",
+            "protocol", "ietf_version", "terminate_on_cancel",
+        ], "bus options the store keeps elsewhere (the record, the upload) or not at all")
     }
 
     /// What `downloadsctl` calls worth resuming is what the engine retries (curl's set).
