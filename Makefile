@@ -16,7 +16,7 @@ BENCH_PACKAGES := nginx-light curl wget aria2 time python3-dbus python3-gi iprou
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STATE_DIR ?= $(HOME)/.local/state/org.example.Downloads
 
-.PHONY: deps build run test fuzz docs deb test-install test-systemd bench bench-dbus bench-engine
+.PHONY: deps build run test fuzz lint format docs deb test-install test-systemd bench bench-dbus bench-engine
 
 TUS_SERVER := resumable-upload==0.3.0
 
@@ -58,6 +58,16 @@ test: deps
 fuzz: deps
 	swift build --build-tests
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-20000} swift test --skip-build --disable-swift-testing --filter FuzzTests
+
+# The toolchain's swift-format with .swift-format (4 spaces, 120 columns, formatting rules only):
+# `make lint` fails on any file it would change (seconds; not part of CI's run), `make format`
+# changes them.
+SWIFT_FORMAT ?= $(shell command -v swift-format || echo /opt/swift/usr/bin/swift-format)
+lint:
+	$(SWIFT_FORMAT) lint --strict --recursive --parallel Sources Tests Benchmarks
+
+format:
+	$(SWIFT_FORMAT) format --in-place --recursive --parallel Sources Tests Benchmarks
 
 # Man pages (from the argument parsers, swift-argument-parser's generate-manual plugin) and shell
 # completions of downloadsctl, into .build/docs (the package installs them from there).

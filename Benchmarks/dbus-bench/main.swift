@@ -20,17 +20,23 @@ let interface = InterfaceDescription(
     ],
     signals: [.init("Tick", [.init("n", .uint32)])]
 )
-try service.export(ExportedObject(path: "/bench", interfaces: [
-    ExportedInterface(interface, methods: [
-        "Echo": { call in call.arguments },
-        "Emit": { call in
-            for n in 0..<(call.arguments[0].uint32Value ?? 0) {
-                try call.connection.emitSignal(path: "/bench", interface: "org.example.Bench", name: "Tick", arguments: [.uint32(n)])
-            }
-            return []
-        },
-    ]),
-]))
+try service.export(
+    ExportedObject(
+        path: "/bench",
+        interfaces: [
+            ExportedInterface(
+                interface,
+                methods: [
+                    "Echo": { call in call.arguments },
+                    "Emit": { call in
+                        for n in 0..<(call.arguments[0].uint32Value ?? 0) {
+                            try call.connection.emitSignal(
+                                path: "/bench", interface: "org.example.Bench", name: "Tick", arguments: [.uint32(n)])
+                        }
+                        return []
+                    },
+                ])
+        ]))
 try await service.requestName("org.example.Bench")
 let client = try await Connection.open(.address(bus.address))
 
@@ -41,7 +47,9 @@ func seconds(_ duration: Duration) -> Double {
 // Sequential round trips: one call in flight.
 var start = ContinuousClock.now
 for i in 0..<calls {
-    _ = try await client.call(destination: "org.example.Bench", path: "/bench", interface: "org.example.Bench", method: "Echo", arguments: [.string("\(i)")])
+    _ = try await client.call(
+        destination: "org.example.Bench", path: "/bench", interface: "org.example.Bench", method: "Echo",
+        arguments: [.string("\(i)")])
 }
 let sequential = Double(calls) / seconds(ContinuousClock.now - start)
 
@@ -51,7 +59,9 @@ try await withThrowingTaskGroup(of: Void.self) { group in
     for worker in 0..<32 {
         group.addTask {
             for i in stride(from: worker, to: calls, by: 32) {
-                _ = try await client.call(destination: "org.example.Bench", path: "/bench", interface: "org.example.Bench", method: "Echo", arguments: [.string("\(i)")])
+                _ = try await client.call(
+                    destination: "org.example.Bench", path: "/bench", interface: "org.example.Bench", method: "Echo",
+                    arguments: [.string("\(i)")])
             }
         }
     }
@@ -61,9 +71,13 @@ let pipelined = Double(calls) / seconds(ContinuousClock.now - start)
 
 // Signals: the service emits, the client counts them all.
 let received = NIOLockedValueBox(0)
-try await client.subscribe(MatchRule(interface: "org.example.Bench", member: "Tick")) { _ in received.withLockedValue { $0 += 1 } }
+try await client.subscribe(MatchRule(interface: "org.example.Bench", member: "Tick")) { _ in
+    received.withLockedValue { $0 += 1 }
+}
 start = ContinuousClock.now
-_ = try await client.call(destination: "org.example.Bench", path: "/bench", interface: "org.example.Bench", method: "Emit", arguments: [.uint32(UInt32(signals))], timeout: .seconds(300))
+_ = try await client.call(
+    destination: "org.example.Bench", path: "/bench", interface: "org.example.Bench", method: "Emit",
+    arguments: [.uint32(UInt32(signals))], timeout: .seconds(300))
 while received.withLockedValue({ $0 }) < signals { try await Task.sleep(for: .milliseconds(1)) }
 let signalRate = Double(signals) / seconds(ContinuousClock.now - start)
 
@@ -71,11 +85,13 @@ let signalRate = Double(signals) / seconds(ContinuousClock.now - start)
 // written in one pass and loaded by libdbus (what Connection.emitSignal does).
 let builds = 100_000
 let changed: [DBusValue] = [
-    .string("org.example.Downloads.Task"), .vardict(["BytesWritten": .int64(65536), "BytesExpected": .int64(65536)]), .strings([]),
+    .string("org.example.Downloads.Task"), .vardict(["BytesWritten": .int64(65536), "BytesExpected": .int64(65536)]),
+    .strings([]),
 ]
 start = ContinuousClock.now
 for _ in 0..<builds {
-    let message = try Message.signal(path: "/org/example/Downloads/tasks/1", interface: "org.freedesktop.DBus.Properties", name: "PropertiesChanged")
+    let message = try Message.signal(
+        path: "/org/example/Downloads/tasks/1", interface: "org.freedesktop.DBus.Properties", name: "PropertiesChanged")
     try message.append(changed)
 }
 let appended = seconds(ContinuousClock.now - start) / Double(builds) * 1e6
@@ -100,16 +116,35 @@ let properties: [String: DBusValue] = [
 ]
 let changing = properties.filter { !["Id", "Session", "URL", "Destination", "DesktopEntry"].contains($0.key) }
 let taskSignals: [(ObjectPath, String, String, [DBusValue])] = [
-    ("/org/example/Downloads", "org.freedesktop.DBus.ObjectManager", "InterfacesAdded",
-     [.objectPath(task), .dictionary(key: .string, value: .dictionary(key: .string, value: .variant), [
-         .init(.string("org.example.Downloads.Task"), .vardict(properties)),
-     ])]),
+    (
+        "/org/example/Downloads", "org.freedesktop.DBus.ObjectManager", "InterfacesAdded",
+        [
+            .objectPath(task),
+            .dictionary(
+                key: .string, value: .dictionary(key: .string, value: .variant),
+                [
+                    .init(.string("org.example.Downloads.Task"), .vardict(properties))
+                ]),
+        ]
+    ),
     ("/org/example/Downloads", "org.example.Downloads", "StateChanged", [.objectPath(task), .string("running")]),
-    (task, "org.freedesktop.DBus.Properties", "PropertiesChanged", [.string("org.example.Downloads.Task"), .vardict(changing), .strings([])]),
-    ("/org/example/Downloads", "org.example.Downloads", "Progress", [.objectPath(task), .int64(65536), .int64(65536), .int64(65536)]),
+    (
+        task, "org.freedesktop.DBus.Properties", "PropertiesChanged",
+        [.string("org.example.Downloads.Task"), .vardict(changing), .strings([])]
+    ),
+    (
+        "/org/example/Downloads", "org.example.Downloads", "Progress",
+        [.objectPath(task), .int64(65536), .int64(65536), .int64(65536)]
+    ),
     ("/org/example/Downloads", "org.example.Downloads", "StateChanged", [.objectPath(task), .string("finished")]),
-    (task, "org.freedesktop.DBus.Properties", "PropertiesChanged", [.string("org.example.Downloads.Task"), .vardict(changing), .strings([])]),
-    ("/org/example/Downloads", "org.example.Downloads", "Finished", [.objectPath(task), .string("/dev/shm/out/p1042.bin")]),
+    (
+        task, "org.freedesktop.DBus.Properties", "PropertiesChanged",
+        [.string("org.example.Downloads.Task"), .vardict(changing), .strings([])]
+    ),
+    (
+        "/org/example/Downloads", "org.example.Downloads", "Finished",
+        [.objectPath(task), .string("/dev/shm/out/p1042.bin")]
+    ),
 ]
 let tasks = 20_000
 start = ContinuousClock.now
@@ -131,7 +166,9 @@ let taskOnePass = seconds(ContinuousClock.now - start) / Double(tasks) * 1e6
 // Reference: busctl's Ping of the bus daemon, one process per call.
 start = ContinuousClock.now
 for _ in 0..<busctlRuns {
-    let output = try ProcessRunner.runBlocking(["busctl", "--address=\(bus.address)", "call", "org.freedesktop.DBus", "/", "org.freedesktop.DBus.Peer", "Ping"])
+    let output = try ProcessRunner.runBlocking([
+        "busctl", "--address=\(bus.address)", "call", "org.freedesktop.DBus", "/", "org.freedesktop.DBus.Peer", "Ping",
+    ])
     precondition(output.status == 0, "busctl failed: \(output)")
 }
 let busctlRate = Double(busctlRuns) / seconds(ContinuousClock.now - start)

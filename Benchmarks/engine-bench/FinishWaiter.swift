@@ -12,9 +12,11 @@ final class FinishWaiter: DownloadObserver, @unchecked Sendable {
     func download(_ manager: SessionManager, url: String, to target: String) async throws {
         var options = DownloadOptions()
         options.overwrite = true
-        let task = try manager.create(DownloadRequest(
-            owner: getuid(), session: "bench", url: url, destination: target, destinationIsDirectory: false, options: options
-        ))
+        let task = try manager.create(
+            DownloadRequest(
+                owner: getuid(), session: "bench", url: url, destination: target, destinationIsDirectory: false,
+                options: options
+            ))
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let early = waiting.withLockedValue { waiting -> (any Error)?? in
                 if let result = ended.withLockedValue({ $0.removeValue(forKey: task.id) }) { return .some(result) }

@@ -29,7 +29,8 @@ struct SmallFilesRun {
         if layer == .store {
             let made = try Self.makeStateDirectory()
             stateDirectory = made
-            observers.insert(StoreObserver(store: try DownloadStore(path: made + "/downloads.sqlite"), logger: logger), at: 0)
+            observers.insert(
+                StoreObserver(store: try DownloadStore(path: made + "/downloads.sqlite"), logger: logger), at: 0)
         }
         defer { if let stateDirectory { try? FileManager.default.removeItem(atPath: stateDirectory) } }
         let manager = SessionManager(
@@ -52,8 +53,11 @@ struct SmallFilesRun {
         let wall = ContinuousClock.now - start
         let cpu = Self.cpuSeconds() - before
         let seconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
-        print(String(format: "%@ %5d tasks  wall %.3f s  CPU %.3f s  %.3f ms CPU per task",
-                     layer.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0) as NSString, count, seconds, cpu, cpu * 1000 / Double(count)))
+        print(
+            String(
+                format: "%@ %5d tasks  wall %.3f s  CPU %.3f s  %.3f ms CPU per task",
+                layer.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0) as NSString, count, seconds, cpu,
+                cpu * 1000 / Double(count)))
         await manager.shutdown()
         try await client.shutdown()
     }
@@ -80,7 +84,9 @@ struct SmallFilesRun {
         try await client.execute(request: request, delegate: delegate).futureResult.get()
     }
 
-    static func many(_ indices: [Int], inFlight: Int, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+    static func many(
+        _ indices: [Int], inFlight: Int, _ body: @escaping @Sendable (Int) async throws -> Void
+    ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             var next = 0
             while next < min(inFlight, indices.count) {

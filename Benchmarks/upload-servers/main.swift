@@ -33,7 +33,9 @@ while let line = readLine() {
         say("{}")
     case ("stats", _):
         let hashes = ietf.uploads.map { "\"\($0.sha256)\"" }.joined(separator: ",")
-        say("{\"ietf_body_bytes\": \(ietf.bodyBytes), \"ietf_uploads\": [\(hashes)], \"relay_forwarded\": \(relay.forwarded)}")
+        say(
+            "{\"ietf_body_bytes\": \(ietf.bodyBytes), \"ietf_uploads\": [\(hashes)], \"relay_forwarded\": \(relay.forwarded)}"
+        )
     default:
         say("{\"error\": \"unknown command\"}")
     }

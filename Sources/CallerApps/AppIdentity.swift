@@ -43,18 +43,23 @@ public enum AppIdentity {
         guard fd >= 0 else {
             let code = errno
             if code == ENOENT { return nil }
-            throw Failure("/.flatpak-info of process \(pid) cannot be opened: \(String(cString: strerror(code)))", code: code)
+            throw Failure(
+                "/.flatpak-info of process \(pid) cannot be opened: \(String(cString: strerror(code)))", code: code)
         }
         return fd
     }
 
     /// The app of process `pid`, which the bus says belongs to `uid`. `securityLabel` is the
     /// bus's `LinuxSecurityLabel` of the connection (AppArmor: `snap.NAME.APP (enforce)`).
-    public static func app(pid: UInt32, uid: UInt32, securityLabel: String? = nil, openInfo: InfoOpener = openHere) throws -> String {
+    public static func app(
+        pid: UInt32, uid: UInt32, securityLabel: String? = nil, openInfo: InfoOpener = openHere
+    ) throws -> String {
         guard pid > 0 else { throw Failure("the bus did not say which process is calling") }
         // Held while we look, so a pid that is reused meanwhile is noticed at the end.
         let pidfd = uf_pidfd_open(pid_t(pid))
-        guard pidfd >= 0 else { throw Failure("process \(pid) cannot be looked at: \(String(cString: strerror(errno)))") }
+        guard pidfd >= 0 else {
+            throw Failure("process \(pid) cannot be looked at: \(String(cString: strerror(errno)))")
+        }
         defer { close(pidfd) }
         let app: String
         if let info = try flatpakInfo(pid: pid, uid: uid, open: openInfo) {
@@ -94,7 +99,9 @@ public enum AppIdentity {
             throw Failure("/.flatpak-info of process \(pid) is not a regular file")
         }
         guard info.st_uid == uid else { throw Failure("/.flatpak-info of process \(pid) does not belong to its user") }
-        guard info.st_size <= maximumInfoSize else { throw Failure("/.flatpak-info of process \(pid) is larger than \(maximumInfoSize) bytes") }
+        guard info.st_size <= maximumInfoSize else {
+            throw Failure("/.flatpak-info of process \(pid) is larger than \(maximumInfoSize) bytes")
+        }
         var bytes = [UInt8](repeating: 0, count: maximumInfoSize + 1)
         var count = 0
         while count < bytes.count {
@@ -104,7 +111,9 @@ public enum AppIdentity {
             if n == 0 { break }
             count += n
         }
-        guard count <= maximumInfoSize else { throw Failure("/.flatpak-info of process \(pid) is larger than \(maximumInfoSize) bytes") }
+        guard count <= maximumInfoSize else {
+            throw Failure("/.flatpak-info of process \(pid) is larger than \(maximumInfoSize) bytes")
+        }
         return String(decoding: bytes[0..<count], as: UTF8.self)
     }
 
@@ -138,9 +147,13 @@ public enum AppIdentity {
     /// on any line's path, as snapd places every app process.
     public static func snapName(fromCgroup text: String) -> String? {
         for line in text.split(separator: "\n") {
-            guard let path = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).last else { continue }
-            for component in path.split(separator: "/") where component.hasPrefix("snap.")
-                && (component.hasSuffix(".scope") || component.hasSuffix(".service")) {
+            guard let path = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).last else {
+                continue
+            }
+            for component in path.split(separator: "/")
+            where component.hasPrefix("snap.")
+                && (component.hasSuffix(".scope") || component.hasSuffix(".service"))
+            {
                 let parts = component.split(separator: ".", omittingEmptySubsequences: false)
                 if parts.count >= 3, isSnapName(parts[1]) { return String(parts[1]) }
             }
@@ -163,20 +176,26 @@ public enum AppIdentity {
         let elements = id.split(separator: ".", omittingEmptySubsequences: false)
         guard elements.count >= 2 else { return false }
         return elements.allSatisfy { element in
-            guard let first = element.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
+            guard let first = element.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else {
+                return false
+            }
             return element.utf8.allSatisfy { byte in
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_")
+                    || byte == UInt8(ascii: "-")
             }
         }
     }
 
     /// Snap names: lower-case letters, digits and dashes (snapd's `ValidateName`).
     static func isSnapName(_ name: Substring) -> Bool {
-        !name.isEmpty && name.utf8.count <= 40 && name.utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-                || byte == UInt8(ascii: "-")
-        }
+        !name.isEmpty && name.utf8.count <= 40
+            && name.utf8.allSatisfy { byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                    || byte == UInt8(ascii: "-")
+            }
     }
 
     private static func contents(_ path: String) -> String? {

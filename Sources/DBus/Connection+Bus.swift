@@ -28,7 +28,9 @@ extension Connection {
     /// The unique name owning `name`, or nil when nobody owns it.
     /// The bus instance's id (`GetId`): unique names are unique only within one instance.
     public func busID() async throws -> String {
-        guard let id = try await callBus("GetId", []).first?.stringValue else { throw BusError.failed("GetId gave no id") }
+        guard let id = try await callBus("GetId", []).first?.stringValue else {
+            throw BusError.failed("GetId gave no id")
+        }
         return id
     }
 
@@ -42,7 +44,8 @@ extension Connection {
     /// which cannot take the name before this one is gone.
     public func requestStart(_ name: String) throws {
         let message = try Message.methodCall(
-            destination: Connection.busName, path: Connection.busPath, interface: Connection.busName, member: "StartServiceByName"
+            destination: Connection.busName, path: Connection.busPath, interface: Connection.busName,
+            member: "StartServiceByName"
         )
         try message.append([.string(name), .uint32(0)])
         message.setNoReply(true)
@@ -85,9 +88,11 @@ extension Connection {
     public func onNameOwnerChanged(
         _ handler: @escaping @Sendable (String, String, String) -> Void
     ) async throws -> UInt64 {
-        try await subscribe(MatchRule(sender: Connection.busName, interface: Connection.busName, member: "NameOwnerChanged")) { message in
+        try await subscribe(
+            MatchRule(sender: Connection.busName, interface: Connection.busName, member: "NameOwnerChanged")
+        ) { message in
             guard let values = try? message.arguments(), values.count == 3,
-                  let name = values[0].stringValue, let old = values[1].stringValue, let new = values[2].stringValue
+                let name = values[0].stringValue, let old = values[1].stringValue, let new = values[2].stringValue
             else { return }
             handler(name, old, new)
         }

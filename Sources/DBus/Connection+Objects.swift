@@ -27,7 +27,8 @@ extension Connection {
     /// moment of the object's state, read once rather than through its getters one by one.
     public func announceAdded(_ path: ObjectPath, interfaces: [String: [String: DBusValue]]) {
         guard let manager = state.withLockedValue({ $0.objects.manager(above: path) }) else { return }
-        emitInterfacesAdded(path, ExportedObject.interfacesValue(interfaces.map { ($0.key, $0.value) }), manager: manager.path)
+        emitInterfacesAdded(
+            path, ExportedObject.interfacesValue(interfaces.map { ($0.key, $0.value) }), manager: manager.path)
     }
 
     /// Announces a subtree object that is gone (`InterfacesRemoved`).
@@ -55,17 +56,20 @@ extension Connection {
     /// Emits a signal of a declared interface, after checking that the signal is declared
     /// there and that `arguments` have its signature: what clients were promised is what they get.
     public func emit(
-        _ interface: InterfaceDescription, _ signal: String, path: ObjectPath, arguments: [DBusValue], destination: String? = nil
+        _ interface: InterfaceDescription, _ signal: String, path: ObjectPath, arguments: [DBusValue],
+        destination: String? = nil
     ) throws {
         guard let declared = interface.signal(named: signal) else {
             throw BusError.failed("\(interface.name) declares no signal \(signal)")
         }
         let signature = DBusType.signature(of: arguments.map(\.type))
         guard signature == declared.signature else {
-            throw BusError.failed("\(interface.name).\(signal) is declared '\(declared.signature)', emitted with '\(signature)'")
+            throw BusError.failed(
+                "\(interface.name).\(signal) is declared '\(declared.signature)', emitted with '\(signature)'")
         }
         try emitSignal(
-            path: path, interface: interface.name, name: signal, arguments: arguments, destination: destination, signature: signature
+            path: path, interface: interface.name, name: signal, arguments: arguments, destination: destination,
+            signature: signature
         )
     }
 
@@ -150,7 +154,8 @@ extension Connection {
             return .reply([.string(String(cString: id))])
         case ("org.freedesktop.DBus.Introspectable", "Introspect"), (nil, "Introspect"):
             guard signature.isEmpty else { return .error(.invalidArgs("Introspect takes no arguments")) }
-            return resolveIntrospect(message, path: path, object: object, exists: exists, objects: objects, arguments: [])
+            return resolveIntrospect(
+                message, path: path, object: object, exists: exists, objects: objects, arguments: [])
         default:
             break
         }
@@ -159,7 +164,8 @@ extension Connection {
         // The signature is in the header: a call that does not match its declaration is refused
         // before a byte of its body is decoded (a 20 MB array sent to a method taking a string
         // costs nothing but this comparison).
-        if let expected = declaredSignature(of: object, interface: interfaceName, member: member), expected != signature {
+        if let expected = declaredSignature(of: object, interface: interfaceName, member: member), expected != signature
+        {
             return .error(.invalidArgs("\(interfaceName ?? "").\(member) takes '\(expected)', got '\(signature)'"))
         }
         let arguments: [DBusValue]
@@ -180,22 +186,25 @@ extension Connection {
         case .error(let error) where error.name == BusError.unknownObjectName:
             // The object went away after it was found: the check answers as it does for a
             // missing object (a task's `NotFound`), so both look the same to the caller.
-            return .handler({ call in
-                try await check(call)
-                throw error
-            }, call, nil)
+            return .handler(
+                { call in
+                    try await check(call)
+                    throw error
+                }, call, nil)
         case .error:
             return resolution
         case .reply(let values):
-            return .handler({ call in
-                try await check(call)
-                return values
-            }, call, nil)
+            return .handler(
+                { call in
+                    try await check(call)
+                    return values
+                }, call, nil)
         case .handler(let handler, let call, let outSignature):
-            return .handler({ call in
-                try await check(call)
-                return try await handler(call)
-            }, call, outSignature)
+            return .handler(
+                { call in
+                    try await check(call)
+                    return try await handler(call)
+                }, call, outSignature)
         }
     }
 
@@ -213,7 +222,9 @@ extension Connection {
         }
     }
 
-    private func resolveOnObject(_ object: ExportedObject, call: MethodCall, signature: String, objects: ObjectTable) -> Resolution {
+    private func resolveOnObject(
+        _ object: ExportedObject, call: MethodCall, signature: String, objects: ObjectTable
+    ) -> Resolution {
         let path = call.path
         let member = call.member
         let arguments = call.arguments
@@ -221,13 +232,16 @@ extension Connection {
         if interfaceName == InterfaceDescription.properties.name {
             if member == "Set", object.accessCheck != nil {
                 // A setter must not run before the caller is checked: run it inside the handler.
-                return .handler({ [self] call in
-                    switch self.resolveProperties(member: member, arguments: arguments, signature: signature, object: object) {
-                    case .error(let error): throw error
-                    case .reply(let values): return values
-                    case .handler(let handler, _, _): return try await handler(call)
-                    }
-                }, call, nil)
+                return .handler(
+                    { [self] call in
+                        switch self.resolveProperties(
+                            member: member, arguments: arguments, signature: signature, object: object)
+                        {
+                        case .error(let error): throw error
+                        case .reply(let values): return values
+                        case .handler(let handler, _, _): return try await handler(call)
+                        }
+                    }, call, nil)
             }
             return resolveProperties(member: member, arguments: arguments, signature: signature, object: object)
         }
@@ -237,20 +251,24 @@ extension Connection {
             }
             let managed = objects.managed(by: path)
             let subtrees = objects.subtrees(below: path)
-            return .handler({ call in
-                var all = managed
-                for subtree in subtrees {
-                    for name in try await subtree.enumerate(call) {
-                        if let child = try? subtree.path.appending(name), let found = subtree.find(child) {
-                            all.append(found)
+            return .handler(
+                { call in
+                    var all = managed
+                    for subtree in subtrees {
+                        for name in try await subtree.enumerate(call) {
+                            if let child = try? subtree.path.appending(name), let found = subtree.find(child) {
+                                all.append(found)
+                            }
                         }
                     }
-                }
-                return [.dictionary(
-                    key: .objectPath, value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)),
-                    all.map { .init(.objectPath($0.path), $0.interfacesAndProperties()) }
-                )]
-            }, call, nil)
+                    return [
+                        .dictionary(
+                            key: .objectPath,
+                            value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)),
+                            all.map { .init(.objectPath($0.path), $0.interfacesAndProperties()) }
+                        )
+                    ]
+                }, call, nil)
         }
 
         let interface: ExportedInterface
@@ -269,9 +287,10 @@ extension Connection {
             return .error(.unknownMethod(member, interface.description.name, signature))
         }
         guard signature == method.inSignature else {
-            return .error(.invalidArgs(
-                "\(interface.description.name).\(member) takes '\(method.inSignature)', got '\(signature)'"
-            ))
+            return .error(
+                .invalidArgs(
+                    "\(interface.description.name).\(member) takes '\(method.inSignature)', got '\(signature)'"
+                ))
         }
         let resolved = MethodCall(
             connection: self, message: call.message, sender: call.sender, path: path,
@@ -288,7 +307,8 @@ extension Connection {
             return .error(.unknownMethod(member, description.name, signature))
         }
         guard signature == method.inSignature else {
-            return .error(.invalidArgs("\(description.name).\(member) takes '\(method.inSignature)', got '\(signature)'"))
+            return .error(
+                .invalidArgs("\(description.name).\(member) takes '\(method.inSignature)', got '\(signature)'"))
         }
         guard let interfaceName = arguments.first?.stringValue else { return .error(.invalidArgs("missing interface")) }
         guard let interface = object.interface(named: interfaceName) else {
@@ -313,7 +333,9 @@ extension Connection {
                 return .error(.unknownObject(object.path.rawValue))
             }
             guard value.type == property.type else {
-                return .error(.failed("property \(name) has type '\(value.type.signature)', declared '\(property.type.signature)'"))
+                return .error(
+                    .failed(
+                        "property \(name) has type '\(value.type.signature)', declared '\(property.type.signature)'"))
             }
             return .reply([.variant(value)])
         default:  // Set
@@ -337,7 +359,8 @@ extension Connection {
             if property.emitsChanged == .true {
                 try? emitPropertiesChanged(path: object.path, interface: interfaceName, changed: [name: value])
             } else if property.emitsChanged == .invalidates {
-                try? emitPropertiesChanged(path: object.path, interface: interfaceName, changed: [:], invalidated: [name])
+                try? emitPropertiesChanged(
+                    path: object.path, interface: interfaceName, changed: [:], invalidated: [name])
             }
             return .reply([])
         }
@@ -376,7 +399,8 @@ extension Connection {
     /// through (others get `UnknownObject`, as for a path with nothing); a subtree's root lists
     /// the children the caller may see.
     private func resolveIntrospect(
-        _ message: Message, path: ObjectPath, object: ExportedObject?, exists: Bool, objects: ObjectTable, arguments: [DBusValue]
+        _ message: Message, path: ObjectPath, object: ExportedObject?, exists: Bool, objects: ObjectTable,
+        arguments: [DBusValue]
     ) -> Resolution {
         let call = MethodCall(
             connection: self, message: message, sender: message.sender ?? "", path: path,
@@ -384,26 +408,31 @@ extension Connection {
         )
         if objects.subtree(above: path) != nil {
             guard let object else { return .error(.unknownObject(path.rawValue)) }
-            return .handler({ [self] call in
-                if let check = object.accessCheck {
-                    do {
-                        try await check(call)
-                    } catch {
-                        throw BusError.unknownObject(path.rawValue)
+            return .handler(
+                { [self] call in
+                    if let check = object.accessCheck {
+                        do {
+                            try await check(call)
+                        } catch {
+                            throw BusError.unknownObject(path.rawValue)
+                        }
                     }
-                }
-                return [.string(introspect(path: path, object: object, objects: objects, children: []))]
-            }, call, nil)
+                    return [.string(introspect(path: path, object: object, objects: objects, children: []))]
+                }, call, nil)
         }
         guard exists else { return .error(.unknownObject(path.rawValue)) }
         let subtreeRoot = objects.subtrees(below: path).first { $0.path == path }
         guard let subtreeRoot else {
-            return .reply([.string(introspect(path: path, object: object, objects: objects, children: objects.childNames(of: path)))])
+            return .reply([
+                .string(
+                    introspect(path: path, object: object, objects: objects, children: objects.childNames(of: path)))
+            ])
         }
-        return .handler({ [self] call in
-            let children = try await subtreeRoot.enumerate(call)
-            return [.string(introspect(path: path, object: object, objects: objects, children: children))]
-        }, call, nil)
+        return .handler(
+            { [self] call in
+                let children = try await subtreeRoot.enumerate(call)
+                return [.string(introspect(path: path, object: object, objects: objects, children: children))]
+            }, call, nil)
     }
 
     func introspect(path: ObjectPath, object: ExportedObject?, objects: ObjectTable, children: [String]) -> String {

@@ -97,20 +97,22 @@ public final class Connection: @unchecked Sendable {
         self.filterBox = FilterBox()
         filterBox.connection = self
         let box = Unmanaged.passRetained(filterBox).toOpaque()
-        guard dbus_connection_add_filter(
-            connection,
-            { _, message, data in
-                guard let message, let data,
-                      let connection = Unmanaged<FilterBox>.fromOpaque(data).takeUnretainedValue().connection
-                else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-                return connection.route(Message(retaining: message))
-            },
-            box,
-            { data in
-                guard let data else { return }
-                Unmanaged<FilterBox>.fromOpaque(data).release()
-            }
-        ) != 0 else {
+        guard
+            dbus_connection_add_filter(
+                connection,
+                { _, message, data in
+                    guard let message, let data,
+                        let connection = Unmanaged<FilterBox>.fromOpaque(data).takeUnretainedValue().connection
+                    else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+                    return connection.route(Message(retaining: message))
+                },
+                box,
+                { data in
+                    guard let data else { return }
+                    Unmanaged<FilterBox>.fromOpaque(data).release()
+                }
+            ) != 0
+        else {
             Unmanaged<FilterBox>.fromOpaque(box).release()
             dbus_connection_close(connection)
             dbus_connection_unref(connection)
@@ -182,15 +184,18 @@ public final class Connection: @unchecked Sendable {
         path: ObjectPath, interface: String, name: String, arguments: [DBusValue] = [], destination: String? = nil,
         signature: String? = nil
     ) throws {
-        try send(Message.signal(
-            path: path, interface: interface, name: name, destination: destination, arguments: arguments, signature: signature
-        ))
+        try send(
+            Message.signal(
+                path: path, interface: interface, name: name, destination: destination, arguments: arguments,
+                signature: signature
+            ))
     }
 
     /// Sends a method call and waits for its reply (a method return or an error, thrown as `BusError`).
     public func call(_ message: Message, timeout: Duration = .seconds(25)) async throws -> Message {
         guard !state.withLockedValue({ $0.closed }) else { throw BusError.disconnected() }
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int32(
+            clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         var pendingCall: OpaquePointer?
         guard dbus_connection_send_with_reply(raw, message.raw, &pendingCall, milliseconds) != 0 else {
             throw BusError.noMemory()
@@ -239,7 +244,9 @@ public final class Connection: @unchecked Sendable {
         if reply.kind == .error {
             let text = (try? reply.arguments().first?.stringValue) ?? nil
             if reply.errorName == BusError.noReplyName {
-                logger.warning("no reply to \(message.interface ?? "").\(message.member ?? "") within the timeout; \(loop.diagnostics())")
+                logger.warning(
+                    "no reply to \(message.interface ?? "").\(message.member ?? "") within the timeout; \(loop.diagnostics())"
+                )
             }
             throw BusError(name: reply.errorName ?? BusError.failedName, message: text ?? "")
         }

@@ -14,7 +14,8 @@ extension DBusValue {
             _ = try DBusType.parse(v)
         case .array(let element, let elements):
             for item in elements where item.type != element {
-                throw BusError.invalidArgs("array of '\(element.signature)' holds a value of type '\(item.type.signature)'")
+                throw BusError.invalidArgs(
+                    "array of '\(element.signature)' holds a value of type '\(item.type.signature)'")
             }
         case .dictionary(let keyType, let valueType, let entries):
             guard keyType.isBasic else { throw BusError.invalidArgs("dictionary key type must be basic") }

@@ -12,7 +12,8 @@ public struct ExportedObject: Sendable {
     public let accessCheck: AccessCheck?
 
     public init(
-        path: ObjectPath, interfaces: [ExportedInterface], isObjectManager: Bool = false, accessCheck: AccessCheck? = nil
+        path: ObjectPath, interfaces: [ExportedInterface], isObjectManager: Bool = false,
+        accessCheck: AccessCheck? = nil
     ) throws {
         let names = interfaces.map(\.description.name)
         guard Set(names).count == names.count else {

@@ -104,7 +104,8 @@ public struct InterfaceDescription: Sendable, Hashable {
             lines.append("\(pad)  </signal>")
         }
         for property in properties {
-            let open = "\(pad)  <property name=\"\(property.name)\" type=\"\(xmlEscape(property.type.signature))\" access=\"\(property.access.rawValue)\""
+            let open =
+                "\(pad)  <property name=\"\(property.name)\" type=\"\(xmlEscape(property.type.signature))\" access=\"\(property.access.rawValue)\""
             if property.emitsChanged == .true {
                 lines.append(open + "/>")
             } else {

@@ -8,8 +8,10 @@ public struct MatchRule: Sendable, Hashable {
     /// Only unicast signals sent to us (the bus's `destination` key).
     public var destination: String?
 
-    public init(sender: String? = nil, interface: String? = nil, member: String? = nil,
-                path: ObjectPath? = nil, destination: String? = nil) {
+    public init(
+        sender: String? = nil, interface: String? = nil, member: String? = nil,
+        path: ObjectPath? = nil, destination: String? = nil
+    ) {
         self.sender = sender
         self.interface = interface
         self.member = member

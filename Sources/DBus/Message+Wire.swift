@@ -9,10 +9,12 @@ extension Message {
     /// `signature`: the arguments' signature when the caller has it already (`Connection.emit`
     /// checked it against the declaration), so it is not worked out twice.
     public static func signal(
-        path: ObjectPath, interface: String, name: String, destination: String?, arguments: [DBusValue], signature: String? = nil
+        path: ObjectPath, interface: String, name: String, destination: String?, arguments: [DBusValue],
+        signature: String? = nil
     ) throws -> Message {
         if let written = try written(
-            path: path, interface: interface, name: name, destination: destination, arguments: arguments, signature: signature
+            path: path, interface: interface, name: name, destination: destination, arguments: arguments,
+            signature: signature
         ) {
             return written
         }
@@ -24,7 +26,8 @@ extension Message {
 
     /// The signal written in one pass; nil when it is left to libdbus.
     static func written(
-        path: ObjectPath, interface: String, name: String, destination: String?, arguments: [DBusValue], signature: String? = nil
+        path: ObjectPath, interface: String, name: String, destination: String?, arguments: [DBusValue],
+        signature: String? = nil
     ) throws -> Message? {
         try checkInterfaceName(interface)
         try checkMemberName(name)
@@ -68,7 +71,9 @@ extension Message {
         let error = cdbus_error_new()
         defer { cdbus_error_free(error) }
         return bytes.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { dbus_message_demarshal($0.baseAddress, Int32(buffer.count), error) }
+            buffer.withMemoryRebound(to: CChar.self) {
+                dbus_message_demarshal($0.baseAddress, Int32(buffer.count), error)
+            }
         }
     }
 }

@@ -109,6 +109,8 @@ public final class Message: @unchecked Sendable {
     }
 
     static func checkMemberName(_ name: String) throws {
-        guard name.utf8.count <= 255, DBusNames.isValidElement(name.utf8) else { throw BusError.invalidArgs("'\(name)' is not a valid D-Bus member name") }
+        guard name.utf8.count <= 255, DBusNames.isValidElement(name.utf8) else {
+            throw BusError.invalidArgs("'\(name)' is not a valid D-Bus member name")
+        }
     }
 }

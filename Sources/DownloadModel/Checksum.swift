@@ -64,10 +64,14 @@ public struct Checksum: Sendable, Hashable, CustomStringConvertible {
             throw Invalid(message: "a \(algorithm.rawValue) checksum must be hexadecimal digits")
         }
         guard lower.utf8.count % 2 == 0 else {
-            throw Invalid(message: "a checksum has an even number of hexadecimal digits (two per byte), got \(lower.utf8.count)")
+            throw Invalid(
+                message: "a checksum has an even number of hexadecimal digits (two per byte), got \(lower.utf8.count)")
         }
         guard lower.utf8.count == algorithm.hexLength else {
-            throw Invalid(message: "a \(algorithm.rawValue) checksum is \(algorithm.hexLength) hexadecimal digits, got \(lower.utf8.count)")
+            throw Invalid(
+                message:
+                    "a \(algorithm.rawValue) checksum is \(algorithm.hexLength) hexadecimal digits, got \(lower.utf8.count)"
+            )
         }
         self.algorithm = algorithm
         self.hex = lower

@@ -93,7 +93,9 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     public static func http(status: Int, reason: String, retryAfter: Double? = nil) -> DownloadError {
         var message = "the server answered \(status) \(DisplayText.quoted(reason, limit: 60))"
         // What a person can do about it, where there is one thing.
-        if status == 401 { message += ": it asks for credentials (user:password@ in the URL, or an Authorization header)" }
+        if status == 401 {
+            message += ": it asks for credentials (user:password@ in the URL, or an Authorization header)"
+        }
         return .init(.httpError, message, httpStatus: status, retryAfter: retryAfter)
     }
     public static func network(_ message: String) -> DownloadError { .init(.networkError, message) }
@@ -108,7 +110,10 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     public static func insecureRedirect(_ message: String) -> DownloadError { .init(.insecureRedirect, message) }
     public static func invalidResponse(_ message: String) -> DownloadError { .init(.invalidResponse, message) }
     public static func checksumMismatch(expected: Checksum, actual: String) -> DownloadError {
-        .init(.checksumMismatch, "\(expected.algorithm.displayName) of the download is \(actual), expected \(expected.hex); nothing was kept")
+        .init(
+            .checksumMismatch,
+            "\(expected.algorithm.displayName) of the download is \(actual), expected \(expected.hex); nothing was kept"
+        )
     }
     /// A piece (of a Metalink document's piece hashes) that no source served right.
     public static func checksumMismatch(_ message: String) -> DownloadError { .init(.checksumMismatch, message) }
@@ -118,7 +123,10 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     }
     /// An upload's file is not the one it was at `Upload` (`SourceIdentity.change`).
     public static func sourceChanged(_ path: String, _ why: String) -> DownloadError {
-        .init(.sourceChanged, "the file to upload, \(DisplayText.quoted(path, limit: 200)), changed after the upload began: \(why); nothing more is sent (upload it again)")
+        .init(
+            .sourceChanged,
+            "the file to upload, \(DisplayText.quoted(path, limit: 200)), changed after the upload began: \(why); nothing more is sent (upload it again)"
+        )
     }
     /// A non-idempotent request sent whole whose answer was lost (`ResendRule`): never retried.
     public static func outcomeUnknown(_ message: String) -> DownloadError { .init(.outcomeUnknown, message) }

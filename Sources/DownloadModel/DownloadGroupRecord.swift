@@ -23,7 +23,8 @@ public struct DownloadGroupRecord: Sendable, Hashable {
     /// (a restart completes the renames; nothing may fail it).
     public var publishing = false
 
-    public init(id: UInt64, owner: UInt32, app: String, session: String, title: String, atomic: Bool, taskSignals: Bool) {
+    public init(id: UInt64, owner: UInt32, app: String, session: String, title: String, atomic: Bool, taskSignals: Bool)
+    {
         self.id = id
         self.owner = owner
         self.app = app

@@ -21,7 +21,8 @@ public protocol DownloadObserver: AnyObject, Sendable {
     /// A queued task waits for something else now (the network changed; `.slot` when it may go).
     func task(_ task: TaskSnapshot, isWaitingFor reason: WaitingFor)
     func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64)
-    func task(_ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64)
+    func task(
+        _ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64)
     /// The same, told whether a state change carrying the same totals comes next (the progress
     /// flushed before it): an observer that publishes both may publish the totals once. The
     /// default calls the method above.
@@ -64,12 +65,16 @@ extension DownloadObserver {
     public func taskDidChangeURL(_ task: TaskSnapshot) {}
     public func task(_ task: TaskSnapshot, isWaitingFor reason: WaitingFor) {}
     public func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64) {}
-    public func task(_ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64) {}
+    public func task(
+        _ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64
+    ) {}
     public func task(
         _ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64,
         stateChangeFollows: Bool
     ) {
-        self.task(task, didWriteData: bytesWritten, totalBytesWritten: totalBytesWritten, totalBytesExpected: totalBytesExpected)
+        self.task(
+            task, didWriteData: bytesWritten, totalBytesWritten: totalBytesWritten,
+            totalBytesExpected: totalBytesExpected)
     }
     public func taskDidCheckpoint(_ task: TaskSnapshot) {}
     public func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String) {}

@@ -43,7 +43,8 @@ extension DownloadOptions: Codable {
             do {
                 checksum = try Checksum.parse(text)
             } catch {
-                throw DecodingError.dataCorruptedError(forKey: .checksum, in: container, debugDescription: error.message)
+                throw DecodingError.dataCorruptedError(
+                    forKey: .checksum, in: container, debugDescription: error.message)
             }
         } else if let hex = try container.decodeIfPresent(String.self, forKey: .sha256) {
             do {
@@ -73,7 +74,8 @@ extension DownloadOptions: Codable {
         useMetalinkHeaders = try container.decodeIfPresent(Bool.self, forKey: .useMetalinkHeaders) ?? true
         if let text = try container.decodeIfPresent(String.self, forKey: .priority) {
             guard let value = Priority(rawValue: text) else {
-                throw DecodingError.dataCorruptedError(forKey: .priority, in: container, debugDescription: "unknown priority '\(text)'")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .priority, in: container, debugDescription: "unknown priority '\(text)'")
             }
             priority = value
         }
@@ -93,7 +95,8 @@ extension DownloadOptions: Codable {
             do {
                 proxy = try ProxySetting.parse(text)
             } catch {
-                throw DecodingError.dataCorruptedError(forKey: .proxy, in: container, debugDescription: "a proxy that does not parse")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .proxy, in: container, debugDescription: "a proxy that does not parse")
             }
         }
     }
@@ -113,7 +116,8 @@ extension DownloadOptions: Codable {
         try container.encodeIfPresent(promisedLength, forKey: .promisedLength)
         if let pieces {
             try container.encode(
-                StoredPieces(algorithm: pieces.algorithm.rawValue, length: pieces.length, hashes: pieces.hexDigests), forKey: .pieces
+                StoredPieces(algorithm: pieces.algorithm.rawValue, length: pieces.length, hashes: pieces.hexDigests),
+                forKey: .pieces
             )
         }
         if !useMetalinkHeaders { try container.encode(useMetalinkHeaders, forKey: .useMetalinkHeaders) }

@@ -123,7 +123,10 @@ public struct DownloadOptions: Sendable, Hashable {
         public var taskDescription: String?
         public var metadata: [String: MetadataValue]?
 
-        public init(priority: Priority? = nil, maxBytesPerSecond: UInt64? = nil, allowMetered: Bool? = nil, proxy: ProxySetting? = nil) {
+        public init(
+            priority: Priority? = nil, maxBytesPerSecond: UInt64? = nil, allowMetered: Bool? = nil,
+            proxy: ProxySetting? = nil
+        ) {
             self.priority = priority
             self.maxBytesPerSecond = maxBytesPerSecond
             self.allowMetered = allowMetered
@@ -131,7 +134,8 @@ public struct DownloadOptions: Sendable, Hashable {
         }
 
         public var isEmpty: Bool {
-            priority == nil && maxBytesPerSecond == nil && allowMetered == nil && proxy == nil && requiresACPower == nil && background == nil
+            priority == nil && maxBytesPerSecond == nil && allowMetered == nil && proxy == nil && requiresACPower == nil
+                && background == nil
                 && headers == nil
                 && title == nil && taskDescription == nil && metadata == nil
         }
@@ -167,7 +171,9 @@ public struct DownloadOptions: Sendable, Hashable {
     /// `maxMetadataBytes` as stored.
     func validateMetadata() throws {
         for (key, value) in metadata {
-            guard !key.isEmpty, key.utf8.count <= DownloadOptions.maxMetadataKeyBytes, !DownloadOptions.hasControlCharacters(key) else {
+            guard !key.isEmpty, key.utf8.count <= DownloadOptions.maxMetadataKeyBytes,
+                !DownloadOptions.hasControlCharacters(key)
+            else {
                 throw DownloadError.invalidArgument(
                     "metadata keys are 1 to \(DownloadOptions.maxMetadataKeyBytes) bytes without control characters"
                 )
@@ -179,7 +185,8 @@ public struct DownloadOptions: Sendable, Hashable {
         guard !metadata.isEmpty else { return }
         let size = (try? JSONEncoder().encode(metadata).count) ?? Int.max
         guard size <= DownloadOptions.maxMetadataBytes else {
-            throw DownloadError.invalidArgument("metadata comes to \(size) bytes stored; at most \(DownloadOptions.maxMetadataBytes)")
+            throw DownloadError.invalidArgument(
+                "metadata comes to \(size) bytes stored; at most \(DownloadOptions.maxMetadataBytes)")
         }
     }
 
@@ -207,7 +214,8 @@ public struct DownloadOptions: Sendable, Hashable {
     public func validate() throws {
         for (name, value) in headers {
             guard HTTPFieldRules.isToken(name) else {
-                throw DownloadError.invalidArgument("header name '\(DisplayText.quoted(name, limit: 60))' is not a valid HTTP token")
+                throw DownloadError.invalidArgument(
+                    "header name '\(DisplayText.quoted(name, limit: 60))' is not a valid HTTP token")
             }
             guard HTTPFieldRules.isFieldValue(value) else {
                 throw DownloadError.invalidArgument(
@@ -224,10 +232,12 @@ public struct DownloadOptions: Sendable, Hashable {
         for (name, text) in [("title", title), ("description", taskDescription)] {
             guard let text else { continue }
             guard text.utf8.count <= DownloadOptions.maxTextBytes else {
-                throw DownloadError.invalidArgument("\(name) is \(text.utf8.count) bytes; at most \(DownloadOptions.maxTextBytes)")
+                throw DownloadError.invalidArgument(
+                    "\(name) is \(text.utf8.count) bytes; at most \(DownloadOptions.maxTextBytes)")
             }
             guard !DownloadOptions.hasControlCharacters(text) else {
-                throw DownloadError.invalidArgument("\(name) must not contain control characters (line breaks, tabs, escapes)")
+                throw DownloadError.invalidArgument(
+                    "\(name) must not contain control characters (line breaks, tabs, escapes)")
             }
         }
         try validateMetadata()

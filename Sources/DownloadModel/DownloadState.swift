@@ -17,11 +17,11 @@ public enum DownloadState: String, Sendable, Hashable, CaseIterable, Codable {
         case (.queued, .running), (.queued, .paused), (.queued, .cancelled), (.queued, .failed):
             return true
         case (.running, .finished), (.running, .failed), (.running, .paused), (.running, .cancelled),
-             (.running, .retrying), (.running, .queued):
+            (.running, .retrying), (.running, .queued):
             // running → queued: the daemon stops and will carry on at the next start.
             return true
         case (.retrying, .running), (.retrying, .paused), (.retrying, .cancelled), (.retrying, .failed),
-             (.retrying, .queued):
+            (.retrying, .queued):
             return true
         case (.paused, .queued), (.paused, .cancelled):
             return true

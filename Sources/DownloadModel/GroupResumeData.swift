@@ -44,24 +44,30 @@ public struct GroupResumeData: Sendable {
     public func encoded(key: SymmetricKey) throws -> [UInt8] {
         let blobs = try files.map { String(decoding: try $0.encoded(key: key), as: UTF8.self) }
         let body = Body(
-            group_id: group.id, owner_uid: group.owner, app: group.app.isEmpty ? nil : group.app, session: group.session,
+            group_id: group.id, owner_uid: group.owner, app: group.app.isEmpty ? nil : group.app,
+            session: group.session,
             title: group.title, atomic: group.atomic, task_signals: group.taskSignals,
             parallel: group.parallel == 0 ? nil : group.parallel,
-            max_bytes_per_second: group.maxBytesPerSecond == 0 ? nil : group.maxBytesPerSecond, finished: finished, files: blobs
+            max_bytes_per_second: group.maxBytesPerSecond == 0 ? nil : group.maxBytesPerSecond, finished: finished,
+            files: blobs
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let blob = SignedBlob.encode(header: Self.header, json: Array(try encoder.encode(body)), key: key)
         guard blob.count <= Self.maximumSize else {
-            throw DownloadError.invalidArgument("the group's resume data would be \(blob.count) bytes; at most \(Self.maximumSize)")
+            throw DownloadError.invalidArgument(
+                "the group's resume data would be \(blob.count) bytes; at most \(Self.maximumSize)")
         }
         return blob
     }
 
     /// Verifies and decodes a blob made for `owner` (and a sandboxed `app`); every failure is
     /// `InvalidResumeData` with a reason, a file's naming the file.
-    public static func decode(_ blob: [UInt8], key: SymmetricKey, owner: UInt32, app: String = "") throws -> GroupResumeData {
-        let json = try SignedBlob.decode(blob, key: key, maximumSize: maximumSize, what: "the group's resume data") { first in
+    public static func decode(
+        _ blob: [UInt8], key: SymmetricKey, owner: UInt32, app: String = ""
+    ) throws -> GroupResumeData {
+        let json = try SignedBlob.decode(blob, key: key, maximumSize: maximumSize, what: "the group's resume data") {
+            first in
             guard first == Array(header.utf8) else {
                 if first.starts(with: Array("org.example.Downloads.ResumeData/".utf8)) {
                     throw DownloadError.invalidResumeData("this is a task's resume data: give it to ResumeWithData")
@@ -75,7 +81,9 @@ public struct GroupResumeData: Sendable {
         } catch {
             throw DownloadError.invalidResumeData("the group's resume data does not decode: \(error)")
         }
-        guard body.owner_uid == owner else { throw DownloadError.invalidResumeData("the resume data belongs to another user") }
+        guard body.owner_uid == owner else {
+            throw DownloadError.invalidResumeData("the resume data belongs to another user")
+        }
         guard app.isEmpty || (body.app ?? "") == app else {
             throw DownloadError.invalidResumeData("the resume data belongs to another app")
         }

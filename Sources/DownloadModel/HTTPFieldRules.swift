@@ -6,10 +6,11 @@ public enum HTTPFieldRules {
 
     /// `token = 1*tchar` (a field name, a media type's parts, a parameter's name).
     public static func isToken(_ text: some StringProtocol) -> Bool {
-        !text.isEmpty && text.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || tokenPunctuation.contains(byte)
-        }
+        !text.isEmpty
+            && text.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || tokenPunctuation.contains(byte)
+            }
     }
 
     /// A field value: visible characters, spaces and horizontal tabs (§5.5 excludes every other
@@ -82,4 +83,3 @@ public enum HTTPFieldRules {
         }
     }
 }
-

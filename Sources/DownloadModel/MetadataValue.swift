@@ -46,7 +46,8 @@ extension MetadataValue: Codable {
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: TypeCode.self)
         guard container.allKeys.count == 1, let key = container.allKeys.first else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "a metadata value has one type"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "a metadata value has one type"))
         }
         switch key.stringValue {
         case "y": self = .byte(try container.decode(UInt8.self, forKey: key))
@@ -62,7 +63,8 @@ extension MetadataValue: Codable {
         case "o": self = .objectPath(try container.decode(String.self, forKey: key))
         case "g": self = .signature(try container.decode(String.self, forKey: key))
         default:
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "unknown metadata type"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "unknown metadata type"))
         }
     }
 

@@ -8,7 +8,9 @@ public struct MultipartForm: Sendable, Hashable, Codable {
     public var fields: [String: String]
     public var boundary: String
 
-    public init(field: String, filename: String, fields: [String: String] = [:], boundary: String = MultipartForm.makeBoundary()) {
+    public init(
+        field: String, filename: String, fields: [String: String] = [:], boundary: String = MultipartForm.makeBoundary()
+    ) {
         self.field = field
         self.filename = filename
         self.fields = fields
@@ -34,7 +36,8 @@ public struct MultipartForm: Sendable, Hashable, Codable {
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
             text += "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(Self.quoted(name))\"\r\n\r\n\(value)\r\n"
         }
-        text += "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(Self.quoted(field))\"; filename=\"\(Self.quoted(filename))\"\r\n"
+        text +=
+            "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(Self.quoted(field))\"; filename=\"\(Self.quoted(filename))\"\r\n"
         text += "Content-Type: \(fileType ?? "application/octet-stream")\r\n\r\n"
         return Array(text.utf8)
     }
@@ -47,7 +50,8 @@ public struct MultipartForm: Sendable, Hashable, Codable {
     /// caller gives with the option cannot hold CR, LF or NUL (`TaskOptions.checkedForm`); the
     /// default file name is the source's, which may: it never breaks the part's head.
     static func quoted(_ text: String) -> String {
-        text.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "%22").replacingAll("\r", with: "%0D").replacingAll("\n", with: "%0A")
+        text.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "%22").replacingAll("\r", with: "%0D")
+            .replacingAll("\n", with: "%0A")
     }
 }
 

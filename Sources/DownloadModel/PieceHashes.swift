@@ -19,7 +19,8 @@ public struct PieceHashes: Sendable, Hashable {
     /// `hashes`: one hex digest per piece, in file order.
     public init(_ algorithm: Checksum.Algorithm, length: Int64, hashes: [String]) throws(Checksum.Invalid) {
         guard length >= PieceHashes.minimumLength, length <= 1 << 30 else {
-            throw Checksum.Invalid(message: "a piece length is between \(PieceHashes.minimumLength) bytes and 1 GiB, got \(length)")
+            throw Checksum.Invalid(
+                message: "a piece length is between \(PieceHashes.minimumLength) bytes and 1 GiB, got \(length)")
         }
         guard !hashes.isEmpty, hashes.count <= PieceHashes.maxCount else {
             throw Checksum.Invalid(message: "1 to \(PieceHashes.maxCount) piece hashes, got \(hashes.count)")
@@ -64,7 +65,9 @@ public struct PieceHashes: Sendable, Hashable {
         guard !utf8.isEmpty, utf8.count % size == 0 else {
             throw Checksum.Invalid(message: "piece hashes are \(size) hexadecimal digits each")
         }
-        let hashes = stride(from: 0, to: utf8.count, by: size).map { String(decoding: utf8[$0..<$0 + size], as: UTF8.self) }
+        let hashes = stride(from: 0, to: utf8.count, by: size).map {
+            String(decoding: utf8[$0..<$0 + size], as: UTF8.self)
+        }
         try self.init(algorithm, length: length, hashes: hashes)
     }
 }

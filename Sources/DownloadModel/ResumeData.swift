@@ -123,7 +123,8 @@ public struct ResumeData: Sendable, Hashable {
             try ChaChaPoly.seal(Array($0.text.utf8), using: ResumeData.headerKey(key)).combined.base64EncodedString()
         }
         let body = Body(
-            task_id: taskID, owner_uid: owner, app: app.isEmpty ? nil : app, writes_in_place: writesInPlace ? true : nil,
+            task_id: taskID, owner_uid: owner, app: app.isEmpty ? nil : app,
+            writes_in_place: writesInPlace ? true : nil,
             session: session, url: url, final_url: finalURL, destination: destination,
             destination_is_directory: destinationIsDirectory, resolved_path: resolvedPath, offset: offset,
             validator: validator, expected_length: expectedLength, segments: segments, options: visible, upload: upload,
@@ -136,11 +137,13 @@ public struct ResumeData: Sendable, Hashable {
 
     /// Verifies and decodes a blob made for `owner`; every failure is `InvalidResumeData` with a
     /// reason. A sandboxed `app` takes only its own blobs; a host caller ("") every blob of its user.
-    public static func decode(_ blob: [UInt8], key: SymmetricKey, owner: UInt32, app: String = "") throws -> ResumeData {
+    public static func decode(_ blob: [UInt8], key: SymmetricKey, owner: UInt32, app: String = "") throws -> ResumeData
+    {
         let json = try SignedBlob.decode(blob, key: key, maximumSize: maximumSize, what: "the resume data") { first in
             guard readableHeaders.contains(where: { first == Array($0.utf8) }) else {
                 if first == Array(GroupResumeData.header.utf8) {
-                    throw DownloadError.invalidResumeData("this is a group's resume data: give it to ResumeGroupWithData")
+                    throw DownloadError.invalidResumeData(
+                        "this is a group's resume data: give it to ResumeGroupWithData")
                 }
                 throw DownloadError.invalidResumeData("unknown resume data version (expected \(header))")
             }
@@ -161,7 +164,7 @@ public struct ResumeData: Sendable, Hashable {
         guard body.offset >= 0 else { throw DownloadError.invalidResumeData("negative offset") }
         if let segments = body.segments {
             guard body.validator != nil, ByteRange.valid(segments, length: body.expected_length),
-                  body.offset == ByteRange.held(length: body.expected_length, remaining: segments)
+                body.offset == ByteRange.held(length: body.expected_length, remaining: segments)
             else {
                 throw DownloadError.invalidResumeData("the resume data's segments do not describe the file")
             }
@@ -169,9 +172,9 @@ public struct ResumeData: Sendable, Hashable {
         var options = body.options
         if let sealed = body.sealed_headers {
             guard let combined = Data(base64Encoded: sealed),
-                  let box = try? ChaChaPoly.SealedBox(combined: combined),
-                  let plain = try? ChaChaPoly.open(box, using: headerKey(key)),
-                  let headers = try? JSONDecoder().decode([String: String].self, from: plain)
+                let box = try? ChaChaPoly.SealedBox(combined: combined),
+                let plain = try? ChaChaPoly.open(box, using: headerKey(key)),
+                let headers = try? JSONDecoder().decode([String: String].self, from: plain)
             else {
                 throw DownloadError.invalidResumeData("the resume data's sealed headers do not open")
             }
@@ -179,17 +182,18 @@ public struct ResumeData: Sendable, Hashable {
         }
         if let sealed = body.sealed_proxy {
             guard let combined = Data(base64Encoded: sealed),
-                  let box = try? ChaChaPoly.SealedBox(combined: combined),
-                  let plain = try? ChaChaPoly.open(box, using: headerKey(key)),
-                  let text = String(bytes: plain, encoding: .utf8),
-                  let proxy = try? ProxySetting.parse(text)
+                let box = try? ChaChaPoly.SealedBox(combined: combined),
+                let plain = try? ChaChaPoly.open(box, using: headerKey(key)),
+                let text = String(bytes: plain, encoding: .utf8),
+                let proxy = try? ProxySetting.parse(text)
             else {
                 throw DownloadError.invalidResumeData("the resume data's sealed proxy does not open")
             }
             options.proxy = proxy
         }
         var record = DownloadTaskRecord(
-            id: body.task_id, owner: body.owner_uid, session: body.session, url: body.url, destination: body.destination,
+            id: body.task_id, owner: body.owner_uid, session: body.session, url: body.url,
+            destination: body.destination,
             destinationIsDirectory: body.destination_is_directory, options: options, durableOffset: body.offset,
             expectedLength: body.expected_length, validator: body.validator, finalURL: body.final_url,
             resolvedPath: body.resolved_path

@@ -34,7 +34,9 @@ public struct SourceIdentity: Sendable, Hashable, Codable {
 
     /// What differs from `recorded`, in words, or nil when nothing does.
     public func change(from recorded: SourceIdentity) -> String? {
-        if device != recorded.device || inode != recorded.inode { return "it is another file now (replaced or renamed over)" }
+        if device != recorded.device || inode != recorded.inode {
+            return "it is another file now (replaced or renamed over)"
+        }
         if size != recorded.size { return "its size changed from \(recorded.size) to \(size) bytes" }
         if modifiedSeconds != recorded.modifiedSeconds || modifiedNanoseconds != recorded.modifiedNanoseconds {
             return "it was modified"

@@ -13,7 +13,8 @@ public struct TaskSnapshot: Sendable, Hashable {
         self.record = record
         self.bytesWritten = bytesWritten
         self.speed = speed
-        self.waitingFor = record.state == .queued || (record.state == .running && waitingFor == .yielding) ? waitingFor : .nothing
+        self.waitingFor =
+            record.state == .queued || (record.state == .running && waitingFor == .yielding) ? waitingFor : .nothing
     }
 
     public var id: UInt64 { record.id }

@@ -11,7 +11,9 @@ public struct CompletionHandler: Sendable, Hashable {
     /// are given again, so a handler of an earlier instance is never sent to its unique name.
     public var busID: String?
 
-    public init(owner: UInt32, session: String, connection: String, objectPath: String, busName: String?, busID: String?) {
+    public init(
+        owner: UInt32, session: String, connection: String, objectPath: String, busName: String?, busID: String?
+    ) {
         self.owner = owner
         self.session = session
         self.connection = connection

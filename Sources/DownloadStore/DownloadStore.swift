@@ -32,7 +32,8 @@ public final class DownloadStore: Sendable {
         self.reserve = reserve
         self.directory = directory
         saves = CommitGroup(database: database) { write in
-            try DownloadStore.write(database, reserve: reserve, directory: directory, mayUseReserve: write.mayUseReserve, write.body)
+            try DownloadStore.write(
+                database, reserve: reserve, directory: directory, mayUseReserve: write.mayUseReserve, write.body)
         }
         try DownloadStore.migrator.migrate(database)
         _ = reserve?.ensure()
@@ -75,7 +76,8 @@ public final class DownloadStore: Sendable {
         _ body: (Database) throws -> T
     ) throws -> T {
         func full(_ error: DatabaseError) -> StoreError {
-            StoreError("the state directory \(directory) is full (\(error.message ?? "SQLITE_FULL"))", storageFull: true)
+            StoreError(
+                "the state directory \(directory) is full (\(error.message ?? "SQLITE_FULL"))", storageFull: true)
         }
         do {
             return try database.write(body)
@@ -117,7 +119,9 @@ public final class DownloadStore: Sendable {
     }
 
     /// Saves what the engine knows of a task now: `saving`'s write, committed alone.
-    public func save(_ record: DownloadTaskRecord, options: Bool = true, mayUseReserve: Bool = true, sessionIdle: Bool = false) throws {
+    public func save(
+        _ record: DownloadTaskRecord, options: Bool = true, mayUseReserve: Bool = true, sessionIdle: Bool = false
+    ) throws {
         try commitAlone(saving(record, options: options, mayUseReserve: mayUseReserve, sessionIdle: sessionIdle))
     }
 
@@ -126,18 +130,24 @@ public final class DownloadStore: Sendable {
     public func inserting(_ record: DownloadTaskRecord) throws -> StoreWrite {
         let row = try TaskRow(record: record)
         return StoreWrite(mayUseReserve: true) { db in
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO session (ownerUID, name, endedSinceCall) VALUES (?, ?, 0)")
-                .execute(arguments: [row.ownerUID, row.session])
-            try db.cachedStatement(sql: """
-                INSERT INTO task (id, ownerUID, session, url, finalURL, destination, destinationIsDirectory, resolvedPath,
-                state, durableOffset, expectedLength, validator, options, errorName, errorMessage, partialDevice, partialInode,
-                fileMode, createdAt, updatedAt, endedAt, app, writesInPlace, groupID, upload, replyBody)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [
+            try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO session (ownerUID, name, endedSinceCall) VALUES (?, ?, 0)"
+            )
+            .execute(arguments: [row.ownerUID, row.session])
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO task (id, ownerUID, session, url, finalURL, destination, destinationIsDirectory, resolvedPath,
+                    state, durableOffset, expectedLength, validator, options, errorName, errorMessage, partialDevice, partialInode,
+                    fileMode, createdAt, updatedAt, endedAt, app, writesInPlace, groupID, upload, replyBody)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
                 row.id, row.ownerUID, row.session, row.url, row.finalURL, row.destination, row.destinationIsDirectory,
-                row.resolvedPath, row.state, row.durableOffset, row.expectedLength, row.validator, row.options, row.errorName,
+                row.resolvedPath, row.state, row.durableOffset, row.expectedLength, row.validator, row.options,
+                row.errorName,
                 row.errorMessage, row.partialDevice, row.partialInode, row.fileMode, StoredTime.text(row.createdAt),
-                StoredTime.text(row.updatedAt), row.endedAt.map(StoredTime.text), row.app, row.writesInPlace, row.groupID,
+                StoredTime.text(row.updatedAt), row.endedAt.map(StoredTime.text), row.app, row.writesInPlace,
+                row.groupID,
                 row.upload, row.replyBody,
             ])
             try DownloadStore.saveSegments(record, db)
@@ -164,22 +174,27 @@ public final class DownloadStore: Sendable {
             let id = Int64(record.id)
             if record.state.isTerminal {
                 // Counted once, when the task ends (its endedAt is still empty), in the same transaction.
-                try db.cachedStatement(sql: """
-                    UPDATE session SET endedSinceCall = endedSinceCall + 1 WHERE ownerUID = ? AND name = ?
-                    AND EXISTS (SELECT 1 FROM task WHERE id = ? AND endedAt IS NULL)
-                    """).execute(arguments: [Int64(record.owner), record.session, id])
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE session SET endedSinceCall = endedSinceCall + 1 WHERE ownerUID = ? AND name = ?
+                        AND EXISTS (SELECT 1 FROM task WHERE id = ? AND endedAt IS NULL)
+                        """
+                ).execute(arguments: [Int64(record.owner), record.session, id])
             }
-            try db.cachedStatement(sql: """
-                UPDATE task SET options = coalesce(?, options), url = ?, finalURL = ?, resolvedPath = ?, state = ?,
-                durableOffset = ?, expectedLength = ?, validator = ?, errorName = ?, errorMessage = ?,
-                partialDevice = ?, partialInode = ?, fileMode = ?, groupID = ?, upload = ?, replyBody = coalesce(?, replyBody), updatedAt = ?,
-                endedAt = CASE WHEN ? THEN coalesce(endedAt, ?) ELSE NULL END
-                WHERE id = ?
-                """).execute(arguments: [
+            try db.cachedStatement(
+                sql: """
+                    UPDATE task SET options = coalesce(?, options), url = ?, finalURL = ?, resolvedPath = ?, state = ?,
+                    durableOffset = ?, expectedLength = ?, validator = ?, errorName = ?, errorMessage = ?,
+                    partialDevice = ?, partialInode = ?, fileMode = ?, groupID = ?, upload = ?, replyBody = coalesce(?, replyBody), updatedAt = ?,
+                    endedAt = CASE WHEN ? THEN coalesce(endedAt, ?) ELSE NULL END
+                    WHERE id = ?
+                    """
+            ).execute(arguments: [
                 encodedOptions, record.url, record.finalURL, record.resolvedPath, record.state.rawValue,
                 max(0, record.durableOffset), max(-1, record.expectedLength), record.validator, record.errorName,
                 record.errorMessage, record.partialFile.map { Int64(bitPattern: $0.device) },
-                record.partialFile.map { Int64(bitPattern: $0.inode) }, record.fileMode.map { Int64($0) }, Int64(record.group), upload, replyBody, now,
+                record.partialFile.map { Int64(bitPattern: $0.inode) }, record.fileMode.map { Int64($0) },
+                Int64(record.group), upload, replyBody, now,
                 record.state.isTerminal, now, id,
             ])
             guard db.changesCount > 0 else { return }
@@ -187,29 +202,37 @@ public final class DownloadStore: Sendable {
             try DownloadStore.saveSegments(record, db)
             if record.segments?.isEmpty == false { CrashPoint.segmentsSaving.reached() }
             if sessionIdle && !record.state.isActive {
-                let active = try Bool.fetchOne(db, sql: """
-                    SELECT EXISTS (SELECT 1 FROM task WHERE ownerUID = ? AND session = ? AND state IN \(DownloadStore.activeStates))
-                    """, arguments: [Int64(record.owner), record.session]) ?? true
+                let active =
+                    try Bool.fetchOne(
+                        db,
+                        sql: """
+                            SELECT EXISTS (SELECT 1 FROM task WHERE ownerUID = ? AND session = ? AND state IN \(DownloadStore.activeStates))
+                            """, arguments: [Int64(record.owner), record.session]) ?? true
                 if !active { try DownloadStore.makeCompletionDue(record.sessionID, db) }
             }
         }
     }
 
     /// `DownloadState.isActive` as an SQL list: `('queued', 'running', 'retrying')`.
-    private static let activeStates = "(" + DownloadState.allCases.filter(\.isActive).map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
+    private static let activeStates =
+        "(" + DownloadState.allCases.filter(\.isActive).map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
 
     /// Turns the ends a session counts into a pending completion call, to be announced
     /// (`EventsFinished`) and made: the counter goes back to zero; an undelivered call stays one
     /// call, announced again. Returns whether there were ends to count.
     @discardableResult
     private static func makeCompletionDue(_ session: SessionID, _ db: Database) throws -> Bool {
-        try db.cachedStatement(sql: "UPDATE session SET endedSinceCall = 0 WHERE ownerUID = ? AND name = ? AND endedSinceCall > 0")
-            .execute(arguments: [Int64(session.owner), session.name])
+        try db.cachedStatement(
+            sql: "UPDATE session SET endedSinceCall = 0 WHERE ownerUID = ? AND name = ? AND endedSinceCall > 0"
+        )
+        .execute(arguments: [Int64(session.owner), session.name])
         guard db.changesCount > 0 else { return false }
-        try db.cachedStatement(sql: """
-            INSERT INTO pendingCompletion (ownerUID, session, createdAt, announced) VALUES (?, ?, ?, 0)
-            ON CONFLICT (ownerUID, session) DO UPDATE SET announced = 0
-            """).execute(arguments: [Int64(session.owner), session.name, StoredTime.now])
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO pendingCompletion (ownerUID, session, createdAt, announced) VALUES (?, ?, ?, 0)
+                ON CONFLICT (ownerUID, session) DO UPDATE SET announced = 0
+                """
+        ).execute(arguments: [Int64(session.owner), session.name, StoredTime.now])
         return true
     }
 
@@ -224,7 +247,8 @@ public final class DownloadStore: Sendable {
                 segments[row["taskID"], default: []].append(ByteRange(start: row["start"], end: row["end"]))
             }
             // Every column but the replies' bodies: they are read one at a time, on `GetReply`.
-            for row in try Row.fetchAll(db, sql: "SELECT \(DownloadStore.taskColumnsButReplies) FROM task ORDER BY id") {
+            for row in try Row.fetchAll(db, sql: "SELECT \(DownloadStore.taskColumnsButReplies) FROM task ORDER BY id")
+            {
                 let id: Int64 = row["id"] ?? 0
                 do {
                     var record = try TaskRow(row: row).record()
@@ -250,12 +274,15 @@ public final class DownloadStore: Sendable {
     /// The write that records a new group (before its tasks' inserts, in the same batch).
     public func insertingGroup(_ group: DownloadGroupRecord) -> StoreWrite {
         StoreWrite(mayUseReserve: true) { db in
-            try db.cachedStatement(sql: """
-                INSERT INTO taskGroup (id, ownerUID, app, session, title, atomic, taskSignals, publishing, createdAt, parallel,
-                                       maxBytesPerSecond)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [
-                Int64(group.id), Int64(group.owner), group.app, group.session, group.title, group.atomic, group.taskSignals,
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO taskGroup (id, ownerUID, app, session, title, atomic, taskSignals, publishing, createdAt, parallel,
+                                           maxBytesPerSecond)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
+                Int64(group.id), Int64(group.owner), group.app, group.session, group.title, group.atomic,
+                group.taskSignals,
                 group.publishing, StoredTime.now, Int64(group.parallel), Int64(clamping: group.maxBytesPerSecond),
             ])
         }
@@ -265,7 +292,9 @@ public final class DownloadStore: Sendable {
     /// that it was undone).
     public func publishingGroup(_ id: UInt64, _ publishing: Bool = true) -> StoreWrite {
         StoreWrite(mayUseReserve: true) { db in
-            try db.cachedStatement(sql: "UPDATE taskGroup SET publishing = ? WHERE id = ?").execute(arguments: [publishing, Int64(id)])
+            try db.cachedStatement(sql: "UPDATE taskGroup SET publishing = ? WHERE id = ?").execute(arguments: [
+                publishing, Int64(id),
+            ])
         }
     }
 
@@ -318,8 +347,10 @@ public final class DownloadStore: Sendable {
     /// Ended tasks whose end is older than `date`.
     public func endedTasks(before date: Date) throws -> [UInt64] {
         try database.read { db in
-            try Int64.fetchAll(db, sql: "SELECT id FROM task WHERE endedAt IS NOT NULL AND endedAt < ?", arguments: [date])
-                .map { UInt64($0) }
+            try Int64.fetchAll(
+                db, sql: "SELECT id FROM task WHERE endedAt IS NOT NULL AND endedAt < ?", arguments: [date]
+            )
+            .map { UInt64($0) }
         }
     }
 
@@ -332,7 +363,9 @@ public final class DownloadStore: Sendable {
     public func sessionBecameIdle(_ session: SessionID) throws -> (transition: Bool, pending: Bool) {
         try write { db in
             try DownloadStore.makeCompletionDue(session, db)
-            guard let row = try PendingCompletionRow.fetchOne(db, key: DownloadStore.pendingKey(session)) else { return (false, false) }
+            guard let row = try PendingCompletionRow.fetchOne(db, key: DownloadStore.pendingKey(session)) else {
+                return (false, false)
+            }
             guard !row.announced else { return (false, true) }
             try db.cachedStatement(sql: "UPDATE pendingCompletion SET announced = 1 WHERE ownerUID = ? AND session = ?")
                 .execute(arguments: [Int64(session.owner), session.name])
@@ -366,7 +399,9 @@ public final class DownloadStore: Sendable {
     /// a task's end (saved with its count) and the session's idle step leaves.
     public func sessionsWithUnreportedEnds() throws -> [SessionID] {
         try database.read { db in
-            try SessionRow.filter(Column("endedSinceCall") > 0).fetchAll(db).map { SessionID(owner: UInt32($0.ownerUID), name: $0.name) }
+            try SessionRow.filter(Column("endedSinceCall") > 0).fetchAll(db).map {
+                SessionID(owner: UInt32($0.ownerUID), name: $0.name)
+            }
         }
     }
 
@@ -379,7 +414,8 @@ public final class DownloadStore: Sendable {
     /// Registers (replacing) the handler of a session.
     public func registerHandler(_ handler: CompletionHandler) throws {
         try write { db in
-            try SessionRow(ownerUID: Int64(handler.owner), name: handler.session, endedSinceCall: 0).insert(db, onConflict: .ignore)
+            try SessionRow(ownerUID: Int64(handler.owner), name: handler.session, endedSinceCall: 0).insert(
+                db, onConflict: .ignore)
             try HandlerRow(handler).save(db)
         }
     }
@@ -419,10 +455,12 @@ extension DownloadStore {
     /// Drops `owner`'s oldest kept replies beyond `maxReplyBytesPerOwner` (in the transaction of
     /// the write that kept a new one).
     static func keepRepliesWithinBudget(owner: UInt32, _ db: Database) throws {
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT id, length(replyBody) AS size FROM task WHERE ownerUID = ? AND length(replyBody) > 0
-            ORDER BY coalesce(endedAt, updatedAt) DESC, id DESC
-            """, arguments: [Int64(owner)])
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT id, length(replyBody) AS size FROM task WHERE ownerUID = ? AND length(replyBody) > 0
+                ORDER BY coalesce(endedAt, updatedAt) DESC, id DESC
+                """, arguments: [Int64(owner)])
         var total = 0
         var dropped: [Int64] = []
         for row in rows {

@@ -20,7 +20,8 @@ struct HandlerRow: Codable, FetchableRecord, PersistableRecord {
 
     var handler: CompletionHandler {
         CompletionHandler(
-            owner: UInt32(ownerUID), session: session, connection: connection, objectPath: objectPath, busName: busName, busID: busID
+            owner: UInt32(ownerUID), session: session, connection: connection, objectPath: objectPath, busName: busName,
+            busID: busID
         )
     }
 }

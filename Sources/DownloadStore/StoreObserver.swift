@@ -68,7 +68,9 @@ public final class StoreObserver: DownloadObserver {
     ) {
         do {
             let write = try make()
-            batch.withLockedValue { $0.append(Queued(what: what, id: id, write: .made(write), failed: failed.map { [$0] } ?? [])) }
+            batch.withLockedValue {
+                $0.append(Queued(what: what, id: id, write: .made(write), failed: failed.map { [$0] } ?? []))
+            }
         } catch {
             failed?(failure(what, id, error))
         }
@@ -76,11 +78,14 @@ public final class StoreObserver: DownloadObserver {
 
     /// Queues a save of the task as `record` says it is now (made when the batch ends).
     private func save(
-        _ what: String, _ record: DownloadTaskRecord, options: Bool = false, mayUseReserve: Bool = true, sessionIdle: Bool = false,
+        _ what: String, _ record: DownloadTaskRecord, options: Bool = false, mayUseReserve: Bool = true,
+        sessionIdle: Bool = false,
         failed: (@Sendable (StoreError) -> Void)? = nil
     ) {
         let save = Pending.save(record, options: options, mayUseReserve: mayUseReserve, sessionIdle: sessionIdle)
-        batch.withLockedValue { $0.append(Queued(what: what, id: record.id, write: save, failed: failed.map { [$0] } ?? [])) }
+        batch.withLockedValue {
+            $0.append(Queued(what: what, id: record.id, write: save, failed: failed.map { [$0] } ?? []))
+        }
     }
 
     /// The batch without the plain saves that a later save of the same task overwrites (every
@@ -95,8 +100,9 @@ public final class StoreObserver: DownloadObserver {
         var laterSave: [UInt64: Int] = [:]  // id → index in `kept` (which is built backwards)
         for item in queued.reversed() {
             if item.write.isPlainSave, let index = laterSave[item.id],
-               case .save(let record, let options, let mayUseReserve, let sessionIdle) = kept[index].write,
-               case .save(_, let earlierOptions, let earlierReserve, _) = item.write {
+                case .save(let record, let options, let mayUseReserve, let sessionIdle) = kept[index].write,
+                case .save(_, let earlierOptions, let earlierReserve, _) = item.write
+            {
                 kept[index].write = .save(
                     record, options: options || earlierOptions, mayUseReserve: mayUseReserve || earlierReserve,
                     sessionIdle: sessionIdle
@@ -136,7 +142,12 @@ public final class StoreObserver: DownloadObserver {
                 writes.append((item, write))
             case .save(let record, let options, let mayUseReserve, let sessionIdle):
                 do {
-                    writes.append((item, try store.saving(record, options: options, mayUseReserve: mayUseReserve, sessionIdle: sessionIdle)))
+                    writes.append(
+                        (
+                            item,
+                            try store.saving(
+                                record, options: options, mayUseReserve: mayUseReserve, sessionIdle: sessionIdle)
+                        ))
                 } catch {
                     report(item, error)
                 }
@@ -185,9 +196,11 @@ public final class StoreObserver: DownloadObserver {
     /// A running task's progress (its response, its checkpoints): saved without the reserve,
     /// which is kept for the state change that follows when it cannot be.
     private func saveProgress(_ task: TaskSnapshot) {
-        save("save", task.record, mayUseReserve: false, failed: { [checkpointFailed] failure in
-            if task.state.isActive { checkpointFailed(task, failure) }
-        })
+        save(
+            "save", task.record, mayUseReserve: false,
+            failed: { [checkpointFailed] failure in
+                if task.state.isActive { checkpointFailed(task, failure) }
+            })
     }
 
     public func taskWasRemoved(_ task: TaskSnapshot) {

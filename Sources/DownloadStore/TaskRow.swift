@@ -121,7 +121,8 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         record.writesInPlace = writesInPlace
         record.group = UInt64(max(0, groupID))
         if let partialDevice, let partialInode {
-            record.partialFile = FileIdentity(device: UInt64(bitPattern: partialDevice), inode: UInt64(bitPattern: partialInode))
+            record.partialFile = FileIdentity(
+                device: UInt64(bitPattern: partialDevice), inode: UInt64(bitPattern: partialInode))
         }
         if let upload {
             do {
@@ -132,7 +133,9 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
             }
         }
         if let fileMode {
-            guard let mode = UInt32(exactly: fileMode), mode <= 0o777 else { throw StoreError("file mode \(fileMode) is out of range") }
+            guard let mode = UInt32(exactly: fileMode), mode <= 0o777 else {
+                throw StoreError("file mode \(fileMode) is out of range")
+            }
             record.fileMode = mode
         }
         return record

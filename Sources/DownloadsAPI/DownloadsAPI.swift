@@ -28,7 +28,7 @@ public enum DownloadsAPI {
 
     private static func id(in path: ObjectPath, below base: ObjectPath) -> UInt64? {
         guard base.isAncestor(of: path), path.elements.count == base.elements.count + 1,
-              let last = path.elements.last, last.first != "0" || last == "0"
+            let last = path.elements.last, last.first != "0" || last == "0"
         else { return nil }
         return UInt64(last)
     }

@@ -52,7 +52,9 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
         case .networkError, .timeout, .interrupted, .fileError, .tlsError, .proxyError: return true
         case .httpError:
             let prefix = "the server answered "
-            guard message.hasPrefix(prefix), let status = Int(message.dropFirst(prefix.count).prefix(3)) else { return false }
+            guard message.hasPrefix(prefix), let status = Int(message.dropFirst(prefix.count).prefix(3)) else {
+                return false
+            }
             return [408, 429, 500, 502, 503, 504].contains(status)
         default: return false
         }
@@ -60,30 +62,42 @@ public enum DownloadsErrorName: String, Sendable, Hashable, CaseIterable {
 
     public var meaning: String {
         switch self {
-        case .invalidArgument: return "an argument or option is wrong: unknown key, wrong type, relative path, non-http(s) URL"
+        case .invalidArgument:
+            return "an argument or option is wrong: unknown key, wrong type, relative path, non-http(s) URL"
         case .notFound: return "no such task, or it belongs to another user (the two answer alike)"
         case .accessDenied: return "the caller cannot be identified, or a name it gave is not its own"
         case .wrongState: return "the task is not in a state that allows this call"
-        case .invalidResumeData: return "the resume data was not made by this service for this user, was altered or is truncated"
+        case .invalidResumeData:
+            return "the resume data was not made by this service for this user, was altered or is truncated"
         case .notResumable: return "the task has nothing to resume from"
-        case .quotaExceeded: return "a per-user limit (tasks, sessions, completion handlers) or an argument's size in bytes"
+        case .quotaExceeded:
+            return "a per-user limit (tasks, sessions, completion handlers) or an argument's size in bytes"
         case .httpError: return "the server answered with an error status (Failed only)"
         case .networkError: return "the connection failed (Failed only, after retries)"
         case .timeout: return "connect, stall or whole-transfer timeout (Failed only, after retries)"
         case .tooManyRedirects: return "more than 10 redirects (Failed only)"
         case .insecureRedirect: return "a redirect to a non-http(s) URL or from https to http (Failed only)"
         case .invalidResponse: return "a malformed or inconsistent response (Failed only)"
-        case .checksumMismatch: return "the digest differs from the checksum (or sha256) option; nothing was kept (Failed only)"
+        case .checksumMismatch:
+            return "the digest differs from the checksum (or sha256) option; nothing was kept (Failed only)"
         case .fileError: return "a file could not be opened, written or renamed (e.g. disk full)"
         case .fileExists: return "the destination exists and overwrite is false"
         case .tlsError: return "the TLS handshake or certificate check failed (Failed only)"
         case .cancelled: return "the task was cancelled (Failed only)"
         case .interrupted: return "the body ended early (retried; Failed only when retries ran out)"
         case .storageFull: return "the state directory cannot take a write (its disk is full): the call changed nothing"
-        case .proxyError: return "the proxy could not be reached, asked for credentials (407) or refused the tunnel; the message names it, never its password (Failed only)"
-        case .sourceChanged: return "an upload's file changed, was replaced or shrank after Upload; nothing more is sent (Failed, and ResumeWithData)"
-        case .outcomeUnknown: return "a POST or PATCH went out whole and its answer was lost: the server may have acted on it, so it is not sent again on its own (Failed only; Resume sends it again)"
-        case .internalError: return "ours, not the server's: the transfer reached a step it never should; the message names it (Failed only; please report it)"
+        case .proxyError:
+            return
+                "the proxy could not be reached, asked for credentials (407) or refused the tunnel; the message names it, never its password (Failed only)"
+        case .sourceChanged:
+            return
+                "an upload's file changed, was replaced or shrank after Upload; nothing more is sent (Failed, and ResumeWithData)"
+        case .outcomeUnknown:
+            return
+                "a POST or PATCH went out whole and its answer was lost: the server may have acted on it, so it is not sent again on its own (Failed only; Resume sends it again)"
+        case .internalError:
+            return
+                "ours, not the server's: the transfer reached a step it never should; the message names it (Failed only; please report it)"
         case .failed: return "an unexpected internal error"
         }
     }

@@ -8,7 +8,8 @@ public enum ManagerSignal: Sendable, Hashable {
     case failed(task: ObjectPath, errorName: String, message: String, resumeData: [UInt8])
     case stateChanged(task: ObjectPath, state: String)
     case eventsFinished(session: String)
-    case groupProgress(group: ObjectPath, bytesWritten: Int64, bytesExpected: Int64, filesFinished: UInt32, files: UInt32)
+    case groupProgress(
+        group: ObjectPath, bytesWritten: Int64, bytesExpected: Int64, filesFinished: UInt32, files: UInt32)
     case groupFinished(group: ObjectPath)
     case groupFailed(group: ObjectPath, errorName: String, message: String)
 
@@ -49,7 +50,8 @@ public enum ManagerSignal: Sendable, Hashable {
     /// The task a signal is about (nil for EventsFinished).
     public var task: ObjectPath? {
         switch self {
-        case .progress(let task, _, _, _), .finished(let task, _), .failed(let task, _, _, _), .stateChanged(let task, _):
+        case .progress(let task, _, _, _), .finished(let task, _), .failed(let task, _, _, _),
+            .stateChanged(let task, _):
             return task
         case .eventsFinished, .groupProgress, .groupFinished, .groupFailed:
             return nil
@@ -60,15 +62,18 @@ public enum ManagerSignal: Sendable, Hashable {
     public init?(name: String, arguments: [DBusValue]) {
         switch (name, arguments.count) {
         case ("Progress", 4):
-            guard let task = arguments[0].objectPathValue, let a = arguments[1].int64Value, let b = arguments[2].int64Value,
-                  let c = arguments[3].int64Value else { return nil }
+            guard let task = arguments[0].objectPathValue, let a = arguments[1].int64Value,
+                let b = arguments[2].int64Value,
+                let c = arguments[3].int64Value
+            else { return nil }
             self = .progress(task: task, bytesWritten: a, totalBytesWritten: b, totalBytesExpected: c)
         case ("Finished", 2):
             guard let task = arguments[0].objectPathValue, let location = arguments[1].stringValue else { return nil }
             self = .finished(task: task, location: location)
         case ("Failed", 4):
             guard let task = arguments[0].objectPathValue, let name = arguments[1].stringValue,
-                  let message = arguments[2].stringValue, let data = arguments[3].bytesValue else { return nil }
+                let message = arguments[2].stringValue, let data = arguments[3].bytesValue
+            else { return nil }
             self = .failed(task: task, errorName: name, message: message, resumeData: data)
         case ("StateChanged", 2):
             guard let task = arguments[0].objectPathValue, let state = arguments[1].stringValue else { return nil }
@@ -78,15 +83,18 @@ public enum ManagerSignal: Sendable, Hashable {
             self = .eventsFinished(session: session)
         case ("GroupProgress", 5):
             guard let group = arguments[0].objectPathValue, let written = arguments[1].int64Value,
-                  let expected = arguments[2].int64Value, let finished = arguments[3].uint32Value,
-                  let files = arguments[4].uint32Value else { return nil }
-            self = .groupProgress(group: group, bytesWritten: written, bytesExpected: expected, filesFinished: finished, files: files)
+                let expected = arguments[2].int64Value, let finished = arguments[3].uint32Value,
+                let files = arguments[4].uint32Value
+            else { return nil }
+            self = .groupProgress(
+                group: group, bytesWritten: written, bytesExpected: expected, filesFinished: finished, files: files)
         case ("GroupFinished", 1):
             guard let group = arguments[0].objectPathValue else { return nil }
             self = .groupFinished(group: group)
         case ("GroupFailed", 3):
             guard let group = arguments[0].objectPathValue, let name = arguments[1].stringValue,
-                  let message = arguments[2].stringValue else { return nil }
+                let message = arguments[2].stringValue
+            else { return nil }
             self = .groupFailed(group: group, errorName: name, message: message)
         default:
             return nil

@@ -53,17 +53,22 @@ public struct TaskOptions: Sendable, Hashable {
         .method, .contentType, .form, .replyDestination, .snapshot, .transferProtocol, .ietfVersion, .terminateOnCancel,
     ]
     /// What only a download takes (refused on an upload with a reason).
-    public static let downloadOnlyKeys: Set<Key> = [.sha256, .checksum, .connections, .overwrite, .mirrors, .useMetalinkHeaders, .metalink]
+    public static let downloadOnlyKeys: Set<Key> = [
+        .sha256, .checksum, .connections, .overwrite, .mirrors, .useMetalinkHeaders, .metalink,
+    ]
     /// What `Start` takes.
     public static let startKeys = Set(Key.allCases).subtracting([.url, .destinationFD]).subtracting(uploadOnlyKeys)
     /// What `Upload` and `UploadAt` take.
     public static let uploadKeys = Set(Key.allCases).subtracting([.url, .destinationFD]).subtracting(downloadOnlyKeys)
     /// What a task's `Update` takes (v1.3): what may change while the task exists.
     public static let updateKeys: Set<Key> = [
-        .priority, .maxBytesPerSecond, .background, .allowMetered, .requiresACPower, .headers, .title, .description, .metadata,
+        .priority, .maxBytesPerSecond, .background, .allowMetered, .requiresACPower, .headers, .title, .description,
+        .metadata,
     ]
     /// What `ResumeWithData` takes (what may change on an existing task).
-    public static let resumeKeys: Set<Key> = [.priority, .maxBytesPerSecond, .allowMetered, .proxy, .url, .destinationFD]
+    public static let resumeKeys: Set<Key> = [
+        .priority, .maxBytesPerSecond, .allowMetered, .proxy, .url, .destinationFD,
+    ]
     /// Longest session name, in bytes.
     public static let maxSessionBytes = 255
     public static let maxConnections: UInt32 = 16
@@ -167,7 +172,8 @@ public struct TaskOptions: Sendable, Hashable {
     /// `a{sv}` whose values are basic types, else `InvalidArgument` naming the key.
     public static func checkedMetadata(_ value: DBusValue, option: String) throws -> [String: DBusValue] {
         guard let dict = value.vardictValue else {
-            throw DownloadsErrorName.invalidArgument.error("option '\(option)' must be of type a{sv}, got \(value.type.signature)")
+            throw DownloadsErrorName.invalidArgument.error(
+                "option '\(option)' must be of type a{sv}, got \(value.type.signature)")
         }
         for (key, inner) in dict.sorted(by: { $0.key < $1.key }) where !isMetadataValue(inner) {
             throw DownloadsErrorName.invalidArgument.error(
@@ -186,7 +192,8 @@ public struct TaskOptions: Sendable, Hashable {
                 )
             }
             func wrongType(_ signature: String) -> BusError {
-                DownloadsErrorName.invalidArgument.error("option '\(name)' must be of type \(signature), got \(value.type.signature)")
+                DownloadsErrorName.invalidArgument.error(
+                    "option '\(name)' must be of type \(signature), got \(value.type.signature)")
             }
             switch key {
             case .session:
@@ -214,7 +221,8 @@ public struct TaskOptions: Sendable, Hashable {
             case .lowSpeedTime:
                 guard case .uint32(let seconds) = value else { throw wrongType("u") }
                 guard seconds >= 1 && seconds <= 604_800 else {
-                    throw DownloadsErrorName.invalidArgument.error("low_speed_time must be between 1 and 604800 seconds")
+                    throw DownloadsErrorName.invalidArgument.error(
+                        "low_speed_time must be between 1 and 604800 seconds")
                 }
                 lowSpeedTime = seconds
             case .connections:
@@ -240,7 +248,8 @@ public struct TaskOptions: Sendable, Hashable {
             case .proxy:
                 guard case .string(let text) = value else { throw wrongType("s") }
                 guard text.utf8.count <= TaskOptions.maxProxyBytes else {
-                    throw DownloadsErrorName.quotaExceeded.error("the proxy is \(text.utf8.count) bytes; at most \(TaskOptions.maxProxyBytes)")
+                    throw DownloadsErrorName.quotaExceeded.error(
+                        "the proxy is \(text.utf8.count) bytes; at most \(TaskOptions.maxProxyBytes)")
                 }
                 proxy = text
             case .url:
@@ -273,7 +282,9 @@ public struct TaskOptions: Sendable, Hashable {
                 if case .string(let path) = value {
                     metalinkPath = path
                 } else {
-                    guard let bytes = value.bytesValue else { throw wrongType("ay (the document's bytes) or s (its path)") }
+                    guard let bytes = value.bytesValue else {
+                        throw wrongType("ay (the document's bytes) or s (its path)")
+                    }
                     metalink = bytes
                 }
             case .desktopEntry:
@@ -322,31 +333,42 @@ public struct TaskOptions: Sendable, Hashable {
     /// The `form` option: `a{sv}` with `field` s (required), `filename` s, `fields` a{ss}.
     public static func checkedForm(_ value: DBusValue) throws -> Form {
         guard let dict = value.vardictValue else {
-            throw DownloadsErrorName.invalidArgument.error("option 'form' must be of type a{sv}, got \(value.type.signature)")
+            throw DownloadsErrorName.invalidArgument.error(
+                "option 'form' must be of type a{sv}, got \(value.type.signature)")
         }
         var form = Form(field: "")
         for (key, inner) in dict.sorted(by: { $0.key < $1.key }) {
             switch key {
             case "field":
-                guard case .string(let text) = inner else { throw DownloadsErrorName.invalidArgument.error("form 'field' must be s") }
+                guard case .string(let text) = inner else {
+                    throw DownloadsErrorName.invalidArgument.error("form 'field' must be s")
+                }
                 form.field = text
             case "filename":
-                guard case .string(let text) = inner else { throw DownloadsErrorName.invalidArgument.error("form 'filename' must be s") }
+                guard case .string(let text) = inner else {
+                    throw DownloadsErrorName.invalidArgument.error("form 'filename' must be s")
+                }
                 form.filename = text
             case "fields":
-                guard let fields = inner.stringDictValue else { throw DownloadsErrorName.invalidArgument.error("form 'fields' must be a{ss}") }
+                guard let fields = inner.stringDictValue else {
+                    throw DownloadsErrorName.invalidArgument.error("form 'fields' must be a{ss}")
+                }
                 form.fields = fields
             default:
-                throw DownloadsErrorName.invalidArgument.error("unknown form key '\(key.prefix(64))' (known: field, filename, fields)")
+                throw DownloadsErrorName.invalidArgument.error(
+                    "unknown form key '\(key.prefix(64))' (known: field, filename, fields)")
             }
         }
-        guard !form.field.isEmpty else { throw DownloadsErrorName.invalidArgument.error("form needs 'field': the name of the file's part") }
+        guard !form.field.isEmpty else {
+            throw DownloadsErrorName.invalidArgument.error("form needs 'field': the name of the file's part")
+        }
         let texts = [form.field, form.filename ?? ""] + form.fields.keys + form.fields.values
         guard texts.allSatisfy({ !$0.unicodeScalars.contains { $0 == "\r" || $0 == "\n" || $0 == "\0" } }) else {
             throw DownloadsErrorName.invalidArgument.error("form names and values must not contain CR, LF or NUL")
         }
         guard texts.reduce(0, { $0 + $1.utf8.count }) <= maxAllHeaderBytes, form.fields.count <= maxHeaders else {
-            throw DownloadsErrorName.quotaExceeded.error("a form takes at most \(maxHeaders) fields and \(maxAllHeaderBytes) bytes of names and values")
+            throw DownloadsErrorName.quotaExceeded.error(
+                "a form takes at most \(maxHeaders) fields and \(maxAllHeaderBytes) bytes of names and values")
         }
         return form
     }
@@ -360,12 +382,14 @@ public struct TaskOptions: Sendable, Hashable {
         var total = 0
         for (name, value) in headers {
             guard name.utf8.count <= maxHeaderBytes, value.utf8.count <= maxHeaderBytes else {
-                throw DownloadsErrorName.quotaExceeded.error("a header name or value is longer than \(maxHeaderBytes) bytes")
+                throw DownloadsErrorName.quotaExceeded.error(
+                    "a header name or value is longer than \(maxHeaderBytes) bytes")
             }
             total += name.utf8.count + value.utf8.count
         }
         guard total <= maxAllHeaderBytes else {
-            throw DownloadsErrorName.quotaExceeded.error("the headers come to \(total) bytes; at most \(maxAllHeaderBytes)")
+            throw DownloadsErrorName.quotaExceeded.error(
+                "the headers come to \(total) bytes; at most \(maxAllHeaderBytes)")
         }
     }
 
@@ -376,7 +400,8 @@ public struct TaskOptions: Sendable, Hashable {
             (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte)
                 || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
         }
-        guard allowed, id.hasSuffix(".desktop"), id.utf8.count > 8, id.utf8.count <= 255, !id.hasPrefix("."), !id.hasPrefix("-")
+        guard allowed, id.hasSuffix(".desktop"), id.utf8.count > 8, id.utf8.count <= 255, !id.hasPrefix("."),
+            !id.hasPrefix("-")
         else {
             throw DownloadsErrorName.invalidArgument.error(
                 "desktop_entry must be a desktop file id such as org.gnome.Epiphany.desktop, got '\(id)'"

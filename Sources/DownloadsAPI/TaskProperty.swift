@@ -49,7 +49,8 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
         case .responseStatus: return .uint32
         case .kind, .source, .priority: return .string
         case .maxBytesPerSecond, .speed: return .uint64
-        case .session, .url, .destination, .state, .error, .errorMessage, .waitingFor, .desktopEntry, .app: return .string
+        case .session, .url, .destination, .state, .error, .errorMessage, .waitingFor, .desktopEntry, .app:
+            return .string
         case .bytesWritten, .bytesExpected, .bytesConfirmed: return .int64
         case .background: return .boolean
         case .title, .description: return .string
@@ -72,7 +73,11 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     /// What a `PropertiesChanged` after a state change carries: not `URL`, which changes only by
     /// `SetURL` (or ResumeWithData with `url`), nor what `Update` changes: each has a
     /// `PropertiesChanged` of its own then.
-    public static let changing: [TaskProperty] = allCases.filter { !$0.isConstant && !options.contains($0) && $0 != .url }
+    public static let changing: [TaskProperty] = allCases.filter {
+        !$0.isConstant && !options.contains($0) && $0 != .url
+    }
     /// What `Update` (and `ResumeWithData`'s options) may change.
-    public static let options: [TaskProperty] = [.background, .title, .description, .metadata, .priority, .maxBytesPerSecond]
+    public static let options: [TaskProperty] = [
+        .background, .title, .description, .metadata, .priority, .maxBytesPerSecond,
+    ]
 }

@@ -71,7 +71,8 @@ public final class BackgroundDownloadTask: Sendable, Hashable, CustomStringConve
         switch origin {
         case .url(_, _, let options), .upload(_, _, let options):
             fields.withLockedValue {
-                $0 = Fields(title: options.title, taskDescription: options.taskDescription, metadata: options.metadata ?? [:])
+                $0 = Fields(
+                    title: options.title, taskDescription: options.taskDescription, metadata: options.metadata ?? [:])
                 if case .upload = origin { $0.isUpload = true }
             }
         case .resumeData, .existing:
@@ -104,7 +105,8 @@ public final class BackgroundDownloadTask: Sendable, Hashable, CustomStringConve
             case .resumeData(let data, let options):
                 created = try await proxy.resume(resumeData: data, options: options)
             case .existing:
-                throw DownloadsClientError(name: DownloadsErrorName.notFound.fullName, message: "the task has no object path")
+                throw DownloadsClientError(
+                    name: DownloadsErrorName.notFound.fullName, message: "the task has no object path")
             }
         } catch {
             onStart(self, .failed)
@@ -153,7 +155,8 @@ public final class BackgroundDownloadTask: Sendable, Hashable, CustomStringConve
 
     private func started() throws -> ObjectPath {
         guard let path = objectPath else {
-            throw DownloadsClientError(name: DownloadsErrorName.wrongState.fullName, message: "the task was not started (call resume())")
+            throw DownloadsClientError(
+                name: DownloadsErrorName.wrongState.fullName, message: "the task was not started (call resume())")
         }
         return path
     }

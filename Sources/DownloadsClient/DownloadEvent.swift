@@ -13,7 +13,8 @@ public enum DownloadEvent: Sendable {
     case receivedResponse(BackgroundDownloadTask, UploadResponse)
     case receivedData(BackgroundDownloadTask, Data)
     /// A group's progress: its bytes, and how many of its files are in place.
-    case groupProgress(BackgroundDownloadGroup, bytesWritten: Int64, bytesExpected: Int64, filesFinished: UInt32, files: UInt32)
+    case groupProgress(
+        BackgroundDownloadGroup, bytesWritten: Int64, bytesExpected: Int64, filesFinished: UInt32, files: UInt32)
     /// A group ended: nil when every file is in place, else why it failed.
     case groupCompleted(BackgroundDownloadGroup, error: DownloadsClientError?)
 
@@ -21,7 +22,7 @@ public enum DownloadEvent: Sendable {
     public var task: BackgroundDownloadTask? {
         switch self {
         case .wroteData(let task, _, _, _), .stateChanged(let task, _), .finished(let task, _), .completed(let task, _),
-             .sentData(let task, _, _, _), .receivedResponse(let task, _), .receivedData(let task, _):
+            .sentData(let task, _, _, _), .receivedResponse(let task, _), .receivedData(let task, _):
             return task
         case .finishedEvents, .groupProgress, .groupCompleted:
             return nil

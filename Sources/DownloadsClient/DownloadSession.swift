@@ -67,7 +67,8 @@ public final class DownloadSession: Sendable {
         // Object path elements allow [A-Za-z0-9_]: anything else is written as _XX.
         let element = configuration.identifier.utf8.map { byte -> String in
             let scalar = Unicode.Scalar(byte)
-            return (scalar.properties.isASCIIHexDigit || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a))
+            return
+                (scalar.properties.isASCIIHexDigit || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a))
                 ? String(scalar) : "_" + (byte < 16 ? "0" : "") + String(byte, radix: 16)
         }.joined()
         return (try? ObjectPath("/org/example/Downloads/Client/s" + element)) ?? "/org/example/Downloads/Client"
@@ -85,8 +86,12 @@ public final class DownloadSession: Sendable {
         let (incoming, inbox) = AsyncStream.makeStream(of: Inbound.self)
         self.inbox = inbox
         do {
-            try await proxy.connection.subscribe(MatchRule(sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name)) { message in
-                guard let signal = ManagerSignal(name: message.member ?? "", arguments: (try? message.arguments()) ?? []) else { return }
+            try await proxy.connection.subscribe(
+                MatchRule(sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name)
+            ) { message in
+                guard
+                    let signal = ManagerSignal(name: message.member ?? "", arguments: (try? message.arguments()) ?? [])
+                else { return }
                 inbox.yield(.signal(signal))
             }
             // The service exits when idle (signals reach only the connections that called the
@@ -116,7 +121,9 @@ public final class DownloadSession: Sendable {
 
     /// A new, suspended task downloading `url` to `destination` (a file, or an existing
     /// directory: the name then comes from the response). `resume()` starts it.
-    public func downloadTask(with url: URL, to destination: String, options: TaskOptions = TaskOptions()) -> BackgroundDownloadTask {
+    public func downloadTask(
+        with url: URL, to destination: String, options: TaskOptions = TaskOptions()
+    ) -> BackgroundDownloadTask {
         var options = options
         options.session = configuration.identifier
         if configuration.isDiscretionary && options.background == nil { options.background = true }
@@ -126,7 +133,9 @@ public final class DownloadSession: Sendable {
     /// A new, suspended task downloading the file a Metalink v4 document describes (the bytes of
     /// a `.meta4`) from all its URLs, each piece checked against its hash when the document has
     /// them, the whole file against its strongest hash. `resume()` starts it.
-    public func downloadTask(withMetalink document: Data, to destination: String, options: TaskOptions = TaskOptions()) -> BackgroundDownloadTask {
+    public func downloadTask(
+        withMetalink document: Data, to destination: String, options: TaskOptions = TaskOptions()
+    ) -> BackgroundDownloadTask {
         var options = options
         options.session = configuration.identifier
         options.metalink = Array(document)
@@ -138,17 +147,22 @@ public final class DownloadSession: Sendable {
     /// (`uploadTask(with:fromFile:)`). `resume()` starts it; the service sends it whether or not
     /// this process lives, from byte 0 again after a cut connection or a restart. `options`
     /// take the upload's own (`form`, `content_type`, `reply_destination`, `snapshot`).
-    public func uploadTask(with request: UploadRequest, fromFile path: String, options: TaskOptions = TaskOptions()) -> BackgroundDownloadTask {
+    public func uploadTask(
+        with request: UploadRequest, fromFile path: String, options: TaskOptions = TaskOptions()
+    ) -> BackgroundDownloadTask {
         var options = options
         options.session = configuration.identifier
         options.method = request.httpMethod.uppercased()
-        if !request.allHTTPHeaderFields.isEmpty { options.headers = (options.headers ?? [:]).merging(request.allHTTPHeaderFields) { $1 } }
+        if !request.allHTTPHeaderFields.isEmpty {
+            options.headers = (options.headers ?? [:]).merging(request.allHTTPHeaderFields) { $1 }
+        }
         if configuration.isDiscretionary && options.background == nil { options.background = true }
         return makeTask(.upload(request.url.absoluteString, source: path, options: options))
     }
 
     /// A suspended task that continues from resume data (`downloadTask(withResumeData:)`).
-    public func downloadTask(withResumeData data: Data, options: TaskOptions = TaskOptions()) -> BackgroundDownloadTask {
+    public func downloadTask(withResumeData data: Data, options: TaskOptions = TaskOptions()) -> BackgroundDownloadTask
+    {
         makeTask(.resumeData(data, options: options))
     }
 
@@ -156,7 +170,8 @@ public final class DownloadSession: Sendable {
     /// `options`; `group` says whether it is atomic, how many files run at once and whether its
     /// files send their own events. The group's progress and end reach the delegate.
     public func downloadGroup(
-        _ files: [DownloadGroupFile], options: TaskOptions = TaskOptions(), group: DownloadsProxy.GroupOptions = DownloadsProxy.GroupOptions()
+        _ files: [DownloadGroupFile], options: TaskOptions = TaskOptions(),
+        group: DownloadsProxy.GroupOptions = DownloadsProxy.GroupOptions()
     ) async throws -> BackgroundDownloadGroup {
         var options = options
         options.session = configuration.identifier
@@ -174,7 +189,9 @@ public final class DownloadSession: Sendable {
 
     /// A group from its resume data (`BackgroundDownloadGroup.pause()`): the same group while
     /// the service has it, else a new one taking over its files.
-    public func downloadGroup(withResumeData data: Data, options: TaskOptions = TaskOptions()) async throws -> BackgroundDownloadGroup {
+    public func downloadGroup(
+        withResumeData data: Data, options: TaskOptions = TaskOptions()
+    ) async throws -> BackgroundDownloadGroup {
         registry.withLockedValue { $0.pendingStarts += 1 }
         defer { registry.withLockedValue { $0.pendingStarts = max(0, $0.pendingStarts - 1) } }
         let (path, paths) = try await proxy.resumeGroup(resumeData: data, options: options)
@@ -204,7 +221,9 @@ public final class DownloadSession: Sendable {
     /// Whether a group signal's group is this session's (as `task(for:)` for tasks).
     private func group(for path: ObjectPath) async -> BackgroundDownloadGroup? {
         await ours(path, known: { $0.groups[path] }) { [self] in
-            guard let status = try? await proxy.groupStatus(path), status.session == configuration.identifier else { return nil }
+            guard let status = try? await proxy.groupStatus(path), status.session == configuration.identifier else {
+                return nil
+            }
             return registerGroup(path, tasks: status.tasks.compactMap { try? ObjectPath($0) })
         }
     }
@@ -216,7 +235,9 @@ public final class DownloadSession: Sendable {
         _ path: ObjectPath, known: @escaping @Sendable (Registry) -> T?, ask: () async -> T?
     ) async -> T? {
         for _ in 0..<2500 {
-            let (found, foreign, pending) = registry.withLockedValue { (known($0), $0.foreign.contains(path), $0.pendingStarts) }
+            let (found, foreign, pending) = registry.withLockedValue {
+                (known($0), $0.foreign.contains(path), $0.pendingStarts)
+            }
             if let found { return found }
             if foreign { return nil }
             guard pending > 0 else { break }
@@ -231,8 +252,12 @@ public final class DownloadSession: Sendable {
         switch signal {
         case .groupProgress(let path, let written, let expected, let finished, let files):
             guard let group = await group(for: path) else { return }
-            delegate?.downloadSession(self, group: group, didWriteData: written, bytesExpected: expected, filesFinished: finished, files: files)
-            sink.yield(.groupProgress(group, bytesWritten: written, bytesExpected: expected, filesFinished: finished, files: files))
+            delegate?.downloadSession(
+                self, group: group, didWriteData: written, bytesExpected: expected, filesFinished: finished,
+                files: files)
+            sink.yield(
+                .groupProgress(
+                    group, bytesWritten: written, bytesExpected: expected, filesFinished: finished, files: files))
         case .groupFinished(let path):
             guard let group = await group(for: path) else { return }
             delegate?.downloadSession(self, group: group, didCompleteWithError: nil)
@@ -304,7 +329,9 @@ public final class DownloadSession: Sendable {
     /// an earlier run, or by a Start whose reply is still on its way) is asked for its session.
     private func task(for path: ObjectPath) async -> BackgroundDownloadTask? {
         await ours(path, known: { $0.tasks[path] }) { [self] in
-            guard let status = try? await proxy.status(path), status.session == configuration.identifier else { return nil }
+            guard let status = try? await proxy.status(path), status.session == configuration.identifier else {
+                return nil
+            }
             return register(path)
         }
     }
@@ -322,7 +349,9 @@ public final class DownloadSession: Sendable {
         case .signal(let signal):
             guard let path = signal.task else {
                 await handleGroup(signal)
-                if case .eventsFinished(let session) = signal, session == configuration.identifier, !configuration.handlesEvents {
+                if case .eventsFinished(let session) = signal, session == configuration.identifier,
+                    !configuration.handlesEvents
+                {
                     finishEvents()
                 }
                 return
@@ -330,11 +359,16 @@ public final class DownloadSession: Sendable {
             guard let task = await task(for: path) else { return }
             switch signal {
             case .progress(_, let written, let total, let expected) where task.isUpload:
-                delegate?.downloadSession(self, task: task, didSendBodyData: written, totalBytesSent: total, totalBytesExpectedToSend: expected)
+                delegate?.downloadSession(
+                    self, task: task, didSendBodyData: written, totalBytesSent: total,
+                    totalBytesExpectedToSend: expected)
                 sink.yield(.sentData(task, bytesSent: written, totalBytesSent: total, totalBytesExpected: expected))
             case .progress(_, let written, let total, let expected):
-                delegate?.downloadSession(self, downloadTask: task, didWriteData: written, totalBytesWritten: total, totalBytesExpectedToWrite: expected)
-                sink.yield(.wroteData(task, bytesWritten: written, totalBytesWritten: total, totalBytesExpected: expected))
+                delegate?.downloadSession(
+                    self, downloadTask: task, didWriteData: written, totalBytesWritten: total,
+                    totalBytesExpectedToWrite: expected)
+                sink.yield(
+                    .wroteData(task, bytesWritten: written, totalBytesWritten: total, totalBytesExpected: expected))
             case .stateChanged(_, let state):
                 sink.yield(.stateChanged(task, state: state))
             case .finished(_, let location):
@@ -347,7 +381,8 @@ public final class DownloadSession: Sendable {
                 delegate?.downloadSession(self, task: task, didCompleteWithError: nil)
                 sink.yield(.completed(task, error: nil))
             case .failed(_, let name, let message, let resumeData):
-                let error = DownloadsClientError(name: name, message: message, resumeData: resumeData.isEmpty ? nil : Data(resumeData))
+                let error = DownloadsClientError(
+                    name: name, message: message, resumeData: resumeData.isEmpty ? nil : Data(resumeData))
                 // A server's refusal of an upload is a response too: the app reads it first.
                 if task.isUpload, error.code == .httpError { await deliverReply(of: task) }
                 delegate?.downloadSession(self, task: task, didCompleteWithError: error)
@@ -378,17 +413,24 @@ public final class DownloadSession: Sendable {
     private func registerCompletionHandler() async throws {
         let inbox = self.inbox
         let identifier = configuration.identifier
-        try proxy.connection.export(ExportedObject(path: completionObject, interfaces: [
-            ExportedInterface(DownloadsInterfaces.client, methods: [
-                "HandleEventsForBackgroundSession": { call in
-                    guard call.arguments.first?.stringValue == identifier else { return [] }
-                    await withCheckedContinuation { continuation in
-                        if case .terminated = inbox.yield(.completion(continuation)) { continuation.resume() }
-                    }
-                    return []
-                },
-            ]),
-        ]))
+        try proxy.connection.export(
+            ExportedObject(
+                path: completionObject,
+                interfaces: [
+                    ExportedInterface(
+                        DownloadsInterfaces.client,
+                        methods: [
+                            "HandleEventsForBackgroundSession": { call in
+                                guard call.arguments.first?.stringValue == identifier else { return [] }
+                                await withCheckedContinuation { continuation in
+                                    if case .terminated = inbox.yield(.completion(continuation)) {
+                                        continuation.resume()
+                                    }
+                                }
+                                return []
+                            }
+                        ])
+                ]))
         if let name = configuration.completionBusName { try await proxy.connection.requestName(name) }
         try await proxy.registerCompletionHandler(
             session: identifier, object: completionObject, busName: configuration.completionBusName

@@ -46,7 +46,8 @@ extension DownloadsProxy {
         if Self.isSandboxed {
             let (directory, names) = try Self.openCommonDirectory(files.map(\.destination))
             let entries = zip(files, names).map { file, name in (file.url, name, file.options) }
-            return try Self.groupReply(try await manager("StartGroupAt", [.unixFD(directory), Self.entries(entries), .vardict(dictionary)]))
+            return try Self.groupReply(
+                try await manager("StartGroupAt", [.unixFD(directory), Self.entries(entries), .vardict(dictionary)]))
         }
         let entries = files.map { ($0.url, $0.destination, $0.options) }
         return try Self.groupReply(try await manager("StartGroup", [Self.entries(entries), .vardict(dictionary)]))
@@ -57,7 +58,8 @@ extension DownloadsProxy {
     }
 
     public func groupStatus(_ group: ObjectPath) async throws -> DownloadGroupStatus {
-        let reply = try await call(group, InterfaceDescription.properties.name, "GetAll", [.string(DownloadsInterfaces.group.name)])
+        let reply = try await call(
+            group, InterfaceDescription.properties.name, "GetAll", [.string(DownloadsInterfaces.group.name)])
         guard let properties = reply.first?.vardictValue else {
             throw DownloadsClientError(name: BusError.invalidArgsName, message: "the service sent no properties")
         }
@@ -78,8 +80,11 @@ extension DownloadsProxy {
     }
 
     /// `ResumeGroupWithData`: the group the data came from carries on (or a new one takes its files over).
-    public func resumeGroup(resumeData: Data, options: TaskOptions = TaskOptions()) async throws -> (group: ObjectPath, tasks: [ObjectPath]) {
-        try Self.groupReply(try await manager("ResumeGroupWithData", [.bytes(Array(resumeData)), .vardict(options.dictionary)]))
+    public func resumeGroup(
+        resumeData: Data, options: TaskOptions = TaskOptions()
+    ) async throws -> (group: ObjectPath, tasks: [ObjectPath]) {
+        try Self.groupReply(
+            try await manager("ResumeGroupWithData", [.bytes(Array(resumeData)), .vardict(options.dictionary)]))
     }
 
     private static func entries(_ files: [(String, String, TaskOptions)]) -> DBusValue {
@@ -100,7 +105,9 @@ extension DownloadsProxy {
     /// counts as itself), opened, and each destination's name relative to it ("" for the
     /// directory itself: the server's name).
     static func openCommonDirectory(_ destinations: [String]) throws -> (UnixFD, [String]) {
-        func trimmed(_ path: String) -> String { path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path }
+        func trimmed(_ path: String) -> String {
+            path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        }
         func isDirectory(_ path: String) -> Bool {
             var info = stat()
             return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
@@ -117,7 +124,9 @@ extension DownloadsProxy {
         let base = "/" + common.joined(separator: "/")
         let fd = Glibc.open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw DownloadsClientError(name: DownloadsErrorName.fileError.fullName, message: "cannot open \(base): \(String(cString: strerror(errno)))")
+            throw DownloadsClientError(
+                name: DownloadsErrorName.fileError.fullName,
+                message: "cannot open \(base): \(String(cString: strerror(errno)))")
         }
         let names = paths.map { path -> String in
             let parts = path.split(separator: "/")

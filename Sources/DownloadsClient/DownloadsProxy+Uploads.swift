@@ -19,7 +19,9 @@ extension DownloadsProxy {
 
     /// Sends the file `source` to `url` (`Upload`; `UploadAt` with the file opened here inside a
     /// sandbox, or always with `byDescriptor`). The session's proxy as for `start`.
-    public func upload(url: String, source: String, options: TaskOptions = TaskOptions(), byDescriptor: Bool = false) async throws -> ObjectPath {
+    public func upload(
+        url: String, source: String, options: TaskOptions = TaskOptions(), byDescriptor: Bool = false
+    ) async throws -> ObjectPath {
         var options = options
         if options.proxy == nil, let proxies { options.proxy = await proxies.proxy(for: url) }
         guard Self.isSandboxed || byDescriptor else {
@@ -28,14 +30,16 @@ extension DownloadsProxy {
         let fd = Glibc.open(source, O_RDONLY | O_CLOEXEC | O_NOCTTY)
         guard fd >= 0 else {
             throw DownloadsClientError(
-                name: DownloadsErrorName.fileError.fullName, message: "cannot open \(source): \(String(cString: strerror(errno)))"
+                name: DownloadsErrorName.fileError.fullName,
+                message: "cannot open \(source): \(String(cString: strerror(errno)))"
             )
         }
         return try await upload(url: url, from: UnixFD(owning: fd), options: options)
     }
 
     /// `UploadAt`: the file behind `file`, a descriptor open for reading.
-    public func upload(url: String, from file: UnixFD, options: TaskOptions = TaskOptions()) async throws -> ObjectPath {
+    public func upload(url: String, from file: UnixFD, options: TaskOptions = TaskOptions()) async throws -> ObjectPath
+    {
         try path(try await manager("UploadAt", [.string(url), .unixFD(file), .vardict(options.dictionary)]))
     }
 

@@ -40,7 +40,9 @@ public final class DownloadsProxy: Sendable {
     /// proxy of the caller's session for its URL (`ProxyResolver`).
     public static func connect(_ bus: Bus, resolvingProxies: Bool = true) async throws -> DownloadsProxy {
         do {
-            return DownloadsProxy(connection: try await Connection.open(bus.connectionBus), proxies: resolvingProxies ? ProxyResolver() : nil)
+            return DownloadsProxy(
+                connection: try await Connection.open(bus.connectionBus),
+                proxies: resolvingProxies ? ProxyResolver() : nil)
         } catch {
             throw DownloadsClientError.wrap(error)
         }
@@ -55,10 +57,13 @@ public final class DownloadsProxy: Sendable {
         try await call(DownloadsAPI.managerPath, DownloadsInterfaces.manager.name, method, arguments)
     }
 
-    func call(_ path: ObjectPath, _ interface: String, _ method: String, _ arguments: [DBusValue]) async throws -> [DBusValue] {
+    func call(
+        _ path: ObjectPath, _ interface: String, _ method: String, _ arguments: [DBusValue]
+    ) async throws -> [DBusValue] {
         do {
             return try await connection.call(
-                destination: DownloadsAPI.busName, path: path, interface: interface, method: method, arguments: arguments
+                destination: DownloadsAPI.busName, path: path, interface: interface, method: method,
+                arguments: arguments
             )
         } catch {
             throw DownloadsClientError.wrap(error)
@@ -84,7 +89,8 @@ public final class DownloadsProxy: Sendable {
     /// without one, for the first URL of its Metalink document) is sent. Inside a sandbox (a
     /// Flatpak or a Snap) the destination goes as a descriptor (`StartAt`), as the service asks
     /// of sandboxed apps: an app using this client needs no change.
-    public func start(url: String, destination: String, options: TaskOptions = TaskOptions()) async throws -> ObjectPath {
+    public func start(url: String, destination: String, options: TaskOptions = TaskOptions()) async throws -> ObjectPath
+    {
         var options = options
         if options.proxy == nil, let proxies, let target = url.isEmpty ? Self.metalinkURL(options) : url {
             options.proxy = await proxies.proxy(for: target)
@@ -93,7 +99,8 @@ public final class DownloadsProxy: Sendable {
             if let document = options.metalinkPath {
                 // Read here, with the app's own view of its files; the service reads no path for it.
                 guard let bytes = FileManager.default.contents(atPath: document) else {
-                    throw DownloadsClientError(name: DownloadsErrorName.invalidArgument.fullName, message: "cannot read \(document)")
+                    throw DownloadsClientError(
+                        name: DownloadsErrorName.invalidArgument.fullName, message: "cannot read \(document)")
                 }
                 options.metalink = Array(bytes)
                 options.metalinkPath = nil
@@ -106,8 +113,12 @@ public final class DownloadsProxy: Sendable {
 
     /// `StartAt`: the destination is `directory` (an open directory: `name` is created in it, ""
     /// for the server's name; or a regular file open for writing, `name` "").
-    public func start(url: String, at directory: UnixFD, name: String, options: TaskOptions = TaskOptions()) async throws -> ObjectPath {
-        try path(try await manager("StartAt", [.string(url), .unixFD(directory), .string(name), .vardict(options.dictionary)]))
+    public func start(
+        url: String, at directory: UnixFD, name: String, options: TaskOptions = TaskOptions()
+    ) async throws -> ObjectPath {
+        try path(
+            try await manager(
+                "StartAt", [.string(url), .unixFD(directory), .string(name), .vardict(options.dictionary)]))
     }
 
     /// Whether this process runs in a sandbox whose apps the service tells apart (the same
@@ -120,7 +131,9 @@ public final class DownloadsProxy: Sendable {
     /// directory and the last component.
     static func open(_ destination: String) throws -> (UnixFD, String) {
         func failure(_ what: String) -> DownloadsClientError {
-            DownloadsClientError(name: DownloadsErrorName.fileError.fullName, message: "cannot open \(what): \(String(cString: strerror(errno)))")
+            DownloadsClientError(
+                name: DownloadsErrorName.fileError.fullName,
+                message: "cannot open \(what): \(String(cString: strerror(errno)))")
         }
         let path = destination.count > 1 && destination.hasSuffix("/") ? String(destination.dropLast()) : destination
         let itself = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -177,7 +190,8 @@ public final class DownloadsProxy: Sendable {
     }
 
     public func status(_ task: ObjectPath) async throws -> DownloadTaskStatus {
-        let reply = try await call(task, InterfaceDescription.properties.name, "GetAll", [.string(DownloadsInterfaces.task.name)])
+        let reply = try await call(
+            task, InterfaceDescription.properties.name, "GetAll", [.string(DownloadsInterfaces.task.name)])
         guard let properties = reply.first?.vardictValue else {
             throw DownloadsClientError(name: BusError.invalidArgsName, message: "the service sent no properties")
         }
@@ -191,9 +205,11 @@ public final class DownloadsProxy: Sendable {
     public func statuses(session: String = "") async throws -> [DownloadTaskStatus] {
         let reply: [DBusValue]
         do {
-            reply = try await call(DownloadsAPI.managerPath, InterfaceDescription.objectManager.name, "GetManagedObjects", [])
+            reply = try await call(
+                DownloadsAPI.managerPath, InterfaceDescription.objectManager.name, "GetManagedObjects", [])
         } catch let error as DownloadsClientError
-            where error.name == BusError.unknownInterfaceName || error.name == BusError.unknownMethodName {
+            where error.name == BusError.unknownInterfaceName || error.name == BusError.unknownMethodName
+        {
             var statuses: [DownloadTaskStatus] = []
             for path in try await listTasks(session: session) {
                 if let status = try? await status(path) { statuses.append(status) }
@@ -207,10 +223,12 @@ public final class DownloadsProxy: Sendable {
         statuses.reserveCapacity(objects.count)
         for object in objects {
             guard let path = object.key.objectPathValue, DownloadsAPI.taskID(path) != nil,
-                  case .dictionary(_, _, let interfaces) = object.value,
-                  let properties = interfaces.first(where: { $0.key.stringValue == DownloadsInterfaces.task.name })?.value.vardictValue,
-                  let status = try? DownloadTaskStatus(properties: properties),
-                  session.isEmpty || status.session == session else { continue }
+                case .dictionary(_, _, let interfaces) = object.value,
+                let properties = interfaces.first(where: { $0.key.stringValue == DownloadsInterfaces.task.name })?.value
+                    .vardictValue,
+                let status = try? DownloadTaskStatus(properties: properties),
+                session.isEmpty || status.session == session
+            else { continue }
             statuses.append(status)
         }
         return statuses.sorted { $0.id < $1.id }

@@ -12,9 +12,10 @@ enum MetalinkPrimaryURL {
         while let start = Self.index(of: open, in: bytes, from: index) {
             index = start + open.count
             // `<url>` or `<url attributes>`, not `<urls…>`.
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ">") || bytes[index] == 32 || bytes[index] == 9 || bytes[index] == 10,
-                  let close = bytes[index...].firstIndex(of: UInt8(ascii: ">")),
-                  let end = bytes[close...].firstIndex(of: UInt8(ascii: "<"))
+            guard index < bytes.count,
+                bytes[index] == UInt8(ascii: ">") || bytes[index] == 32 || bytes[index] == 9 || bytes[index] == 10,
+                let close = bytes[index...].firstIndex(of: UInt8(ascii: ">")),
+                let end = bytes[close...].firstIndex(of: UInt8(ascii: "<"))
             else { continue }
             let attributes = String(decoding: bytes[index..<close], as: UTF8.self)
             let url = String(decoding: bytes[(close + 1)..<end], as: UTF8.self)
@@ -40,7 +41,9 @@ enum MetalinkPrimaryURL {
 
     /// The value of `priority="N"` among a tag's attributes.
     private static func priority(in attributes: String) -> Int? {
-        guard let name = attributes.split(separator: " ").first(where: { $0.hasPrefix("priority=") }) else { return nil }
+        guard let name = attributes.split(separator: " ").first(where: { $0.hasPrefix("priority=") }) else {
+            return nil
+        }
         return Int(name.dropFirst("priority=".count).filter(\.isNumber))
     }
 

@@ -41,7 +41,9 @@ public actor ProxyResolver {
 
     /// The `proxy` option for a download of `url`, or nil.
     public func proxy(for url: String) async -> String? {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), let host = parsed.host, !host.isEmpty else {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), let host = parsed.host,
+            !host.isEmpty
+        else {
             return nil
         }
         // A proxy script is never shown a URL's user name and password (as browsers strip them).
@@ -80,7 +82,8 @@ public actor ProxyResolver {
             )
             let proxies = reply.first?.stringArrayValue ?? []
             for proxy in proxies {
-                let candidate = proxy.lowercased().hasPrefix("socks://") ? "socks5://" + proxy.dropFirst("socks://".count) : proxy
+                let candidate =
+                    proxy.lowercased().hasPrefix("socks://") ? "socks5://" + proxy.dropFirst("socks://".count) : proxy
                 guard let setting = try? ProxySetting.parse(candidate) else { continue }
                 return .some(setting == .direct ? nil : setting.text)
             }

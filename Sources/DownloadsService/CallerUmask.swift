@@ -34,14 +34,20 @@ enum CallerUmask {
         let key = Array("Umask:".utf8)
         var index = 0
         while index + key.count <= status.count {
-            if (index == 0 || status[index - 1] == UInt8(ascii: "\n")) && status[index..<index + key.count].elementsEqual(key) {
+            if (index == 0 || status[index - 1] == UInt8(ascii: "\n"))
+                && status[index..<index + key.count].elementsEqual(key)
+            {
                 var position = index + key.count
-                while position < status.count, status[position] == UInt8(ascii: " ") || status[position] == UInt8(ascii: "\t") {
+                while position < status.count,
+                    status[position] == UInt8(ascii: " ") || status[position] == UInt8(ascii: "\t")
+                {
                     position += 1
                 }
                 var value: UInt32 = 0
                 var digits = 0
-                while position < status.count, (UInt8(ascii: "0")...UInt8(ascii: "7")).contains(status[position]), digits < 6 {
+                while position < status.count, (UInt8(ascii: "0")...UInt8(ascii: "7")).contains(status[position]),
+                    digits < 6
+                {
                     value = value * 8 + UInt32(status[position] - UInt8(ascii: "0"))
                     position += 1
                     digits += 1

@@ -30,7 +30,9 @@ extension DownloadsService {
                 ],
                 timeout: .seconds(10), autoStart: configuration.systemBus
             )
-            guard case .structure(let fields)? = reply.first, let authorized = fields.first?.boolValue else { return false }
+            guard case .structure(let fields)? = reply.first, let authorized = fields.first?.boolValue else {
+                return false
+            }
             return authorized
         } catch {
             logger.debug("polkit: \(error)")
@@ -45,7 +47,7 @@ extension DownloadsService {
             return try task(path, for: caller)
         } catch {
             guard asAdmin, let id = DownloadsAPI.taskID(path), let snapshot = engine.snapshot(id),
-                  await mayManageAll(call, caller: caller)
+                await mayManageAll(call, caller: caller)
             else { throw error }
             return snapshot
         }

@@ -9,8 +9,11 @@ import DownloadsAPI
 extension DownloadsService {
     func registerCompletionHandler(_ call: MethodCall, caller: Caller) async throws {
         let owner = caller.uid
-        guard let name = call.arguments[0].stringValue else { throw DownloadsErrorName.invalidArgument.error("session must be a string") }
-        let session = SessionID(owner: owner, name: SessionKey.stored(try TaskOptions.checkedSession(name), app: caller.app))
+        guard let name = call.arguments[0].stringValue else {
+            throw DownloadsErrorName.invalidArgument.error("session must be a string")
+        }
+        let session = SessionID(
+            owner: owner, name: SessionKey.stored(try TaskOptions.checkedSession(name), app: caller.app))
         guard let object = call.arguments[1].objectPathValue else {
             throw DownloadsErrorName.invalidArgument.error("client_object must be an object path")
         }
@@ -37,11 +40,15 @@ extension DownloadsService {
         }
         if try store.handler(session) == nil {
             if try store.handlerCount(owner: owner) >= configuration.maxHandlersPerUser {
-                throw DownloadsErrorName.quotaExceeded.error("you have \(configuration.maxHandlersPerUser) completion handlers")
+                throw DownloadsErrorName.quotaExceeded.error(
+                    "you have \(configuration.maxHandlersPerUser) completion handlers")
             }
             if caller.isSandboxed,
-               try store.handlerCount(owner: owner, sessionPrefix: SessionKey.stored("", app: caller.app)) >= configuration.maxHandlersPerApp {
-                throw DownloadsErrorName.quotaExceeded.error("this app has \(configuration.maxHandlersPerApp) completion handlers")
+                try store.handlerCount(owner: owner, sessionPrefix: SessionKey.stored("", app: caller.app))
+                    >= configuration.maxHandlersPerApp
+            {
+                throw DownloadsErrorName.quotaExceeded.error(
+                    "this app has \(configuration.maxHandlersPerApp) completion handlers")
             }
         }
         try requireRoom()
@@ -51,7 +58,8 @@ extension DownloadsService {
         )
         // A write waits for the database (another write, a slow sync): off the pool every call runs on.
         try await BlockingWork.run { [store] in try store.registerHandler(handler) }
-        logger.info("completion handler for \(LogText.escaped(session.shownDescription)): \(busName ?? call.sender) \(object)")
+        logger.info(
+            "completion handler for \(LogText.escaped(session.shownDescription)): \(busName ?? call.sender) \(object)")
         if try store.isPending(session) {
             Task { await self.deliverCompletion(session) }
         }
@@ -68,7 +76,9 @@ extension DownloadsService {
                 // An app's session to that app alone: its name says nothing of which app's it is,
                 // and a host client of the user may have a session of the same name.
                 let app = SessionKey.app(session.name)
-                emit(.eventsFinished(session: SessionKey.shown(session.name)), owner: session.owner, app: app, appOnly: !app.isEmpty)
+                emit(
+                    .eventsFinished(session: SessionKey.shown(session.name)), owner: session.owner, app: app,
+                    appOnly: !app.isEmpty)
             }
             if pending { Task { await self.deliverCompletion(session) } }
         } catch {
@@ -106,14 +116,16 @@ extension DownloadsService {
         guard claimed else { return }
         defer { _ = state.withLockedValue { $0.delivering.remove(session) } }
         do {
-            guard try store.isPending(session), let handler = try store.handler(session), !engine.hasActiveTasks(in: session)
+            guard try store.isPending(session), let handler = try store.handler(session),
+                !engine.hasActiveTasks(in: session)
             else { return }
             let path = try ObjectPath(handler.objectPath)
             guard let receiver = try await receiver(of: handler) else { return }
             _ = try await connection.call(
                 destination: receiver, path: path,
                 interface: DownloadsInterfaces.client.name, method: "HandleEventsForBackgroundSession",
-                arguments: [.string(SessionKey.shown(session.name))], timeout: configuration.completionTimeout, autoStart: false
+                arguments: [.string(SessionKey.shown(session.name))], timeout: configuration.completionTimeout,
+                autoStart: false
             )
             CrashPoint.completionAnswered.reached()
             try await BlockingWork.run { [store] in try store.completionDelivered(session) }

@@ -17,7 +17,9 @@ extension DownloadsService {
     /// `StartGroup` (destinations as `Start`'s paths) and `StartGroupAt` (`below`: relative
     /// paths below the directory the caller handed over, their subdirectories made as the
     /// caller, never through a link).
-    func startGroup(files: DBusValue, options: DBusValue, below anchor: DescriptorAnchor?, call: MethodCall, caller: Caller) async throws -> [DBusValue] {
+    func startGroup(
+        files: DBusValue, options: DBusValue, below anchor: DescriptorAnchor?, call: MethodCall, caller: Caller
+    ) async throws -> [DBusValue] {
         guard case .array(_, let entries) = files else {
             throw DownloadsErrorName.invalidArgument.error("files must be a(ssa{sv})")
         }
@@ -26,12 +28,14 @@ extension DownloadsService {
         let taskSignals = try Self.flag(groupOptions.removeValue(forKey: "task_signals"), "task_signals")
         let parallel = try Self.parallel(groupOptions.removeValue(forKey: "parallel"))
         // The group's bandwidth is shared by its files, not given to each.
-        let groupRate = try groupOptions.removeValue(forKey: "max_bytes_per_second").map {
-            try TaskOptions(["max_bytes_per_second": $0]).maxBytesPerSecond ?? 0
-        } ?? 0
+        let groupRate =
+            try groupOptions.removeValue(forKey: "max_bytes_per_second").map {
+                try TaskOptions(["max_bytes_per_second": $0]).maxBytesPerSecond ?? 0
+            } ?? 0
         let shared = try TaskOptions(groupOptions, allowed: TaskOptions.startKeys)
         guard !entries.isEmpty, entries.count <= Self.maxGroupFiles else {
-            throw DownloadsErrorName.invalidArgument.error("a group has 1 to \(Self.maxGroupFiles) files, got \(entries.count)")
+            throw DownloadsErrorName.invalidArgument.error(
+                "a group has 1 to \(Self.maxGroupFiles) files, got \(entries.count)")
         }
         guard anchor != nil || !caller.isSandboxed else {
             throw DownloadsErrorName.accessDenied.error(
@@ -50,40 +54,52 @@ extension DownloadsService {
             var directories: [String] = []
             for file in files {
                 do {
-                    let place: Destination = anchor.map { .below($0, name: file.destination, nested: true) } ?? .path(file.destination)
+                    let place: Destination =
+                        anchor.map { .below($0, name: file.destination, nested: true) } ?? .path(file.destination)
                     let (request, _) = try await prepareStart(
-                        url: file.url, destination: place, options: file.options, caller: caller, fileMode: fileMode, metalinkFile: file.metalinkFile
+                        url: file.url, destination: place, options: file.options, caller: caller, fileMode: fileMode,
+                        metalinkFile: file.metalinkFile
                     )
                     requests.append(request)
-                    if anchor != nil, let slash = file.destination.lastIndex(of: "/") { directories.append(String(file.destination[..<slash])) }
+                    if anchor != nil, let slash = file.destination.lastIndex(of: "/") {
+                        directories.append(String(file.destination[..<slash]))
+                    }
                 } catch let error as BusError {
                     throw BusError(name: error.name, message: "\(file.label): \(error.message)")
                 }
             }
             // Paths as they were resolved (a destination that is a file, not a directory the server names into).
-            try Self.checkDistinct(zip(files, requests).compactMap { file, request in
-                request.destinationIsDirectory ? nil : (file.label, Self.pathKey(request.destination))
-            })
+            try Self.checkDistinct(
+                zip(files, requests).compactMap { file, request in
+                    request.destinationIsDirectory ? nil : (file.label, Self.pathKey(request.destination))
+                })
             if let anchor {
                 for directory in Set(directories) {
-                    made += try await makeDirectories(directory, in: anchor.path, anchor: anchor, owner: caller.uid, fileMode: fileMode)
+                    made += try await makeDirectories(
+                        directory, in: anchor.path, anchor: anchor, owner: caller.uid, fileMode: fileMode)
                 }
             }
             try requireRoom()
             let session = SessionKey.stored(shared.session ?? "default", app: caller.app)
             let (group, tasks) = try engine.createGroup(
-                requests, owner: caller.uid, app: caller.app, session: session, title: shared.title ?? "", atomic: atomic,
+                requests, owner: caller.uid, app: caller.app, session: session, title: shared.title ?? "",
+                atomic: atomic,
                 taskSignals: taskSignals, parallel: parallel, maxBytesPerSecond: groupRate, anchor: anchor
             )
             await eventsDelivered(ofGroup: group.id)
             let app = caller.isSandboxed ? " (app \(LogText.escaped(caller.app)))" : ""
             let place = anchor.map { " below \(LogText.escaped($0.path))" } ?? ""
-            logger.info("group \(group.id) of uid \(caller.uid)\(app): \(tasks.count) file(s)\(place)\(atomic ? ", atomic" : "")")
-            return [.objectPath(DownloadsAPI.groupPath(group.id)), .objectPaths(tasks.map { DownloadsAPI.taskPath($0.id) })]
+            logger.info(
+                "group \(group.id) of uid \(caller.uid)\(app): \(tasks.count) file(s)\(place)\(atomic ? ", atomic" : "")"
+            )
+            return [
+                .objectPath(DownloadsAPI.groupPath(group.id)), .objectPaths(tasks.map { DownloadsAPI.taskPath($0.id) }),
+            ]
         } catch {
             if !made.isEmpty {
                 let owner = caller.uid
-                await BlockingWork.run { [engine, made] in engine.removeDirectories(made, anchor: anchor, owner: owner) }
+                await BlockingWork.run { [engine, made] in engine.removeDirectories(made, anchor: anchor, owner: owner)
+                }
             }
             throw error
         }
@@ -132,28 +148,35 @@ extension DownloadsService {
     /// multi-file Metalink), its `name` a relative path below the entry's destination directory
     /// (plain names only; subdirectories are made as the caller, never through a link).
     private func groupFiles(
-        _ entries: [DBusValue], groupOptions: [String: DBusValue], anchor: DescriptorAnchor?, caller: Caller, fileMode: UInt32?,
+        _ entries: [DBusValue], groupOptions: [String: DBusValue], anchor: DescriptorAnchor?, caller: Caller,
+        fileMode: UInt32?,
         made: inout [String]
     ) async throws -> [GroupFile] {
         var files: [GroupFile] = []
         for (index, entry) in entries.enumerated() {
             guard case .structure(let fields) = entry, fields.count == 3, let url = fields[0].stringValue,
-                  let destination = fields[1].stringValue, let own = fields[2].vardictValue
-            else { throw DownloadsErrorName.invalidArgument.error("file \(index): each file is (s url, s destination, a{sv} options)") }
+                let destination = fields[1].stringValue, let own = fields[2].vardictValue
+            else {
+                throw DownloadsErrorName.invalidArgument.error(
+                    "file \(index): each file is (s url, s destination, a{sv} options)")
+            }
             do {
                 guard own["session"] == nil else {
-                    throw DownloadsErrorName.invalidArgument.error("a group's files are in the group's session: give session in the group's options")
+                    throw DownloadsErrorName.invalidArgument.error(
+                        "a group's files are in the group's session: give session in the group's options")
                 }
                 // The group's options, then the file's own over them.
                 var merged = groupOptions
                 for (key, value) in own { merged[key] = value }
                 var options = try TaskOptions(merged, allowed: TaskOptions.startKeys)
                 guard options.metalink != nil || options.metalinkPath != nil else {
-                    files.append(GroupFile(label: "file \(index)", url: url, destination: destination, options: options))
+                    files.append(
+                        GroupFile(label: "file \(index)", url: url, destination: destination, options: options))
                     continue
                 }
                 if caller.isSandboxed, options.metalinkPath != nil {
-                    throw DownloadsErrorName.accessDenied.error("a sandboxed app gives a Metalink document as its bytes (ay), not a path")
+                    throw DownloadsErrorName.accessDenied.error(
+                        "a sandboxed app gives a Metalink document as its bytes (ay), not a path")
                 }
                 if let path = options.metalinkPath {
                     options.metalink = try await readMetalink(path, owner: caller.uid)
@@ -167,11 +190,13 @@ extension DownloadsService {
                     throw DownloadsErrorName.invalidArgument.error(error.message)
                 }
                 guard document.files.count > 1 else {
-                    files.append(GroupFile(label: "file \(index)", url: url, destination: destination, options: options))
+                    files.append(
+                        GroupFile(label: "file \(index)", url: url, destination: destination, options: options))
                     continue
                 }
                 guard url.isEmpty else {
-                    throw DownloadsErrorName.invalidArgument.error("a Metalink document of several files names their URLs: give url \"\"")
+                    throw DownloadsErrorName.invalidArgument.error(
+                        "a Metalink document of several files names their URLs: give url \"\"")
                 }
                 options.metalink = nil
                 for file in document.files {
@@ -192,19 +217,23 @@ extension DownloadsService {
                         // caller, once every file's name was checked.
                         if let slash = name.lastIndex(of: "/") { directories = (String(name[..<slash]), directory) }
                     }
-                    files.append(GroupFile(
-                        label: "file \(index) (\(name))", url: "", destination: path, options: options, metalinkFile: file,
-                        directories: directories
-                    ))
+                    files.append(
+                        GroupFile(
+                            label: "file \(index) (\(name))", url: "", destination: path, options: options,
+                            metalinkFile: file,
+                            directories: directories
+                        ))
                 }
             } catch let error as BusError {
                 throw BusError(name: error.name, message: "file \(index): \(error.message)")
             }
         }
         guard files.count <= Self.maxGroupFiles else {
-            throw DownloadsErrorName.invalidArgument.error("a group has 1 to \(Self.maxGroupFiles) files, got \(files.count)")
+            throw DownloadsErrorName.invalidArgument.error(
+                "a group has 1 to \(Self.maxGroupFiles) files, got \(files.count)")
         }
-        try Self.checkDistinct(files.compactMap { file in file.filePath(anchored: anchor != nil).map { (file.label, $0) } })
+        try Self.checkDistinct(
+            files.compactMap { file in file.filePath(anchored: anchor != nil).map { (file.label, $0) } })
         for file in files {
             guard let (relative, base) = file.directories else { continue }
             made += try await makeDirectories(relative, in: base, anchor: nil, owner: caller.uid, fileMode: fileMode)
@@ -216,7 +245,9 @@ extension DownloadsService {
     /// the descriptor they handed over (`anchor`, at `base`), made as them (their file helper on
     /// the system bus); a link on the way refuses the call.
     /// Returns the directories it made (see `SessionManager.makeDirectories`).
-    private func makeDirectories(_ relative: String, in base: String, anchor: DescriptorAnchor?, owner: UInt32, fileMode: UInt32?) async throws -> [String] {
+    private func makeDirectories(
+        _ relative: String, in base: String, anchor: DescriptorAnchor?, owner: UInt32, fileMode: UInt32?
+    ) async throws -> [String] {
         do {
             return try await BlockingWork.run { [engine] in
                 try engine.makeDirectories(relative, in: base, anchor: anchor, owner: owner, mode: fileMode)
@@ -250,7 +281,8 @@ extension DownloadsService {
     /// is the directory the group was started below (`StartGroupAt`).
     func resumeGroupWithData(_ call: MethodCall, caller: Caller) async throws -> [DBusValue] {
         let options = try TaskOptions(vardict(call.arguments[1]), allowed: TaskOptions.resumeKeys.subtracting([.url]))
-        let data = try engine.decodeGroupResumeData(call.arguments[0].bytesValue ?? [], owner: caller.uid, app: caller.app)
+        let data = try engine.decodeGroupResumeData(
+            call.arguments[0].bytesValue ?? [], owner: caller.uid, app: caller.app)
         guard !data.files.isEmpty else {
             throw DownloadsErrorName.wrongState.error("every file of the group is in place already; nothing to resume")
         }
@@ -259,21 +291,28 @@ extension DownloadsService {
         }
         let anchor = try options.destinationFD.map { fd -> DescriptorAnchor in
             let anchor = try Self.anchor(fd)
-            guard anchor.kind == .directory, data.files.allSatisfy({
-                $0.destination == anchor.path || $0.destination.hasPrefix(anchor.path == "/" ? "/" : anchor.path + "/")
-            }) else {
-                throw DownloadsErrorName.invalidArgument.error("destination_fd must be the directory the group was started below")
+            guard anchor.kind == .directory,
+                data.files.allSatisfy({
+                    $0.destination == anchor.path
+                        || $0.destination.hasPrefix(anchor.path == "/" ? "/" : anchor.path + "/")
+                })
+            else {
+                throw DownloadsErrorName.invalidArgument.error(
+                    "destination_fd must be the directory the group was started below")
             }
             return anchor
         }
         try requireRoom()
         let fileMode = CallerUmask.fileMode(pid: try? await call.credentials().pid)
-        let (group, tasks) = try await engine.adoptGroup(data, change: try StartRequest.change(options), fileMode: fileMode, anchor: anchor)
+        let (group, tasks) = try await engine.adoptGroup(
+            data, change: try StartRequest.change(options), fileMode: fileMode, anchor: anchor)
         forgetGroupEnd(group.id)
         await eventsDelivered(ofGroup: group.id)
         for task in tasks { try requireStored(task.id) }
         logger.info("group \(group.id) of uid \(caller.uid): resumed from the resume data of group \(data.group.id)")
-        return [.objectPath(DownloadsAPI.groupPath(group.id)), .objectPaths(tasks.map { DownloadsAPI.taskPath($0.id) })]
+        return [
+            .objectPath(DownloadsAPI.groupPath(group.id)), .objectPaths(tasks.map { DownloadsAPI.taskPath($0.id) }),
+        ]
     }
 
     /// Returns once every event of the group's files so far is in the store (a call's reply
@@ -302,20 +341,27 @@ extension DownloadsService {
     /// The groups `caller` sees, of `session` ("" for every session).
     func listGroups(_ session: String, caller: Caller) -> [ObjectPath] {
         engine.groups(owner: caller.uid)
-            .filter { caller.sees(owner: $0.owner, app: $0.app) && (session.isEmpty || SessionKey.shown($0.session) == session) }
+            .filter {
+                caller.sees(owner: $0.owner, app: $0.app)
+                    && (session.isEmpty || SessionKey.shown($0.session) == session)
+            }
             .map { DownloadsAPI.groupPath($0.id) }
     }
 
     /// The group a path names, if the caller may use it (another's answers as a missing one).
     func group(_ path: ObjectPath, for caller: Caller) throws -> DownloadGroupRecord {
-        guard let id = DownloadsAPI.groupID(path), let group = engine.group(id), caller.sees(owner: group.owner, app: group.app) else {
+        guard let id = DownloadsAPI.groupID(path), let group = engine.group(id),
+            caller.sees(owner: group.owner, app: group.app)
+        else {
             throw DownloadsErrorName.notFound.error("no group at \(path)")
         }
         return group
     }
 
     func groupSubtree() throws -> ExportedSubtree {
-        func handler(_ body: @escaping @Sendable (DownloadGroupRecord) async throws -> [DBusValue]) -> ExportedInterface.MethodHandler {
+        func handler(
+            _ body: @escaping @Sendable (DownloadGroupRecord) async throws -> [DBusValue]
+        ) -> ExportedInterface.MethodHandler {
             { [self] call in
                 do {
                     return try await body(try group(call.path, for: try await caller(call)))
@@ -350,10 +396,16 @@ extension DownloadsService {
             path: DownloadsAPI.groupsPath,
             find: { [self] path in
                 guard let id = DownloadsAPI.groupID(path) else { return nil }
-                guard let interface = try? ExportedInterface(DownloadsInterfaces.group, methods: methods, getProperty: { [self] name in
-                    guard let property = GroupProperty(rawValue: name), let group = engine.group(id) else { return nil }
-                    return GroupSummary(group, engine.groupTasks(id)).value(property)
-                }) else { return nil }
+                guard
+                    let interface = try? ExportedInterface(
+                        DownloadsInterfaces.group, methods: methods,
+                        getProperty: { [self] name in
+                            guard let property = GroupProperty(rawValue: name), let group = engine.group(id) else {
+                                return nil
+                            }
+                            return GroupSummary(group, engine.groupTasks(id)).value(property)
+                        })
+                else { return nil }
                 return try? ExportedObject(path: path, interfaces: [interface]) { [self] call in
                     do {
                         _ = try group(call.path, for: try await caller(call))
@@ -364,7 +416,9 @@ extension DownloadsService {
             },
             enumerate: { [self] call in
                 let caller = try await caller(call)
-                return engine.groups(owner: caller.uid).filter { caller.sees(owner: $0.owner, app: $0.app) }.map { String($0.id) }
+                return engine.groups(owner: caller.uid).filter { caller.sees(owner: $0.owner, app: $0.app) }.map {
+                    String($0.id)
+                }
             }
         )
     }
@@ -402,10 +456,11 @@ extension DownloadsService {
         guard progressDue else { return }
         let summary = GroupSummary(group, engine.groupTasks(id))
         let path = DownloadsAPI.groupPath(id)
-        emit(.groupProgress(
-            group: path, bytesWritten: summary.bytesWritten, bytesExpected: summary.bytesExpected,
-            filesFinished: UInt32(clamping: summary.finished), files: UInt32(clamping: summary.tasks.count)
-        ), owner: group.owner, app: group.app)
+        emit(
+            .groupProgress(
+                group: path, bytesWritten: summary.bytesWritten, bytesExpected: summary.bytesExpected,
+                filesFinished: UInt32(clamping: summary.finished), files: UInt32(clamping: summary.tasks.count)
+            ), owner: group.owner, app: group.app)
         guard mayEnd else { return }
         let end: ManagerSignal?
         switch summary.state {
@@ -413,9 +468,11 @@ extension DownloadsService {
         case .failed:
             let failed = summary.tasks.first { $0.state == .failed }
             let name = (failed?.record.errorName).flatMap(DownloadsErrorName.init(rawValue:)) ?? .failed
-            end = .groupFailed(group: path, errorName: name.fullName, message: failed.map {
-                "file \($0.id) failed: \($0.record.errorMessage ?? "")"
-            } ?? "a file failed")
+            end = .groupFailed(
+                group: path, errorName: name.fullName,
+                message: failed.map {
+                    "file \($0.id) failed: \($0.record.errorMessage ?? "")"
+                } ?? "a file failed")
         default: end = nil
         }
         guard let end, state.withLockedValue({ $0.groupEnds.insert(id).inserted }) else { return }

@@ -67,7 +67,9 @@ extension DownloadsService {
     /// the name is released and the one after it, so a test can send a call into each.
     static func testLeavingDelay() async {
         #if DEBUG
-        if let value = ProcessInfo.processInfo.environment["DOWNLOADSD_TEST_LEAVING_DELAY_MS"], let milliseconds = Int(value) {
+        if let value = ProcessInfo.processInfo.environment["DOWNLOADSD_TEST_LEAVING_DELAY_MS"],
+            let milliseconds = Int(value)
+        {
             try? await Task.sleep(for: .milliseconds(milliseconds))
         }
         #endif

@@ -12,7 +12,9 @@ import Glibc
 /// The methods of `org.example.Downloads` on the manager object.
 extension DownloadsService {
     func managerInterface() throws -> ExportedInterface {
-        func handler(_ body: @escaping @Sendable (MethodCall, Caller) async throws -> [DBusValue]) -> ExportedInterface.MethodHandler {
+        func handler(
+            _ body: @escaping @Sendable (MethodCall, Caller) async throws -> [DBusValue]
+        ) -> ExportedInterface.MethodHandler {
             { [self] call in
                 do {
                     return try await body(call, try await caller(call))
@@ -21,123 +23,146 @@ extension DownloadsService {
                 }
             }
         }
-        return try ExportedInterface(DownloadsInterfaces.manager, methods: [
-            "Start": handler { [self] call, caller in
-                let options = try TaskOptions(vardict(call.arguments[2]), allowed: TaskOptions.startKeys)
-                guard !caller.isSandboxed else {
-                    throw DownloadsErrorName.accessDenied.error(
-                        "a sandboxed app names its destination by a file descriptor, not a path: open the directory "
-                            + "(or the file) and call StartAt(url, h destination, s name, a{sv} options)"
+        return try ExportedInterface(
+            DownloadsInterfaces.manager,
+            methods: [
+                "Start": handler { [self] call, caller in
+                    let options = try TaskOptions(vardict(call.arguments[2]), allowed: TaskOptions.startKeys)
+                    guard !caller.isSandboxed else {
+                        throw DownloadsErrorName.accessDenied.error(
+                            "a sandboxed app names its destination by a file descriptor, not a path: open the directory "
+                                + "(or the file) and call StartAt(url, h destination, s name, a{sv} options)"
+                        )
+                    }
+                    let pid = try? await call.credentials().pid
+                    let path = try await start(
+                        url: call.arguments[0].stringValue ?? "",
+                        destination: .path(call.arguments[1].stringValue ?? ""),
+                        options: options, caller: caller, fileMode: CallerUmask.fileMode(pid: pid)
                     )
-                }
-                let pid = try? await call.credentials().pid
-                let path = try await start(
-                    url: call.arguments[0].stringValue ?? "", destination: .path(call.arguments[1].stringValue ?? ""),
-                    options: options, caller: caller, fileMode: CallerUmask.fileMode(pid: pid)
-                )
-                return [.objectPath(path)]
-            },
-            "StartAt": handler { [self] call, caller in
-                let options = try TaskOptions(vardict(call.arguments[3]), allowed: TaskOptions.startKeys)
-                guard let fd = call.arguments[1].unixFDValue else {
-                    throw DownloadsErrorName.invalidArgument.error("destination must be a file descriptor (h)")
-                }
-                let anchor = try Self.anchor(fd)
-                let pid = try? await call.credentials().pid
-                let path = try await start(
-                    url: call.arguments[0].stringValue ?? "", destination: .below(anchor, name: call.arguments[2].stringValue ?? ""),
-                    options: options, caller: caller, fileMode: CallerUmask.fileMode(pid: pid)
-                )
-                return [.objectPath(path)]
-            },
-            "Pause": handler { [self] call, caller in
-                [.bytes(try await pause(try task(call.arguments[0].objectPathValue ?? .root, for: caller)))]
-            },
-            "Resume": handler { [self] call, caller in
-                try await resume(try task(call.arguments[0].objectPathValue ?? .root, for: caller))
-                return []
-            },
-            "Cancel": handler { [self] call, caller in
-                try await cancel(try await task(call.arguments[0].objectPathValue ?? .root, for: call, caller: caller, asAdmin: true))
-                return []
-            },
-            "ListAllTasks": handler { [self] call, caller in
-                [.objectPaths(try await listAllTasks(call, caller: caller))]
-            },
-            "ResumeWithData": handler { [self] call, caller in
-                let options = try TaskOptions(vardict(call.arguments[1]), allowed: TaskOptions.resumeKeys)
-                let fileMode = CallerUmask.fileMode(pid: try? await call.credentials().pid)
-                return [.objectPath(try await resumeWithData(
-                    call.arguments[0].bytesValue ?? [], options: options, caller: caller, fileMode: fileMode
-                ))]
-            },
-            "ListTasks": handler { [self] call, caller in
-                let session = call.arguments[0].stringValue ?? ""
-                let paths = snapshots(for: caller)
-                    .filter { session.isEmpty || SessionKey.shown($0.session) == session }
-                    .map { DownloadsAPI.taskPath($0.id) }
-                return [.objectPaths(paths)]
-            },
-            "FindTasks": handler { [self] call, caller in
-                let match = MetadataValue.dictionary(try TaskOptions.checkedMetadata(call.arguments[0], option: "match"))
-                let paths = snapshots(for: caller)
-                    .filter { task in match.allSatisfy { task.record.options.metadata[$0.key] == $0.value } }
-                    .map { DownloadsAPI.taskPath($0.id) }
-                return [.objectPaths(paths)]
-            },
-            "StartGroup": handler { [self] call, caller in
-                try await startGroup(files: call.arguments[0], options: call.arguments[1], below: nil, call: call, caller: caller)
-            },
-            "StartGroupAt": handler { [self] call, caller in
-                guard let fd = call.arguments[0].unixFDValue else {
-                    throw DownloadsErrorName.invalidArgument.error("directory must be a file descriptor (h)")
-                }
-                let anchor = try Self.anchor(fd)
-                guard anchor.kind == .directory else {
-                    throw DownloadsErrorName.invalidArgument.error("directory must be an open directory, not a file")
-                }
-                return try await startGroup(files: call.arguments[1], options: call.arguments[2], below: anchor, call: call, caller: caller)
-            },
-            "ResumeGroupWithData": handler { [self] call, caller in
-                try await resumeGroupWithData(call, caller: caller)
-            },
-            "ListGroups": handler { [self] call, caller in
-                [.objectPaths(listGroups(call.arguments[0].stringValue ?? "", caller: caller))]
-            },
-            "Upload": handler { [self] call, caller in
-                guard !caller.isSandboxed else {
-                    throw DownloadsErrorName.accessDenied.error(
-                        "a sandboxed app hands its file over by descriptor, not a path: open it for reading and call UploadAt(url, h source, a{sv} options)"
+                    return [.objectPath(path)]
+                },
+                "StartAt": handler { [self] call, caller in
+                    let options = try TaskOptions(vardict(call.arguments[3]), allowed: TaskOptions.startKeys)
+                    guard let fd = call.arguments[1].unixFDValue else {
+                        throw DownloadsErrorName.invalidArgument.error("destination must be a file descriptor (h)")
+                    }
+                    let anchor = try Self.anchor(fd)
+                    let pid = try? await call.credentials().pid
+                    let path = try await start(
+                        url: call.arguments[0].stringValue ?? "",
+                        destination: .below(anchor, name: call.arguments[2].stringValue ?? ""),
+                        options: options, caller: caller, fileMode: CallerUmask.fileMode(pid: pid)
                     )
-                }
-                let options = try uploadOptions(call.arguments[2])
-                let path = try StartRequest.checkDestination(call.arguments[1].stringValue ?? "", what: "source")
-                let pid = try? await call.credentials().pid
-                return [.objectPath(try await upload(
-                    url: call.arguments[0].stringValue ?? "", source: .path(path), options: options, caller: caller,
-                    fileMode: CallerUmask.fileMode(pid: pid)
-                ))]
-            },
-            "UploadAt": handler { [self] call, caller in
-                let options = try uploadOptions(call.arguments[2])
-                guard let fd = call.arguments[1].unixFDValue else {
-                    throw DownloadsErrorName.invalidArgument.error("source must be a file descriptor (h)")
-                }
-                let pid = try? await call.credentials().pid
-                return [.objectPath(try await upload(
-                    url: call.arguments[0].stringValue ?? "", source: .descriptor(fd), options: options, caller: caller,
-                    fileMode: CallerUmask.fileMode(pid: pid)
-                ))]
-            },
-            "RegisterCompletionHandler": handler { [self] call, caller in
-                try await registerCompletionHandler(call, caller: caller)
-                return []
-            },
-        ])
+                    return [.objectPath(path)]
+                },
+                "Pause": handler { [self] call, caller in
+                    [.bytes(try await pause(try task(call.arguments[0].objectPathValue ?? .root, for: caller)))]
+                },
+                "Resume": handler { [self] call, caller in
+                    try await resume(try task(call.arguments[0].objectPathValue ?? .root, for: caller))
+                    return []
+                },
+                "Cancel": handler { [self] call, caller in
+                    try await cancel(
+                        try await task(
+                            call.arguments[0].objectPathValue ?? .root, for: call, caller: caller, asAdmin: true))
+                    return []
+                },
+                "ListAllTasks": handler { [self] call, caller in
+                    [.objectPaths(try await listAllTasks(call, caller: caller))]
+                },
+                "ResumeWithData": handler { [self] call, caller in
+                    let options = try TaskOptions(vardict(call.arguments[1]), allowed: TaskOptions.resumeKeys)
+                    let fileMode = CallerUmask.fileMode(pid: try? await call.credentials().pid)
+                    return [
+                        .objectPath(
+                            try await resumeWithData(
+                                call.arguments[0].bytesValue ?? [], options: options, caller: caller, fileMode: fileMode
+                            ))
+                    ]
+                },
+                "ListTasks": handler { [self] call, caller in
+                    let session = call.arguments[0].stringValue ?? ""
+                    let paths = snapshots(for: caller)
+                        .filter { session.isEmpty || SessionKey.shown($0.session) == session }
+                        .map { DownloadsAPI.taskPath($0.id) }
+                    return [.objectPaths(paths)]
+                },
+                "FindTasks": handler { [self] call, caller in
+                    let match = MetadataValue.dictionary(
+                        try TaskOptions.checkedMetadata(call.arguments[0], option: "match"))
+                    let paths = snapshots(for: caller)
+                        .filter { task in match.allSatisfy { task.record.options.metadata[$0.key] == $0.value } }
+                        .map { DownloadsAPI.taskPath($0.id) }
+                    return [.objectPaths(paths)]
+                },
+                "StartGroup": handler { [self] call, caller in
+                    try await startGroup(
+                        files: call.arguments[0], options: call.arguments[1], below: nil, call: call, caller: caller)
+                },
+                "StartGroupAt": handler { [self] call, caller in
+                    guard let fd = call.arguments[0].unixFDValue else {
+                        throw DownloadsErrorName.invalidArgument.error("directory must be a file descriptor (h)")
+                    }
+                    let anchor = try Self.anchor(fd)
+                    guard anchor.kind == .directory else {
+                        throw DownloadsErrorName.invalidArgument.error(
+                            "directory must be an open directory, not a file")
+                    }
+                    return try await startGroup(
+                        files: call.arguments[1], options: call.arguments[2], below: anchor, call: call, caller: caller)
+                },
+                "ResumeGroupWithData": handler { [self] call, caller in
+                    try await resumeGroupWithData(call, caller: caller)
+                },
+                "ListGroups": handler { [self] call, caller in
+                    [.objectPaths(listGroups(call.arguments[0].stringValue ?? "", caller: caller))]
+                },
+                "Upload": handler { [self] call, caller in
+                    guard !caller.isSandboxed else {
+                        throw DownloadsErrorName.accessDenied.error(
+                            "a sandboxed app hands its file over by descriptor, not a path: open it for reading and call UploadAt(url, h source, a{sv} options)"
+                        )
+                    }
+                    let options = try uploadOptions(call.arguments[2])
+                    let path = try StartRequest.checkDestination(call.arguments[1].stringValue ?? "", what: "source")
+                    let pid = try? await call.credentials().pid
+                    return [
+                        .objectPath(
+                            try await upload(
+                                url: call.arguments[0].stringValue ?? "", source: .path(path), options: options,
+                                caller: caller,
+                                fileMode: CallerUmask.fileMode(pid: pid)
+                            ))
+                    ]
+                },
+                "UploadAt": handler { [self] call, caller in
+                    let options = try uploadOptions(call.arguments[2])
+                    guard let fd = call.arguments[1].unixFDValue else {
+                        throw DownloadsErrorName.invalidArgument.error("source must be a file descriptor (h)")
+                    }
+                    let pid = try? await call.credentials().pid
+                    return [
+                        .objectPath(
+                            try await upload(
+                                url: call.arguments[0].stringValue ?? "", source: .descriptor(fd), options: options,
+                                caller: caller,
+                                fileMode: CallerUmask.fileMode(pid: pid)
+                            ))
+                    ]
+                },
+                "RegisterCompletionHandler": handler { [self] call, caller in
+                    try await registerCompletionHandler(call, caller: caller)
+                    return []
+                },
+            ])
     }
 
     func vardict(_ value: DBusValue) throws -> [String: DBusValue] {
-        guard let dict = value.vardictValue else { throw DownloadsErrorName.invalidArgument.error("options must be a{sv}") }
+        guard let dict = value.vardictValue else {
+            throw DownloadsErrorName.invalidArgument.error("options must be a{sv}")
+        }
         return dict
     }
 
@@ -192,7 +217,9 @@ extension DownloadsService {
         let (stripped, authorization) = URLCredentials.split(given)
         let url = try StartRequest.checkURL(stripped)
         var engineOptions = try StartRequest.downloadOptions(options)
-        if caller.isSandboxed { engineOptions.desktopEntry = try Self.desktopEntry(engineOptions.desktopEntry, app: caller.app) }
+        if caller.isSandboxed {
+            engineOptions.desktopEntry = try Self.desktopEntry(engineOptions.desktopEntry, app: caller.app)
+        }
         // The URL's credentials, unless the caller's own Authorization header says otherwise.
         if let authorization, !engineOptions.headers.keys.contains(where: { $0.lowercased() == "authorization" }) {
             engineOptions.headers["Authorization"] = authorization
@@ -229,7 +256,8 @@ extension DownloadsService {
     /// A write of task `id`'s events failed after all (the disk filled meanwhile): the call fails.
     func requireStored(_ id: UInt64) throws {
         if let failure = storeObserver.takeFailure(id) {
-            throw (failure.isStorageFull ? DownloadsErrorName.storageFull : .failed).error("task \(id) could not be recorded: \(failure)")
+            throw (failure.isStorageFull ? DownloadsErrorName.storageFull : .failed).error(
+                "task \(id) could not be recorded: \(failure)")
         }
     }
 
@@ -237,14 +265,16 @@ extension DownloadsService {
     /// system bus), a regular file of at most `MetalinkDocument.maximumSize` bytes.
     func readMetalink(_ path: String, owner: UInt32) async throws -> [UInt8] {
         guard path.hasPrefix("/"), !path.utf8.contains(0), path.utf8.count <= StartRequest.maxPathBytes else {
-            throw DownloadsErrorName.invalidArgument.error("metalink must be the document's bytes (ay) or an absolute path (s)")
+            throw DownloadsErrorName.invalidArgument.error(
+                "metalink must be the document's bytes (ay) or an absolute path (s)")
         }
         do {
             return try await BlockingWork.run { [engine] in
                 try engine.readFile(path, owner: owner, atMost: MetalinkDocument.maximumSize)
             }
         } catch let error as DownloadError {
-            throw DownloadsErrorName.invalidArgument.error("cannot read the Metalink document \(path): \(error.message)")
+            throw DownloadsErrorName.invalidArgument.error(
+                "cannot read the Metalink document \(path): \(error.message)")
         }
     }
 
@@ -256,14 +286,19 @@ extension DownloadsService {
         case below(DescriptorAnchor, name: String, nested: Bool = false)
     }
 
-    func start(url: String, destination: Destination, options: TaskOptions, caller: Caller, fileMode: UInt32? = nil) async throws -> ObjectPath {
-        let (request, anchor) = try await prepareStart(url: url, destination: destination, options: options, caller: caller, fileMode: fileMode)
+    func start(
+        url: String, destination: Destination, options: TaskOptions, caller: Caller, fileMode: UInt32? = nil
+    ) async throws -> ObjectPath {
+        let (request, anchor) = try await prepareStart(
+            url: url, destination: destination, options: options, caller: caller, fileMode: fileMode)
         return try await record(request, caller: caller) { try engine.create(request, anchor: anchor) }
     }
 
     /// Makes a task (`create`) and answers with its path only once the store holds it; one the
     /// store could not take is taken back, so nothing runs that a restart would not know.
-    func record(_ request: DownloadRequest, caller: Caller, _ create: () throws -> TaskSnapshot) async throws -> ObjectPath {
+    func record(
+        _ request: DownloadRequest, caller: Caller, _ create: () throws -> TaskSnapshot
+    ) async throws -> ObjectPath {
         let snapshot = try create()
         await engine.eventsDelivered(snapshot.id)
         if let failure = storeObserver.takeFailure(snapshot.id) {
@@ -284,7 +319,9 @@ extension DownloadsService {
     func logStarted(_ id: UInt64, _ request: DownloadRequest, caller: Caller) {
         let through = request.options.proxy.map { " through \(LogText.escaped($0.description))" } ?? ""
         let app = caller.isSandboxed ? " (app \(LogText.escaped(caller.app)))" : ""
-        logger.info("task \(id) of uid \(caller.uid)\(app): \(LogText.url(request.url)) → \(LogText.escaped(request.destination))\(through)")
+        logger.info(
+            "task \(id) of uid \(caller.uid)\(app): \(LogText.url(request.url)) → \(LogText.escaped(request.destination))\(through)"
+        )
     }
 
     /// Everything `Start` checks and asks before a task exists: the URL, the options, the
@@ -298,7 +335,8 @@ extension DownloadsService {
         let owner = caller.uid
         var asked = options
         if caller.isSandboxed, asked.metalinkPath != nil {
-            throw DownloadsErrorName.accessDenied.error("a sandboxed app gives a Metalink document as its bytes (ay), not a path")
+            throw DownloadsErrorName.accessDenied.error(
+                "a sandboxed app gives a Metalink document as its bytes (ay), not a path")
         }
         if let path = asked.metalinkPath {
             asked.metalink = try await readMetalink(path, owner: owner)
@@ -331,9 +369,12 @@ extension DownloadsService {
             // Asked with the owner's credentials below the descriptor (their file helper on the
             // system bus), so the answer says nothing the owner could not see.
             if !overwrite, anchor.kind == .directory, !isDirectory {
-                let exists = try await BlockingWork.run { [engine] in try engine.exists(destination, below: anchor, owner: owner) }
+                let exists = try await BlockingWork.run { [engine] in
+                    try engine.exists(destination, below: anchor, owner: owner)
+                }
                 if exists {
-                    throw DownloadsErrorName.fileExists.error("\(name) exists in the destination directory; give overwrite=true to replace it")
+                    throw DownloadsErrorName.fileExists.error(
+                        "\(name) exists in the destination directory; give overwrite=true to replace it")
                 }
             }
             place = (destination, isDirectory, anchor.kind == .file, anchor)
@@ -351,22 +392,26 @@ extension DownloadsService {
     /// `StartAt`'s destination below a descriptor: `name` (one path component; with `nested`, plain
     /// components joined by "/") in a directory, the directory itself for "" (the response names
     /// the file), or the caller's own file.
-    static func destination(below anchor: DescriptorAnchor, name: String, nested: Bool = false) throws -> (String, Bool) {
+    static func destination(below anchor: DescriptorAnchor, name: String, nested: Bool = false) throws -> (String, Bool)
+    {
         guard anchor.path.hasPrefix("/") else {
-            throw DownloadsErrorName.invalidArgument.error("destination does not lead to a file system path (\(anchor.path))")
+            throw DownloadsErrorName.invalidArgument.error(
+                "destination does not lead to a file system path (\(anchor.path))")
         }
         let base = try StartRequest.checkDestination(anchor.path)
         switch anchor.kind {
         case .file:
             guard name.isEmpty else {
-                throw DownloadsErrorName.invalidArgument.error("name must be \"\" when destination is a file (it is written in place)")
+                throw DownloadsErrorName.invalidArgument.error(
+                    "name must be \"\" when destination is a file (it is written in place)")
             }
             return (base, false)
         case .directory:
             if name.isEmpty { return (base, true) }
             if nested {
                 guard !name.hasPrefix("/") else {
-                    throw DownloadsErrorName.invalidArgument.error("'\(name)' is an absolute path; names are relative to the directory")
+                    throw DownloadsErrorName.invalidArgument.error(
+                        "'\(name)' is an absolute path; names are relative to the directory")
                 }
                 guard DescriptorAnchor.isRelativePath(name) else {
                     throw DownloadsErrorName.invalidArgument.error(
@@ -376,7 +421,8 @@ extension DownloadsService {
                 return (try StartRequest.checkDestination(FilePaths.join(base, name)), false)
             }
             guard DescriptorAnchor.isPlainName(name) else {
-                throw DownloadsErrorName.invalidArgument.error("name must be one path component (no '/', not '.' or '..'), got '\(name)'")
+                throw DownloadsErrorName.invalidArgument.error(
+                    "name must be one path component (no '/', not '.' or '..'), got '\(name)'")
             }
             return (try StartRequest.checkDestination(FilePaths.join(base, name)), false)
         }
@@ -389,13 +435,15 @@ extension DownloadsService {
             let name = String(app.dropFirst(5))
             guard let given else { return nil }
             guard given.hasPrefix(name + "_") else {
-                throw DownloadsErrorName.invalidArgument.error("desktop_entry of snap \(name) must be one of its own (\(name)_*.desktop)")
+                throw DownloadsErrorName.invalidArgument.error(
+                    "desktop_entry of snap \(name) must be one of its own (\(name)_*.desktop)")
             }
             return given
         }
         let own = app + ".desktop"
         guard given == nil || given == own else {
-            throw DownloadsErrorName.invalidArgument.error("a sandboxed app's desktop_entry is its own, \(own), not '\(given ?? "")'")
+            throw DownloadsErrorName.invalidArgument.error(
+                "a sandboxed app's desktop_entry is its own, \(own), not '\(given ?? "")'")
         }
         return own
     }
@@ -473,7 +521,9 @@ extension DownloadsService {
 
     /// The task the data came from, if it still exists, gets the options and carries on;
     /// otherwise a new task takes over its partial file.
-    func resumeWithData(_ blob: [UInt8], options: TaskOptions, caller: Caller, fileMode: UInt32? = nil) async throws -> ObjectPath {
+    func resumeWithData(
+        _ blob: [UInt8], options: TaskOptions, caller: Caller, fileMode: UInt32? = nil
+    ) async throws -> ObjectPath {
         let owner = caller.uid
         let data = try engine.decodeResumeData(blob, owner: owner, app: caller.app)
         let source = engine.snapshot(data.taskID)
@@ -483,7 +533,9 @@ extension DownloadsService {
         // A new descriptor for the task's files: the directory (or the file) it was started in.
         let anchor = try options.destinationFD.map { fd -> DescriptorAnchor in
             let anchor = try Self.anchor(fd)
-            let expected = data.writesInPlace || data.destinationIsDirectory ? data.destination : FilePaths.directory(of: data.destination)
+            let expected =
+                data.writesInPlace || data.destinationIsDirectory
+                ? data.destination : FilePaths.directory(of: data.destination)
             guard anchor.path == expected, (anchor.kind == .file) == data.writesInPlace else {
                 throw DownloadsErrorName.invalidArgument.error(
                     "destination_fd must be \(data.writesInPlace ? "the file" : "the directory") the download was started in (\(expected))"
@@ -500,7 +552,8 @@ extension DownloadsService {
             }
         }
         let url = try options.url.map(StartRequest.checkURL)
-        let snapshot = try await engine.adopt(data, change: try StartRequest.change(options), url: url, fileMode: fileMode, anchor: anchor)
+        let snapshot = try await engine.adopt(
+            data, change: try StartRequest.change(options), url: url, fileMode: fileMode, anchor: anchor)
         await engine.eventsDelivered(snapshot.id)
         try requireStored(snapshot.id)
         logger.info("task \(snapshot.id) of uid \(owner): resumed from the resume data of task \(data.taskID)")

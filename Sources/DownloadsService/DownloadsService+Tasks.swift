@@ -13,7 +13,8 @@ extension DownloadsService {
         ) -> ExportedInterface.MethodHandler {
             { [self] call in
                 do {
-                    return try await body(try await task(call.path, for: call, caller: try await caller(call), asAdmin: asAdmin))
+                    return try await body(
+                        try await task(call.path, for: call, caller: try await caller(call), asAdmin: asAdmin))
                 } catch {
                     throw ServiceError.reply(for: error)
                 }
@@ -55,10 +56,16 @@ extension DownloadsService {
             path: DownloadsAPI.tasksPath,
             find: { [self] path in
                 guard let id = DownloadsAPI.taskID(path) else { return nil }
-                guard let interface = try? ExportedInterface(DownloadsInterfaces.task, methods: methods, getProperty: { [self] name in
-                    guard let property = TaskProperty(rawValue: name), let snapshot = engine.snapshot(id) else { return nil }
-                    return DownloadsService.value(property, of: snapshot)
-                }) else { return nil }
+                guard
+                    let interface = try? ExportedInterface(
+                        DownloadsInterfaces.task, methods: methods,
+                        getProperty: { [self] name in
+                            guard let property = TaskProperty(rawValue: name), let snapshot = engine.snapshot(id) else {
+                                return nil
+                            }
+                            return DownloadsService.value(property, of: snapshot)
+                        })
+                else { return nil }
                 // Every path of the form answers; one that is not the caller's task answers NotFound
                 // (Introspect: UnknownObject), whether it is missing or another user's. An
                 // administrator reads every task (the methods check for themselves).
@@ -90,7 +97,8 @@ extension DownloadsService {
         case .id: return .uint64(record.id)
         case .session: return .string(SessionKey.shown(record.session))
         case .url: return .string(record.url)
-        case .destination: return .string(record.upload.map { $0.replyDestination ?? "" } ?? record.resolvedPath ?? record.destination)
+        case .destination:
+            return .string(record.upload.map { $0.replyDestination ?? "" } ?? record.resolvedPath ?? record.destination)
         case .state: return .string(record.state.rawValue)
         case .bytesWritten: return .int64(snapshot.bytesWritten)
         case .bytesExpected: return .int64(record.expectedLength)

@@ -22,18 +22,24 @@ extension DownloadsService {
     /// The options of `Upload`/`UploadAt`: a download's option is refused by name.
     func uploadOptions(_ value: DBusValue) throws -> TaskOptions {
         let given = try vardict(value)
-        if let name = given.keys.sorted().first(where: { TaskOptions.Key(rawValue: $0).map(TaskOptions.downloadOnlyKeys.contains) ?? false }) {
-            throw DownloadsErrorName.invalidArgument.error("option '\(name)' applies to downloads only, not to an upload")
+        if let name = given.keys.sorted().first(where: {
+            TaskOptions.Key(rawValue: $0).map(TaskOptions.downloadOnlyKeys.contains) ?? false
+        }) {
+            throw DownloadsErrorName.invalidArgument.error(
+                "option '\(name)' applies to downloads only, not to an upload")
         }
         return try TaskOptions(given, allowed: TaskOptions.uploadKeys)
     }
 
-    func upload(url given: String, source: UploadSource, options: TaskOptions, caller: Caller, fileMode: UInt32?) async throws -> ObjectPath {
+    func upload(
+        url given: String, source: UploadSource, options: TaskOptions, caller: Caller, fileMode: UInt32?
+    ) async throws -> ObjectPath {
         let owner = caller.uid
         let (url, engineOptions) = try checkedTask(url: given, options: options, caller: caller)
         let method = (options.method ?? "PUT").uppercased()
         guard UploadSpec.methods.contains(method) else {
-            throw DownloadsErrorName.invalidArgument.error("method must be PUT, POST or PATCH, not '\(DisplayText.quoted(options.method ?? "", limit: 20))'")
+            throw DownloadsErrorName.invalidArgument.error(
+                "method must be PUT, POST or PATCH, not '\(DisplayText.quoted(options.method ?? "", limit: 20))'")
         }
         if let type = options.contentType {
             guard type.utf8.count <= Self.maxContentTypeBytes, HTTPFieldRules.isMediaType(type) else {
@@ -46,7 +52,8 @@ extension DownloadsService {
         var replyDestination: String?
         if let path = options.replyDestination {
             guard !caller.isSandboxed else {
-                throw DownloadsErrorName.accessDenied.error("a sandboxed app reads the reply with the task's GetReply(), not from a path")
+                throw DownloadsErrorName.accessDenied.error(
+                    "a sandboxed app reads the reply with the task's GetReply(), not from a path")
             }
             replyDestination = try StartRequest.checkDestination(path, what: "reply_destination")
         }
@@ -87,30 +94,36 @@ extension DownloadsService {
             }
             let directory = FilePaths.join(store.directory, "uploads")
             let (copy, copied) = try await BlockingWork.run { [engine, identity] in
-                try engine.snapshot(of: shownSource, descriptor: descriptor, owner: owner, recorded: identity, into: directory)
+                try engine.snapshot(
+                    of: shownSource, descriptor: descriptor, owner: owner, recorded: identity, into: directory)
             }
             snapshot = copy
             identity = copied
         }
         let form = options.form.map { form in
-            MultipartForm(field: form.field, filename: form.filename ?? FilePaths.name(of: shownSource), fields: form.fields)
+            MultipartForm(
+                field: form.field, filename: form.filename ?? FilePaths.name(of: shownSource), fields: form.fields)
         }
         // The record's destination is the reply's file; without one the source (the store keeps
         // an absolute path there), which nothing writes: `Destination` shows "".
         var request = DownloadRequest(
-            owner: owner, session: session, url: url, destination: replyDestination ?? shownSource, destinationIsDirectory: false,
+            owner: owner, session: session, url: url, destination: replyDestination ?? shownSource,
+            destinationIsDirectory: false,
             options: engineOptions, fileMode: fileMode
         )
         request.app = caller.app
         request.upload = UploadSpec(
-            source: shownSource, reopensByPath: descriptor == nil, method: method, contentType: options.contentType, form: form,
+            source: shownSource, reopensByPath: descriptor == nil, method: method, contentType: options.contentType,
+            form: form,
             replyDestination: replyDestination, snapshot: snapshot, identity: identity
         )
         request.upload?.transferProtocol = transferProtocol
         request.upload?.ietfVersion = options.ietfVersion.map { Int($0) }
         request.upload?.terminateOnCancel = options.terminateOnCancel
         do {
-            return try await record(request, caller: caller) { try engine.createUpload(request, descriptor: snapshot == nil ? descriptor : nil) }
+            return try await record(request, caller: caller) {
+                try engine.createUpload(request, descriptor: snapshot == nil ? descriptor : nil)
+            }
         } catch {
             if let snapshot { unlink(snapshot) }
             throw error
@@ -122,7 +135,8 @@ extension DownloadsService {
     func snapshotBytesHeld(by owner: SnapshotBudget.Owner) -> (user: Int64, app: Int64) {
         var user: Int64 = 0, app: Int64 = 0
         for task in engine.snapshots(owner: owner.uid) {
-            guard let spec = task.record.upload, spec.snapshot != nil, task.state != .finished, task.state != .cancelled else { continue }
+            guard let spec = task.record.upload, spec.snapshot != nil, task.state != .finished, task.state != .cancelled
+            else { continue }
             user += spec.identity.size
             if task.record.app == owner.app { app += spec.identity.size }
         }
@@ -135,16 +149,19 @@ extension DownloadsService {
         let name = options.transferProtocol ?? UploadProtocol.auto.rawValue
         guard let chosen = UploadProtocol(rawValue: name) else {
             let known = UploadProtocol.allCases.map(\.rawValue).joined(separator: ", ")
-            throw DownloadsErrorName.invalidArgument.error("protocol must be one of \(known), not '\(DisplayText.quoted(name, limit: 20))'")
+            throw DownloadsErrorName.invalidArgument.error(
+                "protocol must be one of \(known), not '\(DisplayText.quoted(name, limit: 20))'")
         }
         if let version = options.ietfVersion, !UploadProtocol.ietfVersions.contains(Int(version)) {
             let spoken = UploadProtocol.ietfVersions.map(String.init).joined(separator: ", ")
-            throw DownloadsErrorName.invalidArgument.error("ietf_version must be one of \(spoken) (the draft's interop versions spoken), not \(version)")
+            throw DownloadsErrorName.invalidArgument.error(
+                "ietf_version must be one of \(spoken) (the draft's interop versions spoken), not \(version)")
         }
         if options.form != nil {
             switch chosen {
             case .ietf, .tus:
-                throw DownloadsErrorName.invalidArgument.error("a form is sent as one request: protocol \(chosen.rawValue) cannot send it (use plain or auto)")
+                throw DownloadsErrorName.invalidArgument.error(
+                    "a form is sent as one request: protocol \(chosen.rawValue) cannot send it (use plain or auto)")
             case .plain, .auto:
                 return .plain
             }
@@ -159,7 +176,8 @@ extension DownloadsService {
             throw DownloadsErrorName.wrongState.error("task \(task.id) is a download; only an upload has a reply")
         }
         guard task.state.isTerminal || spec.responseStatus != 0 else {
-            throw DownloadsErrorName.wrongState.error("task \(task.id) is \(task.state.rawValue); its reply is there once it ends")
+            throw DownloadsErrorName.wrongState.error(
+                "task \(task.id) is \(task.state.rawValue); its reply is there once it ends")
         }
         await engine.eventsDelivered(task.id)
         let body = try await BlockingWork.run { [store] in try store.replyBody(of: task.id) }

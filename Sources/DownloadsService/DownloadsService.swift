@@ -66,7 +66,8 @@ public final class DownloadsService: Sendable {
     private let timers = TimerList()
 
     public init(
-        connection: Connection, engine: SessionManager, store: DownloadStore, configuration: Configuration = Configuration(),
+        connection: Connection, engine: SessionManager, store: DownloadStore,
+        configuration: Configuration = Configuration(),
         logger: Logger = Logger(label: "downloadsd")
     ) {
         self.connection = connection
@@ -81,7 +82,8 @@ public final class DownloadsService: Sendable {
             Task { _ = try? await engine.pause(task.id) }
         }
         self.configuration = configuration
-        snapshotBudget = SnapshotBudget(perUser: configuration.maxSnapshotBytesPerUser, perApp: configuration.maxSnapshotBytesPerApp)
+        snapshotBudget = SnapshotBudget(
+            perUser: configuration.maxSnapshotBytesPerUser, perApp: configuration.maxSnapshotBytesPerApp)
         self.logger = logger
     }
 
@@ -90,9 +92,11 @@ public final class DownloadsService: Sendable {
         engine.delegate.add(storeObserver)
         engine.delegate.add(EngineObserver(service: self))
         // ObjectManager would list (and announce) every user's tasks: session bus only.
-        try connection.export(ExportedObject(
-            path: DownloadsAPI.managerPath, interfaces: [try managerInterface()], isObjectManager: !configuration.systemBus
-        ))
+        try connection.export(
+            ExportedObject(
+                path: DownloadsAPI.managerPath, interfaces: [try managerInterface()],
+                isObjectManager: !configuration.systemBus
+            ))
         try connection.export(try taskSubtree())
         try connection.export(try groupSubtree())
         let loaded = try store.loadTasks()
@@ -116,7 +120,9 @@ public final class DownloadsService: Sendable {
         var due = try store.sessionsWithUnreportedEnds()
         for session in try store.unannouncedCompletions() where !due.contains(session) { due.append(session) }
         for session in due where !engine.hasActiveTasks(in: session) {
-            logger.info("session \(LogText.escaped(session.shownDescription)): tasks ended before the last stop; its completion is due")
+            logger.info(
+                "session \(LogText.escaped(session.shownDescription)): tasks ended before the last stop; its completion is due"
+            )
             sessionBecameIdle(session)
         }
         // Pending completion calls with a well-known name can be delivered by activation now.
@@ -167,7 +173,9 @@ public final class DownloadsService: Sendable {
                 try AppIdentity.app(
                     pid: credentials.pid ?? 0, uid: credentials.uid, securityLabel: credentials.securityLabel,
                     openInfo: { pid in
-                        guard credentials.uid == 0 else { return try engine.openAppInfo(pid: pid, owner: credentials.uid) }
+                        guard credentials.uid == 0 else {
+                            return try engine.openAppInfo(pid: pid, owner: credentials.uid)
+                        }
                         do {
                             return try AppIdentity.openHere(pid)
                         } catch let failure as AppIdentity.Failure where failure.isDenied {
@@ -177,7 +185,8 @@ public final class DownloadsService: Sendable {
                 )
             }
         } catch {
-            logger.warning("call from \(call.sender) (uid \(credentials.uid)) refused: cannot tell which app it is: \(error)")
+            logger.warning(
+                "call from \(call.sender) (uid \(credentials.uid)) refused: cannot tell which app it is: \(error)")
             throw DownloadsErrorName.accessDenied.error("cannot tell which app is calling: \(error)")
         }
         let caller = Caller(uid: credentials.uid, app: app)
@@ -203,7 +212,8 @@ public final class DownloadsService: Sendable {
     /// `appOnly`: only the app's own connections (a signal that names no task, only a session
     /// name the user's host clients may use too: `EventsFinished`).
     private func send(
-        _ interface: InterfaceDescription, _ name: String, path: ObjectPath, _ arguments: [DBusValue], owner: UInt32, app: String,
+        _ interface: InterfaceDescription, _ name: String, path: ObjectPath, _ arguments: [DBusValue], owner: UInt32,
+        app: String,
         appOnly: Bool = false
     ) {
         do {
@@ -212,7 +222,8 @@ public final class DownloadsService: Sendable {
                 return
             }
             let targets = state.withLockedValue { state in
-                state.clients.filter { $0.value.hears(owner: owner, app: app) && (!appOnly || $0.value.app == app) }.map(\.key)
+                state.clients.filter { $0.value.hears(owner: owner, app: app) && (!appOnly || $0.value.app == app) }
+                    .map(\.key)
             }
             for target in targets {
                 try connection.emit(interface, name, path: path, arguments: arguments, destination: target)
@@ -235,7 +246,8 @@ public final class DownloadsService: Sendable {
 
     func emit(_ signal: ManagerSignal, owner: UInt32, app: String, appOnly: Bool = false) {
         send(
-            DownloadsInterfaces.manager, signal.name, path: DownloadsAPI.managerPath, signal.arguments, owner: owner, app: app,
+            DownloadsInterfaces.manager, signal.name, path: DownloadsAPI.managerPath, signal.arguments, owner: owner,
+            app: app,
             appOnly: appOnly
         )
     }
@@ -250,21 +262,26 @@ public final class DownloadsService: Sendable {
     private func emitPropertiesChanged(task: TaskSnapshot, _ changed: [String: DBusValue]) {
         send(
             InterfaceDescription.properties, "PropertiesChanged", path: DownloadsAPI.taskPath(task.id),
-            [.string(DownloadsInterfaces.task.name), .vardict(changed), .strings([])], owner: task.owner, app: task.record.app
+            [.string(DownloadsInterfaces.task.name), .vardict(changed), .strings([])], owner: task.owner,
+            app: task.record.app
         )
     }
 
     /// One Progress signal and the properties it changes (in the task's event order: the engine
     /// sends progress at most every `progressInterval`, the last of it before the next event).
     func emitProgress(_ task: TaskSnapshot, delta: Int64, total: Int64, expected: Int64, properties: Bool = true) {
-        emit(.progress(
-            task: DownloadsAPI.taskPath(task.id), bytesWritten: delta, totalBytesWritten: total, totalBytesExpected: expected
-        ), owner: task.owner, app: task.record.app)
+        emit(
+            .progress(
+                task: DownloadsAPI.taskPath(task.id), bytesWritten: delta, totalBytesWritten: total,
+                totalBytesExpected: expected
+            ), owner: task.owner, app: task.record.app)
         guard properties else { return }
-        emitPropertiesChanged(task: task, [
-            TaskProperty.bytesWritten.name: .int64(total), TaskProperty.bytesExpected.name: .int64(expected),
-            TaskProperty.speed.name: .uint64(task.speed),
-        ])
+        emitPropertiesChanged(
+            task: task,
+            [
+                TaskProperty.bytesWritten.name: .int64(total), TaskProperty.bytesExpected.name: .int64(expected),
+                TaskProperty.speed.name: .uint64(task.speed),
+            ])
     }
 
     // MARK: Retention

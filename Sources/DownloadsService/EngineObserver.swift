@@ -14,17 +14,22 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
     }
 
     func taskWasCreated(_ task: TaskSnapshot) {
-        guard let service, service.broadcasts(task.owner, app: task.record.app), service.sendsTaskSignals(task) else { return }
+        guard let service, service.broadcasts(task.owner, app: task.record.app), service.sendsTaskSignals(task) else {
+            return
+        }
         // The properties of the event's snapshot, not read again per property from the engine.
         service.connection.announceAdded(
-            DownloadsAPI.taskPath(task.id), interfaces: [DownloadsInterfaces.task.name: DownloadsService.properties(of: task)]
+            DownloadsAPI.taskPath(task.id),
+            interfaces: [DownloadsInterfaces.task.name: DownloadsService.properties(of: task)]
         )
     }
 
     func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {
         guard let service else { return }
         if service.sendsTaskSignals(task) {
-            service.emit(.stateChanged(task: DownloadsAPI.taskPath(task.id), state: state.rawValue), owner: task.owner, app: task.record.app)
+            service.emit(
+                .stateChanged(task: DownloadsAPI.taskPath(task.id), state: state.rawValue), owner: task.owner,
+                app: task.record.app)
             service.emitTaskProperties(task, TaskProperty.changing)
         }
         service.groupEvent(task, ended: !state.isActive)
@@ -63,28 +68,34 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
         guard let service else { return }
         guard service.sendsTaskSignals(task) else { return service.groupEvent(task, ended: false) }
         service.emitProgress(
-            task, delta: bytesWritten, total: totalBytesWritten, expected: totalBytesExpected, properties: !stateChangeFollows
+            task, delta: bytesWritten, total: totalBytesWritten, expected: totalBytesExpected,
+            properties: !stateChangeFollows
         )
         service.groupEvent(task, ended: false)
     }
 
     func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String) {
         guard let service, service.sendsTaskSignals(task) else { return }
-        service.emit(.finished(task: DownloadsAPI.taskPath(task.id), location: location), owner: task.owner, app: task.record.app)
+        service.emit(
+            .finished(task: DownloadsAPI.taskPath(task.id), location: location), owner: task.owner, app: task.record.app
+        )
     }
 
     func task(_ task: TaskSnapshot, didCompleteWithError error: DownloadError, resumeData: [UInt8]?) {
         guard let service, service.sendsTaskSignals(task) else { return }
         let name = (DownloadsErrorName(rawValue: error.name) ?? .failed).fullName
-        service.emit(.failed(
-            task: DownloadsAPI.taskPath(task.id), errorName: name, message: error.message, resumeData: resumeData ?? []
-        ), owner: task.owner, app: task.record.app)
+        service.emit(
+            .failed(
+                task: DownloadsAPI.taskPath(task.id), errorName: name, message: error.message,
+                resumeData: resumeData ?? []
+            ), owner: task.owner, app: task.record.app)
     }
 
     func taskWasRemoved(_ task: TaskSnapshot) {
         guard let service else { return }
         if service.broadcasts(task.owner, app: task.record.app), service.sendsTaskSignals(task) {
-            service.connection.announceRemoved(DownloadsAPI.taskPath(task.id), interfaces: [DownloadsInterfaces.task.name])
+            service.connection.announceRemoved(
+                DownloadsAPI.taskPath(task.id), interfaces: [DownloadsInterfaces.task.name])
         }
     }
 

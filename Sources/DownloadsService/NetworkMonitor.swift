@@ -28,7 +28,8 @@ public final class NetworkMonitor: Sendable {
     public func start() async throws {
         try await readings.follow([(Self.busName, Self.path)], on: connection)
         // NetworkManager's own older signals (StateChanged, PropertiesChanged of its interface).
-        try await connection.subscribe(MatchRule(sender: Self.busName, interface: Self.busName, path: Self.path)) { [readings] _ in
+        try await connection.subscribe(MatchRule(sender: Self.busName, interface: Self.busName, path: Self.path)) {
+            [readings] _ in
             readings.poke()
         }
         readings.run { [weak self] in
@@ -46,7 +47,8 @@ public final class NetworkMonitor: Sendable {
         let properties: [String: DBusValue]
         do {
             let reply = try await connection.call(
-                destination: Self.busName, path: Self.path, interface: "org.freedesktop.DBus.Properties", method: "GetAll",
+                destination: Self.busName, path: Self.path, interface: "org.freedesktop.DBus.Properties",
+                method: "GetAll",
                 arguments: [.string(Self.busName)], timeout: .seconds(10), autoStart: false
             )
             properties = reply.first?.vardictValue ?? [:]

@@ -39,12 +39,18 @@ public final class SleepInhibitor: DownloadObserver, Sendable {
 
     public func start() async throws {
         for member in ["PrepareForSleep", "PrepareForShutdown"] {
-            try await connection.subscribe(MatchRule(
-                sender: Self.busName, interface: Self.interface, member: member, path: Self.path
-            )) { [weak self] message in
-                guard let self, let sender = message.sender, case .boolean(let starting)? = (try? message.arguments())?.first
+            try await connection.subscribe(
+                MatchRule(
+                    sender: Self.busName, interface: Self.interface, member: member, path: Self.path
+                )
+            ) { [weak self] message in
+                guard let self, let sender = message.sender,
+                    case .boolean(let starting)? = (try? message.arguments())?.first
                 else { return }
-                Task { await self.prepare(member == "PrepareForSleep" ? "sleep" : "shutdown", starting: starting, sender: sender) }
+                Task {
+                    await self.prepare(
+                        member == "PrepareForSleep" ? "sleep" : "shutdown", starting: starting, sender: sender)
+                }
             }
         }
         try await connection.onNameOwnerChanged { [weak self] name, _, new in
@@ -77,7 +83,9 @@ public final class SleepInhibitor: DownloadObserver, Sendable {
     /// Only logind's own signals count: anyone may send a signal with its interface.
     private func prepare(_ what: String, starting: Bool, sender: String) async {
         guard let owner = try? await connection.nameOwner(Self.busName), owner == sender else {
-            logger.warning("ignored a Prepare\(what == "sleep" ? "ForSleep" : "ForShutdown") that did not come from logind (\(sender))")
+            logger.warning(
+                "ignored a Prepare\(what == "sleep" ? "ForSleep" : "ForShutdown") that did not come from logind (\(sender))"
+            )
             return
         }
         state.withLockedValue { state in

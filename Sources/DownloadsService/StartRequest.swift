@@ -22,9 +22,12 @@ enum StartRequest {
             throw DownloadsErrorName.invalidArgument.error("'\(text)' is not a URL")
         }
         guard scheme == "http" || scheme == "https" else {
-            throw DownloadsErrorName.invalidArgument.error("only http and https URLs can be downloaded, not '\(scheme)'")
+            throw DownloadsErrorName.invalidArgument.error(
+                "only http and https URLs can be downloaded, not '\(scheme)'")
         }
-        guard let host = url.host, !host.isEmpty else { throw DownloadsErrorName.invalidArgument.error("the URL has no host") }
+        guard let host = url.host, !host.isEmpty else {
+            throw DownloadsErrorName.invalidArgument.error("the URL has no host")
+        }
         guard !URLCharacters.containSpaceOrControl(text) else {
             throw DownloadsErrorName.invalidArgument.error("the URL contains spaces or control characters")
         }
@@ -42,10 +45,12 @@ enum StartRequest {
     /// upload's source or reply destination).
     static func checkDestination(_ path: String, what: String = "destination") throws -> String {
         guard path.utf8.count <= maxPathBytes else {
-            throw DownloadsErrorName.quotaExceeded.error("the \(what) is \(path.utf8.count) bytes; at most \(maxPathBytes)")
+            throw DownloadsErrorName.quotaExceeded.error(
+                "the \(what) is \(path.utf8.count) bytes; at most \(maxPathBytes)")
         }
         guard path.hasPrefix("/") else {
-            throw DownloadsErrorName.invalidArgument.error("\(what) must be an absolute path, got '\(DisplayText.quoted(path, limit: 200))'")
+            throw DownloadsErrorName.invalidArgument.error(
+                "\(what) must be an absolute path, got '\(DisplayText.quoted(path, limit: 200))'")
         }
         guard !path.split(separator: "/").contains(".."), !path.utf8.contains(0) else {
             throw DownloadsErrorName.invalidArgument.error("\(what) must not contain '..'")
@@ -66,7 +71,8 @@ enum StartRequest {
         if let overwrite = options.overwrite { result.overwrite = overwrite }
         if let mirrors = options.mirrors {
             guard mirrors.count <= DownloadOptions.maxMirrors else {
-                throw DownloadsErrorName.quotaExceeded.error("at most \(DownloadOptions.maxMirrors) mirrors, got \(mirrors.count)")
+                throw DownloadsErrorName.quotaExceeded.error(
+                    "at most \(DownloadOptions.maxMirrors) mirrors, got \(mirrors.count)")
             }
             var seen = Set<String>()
             result.mirrors = try mirrors.compactMap { text in
@@ -74,7 +80,9 @@ enum StartRequest {
                 return seen.insert(url).inserted ? url : nil
             }
             // Spread over every source unless the caller chose: two connections to each, up to 16.
-            if options.connections == nil { result.connections = DownloadOptions.connections(mirrors: result.mirrors.count) }
+            if options.connections == nil {
+                result.connections = DownloadOptions.connections(mirrors: result.mirrors.count)
+            }
         }
         if let connections = options.connections { result.connections = Int(connections) }
         if let use = options.useMetalinkHeaders { result.useMetalinkHeaders = use }
@@ -124,7 +132,8 @@ enum StartRequest {
     ) throws -> (url: String, options: TaskOptions, pieces: PieceHashes?, fileName: String?) {
         let urls = file.downloadURLs().filter { (try? checkURL($0)) != nil }
         guard !url.isEmpty || !urls.isEmpty else {
-            throw DownloadsErrorName.invalidArgument.error("the Metalink document names no http or https URL for \(file.name)")
+            throw DownloadsErrorName.invalidArgument.error(
+                "the Metalink document names no http or https URL for \(file.name)")
         }
         var options = options
         let primary = url.isEmpty ? urls[0] : url
@@ -159,7 +168,9 @@ enum StartRequest {
     static let beginTimeFuture: UInt64 = 366 * 86_400
 
     /// An `earliest_begin` within the last day (it then begins at once) or the next year.
-    static func checkBeginTime(_ seconds: UInt64, now: UInt64 = UInt64(max(0, Date().timeIntervalSince1970))) throws -> UInt64 {
+    static func checkBeginTime(
+        _ seconds: UInt64, now: UInt64 = UInt64(max(0, Date().timeIntervalSince1970))
+    ) throws -> UInt64 {
         guard seconds >= now - min(now, beginTimePast) else {
             throw DownloadsErrorName.invalidArgument.error(
                 "earliest_begin is \(now - seconds) seconds in the past; give a Unix time from a day ago to a year ahead"

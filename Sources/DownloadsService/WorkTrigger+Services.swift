@@ -7,9 +7,11 @@ extension WorkTrigger {
     func follow(_ services: [(name: String, path: ObjectPath)], on connection: Connection) async throws {
         let poke: @Sendable (Message) -> Void = { [weak self] _ in self?.poke() }
         for service in services {
-            try await connection.subscribe(MatchRule(
-                sender: service.name, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: service.path
-            ), handler: poke)
+            try await connection.subscribe(
+                MatchRule(
+                    sender: service.name, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                    path: service.path
+                ), handler: poke)
         }
         let names = Set(services.map(\.name))
         try await connection.onNameOwnerChanged { [weak self] name, _, _ in

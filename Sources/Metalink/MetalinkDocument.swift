@@ -49,7 +49,9 @@ public struct MetalinkDocument: Sendable, Equatable {
     public static let maximumSize = 1 << 20
 
     public static func parse(_ bytes: [UInt8]) throws(Invalid) -> MetalinkDocument {
-        guard bytes.count <= maximumSize else { throw Invalid("the Metalink document is \(bytes.count) bytes; at most \(maximumSize)") }
+        guard bytes.count <= maximumSize else {
+            throw Invalid("the Metalink document is \(bytes.count) bytes; at most \(maximumSize)")
+        }
         let reader = MetalinkReader()
         let parser = XMLParser(data: Data(bytes))
         parser.shouldProcessNamespaces = true
@@ -60,7 +62,9 @@ public struct MetalinkDocument: Sendable, Equatable {
             throw Invalid("the Metalink document does not parse (line \(parser.lineNumber)): \(why)")
         }
         if let failure = reader.failure { throw Invalid(failure) }
-        guard reader.sawRoot else { throw Invalid("not a Metalink v4 document (no <metalink> in urn:ietf:params:xml:ns:metalink)") }
+        guard reader.sawRoot else {
+            throw Invalid("not a Metalink v4 document (no <metalink> in urn:ietf:params:xml:ns:metalink)")
+        }
         var files = reader.files
         for index in files.indices {
             files[index].sources = files[index].sources.enumerated().sorted { a, b in

@@ -36,13 +36,16 @@ final class MetalinkReader: NSObject, XMLParserDelegate {
         case "hash":
             hashType = attributes["type"]?.lowercased()
         case "pieces":
-            guard let type = attributes["type"]?.lowercased(), let length = attributes["length"].flatMap({ Int64($0) }), length > 0 else {
+            guard let type = attributes["type"]?.lowercased(), let length = attributes["length"].flatMap({ Int64($0) }),
+                length > 0
+            else {
                 return stop(parser, "<pieces> needs a type and a positive length")
             }
             pieces = MetalinkDocument.Pieces(type: type, length: length, hashes: [])
         case "url":
             source = MetalinkDocument.Source(
-                url: "", priority: attributes["priority"].flatMap { Int($0) }, location: attributes["location"]?.lowercased()
+                url: "", priority: attributes["priority"].flatMap { Int($0) },
+                location: attributes["location"]?.lowercased()
             )
         default:
             break
@@ -66,7 +69,9 @@ final class MetalinkReader: NSObject, XMLParserDelegate {
             file?.size = size
         case "hash":
             if pieces != nil {
-                guard pieces?.hashes.count ?? 0 < Self.maximumPieces else { return stop(parser, "too many piece hashes") }
+                guard pieces?.hashes.count ?? 0 < Self.maximumPieces else {
+                    return stop(parser, "too many piece hashes")
+                }
                 pieces?.hashes.append(value.lowercased())
             } else if let hashType {
                 file?.hashes.append(MetalinkDocument.Hash(type: hashType, hex: value.lowercased()))
@@ -78,7 +83,9 @@ final class MetalinkReader: NSObject, XMLParserDelegate {
         case "url":
             guard var source else { return }
             source.url = value
-            guard file?.sources.count ?? 0 < Self.maximumSources else { return stop(parser, "more than \(Self.maximumSources) URLs") }
+            guard file?.sources.count ?? 0 < Self.maximumSources else {
+                return stop(parser, "more than \(Self.maximumSources) URLs")
+            }
             if !value.isEmpty { file?.sources.append(source) }
             self.source = nil
         default:

@@ -40,7 +40,9 @@ public struct NetworkRange: Sendable, Hashable, CustomStringConvertible {
     public func contains(_ address: String) -> Bool {
         guard var candidate = Self.parse(address) else { return false }
         if holds(candidate) { return true }
-        if candidate.count == 16, candidate[0..<10].allSatisfy({ $0 == 0 }), candidate[10] == 0xff, candidate[11] == 0xff {
+        if candidate.count == 16, candidate[0..<10].allSatisfy({ $0 == 0 }), candidate[10] == 0xff,
+            candidate[11] == 0xff
+        {
             candidate = Array(candidate[12...])
             if holds(candidate) { return true }
         }

@@ -31,7 +31,8 @@ public struct NoProxyList: Sendable, Hashable {
                 if after.hasPrefix(":"), let value = Int(after.dropFirst()) { port = value }
                 item = item[item.index(after: item.startIndex)..<close]
             } else if item.filter({ $0 == ":" }).count == 1, let colon = item.firstIndex(of: ":"),
-                      let value = Int(item[item.index(after: colon)...]) {
+                let value = Int(item[item.index(after: colon)...])
+            {
                 // name:port or v4:port (an IPv6 address has more than one colon)
                 port = value
                 item = item[..<colon]

@@ -24,7 +24,9 @@ public struct ProxyEnvironment: Sendable, Hashable {
         var problems: [String] = []
         func value(_ names: [String]) -> (name: String, text: String)? {
             for name in names {
-                let text = Substring(environment[name] ?? "").drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }
+                let text = Substring(environment[name] ?? "").drop { $0 == " " || $0 == "\t" }.reversed().drop {
+                    $0 == " " || $0 == "\t"
+                }
                 if !text.isEmpty { return (name, String(text.reversed())) }
             }
             return nil

@@ -42,9 +42,14 @@ public enum ProxySetting: Sendable, Hashable, CustomStringConvertible {
     /// Parses a proxy URL; `Invalid` with a reason if it is not one.
     public static func parse(_ text: String) throws(Invalid) -> ProxySetting {
         func invalid(_ why: String) -> Invalid {
-            Invalid(message: "proxy must be http://[user:password@]host:port, socks5://host:port, socks5h://host:port or direct://: \(why)")
+            Invalid(
+                message:
+                    "proxy must be http://[user:password@]host:port, socks5://host:port, socks5h://host:port or direct://: \(why)"
+            )
         }
-        guard !URLCharacters.containSpaceOrControl(text) else { throw invalid("it contains spaces or control characters") }
+        guard !URLCharacters.containSpaceOrControl(text) else {
+            throw invalid("it contains spaces or control characters")
+        }
         var rest = Substring(text)
         var scheme = "http"
         if let separator = rest.firstRange(of: "://") {
@@ -56,17 +61,22 @@ public enum ProxySetting: Sendable, Hashable, CustomStringConvertible {
             return .direct
         }
         guard ["http", "socks5", "socks5h"].contains(scheme) else {
-            throw invalid(scheme == "https" ? "a TLS connection to the proxy itself (https://) is not supported" : "unknown scheme '\(scheme)'")
+            throw invalid(
+                scheme == "https"
+                    ? "a TLS connection to the proxy itself (https://) is not supported" : "unknown scheme '\(scheme)'")
         }
         if rest.hasSuffix("/") { rest = rest.dropLast() }
-        guard !rest.contains("/"), !rest.contains("?"), !rest.contains("#") else { throw invalid("a proxy URL has no path") }
+        guard !rest.contains("/"), !rest.contains("?"), !rest.contains("#") else {
+            throw invalid("a proxy URL has no path")
+        }
         var credentials: Credentials?
         if let at = rest.lastIndex(of: "@") {
             let userInfo = rest[..<at]
             rest = rest[rest.index(after: at)...]
             guard scheme == "http" else { throw invalid("SOCKS5 with a user name is not supported") }
             let parts = userInfo.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let user = percentDecoded(parts[0]), let password = percentDecoded(parts.count > 1 ? parts[1] : "") else {
+            guard let user = percentDecoded(parts[0]), let password = percentDecoded(parts.count > 1 ? parts[1] : "")
+            else {
                 throw invalid("the user name or password has a malformed %-escape")
             }
             guard !user.isEmpty else { throw invalid("the user name is empty") }
@@ -94,16 +104,20 @@ public enum ProxySetting: Sendable, Hashable, CustomStringConvertible {
             let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
             host = parts[0]
             portText = parts.count > 1 ? parts[1] : nil
-            guard !host.isEmpty, host.utf8.allSatisfy({ byte in
-                (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte)
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
-            }) else {
+            guard !host.isEmpty,
+                host.utf8.allSatisfy({ byte in
+                    (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte)
+                        || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
+                })
+            else {
                 throw invalid("'\(host)' is not a host name or address")
             }
         }
         var port = defaultPort
         if let portText {
-            guard let value = Int(portText), (1...65535).contains(value), portText.utf8.allSatisfy({ (48...57).contains($0) }) else {
+            guard let value = Int(portText), (1...65535).contains(value),
+                portText.utf8.allSatisfy({ (48...57).contains($0) })
+            else {
                 throw invalid("the port must be 1 to 65535")
             }
             port = value
@@ -116,7 +130,9 @@ public enum ProxySetting: Sendable, Hashable, CustomStringConvertible {
         var iterator = Array(text.utf8).makeIterator()
         while let byte = iterator.next() {
             guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                return nil
+            }
             bytes.append(high << 4 | low)
         }
         return String(validating: bytes, as: UTF8.self)
@@ -136,7 +152,8 @@ public enum ProxySetting: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .direct: return "direct://"
         case .http(let host, let port, _): return "http://\(Self.hostText(host)):\(port)"
-        case .socks5(let host, let port, let resolvesNames): return "\(resolvesNames ? "socks5h" : "socks5")://\(Self.hostText(host)):\(port)"
+        case .socks5(let host, let port, let resolvesNames):
+            return "\(resolvesNames ? "socks5h" : "socks5")://\(Self.hostText(host)):\(port)"
         }
     }
 
@@ -144,7 +161,8 @@ public enum ProxySetting: Sendable, Hashable, CustomStringConvertible {
     /// resume data keep, and what `parse` reads back to the same value.
     public var text: String {
         guard case .http(let host, let port, let credentials?) = self else { return description }
-        return "http://\(Self.percentEncoded(credentials.user)):\(Self.percentEncoded(credentials.password))@\(Self.hostText(host)):\(port)"
+        return
+            "http://\(Self.percentEncoded(credentials.user)):\(Self.percentEncoded(credentials.password))@\(Self.hostText(host)):\(port)"
     }
 
     public var host: String? {
@@ -171,8 +189,10 @@ public enum ProxySetting: Sendable, Hashable, CustomStringConvertible {
     private static func percentEncoded(_ text: String) -> String {
         var result = ""
         for byte in text.utf8 {
-            let unreserved = (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte)
-                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
+            let unreserved =
+                (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
+                || byte == UInt8(ascii: "~")
             if unreserved {
                 result.unicodeScalars.append(Unicode.Scalar(byte))
             } else {

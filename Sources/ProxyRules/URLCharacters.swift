@@ -7,7 +7,8 @@ public enum URLCharacters {
     /// beyond ASCII and C1.
     public static func containSpaceOrControl(_ text: String) -> Bool {
         text.unicodeScalars.contains { scalar in
-            scalar.value <= 32 || (127...159).contains(scalar.value) || (scalar.value > 159 && scalar.properties.isWhitespace)
+            scalar.value <= 32 || (127...159).contains(scalar.value)
+                || (scalar.value > 159 && scalar.properties.isWhitespace)
         }
     }
 }

@@ -28,7 +28,9 @@ public enum DisplayText {
             if scalar == "\\" {
                 result += "\\\\"
             } else if isHidden(scalar) {
-                result += scalar.value < 0x100 ? "\\x" + hex(scalar.value, digits: 2) : "\\u{" + hex(scalar.value, digits: 4) + "}"
+                result +=
+                    scalar.value < 0x100
+                    ? "\\x" + hex(scalar.value, digits: 2) : "\\u{" + hex(scalar.value, digits: 4) + "}"
             } else {
                 result.unicodeScalars.append(scalar)
             }

@@ -27,7 +27,8 @@ public final class CuttingProxy: Sendable {
             .childChannelOption(ChannelOptions.autoRead, value: false)
             .childChannelInitializer { inbound in
                 state.withLockedValue { $0.connections += 1 }
-                return ClientBootstrap(group: inbound.eventLoop).connect(host: "127.0.0.1", port: upstreamPort).flatMap { outbound in
+                return ClientBootstrap(group: inbound.eventLoop).connect(host: "127.0.0.1", port: upstreamPort).flatMap
+                { outbound in
                     let toServer = Relay(peer: outbound, counts: state)
                     let toClient = Relay(peer: inbound, counts: nil)
                     toServer.partner = toClient

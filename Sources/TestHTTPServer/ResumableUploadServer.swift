@@ -23,7 +23,9 @@ public final class ResumableUploadServer: Sendable {
         public var offset: Int64?
         public var version: String?
         public var bodyBytes: Int64
-        public var description: String { "\(method) \(path) offset=\(offset.map(String.init) ?? "-") body=\(bodyBytes)" }
+        public var description: String {
+            "\(method) \(path) offset=\(offset.map(String.init) ?? "-") body=\(bodyBytes)"
+        }
     }
 
     /// An upload the app got whole.
@@ -67,15 +69,18 @@ public final class ResumableUploadServer: Sendable {
                     try sync.configureHTTPServerPipeline()
                     try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
                     try sync.addHandler(RequestLog(state: state))
-                    try sync.addHandler(HTTPResumableUploadHandler(context: uploads) { child in
-                        try? child.pipeline.syncOperations.addHandler(HashingApp(state: state))
-                    })
+                    try sync.addHandler(
+                        HTTPResumableUploadHandler(context: uploads) { child in
+                            try? child.pipeline.syncOperations.addHandler(HashingApp(state: state))
+                        })
                 }
             }
             .bind(host: "127.0.0.1", port: port).wait()
         self.port = channel.localAddress?.port ?? 0
         let port = self.port
-        context.withLockedValue { $0 = HTTPResumableUploadContext(origin: "http://127.0.0.1:\(port)", timeout: timeout) }
+        context.withLockedValue {
+            $0 = HTTPResumableUploadContext(origin: "http://127.0.0.1:\(port)", timeout: timeout)
+        }
     }
 
     public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
@@ -128,10 +133,11 @@ public final class ResumableUploadServer: Sendable {
                 waitingForHead = false
                 let offset = request.headerFields[HTTPField.Name("Upload-Offset")!].flatMap { Int64($0) }
                 let (conflict, early) = state.withLockedValue { state -> (Bool, Bool) in
-                    state.log.append(LoggedRequest(
-                        method: request.method.rawValue, path: request.path ?? "", offset: offset,
-                        version: request.headerFields[HTTPField.Name("Upload-Draft-Interop-Version")!], bodyBytes: 0
-                    ))
+                    state.log.append(
+                        LoggedRequest(
+                            method: request.method.rawValue, path: request.path ?? "", offset: offset,
+                            version: request.headerFields[HTTPField.Name("Upload-Draft-Interop-Version")!], bodyBytes: 0
+                        ))
                     index = state.log.count - 1
                     if request.method == .delete { state.deletes += 1 }
                     guard request.method == .patch, state.conflicts > 0 else { return (false, false) }
@@ -236,10 +242,11 @@ public final class ResumableUploadServer: Sendable {
                 }
                 let digest = hasher.finalize().map { String(format: "%02x", $0) }.joined()
                 let status = state.withLockedValue { state -> Int in
-                    state.uploads.append(Upload(
-                        method: request.method.rawValue, path: request.path ?? "", length: length, sha256: digest,
-                        contentType: request.headerFields[.contentType]
-                    ))
+                    state.uploads.append(
+                        Upload(
+                            method: request.method.rawValue, path: request.path ?? "", length: length, sha256: digest,
+                            contentType: request.headerFields[.contentType]
+                        ))
                     return state.appStatus
                 }
                 let body = ByteBuffer(string: "{\"sha256\":\"\(digest)\",\"length\":\(length)}")

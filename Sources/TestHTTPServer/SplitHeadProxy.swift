@@ -19,7 +19,8 @@ public final class SplitHeadProxy: Sendable {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(Answer(content: content, pause: pause, requests: requests))
+                    try channel.pipeline.syncOperations.addHandler(
+                        Answer(content: content, pause: pause, requests: requests))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).wait()
@@ -61,7 +62,10 @@ public final class SplitHeadProxy: Sendable {
             }
             guard let head else { return }
             requests.withLockedValue { $0.append(head.components(separatedBy: "\r\n").first ?? head) }
-            let lines = ["HTTP/1.1 200 OK\r\n", "Content-Length: \(content.count)\r\n", "ETag: \"split\"\r\n", "Connection: close\r\n", "\r\n"]
+            let lines = [
+                "HTTP/1.1 200 OK\r\n", "Content-Length: \(content.count)\r\n", "ETag: \"split\"\r\n",
+                "Connection: close\r\n", "\r\n",
+            ]
             let pieces = lines.map { Array($0.utf8) } + [content]
             let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
             send(pieces[...], bound)
@@ -77,7 +81,8 @@ public final class SplitHeadProxy: Sendable {
             }
             let rest = pieces.dropFirst()
             let pause = rest.count > 1 ? self.pause : .zero
-            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: first))).whenComplete { [self] _ in
+            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: first))).whenComplete {
+                [self] _ in
                 bound.value.eventLoop.scheduleTask(in: pause) { [self] in send(rest, bound) }
             }
         }

@@ -64,7 +64,9 @@ public final class TestHTTPServer: Sendable {
     public func requests(for path: String) -> [RequestRecord] { requests.filter { $0.path == path } }
 
     /// The request bodies a receiving route at `path` took (or began to take).
-    public func received(_ path: String) -> [ReceivedUpload] { state.withLockedValue { $0.received.filter { $0.path == path } } }
+    public func received(_ path: String) -> [ReceivedUpload] {
+        state.withLockedValue { $0.received.filter { $0.path == path } }
+    }
 
     public func stop() {
         try? channel.close().wait()
@@ -101,8 +103,10 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         case .head(let head):
             self.head = head
             receiving = nil
-            if let route = state.withLockedValue({ $0.routes[Self.path(of: head)] }), route.receives, route.refusesEarly,
-               let required = route.requiredAuthorization, head.headers.first(name: "authorization") != required {
+            if let route = state.withLockedValue({ $0.routes[Self.path(of: head)] }), route.receives,
+                route.refusesEarly,
+                let required = route.requiredAuthorization, head.headers.first(name: "authorization") != required
+            {
                 // Refused before the body: the answer, then the connection closed under the sender.
                 self.head = nil
                 respond(context: context, head: head)
@@ -110,14 +114,20 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
                 return
             }
             startReceiving(head)
-            readRate = receiving == nil ? nil : state.withLockedValue { $0.routes[Self.path(of: head)]?.readBytesPerSecond }
+            readRate =
+                receiving == nil ? nil : state.withLockedValue { $0.routes[Self.path(of: head)]?.readBytesPerSecond }
             if readRate != nil {
                 // One read of at most 64 KiB at a time, each asked for by hand.
                 let channel = context.channel
                 channel.setOption(ChannelOptions.maxMessagesPerRead, value: 1)
-                    .flatMap { channel.setOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65536)) }
+                    .flatMap {
+                        channel.setOption(
+                            ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65536))
+                    }
                     .flatMap { channel.setOption(ChannelOptions.autoRead, value: false) }
-                    .whenComplete { [loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)] _ in loopBound.value.read() }
+                    .whenComplete { [loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)] _ in
+                        loopBound.value.read()
+                    }
             }
         case .body(let buffer):
             guard let receiving else { return }
@@ -131,7 +141,9 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
                 context.close(promise: nil)
             } else if let rate = readRate {
                 let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-                context.eventLoop.scheduleTask(in: .nanoseconds(Int64(Double(buffer.readableBytes) / Double(rate) * 1e9))) {
+                context.eventLoop.scheduleTask(
+                    in: .nanoseconds(Int64(Double(buffer.readableBytes) / Double(rate) * 1e9))
+                ) {
                     loopBound.value.read()
                 }
             }
@@ -157,7 +169,9 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
-    static func path(of head: HTTPRequestHead) -> String { String(head.uri.split(separator: "?", maxSplits: 1).first ?? "") }
+    static func path(of head: HTTPRequestHead) -> String {
+        String(head.uri.split(separator: "?", maxSplits: 1).first ?? "")
+    }
 
     /// A request with a body to a receiving route: it is recorded as it arrives.
     private func startReceiving(_ head: HTTPRequestHead) {
@@ -169,9 +183,11 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             for (name, value) in head.headers {
                 headers[name.lowercased()] = headers[name.lowercased()].map { "\($0), \(value)" } ?? value
             }
-            state.received.append(ReceivedUpload(
-                path: path, method: head.method.rawValue, headers: headers, body: [], bytes: 0, complete: false, connection: connection
-            ))
+            state.received.append(
+                ReceivedUpload(
+                    path: path, method: head.method.rawValue, headers: headers, body: [], bytes: 0, complete: false,
+                    connection: connection
+                ))
             let count = state.received.filter { $0.path == path }.count
             let cuts = route.misbehaveTimes.map { count <= $0 } ?? true
             return (state.received.count - 1, !route.discardBodies, cuts ? route.cutUploadAfter : nil)
@@ -183,7 +199,8 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         if head.method == .OPTIONS {
             // As a plain server answers an upload's question (neither tus nor the IETF draft):
             // not counted as a request of the route.
-            sendSimple(context: context, status: .noContent, body: "", headers: ["Allow": "GET, HEAD, PUT, POST, PATCH"])
+            sendSimple(
+                context: context, status: .noContent, body: "", headers: ["Allow": "GET, HEAD, PUT, POST, PATCH"])
             return
         }
         let (route, count) = state.withLockedValue { state -> (Route?, Int) in
@@ -192,16 +209,19 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         }
         var userHeaders: [String: String] = [:]
         let credentials: Set<String> = ["authorization", "cookie", "proxy-authorization"]
-        for (name, value) in head.headers where name.lowercased().hasPrefix("x-") || credentials.contains(name.lowercased()) {
+        for (name, value) in head.headers
+        where name.lowercased().hasPrefix("x-") || credentials.contains(name.lowercased()) {
             userHeaders[name.lowercased()] = value
         }
         func record(_ status: Int) -> Int {
             state.withLockedValue { state in
-                state.requests.append(RequestRecord(
-                    path: path, range: head.headers.first(name: "range"), ifRange: head.headers.first(name: "if-range"),
-                    acceptEncoding: head.headers.first(name: "accept-encoding"), userHeaders: userHeaders,
-                    status: status, bodyBytesSent: 0, connection: connection
-                ))
+                state.requests.append(
+                    RequestRecord(
+                        path: path, range: head.headers.first(name: "range"),
+                        ifRange: head.headers.first(name: "if-range"),
+                        acceptEncoding: head.headers.first(name: "accept-encoding"), userHeaders: userHeaders,
+                        status: status, bodyBytesSent: 0, connection: connection
+                    ))
                 return state.requests.count - 1
             }
         }
@@ -214,7 +234,9 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             _ = record(status)
             var headers = HTTPHeaders()
             if let retryAfter { headers.add(name: "Retry-After", value: retryAfter) }
-            sendSimple(context: context, status: HTTPResponseStatus(statusCode: status), body: "failing on purpose\n", headers: headers)
+            sendSimple(
+                context: context, status: HTTPResponseStatus(statusCode: status), body: "failing on purpose\n",
+                headers: headers)
             return
         }
         if let (after, status) = route.failAfter, count > after {
@@ -224,12 +246,16 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         }
         if let required = route.requiredAuthorization, head.headers.first(name: "authorization") != required {
             _ = record(401)
-            sendSimple(context: context, status: .unauthorized, body: "who are you?\n", headers: ["WWW-Authenticate": "Basic realm=\"test\""])
+            sendSimple(
+                context: context, status: .unauthorized, body: "who are you?\n",
+                headers: ["WWW-Authenticate": "Basic realm=\"test\""])
             return
         }
         if let (status, location) = route.redirect {
             _ = record(status)
-            sendSimple(context: context, status: HTTPResponseStatus(statusCode: status), body: "", headers: ["Location": location])
+            sendSimple(
+                context: context, status: HTTPResponseStatus(statusCode: status), body: "",
+                headers: ["Location": location])
             return
         }
         if route.receives, head.method != .GET, head.method != .HEAD {
@@ -259,20 +285,25 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         if route.ranges { headers.add(name: "Accept-Ranges", value: "bytes") }
         if route.ranges, let range = head.headers.first(name: "range"), range.hasPrefix("bytes=") {
             let ifRange = head.headers.first(name: "if-range")
-            let validatorMatches = ifRange == nil || ifRange == route.etag
+            let validatorMatches =
+                ifRange == nil || ifRange == route.etag
                 || (route.lastModified.map { ifRange == TestHTTPHandler.httpDate($0) } ?? false)
             if validatorMatches {
                 let spec = range.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
                 if spec.count == 2, let first = Int(spec[0]), route.wholeBodyForRangesFrom.map({ first < $0 }) ?? true {
                     if first >= total {
                         _ = record(416)
-                        sendSimple(context: context, status: .rangeNotSatisfiable, body: "", headers: ["Content-Range": "bytes */\(total)"])
+                        sendSimple(
+                            context: context, status: .rangeNotSatisfiable, body: "",
+                            headers: ["Content-Range": "bytes */\(total)"])
                         return
                     }
                     start = first
                     if let last = Int(spec[1]) { end = min(total, last + 1) }
                     status = .partialContent
-                    headers.add(name: "Content-Range", value: route.contentRangeOverride ?? "bytes \(start)-\(end - 1)/\(total)")
+                    headers.add(
+                        name: "Content-Range", value: route.contentRangeOverride ?? "bytes \(start)-\(end - 1)/\(total)"
+                    )
                 }
             }
         }
@@ -283,14 +314,19 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             if route.conflictingContentLength { headers.add(name: "Content-Length", value: "\(end - start + 7)") }
         }
         var served = route
-        if head.headers.first(name: "range") == nil, let rate = route.bytesPerSecondWithoutRange { served.bytesPerSecond = rate }
+        if head.headers.first(name: "range") == nil, let rate = route.bytesPerSecondWithoutRange {
+            served.bytesPerSecond = rate
+        }
         let index = record(Int(status.code))
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
-        let misbehave = (route.misbehaveTimes.map { count <= $0 } ?? true)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        let misbehave =
+            (route.misbehaveTimes.map { count <= $0 } ?? true)
             && (!route.misbehaveRangedOnly || head.headers.first(name: "range") != nil)
         let limit = misbehave ? [route.stallAfter, route.closeAfter].compactMap { $0 }.min() : nil
-        sendBody(context: context, route: served, from: start, to: end, sent: 0, limit: limit,
-                 closeAtLimit: misbehave && route.closeAfter != nil && route.closeAfter == limit, record: index)
+        sendBody(
+            context: context, route: served, from: start, to: end, sent: 0, limit: limit,
+            closeAtLimit: misbehave && route.closeAfter != nil && route.closeAfter == limit, record: index)
     }
 
     private func sendBody(
@@ -323,20 +359,25 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             if let rate = route.bytesPerSecond {
                 let delay = TimeAmount.nanoseconds(Int64(Double(size) / Double(rate) * 1e9))
                 context.eventLoop.scheduleTask(in: delay) {
-                    self.sendBody(context: loopBound.value, route: route, from: start, to: end, sent: next, limit: limit,
-                                  closeAtLimit: closeAtLimit, record: record)
+                    self.sendBody(
+                        context: loopBound.value, route: route, from: start, to: end, sent: next, limit: limit,
+                        closeAtLimit: closeAtLimit, record: record)
                 }
             } else {
-                sendBody(context: context, route: route, from: start, to: end, sent: next, limit: limit,
-                         closeAtLimit: closeAtLimit, record: record)
+                sendBody(
+                    context: context, route: route, from: start, to: end, sent: next, limit: limit,
+                    closeAtLimit: closeAtLimit, record: record)
             }
         }
     }
 
-    private func sendSimple(context: ChannelHandlerContext, status: HTTPResponseStatus, body: String, headers: HTTPHeaders = [:]) {
+    private func sendSimple(
+        context: ChannelHandlerContext, status: HTTPResponseStatus, body: String, headers: HTTPHeaders = [:]
+    ) {
         var headers = headers
         headers.add(name: "Content-Length", value: "\(body.utf8.count)")
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         var buffer = context.channel.allocator.buffer(capacity: body.utf8.count)
         buffer.writeString(body)
         context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)

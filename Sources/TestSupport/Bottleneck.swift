@@ -22,19 +22,30 @@ public final class Bottleneck: @unchecked Sendable {
         for command in [
             ["ip", "netns", "add", name],
             ["ip", "netns", "exec", name, "ip", "link", "set", "lo", "mtu", "1500", "up"],
-            ["ip", "netns", "exec", name, "tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", rate, "burst", "32kb", "latency", "100ms"],
+            [
+                "ip", "netns", "exec", name, "tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", rate, "burst",
+                "32kb", "latency", "100ms",
+            ],
         ] {
             let out = try ProcessRunner.runBlocking(command, timeout: 20)
             guard out.status == 0 else {
                 _ = try? ProcessRunner.runBlocking(["ip", "netns", "del", name], timeout: 20)
-                throw Unavailable(description: "\(command.joined(separator: " ")): \(out.stderr.trimmingCharacters(in: .whitespacesAndNewlines))")
+                throw Unavailable(
+                    description:
+                        "\(command.joined(separator: " ")): \(out.stderr.trimmingCharacters(in: .whitespacesAndNewlines))"
+                )
             }
         }
         www = try TemporaryDirectory(prefix: "bottleneck-www")
         port = try FreePort.pick()
-        server = try ChildProcess(prefix + ["/usr/bin/python3", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", www.path])
+        server = try ChildProcess(
+            prefix + [
+                "/usr/bin/python3", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", www.path,
+            ])
         let deadline = Date().addingTimeInterval(20)
-        while (try? ProcessRunner.runBlocking(prefix + ["curl", "-s", "-o", "/dev/null", "http://127.0.0.1:\(port)/"], timeout: 5))?.status != 0 {
+        while (try? ProcessRunner.runBlocking(
+            prefix + ["curl", "-s", "-o", "/dev/null", "http://127.0.0.1:\(port)/"], timeout: 5))?.status != 0
+        {
             guard Date() < deadline else {
                 stop()
                 throw Unavailable(description: "the server in the namespace did not answer")
@@ -53,8 +64,9 @@ public final class Bottleneck: @unchecked Sendable {
 
     /// A curl inside the namespace downloading `name` for at most `seconds` (the competing flow).
     public func curl(_ name: String, seconds: Int) async throws -> ProcessRunner.Output {
-        try await ProcessRunner.run(prefix + ["curl", "-s", "-o", "/dev/null", "--max-time", String(seconds), url(name)],
-                                    timeout: TimeInterval(seconds + 20))
+        try await ProcessRunner.run(
+            prefix + ["curl", "-s", "-o", "/dev/null", "--max-time", String(seconds), url(name)],
+            timeout: TimeInterval(seconds + 20))
     }
 
     public func stop() {

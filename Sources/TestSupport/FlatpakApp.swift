@@ -40,14 +40,18 @@ public final class FlatpakApp: @unchecked Sendable {
             try manager.createDirectory(atPath: path, withIntermediateDirectories: true)
         }
         try "# the user's own\n".write(toFile: home + "/.bashrc", atomically: true, encoding: .utf8)
-        try "[Application]\nname=\(id)\nruntime=runtime/org.freedesktop.Platform/x86_64/23.08\n\n[Context]\nfilesystems=xdg-download;xdg-music:ro;\n"
+        try
+            "[Application]\nname=\(id)\nruntime=runtime/org.freedesktop.Platform/x86_64/23.08\n\n[Context]\nfilesystems=xdg-download;xdg-music:ro;\n"
             .write(toFile: info, atomically: true, encoding: .utf8)
         chmod(root, 0o755)
         chmod(proxyDirectory, 0o777)
         if let uid {
             // The user's own home, as on a desktop: everything in it theirs (Music too: the
             // sandbox's read-only mount, not the permissions, keeps the app out of it).
-            for path in [home, home + "/Downloads", home + "/Music", home + "/.config", home + "/.config/autostart", home + "/.bashrc", info] {
+            for path in [
+                home, home + "/Downloads", home + "/Music", home + "/.config", home + "/.config/autostart",
+                home + "/.bashrc", info,
+            ] {
                 chown(path, uid, uid)
             }
         }
@@ -58,17 +62,20 @@ public final class FlatpakApp: @unchecked Sendable {
             "--symlink", "usr/sbin", "/sbin", "--proc", "/proc", "--dev", "/dev", "--die-with-parent",
         ]
         // The proxy: Flatpak hands it /.flatpak-info as a file descriptor (fd 9 here).
-        proxy = try ChildProcess(drop + ["sh", "-c", "exec 9<\"$0\"; exec \"$@\"", info] + base + [
-            "--unshare-user", "--disable-userns", "--bind", busDirectory, busDirectory, "--bind", proxyDirectory, proxyDirectory,
-        ] + (proxyInfo ?? ["--perms", "0600", "--file", "9", "/.flatpak-info"]) + [
-            "xdg-dbus-proxy", busAddress, proxyDirectory + "/bus", "--filter", "--talk=org.example.Downloads",
-        ])
+        proxy = try ChildProcess(
+            drop + ["sh", "-c", "exec 9<\"$0\"; exec \"$@\"", info] + base + [
+                "--unshare-user", "--disable-userns", "--bind", busDirectory, busDirectory, "--bind", proxyDirectory,
+                proxyDirectory,
+            ] + (proxyInfo ?? ["--perms", "0600", "--file", "9", "/.flatpak-info"]) + [
+                "xdg-dbus-proxy", busAddress, proxyDirectory + "/bus", "--filter", "--talk=org.example.Downloads",
+            ])
         let socket = proxyDirectory + "/bus"
         let deadline = Date().addingTimeInterval(20)
         while !manager.fileExists(atPath: socket) {
             guard Date() < deadline, !proxy.hasExited else {
                 proxy.stop()
-                throw FlatpakAppError("xdg-dbus-proxy did not start: \(String(decoding: proxy.stderr.availableData, as: UTF8.self))")
+                throw FlatpakAppError(
+                    "xdg-dbus-proxy did not start: \(String(decoding: proxy.stderr.availableData, as: UTF8.self))")
             }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -76,21 +83,25 @@ public final class FlatpakApp: @unchecked Sendable {
         // The project's build (read-only) and the Swift runtime it links, for running our own
         // programs (downloadsctl) as the app.
         let build = PackageRoot.url.appendingPathComponent(".build").path
-        sandbox = drop + base + [
-            "--unshare-user", "--disable-userns", "--unshare-pid",
-            "--ro-bind", info, "/.flatpak-info",
-            "--dir", "/run/flatpak", "--bind", socket, "/run/flatpak/bus",
-            "--dir", home, "--bind", home + "/Downloads", home + "/Downloads", "--ro-bind", home + "/Music", home + "/Music",
-            "--ro-bind", script, "/app/app.py", "--ro-bind", "/opt", "/opt", "--ro-bind", build, build,
-            "--setenv", "HOME", home, "--setenv", "APP_BUS", systemBus ? "system" : "session",
-            "--setenv", "DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/flatpak/bus",
-            "--setenv", "DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/run/flatpak/bus",
-        ]
+        sandbox =
+            drop + base + [
+                "--unshare-user", "--disable-userns", "--unshare-pid",
+                "--ro-bind", info, "/.flatpak-info",
+                "--dir", "/run/flatpak", "--bind", socket, "/run/flatpak/bus",
+                "--dir", home, "--bind", home + "/Downloads", home + "/Downloads", "--ro-bind", home + "/Music",
+                home + "/Music",
+                "--ro-bind", script, "/app/app.py", "--ro-bind", "/opt", "/opt", "--ro-bind", build, build,
+                "--setenv", "HOME", home, "--setenv", "APP_BUS", systemBus ? "system" : "session",
+                "--setenv", "DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/flatpak/bus",
+                "--setenv", "DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/run/flatpak/bus",
+            ]
         app = try ChildProcess(sandbox + ["/usr/bin/python3", "/app/app.py"])
         output = OutputCollector(app.stdout)
         errors = OutputCollector(app.stderr)
         let ready = try await nextLine(seconds: 30)
-        guard let name = ready["ready"] as? String else { throw FlatpakAppError("the app did not start: \(ready) \(errors.text)") }
+        guard let name = ready["ready"] as? String else {
+            throw FlatpakAppError("the app did not start: \(ready) \(errors.text)")
+        }
         uniqueName = name
     }
 

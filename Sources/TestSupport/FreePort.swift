@@ -18,8 +18,12 @@ public enum FreePort {
             guard named == 0 else { return false }
             port = withUnsafePointer(to: &storage) { pointer in
                 ipv6
-                    ? pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
-                    : pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+                    ? pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                        UInt16(bigEndian: $0.pointee.sin6_port)
+                    }
+                    : pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                        UInt16(bigEndian: $0.pointee.sin_port)
+                    }
             }
             return true
         }
@@ -35,14 +39,18 @@ public enum FreePort {
         return withLoopback(ipv6: ipv6, port: port) { connect(fd, $0, $1) == 0 }
     }
 
-    private static func withLoopback(ipv6: Bool, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Bool) -> Bool {
+    private static func withLoopback(
+        ipv6: Bool, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Bool
+    ) -> Bool {
         if ipv6 {
             var address = sockaddr_in6()
             address.sin6_family = sa_family_t(AF_INET6)
             address.sin6_port = UInt16(port).bigEndian
             address.sin6_addr = in6addr_loopback
             return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
             }
         }
         var address = sockaddr_in()

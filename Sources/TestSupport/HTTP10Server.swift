@@ -39,7 +39,9 @@ public final class HTTP10Server: @unchecked Sendable {
     /// Every request the server took, in order.
     public var log: [LoggedRequest] {
         guard let text = try? String(contentsOfFile: logPath, encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").compactMap { try? JSONDecoder().decode(LoggedRequest.self, from: Data($0.utf8)) }
+        return text.split(separator: "\n").compactMap {
+            try? JSONDecoder().decode(LoggedRequest.self, from: Data($0.utf8))
+        }
     }
 
     public func requests(to path: String) -> [LoggedRequest] { log.filter { $0.path == path } }

@@ -5,7 +5,9 @@ import Foundation
 public enum PackageRoot {
     public static let url: URL = {
         var url = URL(fileURLWithPath: #filePath)
-        while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
+        while url.path != "/"
+            && !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path)
+        {
             url.deleteLastPathComponent()
         }
         return url

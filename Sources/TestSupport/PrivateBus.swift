@@ -24,15 +24,16 @@ public final class PrivateBus: @unchecked Sendable {
         let limitLines = limits.sorted { $0.key < $1.key }
             .map { "  <limit name=\"\($0.key)\">\($0.value)</limit>" }.joined(separator: "\n")
         let includeLines = includes.map { "  <include>\($0)</include>" }.joined(separator: "\n")
-        let policyText = policy ?? """
-              <policy context="default">
-                <allow user="*"/>
-                <allow own="*"/>
-                <allow send_destination="*" eavesdrop="true"/>
-                <allow receive_sender="*"/>
-                <allow eavesdrop="true"/>
-              </policy>
-            """
+        let policyText =
+            policy ?? """
+                  <policy context="default">
+                    <allow user="*"/>
+                    <allow own="*"/>
+                    <allow send_destination="*" eavesdrop="true"/>
+                    <allow receive_sender="*"/>
+                    <allow eavesdrop="true"/>
+                  </policy>
+                """
         let config = """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -60,7 +61,8 @@ public final class PrivateBus: @unchecked Sendable {
         let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty else {
             process.stop()
-            throw NSError(domain: "PrivateBus", code: 1, userInfo: [NSLocalizedDescriptionKey: "dbus-daemon did not start"])
+            throw NSError(
+                domain: "PrivateBus", code: 1, userInfo: [NSLocalizedDescriptionKey: "dbus-daemon did not start"])
         }
         address = text
     }

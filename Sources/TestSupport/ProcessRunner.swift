@@ -21,7 +21,8 @@ public enum ProcessRunner {
         try await withCheckedThrowingContinuation { continuation in
             waiting("run") {
                 do {
-                    continuation.resume(returning: try runBlocking(arguments, environment: environment, stdin: stdin, timeout: timeout))
+                    continuation.resume(
+                        returning: try runBlocking(arguments, environment: environment, stdin: stdin, timeout: timeout))
                 } catch {
                     continuation.resume(throwing: error)
                 }

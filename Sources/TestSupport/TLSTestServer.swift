@@ -56,7 +56,9 @@ public final class TLSTestServer: @unchecked Sendable {
         for site in Site.allCases { ports[site] = try FreePort.pick(ipv6: site == .ipv6) }
         self.ports = ports
         try config().write(toFile: work + "/nginx.conf", atomically: true, encoding: .utf8)
-        process = try ChildProcess(["/usr/sbin/nginx", "-c", work + "/nginx.conf", "-p", work, "-e", work + "/error.log"])
+        process = try ChildProcess([
+            "/usr/sbin/nginx", "-c", work + "/nginx.conf", "-p", work, "-e", work + "/error.log",
+        ])
         // Ready when every port answers a TCP connection.
         let deadline = Date().addingTimeInterval(20)
         while !Site.allCases.allSatisfy({ FreePort.accepts(port: self.port($0), ipv6: $0 == .ipv6) }) {
@@ -86,7 +88,9 @@ public final class TLSTestServer: @unchecked Sendable {
         let text = (try? String(contentsOfFile: work + "/access.log", encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 8, let connection = Int(fields[0]), let port = Int(fields[1]), let status = Int(fields[3]) else {
+            guard fields.count == 8, let connection = Int(fields[0]), let port = Int(fields[1]),
+                let status = Int(fields[3])
+            else {
                 return nil
             }
             return Request(
@@ -112,27 +116,27 @@ public final class TLSTestServer: @unchecked Sendable {
         func server(_ site: Site, certificate: String, http2: Bool) -> String {
             let address = site == .ipv6 ? "[::1]" : "127.0.0.1"
             return """
-              server {
-                listen \(address):\(port(site)) ssl\(http2 ? " http2" : "");
-                ssl_certificate \(certificate); ssl_certificate_key \(c.serverKey);
-                root \(www);
-                location /limited/ { alias \(www)/; limit_rate \(limitRate); }
-                location /redirect/ { rewrite ^/redirect/(.*)$ https://localhost:\(port(.http1))/$1 redirect; }
-                location /put/ { alias \(www)/put/; dav_methods PUT; create_full_put_path on; client_max_body_size 0; }
-              }
+                  server {
+                    listen \(address):\(port(site)) ssl\(http2 ? " http2" : "");
+                    ssl_certificate \(certificate); ssl_certificate_key \(c.serverKey);
+                    root \(www);
+                    location /limited/ { alias \(www)/; limit_rate \(limitRate); }
+                    location /redirect/ { rewrite ^/redirect/(.*)$ https://localhost:\(port(.http1))/$1 redirect; }
+                    location /put/ { alias \(www)/put/; dav_methods PUT; create_full_put_path on; client_max_body_size 0; }
+                  }
 
-            """
+                """
         }
         return """
-        daemon off; master_process off; worker_processes 1; pid \(work)/nginx.pid; error_log \(work)/error.log;
-        events { worker_connections 1024; }
-        http {
-          log_format tests '$connection $server_port $uri $status $server_protocol $http_range $body_bytes_sent $request_time';
-          access_log \(work)/access.log tests;
-          sendfile on; keepalive_requests 100000; http2_max_concurrent_streams 128;
-          client_body_temp_path \(work); proxy_temp_path \(work); fastcgi_temp_path \(work); uwsgi_temp_path \(work); scgi_temp_path \(work);
-        \(server(.http2, certificate: c.good, http2: true))\(server(.http1, certificate: c.good, http2: false))\(server(.ipv6, certificate: c.good, http2: true))\(server(.untrusted, certificate: c.untrusted, http2: true))\(server(.selfSigned, certificate: c.selfSigned, http2: true))\(server(.expired, certificate: c.expired, http2: true))\(server(.otherHost, certificate: c.otherHost, http2: true))}
+            daemon off; master_process off; worker_processes 1; pid \(work)/nginx.pid; error_log \(work)/error.log;
+            events { worker_connections 1024; }
+            http {
+              log_format tests '$connection $server_port $uri $status $server_protocol $http_range $body_bytes_sent $request_time';
+              access_log \(work)/access.log tests;
+              sendfile on; keepalive_requests 100000; http2_max_concurrent_streams 128;
+              client_body_temp_path \(work); proxy_temp_path \(work); fastcgi_temp_path \(work); uwsgi_temp_path \(work); scgi_temp_path \(work);
+            \(server(.http2, certificate: c.good, http2: true))\(server(.http1, certificate: c.good, http2: false))\(server(.ipv6, certificate: c.good, http2: true))\(server(.untrusted, certificate: c.untrusted, http2: true))\(server(.selfSigned, certificate: c.selfSigned, http2: true))\(server(.expired, certificate: c.expired, http2: true))\(server(.otherHost, certificate: c.otherHost, http2: true))}
 
-        """
+            """
     }
 }

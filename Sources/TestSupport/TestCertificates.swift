@@ -18,36 +18,36 @@ public struct TestCertificates: Sendable {
     public init(in directory: String) throws {
         self.directory = directory
         let script = #"""
-        set -e
-        cd "$1"
-        key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
-        key ca.key; key untrusted-ca.key; key server.key
-        openssl req -x509 -new -key ca.key -out ca.pem -days 3 -subj "/CN=Downloads Test CA/O=org.example.Downloads tests"
-        openssl req -x509 -new -key untrusted-ca.key -out untrusted-ca.pem -days 3 -subj "/CN=Untrusted Test CA"
-        openssl req -new -key server.key -out server.csr -subj "/CN=localhost"
-        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\n' > good.ext
-        printf 'subjectAltName=DNS:other.example\nextendedKeyUsage=serverAuth\n' > other.ext
-        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3 -extfile good.ext -out good.pem 2>/dev/null
-        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3 -extfile other.ext -out other-host.pem 2>/dev/null
-        openssl x509 -req -in server.csr -CA untrusted-ca.pem -CAkey untrusted-ca.key -CAcreateserial -days 3 -extfile good.ext -out untrusted.pem 2>/dev/null
-        openssl x509 -req -in server.csr -key server.key -days 3 -extfile good.ext -out self-signed.pem 2>/dev/null
-        # Expired: only `openssl ca` takes a start and end date.
-        mkdir -p db; : > db/index.txt; echo 1000 > db/serial
-        cat > ca.cnf <<CONF
-        [ca]
-        default_ca = test
-        [test]
-        database = db/index.txt
-        new_certs_dir = db
-        serial = db/serial
-        default_md = sha256
-        policy = any
-        [any]
-        commonName = supplied
-        CONF
-        openssl ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in server.csr -out expired.pem -notext \
-            -startdate 20200101000000Z -enddate 20200102000000Z -extfile good.ext 2>/dev/null
-        """#
+            set -e
+            cd "$1"
+            key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
+            key ca.key; key untrusted-ca.key; key server.key
+            openssl req -x509 -new -key ca.key -out ca.pem -days 3 -subj "/CN=Downloads Test CA/O=org.example.Downloads tests"
+            openssl req -x509 -new -key untrusted-ca.key -out untrusted-ca.pem -days 3 -subj "/CN=Untrusted Test CA"
+            openssl req -new -key server.key -out server.csr -subj "/CN=localhost"
+            printf 'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\n' > good.ext
+            printf 'subjectAltName=DNS:other.example\nextendedKeyUsage=serverAuth\n' > other.ext
+            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3 -extfile good.ext -out good.pem 2>/dev/null
+            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3 -extfile other.ext -out other-host.pem 2>/dev/null
+            openssl x509 -req -in server.csr -CA untrusted-ca.pem -CAkey untrusted-ca.key -CAcreateserial -days 3 -extfile good.ext -out untrusted.pem 2>/dev/null
+            openssl x509 -req -in server.csr -key server.key -days 3 -extfile good.ext -out self-signed.pem 2>/dev/null
+            # Expired: only `openssl ca` takes a start and end date.
+            mkdir -p db; : > db/index.txt; echo 1000 > db/serial
+            cat > ca.cnf <<CONF
+            [ca]
+            default_ca = test
+            [test]
+            database = db/index.txt
+            new_certs_dir = db
+            serial = db/serial
+            default_md = sha256
+            policy = any
+            [any]
+            commonName = supplied
+            CONF
+            openssl ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in server.csr -out expired.pem -notext \
+                -startdate 20200101000000Z -enddate 20200102000000Z -extfile good.ext 2>/dev/null
+            """#
         let output = try ProcessRunner.runBlocking(["/bin/sh", "-c", script, "sh", directory], timeout: 60)
         guard output.status == 0 else {
             throw POSIXError(.EIO, userInfo: [NSLocalizedDescriptionKey: "openssl failed: \(output)"])

@@ -9,7 +9,8 @@ public final class TinyProxy: @unchecked Sendable {
     public let log: String
     private var process: ChildProcess?
 
-    public init(in work: String, credentials: (user: String, password: String)? = nil, connectPorts: [Int] = []) throws {
+    public init(in work: String, credentials: (user: String, password: String)? = nil, connectPorts: [Int] = []) throws
+    {
         port = try FreePort.pick()
         log = work + "/tinyproxy-\(port).log"
         var config = """

@@ -14,7 +14,9 @@ public final class TusServer: @unchecked Sendable {
         public var length: String?
         public var checksum: String?
         public var status: Int
-        public var description: String { "\(method) \(path) offset=\(offset ?? "-") length=\(length ?? "-") → \(status)" }
+        public var description: String {
+            "\(method) \(path) offset=\(offset ?? "-") length=\(length ?? "-") → \(status)"
+        }
     }
 
     public struct Unavailable: Error, CustomStringConvertible {
@@ -38,8 +40,12 @@ public final class TusServer: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: directory + "/uploads", withIntermediateDirectories: true)
         let script = PackageRoot.url.path + "/Tests/tus/tus_server.py"
         process = try ChildProcess(
-            ["/usr/bin/python3", script, directory + "/requests.log", "serve", "--host", "127.0.0.1", "--port", String(port),
-             "--upload-dir", directory + "/uploads", "--db-path", directory + "/uploads.db", "--log-level", "WARNING"] + options,
+            [
+                "/usr/bin/python3", script, directory + "/requests.log", "serve", "--host", "127.0.0.1", "--port",
+                String(port),
+                "--upload-dir", directory + "/uploads", "--db-path", directory + "/uploads.db", "--log-level",
+                "WARNING",
+            ] + options,
             environment: ["PYTHONPATH": Self.pythonPath]
         )
         let deadline = Date().addingTimeInterval(20)
@@ -57,7 +63,9 @@ public final class TusServer: @unchecked Sendable {
 
     public var log: [LoggedRequest] {
         guard let text = try? String(contentsOfFile: directory + "/requests.log", encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").compactMap { try? JSONDecoder().decode(LoggedRequest.self, from: Data($0.utf8)) }
+        return text.split(separator: "\n").compactMap {
+            try? JSONDecoder().decode(LoggedRequest.self, from: Data($0.utf8))
+        }
     }
 
     /// The SHA-256 (hex) of each upload the server holds, by its id (the resource's last path part).

@@ -37,7 +37,8 @@ public final class WebDAVServer: @unchecked Sendable {
         switch kind {
         case .lighttpd:
             let binary = "/usr/sbin/lighttpd"
-            guard manager.fileExists(atPath: binary), manager.fileExists(atPath: "/usr/lib/lighttpd/mod_webdav.so") else {
+            guard manager.fileExists(atPath: binary), manager.fileExists(atPath: "/usr/lib/lighttpd/mod_webdav.so")
+            else {
                 throw Unavailable(description: "lighttpd with mod_webdav is not installed: run make deps")
             }
             try """

@@ -49,7 +49,8 @@ public final class DescriptorAnchor: Sendable {
         }
         var volume = statvfs()
         if fstatvfs(fd, &volume) == 0, (volume.f_flag & UInt(ST_RDONLY)) != 0 {
-            throw FileOperationError(.other, code: EROFS, "the \(kind == .directory ? "directory" : "file") is on a read-only file system")
+            throw FileOperationError(
+                .other, code: EROFS, "the \(kind == .directory ? "directory" : "file") is on a read-only file system")
         }
         let copy = fcntl(fd, F_DUPFD_CLOEXEC, 3)
         guard copy >= 0 else { throw FileOperationError.system("the descriptor cannot be duplicated") }
@@ -67,7 +68,8 @@ public final class DescriptorAnchor: Sendable {
     /// Whether `name` may be created in an anchor directory: one path component, not `.` or
     /// `..`, no NUL, at most 255 bytes.
     public static func isPlainName(_ name: String) -> Bool {
-        !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.utf8.contains(0) && name.utf8.count <= 255
+        !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.utf8.contains(0)
+            && name.utf8.count <= 255
     }
 
     /// Whether `path` is plain names joined by "/" (`StartGroupAt`'s names, a Metalink file's

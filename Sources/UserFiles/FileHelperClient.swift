@@ -52,15 +52,18 @@ public final class FileHelperClient: Sendable {
     /// With `anchor`, the request is done below it: its descriptor goes to the helper with it.
     public func perform(_ request: FileRequest, below anchor: DescriptorAnchor? = nil) throws -> (FileReply, Int32) {
         for slot in slots {
-            if let result = try slot.running.withLockIfAvailable({ running in try perform(request, anchor, in: &running) }) {
-                return result
+            let result = try slot.running.withLockIfAvailable { running in
+                try perform(request, anchor, in: &running)
             }
+            if let result { return result }
         }
         let slot = slots[turn.wrappingAdd(1, ordering: .relaxed).oldValue % slots.count]
         return try slot.running.withLock { running in try perform(request, anchor, in: &running) }
     }
 
-    private func perform(_ request: FileRequest, _ anchor: DescriptorAnchor?, in running: inout Running?) throws -> (FileReply, Int32) {
+    private func perform(
+        _ request: FileRequest, _ anchor: DescriptorAnchor?, in running: inout Running?
+    ) throws -> (FileReply, Int32) {
         if running == nil { running = try start() }
         guard let helper = running else { throw FileOperationError(.helper, "no file helper") }
         do {
@@ -129,7 +132,8 @@ public final class FileHelperClient: Sendable {
         close(pair[1])
         guard pid > 0 else {
             close(pair[0])
-            throw FileOperationError(.helper, code: code, "cannot start the file helper \(executable): \(String(cString: strerror(code)))")
+            throw FileOperationError(
+                .helper, code: code, "cannot start the file helper \(executable): \(String(cString: strerror(code)))")
         }
         let helper = Running(pid: pid, socket: pair[0], lastUse: Self.now())
         var interval = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1_000_000))
@@ -148,7 +152,9 @@ public final class FileHelperClient: Sendable {
         return helper
     }
 
-    private func exchange(_ request: FileRequest, _ anchor: DescriptorAnchor?, with helper: Running) throws -> (FileReply, Int32) {
+    private func exchange(
+        _ request: FileRequest, _ anchor: DescriptorAnchor?, with helper: Running
+    ) throws -> (FileReply, Int32) {
         let bytes = anchor.map { request.encoded(below: $0) } ?? request.encoded()
         guard bytes.count <= FileHelperServer.maxDatagram else {
             throw FileOperationError(.other, code: ENAMETOOLONG, "the path is too long")
@@ -172,10 +178,13 @@ public final class FileHelperClient: Sendable {
 
     private func failure(_ code: Int32) -> FileOperationError {
         if code == EAGAIN || code == EWOULDBLOCK {
-            return FileOperationError(.helper, code: ETIMEDOUT,
-                "the file helper for uid \(uid) did not answer within \(timeout) s (a hung file system?) and was stopped")
+            return FileOperationError(
+                .helper, code: ETIMEDOUT,
+                "the file helper for uid \(uid) did not answer within \(timeout) s (a hung file system?) and was stopped"
+            )
         }
-        return FileOperationError(.helper, code: code, "the file helper for uid \(uid) went away: \(String(cString: strerror(code)))")
+        return FileOperationError(
+            .helper, code: code, "the file helper for uid \(uid) went away: \(String(cString: strerror(code)))")
     }
 
     /// Closes the socket (a live helper then exits), kills it if asked, and reaps it off the

@@ -69,7 +69,9 @@ public enum FileHelperServer {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var storage = [CChar](repeating: 0, count: 16 << 10)
-        if getpwuid_r(uid_t(uid), &entry, &storage, storage.count, &result) == 0, result != nil, let name = entry.pw_name {
+        if getpwuid_r(uid_t(uid), &entry, &storage, storage.count, &result) == 0, result != nil,
+            let name = entry.pw_name
+        {
             gid = entry.pw_gid
             var count: Int32 = 64
             groups = [gid_t](repeating: 0, count: Int(count))

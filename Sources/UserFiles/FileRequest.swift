@@ -97,7 +97,9 @@ public enum FileRequest: Sendable, Equatable {
     static func decode(_ bytes: [UInt8], passed: Int32) throws -> (FileRequest, DescriptorAnchor?) {
         guard bytes.first == anchoredTag else { return (try decode(bytes), nil) }
         var reader = WireReader(Array(bytes.dropFirst()))
-        guard passed >= 0, let kind = DescriptorAnchor.Kind(rawValue: try reader.byte()) else { throw WireReader.Malformed() }
+        guard passed >= 0, let kind = DescriptorAnchor.Kind(rawValue: try reader.byte()) else {
+            throw WireReader.Malformed()
+        }
         let path = try reader.string()
         let request = try decode(reader.remaining)
         return (request, DescriptorAnchor(owning: passed, kind: kind, path: path))
@@ -135,7 +137,9 @@ public enum FileRequest: Sendable, Equatable {
         case 5: request = .exists(path: try reader.string())
         case 6: request = .syncDirectory(path: try reader.string())
         case 7: request = .isWritableDirectory(path: try reader.string())
-        case 8: request = .isFile(path: try reader.string(), identity: FileIdentity(device: try reader.u64(), inode: try reader.u64()))
+        case 8:
+            request = .isFile(
+                path: try reader.string(), identity: FileIdentity(device: try reader.u64(), inode: try reader.u64()))
         case 9: request = .openForReading(path: try reader.string())
         case 10:
             let relative = try reader.string()

@@ -90,7 +90,8 @@ public struct UserFileOperations: Sendable {
             }
         }
         if unlinkat(directory, name, 0) != 0 && errno != ENOENT {
-            throw FileOperationError.system("a file that this download did not create is in the way at \(path) and cannot be removed")
+            throw FileOperationError.system(
+                "a file that this download did not create is in the way at \(path) and cannot be removed")
         }
         return try create(name, in: directory, path: path)
     }
@@ -111,7 +112,8 @@ public struct UserFileOperations: Sendable {
     /// file when one was recorded.
     private func acceptable(_ fd: Int32, reuse: PartialReuse) -> FileIdentity? {
         var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(), info.st_nlink == 1 else {
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(), info.st_nlink == 1
+        else {
             return nil
         }
         let identity = Self.identity(info)
@@ -164,7 +166,9 @@ public struct UserFileOperations: Sendable {
     /// Moves the partial file to `destination` in one rename (`RENAME_NOREPLACE` unless
     /// `replace`), after checking that it is still `identity` and setting its `mode`. Syncs the
     /// destination's directory.
-    public func publish(_ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?) throws {
+    public func publish(
+        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?
+    ) throws {
         // The caller's own file was written where it is: nothing to move, its mode is the caller's.
         if let anchor, anchor.kind == .file, partial == anchor.path, destination == anchor.path { return }
         // Written in place and found again by path after a restart: it is where it belongs.
@@ -186,9 +190,10 @@ public struct UserFileOperations: Sendable {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(), info.st_nlink == 1,
-              identity == nil || identity == Self.identity(info)
+            identity == nil || identity == Self.identity(info)
         else {
-            throw FileOperationError(.other, "\(partial) was replaced by another file while downloading; it is not published")
+            throw FileOperationError(
+                .other, "\(partial) was replaced by another file while downloading; it is not published")
         }
         if let mode, fchmod(fd, mode_t(mode & 0o777)) != 0 {
             throw FileOperationError.system("cannot set the mode of \(partial)")
@@ -271,10 +276,12 @@ public struct UserFileOperations: Sendable {
 
     /// Makes a rename in `path` durable.
     public func syncDirectory(_ path: String) {
-        let fd = anchor != nil ? ((try? openDirectory(path)).map { directory in
-            defer { close(directory) }
-            return openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        } ?? -1) : open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd =
+            anchor != nil
+            ? ((try? openDirectory(path)).map { directory in
+                defer { close(directory) }
+                return openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            } ?? -1) : open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
         fsync(fd)
         close(fd)
@@ -342,7 +349,9 @@ public struct UserFileOperations: Sendable {
             guard next >= 0 else {
                 let code = errno
                 if code == ELOOP || code == ENOTDIR || code == EXDEV {
-                    throw FileOperationError(.other, code: ELOOP, "\(path) is a symbolic link or not a directory; nothing is made through it")
+                    throw FileOperationError(
+                        .other, code: ELOOP, "\(path) is a symbolic link or not a directory; nothing is made through it"
+                    )
                 }
                 throw FileOperationError.system("cannot open the directory \(path)", code)
             }
@@ -357,7 +366,8 @@ public struct UserFileOperations: Sendable {
     }
 
     private func outside(_ path: String) -> FileOperationError {
-        FileOperationError(.other, code: EACCES, "\(path) is outside what the caller handed over; nothing is done there")
+        FileOperationError(
+            .other, code: EACCES, "\(path) is outside what the caller handed over; nothing is done there")
     }
 
     /// The directory `directoryPath`, opened `O_PATH`; with an anchor, a duplicate of the
@@ -376,7 +386,8 @@ public struct UserFileOperations: Sendable {
             guard fd >= 0 else {
                 let code = errno
                 if code == ELOOP || code == EXDEV {
-                    throw FileOperationError(.other, code: ELOOP, "\(directoryPath) passes through a symbolic link; nothing is done there")
+                    throw FileOperationError(
+                        .other, code: ELOOP, "\(directoryPath) passes through a symbolic link; nothing is done there")
                 }
                 throw FileOperationError(.other, code: ENOENT, "the directory \(directoryPath) does not exist")
             }

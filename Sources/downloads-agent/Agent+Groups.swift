@@ -30,7 +30,8 @@ extension Agent {
     func handleGroup(_ signal: ManagerSignal) async {
         let path: ObjectPath
         switch signal {
-        case .groupProgress(let group, _, _, _, _), .groupFinished(let group), .groupFailed(let group, _, _): path = group
+        case .groupProgress(let group, _, _, _, _), .groupFinished(let group), .groupFailed(let group, _, _):
+            path = group
         default: return
         }
         if groups[path] == nil {
@@ -77,7 +78,8 @@ extension Agent {
         guard let group = groups[path] else { return }
         do {
             let view = try await jobViews.requestView(
-                desktopEntry: String(Agent.ownDesktopEntry.dropLast(".desktop".count)), state: JobViews.state(ofGroup: group)
+                desktopEntry: String(Agent.ownDesktopEntry.dropLast(".desktop".count)),
+                state: JobViews.state(ofGroup: group)
             )
             groupViews[view] = path
             groups[path]?.view = view
@@ -94,7 +96,9 @@ extension Agent {
         for path in groups.keys {
             groups[path]?.view = nil
             groups[path]?.viewPending = false
-            if owner != nil, groups[path]?.shownByJobView == true, groups[path]?.isActive == true { await requestGroupView(path) }
+            if owner != nil, groups[path]?.shownByJobView == true, groups[path]?.isActive == true {
+                await requestGroupView(path)
+            }
         }
     }
 
@@ -103,16 +107,20 @@ extension Agent {
         if let view = group.view {
             let finished = group.status.state == "finished"
             jobViews.update(view, JobViews.state(ofGroup: group))
-            jobViews.terminate(view, errorCode: finished ? 0 : JobViews.userDefinedError, message: finished ? "" : DisplayText.escaped(message))
+            jobViews.terminate(
+                view, errorCode: finished ? 0 : JobViews.userDefinedError,
+                message: finished ? "" : DisplayText.escaped(message))
             groupViews[view] = nil
             groups[path]?.view = nil
         }
         guard !group.shownByJobView else { return }
         let finished = group.status.state == "finished"
-        let body = DisplayText.markup(AgentText.groupName(group.status)) + (finished ? "" : ": " + DisplayText.markup(message))
+        let body =
+            DisplayText.markup(AgentText.groupName(group.status)) + (finished ? "" : ": " + DisplayText.markup(message))
         let id = await notifier.notify(
             replacing: group.notification, summary: finished ? "Downloads finished" : "Downloads failed", body: body,
-            icon: finished ? "folder-download" : "dialog-error", category: finished ? "transfer.complete" : "transfer.error",
+            icon: finished ? "folder-download" : "dialog-error",
+            category: finished ? "transfer.complete" : "transfer.error",
             desktopEntry: nil, actions: []
         )
         if id != 0 { groups[path]?.notification = id }

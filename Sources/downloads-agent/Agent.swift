@@ -50,17 +50,23 @@ final class Agent: @unchecked Sendable {
     func start() async throws {
         let inbox = self.inbox
         let service = proxy.connection
-        try await service.subscribe(MatchRule(sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name)) { message in
+        try await service.subscribe(
+            MatchRule(sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name)
+        ) { message in
             if let signal = ManagerSignal(name: message.member ?? "", arguments: (try? message.arguments()) ?? []) {
                 inbox.yield(.service(signal))
             }
         }
-        try await service.subscribe(MatchRule(
-            sender: DownloadsAPI.busName, interface: InterfaceDescription.properties.name, member: "PropertiesChanged"
-        )) { message in
+        try await service.subscribe(
+            MatchRule(
+                sender: DownloadsAPI.busName, interface: InterfaceDescription.properties.name,
+                member: "PropertiesChanged"
+            )
+        ) { message in
             guard let path = message.path, DownloadsAPI.taskID(path) != nil, let arguments = try? message.arguments(),
-                  arguments.count == 3, arguments[0].stringValue == DownloadsInterfaces.task.name,
-                  let changed = arguments[1].vardictValue else { return }
+                arguments.count == 3, arguments[0].stringValue == DownloadsInterfaces.task.name,
+                let changed = arguments[1].vardictValue
+            else { return }
             inbox.yield(.properties(path, changed))
         }
         try await service.onNameOwnerChanged { name, _, new in
@@ -73,9 +79,12 @@ final class Agent: @unchecked Sendable {
             guard let path = message.path, let sender = message.sender, let member = message.member else { return }
             inbox.yield(.jobViewRequest(view: path, sender: sender, request: member))
         }
-        try await desktop.subscribe(MatchRule(sender: Notifier.busName, interface: Notifier.busName, member: "ActionInvoked")) { message in
+        try await desktop.subscribe(
+            MatchRule(sender: Notifier.busName, interface: Notifier.busName, member: "ActionInvoked")
+        ) { message in
             guard let arguments = try? message.arguments(), arguments.count == 2, let id = arguments[0].uint32Value,
-                  let key = arguments[1].stringValue else { return }
+                let key = arguments[1].stringValue
+            else { return }
             inbox.yield(.notificationAction(id: id, key: key))
         }
         jobViewServer = try? await desktop.nameOwner(JobViews.busName)
@@ -124,7 +133,11 @@ final class Agent: @unchecked Sendable {
             let before = tasks[path]?.status.state
             tasks[path]?.status.apply(changed)
             // Ends are handled on Finished and Failed, which say more.
-            if let state = tasks[path]?.status.state, state != before, ["finished", "failed", "cancelled"].contains(state) { return }
+            if let state = tasks[path]?.status.state, state != before,
+                ["finished", "failed", "cancelled"].contains(state)
+            {
+                return
+            }
             present(path)
         case .jobViewServer(let owner):
             jobViewServer = owner
@@ -156,7 +169,8 @@ final class Agent: @unchecked Sendable {
             if tasks[path]?.isActive == true, tasks[path]?.view == nil { await requestView(path) }
         case .notificationAction(let id, let key):
             guard let path = notifications[id], let task = tasks[path], task.status.state == "finished",
-                  key == "default" || key == "open" else { return }
+                key == "default" || key == "open"
+            else { return }
             logger.info("opening \(task.status.destination)")
             Opener.open(task.status.destination)
         }
@@ -213,7 +227,8 @@ final class Agent: @unchecked Sendable {
         guard let task = tasks[path] else { return }
         let entry = task.status.desktopEntry.isEmpty ? Agent.ownDesktopEntry : task.status.desktopEntry
         do {
-            let view = try await jobViews.requestView(desktopEntry: String(entry.dropLast(".desktop".count)), state: JobViews.state(of: task))
+            let view = try await jobViews.requestView(
+                desktopEntry: String(entry.dropLast(".desktop".count)), state: JobViews.state(of: task))
             views[view] = path
             tasks[path]?.view = view
             tasks[path]?.shownByJobView = true
@@ -228,14 +243,16 @@ final class Agent: @unchecked Sendable {
 
     private func terminate(_ path: ObjectPath) {
         guard let task = tasks[path], let view = task.view else { return }
-        let code: UInt32 = switch task.status.state {
-        case "finished": 0
-        case "cancelled": JobViews.killedError
-        default: JobViews.userDefinedError
-        }
+        let code: UInt32 =
+            switch task.status.state {
+            case "finished": 0
+            case "cancelled": JobViews.killedError
+            default: JobViews.userDefinedError
+            }
         jobViews.update(view, JobViews.state(of: task))
         jobViews.terminate(
-            view, errorCode: code, message: code == JobViews.userDefinedError ? DisplayText.escaped(task.status.errorMessage) : ""
+            view, errorCode: code,
+            message: code == JobViews.userDefinedError ? DisplayText.escaped(task.status.errorMessage) : ""
         )
         views[view] = nil
         tasks[path]?.view = nil
@@ -290,7 +307,8 @@ final class Agent: @unchecked Sendable {
         let sized = active.filter { $0.status.bytesExpected > 0 }
         let expected = sized.reduce(Int64(0)) { $0 + $1.status.bytesExpected }
         let written = sized.reduce(Int64(0)) { $0 + min($1.status.bytesWritten, $1.status.bytesExpected) }
-        dock.update(desktopEntry: entry, count: active.count, progress: expected > 0 ? Double(written) / Double(expected) : nil)
+        dock.update(
+            desktopEntry: entry, count: active.count, progress: expected > 0 ? Double(written) / Double(expected) : nil)
         dockShown.insert(entry)
     }
 

@@ -25,7 +25,9 @@ struct DownloadsAgent: AsyncParsableCommand {
 
     @Flag(name: .customLong("user"), help: "Follow the service on your session bus.") var user = false
     @Flag(name: .customLong("system"), help: "Follow the system service.") var system = false
-    @Option(name: .customLong("address"), help: ArgumentHelp("Follow the service on the bus at this D-Bus address.", valueName: "address"))
+    @Option(
+        name: .customLong("address"),
+        help: ArgumentHelp("Follow the service on the bus at this D-Bus address.", valueName: "address"))
     var address: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
 
@@ -72,7 +74,8 @@ struct DownloadsAgent: AsyncParsableCommand {
         } catch {
             fail("downloads-agent: \(error)")
         }
-        logger.info("following downloads on the \(bus == .system ? "system" : bus == .session ? "session" : "given") bus")
+        logger.info(
+            "following downloads on the \(bus == .system ? "system" : bus == .session ? "session" : "given") bus")
         for signalNumber in [SIGTERM, SIGINT] {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())

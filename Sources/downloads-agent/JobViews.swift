@@ -72,7 +72,8 @@ struct JobViews {
         hints["immediate"] = .boolean(true)
         let reply = try await connection.call(
             destination: Self.busName, path: Self.path, interface: "org.kde.JobViewServerV2", method: "requestView",
-            arguments: [.string(desktopEntry), .int32(Self.capabilities), .vardict(hints)], timeout: .seconds(10), autoStart: false
+            arguments: [.string(desktopEntry), .int32(Self.capabilities), .vardict(hints)], timeout: .seconds(10),
+            autoStart: false
         )
         guard let view = reply.first?.objectPathValue else { throw BusError.failed("requestView returned no path") }
         return view
@@ -89,7 +90,8 @@ struct JobViews {
     /// `update` and `terminate` are declared NoReply.
     private func send(_ view: ObjectPath, _ method: String, _ arguments: [DBusValue]) {
         do {
-            let message = try Message.methodCall(destination: Self.busName, path: view, interface: Self.viewInterface, member: method)
+            let message = try Message.methodCall(
+                destination: Self.busName, path: view, interface: Self.viewInterface, member: method)
             message.setNoReply(true)
             message.autoStart = false
             try message.append(arguments)

@@ -10,7 +10,8 @@ struct Notifier {
 
     /// Returns the notification's id (0 when nobody shows notifications).
     func notify(
-        replacing: UInt32?, summary: String, body: String, icon: String, category: String, desktopEntry: String?, actions: [String]
+        replacing: UInt32?, summary: String, body: String, icon: String, category: String, desktopEntry: String?,
+        actions: [String]
     ) async -> UInt32 {
         var hints: [String: DBusValue] = ["category": .string(category), "urgency": .byte(1)]
         // The hint names the desktop file without its suffix.

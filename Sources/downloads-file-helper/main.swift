@@ -7,7 +7,8 @@ import Glibc
 // descriptor 3; does file operations for one user with that user's credentials.
 let arguments = CommandLine.arguments
 guard arguments.count == 3, arguments[1] == "--uid", let uid = UInt32(arguments[2]) else {
-    FileHelperServer.printError("usage: downloads-file-helper --uid UID (started by downloadsd, socket on descriptor 3)")
+    FileHelperServer.printError(
+        "usage: downloads-file-helper --uid UID (started by downloadsd, socket on descriptor 3)")
     exit(2)
 }
 var info = stat()

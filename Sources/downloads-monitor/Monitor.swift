@@ -46,7 +46,8 @@ final class Monitor {
             },
             { _, _, data in
                 guard let data else { return }
-                Unmanaged<Monitor>.fromOpaque(data).takeUnretainedValue().note("the download service is not running; waiting for it")
+                Unmanaged<Monitor>.fromOpaque(data).takeUnretainedValue().note(
+                    "the download service is not running; waiting for it")
             },
             me, nil
         )
@@ -115,7 +116,8 @@ final class Monitor {
             guard now - (lastProgress[path] ?? 0) >= 1 else { return }
             lastProgress[path] = now
             let written = int64(parameters, 2), expected = int64(parameters, 3)
-            let amount = expected > 0
+            let amount =
+                expected > 0
                 ? "\(Int(Double(written) * 100 / Double(expected)))% (\(written) of \(expected) bytes)"
                 : "\(written) bytes"
             emit("\(noun(path)) \(id(path)) progress: \(amount)\(uploads.contains(path) ? " sent" : "")")
@@ -178,9 +180,12 @@ final class Monitor {
 
     private func properties(_ path: String) -> (url: String, destination: String, kind: String, source: String) {
         var error: UnsafeMutablePointer<GError>?
-        guard let proxy = g_dbus_proxy_new_sync(
-            connection, G_DBUS_PROXY_FLAGS_DO_NOT_CONNECT_SIGNALS, nil, Self.busName, path, Self.taskInterface, nil, &error
-        ) else {
+        guard
+            let proxy = g_dbus_proxy_new_sync(
+                connection, G_DBUS_PROXY_FLAGS_DO_NOT_CONNECT_SIGNALS, nil, Self.busName, path, Self.taskInterface, nil,
+                &error
+            )
+        else {
             if let error { g_error_free(error) }
             return ("?", "?", "?", "?")
         }

@@ -24,7 +24,9 @@ while let argument = arguments.first {
         address = value
         arguments.removeFirst()
     case "-h", "--help":
-        print("usage: downloads-monitor [--user | --system | --address ADDRESS]\nPrints one line per event of your downloads (started, progress, paused, finished, failed).")
+        print(
+            "usage: downloads-monitor [--user | --system | --address ADDRESS]\nPrints one line per event of your downloads (started, progress, paused, finished, failed)."
+        )
         exit(0)
     default:
         fail("unknown argument '\(argument)' (see --help)", status: 64)
@@ -34,13 +36,17 @@ while let argument = arguments.first {
 var error: UnsafeMutablePointer<GError>?
 let connection: OpaquePointer?
 if let address {
-    let flags = GDBusConnectionFlags(rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
+    let flags = GDBusConnectionFlags(
+        rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
+            | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
     connection = g_dbus_connection_new_for_address_sync(address, flags, nil, nil, &error)
 } else {
     connection = g_bus_get_sync(busType, nil, &error)
 }
 guard let connection else {
-    fail("cannot connect to the bus: \(error.map { String(cString: $0.pointee.message) } ?? "unknown error")", status: 69)
+    fail(
+        "cannot connect to the bus: \(error.map { String(cString: $0.pointee.message) } ?? "unknown error")", status: 69
+    )
 }
 let monitor = Monitor(connection: connection)
 monitor.start()
@@ -50,9 +56,11 @@ signal(SIGTERM, SIG_IGN)
 for number in [SIGINT, SIGTERM] {
     // Keep the source (return true): removing the last one puts back the default action, and a
     // second signal while the loop winds down would then kill the monitor instead of ending it.
-    g_unix_signal_add(number, { data in
-        g_main_loop_quit(OpaquePointer(data))
-        return 1
-    }, UnsafeMutableRawPointer(loop))
+    g_unix_signal_add(
+        number,
+        { data in
+            g_main_loop_quit(OpaquePointer(data))
+            return 1
+        }, UnsafeMutableRawPointer(loop))
 }
 g_main_loop_run(loop)

@@ -44,7 +44,8 @@ struct BatchDownload {
         var urls: [String] = []
         for line in text.utf8.split(whereSeparator: { $0 == 0x0A || $0 == 0x0D }) {
             guard let first = line.firstIndex(where: { !blank($0) }), let last = line.lastIndex(where: { !blank($0) }),
-                  line[first] != UInt8(ascii: "#") else { continue }
+                line[first] != UInt8(ascii: "#")
+            else { continue }
             urls.append(String(Substring(line[first...last])))
         }
         return urls
@@ -80,7 +81,7 @@ struct BatchDownload {
         let began = Date().timeIntervalSince1970
         var window = self.window
         var next = 0
-        var waiting: [Int] = []           // refused for the caller's quota: started again later
+        var waiting: [Int] = []  // refused for the caller's quota: started again later
         var starting = 0
         var running: [ObjectPath: Int] = [:]
         var early: [ObjectPath: ManagerSignal] = [:]  // an end seen before its Start's reply
@@ -93,7 +94,9 @@ struct BatchDownload {
         var stopping = false  // Ctrl-C: no more Starts; the tasks are paused once those in flight are answered
 
         func startMore() {
-            while !stopping, starting + running.count < window, let index = waiting.isEmpty ? (next < urls.count ? next : nil) : waiting.first {
+            while !stopping, starting + running.count < window,
+                let index = waiting.isEmpty ? (next < urls.count ? next : nil) : waiting.first
+            {
                 if waiting.isEmpty { next += 1 } else { waiting.removeFirst() }
                 starting += 1
                 let source = urls[index]
@@ -101,11 +104,14 @@ struct BatchDownload {
                     do {
                         var taskOptions = options
                         let url = try TaskOptionArguments.source(source, into: &taskOptions)
-                        sink.yield(.started(index, try await proxy.start(url: url, destination: directory, options: taskOptions)))
+                        sink.yield(
+                            .started(
+                                index, try await proxy.start(url: url, destination: directory, options: taskOptions)))
                     } catch let error as DownloadsClientError {
                         sink.yield(.refused(index, error))
                     } catch {
-                        sink.yield(.refused(index, DownloadsClientError(name: BusError.failedName, message: "\(error)")))
+                        sink.yield(
+                            .refused(index, DownloadsClientError(name: BusError.failedName, message: "\(error)")))
                     }
                 }
             }
@@ -131,7 +137,8 @@ struct BatchDownload {
                 doneBytes += bytes.removeValue(forKey: path) ?? 0
                 clearLine()
                 // Escaped on a terminal (as ls does); as it is for a script reading the paths.
-                Output.write((isatty(STDOUT_FILENO) == 1 ? DisplayText.escaped(location) : location) + "\n", to: STDOUT_FILENO)
+                Output.write(
+                    (isatty(STDOUT_FILENO) == 1 ? DisplayText.escaped(location) : location) + "\n", to: STDOUT_FILENO)
                 removing += 1
                 Task { [proxy] in
                     try? await proxy.cancel(path)  // an ended task: removed from the list
@@ -151,7 +158,8 @@ struct BatchDownload {
         /// On a terminal, the line under the paths: how many ended, the bytes so far, failures.
         func draw() {
             guard terminal else { return }
-            var text = "[\(finished + failed.count)/\(total)] \(ByteCount.format(doneBytes + running.keys.reduce(0) { $0 + (bytes[$1] ?? 0) }))"
+            var text =
+                "[\(finished + failed.count)/\(total)] \(ByteCount.format(doneBytes + running.keys.reduce(0) { $0 + (bytes[$1] ?? 0) }))"
             if !failed.isEmpty { text += ", \(failed.count) failed" }
             Output.write("\r\u{1B}[K" + text, to: STDERR_FILENO)
         }
@@ -183,7 +191,9 @@ struct BatchDownload {
                 )
                 // A Metalink file of several files is several tasks: each counted, named by its line.
                 total += tasks.count - chunk.count
-                for (offset, path) in tasks.enumerated() { running[path] = chunk.lowerBound + min(offset, chunk.count - 1) }
+                for (offset, path) in tasks.enumerated() {
+                    running[path] = chunk.lowerBound + min(offset, chunk.count - 1)
+                }
                 next = chunk.upperBound
             } catch {
                 if atomic { throw error }
@@ -258,7 +268,10 @@ struct BatchDownload {
         for path in paths.sorted(by: { (DownloadsAPI.taskID($0) ?? 0) < (DownloadsAPI.taskID($1) ?? 0) }) {
             if (try? await proxy.pause(path)) != nil { paused.append(Paths.id(path)) }
         }
-        var text = paused.isEmpty ? "no task was running" : "paused tasks \(paused.joined(separator: " ")); resume them with: \(service.command(["resume"] + paused))"
+        var text =
+            paused.isEmpty
+            ? "no task was running"
+            : "paused tasks \(paused.joined(separator: " ")); resume them with: \(service.command(["resume"] + paused))"
         if notStarted > 0 { text += "; \(notStarted) not started" }
         Output.write(text + "\n", to: STDERR_FILENO)
         throw ExitCode(130)

@@ -12,7 +12,8 @@ enum BeginTime {
 
     /// Unix seconds for `text`, with `now` as the reference for a time of day.
     static func parse(_ text: String, now: Int = Int(time(nil))) throws -> UInt64 {
-        let invalid = Invalid(description: "--begin-at '\(text)' is not a time (HH:MM), a date (YYYY-MM-DD) or an ISO 8601 date and time")
+        let invalid = Invalid(
+            description: "--begin-at '\(text)' is not a time (HH:MM), a date (YYYY-MM-DD) or an ISO 8601 date and time")
         let trimmed = text.trimmingSpaces
         // A time of day.
         if let clock = parseClock(Substring(trimmed)) {
@@ -44,8 +45,9 @@ enum BeginTime {
         }
         let fields = datePart.split(separator: "-", omittingEmptySubsequences: false)
         guard fields.count == 3, fields[0].count == 4, fields[1].count == 2, fields[2].count == 2,
-              let year = Int(fields[0]), let month = Int(fields[1]), let day = Int(fields[2]),
-              (1...12).contains(month), (1...31).contains(day) else { throw invalid }
+            let year = Int(fields[0]), let month = Int(fields[1]), let day = Int(fields[2]),
+            (1...12).contains(month), (1...31).contains(day)
+        else { throw invalid }
         var offset: Int?
         if rest.hasSuffix("Z") || rest.hasSuffix("z") {
             offset = 0
@@ -81,8 +83,10 @@ enum BeginTime {
     /// `HH:MM` or `HH:MM:SS`.
     private static func parseClock(_ text: Substring) -> (hour: Int, minute: Int, second: Int)? {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard (2...3).contains(parts.count), parts.allSatisfy({ (1...2).contains($0.count) && $0.allSatisfy(\.isASCII) }),
-              let hour = Int(parts[0]), let minute = Int(parts[1]), hour < 24, minute < 60 else { return nil }
+        guard (2...3).contains(parts.count),
+            parts.allSatisfy({ (1...2).contains($0.count) && $0.allSatisfy(\.isASCII) }),
+            let hour = Int(parts[0]), let minute = Int(parts[1]), hour < 24, minute < 60
+        else { return nil }
         let second = parts.count == 3 ? Int(parts[2]) : 0
         guard let second, second < 60 else { return nil }
         return (hour, minute, second)

@@ -20,7 +20,7 @@ struct ByteRate: ExpressibleByArgument {
             return nil
         }
         guard !text.isEmpty, text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
-              text.filter({ $0 == "." }).count <= 1, let value = Double(text)
+            text.filter({ $0 == "." }).count <= 1, let value = Double(text)
         else { return nil }
         let bytes = (value * unit).rounded()
         guard bytes < Double(UInt64.max) else { return nil }

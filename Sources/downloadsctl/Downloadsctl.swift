@@ -7,13 +7,16 @@ struct Downloadsctl: AsyncParsableCommand {
         commandName: "downloadsctl",
         abstract: "Download files through the org.example.Downloads service, and control its downloads.",
         discussion: """
-        Downloads run in the service: they go on when downloadsctl exits, survive restarts, and can \
-        be paused and resumed (also from resume data). TASK is a task id or object path. \
-        --user, --system, --address and --verbose may come before or after the command. \
-        Exit status: 0 success; 1 a service error or a failed, cancelled or missing task; 64 a usage \
-        error; 69 the service cannot be reached; 130 interrupted (get pauses its task first).
-        """,
-        subcommands: [Get.self, Upload.self, Start.self, List.self, Status.self, SetTask.self, Pause.self, Resume.self, Cancel.self, Wait.self, Watch.self, Group.self]
+            Downloads run in the service: they go on when downloadsctl exits, survive restarts, and can \
+            be paused and resumed (also from resume data). TASK is a task id or object path. \
+            --user, --system, --address and --verbose may come before or after the command. \
+            Exit status: 0 success; 1 a service error or a failed, cancelled or missing task; 64 a usage \
+            error; 69 the service cannot be reached; 130 interrupted (get pauses its task first).
+            """,
+        subcommands: [
+            Get.self, Upload.self, Start.self, List.self, Status.self, SetTask.self, Pause.self, Resume.self,
+            Cancel.self, Wait.self, Watch.self, Group.self,
+        ]
     )
 
     /// `downloadsctl --system list` as well as `downloadsctl list --system`: the service options
@@ -42,7 +45,8 @@ struct Downloadsctl: AsyncParsableCommand {
         }
         guard !leading.isEmpty, index < arguments.count, !arguments[index].hasPrefix("-") else { return arguments }
         // `group list`: the options go after the subcommand's own name.
-        let words = arguments[index] == "group" && index + 1 < arguments.count && !arguments[index + 1].hasPrefix("-") ? 2 : 1
+        let words =
+            arguments[index] == "group" && index + 1 < arguments.count && !arguments[index + 1].hasPrefix("-") ? 2 : 1
         return Array(arguments[index..<(index + words)]) + leading + arguments[(index + words)...]
     }
 }

@@ -18,7 +18,8 @@ enum Paths {
     /// Writes resume data to `file` (mode 0600: it holds the download's URL and sealed headers).
     static func writeResumeData(_ data: Data, to file: String) throws {
         let path = absolute(file)
-        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600])
+        else {
             throw CommandFailure(message: "paused, but cannot write the resume data to \(path)")
         }
     }

@@ -30,7 +30,8 @@ struct ProgressLine {
         let tail = " \(ByteCount.format(written)) / \(ByteCount.format(expected))  \(speedText)  ETA \(eta)"
         let barWidth = max(10, min(50, width - text.count - tail.count - 3))
         let filled = Int(fraction * Double(barWidth))
-        let bar = String(repeating: "=", count: filled) + (filled < barWidth ? ">" : "")
+        let bar =
+            String(repeating: "=", count: filled) + (filled < barWidth ? ">" : "")
             + String(repeating: " ", count: max(0, barWidth - filled - 1))
         return "\(text) [\(bar)]\(tail)"
     }
@@ -39,7 +40,8 @@ struct ProgressLine {
     static func plain(written: Int64, expected: Int64, speed: Double?) -> String {
         let speedText = speed.map { ", \(ByteCount.format(Int64($0)))/s" } ?? ""
         guard expected > 0 else { return "\(ByteCount.format(written))\(speedText)" }
-        return "\(Int(min(1, Double(written) / Double(expected)) * 100))% \(ByteCount.format(written)) of \(ByteCount.format(expected))\(speedText)"
+        return
+            "\(Int(min(1, Double(written) / Double(expected)) * 100))% \(ByteCount.format(written)) of \(ByteCount.format(expected))\(speedText)"
     }
 
     /// The time left at `speed`, `""` when it cannot be told (no length, no speed).

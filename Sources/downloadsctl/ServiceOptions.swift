@@ -8,8 +8,11 @@ import Glibc
 /// Which service to talk to, shared by every command.
 struct ServiceOptions: ParsableArguments {
     @Flag(name: .customLong("user"), help: "The service on your session bus (the default).") var user = false
-    @Flag(name: .customLong("system"), help: "The system service (every user's downloads, each with their own files).") var system = false
-    @Option(name: .customLong("address"), help: ArgumentHelp("The service on the bus at this D-Bus address.", valueName: "address"))
+    @Flag(name: .customLong("system"), help: "The system service (every user's downloads, each with their own files).")
+    var system = false
+    @Option(
+        name: .customLong("address"),
+        help: ArgumentHelp("The service on the bus at this D-Bus address.", valueName: "address"))
     var address: String?
     @Flag(help: "Show D-Bus error names with errors.") var verbose = false
 

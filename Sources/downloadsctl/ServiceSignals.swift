@@ -21,7 +21,8 @@ final class ServiceSignals: Sendable {
             MatchRule(sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name)
         ) { message in
             guard let signal = ManagerSignal(name: message.member ?? "", arguments: (try? message.arguments()) ?? []),
-                  signal.task != nil else { return }
+                signal.task != nil
+            else { return }
             deliver(.signal(signal))
         }
         ticker = Task {

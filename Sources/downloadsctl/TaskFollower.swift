@@ -40,20 +40,27 @@ struct TaskFollower {
                 lastSpeed = speed
             }
             // While the service waits to try again, why (a server's text: escaped).
-            let retrying = status.state == "retrying" && !status.errorMessage.isEmpty
+            let retrying =
+                status.state == "retrying" && !status.errorMessage.isEmpty
                 ? "retrying after: \(DisplayText.escaped(status.errorMessage))" : nil
             if terminal {
                 let width = Int(ProcessInfo.processInfo.environment["COLUMNS"] ?? "") ?? 80
-                let text = retrying.map { String($0.prefix(max(20, width - 1))) }
-                    ?? ProgressLine.bar(written: status.bytesWritten, expected: status.bytesExpected, speed: speed ?? 0, width: width)
+                let text =
+                    retrying.map { String($0.prefix(max(20, width - 1))) }
+                    ?? ProgressLine.bar(
+                        written: status.bytesWritten, expected: status.bytesExpected, speed: speed ?? 0, width: width)
                 write("\r\u{1B}[K" + text)
             } else if let retrying, retrying != lastRetrying {
                 write(retrying + "\n")
-            } else if retrying == nil, status.bytesWritten > 0 || status.state == "finished", now - lastPlain >= 1 || status.isEnded {
+            } else if retrying == nil, status.bytesWritten > 0 || status.state == "finished",
+                now - lastPlain >= 1 || status.isEnded
+            {
                 // Plain lines start with the first byte: a request refused at once (a 404) is one
                 // line saying why, not a `0 B, 0 B/s` before it.
                 lastPlain = now
-                write(ProgressLine.plain(written: status.bytesWritten, expected: status.bytesExpected, speed: speed) + "\n")
+                write(
+                    ProgressLine.plain(written: status.bytesWritten, expected: status.bytesExpected, speed: speed)
+                        + "\n")
             }
             lastRetrying = retrying
             switch status.state {
@@ -61,14 +68,18 @@ struct TaskFollower {
                 if terminal { write("\n") }
                 let seconds = max(0.001, now - started)
                 let answered = status.isUpload ? "; the server answered \(status.responseStatus)" : ""
-                write("\(status.isUpload ? "uploaded" : "downloaded") \(ByteCount.format(status.bytesWritten)) in \(ByteCount.duration(seconds))\(answered)\n")
+                write(
+                    "\(status.isUpload ? "uploaded" : "downloaded") \(ByteCount.format(status.bytesWritten)) in \(ByteCount.duration(seconds))\(answered)\n"
+                )
                 return status
             case "failed":
                 if terminal { write("\n") }
                 var text = "\(status.kind) failed: \(DisplayText.escaped(status.errorMessage))"
                 if service.verbose { text += " (\(status.error))" }
                 // Offered only where trying again may get further (not after a 404).
-                if let name = DownloadsErrorName(fullName: status.error), name.isWorthResuming(message: status.errorMessage) {
+                if let name = DownloadsErrorName(fullName: status.error),
+                    name.isWorthResuming(message: status.errorMessage)
+                {
                     text += "; resume with: \(resumeCommand)"
                 }
                 throw CommandFailure(message: text)

@@ -5,59 +5,95 @@ import DownloadsAPI
 /// The Start options as flags (`get` and `start`).
 struct TaskOptionArguments: ParsableArguments {
     @Option(help: "The session the task belongs to.") var session = "downloadsctl"
-    @Option(help: ArgumentHelp(
-        "Check the file's digest before it is kept: ALGO:HEX with sha256, sha384, sha512, sha1 or md5 (the last two only catch corruption, not tampering).",
-        valueName: "algo:hex"
-    ))
+    @Option(
+        help: ArgumentHelp(
+            "Check the file's digest before it is kept: ALGO:HEX with sha256, sha384, sha512, sha1 or md5 (the last two only catch corruption, not tampering).",
+            valueName: "algo:hex"
+        ))
     var checksum: String?
-    @Option(help: ArgumentHelp("Check the file's SHA-256 (hex) before it is kept (the same as --checksum sha256:HEX).", valueName: "hex")) var sha256: String?
-    @Option(help: ArgumentHelp("What the download is called where the desktop shows it (default: the file's name).", valueName: "text"))
+    @Option(
+        help: ArgumentHelp(
+            "Check the file's SHA-256 (hex) before it is kept (the same as --checksum sha256:HEX).", valueName: "hex"))
+    var sha256: String?
+    @Option(
+        help: ArgumentHelp(
+            "What the download is called where the desktop shows it (default: the file's name).", valueName: "text"))
     var title: String?
-    @Option(help: ArgumentHelp("A line about the download, shown under its title.", valueName: "text")) var description: String?
-    @Option(name: .customLong("metadata"), help: ArgumentHelp("Your own data on the task, KEY=VALUE (a string; repeatable): list --metadata finds tasks by it.", valueName: "key=value"))
+    @Option(help: ArgumentHelp("A line about the download, shown under its title.", valueName: "text")) var description:
+        String?
+    @Option(
+        name: .customLong("metadata"),
+        help: ArgumentHelp(
+            "Your own data on the task, KEY=VALUE (a string; repeatable): list --metadata finds tasks by it.",
+            valueName: "key=value"))
     var metadata: [String] = []
-    @Option(name: .customLong("mirror"), help: ArgumentHelp(
-        "Another URL of the same file (repeatable): ranges are fetched from the URL and its mirrors at once; give --checksum with them.",
-        valueName: "url"
-    ))
+    @Option(
+        name: .customLong("mirror"),
+        help: ArgumentHelp(
+            "Another URL of the same file (repeatable): ranges are fetched from the URL and its mirrors at once; give --checksum with them.",
+            valueName: "url"
+        ))
     var mirrors: [String] = []
-    @Option(name: .customLong("begin-at"), help: ArgumentHelp(
-        "Do not begin before this time: HH:MM (the next one, local), YYYY-MM-DD, or YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM].",
-        valueName: "time"
-    ))
+    @Option(
+        name: .customLong("begin-at"),
+        help: ArgumentHelp(
+            "Do not begin before this time: HH:MM (the next one, local), YYYY-MM-DD, or YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM].",
+            valueName: "time"
+        ))
     var beginAt: String?
-    @Option(name: .customLong("limit-rate"), help: ArgumentHelp("At most this many bytes per second (500K, 1.5M, 2G: K = 1024, as curl's).", valueName: "bytes"))
+    @Option(
+        name: .customLong("limit-rate"),
+        help: ArgumentHelp(
+            "At most this many bytes per second (500K, 1.5M, 2G: K = 1024, as curl's).", valueName: "bytes"))
     var limitRate: ByteRate?
-    @Option(help: ArgumentHelp("Ranged connections at most (1-16), when the server allows ranges.", valueName: "n")) var connections: UInt32?
-    @Option(help: ArgumentHelp("low, normal or high (orders only your own tasks).", valueName: "priority")) var priority: String?
-    @Option(name: .customLong("header"), help: ArgumentHelp("An HTTP header, 'Name: value' (repeatable).", valueName: "header"))
+    @Option(help: ArgumentHelp("Ranged connections at most (1-16), when the server allows ranges.", valueName: "n"))
+    var connections: UInt32?
+    @Option(help: ArgumentHelp("low, normal or high (orders only your own tasks).", valueName: "priority"))
+    var priority: String?
+    @Option(
+        name: .customLong("header"),
+        help: ArgumentHelp("An HTTP header, 'Name: value' (repeatable).", valueName: "header"))
     var headers: [String] = []
     @Flag(help: "Replace the destination if it exists.") var overwrite = false
     @Flag(name: .customLong("no-metered"), help: "Wait while the network is metered (as NetworkManager says).")
     var noMetered = false
-    @Flag(name: .customLong("requires-ac-power"), help: "Wait while the computer runs on battery (as UPower says); paused, not lost, when it is unplugged.")
+    @Flag(
+        name: .customLong("requires-ac-power"),
+        help: "Wait while the computer runs on battery (as UPower says); paused, not lost, when it is unplugged.")
     var requiresACPower = false
-    @Option(name: .customLong("desktop-entry"), help: ArgumentHelp("The app the download is for (its desktop file id): the desktop shows progress under it.", valueName: "id"))
+    @Option(
+        name: .customLong("desktop-entry"),
+        help: ArgumentHelp(
+            "The app the download is for (its desktop file id): the desktop shows progress under it.", valueName: "id"))
     var desktopEntry: String?
-    @Option(name: .customLong("speed-limit"), help: ArgumentHelp(
-        "Give up on (and retry) a transfer slower than this many bytes per second (10K: K = 1024) for --speed-time seconds (curl's; default 1, 0 turns it off).",
-        valueName: "bytes"
-    ))
+    @Option(
+        name: .customLong("speed-limit"),
+        help: ArgumentHelp(
+            "Give up on (and retry) a transfer slower than this many bytes per second (10K: K = 1024) for --speed-time seconds (curl's; default 1, 0 turns it off).",
+            valueName: "bytes"
+        ))
     var speedLimit: ByteRate?
-    @Option(name: .customLong("speed-time"), help: ArgumentHelp("Seconds over which --speed-limit is counted (default 60).", valueName: "seconds"))
+    @Option(
+        name: .customLong("speed-time"),
+        help: ArgumentHelp("Seconds over which --speed-limit is counted (default 60).", valueName: "seconds"))
     var speedTime: UInt32?
-    @Option(help: ArgumentHelp(
-        "The proxy for this download: http://[user:password@]host:port, socks5://host:port or socks5h://host:port (default: your desktop's proxy settings through the portal, else http_proxy/https_proxy/all_proxy/no_proxy).",
-        valueName: "url"
-    ))
+    @Option(
+        help: ArgumentHelp(
+            "The proxy for this download: http://[user:password@]host:port, socks5://host:port or socks5h://host:port (default: your desktop's proxy settings through the portal, else http_proxy/https_proxy/all_proxy/no_proxy).",
+            valueName: "url"
+        ))
     var proxy: String?
-    @Flag(name: .customLong("no-proxy"), help: "Connect directly, whatever your settings or the service's say.") var noProxy = false
-    @Flag(help: "Use only the bandwidth nobody else is using: give way to other traffic (shown as yielding).") var background = false
+    @Flag(name: .customLong("no-proxy"), help: "Connect directly, whatever your settings or the service's say.")
+    var noProxy = false
+    @Flag(help: "Use only the bandwidth nobody else is using: give way to other traffic (shown as yielding).")
+    var background = false
 
     /// The URL argument of `get` and `start`: a URL, or a Metalink file (`.meta4`, `.metalink`)
     /// read here, as the caller, and sent as the `metalink` option (the URL is then its first).
     static func source(_ argument: String, into options: inout TaskOptions) throws -> String {
-        guard !argument.contains("://"), argument.hasSuffix(".meta4") || argument.hasSuffix(".metalink") else { return argument }
+        guard !argument.contains("://"), argument.hasSuffix(".meta4") || argument.hasSuffix(".metalink") else {
+            return argument
+        }
         guard let data = FileManager.default.contents(atPath: argument) else {
             throw ValidationError("cannot read the Metalink file \(argument)")
         }
@@ -103,7 +139,9 @@ struct TaskOptionArguments: ParsableArguments {
             options.title = title
             options.taskDescription = description
             if !mirrors.isEmpty { options.mirrors = mirrors }
-            if !metadata.isEmpty { options.metadata = try Self.metadata(metadata, option: "--metadata").mapValues { .string($0) } }
+            if !metadata.isEmpty {
+                options.metadata = try Self.metadata(metadata, option: "--metadata").mapValues { .string($0) }
+            }
             if let beginAt {
                 do {
                     options.earliestBegin = try BeginTime.parse(beginAt)

@@ -78,22 +78,31 @@ struct TaskRow: Encodable {
     static func table(_ statuses: [DownloadTaskStatus], speeds: [UInt64: Double]? = nil) -> String {
         // The APP column only when a sandboxed app has tasks (most machines have none).
         let apps = statuses.contains { !$0.app.isEmpty }
-        var lines = [["ID", "STATE", "PROGRESS"] + (speeds == nil ? [] : ["SPEED", "ETA"]) + (apps ? ["APP"] : []) + ["SESSION", "DESTINATION"]]
+        var lines = [
+            ["ID", "STATE", "PROGRESS"] + (speeds == nil ? [] : ["SPEED", "ETA"]) + (apps ? ["APP"] : []) + [
+                "SESSION", "DESTINATION",
+            ]
+        ]
         for status in statuses {
-            let progress = status.bytesExpected > 0
+            let progress =
+                status.bytesExpected > 0
                 ? "\(Int(min(1, Double(status.bytesWritten) / Double(status.bytesExpected)) * 100))%"
                 : ByteCount.format(status.bytesWritten)
             // Names, sessions and messages come from servers and callers: escaped for the terminal.
             // An upload shows where it goes: `↑ file → URL`.
-            var destination = status.isUpload
-                ? "↑ \(DisplayText.escaped(status.source)) → \(DisplayText.escaped(status.url))" : DisplayText.escaped(status.destination)
+            var destination =
+                status.isUpload
+                ? "↑ \(DisplayText.escaped(status.source)) → \(DisplayText.escaped(status.url))"
+                : DisplayText.escaped(status.destination)
             if !status.title.isEmpty { destination = "\(DisplayText.escaped(status.title)): \(destination)" }
             if !status.error.isEmpty { destination += " (\(DisplayText.escaped(status.errorMessage)))" }
             var row = [String(status.id), stateText(status), progress]
             if let speeds {
                 let speed = speeds[status.id]
-                row += [speed.map { "\(ByteCount.format(Int64($0)))/s" } ?? "",
-                        ProgressLine.eta(written: status.bytesWritten, expected: status.bytesExpected, speed: speed)]
+                row += [
+                    speed.map { "\(ByteCount.format(Int64($0)))/s" } ?? "",
+                    ProgressLine.eta(written: status.bytesWritten, expected: status.bytesExpected, speed: speed),
+                ]
             }
             if apps { row.append(status.app.isEmpty ? "-" : DisplayText.escaped(status.app)) }
             lines.append(row + [DisplayText.escaped(status.session), destination])
@@ -101,7 +110,8 @@ struct TaskRow: Encodable {
         let padded = lines[0].count - 1
         let widths = (0..<padded).map { column in lines.map { $0[column].count }.max() ?? 0 }
         return lines.map { row in
-            (0..<padded).map { row[$0] + String(repeating: " ", count: max(0, widths[$0] - row[$0].count)) }.joined(separator: "  ")
+            (0..<padded).map { row[$0] + String(repeating: " ", count: max(0, widths[$0] - row[$0].count)) }.joined(
+                separator: "  ")
                 + "  " + row[padded]
         }.joined(separator: "\n")
     }
@@ -109,7 +119,8 @@ struct TaskRow: Encodable {
     /// `task 3 running 42% 12 MiB of 29 MiB, 3.2 MiB/s`, `task 4 failed 0 B: the server answered
     /// 404 Not Found`: one task as `watch` prints it into a pipe (the speed only where measured).
     static func line(_ status: DownloadTaskStatus, speed: Double?) -> String {
-        var line = "\(status.isUpload ? "upload" : "task") \(status.id) \(stateText(status)) "
+        var line =
+            "\(status.isUpload ? "upload" : "task") \(status.id) \(stateText(status)) "
             + ProgressLine.plain(written: status.bytesWritten, expected: status.bytesExpected, speed: speed)
         if !status.error.isEmpty { line += ": \(DisplayText.escaped(status.errorMessage))" }
         return line
@@ -119,6 +130,7 @@ struct TaskRow: Encodable {
     /// something other than the limits, `running (yielding)` for a background task giving way.
     static func stateText(_ status: DownloadTaskStatus) -> String {
         if status.waitingFor == "yielding" { return "running (yielding)" }
-        return status.waitingFor.isEmpty || status.waitingFor == "slot" ? status.state : "waiting (\(status.waitingFor))"
+        return status.waitingFor.isEmpty || status.waitingFor == "slot"
+            ? status.state : "waiting (\(status.waitingFor))"
     }
 }

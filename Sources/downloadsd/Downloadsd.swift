@@ -28,62 +28,82 @@ struct Downloadsd: AsyncParsableCommand {
     @Flag(help: "Serve on the session bus (the default).") var session = false
     @Flag(help: "Serve on the system bus (honours DBUS_SYSTEM_BUS_ADDRESS).") var system = false
     @Option(help: "Serve on the bus at this address.") var address: String?
-    @Option(help: "Where the database and the resume-data key live (default: $XDG_STATE_HOME/org.example.Downloads, or /var/lib/org.example.Downloads with --system).")
+    @Option(
+        help:
+            "Where the database and the resume-data key live (default: $XDG_STATE_HOME/org.example.Downloads, or /var/lib/org.example.Downloads with --system)."
+    )
     var stateDir: String?
     @Option(help: "Transfers running at once.") var maxRunning = 4
     @Option(help: "Transfers running at once in one session.") var maxRunningPerSession = 2
-    @Option(help: "Connections all running transfers open together (a segmented one opens several).") var maxConnections = 16
+    @Option(help: "Connections all running transfers open together (a segmented one opens several).")
+    var maxConnections = 16
     @Option(help: "Connections a download with mirrors opens to one server (scheme, host and port) at most.")
     var maxConnectionsPerHost = 4
     @Option(help: "Tasks one user may have (QuotaExceeded beyond).") var maxTasksPerUser = 1000
-    @Option(help: ArgumentHelp(
-        "Bytes the service's copies of one user's files to upload (option snapshot) may take in the state directory on the system bus; a sandboxed app may take half (QuotaExceeded beyond).",
-        valueName: "bytes"
-    ))
+    @Option(
+        help: ArgumentHelp(
+            "Bytes the service's copies of one user's files to upload (option snapshot) may take in the state directory on the system bus; a sandboxed app may take half (QuotaExceeded beyond).",
+            valueName: "bytes"
+        ))
     var maxSnapshotBytesPerUser: Int64 = 2 << 30
-    @Option(help: "Tasks one sandboxed app (Flatpak, Snap) may have, inside its user's (QuotaExceeded beyond).") var maxTasksPerApp = 500
+    @Option(help: "Tasks one sandboxed app (Flatpak, Snap) may have, inside its user's (QuotaExceeded beyond).")
+    var maxTasksPerApp = 500
     @Option(help: "Distinct sessions one user's tasks may be in (QuotaExceeded beyond).") var maxSessionsPerUser = 100
     @Option(help: "Days finished, failed and cancelled tasks stay listed.") var retentionDays = 7
-    @Option(help: "Progress signals per task per second, at most (each sent in order with the task's other signals).") var progressRate = 10
+    @Option(help: "Progress signals per task per second, at most (each sent in order with the task's other signals).")
+    var progressRate = 10
     @Option(help: "The per-user file helper a root daemon starts (default: downloads-file-helper beside downloadsd).")
     var fileHelper: String?
     @Option(help: "Seconds one file operation of a user's helper may take before the helper is killed.")
     var fileHelperTimeout: Double = 30
-    @Option(help: ArgumentHelp(
-        "A network (CIDR) that no user but root may download from; repeatable; replaces the default (with --system: 169.254.0.0/16 and fe80::/10, link-local); 'none' denies nothing.",
-        valueName: "cidr"
-    ))
+    @Option(
+        help: ArgumentHelp(
+            "A network (CIDR) that no user but root may download from; repeatable; replaces the default (with --system: 169.254.0.0/16 and fe80::/10, link-local); 'none' denies nothing.",
+            valueName: "cidr"
+        ))
     var denyNetwork: [String] = []
-    @Option(help: ArgumentHelp(
-        "Certificates (PEM) to trust beside the system store (/etc/ssl/certs/ca-certificates.crt), e.g. a test CA; an administrator's flag, no caller can send one. An organisation's CA belongs in the system store: update-ca-certificates.",
-        valueName: "file"
-    ))
+    @Option(
+        help: ArgumentHelp(
+            "Certificates (PEM) to trust beside the system store (/etc/ssl/certs/ca-certificates.crt), e.g. a test CA; an administrator's flag, no caller can send one. An organisation's CA belongs in the system store: update-ca-certificates.",
+            valueName: "file"
+        ))
     var caFile: String?
-    @Flag(inversion: .prefixedNo, help: "Follow logind (a sleep inhibitor while transfers run), NetworkManager (tasks wait offline and, with allow_metered false, on metered networks), UPower (with requires_ac_power, on battery) and power-profiles-daemon (background tasks under power-saver) on the system bus.")
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Follow logind (a sleep inhibitor while transfers run), NetworkManager (tasks wait offline and, with allow_metered false, on metered networks), UPower (with requires_ac_power, on battery) and power-profiles-daemon (background tasks under power-saver) on the system bus."
+    )
     var desktop = true
-    @Option(help: ArgumentHelp(
-        "Exit after this many seconds with nothing to do: no task queued, running or retrying, no completion call to make, no call for that long (D-Bus activation starts the daemon again at the next call); 0: never. Default: 30 when D-Bus started the daemon (DBUS_STARTER_BUS_TYPE is set; the shipped units and activation files pass 30 themselves), else 0: a daemon started by hand stays.",
-        valueName: "seconds"
-    ))
+    @Option(
+        help: ArgumentHelp(
+            "Exit after this many seconds with nothing to do: no task queued, running or retrying, no completion call to make, no call for that long (D-Bus activation starts the daemon again at the next call); 0: never. Default: 30 when D-Bus started the daemon (DBUS_STARTER_BUS_TYPE is set; the shipped units and activation files pass 30 themselves), else 0: a daemon started by hand stays.",
+            valueName: "seconds"
+        ))
     var exitIdleTime: Double?
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
     @Option(help: ArgumentHelp("Seconds between checkpoints of a running transfer.", visibility: .hidden))
     var checkpointInterval: Double = 1
     @Option(help: ArgumentHelp("Bytes between checkpoints of a running transfer.", visibility: .hidden))
     var checkpointBytes: Int64 = 64 << 20
-    @Option(help: ArgumentHelp("Print the introspection XML of an interface and exit (the files in dbus/).", visibility: .hidden))
+    @Option(
+        help: ArgumentHelp(
+            "Print the introspection XML of an interface and exit (the files in dbus/).", visibility: .hidden))
     var printInterface: String?
 
     func validate() throws {
         let chosen = [session, system, address != nil].filter { $0 }.count
         guard chosen <= 1 else { throw ValidationError("choose one of --session, --system and --address") }
-        guard maxRunning > 0, maxRunningPerSession > 0, maxConnections > 0, maxConnectionsPerHost > 0, maxTasksPerUser > 0, maxTasksPerApp > 0, maxSnapshotBytesPerUser >= 0, maxSessionsPerUser > 0, retentionDays >= 0,
-              progressRate > 0, fileHelperTimeout > 0, checkpointInterval > 0, checkpointBytes > 0, (exitIdleTime ?? 0) >= 0, (exitIdleTime ?? 0).isFinite
+        guard maxRunning > 0, maxRunningPerSession > 0, maxConnections > 0, maxConnectionsPerHost > 0,
+            maxTasksPerUser > 0, maxTasksPerApp > 0, maxSnapshotBytesPerUser >= 0, maxSessionsPerUser > 0,
+            retentionDays >= 0,
+            progressRate > 0, fileHelperTimeout > 0, checkpointInterval > 0, checkpointBytes > 0,
+            (exitIdleTime ?? 0) >= 0, (exitIdleTime ?? 0).isFinite
         else {
             throw ValidationError("limits must be positive")
         }
         for network in denyNetwork where network != "none" && NetworkRange(network) == nil {
-            throw ValidationError("--deny-network \(network) is not a network in CIDR notation (e.g. 10.0.0.0/8, fd00::/8)")
+            throw ValidationError(
+                "--deny-network \(network) is not a network in CIDR notation (e.g. 10.0.0.0/8, fd00::/8)")
         }
         if let caFile, (try? NIOSSLCertificate.fromPEMFile(caFile))?.isEmpty ?? true {
             throw ValidationError("--ca-file \(caFile) is not a readable file of PEM certificates")
@@ -121,7 +141,10 @@ struct Downloadsd: AsyncParsableCommand {
         do {
             connection = try await Connection.open(bus, logger: logger)
         } catch {
-            Downloadsd.exit(message: "downloadsd: cannot connect to the \(system ? "system" : address == nil ? "session" : "given") bus: \(error)")
+            Downloadsd.exit(
+                message:
+                    "downloadsd: cannot connect to the \(system ? "system" : address == nil ? "session" : "given") bus: \(error)"
+            )
         }
         await Downloadsd.lockStateDirectory(directory, connection: connection, logger: logger)
         let key: SymmetricKey
@@ -142,18 +165,22 @@ struct Downloadsd: AsyncParsableCommand {
         engineConfiguration.checkpointBytes = checkpointBytes
         engineConfiguration.caFile = caFile
         engineConfiguration.progressInterval = 1 / Double(progressRate)
-        engineConfiguration.deniedNetworks = denyNetwork.isEmpty
+        engineConfiguration.deniedNetworks =
+            denyNetwork.isEmpty
             ? (system ? NetworkRange.linkLocal : [])
             : denyNetwork.compactMap { $0 == "none" ? nil : NetworkRange($0) }
         if !engineConfiguration.deniedNetworks.isEmpty {
-            logger.info("users other than root cannot download from \(engineConfiguration.deniedNetworks.map(\.description).joined(separator: ", "))")
+            logger.info(
+                "users other than root cannot download from \(engineConfiguration.deniedNetworks.map(\.description).joined(separator: ", "))"
+            )
         }
         // An administrator's proxy (a systemd drop-in's Environment=), for tasks that give none.
         let proxies = ProxyEnvironment(ProcessInfo.processInfo.environment)
         engineConfiguration.proxyEnvironment = proxies
         for problem in proxies.problems { logger.warning("\(problem)") }
         if proxies.http != nil || proxies.https != nil {
-            logger.info("""
+            logger.info(
+                """
                 proxy for tasks without their own: http \(proxies.http?.description ?? "none"), \
                 https \(proxies.https?.description ?? "none")\(proxies.noProxy.isEmpty ? "" : ", some hosts direct (no_proxy)")
                 """)
@@ -171,7 +198,8 @@ struct Downloadsd: AsyncParsableCommand {
                 logger.warning("no file helper at \(helper) (--file-helper): other users' downloads are refused")
             }
         }
-        let engine = SessionManager(configuration: engineConfiguration, resumeDataKey: key, files: files, logger: logger)
+        let engine = SessionManager(
+            configuration: engineConfiguration, resumeDataKey: key, files: files, logger: logger)
         // The engine owns the files; the service reaches them only through it.
         var serviceConfiguration = DownloadsService.Configuration()
         serviceConfiguration.systemBus = system
@@ -195,7 +223,8 @@ struct Downloadsd: AsyncParsableCommand {
             Downloadsd.exit(message: "downloadsd: cannot start: \(error)")
         }
         let exitIdleTime = Self.idleTime(given: exitIdleTime, environment: ProcessInfo.processInfo.environment)
-        let idleness = exitIdleTime > 0
+        let idleness =
+            exitIdleTime > 0
             ? "exits after \(exitIdleTime.formatted()) s idle"
             : "not exiting when idle (--exit-idle-time SECONDS to exit; a daemon D-Bus starts exits after 30 s)"
         logger.info("serving org.example.Downloads as \(connection.uniqueName), state in \(directory); \(idleness)")
@@ -263,29 +292,39 @@ struct Downloadsd: AsyncParsableCommand {
                 Downloadsd.exit(message: "downloadsd: the state directory \(directory) is unusable: \(error)")
             }
             if let owner = try? await connection.nameOwner(DownloadsAPI.busName) {
-                Downloadsd.exit(message: "downloadsd: \(DownloadsAPI.busName) is owned by \(owner) and the state directory \(directory) is in use; is another downloadsd running?")
+                Downloadsd.exit(
+                    message:
+                        "downloadsd: \(DownloadsAPI.busName) is owned by \(owner) and the state directory \(directory) is in use; is another downloadsd running?"
+                )
             }
             guard ContinuousClock.now - started < .seconds(60) else {
-                Downloadsd.exit(message: "downloadsd: the state directory \(directory) stayed locked by another downloadsd for 60 s")
+                Downloadsd.exit(
+                    message: "downloadsd: the state directory \(directory) stayed locked by another downloadsd for 60 s"
+                )
             }
             try? await Task.sleep(for: .milliseconds(20))
         }
         let waited = ContinuousClock.now - started
         if waited > .milliseconds(100) {
-            logger.info("waited \(waited.formatted(.units(allowed: [.milliseconds]))) for the previous instance to leave")
+            logger.info(
+                "waited \(waited.formatted(.units(allowed: [.milliseconds]))) for the previous instance to leave")
         }
     }
 
     /// `downloads-file-helper` in the directory of this executable.
     static func defaultFileHelper() -> String {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("downloads-file-helper").path
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent(
+            "downloads-file-helper"
+        ).path
     }
 
     static func defaultStateDirectory(system: Bool) -> String {
         if system { return "/var/lib/org.example.Downloads" }
         let environment = ProcessInfo.processInfo.environment
-        let base = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+        let base =
+            environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
             ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
         return base + "/org.example.Downloads"
     }

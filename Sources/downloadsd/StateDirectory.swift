@@ -15,18 +15,25 @@ enum StateDirectory {
         var notes: [String] = []
         var info = stat()
         if lstat(path, &info) != 0 {
-            guard errno == ENOENT else { throw Refusal(description: "cannot inspect \(path): \(String(cString: strerror(errno)))") }
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            guard errno == ENOENT else {
+                throw Refusal(description: "cannot inspect \(path): \(String(cString: strerror(errno)))")
+            }
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             guard lstat(path, &info) == 0 else { throw Refusal(description: "cannot create \(path)") }
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             throw Refusal(description: "\(path) is not a directory (a symlink or a file is refused)")
         }
         guard info.st_uid == geteuid() else {
-            throw Refusal(description: "\(path) belongs to uid \(info.st_uid), not to the daemon's uid \(geteuid()); refusing to use it")
+            throw Refusal(
+                description:
+                    "\(path) belongs to uid \(info.st_uid), not to the daemon's uid \(geteuid()); refusing to use it")
         }
         if info.st_mode & 0o077 != 0 {
-            guard chmod(path, 0o700) == 0 else { throw Refusal(description: "cannot chmod 0700 \(path): \(String(cString: strerror(errno)))") }
+            guard chmod(path, 0o700) == 0 else {
+                throw Refusal(description: "cannot chmod 0700 \(path): \(String(cString: strerror(errno)))")
+            }
             notes.append("\(path) was mode \(String(info.st_mode & 0o777, radix: 8)); tightened to 0700")
         }
         guard access(path, W_OK | X_OK) == 0 else {
@@ -55,12 +62,16 @@ enum StateDirectory {
             let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             fsync(fd)
             close(fd)
-            guard written == bytes.count else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
+            guard written == bytes.count else {
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+            }
             return key
         }
         guard errno == EEXIST else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
         guard let data = FileManager.default.contents(atPath: path), data.count == 32 else {
-            throw CocoaError(.fileReadCorruptFile, userInfo: [NSFilePathErrorKey: path, NSLocalizedDescriptionKey: "\(path) is not a 32-byte key"])
+            throw CocoaError(
+                .fileReadCorruptFile,
+                userInfo: [NSFilePathErrorKey: path, NSLocalizedDescriptionKey: "\(path) is not a 32-byte key"])
         }
         return SymmetricKey(data: data)
     }

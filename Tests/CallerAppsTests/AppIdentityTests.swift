@@ -28,31 +28,45 @@ final class AppIdentityTests: XCTestCase {
             instance-id=1234
             """
         XCTAssertEqual(AppIdentity.flatpakAppID(fromInfo: info), "org.example.Player")
-        XCTAssertNil(AppIdentity.flatpakAppID(fromInfo: "[Runtime]\nname=org.example.Player\n"), "a runtime, not an app")
+        XCTAssertNil(
+            AppIdentity.flatpakAppID(fromInfo: "[Runtime]\nname=org.example.Player\n"), "a runtime, not an app")
         XCTAssertNil(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=not-an-id\n"))
-        XCTAssertNil(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.9lives\n"), "an element starts with a digit")
+        XCTAssertNil(
+            AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.9lives\n"),
+            "an element starts with a digit")
         XCTAssertNil(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org/../evil\n"))
         XCTAssertNil(AppIdentity.flatpakAppID(fromInfo: "root:x:0:0::/root:/bin/bash\n"))
         // As GKeyFile reads it (what Flatpak and the portal see): the last of two names counts,
         // also across a group given twice.
-        XCTAssertEqual(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.First\nname=org.example.Last\n"), "org.example.Last")
         XCTAssertEqual(
-            AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.First\n[Instance]\nx=1\n[Application]\nname=org.example.Last\n"),
+            AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.First\nname=org.example.Last\n"),
+            "org.example.Last")
+        XCTAssertEqual(
+            AppIdentity.flatpakAppID(
+                fromInfo:
+                    "[Application]\nname=org.example.First\n[Instance]\nx=1\n[Application]\nname=org.example.Last\n"),
             "org.example.Last"
         )
-        XCTAssertNil(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.Fine\nname=not-an-id\n"), "the last is the one")
+        XCTAssertNil(
+            AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.Fine\nname=not-an-id\n"),
+            "the last is the one")
         // The service's own name, and below it, belong to no app.
         XCTAssertNil(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.Downloads\n"))
         XCTAssertNil(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.Downloads.Agent\n"))
-        XCTAssertEqual(AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.DownloadsPlus\n"), "org.example.DownloadsPlus")
+        XCTAssertEqual(
+            AppIdentity.flatpakAppID(fromInfo: "[Application]\nname=org.example.DownloadsPlus\n"),
+            "org.example.DownloadsPlus")
     }
 
     func testSnapFromCgroupAndLabel() {
         XCTAssertEqual(
-            AppIdentity.snapName(fromCgroup: "0::/user.slice/user-1000.slice/user@1000.service/app.slice/snap.firefox.firefox-2b5f.scope\n"),
+            AppIdentity.snapName(
+                fromCgroup:
+                    "0::/user.slice/user-1000.slice/user@1000.service/app.slice/snap.firefox.firefox-2b5f.scope\n"),
             "firefox"
         )
-        XCTAssertEqual(AppIdentity.snapName(fromCgroup: "1:name=systemd:/system.slice/snap.lxd.daemon.service\n"), "lxd")
+        XCTAssertEqual(
+            AppIdentity.snapName(fromCgroup: "1:name=systemd:/system.slice/snap.lxd.daemon.service\n"), "lxd")
         XCTAssertNil(AppIdentity.snapName(fromCgroup: "0::/user.slice/user-1000.slice/session-2.scope\n"))
         XCTAssertNil(AppIdentity.snapName(fromCgroup: "0::/user.slice/app-snap.fake.scope\n"), "not a snap unit")
         XCTAssertEqual(AppIdentity.snapName(fromLabel: "snap.spotify.spotify (enforce)"), "spotify")
@@ -106,15 +120,17 @@ final class AppIdentityTests: XCTestCase {
     /// plus `extra`, as `uid`; returns what `AppIdentity` says of it.
     private func app(inSandboxWith extra: [String], as uid: UInt32? = nil) throws -> String {
         let drop = uid.map { ["setpriv", "--reuid=\($0)", "--regid=\($0)", "--clear-groups"] } ?? []
-        let child = try ChildProcess(drop + [
-            "bwrap", "--tmpfs", "/", "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
-            "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-            "--proc", "/proc", "--dev", "/dev", "--unshare-user", "--disable-userns",
-        ] + extra + ["sh", "-c", "echo $$; exec sleep 60"])
+        let child = try ChildProcess(
+            drop + [
+                "bwrap", "--tmpfs", "/", "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
+                "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+                "--proc", "/proc", "--dev", "/dev", "--unshare-user", "--disable-userns",
+            ] + extra + ["sh", "-c", "echo $$; exec sleep 60"])
         defer { child.stop() }
         let line = String(decoding: child.stdout.readLine(), as: UTF8.self)
-        let pid = try XCTUnwrap(UInt32(line.trimmingCharacters(in: .whitespacesAndNewlines)),
-                                "the sandbox did not start: \(String(decoding: child.stderr.availableData, as: UTF8.self))")
+        let pid = try XCTUnwrap(
+            UInt32(line.trimmingCharacters(in: .whitespacesAndNewlines)),
+            "the sandbox did not start: \(String(decoding: child.stderr.availableData, as: UTF8.self))")
         return try AppIdentity.app(pid: pid, uid: uid ?? getuid())
     }
 }

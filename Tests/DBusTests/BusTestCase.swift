@@ -25,7 +25,9 @@ class BusTestCase: XCTestCase {
     }
 
     /// Runs a client program against the private bus.
-    func run(_ arguments: [String], stdin: String? = nil, timeout: TimeInterval = 60) async throws -> ProcessRunner.Output {
+    func run(
+        _ arguments: [String], stdin: String? = nil, timeout: TimeInterval = 60
+    ) async throws -> ProcessRunner.Output {
         try await ProcessRunner.run(
             arguments, environment: bus.environment, stdin: stdin.map { Data($0.utf8) }, timeout: timeout
         )
@@ -37,17 +39,19 @@ class BusTestCase: XCTestCase {
 
     func busctlCall(_ method: String, _ signature: String, _ arguments: [String]) async throws -> String {
         let output = try await busctl(
-            ["call", TestService.name, TestService.path.rawValue, TestService.interfaceName, method, signature] + arguments
+            ["call", TestService.name, TestService.path.rawValue, TestService.interfaceName, method, signature]
+                + arguments
         )
         XCTAssertEqual(output.status, 0, output.description)
         return output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     func gdbusCall(_ method: String, _ arguments: [String]) async throws -> ProcessRunner.Output {
-        try await run([
-            "gdbus", "call", "--address", bus.address, "--dest", TestService.name,
-            "--object-path", TestService.path.rawValue, "--method", "\(TestService.interfaceName).\(method)",
-        ] + arguments)
+        try await run(
+            [
+                "gdbus", "call", "--address", bus.address, "--dest", TestService.name,
+                "--object-path", TestService.path.rawValue, "--method", "\(TestService.interfaceName).\(method)",
+            ] + arguments)
     }
 
     /// Runs a python3-dbus script (Debian's python3, which has the dbus module). `BUS` is the address.

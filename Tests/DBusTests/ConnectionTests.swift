@@ -6,7 +6,9 @@ import XCTest
 
 /// The connection as a Swift client and service use it, on a real private bus.
 final class ConnectionTests: BusTestCase {
-    static func callTest(_ client: Connection, _ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
+    static func callTest(
+        _ client: Connection, _ method: String, _ arguments: [DBusValue] = []
+    ) async throws -> [DBusValue] {
         try await client.call(
             destination: TestService.name, path: TestService.path, interface: TestService.interfaceName,
             method: method, arguments: arguments
@@ -24,11 +26,14 @@ final class ConnectionTests: BusTestCase {
         XCTAssertEqual(echoed, basics)
         let complex: [DBusValue] = [
             .vardict(["a": .int32(1), "b": .variant(.strings(["x"])), "c": .structure([.byte(1), .double(2)])]),
-            .array(element: .structure([.int32, .uint32, .string]), [.structure([.int32(1), .uint32(2), .string("s")])]),
+            .array(
+                element: .structure([.int32, .uint32, .string]), [.structure([.int32(1), .uint32(2), .string("s")])]),
             .array(element: .array(.byte), [.bytes([1, 2, 3]), .bytes([])]),
-            .dictionary(key: .string, value: .dictionary(key: .string, value: .variant), [
-                .init(.string("outer"), .vardict(["inner": .boolean(false)])),
-            ]),
+            .dictionary(
+                key: .string, value: .dictionary(key: .string, value: .variant),
+                [
+                    .init(.string("outer"), .vardict(["inner": .boolean(false)]))
+                ]),
         ]
         let echoedComplex = try await Self.callTest(client, "EchoComplex", complex)
         XCTAssertEqual(echoedComplex, complex)
@@ -37,8 +42,11 @@ final class ConnectionTests: BusTestCase {
     func testBadValuesAreErrorsNotCrashes() async throws {
         let client = try await client()
         defer { client.close() }
-        let message = try Message.methodCall(destination: TestService.name, path: TestService.path, interface: TestService.interfaceName, member: "Echo")
-        func throwsBusError(_ body: @autoclosure () throws -> some Any, name: String = BusError.invalidArgsName, line: UInt = #line) {
+        let message = try Message.methodCall(
+            destination: TestService.name, path: TestService.path, interface: TestService.interfaceName, member: "Echo")
+        func throwsBusError(
+            _ body: @autoclosure () throws -> some Any, name: String = BusError.invalidArgsName, line: UInt = #line
+        ) {
             XCTAssertThrowsError(try body(), line: line) { error in
                 XCTAssertEqual((error as? BusError)?.name, name, "\(error)", line: line)
             }
@@ -119,7 +127,8 @@ final class ConnectionTests: BusTestCase {
         }
         let service = self.service!
         let thread = Thread {
-            try? service.emitSignal(path: TestService.path, interface: TestService.interfaceName, name: "Tick", arguments: [.uint32(1)])
+            try? service.emitSignal(
+                path: TestService.path, interface: TestService.interfaceName, name: "Tick", arguments: [.uint32(1)])
         }
         thread.start()
         for _ in 0..<100 where received.withLockedValue({ $0 }) == 0 {
@@ -141,15 +150,15 @@ final class ConnectionTests: BusTestCase {
         // crashed now and then inside dbus_connection_send_with_reply (_dbus_list_prepend_link)
         // while the bus dropped the connection; see the session note on the system-bus issue.
         let script = """
-        import dbus, sys
-        bus = dbus.bus.BusConnection('\(bus.address)')
-        try:
-            bus.call_blocking('\(TestService.name)', '\(TestService.path.rawValue)', '\(TestService.interfaceName)', 'EchoBytes',
-                              'ay', [dbus.ByteArray(b'\\x01' * \(BusTestCase.maxMessageSize + 1024))], timeout=3)
-            print('accepted')
-        except dbus.DBusException as e:
-            print('refused', e.get_dbus_name())
-        """
+            import dbus, sys
+            bus = dbus.bus.BusConnection('\(bus.address)')
+            try:
+                bus.call_blocking('\(TestService.name)', '\(TestService.path.rawValue)', '\(TestService.interfaceName)', 'EchoBytes',
+                                  'ay', [dbus.ByteArray(b'\\x01' * \(BusTestCase.maxMessageSize + 1024))], timeout=3)
+                print('accepted')
+            except dbus.DBusException as e:
+                print('refused', e.get_dbus_name())
+            """
         let oversized = try await run(["python3", "-c", script])
         XCTAssertFalse(oversized.stdout.contains("accepted"), "an oversized message cannot succeed: \(oversized)")
         let after = try await Self.callTest(client, "Echo", [.variant(.string("alive"))])
@@ -184,7 +193,8 @@ final class ConnectionTests: BusTestCase {
         XCTAssertLessThan(ContinuousClock.now - start, .seconds(3))
         do {
             _ = try await client.call(
-                destination: "org.example.NotRunning", path: "/", interface: "org.example.X", method: "M", autoStart: false
+                destination: "org.example.NotRunning", path: "/", interface: "org.example.X", method: "M",
+                autoStart: false
             )
             XCTFail("nobody owns that name")
         } catch let error as BusError {
@@ -228,7 +238,9 @@ final class ConnectionTests: BusTestCase {
         defer { alice.close(); bob.close() }
         let aliceGot = NIOLockedValueBox(0)
         let bobGot = NIOLockedValueBox(0)
-        try await alice.subscribe(MatchRule(interface: "org.example.Unicast")) { _ in aliceGot.withLockedValue { $0 += 1 } }
+        try await alice.subscribe(MatchRule(interface: "org.example.Unicast")) { _ in
+            aliceGot.withLockedValue { $0 += 1 }
+        }
         try await bob.subscribe(MatchRule(interface: "org.example.Unicast")) { _ in bobGot.withLockedValue { $0 += 1 } }
         try service.emitSignal(path: "/", interface: "org.example.Unicast", name: "Hi", destination: alice.uniqueName)
         try service.emitSignal(path: "/", interface: "org.example.Unicast", name: "Hi")
@@ -245,11 +257,14 @@ final class ConnectionTests: BusTestCase {
         let client = try await client()
         defer { client.close() }
         let events = NIOLockedValueBox([String]())
-        try await client.subscribe(MatchRule(sender: service.uniqueName, interface: "org.freedesktop.DBus.ObjectManager")) { message in
+        try await client.subscribe(
+            MatchRule(sender: service.uniqueName, interface: "org.freedesktop.DBus.ObjectManager")
+        ) { message in
             let args = (try? message.arguments()) ?? []
             events.withLockedValue { $0.append("\(message.member ?? "") \(args.first?.stringValue ?? "")") }
         }
-        try await client.subscribe(MatchRule(sender: service.uniqueName, interface: "org.freedesktop.DBus.Properties")) { message in
+        try await client.subscribe(MatchRule(sender: service.uniqueName, interface: "org.freedesktop.DBus.Properties"))
+        { message in
             let args = (try? message.arguments()) ?? []
             let changed = args.count > 1 ? (args[1].vardictValue?["Label"]?.stringValue ?? "") : ""
             events.withLockedValue { $0.append("\(message.member ?? "") \(changed)") }
@@ -260,13 +275,22 @@ final class ConnectionTests: BusTestCase {
             destination: TestService.name, path: TestService.path, interface: "org.freedesktop.DBus.ObjectManager",
             method: "GetManagedObjects"
         )
-        XCTAssertEqual(managed, [.dictionary(
-            key: .objectPath, value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)),
-            [.init(.objectPath("/org/example/Test/c1"), .dictionary(
-                key: .string, value: .dictionary(key: .string, value: .variant),
-                [.init(.string("org.example.Test.Child"), .vardict(["Name": .string("c1")]))]
-            ))]
-        )])
+        XCTAssertEqual(
+            managed,
+            [
+                .dictionary(
+                    key: .objectPath,
+                    value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)),
+                    [
+                        .init(
+                            .objectPath("/org/example/Test/c1"),
+                            .dictionary(
+                                key: .string, value: .dictionary(key: .string, value: .variant),
+                                [.init(.string("org.example.Test.Child"), .vardict(["Name": .string("c1")]))]
+                            ))
+                    ]
+                )
+            ])
         _ = try await client.call(
             destination: TestService.name, path: TestService.path, interface: "org.freedesktop.DBus.Properties",
             method: "Set", arguments: [.string(TestService.interfaceName), .string("Label"), .variant(.string("new"))]
@@ -277,12 +301,16 @@ final class ConnectionTests: BusTestCase {
         for _ in 0..<100 where events.withLockedValue({ $0.count }) < 3 {
             try await Task.sleep(for: .milliseconds(20))
         }
-        XCTAssertEqual(events.withLockedValue { $0 }, [
-            "InterfacesAdded /org/example/Test/c1", "PropertiesChanged new", "InterfacesRemoved /org/example/Test/c1",
-        ])
+        XCTAssertEqual(
+            events.withLockedValue { $0 },
+            [
+                "InterfacesAdded /org/example/Test/c1", "PropertiesChanged new",
+                "InterfacesRemoved /org/example/Test/c1",
+            ])
         do {
             _ = try await client.call(
-                destination: TestService.name, path: "/org/example/Test/c1", interface: "org.freedesktop.DBus.Properties",
+                destination: TestService.name, path: "/org/example/Test/c1",
+                interface: "org.freedesktop.DBus.Properties",
                 method: "GetAll", arguments: [.string("org.example.Test.Child")]
             )
             XCTFail("the object is gone")
@@ -321,14 +349,24 @@ final class ConnectionTests: BusTestCase {
         )
         let touched = NIOLockedValueBox(false)
         let value = NIOLockedValueBox("v")
-        try service.export(ExportedObject(path: "/guarded", interfaces: [
-            ExportedInterface(
-                description,
-                methods: ["Touch": { _ in touched.withLockedValue { $0 = true }; return [] }],
-                getProperty: { name in name == "Secret" ? .string("s3cret") : .string(value.withLockedValue { $0 }) },
-                setProperty: { _, new in value.withLockedValue { $0 = new.stringValue ?? "" } }
-            ),
-        ]) { _ in throw BusError(name: BusError.accessDeniedName, message: "not yours") })
+        try service.export(
+            ExportedObject(
+                path: "/guarded",
+                interfaces: [
+                    ExportedInterface(
+                        description,
+                        methods: [
+                            "Touch": { _ in
+                                touched.withLockedValue { $0 = true }; return []
+                            }
+                        ],
+                        getProperty: { name in
+                            name == "Secret" ? .string("s3cret") : .string(value.withLockedValue { $0 })
+                        },
+                        setProperty: { _, new in value.withLockedValue { $0 = new.stringValue ?? "" } }
+                    )
+                ]
+            ) { _ in throw BusError(name: BusError.accessDeniedName, message: "not yours") })
         let client = try await client()
         defer { client.close() }
         let properties = "org.freedesktop.DBus.Properties"
@@ -340,7 +378,9 @@ final class ConnectionTests: BusTestCase {
         ]
         for (interface, method, arguments) in attempts {
             do {
-                _ = try await client.call(destination: TestService.name, path: "/guarded", interface: interface, method: method, arguments: arguments)
+                _ = try await client.call(
+                    destination: TestService.name, path: "/guarded", interface: interface, method: method,
+                    arguments: arguments)
                 XCTFail("\(method) must be refused")
             } catch let error as BusError {
                 XCTAssertEqual(error.name, BusError.accessDeniedName, method)
@@ -350,7 +390,9 @@ final class ConnectionTests: BusTestCase {
         XCTAssertFalse(touched.withLockedValue { $0 })
         XCTAssertEqual(value.withLockedValue { $0 }, "v", "the setter never ran")
         // Introspection reveals no state and stays open.
-        let xml = try await client.call(destination: TestService.name, path: "/guarded", interface: "org.freedesktop.DBus.Introspectable", method: "Introspect")
+        let xml = try await client.call(
+            destination: TestService.name, path: "/guarded", interface: "org.freedesktop.DBus.Introspectable",
+            method: "Introspect")
         XCTAssertTrue(xml.first?.stringValue?.contains("org.example.Guarded") ?? false)
     }
 }

@@ -11,8 +11,11 @@ final class DBusTypeTests: XCTestCase {
     }
 
     func testRejectsInvalidSignatures() {
-        for bad in ["a", "(", "()", "{sv}", "a{vs}", "a{s}", "a{svs}", "z", "(i", String(repeating: "a", count: 33) + "i",
-                    String(repeating: "(", count: 33) + "i" + String(repeating: ")", count: 33), String(repeating: "i", count: 256)] {
+        for bad in [
+            "a", "(", "()", "{sv}", "a{vs}", "a{s}", "a{svs}", "z", "(i", String(repeating: "a", count: 33) + "i",
+            String(repeating: "(", count: 33) + "i" + String(repeating: ")", count: 33),
+            String(repeating: "i", count: 256),
+        ] {
             XCTAssertThrowsError(try DBusType.parse(bad), bad)
         }
         XCTAssertThrowsError(try DBusType("ii"))
@@ -36,7 +39,8 @@ final class DBusTypeTests: XCTestCase {
     func testExportedInterfaceMustImplementExactlyItsMethods() {
         let description = InterfaceDescription("org.example.X", methods: [.init("A"), .init("B")])
         XCTAssertThrowsError(try ExportedInterface(description, methods: ["A": { _ in [] }]))
-        XCTAssertThrowsError(try ExportedInterface(description, methods: ["A": { _ in [] }, "B": { _ in [] }, "C": { _ in [] }]))
+        XCTAssertThrowsError(
+            try ExportedInterface(description, methods: ["A": { _ in [] }, "B": { _ in [] }, "C": { _ in [] }]))
         XCTAssertNoThrow(try ExportedInterface(description, methods: ["A": { _ in [] }, "B": { _ in [] }]))
     }
 
@@ -47,25 +51,27 @@ final class DBusTypeTests: XCTestCase {
             signals: [.init("S", [.init("x", .int64)])],
             properties: [.init("P", .uint32), .init("Q", .string, access: .readwrite, emitsChanged: .const)]
         )
-        XCTAssertEqual(description.introspectionDocument, """
-        <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
-         "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
-        <node>
-          <interface name="org.example.X">
-            <method name="M">
-              <arg name="a" type="s" direction="in"/>
-              <arg name="b" type="ao" direction="out"/>
-            </method>
-            <signal name="S">
-              <arg name="x" type="x"/>
-            </signal>
-            <property name="P" type="u" access="read"/>
-            <property name="Q" type="s" access="readwrite">
-              <annotation name="org.freedesktop.DBus.Property.EmitsChangedSignal" value="const"/>
-            </property>
-          </interface>
-        </node>
+        XCTAssertEqual(
+            description.introspectionDocument,
+            """
+            <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
+            <node>
+              <interface name="org.example.X">
+                <method name="M">
+                  <arg name="a" type="s" direction="in"/>
+                  <arg name="b" type="ao" direction="out"/>
+                </method>
+                <signal name="S">
+                  <arg name="x" type="x"/>
+                </signal>
+                <property name="P" type="u" access="read"/>
+                <property name="Q" type="s" access="readwrite">
+                  <annotation name="org.freedesktop.DBus.Property.EmitsChangedSignal" value="const"/>
+                </property>
+              </interface>
+            </node>
 
-        """)
+            """)
     }
 }

@@ -93,7 +93,7 @@ final class TestService: Sendable {
                         }
                         state.withLockedValue { $0.label = label }
                     }
-                ),
+                )
             ],
             isObjectManager: true
         )
@@ -106,10 +106,18 @@ final class TestService: Sendable {
 
     private func methods() -> [String: ExportedInterface.MethodHandler] {
         [
-            "Echo": { [self] call in count(); return call.arguments },
-            "EchoAll": { [self] call in count(); return call.arguments },
-            "EchoComplex": { [self] call in count(); return call.arguments },
-            "EchoBytes": { [self] call in count(); return call.arguments },
+            "Echo": { [self] call in
+                count(); return call.arguments
+            },
+            "EchoAll": { [self] call in
+                count(); return call.arguments
+            },
+            "EchoComplex": { [self] call in
+                count(); return call.arguments
+            },
+            "EchoBytes": { [self] call in
+                count(); return call.arguments
+            },
             "ReadFD": { call in
                 guard let fd = call.arguments[0].unixFDValue else { throw BusError.invalidArgs("fd") }
                 var data: [UInt8] = []
@@ -142,7 +150,8 @@ final class TestService: Sendable {
                 let count = call.arguments[0].uint32Value ?? 0
                 for n in 0..<count {
                     try connection.emitSignal(
-                        path: TestService.path, interface: TestService.interfaceName, name: "Tick", arguments: [.uint32(n)]
+                        path: TestService.path, interface: TestService.interfaceName, name: "Tick",
+                        arguments: [.uint32(n)]
                     )
                 }
                 return []
@@ -154,9 +163,12 @@ final class TestService: Sendable {
             "AddChild": { [connection] call in
                 let path = try TestService.path.appending(call.arguments[0].stringValue ?? "")
                 let name = call.arguments[0].stringValue ?? ""
-                try connection.export(ExportedObject(path: path, interfaces: [
-                    ExportedInterface(TestService.childInterface, getProperty: { _ in .string(name) }),
-                ]))
+                try connection.export(
+                    ExportedObject(
+                        path: path,
+                        interfaces: [
+                            ExportedInterface(TestService.childInterface, getProperty: { _ in .string(name) })
+                        ]))
                 return [.objectPath(path)]
             },
             "RemoveChild": { [connection] call in

@@ -19,11 +19,15 @@ final class WireWriterTests: BusTestCase {
 
     /// Written in one pass, or nil where it is left to libdbus.
     private func written(_ arguments: [DBusValue], destination: String? = nil) throws -> Message? {
-        try Message.written(path: Self.path, interface: "org.example.Wire", name: "Changed", destination: destination, arguments: arguments)
+        try Message.written(
+            path: Self.path, interface: "org.example.Wire", name: "Changed", destination: destination,
+            arguments: arguments)
     }
 
     private func inOnePass(_ arguments: [DBusValue], destination: String? = nil) throws -> Message {
-        try Message.signal(path: Self.path, interface: "org.example.Wire", name: "Changed", destination: destination, arguments: arguments)
+        try Message.signal(
+            path: Self.path, interface: "org.example.Wire", name: "Changed", destination: destination,
+            arguments: arguments)
     }
 
     /// The body's bytes as libdbus would send them (the serial set, as the connection does).
@@ -41,28 +45,56 @@ final class WireWriterTests: BusTestCase {
     static let cases: [[DBusValue]] = [
         [],
         [.objectPath(path), .string("running")],
-        [.string("org.example.Downloads.Task"), .vardict(["BytesWritten": .int64(65536), "BytesExpected": .int64(-1)]), .strings([])],
-        [.byte(0xFF), .boolean(true), .int16(-2), .uint16(65535), .int32(Int32.min), .uint32(UInt32.max),
-         .int64(Int64.min), .uint64(UInt64.max), .double(-0.5), .double(.infinity), .signature("a{sv}(ii)")],
+        [
+            .string("org.example.Downloads.Task"),
+            .vardict(["BytesWritten": .int64(65536), "BytesExpected": .int64(-1)]), .strings([]),
+        ],
+        [
+            .byte(0xFF), .boolean(true), .int16(-2), .uint16(65535), .int32(Int32.min), .uint32(UInt32.max),
+            .int64(Int64.min), .uint64(UInt64.max), .double(-0.5), .double(.infinity), .signature("a{sv}(ii)"),
+        ],
         [.byte(1), .int64(2), .byte(3), .int16(4), .byte(5), .double(6), .string(""), .string("ü → 日本 🙂")],
         [.byteArray([]), .byteArray([1, 2, 3]), .bytes(Array(repeating: 7, count: 1000))],
-        [.array(element: .int64, []), .array(element: .int64, [.int64(1), .int64(2)]), .array(element: .structure([.byte, .int64]), [])],
+        [
+            .array(element: .int64, []), .array(element: .int64, [.int64(1), .int64(2)]),
+            .array(element: .structure([.byte, .int64]), []),
+        ],
         [.array(element: .array(.string), [.strings(["a", "bc"]), .strings([]), .strings(["d"])])],
-        [.structure([.byte(1), .int64(2), .structure([.string("x"), .double(3)])]), .variant(.variant(.structure([.byte(9)])))],
-        [.dictionary(key: .int32, value: .array(.structure([.string, .variant])), [
-            .init(.int32(1), .array(element: .structure([.string, .variant]), [.structure([.string("k"), .variant(.uint16(3))])])),
-            .init(.int32(2), .array(element: .structure([.string, .variant]), [])),
-        ])],
-        [.objectPaths(["/", "/a/b", path]), .variant(.byteArray([0, 1])), .variant(.vardict(["n": .variant(.string("deep"))]))],
-        [.vardict(["Id": .uint64(7), "URL": .string("https://example.org/f"), "State": .string("finished"), "Metadata": .vardict(["a": .int32(1)]),
-                   "Background": .boolean(false), "BytesWritten": .int64(1 << 40), "Title": .string("")])],
+        [
+            .structure([.byte(1), .int64(2), .structure([.string("x"), .double(3)])]),
+            .variant(.variant(.structure([.byte(9)]))),
+        ],
+        [
+            .dictionary(
+                key: .int32, value: .array(.structure([.string, .variant])),
+                [
+                    .init(
+                        .int32(1),
+                        .array(
+                            element: .structure([.string, .variant]),
+                            [.structure([.string("k"), .variant(.uint16(3))])])),
+                    .init(.int32(2), .array(element: .structure([.string, .variant]), [])),
+                ])
+        ],
+        [
+            .objectPaths(["/", "/a/b", path]), .variant(.byteArray([0, 1])),
+            .variant(.vardict(["n": .variant(.string("deep"))])),
+        ],
+        [
+            .vardict([
+                "Id": .uint64(7), "URL": .string("https://example.org/f"), "State": .string("finished"),
+                "Metadata": .vardict(["a": .int32(1)]),
+                "Background": .boolean(false), "BytesWritten": .int64(1 << 40), "Title": .string(""),
+            ])
+        ],
     ]
 
     func testEachCaseIsTheMessageLibdbusBuildsByteForByte() throws {
         for (index, arguments) in Self.cases.enumerated() {
             for destination in [nil, ":1.42"] {
                 let expected = try byLibdbus(arguments, destination: destination)
-                let message = try XCTUnwrap(try written(arguments, destination: destination), "case \(index): libdbus accepts it as written")
+                let message = try XCTUnwrap(
+                    try written(arguments, destination: destination), "case \(index): libdbus accepts it as written")
                 XCTAssertEqual(message.kind, .signal)
                 XCTAssertEqual(message.serial, 0, "the connection gives the serial")
                 XCTAssertEqual(message.path, Self.path)
@@ -124,7 +156,9 @@ final class WireWriterTests: BusTestCase {
             received.withLockedValue { $0.append((message.serial, (try? message.arguments()) ?? [])) }
         }
         for n in 0..<3 {
-            try service.emitSignal(path: Self.path, interface: "org.example.Wire", name: "Changed", arguments: [.uint32(UInt32(n)), .vardict(["n": .int32(Int32(n))])])
+            try service.emitSignal(
+                path: Self.path, interface: "org.example.Wire", name: "Changed",
+                arguments: [.uint32(UInt32(n)), .vardict(["n": .int32(Int32(n))])])
         }
         for _ in 0..<250 where received.withLockedValue({ $0.count }) < 3 {
             try await Task.sleep(for: .milliseconds(20))

@@ -25,8 +25,12 @@ final class RecordingObserver: DownloadObserver {
     let events = NIOLockedValueBox([Event]())
 
     func task(_ task: TaskSnapshot, didChangeState state: DownloadState) { append(.state(task.id, state)) }
-    func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64) { append(.response(task.id, status)) }
-    func task(_ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64) {
+    func task(_ task: TaskSnapshot, didReceiveResponse status: Int, expectedLength: Int64) {
+        append(.response(task.id, status))
+    }
+    func task(
+        _ task: TaskSnapshot, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpected: Int64
+    ) {
         append(.progress(task.id, totalBytesWritten))
     }
     func taskDidCheckpoint(_ task: TaskSnapshot) { append(.checkpoint(task.id, task.durableOffset)) }
@@ -76,7 +80,8 @@ class EngineTestCase: XCTestCase {
         configuration.retry = RetryPolicy(maxAttempts: 4, baseDelay: 0.05, maxDelay: 0.2, retryAfterCap: 2)
         configuration.checkpointBytes = 64 * 1024
         change(&configuration)
-        return SessionManager(configuration: configuration, resumeDataKey: key, delegate: EventDelivery(observers: [observer]))
+        return SessionManager(
+            configuration: configuration, resumeDataKey: key, delegate: EventDelivery(observers: [observer]))
     }
 
     static func content(_ size: Int, seed: UInt32 = 1) -> [UInt8] { TestData.content(size, seed: seed) }
@@ -93,10 +98,13 @@ class EngineTestCase: XCTestCase {
         options(&opts)
         let expected = nextID
         nextID += 1
-        let id = try manager.create(DownloadRequest(
-            owner: Self.owner, session: session, url: server.url(path), destination: destination ?? directory.file("out\(expected)"),
-            destinationIsDirectory: isDirectory, options: opts
-        )).id
+        let id = try manager.create(
+            DownloadRequest(
+                owner: Self.owner, session: session, url: server.url(path),
+                destination: destination ?? directory.file("out\(expected)"),
+                destinationIsDirectory: isDirectory, options: opts
+            )
+        ).id
         XCTAssertEqual(id, expected, "the engine gives ids in order from 1")
         return id
     }

@@ -19,7 +19,9 @@ final class DownloadStoreTests: XCTestCase {
         directory?.remove()
     }
 
-    func record(_ id: UInt64, session: String = "photos", change: (inout DownloadTaskRecord) -> Void = { _ in }) -> DownloadTaskRecord {
+    func record(
+        _ id: UInt64, session: String = "photos", change: (inout DownloadTaskRecord) -> Void = { _ in }
+    ) -> DownloadTaskRecord {
         var options = DownloadOptions()
         options.maxBytesPerSecond = 5000
         options.priority = .high
@@ -35,7 +37,9 @@ final class DownloadStoreTests: XCTestCase {
     func testOptionsAreStoredWithTheDocumentedKeysAndRoundTrip() throws {
         let store = try DownloadStore(DatabaseQueue(path: path))
         try store.insertTask(record(1))
-        let text = try DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = 1") }
+        let text = try DatabaseQueue(path: path).read { db in
+            try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = 1")
+        }
         XCTAssertEqual(text, #"{"headers":{"X-Token":"t"},"max_bytes_per_second":5000,"priority":"high"}"#)
         let loaded = try store.loadTasks()
         XCTAssertEqual(loaded.tasks, [record(1)])
@@ -48,13 +52,14 @@ final class DownloadStoreTests: XCTestCase {
         try DownloadStore.migrator.migrate(queue, upTo: "v1")
         try queue.write { db in
             try db.execute(sql: "INSERT INTO session (ownerUID, name, endedSinceCall) VALUES (1000, 'old', 0)")
-            try db.execute(sql: """
-                INSERT INTO task (id, ownerUID, session, url, destination, destinationIsDirectory, state, durableOffset,
-                                  expectedLength, options, createdAt, updatedAt)
-                VALUES (7, 1000, 'old', 'http://127.0.0.1/x', '/tmp/x', 0, 'paused', 10, 100,
-                        '{"headers":{},"priority":"low","maxBytesPerSecond":77,"overwrite":true,"stallTimeout":9}',
-                        '2026-01-01 00:00:00', '2026-01-01 00:00:00')
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO task (id, ownerUID, session, url, destination, destinationIsDirectory, state, durableOffset,
+                                      expectedLength, options, createdAt, updatedAt)
+                    VALUES (7, 1000, 'old', 'http://127.0.0.1/x', '/tmp/x', 0, 'paused', 10, 100,
+                            '{"headers":{},"priority":"low","maxBytesPerSecond":77,"overwrite":true,"stallTimeout":9}',
+                            '2026-01-01 00:00:00', '2026-01-01 00:00:00')
+                    """)
         }
         let store = try DownloadStore(queue)
         let loaded = try store.loadTasks()
@@ -75,12 +80,13 @@ final class DownloadStoreTests: XCTestCase {
         let hex = String(repeating: "ab", count: 32)
         try queue.write { db in
             try db.execute(sql: "INSERT INTO session (ownerUID, name, endedSinceCall) VALUES (1000, 'old', 0)")
-            try db.execute(sql: """
-                INSERT INTO task (id, ownerUID, session, url, destination, destinationIsDirectory, state, durableOffset,
-                                  expectedLength, options, createdAt, updatedAt)
-                VALUES (7, 1000, 'old', 'http://127.0.0.1/x', '/tmp/x', 0, 'paused', 10, 100,
-                        '{"priority":"low","sha256":"\(hex)"}', '2026-01-01 00:00:00', '2026-01-01 00:00:00')
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO task (id, ownerUID, session, url, destination, destinationIsDirectory, state, durableOffset,
+                                      expectedLength, options, createdAt, updatedAt)
+                    VALUES (7, 1000, 'old', 'http://127.0.0.1/x', '/tmp/x', 0, 'paused', 10, 100,
+                            '{"priority":"low","sha256":"\(hex)"}', '2026-01-01 00:00:00', '2026-01-01 00:00:00')
+                    """)
         }
         let store = try DownloadStore(queue)
         let text = try queue.read { db in try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = 7") }
@@ -98,7 +104,8 @@ final class DownloadStoreTests: XCTestCase {
         fields.options.checksum = try Checksum(.md5, hex: String(repeating: "0", count: 32))
         try store.insertTask(fields)
         let row = try queue.read { db in try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = 8") } ?? ""
-        XCTAssertTrue(row.contains(#""metadata":{"app-id":{"s":"podcasts"},"episode":{"u":42},"explicit":{"b":false}}"#), row)
+        XCTAssertTrue(
+            row.contains(#""metadata":{"app-id":{"s":"podcasts"},"episode":{"u":42},"explicit":{"b":false}}"#), row)
         XCTAssertTrue(row.contains(#""earliest_begin":1900000000"#), row)
         XCTAssertTrue(row.contains(#""description":"The one about SQLite""#), row)
         XCTAssertEqual(try store.loadTasks().tasks.first { $0.id == 8 }, fields)
@@ -152,13 +159,16 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(loaded.rejected.map(\.id), [1])
         XCTAssertTrue(loaded.rejected[0].reason.contains("segments"), loaded.rejected[0].reason)
         try store.deleteTask(1)
-        let left = try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM segment") }
+        let left = try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM segment")
+        }
         XCTAssertEqual(left, 0, "a task's ranges go with it")
     }
 
     func testDatesAreWrittenAsGRDBWritesThemAndReadBack() throws {
-        var dates = [0, 0.0004, 0.0005, 0.9996, 59.9999, -1.5, -0.0004, 951_782_400, 1_700_000_000.1239, 253_402_300_799.999]
-            .map { Date(timeIntervalSince1970: $0) }
+        var dates = [
+            0, 0.0004, 0.0005, 0.9996, 59.9999, -1.5, -0.0004, 951_782_400, 1_700_000_000.1239, 253_402_300_799.999,
+        ]
+        .map { Date(timeIntervalSince1970: $0) }
         // The same 5,000 dates every run (SplitMix64 from a fixed seed), before and after 1970.
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         for _ in 0..<5000 {
@@ -198,7 +208,8 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(try store.sessionBecameIdle(session).transition, false, "one call per transition")
         try store.completionDelivered(session)
         XCTAssertFalse(try store.isPending(session))
-        XCTAssertFalse(try store.isPending(SessionID(owner: 1001, name: "photos")), "another user's session is another session")
+        XCTAssertFalse(
+            try store.isPending(SessionID(owner: 1001, name: "photos")), "another user's session is another session")
     }
 
     /// The last end of a session and the completion call it makes due are one transaction; the
@@ -217,7 +228,8 @@ final class DownloadStoreTests: XCTestCase {
         try store.save(record(2) { $0.state = .failed }, sessionIdle: true)
         XCTAssertTrue(try store.isPending(session))
         XCTAssertEqual(try store.sessionsWithUnreportedEnds(), [], "nothing left to count")
-        XCTAssertEqual(try store.unannouncedCompletions(), [session], "what a kill here leaves: announced at the next start")
+        XCTAssertEqual(
+            try store.unannouncedCompletions(), [session], "what a kill here leaves: announced at the next start")
         let idle = try store.sessionBecameIdle(session)
         XCTAssertEqual([idle.transition, idle.pending], [true, true], "announced once")
         XCTAssertEqual(try store.unannouncedCompletions(), [])
@@ -239,7 +251,10 @@ final class DownloadStoreTests: XCTestCase {
         try DownloadStore.migrator.migrate(queue, upTo: "v6-checksum-option")
         try queue.write { db in
             try db.execute(sql: "INSERT INTO session (ownerUID, name, endedSinceCall) VALUES (1000, 'old', 0)")
-            try db.execute(sql: "INSERT INTO pendingCompletion (ownerUID, session, createdAt) VALUES (1000, 'old', '2026-01-01 00:00:00')")
+            try db.execute(
+                sql:
+                    "INSERT INTO pendingCompletion (ownerUID, session, createdAt) VALUES (1000, 'old', '2026-01-01 00:00:00')"
+            )
         }
         let store = try DownloadStore(queue)
         let session = SessionID(owner: 1000, name: "old")
@@ -255,11 +270,12 @@ final class DownloadStoreTests: XCTestCase {
         try DownloadStore.migrator.migrate(queue, upTo: "v7-completion-announced")
         try queue.write { db in
             try db.execute(sql: "INSERT INTO session (ownerUID, name, endedSinceCall) VALUES (1000, 'old', 0)")
-            try db.execute(sql: """
-                INSERT INTO task (id, ownerUID, session, url, destination, destinationIsDirectory, state, durableOffset,
-                expectedLength, options, createdAt, updatedAt) VALUES (1, 1000, 'old', 'http://127.0.0.1/f', '/tmp/f1', 0,
-                'paused', 0, -1, '{}', '2026-01-01 00:00:00', '2026-01-01 00:00:00')
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO task (id, ownerUID, session, url, destination, destinationIsDirectory, state, durableOffset,
+                    expectedLength, options, createdAt, updatedAt) VALUES (1, 1000, 'old', 'http://127.0.0.1/f', '/tmp/f1', 0,
+                    'paused', 0, -1, '{}', '2026-01-01 00:00:00', '2026-01-01 00:00:00')
+                    """)
         }
         let store = try DownloadStore(queue)
         let app = record(2, session: "org.example.Player\u{1F}default") { record in
@@ -331,7 +347,8 @@ final class DownloadStoreTests: XCTestCase {
         observer.taskWasCreated(TaskSnapshot(record: other, bytesWritten: 0))
         observer.eventsWereDelivered()
         XCTAssertEqual(store.saveCounts.writes, 3, "two inserts and one save of task 5 for its four")
-        XCTAssertEqual(try store.loadTasks().tasks, [task, other], "the last save has it all, the options of an earlier one too")
+        XCTAssertEqual(
+            try store.loadTasks().tasks, [task, other], "the last save has it all, the options of an earlier one too")
 
         // An end and what follows it in the same batch are both written: the end is counted.
         task.state = .failed

@@ -21,8 +21,9 @@ final class GroupStoreTests: XCTestCase {
 
     func testAGroupAndItsTasksRoundTripWithTheDecisionToPublish() throws {
         let store = try DownloadStore(DatabaseQueue(path: path))
-        var group = DownloadGroupRecord(id: 4, owner: 1000, app: "org.example.App", session: "org.example.App\u{1F}s", title: "maps",
-                                        atomic: true, taskSignals: false)
+        var group = DownloadGroupRecord(
+            id: 4, owner: 1000, app: "org.example.App", session: "org.example.App\u{1F}s", title: "maps",
+            atomic: true, taskSignals: false)
         group.parallel = 3
         group.maxBytesPerSecond = 1 << 40
         var task = DownloadTaskRecord(
@@ -30,7 +31,9 @@ final class GroupStoreTests: XCTestCase {
             destinationIsDirectory: false, options: DownloadOptions()
         )
         task.group = group.id
-        XCTAssertEqual(store.commit([store.insertingGroup(group), try store.inserting(task)]).filter { (try? $0.get()) == nil }.count, 0)
+        XCTAssertEqual(
+            store.commit([store.insertingGroup(group), try store.inserting(task)]).filter { (try? $0.get()) == nil }
+                .count, 0)
         XCTAssertEqual(try store.loadGroups(), [group])
         XCTAssertEqual(try store.loadTasks().tasks.map(\.group), [4])
 
@@ -49,12 +52,13 @@ final class GroupStoreTests: XCTestCase {
         try DownloadStore.migrator.migrate(queue, upTo: "v8-apps")
         try queue.write { db in
             try db.execute(sql: "INSERT INTO session (ownerUID, name, endedSinceCall) VALUES (1000, 'old', 0)")
-            try db.execute(sql: """
-                INSERT INTO task (id, ownerUID, session, url, destination, destinationIsDirectory, state, durableOffset,
-                                  expectedLength, options, createdAt, updatedAt)
-                VALUES (3, 1000, 'old', 'http://127.0.0.1/x', '/tmp/x', 0, 'paused', 10, 100, '{}',
-                        '2026-01-01 00:00:00', '2026-01-01 00:00:00')
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO task (id, ownerUID, session, url, destination, destinationIsDirectory, state, durableOffset,
+                                      expectedLength, options, createdAt, updatedAt)
+                    VALUES (3, 1000, 'old', 'http://127.0.0.1/x', '/tmp/x', 0, 'paused', 10, 100, '{}',
+                            '2026-01-01 00:00:00', '2026-01-01 00:00:00')
+                    """)
         }
         let store = try DownloadStore(queue)
         XCTAssertEqual(try store.loadTasks().tasks.map(\.group), [0])

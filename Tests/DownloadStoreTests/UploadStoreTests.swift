@@ -30,7 +30,8 @@ final class UploadStoreTests: XCTestCase {
             source: "/home/me/photo.jpg", reopensByPath: true, method: "POST", contentType: "image/jpeg",
             form: MultipartForm(field: "file", filename: "photo \"1\".jpg", fields: ["album": "Holidays"]),
             replyDestination: nil, snapshot: nil,
-            identity: SourceIdentity(device: 2049, inode: 1 << 40, size: 3_000_000, modifiedSeconds: 1_764_000_000, modifiedNanoseconds: 5)
+            identity: SourceIdentity(
+                device: 2049, inode: 1 << 40, size: 3_000_000, modifiedSeconds: 1_764_000_000, modifiedNanoseconds: 5)
         )
         return DownloadTaskRecord(id: 12, request: request)
     }
@@ -39,7 +40,9 @@ final class UploadStoreTests: XCTestCase {
         let store = try DownloadStore(DatabaseQueue(path: path))
         var record = upload()
         XCTAssertEqual(record.kind, "upload")
-        XCTAssertEqual(record.expectedLength, record.upload?.bodyLength, "BytesExpected is the body's length, the form's framing included")
+        XCTAssertEqual(
+            record.expectedLength, record.upload?.bodyLength,
+            "BytesExpected is the body's length, the form's framing included")
         XCTAssertGreaterThan(record.expectedLength, 3_000_000)
         XCTAssertEqual(store.commit([try store.inserting(record)]).filter { (try? $0.get()) == nil }.count, 0)
         XCTAssertEqual(try store.loadTasks().tasks, [record])
@@ -61,7 +64,9 @@ final class UploadStoreTests: XCTestCase {
         record.upload?.newReplyBody = []
         try reopened.save(record)
         XCTAssertEqual(try reopened.replyBody(of: 12), [])
-        XCTAssertEqual(reloaded.first?.upload?.form?.boundary, record.upload?.form?.boundary, "the same boundary, so the same bytes go again")
+        XCTAssertEqual(
+            reloaded.first?.upload?.form?.boundary, record.upload?.form?.boundary,
+            "the same boundary, so the same bytes go again")
     }
 
     func testResumeDataCarriesTheUploadButNotItsReply() throws {
@@ -106,7 +111,9 @@ final class UploadStoreTests: XCTestCase {
         XCTAssertEqual(try store.replyBody(of: 101), [])
         XCTAssertEqual(try store.replyBody(of: 102).count, megabyte.count, "the rest stay")
         XCTAssertEqual(try store.replyBody(of: UInt64(100 + count - 1)).count, megabyte.count, "the newest stays")
-        XCTAssertEqual(try store.replyBody(of: 1).count, megabyte.count, "another user's reply is not theirs to push out")
-        XCTAssertEqual(try store.loadTasks().tasks.first { $0.id == 100 }?.upload?.responseStatus, 201, "status and headers stay")
+        XCTAssertEqual(
+            try store.replyBody(of: 1).count, megabyte.count, "another user's reply is not theirs to push out")
+        XCTAssertEqual(
+            try store.loadTasks().tasks.first { $0.id == 100 }?.upload?.responseStatus, 201, "status and headers stay")
     }
 }

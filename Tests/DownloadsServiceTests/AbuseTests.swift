@@ -8,7 +8,8 @@ import XCTest
 /// Calls meant to hurt the daemon: refused cheaply, answered, and nothing kept or forged.
 final class AbuseTests: DaemonTestCase {
     func residentMiB() -> Int? {
-        guard let pid = daemon?.pid, let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        guard let pid = daemon?.pid, let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        else { return nil }
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
         return line.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") }.map { $0 / 1024 }
     }
@@ -22,13 +23,15 @@ final class AbuseTests: DaemonTestCase {
         for _ in 0..<5 {
             let refused = Task {
                 try await sender.call(
-                    destination: "org.example.Downloads", path: "/org/example/Downloads", interface: "org.example.Downloads",
+                    destination: "org.example.Downloads", path: "/org/example/Downloads",
+                    interface: "org.example.Downloads",
                     method: "ListTasks", arguments: [huge], timeout: .seconds(60)
                 )
             }
             // Another caller is answered meanwhile.
             let answer = try await other.call(
-                destination: "org.example.Downloads", path: "/org/example/Downloads", interface: "org.example.Downloads",
+                destination: "org.example.Downloads", path: "/org/example/Downloads",
+                interface: "org.example.Downloads",
                 method: "ListTasks", arguments: [.string("")]
             )
             XCTAssertEqual(answer.count, 1)
@@ -93,7 +96,8 @@ extension AbuseTests {
         }
         for type in ["text/plain\u{2028}", "text", "text/plain; charset", "text/plain\u{0B}", "a/b; x=\"open"] {
             do {
-                _ = try await call("Upload", [.string(http.url("/u")), .string(file), .vardict(["content_type": .string(type)])])
+                _ = try await call(
+                    "Upload", [.string(http.url("/u")), .string(file), .vardict(["content_type": .string(type)])])
                 XCTFail("content_type \(type) was taken")
             } catch let error as BusError {
                 XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
@@ -101,10 +105,15 @@ extension AbuseTests {
         }
         // What is allowed still is: tabs, text beyond ASCII, parameters, quoted values.
         http.set("/u", Route.receiving())
-        let fine = try await call("Upload", [.string(http.url("/u")), .string(file), .vardict([
-            "content_type": .string("text/plain; charset=\"utf-8\"; format=flowed"),
-            "headers": .stringDict(["X-Note": "caf\u{E9}\tok", "X-Token_1": "v"]),
-        ])])
+        let fine = try await call(
+            "Upload",
+            [
+                .string(http.url("/u")), .string(file),
+                .vardict([
+                    "content_type": .string("text/plain; charset=\"utf-8\"; format=flowed"),
+                    "headers": .stringDict(["X-Note": "caf\u{E9}\tok", "X-Token_1": "v"]),
+                ]),
+            ])
         XCTAssertNotNil(fine.first?.objectPathValue)
     }
 
@@ -138,7 +147,9 @@ extension AbuseTests {
         defer { proxy.stop() }
         func secrets(_ n: Int) -> [String: DBusValue] {
             [
-                "headers": .stringDict(["Authorization": "Bearer token-\(n)-c4f1", "Cookie": "session=cookie-\(n)-9e2a"]),
+                "headers": .stringDict([
+                    "Authorization": "Bearer token-\(n)-c4f1", "Cookie": "session=cookie-\(n)-9e2a",
+                ]),
                 "proxy": .string(proxy.url.replacingOccurrences(of: "http://", with: "http://user:proxypass-\(n)-77@")),
             ]
         }
@@ -149,12 +160,15 @@ extension AbuseTests {
         http.set("/slow", slow)
         let cancelled = try await start(http.url("/slow"), directory.file("two.bin"), secrets(2))
         try await waitBytes(cancelled, atLeast: 1)
-        _ = try await client.call(destination: "org.example.Downloads", path: cancelled, interface: "org.example.Downloads.Task", method: "Cancel")
+        _ = try await client.call(
+            destination: "org.example.Downloads", path: cancelled, interface: "org.example.Downloads.Task",
+            method: "Cancel")
         let failed = try await start(http.url("/missing"), directory.file("three.bin"), secrets(3))
         try await waitState(failed, ["failed"])
         stopDaemon()
         var stored = Data()
-        for name in try FileManager.default.contentsOfDirectory(atPath: stateDirectory) where name.hasPrefix("downloads") {
+        for name in try FileManager.default.contentsOfDirectory(atPath: stateDirectory)
+        where name.hasPrefix("downloads") {
             stored += FileManager.default.contents(atPath: stateDirectory + "/" + name) ?? Data()
         }
         let text = String(decoding: stored, as: UTF8.self)
@@ -183,21 +197,33 @@ extension AbuseTests {
                             let arguments: [DBusValue]
                             let interface: String
                             switch member {
-                            case "Get": (interface, arguments) = ("org.freedesktop.DBus.Properties", [.string("org.example.Downloads.Task"), .string("Id")])
-                            case "GetAll": (interface, arguments) = ("org.freedesktop.DBus.Properties", [.string("org.example.Downloads.Task")])
+                            case "Get":
+                                (interface, arguments) = (
+                                    "org.freedesktop.DBus.Properties",
+                                    [.string("org.example.Downloads.Task"), .string("Id")]
+                                )
+                            case "GetAll":
+                                (interface, arguments) = (
+                                    "org.freedesktop.DBus.Properties", [.string("org.example.Downloads.Task")]
+                                )
                             case "Introspect": (interface, arguments) = ("org.freedesktop.DBus.Introspectable", [])
                             default: (interface, arguments) = ("org.example.Downloads.Task", [])
                             }
                             do {
                                 let reply = try await client.call(
-                                    destination: "org.example.Downloads", path: path, interface: interface, method: member, arguments: arguments
+                                    destination: "org.example.Downloads", path: path, interface: interface,
+                                    method: member, arguments: arguments
                                 )
-                                if member == "GetAll", case .dictionary(_, _, let entries)? = reply.first, entries.isEmpty {
+                                if member == "GetAll", case .dictionary(_, _, let entries)? = reply.first,
+                                    entries.isEmpty
+                                {
                                     answers.withLockedValue { $0.append("GetAll: empty success") }
                                 }
                             } catch let error as BusError {
                                 answers.withLockedValue { $0.append("\(member): \(error.name)") }
-                                if error.name == BusError.unknownObjectName || error.name.hasSuffix(".NotFound") { return }
+                                if error.name == BusError.unknownObjectName || error.name.hasSuffix(".NotFound") {
+                                    return
+                                }
                             } catch {
                                 answers.withLockedValue { $0.append("\(member): \(error)") }
                             }
@@ -206,7 +232,8 @@ extension AbuseTests {
                 }
                 group.addTask { [client] in
                     _ = try? await client?.call(
-                        destination: "org.example.Downloads", path: "/org/example/Downloads", interface: "org.example.Downloads",
+                        destination: "org.example.Downloads", path: "/org/example/Downloads",
+                        interface: "org.example.Downloads",
                         method: "Cancel", arguments: [.objectPath(path)]
                     )
                 }
@@ -222,6 +249,8 @@ extension AbuseTests {
         ]
         let unexpected = answers.withLockedValue { $0 }.filter { !allowed.contains($0) }
         XCTAssertEqual(unexpected, [], "answers other than a missing task's")
-        XCTAssertTrue(answers.withLockedValue { $0 }.contains("Get: org.example.Downloads.Error.NotFound"), "the task was removed")
+        XCTAssertTrue(
+            answers.withLockedValue { $0 }.contains("Get: org.example.Downloads.Error.NotFound"), "the task was removed"
+        )
     }
 }

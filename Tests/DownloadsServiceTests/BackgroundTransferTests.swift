@@ -32,7 +32,8 @@ final class BackgroundTransferTests: DaemonTestCase {
         let content = Self.content(32 << 20, seed: 31)
         try bottleneck.file("long.bin", content)
         try bottleneck.file("interactive.bin", Self.content(80 << 20, seed: 32))
-        let task = try await start(bottleneck.url("long.bin"), directory.file("long.bin"), ["background": .boolean(true)])
+        let task = try await start(
+            bottleneck.url("long.bin"), directory.file("long.bin"), ["background": .boolean(true)])
         let background = try await property(task, "Background")
         XCTAssertEqual(background, .boolean(true))
         try await waitBytes(task, atLeast: 2 << 20)
@@ -40,11 +41,14 @@ final class BackgroundTransferTests: DaemonTestCase {
         // Another download on the same link: the background task gives way and says so. Seen in
         // its PropertiesChanged as well as read: a poll alone can fall between two changes.
         let said = NIOLockedValueBox([(value: String, at: Date)]())
-        try await client.subscribe(MatchRule(
-            interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: task
-        )) { message in
+        try await client.subscribe(
+            MatchRule(
+                interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: task
+            )
+        ) { message in
             guard let arguments = try? message.arguments(), arguments.count > 1,
-                  let waiting = arguments[1].vardictValue?["WaitingFor"]?.stringValue else { return }
+                let waiting = arguments[1].vardictValue?["WaitingFor"]?.stringValue
+            else { return }
             said.withLockedValue { $0.append((waiting, Date())) }
         }
         let saidYielding = { said.withLockedValue { $0.contains { $0.value == "yielding" } } }
@@ -56,7 +60,9 @@ final class BackgroundTransferTests: DaemonTestCase {
         }
         if !saidYielding() {
             // For the next reader of a failure: what the task said, seconds after curl started.
-            print("WaitingFor said: \(said.withLockedValue { $0.map { "\($0.value.isEmpty ? "''" : $0.value) at +\(String(format: "%.2f", $0.at.timeIntervalSince(curlStarted)))" } })")
+            print(
+                "WaitingFor said: \(said.withLockedValue { $0.map { "\($0.value.isEmpty ? "''" : $0.value) at +\(String(format: "%.2f", $0.at.timeIntervalSince(curlStarted)))" } })"
+            )
         }
         _ = try await competitor.value
         try await until("WaitingFor is empty again once curl is done", seconds: 15) {
@@ -66,7 +72,9 @@ final class BackgroundTransferTests: DaemonTestCase {
         try await waitState(task, ["finished"], seconds: 120)
         XCTAssertEqual(sha256(ofFile: directory.file("long.bin")), Self.sha256(content))
         let ctl = PackageRoot.debugBinary("downloadsctl")
-        let status = try await run([ctl, "--address", bus.address, "status", String(task.rawValue.split(separator: "/").last ?? "")])
+        let status = try await run([
+            ctl, "--address", bus.address, "status", String(task.rawValue.split(separator: "/").last ?? ""),
+        ])
         XCTAssertTrue(status.stdout.contains("background:  yes"), status.stdout)
     }
 }

@@ -61,7 +61,8 @@ final class CompletionDeliveryTests: InProcessServiceTestCase {
         }
         try await startService()
         try await waitFor { app.calls.withLockedValue { $0 } == ["w", "w"] }
-        XCTAssertEqual(app.calls.withLockedValue { $0 }, ["w", "w"], "the call a kill interrupted is made after the restart")
+        XCTAssertEqual(
+            app.calls.withLockedValue { $0 }, ["w", "w"], "the call a kill interrupted is made after the restart")
         try await waitSignal { $0 == .eventsFinished(session: "w") }
         let left = try await DatabaseQueue(path: databasePath).read { db in
             try Int.fetchOne(db, sql: "SELECT endedSinceCall FROM session WHERE name = 'w'")

@@ -14,26 +14,36 @@ extension CompletionHandlerTests {
         // Hold the database's write lock until told to let go.
         let held = directory.file("lock-held")
         let release = directory.file("lock-release")
-        let holder = try ChildProcess(["/usr/bin/python3", "-c", """
-            import os, sqlite3, time
-            db = sqlite3.connect('\(stateDirectory)/downloads.sqlite', isolation_level=None, timeout=30)
-            db.execute('BEGIN IMMEDIATE')
-            open('\(held)', 'w').close()
-            while not os.path.exists('\(release)'):
-                time.sleep(0.01)
-            db.execute('COMMIT')
-            """], environment: [:])
+        let holder = try ChildProcess(
+            [
+                "/usr/bin/python3", "-c",
+                """
+                import os, sqlite3, time
+                db = sqlite3.connect('\(stateDirectory)/downloads.sqlite', isolation_level=None, timeout=30)
+                db.execute('BEGIN IMMEDIATE')
+                open('\(held)', 'w').close()
+                while not os.path.exists('\(release)'):
+                    time.sleep(0.01)
+                db.execute('COMMIT')
+                """,
+            ], environment: [:])
         addTeardownBlock { holder.stop() }
         try await until("the database's write lock held elsewhere") { FileManager.default.fileExists(atPath: held) }
 
         // An app registers for several sessions at once, each answer recorded as it comes.
         let count = max(6, 3 * ProcessInfo.processInfo.activeProcessorCount)
         let calls = try CallsInFlight(answersFile: directory.file("register-answers"))
-        let app = try ChildProcess(["/usr/bin/python3", "-c", calls.script(busAddress: bus.address, count: count, sends: """
-            for i in range(\(count)):
-                m.RegisterCompletionHandler('s%d' % i, dbus.ObjectPath('/app'), dbus.Dictionary({}, signature='sv'), timeout=120,
-                                            reply_handler=ok, error_handler=err)
-            """)], environment: bus.environment)
+        let app = try ChildProcess(
+            [
+                "/usr/bin/python3", "-c",
+                calls.script(
+                    busAddress: bus.address, count: count,
+                    sends: """
+                        for i in range(\(count)):
+                            m.RegisterCompletionHandler('s%d' % i, dbus.ObjectPath('/app'), dbus.Dictionary({}, signature='sv'), timeout=120,
+                                                        reply_handler=ok, error_handler=err)
+                        """),
+            ], environment: bus.environment)
         addTeardownBlock { app.stop() }
         let answers = calls.answers
         try await until("the registrations sent") { answers().contains("sent") }
@@ -48,10 +58,13 @@ extension CompletionHandlerTests {
         try await until("every registration answered", seconds: 60) { answers().count == count + 1 }
         XCTAssertEqual(answers().filter { $0 == "ok" }.count, count, "\(answers())")
         XCTAssertEqual(holder.wait(), 0, "the lock's holder committed")
-        let rows = try await run(["/usr/bin/python3", "-c", """
+        let rows = try await run([
+            "/usr/bin/python3", "-c",
+            """
             import sqlite3
             print(sqlite3.connect('\(stateDirectory)/downloads.sqlite').execute('SELECT count(*) FROM handler').fetchone()[0])
-            """])
+            """,
+        ])
         XCTAssertEqual(rows.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "\(count)", "\(rows)")
     }
 }

@@ -15,9 +15,12 @@ extension CompletionHandlerTests {
         http.set("/inbox", Route.receiving())
         let file = directory.file("outgoing.bin")
         try Data(Self.content(1_500_000, seed: 95)).write(to: URL(fileURLWithPath: file))
-        let reply = try await call("Upload", [
-            .string(http.url("/inbox")), .string(file), .vardict(["session": .string("sync"), "max_bytes_per_second": .uint64(1_000_000)]),
-        ])
+        let reply = try await call(
+            "Upload",
+            [
+                .string(http.url("/inbox")), .string(file),
+                .vardict(["session": .string("sync"), "max_bytes_per_second": .uint64(1_000_000)]),
+            ])
         let upload = try XCTUnwrap(reply.first?.objectPathValue)
         let download = try await start(http.url("/fast"), directory.file("incoming"), ["session": .string("sync")])
         try await waitState(download, ["finished"])

@@ -18,19 +18,25 @@ final class CompletionHandlerTests: DaemonTestCase {
                 "org.example.Downloads.Client",
                 methods: [.init("HandleEventsForBackgroundSession", in: [.init("session", .string)])]
             )
-            try connection.export(ExportedObject(path: "/app", interfaces: [
-                ExportedInterface(interface, methods: [
-                    "HandleEventsForBackgroundSession": { [calls] call in
-                        calls.withLockedValue { $0.append(call.arguments[0].stringValue ?? "") }
-                        return []
-                    },
-                ]),
-            ]))
+            try connection.export(
+                ExportedObject(
+                    path: "/app",
+                    interfaces: [
+                        ExportedInterface(
+                            interface,
+                            methods: [
+                                "HandleEventsForBackgroundSession": { [calls] call in
+                                    calls.withLockedValue { $0.append(call.arguments[0].stringValue ?? "") }
+                                    return []
+                                }
+                            ])
+                    ]))
         }
 
         func register(_ session: String, daemonCall: (String, [DBusValue]) async throws -> [DBusValue]) async throws {
             _ = try await connection.call(
-                destination: "org.example.Downloads", path: "/org/example/Downloads", interface: "org.example.Downloads",
+                destination: "org.example.Downloads", path: "/org/example/Downloads",
+                interface: "org.example.Downloads",
                 method: "RegisterCompletionHandler", arguments: [.string(session), .objectPath("/app"), .vardict([:])]
             )
         }

@@ -26,17 +26,21 @@ final class ContractTests: XCTestCase {
         let stored = Set(DownloadOptions.CodingKeys.allCases.map(\.rawValue)).subtracting(internalOnly)
         let bus = Set(TaskOptions.Key.allCases.map(\.rawValue))
         XCTAssertEqual(stored.subtracting(bus), [], "options the store keeps under a name the bus does not use")
-        XCTAssertEqual(bus.subtracting(stored), [
-            "session", "url", "destination_fd", "metalink", "method", "content_type", "form", "reply_destination", "snapshot",
-            "protocol", "ietf_version", "terminate_on_cancel",
-        ], "bus options the store keeps elsewhere (the record, the upload) or not at all")
+        XCTAssertEqual(
+            bus.subtracting(stored),
+            [
+                "session", "url", "destination_fd", "metalink", "method", "content_type", "form", "reply_destination",
+                "snapshot",
+                "protocol", "ietf_version", "terminate_on_cancel",
+            ], "bus options the store keeps elsewhere (the record, the upload) or not at all")
     }
 
     /// What `downloadsctl` calls worth resuming is what the engine retries (curl's set).
     func testTheClientsAndTheEnginesTransientStatusesAgree() {
         for status in 400...599 {
             let error = DownloadError.http(status: status, reason: "Reason")
-            XCTAssertEqual(DownloadsErrorName.httpError.isWorthResuming(message: error.message), error.isRetryable, "\(status)")
+            XCTAssertEqual(
+                DownloadsErrorName.httpError.isWorthResuming(message: error.message), error.isRetryable, "\(status)")
         }
     }
 
@@ -45,14 +49,18 @@ final class ContractTests: XCTestCase {
     func testTheAPIReferenceNamesEveryErrorAndOption() throws {
         let api = try String(contentsOf: PackageRoot.url.appendingPathComponent("docs/api.md"), encoding: .utf8)
         for name in DownloadsErrorName.allCases {
-            XCTAssertTrue(api.contains("| `\(name.rawValue)`") || api.contains(", `\(name.rawValue)`"),
-                          "docs/api.md's error table lacks \(name.rawValue)")
+            XCTAssertTrue(
+                api.contains("| `\(name.rawValue)`") || api.contains(", `\(name.rawValue)`"),
+                "docs/api.md's error table lacks \(name.rawValue)")
         }
         for option in TaskOptions.startKeys {
-            XCTAssertTrue(api.contains("| `\(option.rawValue)` |"), "docs/api.md's options table lacks \(option.rawValue)")
+            XCTAssertTrue(
+                api.contains("| `\(option.rawValue)` |"), "docs/api.md's options table lacks \(option.rawValue)")
         }
         for option in TaskOptions.resumeKeys {
-            XCTAssertTrue(api.contains("`\(option.rawValue)`"), "docs/api.md does not name the ResumeWithData option \(option.rawValue)")
+            XCTAssertTrue(
+                api.contains("`\(option.rawValue)`"),
+                "docs/api.md does not name the ResumeWithData option \(option.rawValue)")
         }
     }
 
@@ -61,16 +69,25 @@ final class ContractTests: XCTestCase {
     /// equal to what the daemon exports), so the page cannot drift from the contract.
     func testTheManPageListsTheShippedInterfaces() async throws {
         let root = PackageRoot.url
-        let rendered = try await ProcessRunner.run(["/usr/bin/python3", root.appendingPathComponent("data/man/dbus-interfaces.py").path])
+        let rendered = try await ProcessRunner.run([
+            "/usr/bin/python3", root.appendingPathComponent("data/man/dbus-interfaces.py").path,
+        ])
         XCTAssertEqual(rendered.status, 0, rendered.description)
-        let page = try String(contentsOf: root.appendingPathComponent("data/man/org.example.Downloads.5"), encoding: .utf8)
-        XCTAssertTrue(page.contains(rendered.stdout), "data/man/org.example.Downloads.5 drifted from dbus/*.xml: run data/man/dbus-interfaces.py")
-        for member in ["StartAt", "ResumeWithData", "RegisterCompletionHandler", "HandleEventsForBackgroundSession", "SetURL", "App"] {
+        let page = try String(
+            contentsOf: root.appendingPathComponent("data/man/org.example.Downloads.5"), encoding: .utf8)
+        XCTAssertTrue(
+            page.contains(rendered.stdout),
+            "data/man/org.example.Downloads.5 drifted from dbus/*.xml: run data/man/dbus-interfaces.py")
+        for member in [
+            "StartAt", "ResumeWithData", "RegisterCompletionHandler", "HandleEventsForBackgroundSession", "SetURL",
+            "App",
+        ] {
             XCTAssertTrue(rendered.stdout.contains(member), member)
         }
         // And every error name the service can reply with or report.
         for name in DownloadsErrorName.allCases {
-            XCTAssertTrue(page.contains("\\fB\(name.rawValue)\\fR"), "the man page does not name the error \(name.rawValue)")
+            XCTAssertTrue(
+                page.contains("\\fB\(name.rawValue)\\fR"), "the man page does not name the error \(name.rawValue)")
         }
         let manpages = try String(contentsOf: root.appendingPathComponent("packaging/debian/manpages"), encoding: .utf8)
         XCTAssertTrue(manpages.contains("data/man/org.example.Downloads.5"), "the .deb installs it")
@@ -80,7 +97,9 @@ final class ContractTests: XCTestCase {
     /// file that exists (anchors are not checked).
     func testEveryLocalLinkOfTheDocumentationLeadsToAFile() throws {
         let root = PackageRoot.url
-        let pages = ["README.md"] + (try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path))
+        let pages =
+            ["README.md"]
+            + (try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path))
             .filter { $0.hasSuffix(".md") }.map { "docs/" + $0 }
         XCTAssertGreaterThan(pages.count, 5)
         let link = try NSRegularExpression(pattern: #"\]\(([^)#\s]+)(#[^)]*)?\)"#)
@@ -92,11 +111,13 @@ final class ContractTests: XCTestCase {
                 let target = String(text[range])
                 if target.contains("://") { continue }
                 let path = base.appendingPathComponent(target).standardizedFileURL.path
-                XCTAssertTrue(FileManager.default.fileExists(atPath: path), "\(page) links to \(target), which does not exist")
+                XCTAssertTrue(
+                    FileManager.default.fileExists(atPath: path), "\(page) links to \(target), which does not exist")
             }
         }
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        XCTAssertLessThanOrEqual(readme.split(separator: "\n", omittingEmptySubsequences: false).count, 300, "the README is a front door")
+        XCTAssertLessThanOrEqual(
+            readme.split(separator: "\n", omittingEmptySubsequences: false).count, 300, "the README is a front door")
     }
 
     func testEveryTaskPropertyIsDeclaredOnceWithItsType() {
@@ -178,7 +199,8 @@ final class ContractTests: XCTestCase {
             .failed(task: DownloadsAPI.taskPath(1), errorName: "e", message: "m", resumeData: [1, 2]),
             .stateChanged(task: DownloadsAPI.taskPath(1), state: "paused"),
             .eventsFinished(session: "s"),
-            .groupProgress(group: DownloadsAPI.groupPath(2), bytesWritten: 5, bytesExpected: -1, filesFinished: 1, files: 3),
+            .groupProgress(
+                group: DownloadsAPI.groupPath(2), bytesWritten: 5, bytesExpected: -1, filesFinished: 1, files: 3),
             .groupFinished(group: DownloadsAPI.groupPath(2)),
             .groupFailed(group: DownloadsAPI.groupPath(2), errorName: "e", message: "m"),
         ]

@@ -30,15 +30,19 @@ final class CrashPointTests: DaemonTestCase {
         try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
         let bg: [String: DBusValue] = ["session": .string("bg")]
         return [
-            Download(route: "/one", content: Self.content(4_000_000, seed: 1), destination: directory.file("one.bin"),
-                     published: directory.file("one.bin"), options: bg, connections: 1, rate: 1_000_000),
-            Download(route: "/seg", content: Self.content(8 << 20, seed: 2), destination: directory.file("seg.bin"),
-                     published: directory.file("seg.bin"), options: bg.merging(["connections": .uint32(4)]) { $1 },
-                     connections: 4, rate: 700_000),
-            Download(route: "/small", content: Self.content(20_000, seed: 3), destination: directory.file("small.bin"),
-                     published: directory.file("small.bin"), options: bg, connections: 1, rate: 0),
-            Download(route: "/named.txt", content: Self.content(30_000, seed: 4), destination: inbox,
-                     published: inbox + "/named.txt", options: bg, connections: 1, rate: 0),
+            Download(
+                route: "/one", content: Self.content(4_000_000, seed: 1), destination: directory.file("one.bin"),
+                published: directory.file("one.bin"), options: bg, connections: 1, rate: 1_000_000),
+            Download(
+                route: "/seg", content: Self.content(8 << 20, seed: 2), destination: directory.file("seg.bin"),
+                published: directory.file("seg.bin"), options: bg.merging(["connections": .uint32(4)]) { $1 },
+                connections: 4, rate: 700_000),
+            Download(
+                route: "/small", content: Self.content(20_000, seed: 3), destination: directory.file("small.bin"),
+                published: directory.file("small.bin"), options: bg, connections: 1, rate: 0),
+            Download(
+                route: "/named.txt", content: Self.content(30_000, seed: 4), destination: inbox,
+                published: inbox + "/named.txt", options: bg, connections: 1, rate: 0),
         ]
     }
 
@@ -73,9 +77,12 @@ final class CrashPointTests: DaemonTestCase {
 
     /// Waits for the daemon to kill itself at `point` (its log says so) and reaps it.
     private func waitForCrash(at point: CrashPoint, log: String) async throws {
-        try await until("the daemon to reach \(point.rawValue)", seconds: 60, log: log) { self.daemon?.hasExited == true }
+        try await until("the daemon to reach \(point.rawValue)", seconds: 60, log: log) {
+            self.daemon?.hasExited == true
+        }
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        XCTAssertTrue(text.contains("crash point \(point.rawValue) reached"), "the daemon died elsewhere:\n\(text.suffix(3000))")
+        XCTAssertTrue(
+            text.contains("crash point \(point.rawValue) reached"), "the daemon died elsewhere:\n\(text.suffix(3000))")
         XCTAssertEqual(daemon?.wait(), 128 + SIGKILL)
         daemon = nil
     }
@@ -89,12 +96,16 @@ final class CrashPointTests: DaemonTestCase {
             // A crash costs at most a checkpoint (a second's worth, on each connection) and what
             // was in flight: allow two seconds' worth per connection.
             let served = http.requests(for: download.route).map(\.bodyBytesSent).reduce(0, +)
-            let allowed = download.rate > 0 ? crashes * download.connections * 2 * download.rate : crashes * download.content.count
-            XCTAssertLessThanOrEqual(served - download.content.count, allowed, "\(download.route) fetched too much again")
+            let allowed =
+                download.rate > 0
+                ? crashes * download.connections * 2 * download.rate : crashes * download.content.count
+            XCTAssertLessThanOrEqual(
+                served - download.content.count, allowed, "\(download.route) fetched too much again")
         }
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
         XCTAssertFalse(names.contains { $0.hasSuffix(".part") }, "\(names)")
-        XCTAssertEqual(names.filter { $0.hasSuffix(".bin") }, ["one.bin", "seg.bin", "small.bin"], "none published twice")
+        XCTAssertEqual(
+            names.filter { $0.hasSuffix(".bin") }, ["one.bin", "seg.bin", "small.bin"], "none published twice")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.file("inbox")), ["named.txt"])
     }
 
@@ -185,10 +196,12 @@ final class CrashPointTests: DaemonTestCase {
         let entries = contents.indices.map {
             DBusValue.structure([.string(http.url("/a\($0)")), .string(directory.file("a\($0).bin")), .vardict([:])])
         }
-        let reply = try await call("StartGroup", [
-            .array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), entries),
-            .vardict(["atomic": .boolean(true)]),
-        ])
+        let reply = try await call(
+            "StartGroup",
+            [
+                .array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), entries),
+                .vardict(["atomic": .boolean(true)]),
+            ])
         let group = try XCTUnwrap(reply.first?.objectPathValue)
         try await waitForCrash(at: point, log: crashedLog)
         let before = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".bin") }
@@ -196,13 +209,19 @@ final class CrashPointTests: DaemonTestCase {
         XCTAssertTrue(point == .groupDecided ? before.isEmpty : !before.isEmpty, "renamed before the crash: \(before)")
         daemonEnvironment = [:]
         try await startDaemon()
-        try await until("GroupFinished after the restart", seconds: 60) { signalNames(for: group).contains("GroupFinished") }
+        try await until("GroupFinished after the restart", seconds: 60) {
+            signalNames(for: group).contains("GroupFinished")
+        }
         for (index, content) in contents.enumerated() {
             XCTAssertEqual(sha256(ofFile: directory.file("a\(index).bin")), Self.sha256(content))
-            XCTAssertEqual(http.requests(for: "/a\(index)").map(\.bodyBytesSent).reduce(0, +), content.count, "fetched once")
+            XCTAssertEqual(
+                http.requests(for: "/a\(index)").map(\.bodyBytesSent).reduce(0, +), content.count, "fetched once")
         }
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("a") || $0.hasSuffix(".part") }
-        XCTAssertEqual(names.sorted(), ["a0.bin", "a1.bin", "a2.bin"], "each file in place exactly once, no partial left")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasPrefix("a") || $0.hasSuffix(".part")
+        }
+        XCTAssertEqual(
+            names.sorted(), ["a0.bin", "a1.bin", "a2.bin"], "each file in place exactly once, no partial left")
         XCTAssertEqual(signalNames(for: group).filter { $0 == "GroupFinished" }.count, 1)
     }
 

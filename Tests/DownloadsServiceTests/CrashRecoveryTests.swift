@@ -39,9 +39,13 @@ final class CrashRecoveryTests: DaemonTestCase {
         let checkpoint = min(64 * 1024 * 1024, rate)
         for (_, _, content, route) in paths {
             let served = http.requests(for: route).map(\.bodyBytesSent).reduce(0, +)
-            XCTAssertLessThanOrEqual(served - content.count, crashes * (checkpoint + rate), "\(route) refetched too much")
+            XCTAssertLessThanOrEqual(
+                served - content.count, crashes * (checkpoint + rate), "\(route) refetched too much")
         }
-        XCTAssertFalse(((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).contains { $0.hasSuffix(".part") })
+        XCTAssertFalse(
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).contains {
+                $0.hasSuffix(".part")
+            })
     }
 
     func testKillNineDuringASegmentedDownloadKeepsEveryRange() async throws {
@@ -92,7 +96,9 @@ final class CrashRecoveryTests: DaemonTestCase {
         let path = try await start(http.url("/t"), target)
         try await waitBytes(path, atLeast: 500_000)
         stopDaemon()
-        let onDisk = (try? FileManager.default.attributesOfItem(atPath: directory.file(".org.example.Downloads-1.part"))[.size] as? Int) ?? -1
+        let onDisk =
+            (try? FileManager.default.attributesOfItem(atPath: directory.file(".org.example.Downloads-1.part"))[.size]
+                as? Int) ?? -1
         XCTAssertGreaterThan(onDisk, 0)
         try await startDaemon()
         try await waitState(path, ["finished"])

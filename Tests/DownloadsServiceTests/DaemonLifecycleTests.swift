@@ -9,9 +9,10 @@ final class DaemonLifecycleTests: DaemonTestCase {
     override var extraArguments: [String] { ["--max-tasks-per-user", "2"] }
 
     func testRefusesToStartWhenTheNameIsTaken() async throws {
-        let second = try await run([
-            DaemonTestCase.binary, "--address", bus.address, "--state-dir", directory.file("other-state"),
-        ], timeout: 30)
+        let second = try await run(
+            [
+                DaemonTestCase.binary, "--address", bus.address, "--state-dir", directory.file("other-state"),
+            ], timeout: 30)
         XCTAssertEqual(second.status, 1)
         XCTAssertTrue(second.stderr.contains("already owned"), second.stderr)
         XCTAssertTrue(second.stderr.contains("is another downloadsd running?"), second.stderr)
@@ -23,20 +24,28 @@ final class DaemonLifecycleTests: DaemonTestCase {
     /// start it again: it stays. One D-Bus started exits when idle (30 s unless told).
     func testAHandStartedDaemonStaysAndAnActivatedOneExitsWhenIdle() async throws {
         stopDaemon()
-        for (environment, expected) in [([String: String](), "not exiting when idle"), (["DBUS_STARTER_BUS_TYPE": "session"], "exits after 30 s idle")] {
+        for (environment, expected) in [
+            ([String: String](), "not exiting when idle"),
+            (["DBUS_STARTER_BUS_TYPE": "session"], "exits after 30 s idle"),
+        ] {
             let log = directory.file("by-hand-\(environment.count).log")
             let byHand = try ChildProcess(
-                ["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", DaemonTestCase.binary, "--state-dir", stateDirectory] + busArguments,
+                ["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", DaemonTestCase.binary, "--state-dir", stateDirectory]
+                    + busArguments,
                 environment: bus.environment.merging(environment) { $1 }
             )
             defer { byHand.stop() }
-            try await until("serving") { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("serving org.example.Downloads") }
+            try await until("serving") {
+                ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("serving org.example.Downloads")
+            }
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             XCTAssertTrue(text.contains(expected), text)
         }
         // The shipped units and activation files say 30 themselves (systemd sets no DBUS_STARTER_*).
-        for file in ["dbus/services/org.example.Downloads.service", "dbus/system-services/org.example.Downloads.service",
-                     "data/systemd/user/org.example.Downloads.service", "data/systemd/system/org.example.Downloads.service"] {
+        for file in [
+            "dbus/services/org.example.Downloads.service", "dbus/system-services/org.example.Downloads.service",
+            "data/systemd/user/org.example.Downloads.service", "data/systemd/system/org.example.Downloads.service",
+        ] {
             let text = try String(contentsOf: PackageRoot.url.appendingPathComponent(file), encoding: .utf8)
             XCTAssertTrue(text.contains("downloadsd --s") && text.contains(" --exit-idle-time 30\n"), file)
         }
@@ -61,11 +70,15 @@ final class DaemonLifecycleTests: DaemonTestCase {
         }
         // An existing directory of ours that others can read is tightened, and the log says so.
         let loose = directory.file("loose")
-        try FileManager.default.createDirectory(atPath: loose, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            atPath: loose, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
         let other = try PrivateBus()
         defer { other.stop() }
         let daemon = try ChildProcess(
-            ["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>\(directory.file("loose.log"))", DaemonTestCase.binary, "--address", other.address, "--state-dir", loose],
+            [
+                "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>\(directory.file("loose.log"))", DaemonTestCase.binary,
+                "--address", other.address, "--state-dir", loose,
+            ],
             environment: other.environment
         )
         defer { daemon.stop() }
@@ -82,7 +95,8 @@ final class DaemonLifecycleTests: DaemonTestCase {
         let foreign = directory.file("foreign")
         try FileManager.default.createDirectory(atPath: foreign, withIntermediateDirectories: false)
         XCTAssertEqual(chown(foreign, 65534, 65534), 0)
-        let refused = try await run([DaemonTestCase.binary, "--address", bus.address, "--state-dir", foreign], timeout: 30)
+        let refused = try await run(
+            [DaemonTestCase.binary, "--address", bus.address, "--state-dir", foreign], timeout: 30)
         XCTAssertEqual(refused.status, 1)
         XCTAssertTrue(refused.stderr.contains("belongs to uid 65534"), refused.stderr)
         let link = directory.file("link")
@@ -125,7 +139,9 @@ final class DaemonLifecycleTests: DaemonTestCase {
         http.update("/p") { $0.bytesPerSecond = nil }
         try await waitState(path, ["finished"])
         XCTAssertEqual(sha256(ofFile: directory.file("p.bin")), Self.sha256(content))
-        let mode = try FileManager.default.attributesOfItem(atPath: stateDirectory + "/resume-data.key")[.posixPermissions] as? Int
+        let mode =
+            try FileManager.default.attributesOfItem(atPath: stateDirectory + "/resume-data.key")[.posixPermissions]
+            as? Int
         XCTAssertEqual(mode, 0o600)
     }
 }

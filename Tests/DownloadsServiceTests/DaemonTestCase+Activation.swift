@@ -17,29 +17,33 @@ extension DaemonTestCase {
         daemonLog = log
         let settings = bus.environment.merging(daemonEnvironment) { $1 }.merging(environment) { $1 }
             .sorted { $0.key < $1.key }.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
-        let arguments = (["--state-dir", stateDirectory] + busArguments + ["--exit-idle-time", "\(exitIdleTime)"] + extraArguments)
+        let arguments =
+            (["--state-dir", stateDirectory] + busArguments + ["--exit-idle-time", "\(exitIdleTime)"] + extraArguments)
             .map { "'\($0)'" }.joined(separator: " ")
         let script = directory.file("activate.sh")
         try """
-            echo $$ >> '\(activationsFile)'
-            exec env \(settings) '\(DaemonTestCase.binary)' \(arguments) 2>>'\(log)'
-            """.write(toFile: script, atomically: true, encoding: .utf8)
+        echo $$ >> '\(activationsFile)'
+        exec env \(settings) '\(DaemonTestCase.binary)' \(arguments) 2>>'\(log)'
+        """.write(toFile: script, atomically: true, encoding: .utf8)
         try """
-            [D-BUS Service]
-            Name=org.example.Downloads
-            Exec=/bin/sh \(script)
-            """.write(toFile: bus.servicesDirectory + "/org.example.Downloads.service", atomically: true, encoding: .utf8)
+        [D-BUS Service]
+        Name=org.example.Downloads
+        Exec=/bin/sh \(script)
+        """.write(toFile: bus.servicesDirectory + "/org.example.Downloads.service", atomically: true, encoding: .utf8)
     }
 
     /// The pids of the instances activation started, in order.
     var activations: [Int32] {
-        ((try? String(contentsOfFile: activationsFile, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { Int32($0) }
+        ((try? String(contentsOfFile: activationsFile, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+            Int32($0)
+        }
     }
 
     /// Whether `pid` is alive (a zombie its parent has not reaped yet has exited).
     static func isRunning(_ pid: Int32) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let end = stat.range(of: ") ", options: .backwards) else { return false }
+            let end = stat.range(of: ") ", options: .backwards)
+        else { return false }
         return stat[end.upperBound...].first != "Z"
     }
 

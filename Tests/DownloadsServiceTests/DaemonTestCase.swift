@@ -42,7 +42,8 @@ class DaemonTestCase: XCTestCase {
     override func tearDown() async throws {
         // A failed test shows the end of the daemon's log (the directory holding it goes next).
         if (testRun?.totalFailureCount ?? 0) > 0, !daemonLog.isEmpty,
-           let log = try? String(contentsOfFile: daemonLog, encoding: .utf8) {
+            let log = try? String(contentsOfFile: daemonLog, encoding: .utf8)
+        {
             print("DAEMON LOG (last 80 lines) of \(name):")
             print(log.split(separator: "\n", omittingEmptySubsequences: false).suffix(80).joined(separator: "\n"))
         }
@@ -62,9 +63,11 @@ class DaemonTestCase: XCTestCase {
     func launchDaemon() throws {
         let log = directory.file("daemon-\(Int(Date().timeIntervalSince1970 * 1000)).log")
         daemonLog = log
-        daemon = try ChildProcess(launcher + [
-            "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", DaemonTestCase.binary, "--state-dir", stateDirectory,
-        ] + busArguments + ["--exit-idle-time", "0"] + extraArguments, environment: bus.environment.merging(daemonEnvironment) { $1 })
+        daemon = try ChildProcess(
+            launcher + [
+                "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", DaemonTestCase.binary, "--state-dir", stateDirectory,
+            ] + busArguments + ["--exit-idle-time", "0"] + extraArguments,
+            environment: bus.environment.merging(daemonEnvironment) { $1 })
     }
 
     func startDaemon() async throws {
@@ -96,7 +99,8 @@ class DaemonTestCase: XCTestCase {
     func call(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
         do {
             return try await client.call(
-                destination: "org.example.Downloads", path: "/org/example/Downloads", interface: "org.example.Downloads",
+                destination: "org.example.Downloads", path: "/org/example/Downloads",
+                interface: "org.example.Downloads",
                 method: method, arguments: arguments
             )
         } catch let error as BusError where error.name == BusError.noReplyName {
@@ -110,8 +114,11 @@ class DaemonTestCase: XCTestCase {
         print("DIAGNOSIS: \(what)")
         print((try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "(no log)")
         if let pid = daemon?.pid {
-            let trace = try? await ProcessRunner.run(["gdb", "-p", "\(pid)", "-batch", "-ex", "thread apply all bt 20"], timeout: 60)
-            print(trace?.stdout.split(separator: "\n").filter { $0.hasPrefix("#") || $0.hasPrefix("Thread") }.joined(separator: "\n") ?? "")
+            let trace = try? await ProcessRunner.run(
+                ["gdb", "-p", "\(pid)", "-batch", "-ex", "thread apply all bt 20"], timeout: 60)
+            print(
+                trace?.stdout.split(separator: "\n").filter { $0.hasPrefix("#") || $0.hasPrefix("Thread") }.joined(
+                    separator: "\n") ?? "")
         }
     }
 
@@ -145,7 +152,9 @@ class DaemonTestCase: XCTestCase {
     }
 
     /// Waits (bounded) until `condition` holds; on a timeout the failure shows `log` (default: the daemon's).
-    func until(_ what: String, seconds: Double = 20, log: String? = nil, _ condition: () async throws -> Bool) async throws {
+    func until(
+        _ what: String, seconds: Double = 20, log: String? = nil, _ condition: () async throws -> Bool
+    ) async throws {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < deadline {
             if try await condition() { return }
@@ -169,12 +178,15 @@ class DaemonTestCase: XCTestCase {
         try await ProcessRunner.run(arguments, environment: bus.environment, timeout: timeout)
     }
 
-    func gdbus(_ method: String, _ arguments: [String], object: String = "/org/example/Downloads",
-               interface: String = "org.example.Downloads") async throws -> ProcessRunner.Output {
-        try await run([
-            "gdbus", "call", "--address", bus.address, "--dest", "org.example.Downloads", "--object-path", object,
-            "--method", "\(interface).\(method)",
-        ] + arguments)
+    func gdbus(
+        _ method: String, _ arguments: [String], object: String = "/org/example/Downloads",
+        interface: String = "org.example.Downloads"
+    ) async throws -> ProcessRunner.Output {
+        try await run(
+            [
+                "gdbus", "call", "--address", bus.address, "--dest", "org.example.Downloads", "--object-path", object,
+                "--method", "\(interface).\(method)",
+            ] + arguments)
     }
 
     func signalNames(for path: ObjectPath) -> [String] {

@@ -9,28 +9,35 @@ import XCTest
 /// `power_profiles_daemon` template choosing the power-saver profile.
 extension DesktopCitizenTests {
     private func setOnBattery(_ onBattery: Bool) async throws {
-        _ = try await mockCall("org.freedesktop.UPower", "/org/freedesktop/UPower", "org.freedesktop.DBus.Properties", "Set",
-                               ["ssv", "org.freedesktop.UPower", "OnBattery", "b", onBattery ? "true" : "false"])
+        _ = try await mockCall(
+            "org.freedesktop.UPower", "/org/freedesktop/UPower", "org.freedesktop.DBus.Properties", "Set",
+            ["ssv", "org.freedesktop.UPower", "OnBattery", "b", onBattery ? "true" : "false"])
     }
 
     private func setProfile(_ profile: String) async throws {
-        _ = try await mockCall("net.hadess.PowerProfiles", "/net/hadess/PowerProfiles", "org.freedesktop.DBus.Properties", "Set",
-                               ["ssv", "net.hadess.PowerProfiles", "ActiveProfile", "s", profile])
+        _ = try await mockCall(
+            "net.hadess.PowerProfiles", "/net/hadess/PowerProfiles", "org.freedesktop.DBus.Properties", "Set",
+            ["ssv", "net.hadess.PowerProfiles", "ActiveProfile", "s", profile])
     }
 
     func testTasksThatRequireMainsPowerWaitOnBatteryAndPauseWhenUnplugged() async throws {
         let content = Self.content(1_200_000, seed: 11)
         http.set("/file", Route(content: content))
         // Without UPower the machine counts as on mains power.
-        let early = try await start(http.url("/file"), directory.file("early.bin"), ["requires_ac_power": .boolean(true)])
+        let early = try await start(
+            http.url("/file"), directory.file("early.bin"), ["requires_ac_power": .boolean(true)])
         try await waitState(early, ["finished"])
 
         _ = try await startMock("upower", name: "org.freedesktop.UPower")
         try await changeAndWait(until: "power: on battery") { try await setOnBattery(true) }
         // Started with downloadsctl --requires-ac-power, while on battery: it waits; others run.
-        let started = try await run([DownloadsctlTests.ctl, "--system", "start", http.url("/file"), directory.file("careful.bin"), "--requires-ac-power"])
+        let started = try await run([
+            DownloadsctlTests.ctl, "--system", "start", http.url("/file"), directory.file("careful.bin"),
+            "--requires-ac-power",
+        ])
         XCTAssertEqual(started.status, 0, started.stderr)
-        let careful = DownloadsAPI.taskPath(try XCTUnwrap(UInt64(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines))))
+        let careful = DownloadsAPI.taskPath(
+            try XCTUnwrap(UInt64(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines))))
         let anyway = try await start(http.url("/file"), directory.file("anyway.bin"))
         try await until("WaitingFor ac-power") { try await self.waitingFor(careful) == "ac-power" }
         try await waitState(anyway, ["finished"])
@@ -46,7 +53,8 @@ extension DesktopCitizenTests {
         var slow = Route(content: content)
         slow.bytesPerSecond = 300_000
         http.set("/slow", slow)
-        let running = try await start(http.url("/slow"), directory.file("running.bin"), ["requires_ac_power": .boolean(true)])
+        let running = try await start(
+            http.url("/slow"), directory.file("running.bin"), ["requires_ac_power": .boolean(true)])
         let id = Int64(try XCTUnwrap(DownloadsAPI.taskID(running)))
         try await waitBytes(running, atLeast: 200_000)
         try await setOnBattery(true)
@@ -67,12 +75,16 @@ extension DesktopCitizenTests {
         let steered = try await start(http.url("/slow2"), directory.file("steered.bin"))
         try await waitBytes(steered, atLeast: 100_000)
         try await setOnBattery(true)
-        _ = try await client.call(destination: "org.example.Downloads", path: steered, interface: "org.example.Downloads.Task",
-                                  method: "Update", arguments: [.vardict(["requires_ac_power": .boolean(true)])])
+        _ = try await client.call(
+            destination: "org.example.Downloads", path: steered, interface: "org.example.Downloads.Task",
+            method: "Update", arguments: [.vardict(["requires_ac_power": .boolean(true)])])
         try await waitState(steered, ["queued"])
         let steeredWaiting = try await waitingFor(steered)
         XCTAssertEqual(steeredWaiting, "ac-power")
-        let set = try await run([DownloadsctlTests.ctl, "--system", "set", "\(try XCTUnwrap(DownloadsAPI.taskID(steered)))", "--requires-ac-power", "no"])
+        let set = try await run([
+            DownloadsctlTests.ctl, "--system", "set", "\(try XCTUnwrap(DownloadsAPI.taskID(steered)))",
+            "--requires-ac-power", "no",
+        ])
         XCTAssertEqual(set.status, 0, set.stderr)
         try await waitState(steered, ["finished"])
         XCTAssertEqual(sha256(ofFile: directory.file("steered.bin")), Self.sha256(content))
@@ -83,7 +95,8 @@ extension DesktopCitizenTests {
         try await changeAndWait(until: "power-saver profile") { try await setProfile("power-saver") }
         let content = Self.content(600_000, seed: 12)
         http.set("/file", Route(content: content))
-        let background = try await start(http.url("/file"), directory.file("background.bin"), ["background": .boolean(true)])
+        let background = try await start(
+            http.url("/file"), directory.file("background.bin"), ["background": .boolean(true)])
         let foreground = try await start(http.url("/file"), directory.file("foreground.bin"))
         try await until("WaitingFor power-saver") { try await self.waitingFor(background) == "power-saver" }
         try await waitState(foreground, ["finished"])

@@ -14,20 +14,27 @@ final class DesktopCitizenTests: SystemBusTestCase {
     /// No periodic checkpoint during the test: only the one before sleep makes bytes durable.
     override var extraArguments: [String] { ["--checkpoint-interval", "600"] }
 
-    func mockCall(_ name: String, _ path: String, _ interface: String, _ method: String, _ arguments: [String]) async throws -> String {
-        let output = try await run(["busctl", "--address=\(bus.address)", "call", name, path, interface, method] + arguments)
+    func mockCall(
+        _ name: String, _ path: String, _ interface: String, _ method: String, _ arguments: [String]
+    ) async throws -> String {
+        let output = try await run(
+            ["busctl", "--address=\(bus.address)", "call", name, path, interface, method] + arguments)
         XCTAssertEqual(output.status, 0, "\(method): \(output.stderr)")
         return output.stdout
     }
 
     private func inhibitors() async throws -> String {
-        try await mockCall("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager", "ListInhibitors", [])
+        try await mockCall(
+            "org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager", "ListInhibitors", [])
     }
 
     private func emitPrepareForSleep(_ starting: Bool) async throws {
-        _ = try await mockCall("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.DBus.Mock", "EmitSignal", [
-            "sssav", "org.freedesktop.login1.Manager", "PrepareForSleep", "b", "1", "b", starting ? "true" : "false",
-        ])
+        _ = try await mockCall(
+            "org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.DBus.Mock", "EmitSignal",
+            [
+                "sssav", "org.freedesktop.login1.Manager", "PrepareForSleep", "b", "1", "b",
+                starting ? "true" : "false",
+            ])
     }
 
     func durableOffset(_ id: Int64) async throws -> Int64 {
@@ -54,10 +61,14 @@ final class DesktopCitizenTests: SystemBusTestCase {
         let target = directory.file("slow.bin")
         let task = try await start(http.url("/slow"), target)
         try await waitState(task, ["running"])
-        try await until("the inhibitor") { try await self.inhibitors().contains("\"sleep:shutdown\" \"Downloads\" \"1 download in progress\" \"delay\"") }
+        try await until("the inhibitor") {
+            try await self.inhibitors().contains(
+                "\"sleep:shutdown\" \"Downloads\" \"1 download in progress\" \"delay\"")
+        }
 
         // A PrepareForSleep from someone other than logind changes nothing.
-        let forged = try await asNobody("""
+        let forged = try await asNobody(
+            """
             import dbus
             bus = dbus.SystemBus()
             msg = dbus.lowlevel.SignalMessage('/org/freedesktop/login1', 'org.freedesktop.login1.Manager', 'PrepareForSleep')
@@ -112,8 +123,9 @@ final class DesktopCitizenTests: SystemBusTestCase {
     // MARK: NetworkManager
 
     private func setConnectivity(_ value: Int) async throws {
-        _ = try await mockCall("org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager", "org.freedesktop.DBus.Mock",
-                               "SetConnectivity", ["u", String(value)])
+        _ = try await mockCall(
+            "org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager", "org.freedesktop.DBus.Mock",
+            "SetConnectivity", ["u", String(value)])
     }
 
     /// How often the daemon's log says `text` so far.
@@ -130,8 +142,13 @@ final class DesktopCitizenTests: SystemBusTestCase {
     }
 
     private func setMetered(_ value: Int) async throws {
-        _ = try await mockCall("org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager", "org.freedesktop.DBus.Mock",
-                               "SetProperty", ["sssv", "/org/freedesktop/NetworkManager", "org.freedesktop.NetworkManager", "Metered", "u", String(value)])
+        _ = try await mockCall(
+            "org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager", "org.freedesktop.DBus.Mock",
+            "SetProperty",
+            [
+                "sssv", "/org/freedesktop/NetworkManager", "org.freedesktop.NetworkManager", "Metered", "u",
+                String(value),
+            ])
     }
 
     func testTasksWaitOfflineAndGoOnWhenTheNetworkComesBack() async throws {
@@ -182,17 +199,21 @@ final class DesktopCitizenTests: SystemBusTestCase {
     func testTasksThatMustNotUseAMeteredNetworkWaitForAnotherOne() async throws {
         _ = try await startMock("networkmanager", name: "org.freedesktop.NetworkManager")
         // The template has no Metered: add it, as NetworkManager 1.2+ has it (1 = yes).
-        _ = try await mockCall("org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager", "org.freedesktop.DBus.Mock",
-                               "AddProperty", ["ssv", "org.freedesktop.NetworkManager", "Metered", "u", "1"])
+        _ = try await mockCall(
+            "org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager", "org.freedesktop.DBus.Mock",
+            "AddProperty", ["ssv", "org.freedesktop.NetworkManager", "Metered", "u", "1"])
         try await changeAndWait(until: "network: online (metered)") { try await setMetered(1) }
         let content = Self.content(1_000_000, seed: 5)
         http.set("/file", Route(content: content))
         // Started with downloadsctl: --no-metered is allow_metered false.
         let ctl = DownloadsctlTests.ctl
-        let started = try await run([ctl, "--system", "start", http.url("/file"), directory.file("careful.bin"), "--no-metered",
-                                     "--desktop-entry", "org.example.Test.desktop"])
+        let started = try await run([
+            ctl, "--system", "start", http.url("/file"), directory.file("careful.bin"), "--no-metered",
+            "--desktop-entry", "org.example.Test.desktop",
+        ])
         XCTAssertEqual(started.status, 0, started.stderr)
-        let careful = DownloadsAPI.taskPath(try XCTUnwrap(UInt64(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines))))
+        let careful = DownloadsAPI.taskPath(
+            try XCTUnwrap(UInt64(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines))))
         let anyway = try await start(http.url("/file"), directory.file("anyway.bin"))
         try await until("WaitingFor unmetered-network") { try await self.waitingFor(careful) == "unmetered-network" }
         try await waitState(anyway, ["finished"])
@@ -200,7 +221,9 @@ final class DesktopCitizenTests: SystemBusTestCase {
         XCTAssertEqual(carefulState, "queued")
         let entry = try await property(careful, "DesktopEntry")?.stringValue
         XCTAssertEqual(entry, "org.example.Test.desktop")
-        let status = try await run([ctl, "--system", "status", started.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--json"])
+        let status = try await run([
+            ctl, "--system", "status", started.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--json",
+        ])
         let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         XCTAssertEqual(object["waiting_for"] as? String, "unmetered-network")
         let table = try await run([ctl, "--system", "list"])

@@ -21,15 +21,18 @@ class DownloadsAgentTests: DaemonTestCase {
         try await super.setUp()
         desktop = try PrivateBus()
         desktopClient = try await Connection.open(.address(desktop.address))
-        try await desktopClient.subscribe(MatchRule(interface: "com.canonical.Unity.LauncherEntry", member: "Update")) { [dockUpdates] message in
+        try await desktopClient.subscribe(MatchRule(interface: "com.canonical.Unity.LauncherEntry", member: "Update")) {
+            [dockUpdates] message in
             guard let arguments = try? message.arguments(), arguments.count == 2, let uri = arguments[0].stringValue,
-                  let properties = arguments[1].vardictValue else { return }
+                let properties = arguments[1].vardictValue
+            else { return }
             dockUpdates.withLockedValue { $0.append((uri, properties)) }
         }
         // The desktop's file opener, as a script that says what it was asked to open.
         let opener = directory.file("bin/xdg-open")
         try FileManager.default.createDirectory(atPath: directory.file("bin"), withIntermediateDirectories: true)
-        try "#!/bin/sh\nprintf '%s' \"$1\" > \(directory.file("opened"))\n".write(toFile: opener, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\nprintf '%s' \"$1\" > \(directory.file("opened"))\n".write(
+            toFile: opener, atomically: true, encoding: .utf8)
         chmod(opener, 0o755)
     }
 
@@ -49,14 +52,20 @@ class DownloadsAgentTests: DaemonTestCase {
     override var launcher: [String] { daemonLauncher }
 
     private var desktopEnvironment: [String: String] {
-        ["DBUS_SESSION_BUS_ADDRESS": desktop.address, "DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PATH": directory.file("bin") + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")]
+        [
+            "DBUS_SESSION_BUS_ADDRESS": desktop.address, "DBUS_SYSTEM_BUS_ADDRESS": bus.address,
+            "PATH": directory.file("bin") + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+        ]
     }
 
     private func startAgent() async throws {
         let log = agentLog
-        agent = try ChildProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", Self.agentBinary] + agentBusArguments,
-                                 environment: desktopEnvironment)
-        try await until("the agent follows the service", log: log) { (try? String(contentsOfFile: log, encoding: .utf8))?.contains("following downloads") == true }
+        agent = try ChildProcess(
+            ["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", Self.agentBinary] + agentBusArguments,
+            environment: desktopEnvironment)
+        try await until("the agent follows the service", log: log) {
+            (try? String(contentsOfFile: log, encoding: .utf8))?.contains("following downloads") == true
+        }
     }
 
     private func startOnDesktop(_ arguments: [String], name: String) async throws -> ChildProcess {
@@ -67,11 +76,17 @@ class DownloadsAgentTests: DaemonTestCase {
     }
 
     private func startNotificationDaemon() async throws {
-        _ = try await startOnDesktop(["/usr/bin/python3", "-m", "dbusmock", "--template", "notification_daemon", "-l", directory.file("notifications.log")],
-                                     name: "org.freedesktop.Notifications")
+        _ = try await startOnDesktop(
+            [
+                "/usr/bin/python3", "-m", "dbusmock", "--template", "notification_daemon", "-l",
+                directory.file("notifications.log"),
+            ],
+            name: "org.freedesktop.Notifications")
     }
 
-    private var notificationLog: String { (try? String(contentsOfFile: directory.file("notifications.log"), encoding: .utf8)) ?? "" }
+    private var notificationLog: String {
+        (try? String(contentsOfFile: directory.file("notifications.log"), encoding: .utf8)) ?? ""
+    }
 
     private var agentLog: String { directory.file("agent.log") }
 
@@ -81,7 +96,8 @@ class DownloadsAgentTests: DaemonTestCase {
         try await startNotificationDaemon()
         try await startAgent()
         // One agent per desktop session: a second one leaves quietly.
-        let second = try await ProcessRunner.run([Self.agentBinary] + agentBusArguments, environment: desktopEnvironment, timeout: 20)
+        let second = try await ProcessRunner.run(
+            [Self.agentBinary] + agentBusArguments, environment: desktopEnvironment, timeout: 20)
         XCTAssertEqual(second.status, 0)
         XCTAssertTrue(second.stderr.contains("another downloads-agent runs in this session"), second.stderr)
         let content = Self.content(1_200_000, seed: 7)
@@ -89,7 +105,8 @@ class DownloadsAgentTests: DaemonTestCase {
         slow.bytesPerSecond = 600_000
         http.set("/report.pdf", slow)
         let target = directory.file("report.pdf")
-        let task = try await start(http.url("/report.pdf"), target, ["desktop_entry": .string("org.example.Test.desktop")])
+        let task = try await start(
+            http.url("/report.pdf"), target, ["desktop_entry": .string("org.example.Test.desktop")])
         let entry = try await property(task, "DesktopEntry")?.stringValue
         XCTAssertEqual(entry, "org.example.Test.desktop")
         try await waitState(task, ["finished"], seconds: 30)
@@ -97,7 +114,9 @@ class DownloadsAgentTests: DaemonTestCase {
 
         let uri = "application://org.example.Test.desktop"
         try await until("the dock entry cleared", log: agentLog) {
-            self.dockUpdates.withLockedValue { $0.last }.map { $0.0 == uri && $0.1["count-visible"]?.boolValue == false } ?? false
+            self.dockUpdates.withLockedValue { $0.last }.map {
+                $0.0 == uri && $0.1["count-visible"]?.boolValue == false
+            } ?? false
         }
         let updates = dockUpdates.withLockedValue { $0 }.filter { $0.0 == uri }
         let during = updates.filter { $0.1["progress-visible"]?.boolValue == true }
@@ -115,26 +134,43 @@ class DownloadsAgentTests: DaemonTestCase {
         XCTAssertTrue(finished.contains("[\"default\", \"Open\""), String(finished))
 
         // Clicking it opens the file with the desktop's opener.
-        let emitted = try await run(["busctl", "--address=\(desktop.address)", "call", "org.freedesktop.Notifications", "/org/freedesktop/Notifications",
-                                     "org.freedesktop.DBus.Mock", "EmitSignal", "sssav", "org.freedesktop.Notifications", "ActionInvoked", "us", "2",
-                                     "u", "1", "s", "default"])
+        let emitted = try await run([
+            "busctl", "--address=\(desktop.address)", "call", "org.freedesktop.Notifications",
+            "/org/freedesktop/Notifications",
+            "org.freedesktop.DBus.Mock", "EmitSignal", "sssav", "org.freedesktop.Notifications", "ActionInvoked", "us",
+            "2",
+            "u", "1", "s", "default",
+        ])
         XCTAssertEqual(emitted.status, 0, emitted.stderr)
-        try await until("xdg-open called", log: agentLog) { (try? String(contentsOfFile: self.directory.file("opened"), encoding: .utf8)) == target }
+        try await until("xdg-open called", log: agentLog) {
+            (try? String(contentsOfFile: self.directory.file("opened"), encoding: .utf8)) == target
+        }
 
         // A failure notifies with the reason; the same task finishing later replaces it.
-        http.set("/later.bin", { var r = Route(content: content); r.failFirst = (count: 100, status: 404, retryAfter: nil); return r }())
+        http.set(
+            "/later.bin",
+            {
+                var r = Route(content: content); r.failFirst = (count: 100, status: 404, retryAfter: nil); return r
+            }())
         let later = try await start(http.url("/later.bin"), directory.file("later.bin"))
         try await waitState(later, ["failed"])
         try await until("the failure notification", log: agentLog) { self.notificationLog.contains("Download failed") }
         let failed = try XCTUnwrap(notificationLog.split(separator: "\n").first { $0.contains("Download failed") })
         XCTAssertTrue(failed.contains("transfer.error") && failed.contains("later.bin"), String(failed))
         http.set("/later.bin", Route(content: content))
-        _ = try await client.call(destination: "org.example.Downloads", path: later, interface: "org.example.Downloads.Task", method: "Resume")
+        _ = try await client.call(
+            destination: "org.example.Downloads", path: later, interface: "org.example.Downloads.Task", method: "Resume"
+        )
         try await waitState(later, ["finished"])
         try await until("the replacing notification", log: agentLog) {
-            self.notificationLog.split(separator: "\n").contains { $0.contains("Download finished") && $0.contains("\"later.bin\"") }
+            self.notificationLog.split(separator: "\n").contains {
+                $0.contains("Download finished") && $0.contains("\"later.bin\"")
+            }
         }
-        let replacing = try XCTUnwrap(notificationLog.split(separator: "\n").first { $0.contains("Download finished") && $0.contains("\"later.bin\"") })
+        let replacing = try XCTUnwrap(
+            notificationLog.split(separator: "\n").first {
+                $0.contains("Download finished") && $0.contains("\"later.bin\"")
+            })
         XCTAssertTrue(replacing.contains("Notify \"Downloads\" 2 "), "replaces notification 2: \(replacing)")
     }
 
@@ -144,7 +180,8 @@ class DownloadsAgentTests: DaemonTestCase {
         try await startNotificationDaemon()
         try await startAgent()
         var named = Route(content: Self.content(2000))
-        named.contentDisposition = "attachment; filename=\"<a href='https:__evil.example'>Open</a> & <img src='x'>.pdf\""
+        named.contentDisposition =
+            "attachment; filename=\"<a href='https:__evil.example'>Open</a> & <img src='x'>.pdf\""
         http.set("/named", named)
         let folder = directory.file("named")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -153,7 +190,8 @@ class DownloadsAgentTests: DaemonTestCase {
         try await until("the notification", log: agentLog) { self.notificationLog.contains("Download finished") }
         let finished = try XCTUnwrap(notificationLog.split(separator: "\n").first { $0.contains("Download finished") })
         XCTAssertTrue(
-            finished.contains("&lt;a href='https:__evil.example'&gt;Open&lt;_a&gt; &amp; &lt;img src='x'&gt;.pdf"), String(finished)
+            finished.contains("&lt;a href='https:__evil.example'&gt;Open&lt;_a&gt; &amp; &lt;img src='x'&gt;.pdf"),
+            String(finished)
         )
         XCTAssertFalse(finished.contains("<a href") || finished.contains("<img"), String(finished))
     }
@@ -164,13 +202,16 @@ class DownloadsAgentTests: DaemonTestCase {
         try await startNotificationDaemon()
         try await startAgent()
         http.set("/ep.mp3", Route(content: Self.content(2000, seed: 12)))
-        let task = try await start(http.url("/ep.mp3"), directory.file("ep.mp3"), [
-            "title": .string("Episode <42>"), "description": .string("Logs & locks"),
-        ])
+        let task = try await start(
+            http.url("/ep.mp3"), directory.file("ep.mp3"),
+            [
+                "title": .string("Episode <42>"), "description": .string("Logs & locks"),
+            ])
         try await waitState(task, ["finished"])
         try await until("the notification", log: agentLog) { self.notificationLog.contains("Download finished") }
         // The body's two lines: the log shows it as it came.
-        let finished = try XCTUnwrap(notificationLog.range(of: "\"Download finished\"").map { notificationLog[$0.upperBound...] })
+        let finished = try XCTUnwrap(
+            notificationLog.range(of: "\"Download finished\"").map { notificationLog[$0.upperBound...] })
         XCTAssertTrue(finished.hasPrefix(" \"Episode &lt;42&gt;\nLogs &amp; locks\""), String(finished))
         XCTAssertFalse(finished.contains("ep.mp3"), "the title stands for the file name: \(finished)")
     }
@@ -221,25 +262,32 @@ class DownloadsAgentTests: DaemonTestCase {
         """
 
     private var jobViewCalls: [[String: Any]] {
-        ((try? String(contentsOfFile: directory.file("jobviews.log"), encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
+        ((try? String(contentsOfFile: directory.file("jobviews.log"), encoding: .utf8)) ?? "").split(separator: "\n")
+            .compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
     }
 
     private func startJobViewServer(_ prefix: String) async throws -> ChildProcess {
-        try await startOnDesktop(["/usr/bin/python3", "-c", Self.jobViewServer, directory.file("jobviews.log"), prefix], name: "org.kde.JobViewServer")
+        try await startOnDesktop(
+            ["/usr/bin/python3", "-c", Self.jobViewServer, directory.file("jobviews.log"), prefix],
+            name: "org.kde.JobViewServer")
     }
 
     private func emitOnView(_ view: String, _ signal: String) async throws {
-        let output = try await run(["busctl", "--address=\(desktop.address)", "call", "org.kde.JobViewServer", "/JobViewServer",
-                                    "org.example.Test", "Emit", "os", view, signal])
+        let output = try await run([
+            "busctl", "--address=\(desktop.address)", "call", "org.kde.JobViewServer", "/JobViewServer",
+            "org.example.Test", "Emit", "os", view, signal,
+        ])
         XCTAssertEqual(output.status, 0, output.stderr)
     }
 
     private func view(after count: Int = 0) async throws -> String {
         var found: String?
         try await until("a job view", log: agentLog) {
-            found = self.jobViewCalls.filter { $0["call"] as? String == "requestView" }.dropFirst(count).first?["view"] as? String
+            found =
+                self.jobViewCalls.filter { $0["call"] as? String == "requestView" }.dropFirst(count).first?["view"]
+                as? String
             return found != nil
         }
         return try XCTUnwrap(found)
@@ -263,9 +311,11 @@ class DownloadsAgentTests: DaemonTestCase {
         try await until("progress in the view", log: agentLog) {
             self.jobViewCalls.contains {
                 guard $0["call"] as? String == "update", $0["view"] as? String == first,
-                      let properties = $0["properties"] as? [String: Any] else { return false }
+                    let properties = $0["properties"] as? [String: Any]
+                else { return false }
                 return (properties["processedBytes"] as? Int ?? 0) > 0 && properties["totalBytes"] as? Int == 3_000_000
-                    && (properties["percent"] as? Int).map { $0 < 100 } == true && properties["destUrl"] as? String == "file://" + target
+                    && (properties["percent"] as? Int).map { $0 < 100 } == true
+                    && properties["destUrl"] as? String == "file://" + target
             }
         }
 
@@ -283,14 +333,17 @@ class DownloadsAgentTests: DaemonTestCase {
         try await emitOnView(second, "cancelRequested")
         try await waitState(task, ["cancelled"])
         try await until("the view terminated", log: agentLog) {
-            self.jobViewCalls.contains { $0["call"] as? String == "terminate" && $0["view"] as? String == second && $0["code"] as? Int == 1 }
+            self.jobViewCalls.contains {
+                $0["call"] as? String == "terminate" && $0["view"] as? String == second && $0["code"] as? Int == 1
+            }
         }
         // The desktop shows job views and their ends: no notification, and no dock progress of
         // ours left (only while no server was there did the dock show it).
         try await Task.sleep(for: .milliseconds(300))
         XCTAssertFalse(notificationLog.contains("Notify"), notificationLog)
         let lastDock = dockUpdates.withLockedValue { $0.last }
-        XCTAssertTrue(lastDock.map { $0.1["count-visible"]?.boolValue == false } ?? true, "\(String(describing: lastDock))")
+        XCTAssertTrue(
+            lastDock.map { $0.1["count-visible"]?.boolValue == false } ?? true, "\(String(describing: lastDock))")
     }
     /// The daemon exits when idle (the agent, which only listens, keeps nothing and starts
     /// nothing) and comes back by activation at someone's call: the agent follows the new
@@ -308,14 +361,18 @@ class DownloadsAgentTests: DaemonTestCase {
         let one = try await start(http.url("/one.bin"), directory.file("one.bin"))
         try await waitState(one, ["finished"])
         try await until("the first notification", log: agentLog) {
-            self.notificationLog.split(separator: "\n").contains { $0.contains("Download finished") && $0.contains("\"one.bin\"") }
+            self.notificationLog.split(separator: "\n").contains {
+                $0.contains("Download finished") && $0.contains("\"one.bin\"")
+            }
         }
         try await waitUntilTheDaemonExits()
         XCTAssertEqual(activations.count, 1)
         let two = try await start(http.url("/two.bin"), directory.file("two.bin"))
         try await waitState(two, ["finished"])
         try await until("the second notification, from the next instance", log: agentLog) {
-            self.notificationLog.split(separator: "\n").contains { $0.contains("Download finished") && $0.contains("\"two.bin\"") }
+            self.notificationLog.split(separator: "\n").contains {
+                $0.contains("Download finished") && $0.contains("\"two.bin\"")
+            }
         }
         XCTAssertEqual(activations.count, 2)
     }
@@ -330,30 +387,40 @@ class DownloadsAgentTests: DaemonTestCase {
         slow.bytesPerSecond = 400_000
         http.set("/asset1", Route(content: Self.content(20_000, seed: 15)))
         http.set("/asset2", slow)
-        let reply = try await call("StartGroup", [
-            .array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), [
-                .structure([.string(http.url("/asset1")), .string(directory.file("asset1")), .vardict([:])]),
-                .structure([.string(http.url("/asset2")), .string(directory.file("asset2")), .vardict([:])]),
-            ]),
-            .vardict(["title": .string("Level 3 assets")]),
-        ])
+        let reply = try await call(
+            "StartGroup",
+            [
+                .array(
+                    element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]),
+                    [
+                        .structure([.string(http.url("/asset1")), .string(directory.file("asset1")), .vardict([:])]),
+                        .structure([.string(http.url("/asset2")), .string(directory.file("asset2")), .vardict([:])]),
+                    ]),
+                .vardict(["title": .string("Level 3 assets")]),
+            ])
         guard case .array(_, let paths) = reply[1] else { return XCTFail("\(reply)") }
         let tasks = paths.compactMap(\.objectPathValue)
         let view = try await view()
         try await until("the group's files in its view", log: agentLog) {
             self.jobViewCalls.contains {
                 guard $0["call"] as? String == "update", $0["view"] as? String == view,
-                      let properties = $0["properties"] as? [String: Any] else { return false }
-                return properties["title"] as? String == "Downloading Level 3 assets" && properties["descriptionValue1"] as? String == "1 of 2 files"
+                    let properties = $0["properties"] as? [String: Any]
+                else { return false }
+                return properties["title"] as? String == "Downloading Level 3 assets"
+                    && properties["descriptionValue1"] as? String == "1 of 2 files"
             }
         }
         try await emitOnView(view, "suspendRequested")
         try await waitState(tasks[1], ["paused"])
         try await emitOnView(view, "resumeRequested")
         try await until("the view terminated as finished", seconds: 30, log: agentLog) {
-            self.jobViewCalls.contains { $0["call"] as? String == "terminate" && $0["view"] as? String == view && $0["code"] as? Int == 0 }
+            self.jobViewCalls.contains {
+                $0["call"] as? String == "terminate" && $0["view"] as? String == view && $0["code"] as? Int == 0
+            }
         }
-        XCTAssertEqual(jobViewCalls.filter { $0["call"] as? String == "requestView" }.count, 1, "one view for the group: \(jobViewCalls)")
+        XCTAssertEqual(
+            jobViewCalls.filter { $0["call"] as? String == "requestView" }.count, 1,
+            "one view for the group: \(jobViewCalls)")
         XCTAssertEqual(sha256(ofFile: directory.file("asset2")), Self.sha256(Self.content(1_200_000, seed: 14)))
     }
 
@@ -365,16 +432,20 @@ class DownloadsAgentTests: DaemonTestCase {
         var slow = Route(content: Self.content(1_000_000, seed: 13))
         slow.bytesPerSecond = 200_000
         http.set("/titled.iso", slow)
-        let task = try await start(http.url("/titled.iso"), directory.file("titled.iso"), [
-            "desktop_entry": .string("org.example.Test.desktop"), "title": .string("Debian 13 netinst"),
-            "description": .string("For the laptop"),
-        ])
+        let task = try await start(
+            http.url("/titled.iso"), directory.file("titled.iso"),
+            [
+                "desktop_entry": .string("org.example.Test.desktop"), "title": .string("Debian 13 netinst"),
+                "description": .string("For the laptop"),
+            ])
         let view = try await view()
         try await until("the title and description in the view", log: agentLog) {
             self.jobViewCalls.contains {
                 guard $0["call"] as? String == "update", $0["view"] as? String == view,
-                      let properties = $0["properties"] as? [String: Any] else { return false }
-                return properties["title"] as? String == "Downloading Debian 13 netinst" && properties["infoMessage"] as? String == "For the laptop"
+                    let properties = $0["properties"] as? [String: Any]
+                else { return false }
+                return properties["title"] as? String == "Downloading Debian 13 netinst"
+                    && properties["infoMessage"] as? String == "For the laptop"
             }
         }
         _ = try await call("Cancel", [.objectPath(task)])
@@ -388,18 +459,25 @@ class DownloadsAgentTests: DaemonTestCase {
         http.set("/inbox", Route.receiving())
         let file = directory.file("report.pdf")
         try Data(Self.content(1_000_000, seed: 14)).write(to: URL(fileURLWithPath: file))
-        let reply = try await call("Upload", [
-            .string(http.url("/inbox")), .string(file),
-            .vardict(["desktop_entry": .string("org.example.Test.desktop"), "max_bytes_per_second": .uint64(200_000)]),
-        ])
+        let reply = try await call(
+            "Upload",
+            [
+                .string(http.url("/inbox")), .string(file),
+                .vardict([
+                    "desktop_entry": .string("org.example.Test.desktop"), "max_bytes_per_second": .uint64(200_000),
+                ]),
+            ])
         let task = try XCTUnwrap(reply.first?.objectPathValue)
         let view = try await view()
         try await until("an upload's view", log: agentLog) {
             self.jobViewCalls.contains {
                 guard $0["call"] as? String == "update", $0["view"] as? String == view,
-                      let properties = $0["properties"] as? [String: Any] else { return false }
-                return properties["title"] as? String == "Uploading report.pdf" && properties["descriptionValue1"] as? String == file
-                    && properties["descriptionLabel2"] as? String == "To" && properties["descriptionValue2"] as? String == self.http.url("/inbox")
+                    let properties = $0["properties"] as? [String: Any]
+                else { return false }
+                return properties["title"] as? String == "Uploading report.pdf"
+                    && properties["descriptionValue1"] as? String == file
+                    && properties["descriptionLabel2"] as? String == "To"
+                    && properties["descriptionValue2"] as? String == self.http.url("/inbox")
             }
         }
         _ = try await call("Cancel", [.objectPath(task)])
@@ -412,11 +490,13 @@ class DownloadsAgentTests: DaemonTestCase {
         http.set("/inbox", Route.receiving())
         let file = directory.file("notes.txt")
         try Data(Self.content(2000, seed: 15)).write(to: URL(fileURLWithPath: file))
-        let reply = try await call("Upload", [.string(http.url("/inbox")), .string(file), .vardict(["title": .string("Meeting notes")])])
+        let reply = try await call(
+            "Upload", [.string(http.url("/inbox")), .string(file), .vardict(["title": .string("Meeting notes")])])
         let task = try XCTUnwrap(reply.first?.objectPathValue)
         try await waitState(task, ["finished"])
         try await until("the notification", log: agentLog) { self.notificationLog.contains("Upload finished") }
-        let finished = try XCTUnwrap(notificationLog.range(of: "\"Upload finished\"").map { notificationLog[$0.upperBound...] })
+        let finished = try XCTUnwrap(
+            notificationLog.range(of: "\"Upload finished\"").map { notificationLog[$0.upperBound...] })
         XCTAssertTrue(finished.hasPrefix(" \"Meeting notes\""), String(finished))
     }
 
@@ -436,14 +516,16 @@ class DownloadsAgentTests: DaemonTestCase {
         try await startAgent()
         try bottleneck.file("long.bin", Self.content(40 << 20, seed: 41))
         try bottleneck.file("interactive.bin", Self.content(80 << 20, seed: 42))
-        let task = try await start(bottleneck.url("long.bin"), directory.file("long.bin"), ["background": .boolean(true)])
+        let task = try await start(
+            bottleneck.url("long.bin"), directory.file("long.bin"), ["background": .boolean(true)])
         let view = try await view()
         try await waitBytes(task, atLeast: 2 << 20)
         let competitor = Task { try await bottleneck.curl("interactive.bin", seconds: 6) }
         try await until("the view says the task gives way", seconds: 8, log: agentLog) {
             self.jobViewCalls.contains {
                 $0["call"] as? String == "update" && $0["view"] as? String == view
-                    && ($0["properties"] as? [String: Any])?["infoMessage"] as? String == "Giving way to other traffic (background download)"
+                    && ($0["properties"] as? [String: Any])?["infoMessage"] as? String
+                        == "Giving way to other traffic (background download)"
             }
         }
         _ = try await competitor.value

@@ -21,28 +21,38 @@ extension DownloadsClientTests {
         let recorder = Recorder()
         let session = try await session("photos", delegate: recorder)
         defer { session.invalidate() }
-        let request = UploadRequest(url: try XCTUnwrap(URL(string: http.url("/photos"))), httpMethod: "POST",
-                                    allHTTPHeaderFields: ["Content-Type": "image/heic"])
+        let request = UploadRequest(
+            url: try XCTUnwrap(URL(string: http.url("/photos"))), httpMethod: "POST",
+            allHTTPHeaderFields: ["Content-Type": "image/heic"])
         let task = session.uploadTask(with: request, fromFile: file)
         XCTAssertTrue(task.isUpload)
         try await task.resume()
         let id = try XCTUnwrap(task.taskIdentifier)
         try await waitUntil { recorder.all.contains("events photos") }
-        XCTAssertEqual(recorder.all, [
-            "send \(id)", "response \(id) 201 /photos/9", "data \(id) {\"id\": 9}", "complete \(id) ok", "events photos",
-        ])
+        XCTAssertEqual(
+            recorder.all,
+            [
+                "send \(id)", "response \(id) 201 /photos/9", "data \(id) {\"id\": 9}", "complete \(id) ok",
+                "events photos",
+            ])
         XCTAssertEqual(recorder.progress.withLockedValue { $0.last }, Int64(content.count))
         let received = try XCTUnwrap(http.received("/photos").first)
         XCTAssertEqual(received.method, "POST")
         XCTAssertEqual(received.headers["content-type"], "image/heic")
         XCTAssertEqual(Self.sha256(received.body), Self.sha256(content))
 
-        let denied = session.uploadTask(with: UploadRequest(url: try XCTUnwrap(URL(string: http.url("/private")))), fromFile: file)
+        let denied = session.uploadTask(
+            with: UploadRequest(url: try XCTUnwrap(URL(string: http.url("/private")))), fromFile: file)
         try await denied.resume()
         let deniedID = try XCTUnwrap(denied.taskIdentifier)
         try await waitUntil { recorder.all.contains { $0.hasPrefix("complete \(deniedID)") } }
-        XCTAssertEqual(recorder.all.filter { $0.hasPrefix("response \(deniedID)") || $0.hasPrefix("data \(deniedID)") || $0.hasPrefix("complete \(deniedID)") }, [
-            "response \(deniedID) 401 ", "data \(deniedID) who are you?\n", "complete \(deniedID) HTTPError",
-        ], "the refusal's response first, then the error")
+        XCTAssertEqual(
+            recorder.all.filter {
+                $0.hasPrefix("response \(deniedID)") || $0.hasPrefix("data \(deniedID)")
+                    || $0.hasPrefix("complete \(deniedID)")
+            },
+            [
+                "response \(deniedID) 401 ", "data \(deniedID) who are you?\n", "complete \(deniedID) HTTPError",
+            ], "the refusal's response first, then the error")
     }
 }

@@ -19,14 +19,22 @@ final class DownloadsClientTests: DaemonTestCase {
             totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64
         ) {
             progress.withLockedValue { $0.append(totalBytesWritten) }
-            calls.withLockedValue { if $0.last != "write \(downloadTask.taskIdentifier ?? 0)" { $0.append("write \(downloadTask.taskIdentifier ?? 0)") } }
+            calls.withLockedValue {
+                if $0.last != "write \(downloadTask.taskIdentifier ?? 0)" {
+                    $0.append("write \(downloadTask.taskIdentifier ?? 0)")
+                }
+            }
         }
 
-        func downloadSession(_ session: DownloadSession, downloadTask: BackgroundDownloadTask, didFinishDownloadingTo location: String) {
+        func downloadSession(
+            _ session: DownloadSession, downloadTask: BackgroundDownloadTask, didFinishDownloadingTo location: String
+        ) {
             calls.withLockedValue { $0.append("finish \(downloadTask.taskIdentifier ?? 0) \(location)") }
         }
 
-        func downloadSession(_ session: DownloadSession, task: BackgroundDownloadTask, didCompleteWithError error: DownloadsClientError?) {
+        func downloadSession(
+            _ session: DownloadSession, task: BackgroundDownloadTask, didCompleteWithError error: DownloadsClientError?
+        ) {
             calls.withLockedValue { $0.append("complete \(task.taskIdentifier ?? 0) \(error?.shortName ?? "ok")") }
         }
 
@@ -35,37 +43,57 @@ final class DownloadsClientTests: DaemonTestCase {
         }
 
         func downloadSession(
-            _ session: DownloadSession, group: BackgroundDownloadGroup, didWriteData bytesWritten: Int64, bytesExpected: Int64,
+            _ session: DownloadSession, group: BackgroundDownloadGroup, didWriteData bytesWritten: Int64,
+            bytesExpected: Int64,
             filesFinished: UInt32, files: UInt32
         ) {
-            calls.withLockedValue { if $0.last != "group progress \(group.identifier)" { $0.append("group progress \(group.identifier)") } }
-            if filesFinished == files { calls.withLockedValue { $0.append("group files \(filesFinished) of \(files)") } }
+            calls.withLockedValue {
+                if $0.last != "group progress \(group.identifier)" { $0.append("group progress \(group.identifier)") }
+            }
+            if filesFinished == files {
+                calls.withLockedValue { $0.append("group files \(filesFinished) of \(files)") }
+            }
         }
 
-        func downloadSession(_ session: DownloadSession, group: BackgroundDownloadGroup, didCompleteWithError error: DownloadsClientError?) {
+        func downloadSession(
+            _ session: DownloadSession, group: BackgroundDownloadGroup,
+            didCompleteWithError error: DownloadsClientError?
+        ) {
             calls.withLockedValue { $0.append("group complete \(group.identifier) \(error?.shortName ?? "ok")") }
         }
 
         func downloadSession(
-            _ session: DownloadSession, task: BackgroundDownloadTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+            _ session: DownloadSession, task: BackgroundDownloadTask, didSendBodyData bytesSent: Int64,
+            totalBytesSent: Int64,
             totalBytesExpectedToSend: Int64
         ) {
             progress.withLockedValue { $0.append(totalBytesSent) }
-            calls.withLockedValue { if $0.last != "send \(task.taskIdentifier ?? 0)" { $0.append("send \(task.taskIdentifier ?? 0)") } }
+            calls.withLockedValue {
+                if $0.last != "send \(task.taskIdentifier ?? 0)" { $0.append("send \(task.taskIdentifier ?? 0)") }
+            }
         }
 
-        func downloadSession(_ session: DownloadSession, task: BackgroundDownloadTask, didReceive response: UploadResponse) {
-            calls.withLockedValue { $0.append("response \(task.taskIdentifier ?? 0) \(response.statusCode) \(response.headers["location"] ?? "")") }
+        func downloadSession(
+            _ session: DownloadSession, task: BackgroundDownloadTask, didReceive response: UploadResponse
+        ) {
+            calls.withLockedValue {
+                $0.append(
+                    "response \(task.taskIdentifier ?? 0) \(response.statusCode) \(response.headers["location"] ?? "")")
+            }
         }
 
         func downloadSession(_ session: DownloadSession, task: BackgroundDownloadTask, didReceive data: Data) {
-            calls.withLockedValue { $0.append("data \(task.taskIdentifier ?? 0) \(String(decoding: data, as: UTF8.self))") }
+            calls.withLockedValue {
+                $0.append("data \(task.taskIdentifier ?? 0) \(String(decoding: data, as: UTF8.self))")
+            }
         }
 
         var all: [String] { calls.withLockedValue { $0 } }
     }
 
-    func session(_ identifier: String, delegate: Recorder? = nil, handlesEvents: Bool = true) async throws -> DownloadSession {
+    func session(
+        _ identifier: String, delegate: Recorder? = nil, handlesEvents: Bool = true
+    ) async throws -> DownloadSession {
         var configuration = DownloadSession.Configuration.background(identifier: identifier)
         configuration.bus = .address(bus.address)
         configuration.handlesEvents = handlesEvents
@@ -90,9 +118,11 @@ final class DownloadsClientTests: DaemonTestCase {
         try await task.resume()
         let id = try XCTUnwrap(task.taskIdentifier)
         try await waitUntil { recorder.all.contains("events app") }
-        XCTAssertEqual(recorder.all, [
-            "write \(id)", "finish \(id) \(directory.file("f.bin"))", "complete \(id) ok", "events app",
-        ])
+        XCTAssertEqual(
+            recorder.all,
+            [
+                "write \(id)", "finish \(id) \(directory.file("f.bin"))", "complete \(id) ok", "events app",
+            ])
         XCTAssertEqual(recorder.progress.withLockedValue { $0.last }, Int64(content.count))
         XCTAssertEqual(sha256(ofFile: directory.file("f.bin")), Self.sha256(content))
         let status = try await task.status()
@@ -110,16 +140,22 @@ final class DownloadsClientTests: DaemonTestCase {
         let session = try await session("assets", delegate: recorder)
         defer { session.invalidate() }
         let group = try await session.downloadGroup(
-            contents.indices.map { DownloadGroupFile(url: http.url("/grp\($0)"), destination: directory.file("grp\($0).bin")) },
-            options: { var options = TaskOptions(); options.title = "assets"; return options }(),
+            contents.indices.map {
+                DownloadGroupFile(url: http.url("/grp\($0)"), destination: directory.file("grp\($0).bin"))
+            },
+            options: {
+                var options = TaskOptions(); options.title = "assets"; return options
+            }(),
             group: DownloadsProxy.GroupOptions(atomic: true)
         )
         XCTAssertEqual(group.tasks.count, 3)
         try await waitUntil { recorder.all.contains("events assets") }
         let id = group.identifier
-        XCTAssertEqual(recorder.all.filter { !$0.hasPrefix("group progress") }, [
-            "group files 3 of 3", "group complete \(id) ok", "events assets",
-        ])
+        XCTAssertEqual(
+            recorder.all.filter { !$0.hasPrefix("group progress") },
+            [
+                "group files 3 of 3", "group complete \(id) ok", "events assets",
+            ])
         XCTAssertFalse(recorder.all.contains { $0.hasPrefix("write") || $0.hasPrefix("finish") }, "\(recorder.all)")
         for (index, content) in contents.enumerated() {
             XCTAssertEqual(sha256(ofFile: directory.file("grp\(index).bin")), Self.sha256(content))
@@ -135,7 +171,9 @@ final class DownloadsClientTests: DaemonTestCase {
         var slow = Route(content: Self.content(1_000_000, seed: 95))
         slow.bytesPerSecond = 300_000
         http.set("/slowgrp", slow)
-        let second = try await session.downloadGroup([DownloadGroupFile(url: http.url("/slowgrp"), destination: directory.file("slow.bin"))])
+        let second = try await session.downloadGroup([
+            DownloadGroupFile(url: http.url("/slowgrp"), destination: directory.file("slow.bin"))
+        ])
         let slowTask = try XCTUnwrap(second.tasks.first?.objectPath)
         try await waitBytes(slowTask, atLeast: 1)
         let data = try await second.pause()
@@ -180,7 +218,8 @@ final class DownloadsClientTests: DaemonTestCase {
         try await task.resume()
         var options = TaskOptions()
         options.background = false
-        let ordinary = session.downloadTask(with: try XCTUnwrap(URL(string: http.url("/d"))), to: directory.file("e.bin"), options: options)
+        let ordinary = session.downloadTask(
+            with: try XCTUnwrap(URL(string: http.url("/d"))), to: directory.file("e.bin"), options: options)
         try await ordinary.resume()
         let status = try await task.status()
         XCTAssertTrue(status.background, "isDiscretionary: the session's tasks use only spare bandwidth")
@@ -198,13 +237,15 @@ final class DownloadsClientTests: DaemonTestCase {
         options.title = "Episode 1"
         options.taskDescription = "feed item 1"
         options.metadata = ["item": .uint32(1)]
-        let one = first.downloadTask(with: try XCTUnwrap(URL(string: http.url("/a"))), to: directory.file("a"), options: options)
+        let one = first.downloadTask(
+            with: try XCTUnwrap(URL(string: http.url("/a"))), to: directory.file("a"), options: options)
         XCTAssertEqual(one.taskDescription, "feed item 1", "known before it starts, as URLSession's")
         try await one.resume()
         options.title = "Episode 2"
         options.taskDescription = "feed item 2"
         options.metadata = ["item": .uint32(2)]
-        let two = first.downloadTask(with: try XCTUnwrap(URL(string: http.url("/b"))), to: directory.file("b"), options: options)
+        let two = first.downloadTask(
+            with: try XCTUnwrap(URL(string: http.url("/b"))), to: directory.file("b"), options: options)
         try await two.resume()
         first.invalidate()
 
@@ -226,7 +267,8 @@ final class DownloadsClientTests: DaemonTestCase {
         route.bytesPerSecond = 1_000_000
         http.set("/slow", route)
         let first = try await session("resumable", handlesEvents: false)
-        let task = first.downloadTask(with: try XCTUnwrap(URL(string: http.url("/slow"))), to: directory.file("slow.bin"))
+        let task = first.downloadTask(
+            with: try XCTUnwrap(URL(string: http.url("/slow"))), to: directory.file("slow.bin"))
         try await task.resume()
         try await waitBytes(try XCTUnwrap(task.objectPath), atLeast: 200_000)
         let data = try await task.pause()
@@ -251,7 +293,8 @@ final class DownloadsClientTests: DaemonTestCase {
         route.bytesPerSecond = 1_000_000
         http.set("/long", route)
         let first = try await session("keep", handlesEvents: false)
-        let task = first.downloadTask(with: try XCTUnwrap(URL(string: http.url("/long"))), to: directory.file("long.bin"))
+        let task = first.downloadTask(
+            with: try XCTUnwrap(URL(string: http.url("/long"))), to: directory.file("long.bin"))
         try await task.resume()
         first.invalidate()  // the app exits; the download goes on
         let recorder = Recorder()
@@ -265,9 +308,11 @@ final class DownloadsClientTests: DaemonTestCase {
         other.invalidate()
         let id = try XCTUnwrap(task.taskIdentifier)
         try await waitUntil { recorder.all.contains("events keep") }
-        XCTAssertEqual(recorder.all.filter { !$0.hasPrefix("write") }, [
-            "finish \(id) \(directory.file("long.bin"))", "complete \(id) ok", "events keep",
-        ], "events of a task started by an earlier process reach the new one")
+        XCTAssertEqual(
+            recorder.all.filter { !$0.hasPrefix("write") },
+            [
+                "finish \(id) \(directory.file("long.bin"))", "complete \(id) ok", "events keep",
+            ], "events of a task started by an earlier process reach the new one")
     }
 
     func testServiceErrorsAreTyped() async throws {
@@ -287,10 +332,12 @@ final class DownloadsClientTests: DaemonTestCase {
         let recorder = Recorder()
         let watched = try await self.session("errors2", delegate: recorder, handlesEvents: false)
         defer { watched.invalidate() }
-        let missing = watched.downloadTask(with: try XCTUnwrap(URL(string: http.url("/missing"))), to: directory.file("m"))
+        let missing = watched.downloadTask(
+            with: try XCTUnwrap(URL(string: http.url("/missing"))), to: directory.file("m"))
         try await missing.resume()
         try await waitUntil { recorder.all.contains { $0.hasPrefix("complete") } }
-        XCTAssertEqual(recorder.all.filter { $0.hasPrefix("complete") }, ["complete \(missing.taskIdentifier ?? 0) HTTPError"])
+        XCTAssertEqual(
+            recorder.all.filter { $0.hasPrefix("complete") }, ["complete \(missing.taskIdentifier ?? 0) HTTPError"])
         do {
             _ = try await missing.pause()
             XCTFail("a failed task cannot be paused")

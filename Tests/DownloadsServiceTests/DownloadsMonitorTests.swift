@@ -33,7 +33,9 @@ final class DownloadsMonitorTests: DaemonTestCase {
         XCTAssertGreaterThanOrEqual(progress.count, 1, "\(lines)")
         XCTAssertLessThanOrEqual(progress.count, 4, "at most one a second: \(lines)")
         XCTAssertTrue(lines.contains("task 1 finished: \(directory.file("m.bin"))"), "\(lines)")
-        XCTAssertEqual(lines.last, "task 2 failed: the server answered 404 Not Found (org.example.Downloads.Error.HTTPError)", "\(lines)")
+        XCTAssertEqual(
+            lines.last, "task 2 failed: the server answered 404 Not Found (org.example.Downloads.Error.HTTPError)",
+            "\(lines)")
     }
     func testReportsAGroupsProgressAndEnd() async throws {
         let child = try ChildProcess([Self.monitor, "--address", bus.address])
@@ -41,13 +43,17 @@ final class DownloadsMonitorTests: DaemonTestCase {
         XCTAssertTrue(ready.contains("watching org.example.Downloads"), ready)
         http.set("/g1", Route(content: Self.content(30_000, seed: 1)))
         http.set("/g2", Route(content: Self.content(40_000, seed: 2)))
-        let reply = try await call("StartGroup", [
-            .array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), [
-                .structure([.string(http.url("/g1")), .string(directory.file("g1")), .vardict([:])]),
-                .structure([.string(http.url("/g2")), .string(directory.file("g2")), .vardict([:])]),
-            ]),
-            .vardict([:]),
-        ])
+        let reply = try await call(
+            "StartGroup",
+            [
+                .array(
+                    element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]),
+                    [
+                        .structure([.string(http.url("/g1")), .string(directory.file("g1")), .vardict([:])]),
+                        .structure([.string(http.url("/g2")), .string(directory.file("g2")), .vardict([:])]),
+                    ]),
+                .vardict([:]),
+            ])
         XCTAssertEqual(reply.first?.objectPathValue, "/org/example/Downloads/groups/1")
         let output = OutputCollector(child.stdout)
         try await until("the monitor reports group 1 finished") { output.text.contains("group 1 finished") }
@@ -66,7 +72,9 @@ final class DownloadsMonitorTests: DaemonTestCase {
         http.set("/inbox", Route.receiving())
         let file = directory.file("log.txt")
         try Data(Self.content(1_500_000, seed: 3)).write(to: URL(fileURLWithPath: file))
-        let reply = try await call("Upload", [.string(http.url("/inbox")), .string(file), .vardict(["max_bytes_per_second": .uint64(1_000_000)])])
+        let reply = try await call(
+            "Upload",
+            [.string(http.url("/inbox")), .string(file), .vardict(["max_bytes_per_second": .uint64(1_000_000)])])
         let task = try XCTUnwrap(reply.first?.objectPathValue)
         try await waitState(task, ["finished"])
         let output = OutputCollector(child.stdout)

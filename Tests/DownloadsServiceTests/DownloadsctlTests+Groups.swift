@@ -26,13 +26,17 @@ extension DownloadsctlTests {
         slow.bytesPerSecond = 200_000
         http.set("/s1.bin", slow)
         http.set("/s2.bin", slow)
-        let reply = try await call("StartGroup", [
-            .array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), [
-                .structure([.string(http.url("/s1.bin")), .string(into + "/s1.bin"), .vardict([:])]),
-                .structure([.string(http.url("/s2.bin")), .string(into + "/s2.bin"), .vardict([:])]),
-            ]),
-            .vardict(["title": .string("two slow"), "atomic": .boolean(true)]),
-        ])
+        let reply = try await call(
+            "StartGroup",
+            [
+                .array(
+                    element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]),
+                    [
+                        .structure([.string(http.url("/s1.bin")), .string(into + "/s1.bin"), .vardict([:])]),
+                        .structure([.string(http.url("/s2.bin")), .string(into + "/s2.bin"), .vardict([:])]),
+                    ]),
+                .vardict(["title": .string("two slow"), "atomic": .boolean(true)]),
+            ])
         let group = try XCTUnwrap(reply.first?.objectPathValue)
         let id = String(try XCTUnwrap(DownloadsAPI.groupID(group)))
         let listed = try await ctl(["group", "list"])
@@ -40,13 +44,15 @@ extension DownloadsctlTests {
         XCTAssertTrue(listed.stdout.contains("0 of 2"), listed.stdout)
         XCTAssertTrue(listed.stdout.contains("two slow"), listed.stdout)
         let status = try await ctl(["group", "status", id, "--json"])
-        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any], status.stdout)
+        let object = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any], status.stdout)
         XCTAssertEqual(object["files"] as? Int, 2)
         XCTAssertEqual(object["atomic"] as? Bool, true)
         let data = directory.file("group.resume")
         let paused = try await ctl(["group", "pause", id, "--resume-data", data])
         XCTAssertEqual(paused.stdout, "paused group \(id)\n", paused.description)
-        XCTAssertTrue(try String(contentsOfFile: data, encoding: .utf8).hasPrefix("org.example.Downloads.GroupResumeData/1\n"))
+        XCTAssertTrue(
+            try String(contentsOfFile: data, encoding: .utf8).hasPrefix("org.example.Downloads.GroupResumeData/1\n"))
         let resumed = try await ctl(["group", "resume", "--resume-data", data])
         XCTAssertEqual(resumed.stdout, "\(id)\n", resumed.description)
         let cancelled = try await ctl(["group", "cancel", id])

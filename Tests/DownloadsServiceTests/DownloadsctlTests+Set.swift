@@ -14,7 +14,9 @@ extension DownloadsctlTests {
         let started = try await ctl(["start", http.url("/slow"), "-o", directory.file("slow.bin")])
         XCTAssertEqual(started.status, 0, started.description)
         let id = started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let set = try await ctl(["set", id, "--priority", "high", "--limit-rate", "512K", "--header", "X-Token: new", "--title", "Nightly"])
+        let set = try await ctl([
+            "set", id, "--priority", "high", "--limit-rate", "512K", "--header", "X-Token: new", "--title", "Nightly",
+        ])
         XCTAssertEqual(set.status, 0, set.description)
         XCTAssertEqual(set.stdout, "updated task \(id): headers, max_bytes_per_second, priority, title\n")
         try await until("a speed to show", seconds: 20) {

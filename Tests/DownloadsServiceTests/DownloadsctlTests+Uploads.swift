@@ -15,7 +15,8 @@ extension DownloadsctlTests {
         let put = try await ctl(["upload", file, http.url("/put"), "-H", "X-Token: abc"])
         XCTAssertEqual(put.status, 0, put.description)
         XCTAssertEqual(put.stdout, "{\"id\": 7}\n", "the reply on standard output, as curl")
-        XCTAssertTrue(put.stderr.contains("uploaded 1.4 MiB") && put.stderr.contains("the server answered 201"), put.stderr)
+        XCTAssertTrue(
+            put.stderr.contains("uploaded 1.4 MiB") && put.stderr.contains("the server answered 201"), put.stderr)
         let received = try XCTUnwrap(http.received("/put").first)
         XCTAssertEqual(received.method, "PUT")
         XCTAssertEqual(received.headers["x-token"], "abc")
@@ -24,7 +25,8 @@ extension DownloadsctlTests {
         http.set("/form", Route.receiving(status: 200, reply: "thanks\n"))
         let replyFile = directory.file("reply.txt")
         let form = try await ctl([
-            "upload", file, http.url("/form"), "-X", "POST", "--form", "attachment", "--field", "ticket=1234", "--reply", replyFile,
+            "upload", file, http.url("/form"), "-X", "POST", "--form", "attachment", "--field", "ticket=1234",
+            "--reply", replyFile,
         ])
         XCTAssertEqual(form.status, 0, form.description)
         XCTAssertEqual(form.stdout, "", "the reply went to its file")
@@ -38,14 +40,20 @@ extension DownloadsctlTests {
 
         let list = try await ctl(["list"])
         XCTAssertTrue(list.stdout.contains("↑ \(file) → \(http.url("/put"))"), list.stdout)
-        let id = try XCTUnwrap(list.stdout.split(separator: "\n").dropFirst().first?.split(separator: " ").first.map(String.init))
+        let id = try XCTUnwrap(
+            list.stdout.split(separator: "\n").dropFirst().first?.split(separator: " ").first.map(String.init))
         let status = try await ctl(["status", id])
         XCTAssertTrue(status.stdout.contains("kind:        upload"), status.stdout)
         XCTAssertTrue(status.stdout.contains("response:    201"), status.stdout)
         let json = try await ctl(["status", "--json", id])
-        XCTAssertTrue(json.stdout.contains("\"kind\":\"upload\"") && json.stdout.contains("\"response_status\":201"), json.stdout)
+        XCTAssertTrue(
+            json.stdout.contains("\"kind\":\"upload\"") && json.stdout.contains("\"response_status\":201"), json.stdout)
 
-        http.set("/denied", { var route = Route.receiving(); route.requiredAuthorization = "secret"; return route }())
+        http.set(
+            "/denied",
+            {
+                var route = Route.receiving(); route.requiredAuthorization = "secret"; return route
+            }())
         let denied = try await ctl(["upload", file, http.url("/denied")])
         XCTAssertEqual(denied.status, 1, denied.description)
         XCTAssertTrue(denied.stderr.contains("upload failed: the server answered 401"), denied.stderr)
@@ -56,13 +64,17 @@ extension DownloadsctlTests {
         let file = directory.file("video.mp4")
         try Data(content).write(to: URL(fileURLWithPath: file))
         http.set("/videos", Route.receiving())
-        let child = try ChildProcess([Self.ctl, "--address", bus.address, "upload", file, http.url("/videos"), "--limit-rate", "500K"])
+        let child = try ChildProcess([
+            Self.ctl, "--address", bus.address, "upload", file, http.url("/videos"), "--limit-rate", "500K",
+        ])
         try await interruptExpectingPause(child)
         let path = ObjectPath("/org/example/Downloads/tasks/1")
         let resumed = try await ctl(["resume", "1"])
         XCTAssertEqual(resumed.status, 0, resumed.description)
         try await waitState(path, ["finished"], seconds: 60)
-        XCTAssertEqual(http.received("/videos").last.map { Self.sha256($0.body) }, Self.sha256(content), "sent again, whole, from byte 0")
+        XCTAssertEqual(
+            http.received("/videos").last.map { Self.sha256($0.body) }, Self.sha256(content),
+            "sent again, whole, from byte 0")
     }
 
     func testUploadOverTheIETFProtocolShowsWhatTheServerConfirmed() async throws {

@@ -10,8 +10,11 @@ import XCTest
 final class DownloadsctlTests: DaemonTestCase {
     static let ctl = PackageRoot.debugBinary("downloadsctl")
 
-    func ctl(_ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 60) async throws -> ProcessRunner.Output {
-        try await ProcessRunner.run([Self.ctl, "--address", bus.address] + arguments, environment: bus.environment, stdin: stdin, timeout: timeout)
+    func ctl(_ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 60) async throws -> ProcessRunner.Output
+    {
+        try await ProcessRunner.run(
+            [Self.ctl, "--address", bus.address] + arguments, environment: bus.environment, stdin: stdin,
+            timeout: timeout)
     }
 
     /// `--max-tasks-per-user` for the daemon's next start (nil: its default).
@@ -51,7 +54,9 @@ final class DownloadsctlTests: DaemonTestCase {
         gone.failFirst = (count: 10, status: 404, retryAfter: nil)
         http.set("/gone.bin", gone)
         let list = directory.file("urls.txt")
-        try "# the rest\n\n  \(http.url("/c.bin"))  \r\n\(http.url("/gone.bin").replacingOccurrences(of: "http://", with: "http://u:secret@"))\n\(http.url("/d.bin"))\n".write(toFile: list, atomically: true, encoding: .utf8)
+        try
+            "# the rest\n\n  \(http.url("/c.bin"))  \r\n\(http.url("/gone.bin").replacingOccurrences(of: "http://", with: "http://u:secret@"))\n\(http.url("/d.bin"))\n"
+            .write(toFile: list, atomically: true, encoding: .utf8)
         let into = directory.file("many")
         try FileManager.default.createDirectory(atPath: into, withIntermediateDirectories: false)
 
@@ -63,7 +68,10 @@ final class DownloadsctlTests: DaemonTestCase {
         }
         let errors = lines(out.stderr)
         XCTAssertEqual(errors.filter { $0.hasPrefix("failed: ") }.count, 1, out.stderr)
-        XCTAssertTrue(errors.contains { $0.hasPrefix("failed: \(http.url("/gone.bin")): the server answered 404 Not Found (task ") }, out.stderr)
+        XCTAssertTrue(
+            errors.contains {
+                $0.hasPrefix("failed: \(http.url("/gone.bin")): the server answered 404 Not Found (task ")
+            }, out.stderr)
         XCTAssertFalse(out.stderr.contains("secret"), "a URL's password is not printed: \(out.stderr)")
         XCTAssertEqual(errors.count, 3, "the failure, the summary and the exit's reason: \(out.stderr)")
         XCTAssertTrue(errors.contains { $0.hasPrefix("downloaded 4 of 5 files, 123 KiB in ") }, out.stderr)
@@ -71,16 +79,21 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertFalse(out.stderr.contains("\r"), "no status line drawn into a pipe")
         let listed = try await ctl(["list", "--json"])
         let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
-        XCTAssertEqual(rows.map { $0["state"] as? String }, ["failed"], "the finished tasks were removed, the failed one kept: \(listed.stdout)")
+        XCTAssertEqual(
+            rows.map { $0["state"] as? String }, ["failed"],
+            "the finished tasks were removed, the failed one kept: \(listed.stdout)")
         XCTAssertEqual(rows.first?["url"] as? String, http.url("/gone.bin"))
 
         // What names one file is refused for several; and several go into a directory only.
-        let checksum = try await ctl(["get", http.url("/a.bin"), http.url("/b.bin"), "--sha256", String(repeating: "0", count: 64), "-o", into])
+        let checksum = try await ctl([
+            "get", http.url("/a.bin"), http.url("/b.bin"), "--sha256", String(repeating: "0", count: 64), "-o", into,
+        ])
         XCTAssertEqual(checksum.status, 64, checksum.description)
         XCTAssertTrue(checksum.stderr.contains("--checksum, --sha256 and --mirror name one file"), checksum.stderr)
         let notADirectory = try await ctl(["get", http.url("/a.bin"), http.url("/b.bin"), "-o", into + "/a.bin"])
         XCTAssertEqual(notADirectory.status, 1, notADirectory.description)
-        XCTAssertEqual(notADirectory.stderr, "downloadsctl: several URLs go into a directory, and \(into)/a.bin is not one\n")
+        XCTAssertEqual(
+            notADirectory.stderr, "downloadsctl: several URLs go into a directory, and \(into)/a.bin is not one\n")
         let nothing = directory.file("nothing.txt")
         try "# nothing yet\n\n".write(toFile: nothing, atomically: true, encoding: .utf8)
         let empty = try await ctl(["get", "-i", nothing, "-o", into])
@@ -112,7 +125,9 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertEqual(lines(out.stderr).count, 1, out.stderr)
         XCTAssertTrue(out.stderr.hasPrefix("downloaded 25 of 25 files, 122 KiB in "), out.stderr)
         let listed = try await ctl(["list"])
-        XCTAssertEqual(lines(listed.stdout).count, 1, "only the header: every task was removed once its file landed: \(listed.stdout)")
+        XCTAssertEqual(
+            lines(listed.stdout).count, 1,
+            "only the header: every task was removed once its file landed: \(listed.stdout)")
     }
 
     /// While the service waits to try again, `get` says why, and the task's `ErrorMessage` holds
@@ -124,7 +139,8 @@ final class DownloadsctlTests: DaemonTestCase {
         http.set("/busy.bin", route)
         let out = try await ctl(["get", http.url("/busy.bin"), "-o", directory.file("busy.bin")])
         XCTAssertEqual(out.status, 0, out.description)
-        XCTAssertTrue(lines(out.stderr).contains("retrying after: the server answered 503 Service Unavailable"), out.stderr)
+        XCTAssertTrue(
+            lines(out.stderr).contains("retrying after: the server answered 503 Service Unavailable"), out.stderr)
         XCTAssertEqual(sha256(ofFile: directory.file("busy.bin")), Self.sha256(content))
         let listed = try await ctl(["list", "--json"])
         let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
@@ -142,7 +158,9 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertEqual(out.status, 0, out.description)
         XCTAssertEqual(sha256(ofFile: directory.file("big.bin")), Self.sha256(content))
         let ranges = http.requests(for: "/big.bin").compactMap(\.range)
-        XCTAssertTrue(ranges.contains("bytes=\(2 << 20)-\((4 << 20) - 1)") && ranges.contains("bytes=\(4 << 20)-\((6 << 20) - 1)"), "\(ranges)")
+        XCTAssertTrue(
+            ranges.contains("bytes=\(2 << 20)-\((4 << 20) - 1)")
+                && ranges.contains("bytes=\(4 << 20)-\((6 << 20) - 1)"), "\(ranges)")
         let refused = try await ctl(["get", http.url("/big.bin"), "-o", directory.file("x"), "--connections", "17"])
         XCTAssertNotEqual(refused.status, 0)
         XCTAssertTrue(refused.stderr.contains("connections"), refused.stderr)
@@ -153,8 +171,10 @@ final class DownloadsctlTests: DaemonTestCase {
         var route = Route(content: content)
         route.bytesPerSecond = 1_000_000
         http.set("/tty.bin", route)
-        let command = [Self.ctl, "--address", bus.address, "get", http.url("/tty.bin"), "-o", directory.file("tty.bin")]
-            .map { "'\($0)'" }.joined(separator: " ")
+        let command = [
+            Self.ctl, "--address", bus.address, "get", http.url("/tty.bin"), "-o", directory.file("tty.bin"),
+        ]
+        .map { "'\($0)'" }.joined(separator: " ")
         let out = try await run(["script", "-qefc", command, "/dev/null"], timeout: 60)
         XCTAssertEqual(out.status, 0, out.description)
         XCTAssertTrue(out.stdout.contains("\r\u{1B}[K"), "the bar redraws in place: \(out.stdout.debugDescription)")
@@ -176,11 +196,15 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertEqual(listed.status, 0, listed.description)
         let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
         XCTAssertEqual(rows.count, 1)
-        XCTAssertEqual(Set(rows[0].keys), [
-            "id", "session", "url", "destination", "state", "bytes_written", "bytes_expected", "error", "error_message", "waiting_for",
-            "background", "title", "description", "metadata", "app", "kind", "source", "response_status", "bytes_confirmed",
-            "priority", "max_bytes_per_second", "speed",
-        ])
+        XCTAssertEqual(
+            Set(rows[0].keys),
+            [
+                "id", "session", "url", "destination", "state", "bytes_written", "bytes_expected", "error",
+                "error_message", "waiting_for",
+                "background", "title", "description", "metadata", "app", "kind", "source", "response_status",
+                "bytes_confirmed",
+                "priority", "max_bytes_per_second", "speed",
+            ])
         XCTAssertEqual(rows[0]["app"] as? String, "", "a host caller's task belongs to no app")
         XCTAssertEqual(rows[0]["state"] as? String, "finished")
         XCTAssertEqual(rows[0]["bytes_written"] as? Int, 50_000)
@@ -194,7 +218,9 @@ final class DownloadsctlTests: DaemonTestCase {
         // An ended task cannot be paused (the reason says which can) and is removed by cancel.
         let pause = try await ctl(["pause", id])
         XCTAssertEqual(pause.status, 1, pause.description)
-        XCTAssertEqual(pause.stderr, "downloadsctl: task \(id) is finished; only a queued, running or retrying task can be paused\n")
+        XCTAssertEqual(
+            pause.stderr,
+            "downloadsctl: task \(id) is finished; only a queued, running or retrying task can be paused\n")
         let removed = try await ctl(["cancel", id])
         XCTAssertEqual(removed.stdout, "removed task \(id)\n", removed.description)
         let empty = try await ctl(["list"])
@@ -210,22 +236,27 @@ final class DownloadsctlTests: DaemonTestCase {
         http.set("/ep.mp3", Route(content: content))
         http.set("/other", Route(content: Self.content(100, seed: 42)))
         let got = try await ctl([
-            "get", http.url("/ep.mp3"), "-o", directory.file("ep.mp3"), "--title", "Episode \u{202E}24", "--description",
-            "About logs", "--metadata", "app=podcasts", "--metadata", "episode=42", "--checksum", "md5:" + TestData.digest("md5", content),
+            "get", http.url("/ep.mp3"), "-o", directory.file("ep.mp3"), "--title", "Episode \u{202E}24",
+            "--description",
+            "About logs", "--metadata", "app=podcasts", "--metadata", "episode=42", "--checksum",
+            "md5:" + TestData.digest("md5", content),
         ])
         XCTAssertEqual(got.status, 0, got.description)
         XCTAssertEqual(sha256(ofFile: directory.file("ep.mp3")), Self.sha256(content))
         let other = try await ctl(["get", http.url("/other"), "-o", directory.file("other"), "--metadata", "app=news"])
         XCTAssertEqual(other.status, 0, other.description)
         let found = try await ctl(["list", "--json", "--metadata", "app=podcasts"])
-        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(found.stdout.utf8)) as? [[String: Any]], found.description)
+        let rows = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(found.stdout.utf8)) as? [[String: Any]], found.description)
         XCTAssertEqual(rows.count, 1, found.stdout)
         XCTAssertEqual(rows.first?["title"] as? String, "Episode \u{202E}24", "JSON carries the text as it is")
         XCTAssertEqual(rows.first?["description"] as? String, "About logs")
         XCTAssertEqual(rows.first?["metadata"] as? [String: String], ["app": "podcasts", "episode": "42"])
         let id = try XCTUnwrap(rows.first?["id"] as? Int)
         let status = try await ctl(["status", String(id)])
-        XCTAssertTrue(status.stdout.contains("title:       Episode \\u{202e}24\n"), "a bidi override escaped on a terminal: \(status.stdout)")
+        XCTAssertTrue(
+            status.stdout.contains("title:       Episode \\u{202e}24\n"),
+            "a bidi override escaped on a terminal: \(status.stdout)")
         XCTAssertTrue(status.stdout.contains("description: About logs\n"), status.stdout)
         XCTAssertTrue(status.stdout.contains("metadata:    app = podcasts\n"), status.stdout)
         let table = try await ctl(["list", "--metadata", "app=news"])
@@ -237,8 +268,9 @@ final class DownloadsctlTests: DaemonTestCase {
         var parts = tm()
         var later = time(nil) + 3_600
         gmtime_r(&later, &parts)
-        let iso = String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-                         parts.tm_hour, parts.tm_min, parts.tm_sec)
+        let iso = String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+            parts.tm_hour, parts.tm_min, parts.tm_sec)
         let scheduled = try await ctl(["start", http.url("/other"), directory.file("later"), "--begin-at", iso])
         XCTAssertEqual(scheduled.status, 0, scheduled.description)
         let laterID = scheduled.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -246,9 +278,10 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertTrue(waiting.stdout.contains("waiting for: begin-time"), waiting.stdout)
         let listed = try await ctl(["list"])
         XCTAssertTrue(listed.stdout.contains("waiting (begin-time)"), listed.stdout)
-        let stored = try await DatabaseQueue(path: stateDirectory + "/downloads.sqlite").read { db in
-            try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = ?", arguments: [Int(laterID) ?? 0])
-        } ?? ""
+        let stored =
+            try await DatabaseQueue(path: stateDirectory + "/downloads.sqlite").read { db in
+                try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = ?", arguments: [Int(laterID) ?? 0])
+            } ?? ""
         XCTAssertTrue(stored.contains("\"earliest_begin\":\(later)"), "the ISO time is that second: \(stored)")
         // A time of day is the next such moment; nonsense is a usage error.
         let clock = try await ctl(["start", http.url("/other"), directory.file("clock"), "--begin-at", "03:30"])
@@ -258,13 +291,16 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertTrue(bad.stderr.contains("--begin-at 'tomorrowish' is not a time"), bad.stderr)
 
         // Rates as curl's --limit-rate takes them (K = 1024); a unit without a number is refused.
-        let limited = try await ctl(["start", http.url("/other"), directory.file("limited"), "--begin-at", "03:30",
-                                     "--limit-rate", "1.5M", "--speed-limit", "10K"])
+        let limited = try await ctl([
+            "start", http.url("/other"), directory.file("limited"), "--begin-at", "03:30",
+            "--limit-rate", "1.5M", "--speed-limit", "10K",
+        ])
         XCTAssertEqual(limited.status, 0, limited.description)
         let limitedID = Int(limited.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
-        let limits = try await DatabaseQueue(path: stateDirectory + "/downloads.sqlite").read { db in
-            try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = ?", arguments: [limitedID])
-        } ?? ""
+        let limits =
+            try await DatabaseQueue(path: stateDirectory + "/downloads.sqlite").read { db in
+                try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = ?", arguments: [limitedID])
+            } ?? ""
         XCTAssertTrue(limits.contains("\"max_bytes_per_second\":1572864"), limits)
         XCTAssertTrue(limits.contains("\"low_speed_limit\":10240"), limits)
         let unitOnly = try await ctl(["start", http.url("/other"), directory.file("unit"), "--limit-rate", "K"])
@@ -313,7 +349,8 @@ final class DownloadsctlTests: DaemonTestCase {
         var route = Route(content: content)
         route.bytesPerSecond = 1_000_000
         http.set("/slow", route)
-        let id = try await ctl(["start", http.url("/slow"), directory.file("slow")]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let id = try await ctl(["start", http.url("/slow"), directory.file("slow")]).stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines)
         try await waitBytes(ObjectPath("/org/example/Downloads/tasks/\(id)"), atLeast: 100_000)
         let data = directory.file("slow.resume")
         let paused = try await ctl(["pause", id, "--resume-data", data])
@@ -332,22 +369,27 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertEqual(sha256(ofFile: directory.file("slow")), Self.sha256(content))
         // The journal says what a caller did to a task, not only what its transfer did.
         let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
-        for line in ["task \(id) of uid \(getuid()): paused", "task \(id) of uid \(getuid()): cancelled",
-                     "task \(newID) of uid \(getuid()): resumed from the resume data of task \(id)"] {
+        for line in [
+            "task \(id) of uid \(getuid()): paused", "task \(id) of uid \(getuid()): cancelled",
+            "task \(newID) of uid \(getuid()): resumed from the resume data of task \(id)",
+        ] {
             XCTAssertTrue(log.contains(line), "\(line) in \(log)")
         }
     }
 
     /// Ctrl-C once task 1 of `child` (a `get` or `upload`) is under way: exit status 130, the
     /// command that resumes it, the task paused.
-    func interruptExpectingPause(_ child: ChildProcess, file: StaticString = #filePath, line: UInt = #line) async throws {
+    func interruptExpectingPause(_ child: ChildProcess, file: StaticString = #filePath, line: UInt = #line) async throws
+    {
         let path = ObjectPath("/org/example/Downloads/tasks/1")
         try await waitBytes(path, atLeast: 100_000)
         child.signal(SIGINT)
         let status = child.wait()
         let stderr = String(decoding: child.stderr.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(status, 130, stderr, file: file, line: line)
-        XCTAssertTrue(stderr.contains("paused task 1; resume with: downloadsctl --address \(bus.address) resume 1"), stderr, file: file, line: line)
+        XCTAssertTrue(
+            stderr.contains("paused task 1; resume with: downloadsctl --address \(bus.address) resume 1"), stderr,
+            file: file, line: line)
         let state = try await property(path, "State")?.stringValue
         XCTAssertEqual(state, "paused", file: file, line: line)
     }
@@ -356,7 +398,9 @@ final class DownloadsctlTests: DaemonTestCase {
         var route = Route(content: Self.content(3_000_000))
         route.bytesPerSecond = 500_000
         http.set("/long", route)
-        let child = try ChildProcess([Self.ctl, "--address", bus.address, "get", http.url("/long"), "-o", directory.file("long")])
+        let child = try ChildProcess([
+            Self.ctl, "--address", bus.address, "get", http.url("/long"), "-o", directory.file("long"),
+        ])
         try await interruptExpectingPause(child)
         let resumed = try await ctl(["resume", "1"])
         XCTAssertEqual(resumed.status, 0, resumed.description)
@@ -385,8 +429,11 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertEqual(out.status, 1, out.description)
         let finished = lines(out.stdout)
         XCTAssertEqual(finished.count, 31, out.stdout)
-        XCTAssertEqual(Set(finished), Set([("quick", ids[0])] .map { "task \($0.1) finished: \(directory.file($0.0))" }
-            + (0..<30).map { "task \(ids[$0 + 1]) finished: \(directory.file("slow\($0)"))" }))
+        XCTAssertEqual(
+            Set(finished),
+            Set(
+                [("quick", ids[0])].map { "task \($0.1) finished: \(directory.file($0.0))" }
+                    + (0..<30).map { "task \(ids[$0 + 1]) finished: \(directory.file("slow\($0)"))" }))
         XCTAssertEqual(out.stderr, "downloadsctl: task \(ids[31]) failed: the server answered 404 Not Found\n")
         for index in 0..<30 {
             XCTAssertEqual(sha256(ofFile: directory.file("slow\(index)")), Self.sha256(Self.content(200_000, seed: 9)))
@@ -454,7 +501,9 @@ final class DownloadsctlTests: DaemonTestCase {
         http.set("/two", route)
         let into = directory.file("slow")
         try FileManager.default.createDirectory(atPath: into, withIntermediateDirectories: false)
-        let child = try ChildProcess([Self.ctl, "--address", bus.address, "get", http.url("/one"), http.url("/two"), "-o", into])
+        let child = try ChildProcess([
+            Self.ctl, "--address", bus.address, "get", http.url("/one"), http.url("/two"), "-o", into,
+        ])
         try await waitBytes(ObjectPath("/org/example/Downloads/tasks/1"), atLeast: 50_000)
         try await waitBytes(ObjectPath("/org/example/Downloads/tasks/2"), atLeast: 50_000)
         child.signal(SIGINT)
@@ -492,14 +541,18 @@ final class DownloadsctlTests: DaemonTestCase {
         XCTAssertEqual(ftp.stderr, "downloadsctl: only http and https URLs can be downloaded, not 'ftp'\n")
         let verbose = try await ctl(["--verbose", "status", "999"])
         XCTAssertEqual(verbose.status, 1)
-        XCTAssertEqual(verbose.stderr, "downloadsctl: no task at /org/example/Downloads/tasks/999 (org.example.Downloads.Error.NotFound)\n")
+        XCTAssertEqual(
+            verbose.stderr,
+            "downloadsctl: no task at /org/example/Downloads/tasks/999 (org.example.Downloads.Error.NotFound)\n")
         var failing = Route(content: [])
         failing.failFirst = (count: 10, status: 404, retryAfter: nil)
         http.set("/gone", failing)
         let gone = try await ctl(["get", http.url("/gone"), "-o", directory.file("gone")])
         XCTAssertEqual(gone.status, 1)
-        XCTAssertTrue(gone.stderr.hasPrefix("downloadsctl: download failed: the server answered 404 Not Found"), gone.stderr)
-        XCTAssertEqual(lines(gone.stderr).count, 1, "no progress line for a download that never got a byte: \(gone.stderr)")
+        XCTAssertTrue(
+            gone.stderr.hasPrefix("downloadsctl: download failed: the server answered 404 Not Found"), gone.stderr)
+        XCTAssertEqual(
+            lines(gone.stderr).count, 1, "no progress line for a download that never got a byte: \(gone.stderr)")
         let usage = try await ctl(["resume"])
         XCTAssertEqual(usage.status, 64, usage.description)
         stopDaemon()

@@ -12,13 +12,17 @@ import XCTest
 final class DualStackTests: SystemBusTestCase {
     static let hosts: String = {
         let path = NSTemporaryDirectory() + "dual-stack-hosts-\(getpid())"
-        try? "::1 dual.test\n127.0.0.1 dual.test\n127.0.0.1 localhost\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try? "::1 dual.test\n127.0.0.1 dual.test\n127.0.0.1 localhost\n".write(
+            toFile: path, atomically: true, encoding: .utf8)
         chmod(path, 0o644)
         return path
     }()
 
     override var launcher: [String] {
-        ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", "mount --bind \"$0\" /etc/hosts && exec \"$@\"", Self.hosts]
+        [
+            "unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+            "mount --bind \"$0\" /etc/hosts && exec \"$@\"", Self.hosts,
+        ]
     }
 
     override class func tearDown() {
@@ -27,7 +31,9 @@ final class DualStackTests: SystemBusTestCase {
     }
 
     func testAUserHeldToCheckedAddressesFallsBackToIPv4() async throws {
-        guard (try? await run(["unshare", "--mount", "true"]))?.status == 0 else { throw XCTSkip("needs mount namespaces") }
+        guard (try? await run(["unshare", "--mount", "true"]))?.status == 0 else {
+            throw XCTSkip("needs mount namespaces")
+        }
         chmod(directory.path, 0o755)
         let folder = directory.file("nobody")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
@@ -35,19 +41,20 @@ final class DualStackTests: SystemBusTestCase {
         let content = Self.content(300_000, seed: 8)
         http.set("/f.bin", Route(content: content))
         let url = "http://dual.test:\(http.port)/f.bin"
-        let output = try await asNobody("""
-        import dbus, time
-        bus = dbus.bus.BusConnection('\(bus.address)')
-        m = dbus.Interface(bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
-        path = m.Start('\(url)', '\(folder)/f.bin', dbus.Dictionary({}, signature='sv'))
-        props = dbus.Interface(bus.get_object('org.example.Downloads', path), 'org.freedesktop.DBus.Properties')
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            state = str(props.Get('org.example.Downloads.Task', 'State'))
-            if state in ('finished', 'failed'): break
-            time.sleep(0.05)
-        print(state, str(props.Get('org.example.Downloads.Task', 'ErrorMessage')))
-        """)
+        let output = try await asNobody(
+            """
+            import dbus, time
+            bus = dbus.bus.BusConnection('\(bus.address)')
+            m = dbus.Interface(bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
+            path = m.Start('\(url)', '\(folder)/f.bin', dbus.Dictionary({}, signature='sv'))
+            props = dbus.Interface(bus.get_object('org.example.Downloads', path), 'org.freedesktop.DBus.Properties')
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                state = str(props.Get('org.example.Downloads.Task', 'State'))
+                if state in ('finished', 'failed'): break
+                time.sleep(0.05)
+            print(state, str(props.Get('org.example.Downloads.Task', 'ErrorMessage')))
+            """)
         let log = (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? ""
         XCTAssertEqual(output.status, 0, output.description)
         XCTAssertTrue(output.stdout.hasPrefix("finished"), output.stdout + log)

@@ -22,14 +22,17 @@ final class FuzzTests: SystemBusTestCase {
     /// this test used to tolerate was that timerfd (found by counting descriptors by kind and
     /// timers by clock, before and after). So timers are bounded instead: one per NIO event loop
     /// (each has its own epoll) and at most libdispatch's three.
-    func usage() throws -> (fds: Int, database: Int, sockets: Int, timers: Int, polls: Int, rssKiB: Int, others: [String]) {
+    func usage() throws -> (
+        fds: Int, database: Int, sockets: Int, timers: Int, polls: Int, rssKiB: Int, others: [String]
+    ) {
         let pid = try XCTUnwrap(daemon?.pid)
         let targets = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").map { fd -> String in
             let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) ?? ""
             guard target == "anon_inode:[timerfd]" else { return target }
             // Which clock (0 realtime, 1 monotonic, 7 boottime), for the message.
             let info = (try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(fd)", encoding: .utf8)) ?? ""
-            let clock = info.split(separator: "\n").first { $0.hasPrefix("clockid:") }?.split(separator: " ").last ?? "?"
+            let clock =
+                info.split(separator: "\n").first { $0.hasPrefix("clockid:") }?.split(separator: " ").last ?? "?"
             return "timerfd clock \(clock)"
         }
         let sockets = targets.filter { $0.hasPrefix("socket:") }.count
@@ -38,20 +41,22 @@ final class FuzzTests: SystemBusTestCase {
         let polls = targets.filter { $0 == "anon_inode:[eventpoll]" }.count
         let fds = targets.count - sockets - database - timers
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        let rss = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+        let rss =
+            status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
             .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") } ?? -1
         let others = targets.filter { !$0.hasPrefix("socket:") && !$0.hasPrefix(stateDirectory + "/") }
         return (fds, database, sockets, timers, polls, rss, others)
     }
 
     func fuzz(examples: Int, into directory: String) async throws -> [String: Any] {
-        let output = try await run([
-            "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", Self.script,
-            bus.address, http.url(""), directory, String(examples),
-        ], timeout: 600)
+        let output = try await run(
+            [
+                "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", Self.script,
+                bus.address, http.url(""), directory, String(examples),
+            ], timeout: 600)
         XCTAssertEqual(output.status, 0, output.description)
         guard let line = output.stdout.split(separator: "\n").last,
-              let summary = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            let summary = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
         else {
             XCTFail("no summary: \(output.description)")
             return [:]
@@ -83,21 +88,32 @@ final class FuzzTests: SystemBusTestCase {
         }
         func counted(_ targets: [String]) -> [String: Int] { targets.reduce(into: [:]) { $0[$1, default: 0] += 1 } }
         let (was, now) = (counted(before.others), counted(after.others))
-        let changed = Set(was.keys).union(now.keys).filter { was[$0] != now[$0] }.sorted().map { "\($0): \(was[$0] ?? 0) → \(now[$0] ?? 0)" }
+        let changed = Set(was.keys).union(now.keys).filter { was[$0] != now[$0] }.sorted().map {
+            "\($0): \(was[$0] ?? 0) → \(now[$0] ?? 0)"
+        }
         print("fuzz: descriptors that changed: \(changed)")
-        print("fuzz: \(summary["calls"] ?? 0) calls, \(summary["tasks"] ?? 0) tasks; files \(before.fds) → \(after.fds), timers \(before.timers) → \(after.timers), database \(before.database) → \(after.database), sockets \(before.sockets) → \(after.sockets), RSS \(before.rssKiB) → \(after.rssKiB) KiB; outcomes \(summary["outcomes"] ?? "")")
+        print(
+            "fuzz: \(summary["calls"] ?? 0) calls, \(summary["tasks"] ?? 0) tasks; files \(before.fds) → \(after.fds), timers \(before.timers) → \(after.timers), database \(before.database) → \(after.database), sockets \(before.sockets) → \(after.sockets), RSS \(before.rssKiB) → \(after.rssKiB) KiB; outcomes \(summary["outcomes"] ?? "")"
+        )
         XCTAssertEqual(summary["left"] as? [String], [], "every task the fuzzer made was removed")
         if let left = summary["left"] as? [String], !left.isEmpty {
             await diagnose("tasks left after Cancel: \(left)")
         }
         XCTAssertGreaterThanOrEqual(summary["calls"] as? Int ?? 0, examples)
         XCTAssertEqual(daemon.map { kill($0.pid, 0) }, 0, "the daemon is up")
-        XCTAssertLessThanOrEqual(after.fds, before.fds, "no file descriptor leaks: \(before.fds) → \(after.fds): \(changed)")
+        XCTAssertLessThanOrEqual(
+            after.fds, before.fds, "no file descriptor leaks: \(before.fds) → \(after.fds): \(changed)")
         // libdispatch's epoll is one of them; every other is an event loop's, with one timer each.
-        XCTAssertLessThanOrEqual(after.timers, after.polls - 1 + 3, "timers: \(before.timers) → \(after.timers), \(after.polls) epolls")
-        XCTAssertLessThanOrEqual(after.database, 2 * 6 + 1, "the database: a writer and at most 5 readers, each with the WAL, and the shared memory")
-        XCTAssertLessThanOrEqual(after.sockets, before.sockets + 8, "sockets bounded by the HTTP client's pool: \(before.sockets) → \(after.sockets)")
-        XCTAssertLessThan(after.rssKiB, before.rssKiB + 64 * 1024, "memory stays bounded: \(before.rssKiB) → \(after.rssKiB) KiB")
+        XCTAssertLessThanOrEqual(
+            after.timers, after.polls - 1 + 3, "timers: \(before.timers) → \(after.timers), \(after.polls) epolls")
+        XCTAssertLessThanOrEqual(
+            after.database, 2 * 6 + 1,
+            "the database: a writer and at most 5 readers, each with the WAL, and the shared memory")
+        XCTAssertLessThanOrEqual(
+            after.sockets, before.sockets + 8,
+            "sockets bounded by the HTTP client's pool: \(before.sockets) → \(after.sockets)")
+        XCTAssertLessThan(
+            after.rssKiB, before.rssKiB + 64 * 1024, "memory stays bounded: \(before.rssKiB) → \(after.rssKiB) KiB")
         // Still serving, the state directory intact.
         let listed = try await call("ListTasks", [.string("")])
         XCTAssertNotNil(listed.first)

@@ -9,10 +9,12 @@ import XCTest
 final class GroupDaemonTests: DaemonTestCase {
     func startGroup(_ files: [(String, String)], atomic: Bool = false) async throws -> (ObjectPath, [ObjectPath]) {
         let entries = files.map { DBusValue.structure([.string($0.0), .string($0.1), .vardict([:])]) }
-        let reply = try await call("StartGroup", [
-            .array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), entries),
-            .vardict(["atomic": .boolean(atomic), "title": .string("assets")]),
-        ])
+        let reply = try await call(
+            "StartGroup",
+            [
+                .array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), entries),
+                .vardict(["atomic": .boolean(atomic), "title": .string("assets")]),
+            ])
         let group = try XCTUnwrap(reply.first?.objectPathValue)
         guard case .array(_, let tasks) = reply[1] else { throw XCTSkip("no task list") }
         return (group, tasks.compactMap(\.objectPathValue))
@@ -36,7 +38,8 @@ final class GroupDaemonTests: DaemonTestCase {
             contents.append(content)
             http.set("/g\(index)", Route(content: content))
         }
-        let (group, tasks) = try await startGroup((0..<1000).map { (http.url("/g\($0)"), directory.file("g\($0).bin")) })
+        let (group, tasks) = try await startGroup(
+            (0..<1000).map { (http.url("/g\($0)"), directory.file("g\($0).bin")) })
         XCTAssertEqual(tasks.count, 1000)
         try await until("GroupFinished", seconds: 120) { signalNames(for: group).contains("GroupFinished") }
         for (index, content) in contents.enumerated() {
@@ -49,7 +52,9 @@ final class GroupDaemonTests: DaemonTestCase {
         let value3 = try await groupProperty(group, "Title")?.stringValue
         XCTAssertEqual(value3, "assets")
         XCTAssertEqual(signalNames(for: group).filter { $0 == "GroupFinished" }.count, 1)
-        let taskSignals = signals.withLockedValue { $0 }.filter { !["GroupProgress", "GroupFinished", "EventsFinished"].contains($0.0) }
+        let taskSignals = signals.withLockedValue { $0 }.filter {
+            !["GroupProgress", "GroupFinished", "EventsFinished"].contains($0.0)
+        }
         XCTAssertEqual(taskSignals.map(\.0), [], "task_signals is false by default: only the group's signals")
         // The tasks' own properties stay readable.
         let value4 = try await property(tasks[3], "State")?.stringValue
@@ -63,7 +68,8 @@ final class GroupDaemonTests: DaemonTestCase {
         let fixed = Self.content(40_000, seed: 8)
         http.set("/good", Route(content: good))
         let (group, _) = try await startGroup(
-            [(http.url("/good"), directory.file("good.bin")), (http.url("/missing"), directory.file("missing.bin"))], atomic: true
+            [(http.url("/good"), directory.file("good.bin")), (http.url("/missing"), directory.file("missing.bin"))],
+            atomic: true
         )
         try await until("GroupFailed") { signalNames(for: group).contains("GroupFailed") }
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("good.bin")))
@@ -91,13 +97,15 @@ final class GroupDaemonTests: DaemonTestCase {
         http.set("/slow", slowRoute)
         http.set("/quick", Route(content: quick))
         let (group, tasks) = try await startGroup(
-            [(http.url("/slow"), directory.file("first.bin")), (http.url("/quick"), directory.file("second.bin"))], atomic: true
+            [(http.url("/slow"), directory.file("first.bin")), (http.url("/quick"), directory.file("second.bin"))],
+            atomic: true
         )
         let planted = Array("someone else's\n".utf8)
         FileManager.default.createFile(atPath: directory.file("second.bin"), contents: Data(planted))
         try await until("GroupFailed", seconds: 30) { signalNames(for: group).contains("GroupFailed") }
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("first.bin")), "nothing was published")
-        XCTAssertEqual(FileManager.default.contents(atPath: directory.file("second.bin")).map { Array($0) }, planted, "untouched")
+        XCTAssertEqual(
+            FileManager.default.contents(atPath: directory.file("second.bin")).map { Array($0) }, planted, "untouched")
         let error = try await property(tasks[1], "Error")?.stringValue
         XCTAssertEqual(error, "org.example.Downloads.Error.FileExists")
         let state = try await groupProperty(group, "State")?.stringValue
@@ -113,7 +121,8 @@ final class GroupDaemonTests: DaemonTestCase {
 
     func testABadFileRefusesTheWholeGroup() async throws {
         let busctl = try await run([
-            "busctl", "--address", bus.address, "call", "org.example.Downloads", "/org/example/Downloads", "org.example.Downloads",
+            "busctl", "--address", bus.address, "call", "org.example.Downloads", "/org/example/Downloads",
+            "org.example.Downloads",
             "StartGroup", "a(ssa{sv})a{sv}", "2",
             http.url("/a"), directory.file("a.bin"), "0",
             "ftp://example/b", directory.file("b.bin"), "0",
@@ -144,12 +153,15 @@ final class GroupDaemonTests: DaemonTestCase {
         let cancelled = try await gdbus("Cancel", [], object: group.rawValue, interface: "org.example.Downloads.Group")
         XCTAssertEqual(cancelled.status, 0, cancelled.description)
         for task in tasks { try await waitState(task, ["cancelled"]) }
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".part") }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasSuffix(".part")
+        }
         XCTAssertEqual(leftovers, [], "a cancelled group leaves no partial file")
     }
     func groupCall(_ group: ObjectPath, _ method: String) async throws -> [DBusValue] {
         try await client.call(
-            destination: "org.example.Downloads", path: group, interface: "org.example.Downloads.Group", method: method, arguments: []
+            destination: "org.example.Downloads", path: group, interface: "org.example.Downloads.Group", method: method,
+            arguments: []
         )
     }
 
@@ -164,19 +176,24 @@ final class GroupDaemonTests: DaemonTestCase {
             routes.append(route)
             http.set("/g\(index)", route)
         }
-        let (group, tasks) = try await startGroup((0..<3).map { (http.url("/g\($0)"), directory.file("g\($0).bin")) }, atomic: true)
+        let (group, tasks) = try await startGroup(
+            (0..<3).map { (http.url("/g\($0)"), directory.file("g\($0).bin")) }, atomic: true)
         try await waitBytes(tasks[0], atLeast: 1)
         let paused = try await groupCall(group, "Pause")
         let blob = try XCTUnwrap(paused.first?.bytesValue)
-        XCTAssertTrue(blob.starts(with: Array("org.example.Downloads.GroupResumeData/1\n".utf8)), String(decoding: blob.prefix(80), as: UTF8.self))
+        XCTAssertTrue(
+            blob.starts(with: Array("org.example.Downloads.GroupResumeData/1\n".utf8)),
+            String(decoding: blob.prefix(80), as: UTF8.self))
         for task in tasks { try await waitState(task, ["paused"]) }
 
         // Refused with a reason: an altered blob, a task's blob, a url option.
         var altered = blob
         altered[blob.count / 2] ^= 1
-        let taskBlob = try await client.call(
-            destination: "org.example.Downloads", path: tasks[0], interface: "org.example.Downloads.Task", method: "Pause", arguments: []
-        ).first?.bytesValue ?? []
+        let taskBlob =
+            try await client.call(
+                destination: "org.example.Downloads", path: tasks[0], interface: "org.example.Downloads.Task",
+                method: "Pause", arguments: []
+            ).first?.bytesValue ?? []
         for (bad, options, name) in [
             (altered, [String: DBusValue](), "InvalidResumeData"),
             (taskBlob, [:], "InvalidResumeData"),
@@ -195,14 +212,20 @@ final class GroupDaemonTests: DaemonTestCase {
         XCTAssertEqual(resumed.last, .objectPaths(tasks))
         try await waitBytes(tasks[2], atLeast: 200_000)
         killDaemon()
-        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("g0.bin")), "nothing published before every file is complete")
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: directory.file("g0.bin")),
+            "nothing published before every file is complete")
         try await startDaemon()
-        try await until("GroupFinished after the restart", seconds: 60) { signalNames(for: group).contains("GroupFinished") }
+        try await until("GroupFinished after the restart", seconds: 60) {
+            signalNames(for: group).contains("GroupFinished")
+        }
         for (index, content) in contents.enumerated() {
             XCTAssertEqual(sha256(ofFile: directory.file("g\(index).bin")), Self.sha256(content))
         }
         XCTAssertEqual(signalNames(for: group).filter { $0 == "GroupFinished" }.count, 1)
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".part") }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasSuffix(".part")
+        }
         XCTAssertEqual(leftovers, [])
         let finished = try await groupProperty(group, "FilesFinished")?.uint32Value
         XCTAssertEqual(finished, 3)
@@ -224,16 +247,21 @@ final class GroupDaemonTests: DaemonTestCase {
 
                 """
             }.joined()
-            return Array("<?xml version=\"1.0\"?>\n<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">\n\(files)</metalink>\n".utf8)
+            return Array(
+                "<?xml version=\"1.0\"?>\n<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">\n\(files)</metalink>\n"
+                    .utf8)
         }
         let inbox = directory.file("inbox")
         try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
         let entry = { (document: [UInt8]) in
-            DBusValue.array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), [
-                .structure([.string(""), .string(inbox), .vardict(["metalink": .bytes(document)])]),
-            ])
+            DBusValue.array(
+                element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]),
+                [
+                    .structure([.string(""), .string(inbox), .vardict(["metalink": .bytes(document)])])
+                ])
         }
-        let reply = try await call("StartGroup", [entry(meta4(["a.bin", "sub/b.bin"])), .vardict(["atomic": .boolean(true)])])
+        let reply = try await call(
+            "StartGroup", [entry(meta4(["a.bin", "sub/b.bin"])), .vardict(["atomic": .boolean(true)])])
         let group = try XCTUnwrap(reply.first?.objectPathValue)
         XCTAssertEqual(reply.last.map { if case .array(_, let paths) = $0 { return paths.count } else { return 0 } }, 2)
         try await until("GroupFinished") { signalNames(for: group).contains("GroupFinished") }
@@ -254,7 +282,8 @@ final class GroupDaemonTests: DaemonTestCase {
         // A document naming one file twice (an atomic group would publish one over the other):
         // refused at the call, and the subdirectory its names need is not made.
         do {
-            _ = try await call("StartGroup", [entry(meta4(["new/x.bin", "new/x.bin"])), .vardict(["atomic": .boolean(true)])])
+            _ = try await call(
+                "StartGroup", [entry(meta4(["new/x.bin", "new/x.bin"])), .vardict(["atomic": .boolean(true)])])
             XCTFail("a document naming one file twice was taken")
         } catch let error as BusError {
             XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
@@ -266,30 +295,43 @@ final class GroupDaemonTests: DaemonTestCase {
         let kept = inbox + "/kept"
         try FileManager.default.createDirectory(atPath: kept, withIntermediateDirectories: true)
         do {
-            _ = try await call("StartGroup", [
-                DBusValue.array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), [
-                    .structure([.string(""), .string(inbox), .vardict(["metalink": .bytes(meta4(["later/deep/a.bin", "kept/b.bin"]))])]),
-                    .structure([.string("ftp://example/c"), .string(inbox + "/c.bin"), .vardict([:])]),
-                ]),
-                .vardict(["atomic": .boolean(true)]),
-            ])
+            _ = try await call(
+                "StartGroup",
+                [
+                    DBusValue.array(
+                        element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]),
+                        [
+                            .structure([
+                                .string(""), .string(inbox),
+                                .vardict(["metalink": .bytes(meta4(["later/deep/a.bin", "kept/b.bin"]))]),
+                            ]),
+                            .structure([.string("ftp://example/c"), .string(inbox + "/c.bin"), .vardict([:])]),
+                        ]),
+                    .vardict(["atomic": .boolean(true)]),
+                ])
             XCTFail("a group with an ftp URL was taken")
         } catch let error as BusError {
             XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: inbox + "/later"), "the directories it made are gone")
         var isDirectory: ObjCBool = false
-        XCTAssertTrue(FileManager.default.fileExists(atPath: kept, isDirectory: &isDirectory) && isDirectory.boolValue, "theirs stays")
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: kept, isDirectory: &isDirectory) && isDirectory.boolValue,
+            "theirs stays")
         // So is a group naming one destination twice.
         do {
-            _ = try await startGroup([(http.url("/m/a.bin"), inbox + "/twice.bin"), (http.url("/m/b.bin"), inbox + "//twice.bin")], atomic: true)
+            _ = try await startGroup(
+                [(http.url("/m/a.bin"), inbox + "/twice.bin"), (http.url("/m/b.bin"), inbox + "//twice.bin")],
+                atomic: true)
             XCTFail("a group naming one destination twice was taken")
         } catch let error as BusError {
             XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
             XCTAssertTrue(error.message.contains("name the same file"), error.message)
         }
         let groups = try await call("ListGroups", [.string("")])
-        XCTAssertEqual(groups.first.map { if case .array(_, let listed) = $0 { return listed.count } else { return -1 } }, 1, "only the first group")
+        XCTAssertEqual(
+            groups.first.map { if case .array(_, let listed) = $0 { return listed.count } else { return -1 } }, 1,
+            "only the first group")
         do {
             _ = try await start("", inbox, ["metalink": .bytes(meta4(["a.bin", "b.bin"]))])
             XCTFail("Start took a document of two files")

@@ -34,11 +34,14 @@ final class HTTPSTests: TLSDaemonTestCase {
                 tls.requests(for: "/limited/big.bin", on: site).contains { $0.range == nil }
             }
             let requests = tls.requests(for: "/limited/big.bin", on: site)
-            XCTAssertEqual(Set(requests.map(\.connection)).count, 4, "\(site): \(tls.requests.map { "\($0.connection) \($0.path) \($0.range ?? "-")" })")
+            XCTAssertEqual(
+                Set(requests.map(\.connection)).count, 4,
+                "\(site): \(tls.requests.map { "\($0.connection) \($0.path) \($0.range ?? "-")" })")
             XCTAssertTrue(requests.allSatisfy { $0.httpVersion == "HTTP/1.1" }, "\(requests.map(\.httpVersion))")
             // A connection closed where its range ended stops receiving: little is sent twice.
             let sent = requests.map(\.bodyBytes).reduce(0, +)
-            XCTAssertLessThan(sent - content.count, 1 << 20, "\(site): \(requests.map { "\($0.range ?? "-") \($0.bodyBytes)" })")
+            XCTAssertLessThan(
+                sent - content.count, 1 << 20, "\(site): \(requests.map { "\($0.range ?? "-") \($0.bodyBytes)" })")
         }
     }
 
@@ -57,7 +60,8 @@ final class HTTPSTests: TLSDaemonTestCase {
             try await assertFinished(path, seconds: 60)
             XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
             let ranges = tls.requests(for: "/limited/pause.bin", on: site).compactMap(\.range)
-            XCTAssertEqual(ranges.last, "bytes=\(kept)-", "\(site): the resumed request continues where the pause left it")
+            XCTAssertEqual(
+                ranges.last, "bytes=\(kept)-", "\(site): the resumed request continues where the pause left it")
         }
     }
 
@@ -92,7 +96,8 @@ final class HTTPSTests: TLSDaemonTestCase {
         ]
         for (n, (url, expected)) in cases.enumerated() {
             let target = directory.file("fail-\(n)/t.bin")
-            try FileManager.default.createDirectory(atPath: directory.file("fail-\(n)"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: directory.file("fail-\(n)"), withIntermediateDirectories: true)
             let path = try await start(url, target)
             let state = try await waitState(path, ["finished", "failed"])
             XCTAssertEqual(state, "failed")
@@ -104,7 +109,8 @@ final class HTTPSTests: TLSDaemonTestCase {
         }
         // No D-Bus option turns verification off.
         do {
-            _ = try await start(tls.url(.untrusted, "/t.bin"), directory.file("insecure.bin"), ["insecure": .boolean(true)])
+            _ = try await start(
+                tls.url(.untrusted, "/t.bin"), directory.file("insecure.bin"), ["insecure": .boolean(true)])
             XCTFail("an option to skip verification was accepted")
         } catch let error as BusError {
             XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument")
@@ -115,7 +121,9 @@ final class HTTPSTests: TLSDaemonTestCase {
         let content = Self.content(500_000, seed: 7)
         try tls.file("moved.bin", content)
         // https://127.0.0.1:<http2> → https://localhost:<http1>: another host and port.
-        try await download(tls.url(.http2, "/redirect/moved.bin", host: "127.0.0.1"), to: directory.file("moved.bin"), expecting: content)
+        try await download(
+            tls.url(.http2, "/redirect/moved.bin", host: "127.0.0.1"), to: directory.file("moved.bin"),
+            expecting: content)
         XCTAssertEqual(tls.requests(for: "/redirect/moved.bin", on: .http2).map(\.status), [302])
         XCTAssertEqual(tls.requests(for: "/moved.bin", on: .http1).map(\.status), [200])
     }
@@ -137,7 +145,9 @@ final class HTTPSTests: TLSDaemonTestCase {
         try FileManager.default.createDirectory(atPath: directory.file("small"), withIntermediateDirectories: true)
         var paths: [ObjectPath] = []
         for n in 0..<count {
-            paths.append(try await start(tls.url(.http2, "/small-\(n).bin"), directory.file("small/\(n).bin"), ["session": .string("many")]))
+            paths.append(
+                try await start(
+                    tls.url(.http2, "/small-\(n).bin"), directory.file("small/\(n).bin"), ["session": .string("many")]))
         }
         for path in paths {
             let state = try await waitState(path, ["finished", "failed"], seconds: 120)

@@ -17,11 +17,17 @@ final class HostileServerTests: DaemonTestCase {
 
     /// What a terminal must never receive from a server or caller: ESC, C1 controls, bidi overrides.
     func assertNothingHidden(_ text: String, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
-        let hidden = text.unicodeScalars.filter { ($0.value < 32 && $0 != "\n") || (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value) }
-        XCTAssertTrue(hidden.isEmpty, "\(what) printed \(hidden.map { String($0.value, radix: 16) }): \(text)", file: file, line: line)
+        let hidden = text.unicodeScalars.filter {
+            ($0.value < 32 && $0 != "\n") || (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value)
+        }
+        XCTAssertTrue(
+            hidden.isEmpty, "\(what) printed \(hidden.map { String($0.value, radix: 16) }): \(text)", file: file,
+            line: line)
     }
 
-    func downloadIntoDirectory(_ route: Route, path: String, directoryName: String) async throws -> (ObjectPath, [String]) {
+    func downloadIntoDirectory(
+        _ route: Route, path: String, directoryName: String
+    ) async throws -> (ObjectPath, [String]) {
         http.set(path, route)
         let folder = directory.file(directoryName)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -86,8 +92,11 @@ final class HostileServerTests: DaemonTestCase {
         try await waitState(finished, ["finished"])
         var bad = Route(content: [])
         // (The test server cannot send ESC in a header; C1 CSI, a bidi override and markup it can.)
-        bad.redirect = (302, "ht\u{9B}tp:// \u{202E}<a href=\"https://evil.example/\">Sign in to continue</a> & <img src=\"https://evil.example/t.png\"/>"
-            + String(repeating: " padding", count: 40))
+        bad.redirect = (
+            302,
+            "ht\u{9B}tp:// \u{202E}<a href=\"https://evil.example/\">Sign in to continue</a> & <img src=\"https://evil.example/t.png\"/>"
+                + String(repeating: " padding", count: 40)
+        )
         http.set("/bad", bad)
         let failed = try await start(http.url("/bad"), directory.file("bad.bin"))
         try await waitState(failed, ["failed"])

@@ -15,7 +15,8 @@ final class IdleExitTests: DaemonTestCase {
     /// A call to the manager; the reply's values and which connection sent it.
     private func callAnswered(_ method: String, _ arguments: [DBusValue]) async throws -> ([DBusValue], String?) {
         let message = try Message.methodCall(
-            destination: "org.example.Downloads", path: "/org/example/Downloads", interface: "org.example.Downloads", member: method
+            destination: "org.example.Downloads", path: "/org/example/Downloads", interface: "org.example.Downloads",
+            member: method
         )
         try message.append(arguments)
         let reply = try await client.call(message)
@@ -35,7 +36,9 @@ final class IdleExitTests: DaemonTestCase {
         try await waitBytes(task, atLeast: 1)
         // Nobody calls while it downloads: the running task keeps the daemon.
         let ended = Date().addingTimeInterval(30)
-        while try await client.nameOwner("org.example.Downloads") != nil, !FileManager.default.fileExists(atPath: target), Date() < ended {
+        while try await client.nameOwner("org.example.Downloads") != nil,
+            !FileManager.default.fileExists(atPath: target), Date() < ended
+        {
             try await Task.sleep(for: .milliseconds(50))
         }
         XCTAssertTrue(FileManager.default.fileExists(atPath: target), "the download finished before the daemon left")
@@ -45,7 +48,9 @@ final class IdleExitTests: DaemonTestCase {
         XCTAssertEqual(occurrences("idle for 1 s (--exit-idle-time): leaving the bus"), 1, log)
         XCTAssertEqual(occurrences("stopped ("), 1, log)
         // The write-ahead log was moved into the database at the exit.
-        let wal = (try? FileManager.default.attributesOfItem(atPath: stateDirectory + "/downloads.sqlite-wal")[.size] as? Int) ?? 0
+        let wal =
+            (try? FileManager.default.attributesOfItem(atPath: stateDirectory + "/downloads.sqlite-wal")[.size] as? Int)
+            ?? 0
         XCTAssertEqual(wal, 0, "the write-ahead log was checkpointed at the exit")
         // A signal subscriber (this test's client) kept nothing; the next call starts it again.
         let (listed, sender) = try await callAnswered("ListTasks", [.string("")])
@@ -72,10 +77,13 @@ final class IdleExitTests: DaemonTestCase {
         slow.bytesPerSecond = 200_000  // four seconds: still running when the delay ends
         http.set("/late.bin", slow)
         let target = directory.file("late.bin")
-        let (started, startSender) = try await callAnswered("Start", [.string(http.url("/late.bin")), .string(target), .vardict([:])])
+        let (started, startSender) = try await callAnswered(
+            "Start", [.string(http.url("/late.bin")), .string(target), .vardict([:])])
         let task = try XCTUnwrap(started.first?.objectPathValue)
         XCTAssertEqual(startSender, firstSender)
-        try await until("the daemon stays for the work") { self.log.contains("a call gave work before the name was released: staying") }
+        try await until("the daemon stays for the work") {
+            self.log.contains("a call gave work before the name was released: staying")
+        }
         try await waitState(task, ["finished"])
         XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
         XCTAssertEqual(activations.count, 1)
@@ -101,28 +109,30 @@ final class IdleExitTests: DaemonTestCase {
         let script = directory.file("slow-app.py")
         // The app answers the completion call three seconds after it came: longer than the idle time.
         try """
-            import dbus, dbus.service, dbus.mainloop.glib
-            from gi.repository import GLib
-            dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
-            bus = dbus.bus.BusConnection('\(bus.address)')
-            class App(dbus.service.Object):
-                @dbus.service.method('org.example.Downloads.Client', in_signature='s', out_signature='', async_callbacks=('ok', 'err'))
-                def HandleEventsForBackgroundSession(self, session, ok, err):
-                    open('\(marker)', 'a').write(session + '\\n')
-                    def answer():
-                        ok()
-                        open('\(marker)', 'a').write('answered\\n')
-                        return False
-                    GLib.timeout_add(3000, answer)
-            app = App(bus, '/org/example/SlowApp')
-            manager = dbus.Interface(bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
-            manager.RegisterCompletionHandler('app', '/org/example/SlowApp', dbus.Dictionary({}, signature='sv'))
-            open('\(marker)', 'a').write('registered\\n')
-            GLib.MainLoop().run()
-            """.write(toFile: script, atomically: true, encoding: .utf8)
+        import dbus, dbus.service, dbus.mainloop.glib
+        from gi.repository import GLib
+        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+        bus = dbus.bus.BusConnection('\(bus.address)')
+        class App(dbus.service.Object):
+            @dbus.service.method('org.example.Downloads.Client', in_signature='s', out_signature='', async_callbacks=('ok', 'err'))
+            def HandleEventsForBackgroundSession(self, session, ok, err):
+                open('\(marker)', 'a').write(session + '\\n')
+                def answer():
+                    ok()
+                    open('\(marker)', 'a').write('answered\\n')
+                    return False
+                GLib.timeout_add(3000, answer)
+        app = App(bus, '/org/example/SlowApp')
+        manager = dbus.Interface(bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
+        manager.RegisterCompletionHandler('app', '/org/example/SlowApp', dbus.Dictionary({}, signature='sv'))
+        open('\(marker)', 'a').write('registered\\n')
+        GLib.MainLoop().run()
+        """.write(toFile: script, atomically: true, encoding: .utf8)
         let app = try ChildProcess(["/usr/bin/python3", script], environment: bus.environment)
         defer { app.stop() }
-        try await until("the app registered") { (try? String(contentsOfFile: marker, encoding: .utf8))?.contains("registered") == true }
+        try await until("the app registered") {
+            (try? String(contentsOfFile: marker, encoding: .utf8))?.contains("registered") == true
+        }
         http.set("/c.bin", Route(content: Self.content(10_000)))
         let task = try await start(http.url("/c.bin"), directory.file("c.bin"), ["session": .string("app")])
         try await waitState(task, ["finished"])
@@ -152,7 +162,9 @@ final class IdleExitTests: DaemonTestCase {
         XCTAssertTrue(Self.isRunning(watch.pid), "watch keeps running without the service")
         XCTAssertEqual(activations.count, 1, "watch did not keep the daemon or start it again")
         _ = try await start(http.url("/two.bin"), directory.file("two.bin"))
-        try await until("watch shows the second task, from the next instance") { output.text.contains("task 2 finished") }
+        try await until("watch shows the second task, from the next instance") {
+            output.text.contains("task 2 finished")
+        }
         XCTAssertEqual(activations.count, 2)
         watch.signal(SIGINT)
         XCTAssertEqual(watch.wait(), 0)

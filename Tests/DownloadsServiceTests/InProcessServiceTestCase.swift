@@ -53,7 +53,8 @@ class InProcessServiceTestCase: XCTestCase {
         configuration.checkpointBytes = 64 * 1024
         let engine = SessionManager(configuration: configuration, resumeDataKey: key)
         let service = DownloadsService(
-            connection: connection, engine: engine, store: try DownloadStore(path: databasePath), configuration: serviceConfiguration
+            connection: connection, engine: engine, store: try DownloadStore(path: databasePath),
+            configuration: serviceConfiguration
         )
         try await service.start()
         self.service = service
@@ -69,12 +70,14 @@ class InProcessServiceTestCase: XCTestCase {
 
     func call(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
         try await client.call(
-            destination: DownloadsAPI.busName, path: DownloadsAPI.managerPath, interface: DownloadsInterfaces.manager.name,
+            destination: DownloadsAPI.busName, path: DownloadsAPI.managerPath,
+            interface: DownloadsInterfaces.manager.name,
             method: method, arguments: arguments
         )
     }
 
-    func start(_ url: String, _ destination: String, _ options: TaskOptions = TaskOptions()) async throws -> ObjectPath {
+    func start(_ url: String, _ destination: String, _ options: TaskOptions = TaskOptions()) async throws -> ObjectPath
+    {
         let reply = try await call("Start", [.string(url), .string(destination), .vardict(options.dictionary)])
         return try XCTUnwrap(reply.first?.objectPathValue)
     }

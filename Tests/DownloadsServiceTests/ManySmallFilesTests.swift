@@ -35,7 +35,9 @@ final class ManySmallFilesTests: DaemonTestCase {
         let early = self.early, finished = self.finishedPaths
         try await client.subscribe(MatchRule(interface: "org.example.Downloads", member: "Finished")) { message in
             let arguments = (try? message.arguments()) ?? []
-            guard let path = arguments.first?.objectPathValue?.rawValue, let location = arguments.dropFirst().first?.stringValue else { return }
+            guard let path = arguments.first?.objectPathValue?.rawValue,
+                let location = arguments.dropFirst().first?.stringValue
+            else { return }
             if !FileManager.default.fileExists(atPath: location) { early.withLockedValue { $0.append(location) } }
             finished.withLockedValue { _ = $0.insert(path) }
         }
@@ -52,7 +54,9 @@ final class ManySmallFilesTests: DaemonTestCase {
         let contents = serve()
         try await watchFinished()
         let paths = try await startAll((0..<Self.count).map { (http.url("/s\($0)"), directory.file("s\($0).bin")) })
-        try await until("every Finished", seconds: 240) { self.finishedPaths.withLockedValue { $0.count } == Self.count }
+        try await until("every Finished", seconds: 240) {
+            self.finishedPaths.withLockedValue { $0.count } == Self.count
+        }
         XCTAssertEqual(early.withLockedValue { $0 }, [], "Finished before the file was in place")
         XCTAssertEqual(Set(paths.map(\.rawValue)), finishedPaths.withLockedValue { $0 })
         for (i, content) in contents.enumerated() {
@@ -61,11 +65,14 @@ final class ManySmallFilesTests: DaemonTestCase {
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         XCTAssertFalse(names.contains { $0.hasSuffix(".part") })
         // downloadsctl lists them all from one GetManagedObjects, each as finished at its file.
-        let listed = try await run([PackageRoot.debugBinary("downloadsctl"), "--address", bus.address, "list", "--json"])
+        let listed = try await run([
+            PackageRoot.debugBinary("downloadsctl"), "--address", bus.address, "list", "--json",
+        ])
         XCTAssertEqual(listed.status, 0, listed.description)
         let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
         XCTAssertEqual(rows.count, Self.count)
-        XCTAssertEqual(rows.compactMap { $0["id"] as? Int }, paths.compactMap { DownloadsAPI.taskID($0).map(Int.init) }.sorted())
+        XCTAssertEqual(
+            rows.compactMap { $0["id"] as? Int }, paths.compactMap { DownloadsAPI.taskID($0).map(Int.init) }.sorted())
         XCTAssertEqual(Set(rows.compactMap { $0["state"] as? String }), ["finished"])
         XCTAssertEqual(rows.first?["destination"] as? String, directory.file("s0.bin"))
     }
@@ -76,9 +83,13 @@ final class ManySmallFilesTests: DaemonTestCase {
         let contents = serve(stalling: 8)
         let paths = try await startAll((0..<Self.count).map { (http.url("/s\($0)"), directory.file("s\($0).bin")) })
         // Somewhere in the middle: some finished, some not.
-        try await until("a first file", seconds: 60) { FileManager.default.fileExists(atPath: self.directory.file("s0.bin")) }
+        try await until("a first file", seconds: 60) {
+            FileManager.default.fileExists(atPath: self.directory.file("s0.bin"))
+        }
         killDaemon()
-        let published = (0..<Self.count).filter { FileManager.default.fileExists(atPath: self.directory.file("s\($0).bin")) }.count
+        let published = (0..<Self.count).filter {
+            FileManager.default.fileExists(atPath: self.directory.file("s\($0).bin"))
+        }.count
         XCTAssertLessThan(published, Self.count, "killed in the middle of them")
         try await startDaemon()
         for path in paths {

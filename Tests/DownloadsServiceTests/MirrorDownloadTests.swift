@@ -40,8 +40,12 @@ final class MirrorDownloadTests: DaemonTestCase {
         let content = Self.content(6 << 20, seed: 41)
         let urls = try serve(content, rate: 2_000_000)
         let list = urls.dropFirst().map { "'\($0)'" }.joined(separator: ", ")
-        let started = try await gdbus("Start", [urls[0], directory.file("f.iso"),
-                                                "{'mirrors': <[\(list)]>, 'checksum': <'sha256:\(Self.sha256(content))'>}"])
+        let started = try await gdbus(
+            "Start",
+            [
+                urls[0], directory.file("f.iso"),
+                "{'mirrors': <[\(list)]>, 'checksum': <'sha256:\(Self.sha256(content))'>}",
+            ])
         XCTAssertEqual(started.status, 0, started.description)
         let path = try ObjectPath(String(started.stdout.split(separator: "'")[1]))
         try await waitState(path, ["finished"])
@@ -57,7 +61,8 @@ final class MirrorDownloadTests: DaemonTestCase {
         try await waitBytes(task, atLeast: 2_000_000)
         let paused = try await call("Pause", [.objectPath(task)])
         let blob = try XCTUnwrap(paused.first?.bytesValue)
-        XCTAssertTrue(String(decoding: blob, as: UTF8.self).contains("mirror/f.iso"), "the mirrors are in the resume data")
+        XCTAssertTrue(
+            String(decoding: blob, as: UTF8.self).contains("mirror/f.iso"), "the mirrors are in the resume data")
         _ = try await call("ResumeWithData", [.bytes(blob), .vardict([:])])
         try await waitBytes(task, atLeast: 5_000_000)
         // A kill -9 once more has arrived: the restart carries on from the recorded ranges.
@@ -69,18 +74,22 @@ final class MirrorDownloadTests: DaemonTestCase {
             return durable > 4_000_000
         }
         killDaemon()
-        for mirror in [http!] + mirrors { mirror.update(mirror === http ? "/f.iso" : "/mirror/f.iso") { $0.bytesPerSecond = nil } }
+        for mirror in [http!] + mirrors {
+            mirror.update(mirror === http ? "/f.iso" : "/mirror/f.iso") { $0.bytesPerSecond = nil }
+        }
         try await startDaemon()
         try await waitState(task, ["finished"], seconds: 60)
         XCTAssertEqual(sha256(ofFile: directory.file("f.iso")), Self.sha256(content))
-        XCTAssertTrue(mirrors.allSatisfy { $0.requests.count > 1 }, "both mirrors served after the restart too: \(ranged)")
+        XCTAssertTrue(
+            mirrors.allSatisfy { $0.requests.count > 1 }, "both mirrors served after the restart too: \(ranged)")
     }
 
     func testDownloadsctlGetTakesMirrors() async throws {
         let content = Self.content(8 << 20, seed: 43)
         let urls = try serve(content, rate: 3_000_000)
         let out = try await run([
-            PackageRoot.debugBinary("downloadsctl"), "--address", bus.address, "get", urls[0], "-o", directory.file("ctl.iso"),
+            PackageRoot.debugBinary("downloadsctl"), "--address", bus.address, "get", urls[0], "-o",
+            directory.file("ctl.iso"),
             "--mirror", urls[1], "--mirror", urls[2], "--checksum", "sha256:" + Self.sha256(content),
         ])
         XCTAssertEqual(out.status, 0, out.description)
@@ -98,7 +107,8 @@ final class MirrorDownloadTests: DaemonTestCase {
         ]
         for (value, name, reason) in cases {
             do {
-                _ = try await call("Start", [.string(http.url("/ok")), .string(directory.file("x")), .vardict(["mirrors": value])])
+                _ = try await call(
+                    "Start", [.string(http.url("/ok")), .string(directory.file("x")), .vardict(["mirrors": value])])
                 XCTFail("\(value) was taken")
             } catch let error as BusError {
                 XCTAssertEqual(error.name, "org.example.Downloads.Error.\(name)")
@@ -125,9 +135,14 @@ final class MirrorDownloadTests: DaemonTestCase {
         let content = Self.content(8 << 20, seed: 44)
         let urls = try serve(content, rate: 3_000_000)
         let document = meta4([(urls[0], 3), (urls[1], 1), (urls[2], 2)], sha256: Self.sha256(content))
-        let reply = try await call("Start", [.string(""), .string(directory.file("meta.iso")), .vardict([
-            "metalink": .bytes(Array(document.utf8)),
-        ])])
+        let reply = try await call(
+            "Start",
+            [
+                .string(""), .string(directory.file("meta.iso")),
+                .vardict([
+                    "metalink": .bytes(Array(document.utf8))
+                ]),
+            ])
         let task = try XCTUnwrap(reply.first?.objectPathValue)
         let url = try await property(task, "URL")
         XCTAssertEqual(url?.stringValue, urls[1], "the URL of priority 1")
@@ -137,9 +152,14 @@ final class MirrorDownloadTests: DaemonTestCase {
 
         // Its hash is the checksum: a document whose hash is wrong fails the download.
         let wrong = meta4([(urls[0], 1)], sha256: String(repeating: "0", count: 64))
-        let failing = try await call("Start", [.string(""), .string(directory.file("wrong.iso")), .vardict([
-            "metalink": .bytes(Array(wrong.utf8)),
-        ])])
+        let failing = try await call(
+            "Start",
+            [
+                .string(""), .string(directory.file("wrong.iso")),
+                .vardict([
+                    "metalink": .bytes(Array(wrong.utf8))
+                ]),
+            ])
         let failed = try XCTUnwrap(failing.first?.objectPathValue)
         try await waitState(failed, ["failed"])
         let error = try await property(failed, "Error")
@@ -148,7 +168,10 @@ final class MirrorDownloadTests: DaemonTestCase {
         // downloadsctl reads a .meta4 as the caller and sends it.
         let path = directory.file("f.meta4")
         try document.write(toFile: path, atomically: true, encoding: .utf8)
-        let out = try await run([PackageRoot.debugBinary("downloadsctl"), "--address", bus.address, "get", path, "-o", directory.file("ctl.iso")])
+        let out = try await run([
+            PackageRoot.debugBinary("downloadsctl"), "--address", bus.address, "get", path, "-o",
+            directory.file("ctl.iso"),
+        ])
         XCTAssertEqual(out.status, 0, out.description)
         XCTAssertEqual(sha256(ofFile: directory.file("ctl.iso")), Self.sha256(content))
 
@@ -163,7 +186,8 @@ final class MirrorDownloadTests: DaemonTestCase {
             (.uint32(1), "must be of type ay (the document's bytes) or s (its path)"),
         ] {
             do {
-                _ = try await call("Start", [.string(""), .string(directory.file("y.iso")), .vardict(["metalink": value])])
+                _ = try await call(
+                    "Start", [.string(""), .string(directory.file("y.iso")), .vardict(["metalink": value])])
                 XCTFail("taken: \(value)")
             } catch let error as BusError {
                 XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument")
@@ -178,7 +202,8 @@ final class MirrorDownloadTests: DaemonTestCase {
             (Array(meta4([("ftp://only.example/f", 1)], sha256: Self.sha256(content)).utf8), "no http or https URL"),
         ] {
             do {
-                _ = try await call("Start", [.string(""), .string(directory.file("x.iso")), .vardict(["metalink": .bytes(bytes)])])
+                _ = try await call(
+                    "Start", [.string(""), .string(directory.file("x.iso")), .vardict(["metalink": .bytes(bytes)])])
                 XCTFail("taken: \(reason)")
             } catch let error as BusError {
                 XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument")
@@ -193,7 +218,8 @@ final class MirrorDownloadTests: DaemonTestCase {
 
     /// A `.meta4` for `content` with its SHA-256 and a SHA-256 for each piece.
     func meta4(pieces content: [UInt8], urls: [String], pieceCount: Int? = nil) -> String {
-        let hashes = stride(from: 0, to: content.count, by: Self.pieceLength).prefix(pieceCount ?? Int.max).map { start in
+        let hashes = stride(from: 0, to: content.count, by: Self.pieceLength).prefix(pieceCount ?? Int.max).map {
+            start in
             "      <hash>\(Self.sha256(Array(content[start..<min(content.count, start + Self.pieceLength)])))</hash>\n"
         }.joined()
         return """
@@ -205,7 +231,8 @@ final class MirrorDownloadTests: DaemonTestCase {
                 <pieces length="\(Self.pieceLength)" type="sha-256">
             \(hashes)    </pieces>
 
-            """ + urls.enumerated().map { "    <url priority=\"\($0.offset + 1)\">\($0.element)</url>\n" }.joined() + "  </file>\n</metalink>\n"
+            """ + urls.enumerated().map { "    <url priority=\"\($0.offset + 1)\">\($0.element)</url>\n" }.joined()
+                + "  </file>\n</metalink>\n"
     }
 
     /// `content` with one byte changed in every piece.
@@ -222,9 +249,14 @@ final class MirrorDownloadTests: DaemonTestCase {
         var bad = Route(content: Self.corrupted(content))
         bad.bytesPerSecond = 1_500_000
         mirrors[1].set("/mirror/f.iso", bad)
-        let reply = try await call("Start", [.string(""), .string(directory.file("p.iso")), .vardict([
-            "metalink": .bytes(Array(meta4(pieces: content, urls: urls).utf8)),
-        ])])
+        let reply = try await call(
+            "Start",
+            [
+                .string(""), .string(directory.file("p.iso")),
+                .vardict([
+                    "metalink": .bytes(Array(meta4(pieces: content, urls: urls).utf8))
+                ]),
+            ])
         let task = try XCTUnwrap(reply.first?.objectPathValue)
         try await waitState(task, ["finished"], seconds: 90)
         XCTAssertEqual(sha256(ofFile: directory.file("p.iso")), Self.sha256(content))
@@ -239,7 +271,8 @@ final class MirrorDownloadTests: DaemonTestCase {
         // bytes each) counted as sent; a second corrupt piece (256 KiB) would not fit.
         let served = ([http!] + mirrors).map { $0.requests.reduce(0) { $0 + $1.bodyBytesSent } }
         XCTAssertGreaterThan(served[2], 0, "the corrupt mirror served ranges: \(served)")
-        XCTAssertLessThanOrEqual(served.reduce(0, +) - content.count, Self.pieceLength + 150_000, "bytes fetched twice: \(served)")
+        XCTAssertLessThanOrEqual(
+            served.reduce(0, +) - content.count, Self.pieceLength + 150_000, "bytes fetched twice: \(served)")
     }
 
     func testAPieceNoSourceServesRightFailsTheTaskKeepingTheVerifiedPieces() async throws {
@@ -248,29 +281,44 @@ final class MirrorDownloadTests: DaemonTestCase {
         corrupt[3 * Self.pieceLength + 7] ^= 1
         http.set("/bad.iso", Route(content: corrupt))
         let document = meta4(pieces: content, urls: [http.url("/bad.iso")])
-        let task = try await call("Start", [.string(""), .string(directory.file("bad.iso")), .vardict([
-            "metalink": .bytes(Array(document.utf8)),
-        ])]).first?.objectPathValue
+        let task = try await call(
+            "Start",
+            [
+                .string(""), .string(directory.file("bad.iso")),
+                .vardict([
+                    "metalink": .bytes(Array(document.utf8))
+                ]),
+            ]
+        ).first?.objectPathValue
         let path = try XCTUnwrap(task)
         try await waitState(path, ["failed"])
         let error = try await property(path, "Error")
         XCTAssertEqual(error?.stringValue, "org.example.Downloads.Error.ChecksumMismatch")
         let message = try await property(path, "ErrorMessage")
-        XCTAssertTrue(message?.stringValue?.contains("piece 3 (bytes 786432-1048575) did not match its hash 3 times") == true,
-                      "\(String(describing: message))")
-        XCTAssertEqual(http.requests(for: "/bad.iso").filter { $0.range?.hasPrefix("bytes=786432-") == true }.count, 2,
-                       "the corrupt piece alone was asked for again, twice")
+        XCTAssertTrue(
+            message?.stringValue?.contains("piece 3 (bytes 786432-1048575) did not match its hash 3 times") == true,
+            "\(String(describing: message))")
+        XCTAssertEqual(
+            http.requests(for: "/bad.iso").filter { $0.range?.hasPrefix("bytes=786432-") == true }.count, 2,
+            "the corrupt piece alone was asked for again, twice")
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("bad.iso")), "nothing published")
 
         // Pieces that cannot describe the file's size are refused at Start.
         do {
-            _ = try await call("Start", [.string(""), .string(directory.file("x.iso")), .vardict([
-                "metalink": .bytes(Array(meta4(pieces: content, urls: [http.url("/bad.iso")], pieceCount: 3).utf8)),
-            ])])
+            _ = try await call(
+                "Start",
+                [
+                    .string(""), .string(directory.file("x.iso")),
+                    .vardict([
+                        "metalink": .bytes(
+                            Array(meta4(pieces: content, urls: [http.url("/bad.iso")], pieceCount: 3).utf8))
+                    ]),
+                ])
             XCTFail("taken")
         } catch let error as BusError {
             XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument")
-            XCTAssertTrue(error.message.contains("gives 3 pieces of 262144 bytes for a file of 4194304 bytes"), error.message)
+            XCTAssertTrue(
+                error.message.contains("gives 3 pieces of 262144 bytes for a file of 4194304 bytes"), error.message)
         }
     }
 
@@ -278,8 +326,10 @@ final class MirrorDownloadTests: DaemonTestCase {
     func recordedSegments(_ task: ObjectPath) async throws -> [(Int64, Int64)] {
         let id = Int64(try XCTUnwrap(DownloadsAPI.taskID(task)))
         return try await DatabaseQueue(path: stateDirectory + "/downloads.sqlite").read { db in
-            try Row.fetchAll(db, sql: "SELECT start, \"end\" FROM segment WHERE taskID = ? ORDER BY start", arguments: [id])
-                .map { ($0["start"], $0["end"]) }
+            try Row.fetchAll(
+                db, sql: "SELECT start, \"end\" FROM segment WHERE taskID = ? ORDER BY start", arguments: [id]
+            )
+            .map { ($0["start"], $0["end"]) }
         }
     }
 
@@ -288,9 +338,14 @@ final class MirrorDownloadTests: DaemonTestCase {
         let urls = try serve(content, rate: 1_000_000)
         let length = Int64(content.count)
         let piece = Int64(Self.pieceLength)
-        let reply = try await call("Start", [.string(""), .string(directory.file("v.iso")), .vardict([
-            "metalink": .bytes(Array(meta4(pieces: content, urls: urls).utf8)),
-        ])])
+        let reply = try await call(
+            "Start",
+            [
+                .string(""), .string(directory.file("v.iso")),
+                .vardict([
+                    "metalink": .bytes(Array(meta4(pieces: content, urls: urls).utf8))
+                ]),
+            ])
         let task = try XCTUnwrap(reply.first?.objectPathValue)
         try await waitBytes(task, atLeast: 2_000_000)
         let paused = try await call("Pause", [.objectPath(task)])
@@ -310,14 +365,17 @@ final class MirrorDownloadTests: DaemonTestCase {
         XCTAssertTrue(atKill.allSatisfy { $0.0 % piece == 0 && ($0.1 % piece == 0 || $0.1 == length) }, "\(atKill)")
         killDaemon()
         let before = ([http!] + mirrors).map { $0.requests.reduce(0) { $0 + $1.bodyBytesSent } }.reduce(0, +)
-        for mirror in [http!] + mirrors { mirror.update(mirror === http ? "/f.iso" : "/mirror/f.iso") { $0.bytesPerSecond = nil } }
+        for mirror in [http!] + mirrors {
+            mirror.update(mirror === http ? "/f.iso" : "/mirror/f.iso") { $0.bytesPerSecond = nil }
+        }
         try await startDaemon()
         try await waitState(task, ["finished"], seconds: 60)
         XCTAssertEqual(sha256(ofFile: directory.file("v.iso")), Self.sha256(content))
         // After the restart only the recorded ranges were fetched (the verified pieces were kept).
         let after = ([http!] + mirrors).map { $0.requests.reduce(0) { $0 + $1.bodyBytesSent } }.reduce(0, +) - before
         let recorded = atKill.reduce(0) { $0 + $1.1 - $1.0 }
-        XCTAssertLessThanOrEqual(Int64(after), recorded + 2 * piece, "fetched after the restart: \(after), recorded to fetch: \(recorded)")
+        XCTAssertLessThanOrEqual(
+            Int64(after), recorded + 2 * piece, "fetched after the restart: \(after), recorded to fetch: \(recorded)")
         let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
         XCTAssertFalse(log.contains("does not match its hash"), log)
     }
@@ -333,7 +391,8 @@ final class MirrorDownloadTests: DaemonTestCase {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let task = try await start(http.url("/f.meta4"), folder)
         try await waitState(task, ["finished"])
-        XCTAssertEqual(sha256(ofFile: folder + "/p.iso"), Self.sha256(content), "the file the document describes, under its name")
+        XCTAssertEqual(
+            sha256(ofFile: folder + "/p.iso"), Self.sha256(content), "the file the document describes, under its name")
         let url = try await property(task, "URL")
         XCTAssertEqual(url?.stringValue, urls[0], "the document's first URL is the task's now (a restart goes there)")
         XCTAssertTrue(ranged.allSatisfy { $0 > 0 }, "the document's mirrors served ranges: \(ranged)")
@@ -347,7 +406,8 @@ final class MirrorDownloadTests: DaemonTestCase {
         XCTAssertEqual(sha256(ofFile: folder + "/p (1).iso"), Self.sha256(content))
 
         // Taken literally without use_metalink_headers: the document is the download.
-        let literal = try await start(http.url("/f.meta4"), directory.file("literal.meta4"), ["use_metalink_headers": .boolean(false)])
+        let literal = try await start(
+            http.url("/f.meta4"), directory.file("literal.meta4"), ["use_metalink_headers": .boolean(false)])
         try await waitState(literal, ["finished"])
         XCTAssertEqual(sha256(ofFile: directory.file("literal.meta4")), Self.sha256(document))
 
@@ -360,7 +420,9 @@ final class MirrorDownloadTests: DaemonTestCase {
         let error = try await property(failing, "Error")
         XCTAssertEqual(error?.stringValue, "org.example.Downloads.Error.InvalidResponse")
         let message = try await property(failing, "ErrorMessage")
-        XCTAssertTrue(message?.stringValue?.contains("describes 2 files: give a directory as the destination") == true, "\(String(describing: message))")
+        XCTAssertTrue(
+            message?.stringValue?.contains("describes 2 files: give a directory as the destination") == true,
+            "\(String(describing: message))")
     }
 
     /// A followed document of several files, into a directory, is a group: the task fetches the
@@ -390,7 +452,8 @@ final class MirrorDownloadTests: DaemonTestCase {
         XCTAssertEqual(sha256(ofFile: folder + "/a.bin"), Self.sha256(first))
         XCTAssertEqual(sha256(ofFile: folder + "/maps/b.bin"), Self.sha256(second))
         let tasks = try await client.call(
-            destination: "org.example.Downloads", path: group, interface: "org.freedesktop.DBus.Properties", method: "Get",
+            destination: "org.example.Downloads", path: group, interface: "org.freedesktop.DBus.Properties",
+            method: "Get",
             arguments: [.string("org.example.Downloads.Group"), .string("Tasks")]
         ).first?.variantValue?.objectPathArrayValue
         XCTAssertEqual(tasks?.count, 2)
@@ -400,7 +463,8 @@ final class MirrorDownloadTests: DaemonTestCase {
         stopDaemon()
         try await startDaemon()
         let after = try await client.call(
-            destination: "org.example.Downloads", path: group, interface: "org.freedesktop.DBus.Properties", method: "Get",
+            destination: "org.example.Downloads", path: group, interface: "org.freedesktop.DBus.Properties",
+            method: "Get",
             arguments: [.string("org.example.Downloads.Group"), .string("Tasks")]
         ).first?.variantValue?.objectPathArrayValue
         XCTAssertEqual(after, tasks)

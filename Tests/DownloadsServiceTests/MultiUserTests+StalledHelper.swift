@@ -33,13 +33,17 @@ extension MultiUserTests {
         // A sends thirty Starts at once and records each answer as it comes.
         let calls = try CallsInFlight(answersFile: directory.file("a-answers"))
         let url = http.url("/small")
-        let script = calls.script(busAddress: bus.address, count: 30, sends: """
-            for i in range(30):
-                m.Start('\(url)', '\(aHome)/%d' % i, dbus.Dictionary({}, signature='sv'), timeout=120, reply_handler=ok, error_handler=err)
-            """)
-        let a = try ChildProcess([
-            "setpriv", "--reuid=\(users.a.uid)", "--regid=\(users.a.gid)", "--init-groups", "--reset-env", "/usr/bin/python3", "-c", script,
-        ], environment: bus.environment)
+        let script = calls.script(
+            busAddress: bus.address, count: 30,
+            sends: """
+                for i in range(30):
+                    m.Start('\(url)', '\(aHome)/%d' % i, dbus.Dictionary({}, signature='sv'), timeout=120, reply_handler=ok, error_handler=err)
+                """)
+        let a = try ChildProcess(
+            [
+                "setpriv", "--reuid=\(users.a.uid)", "--regid=\(users.a.gid)", "--init-groups", "--reset-env",
+                "/usr/bin/python3", "-c", script,
+            ], environment: bus.environment)
         addTeardownBlock { a.stop() }
         let answers = calls.answers
         try await until("A's Starts sent and A's helper hung") { answers().contains("sent") && !stopped().isEmpty }
@@ -47,10 +51,12 @@ extension MultiUserTests {
         // The root's call and B's download go through while every one of A's Starts still waits.
         let tasks = try await call("ListTasks", [.string("")])
         XCTAssertNotNil(tasks.first?.objectPathArrayValue)
-        let b = try await python(as: users.b, """
-        mine = start('\(url)', '\(bHome)/mine')
-        out['state'] = wait(mine, ['finished', 'failed'])
-        """)
+        let b = try await python(
+            as: users.b,
+            """
+            mine = start('\(url)', '\(bHome)/mine')
+            out['state'] = wait(mine, ['finished', 'failed'])
+            """)
         XCTAssertEqual(b["state"] as? String, "finished", "\(b)")
         XCTAssertEqual(answers(), ["sent"], "A's Starts are still waiting for A's helper")
 
@@ -65,10 +71,10 @@ extension MultiUserTests {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap { entry -> pid_t? in
             guard let pid = pid_t(entry),
-                  let status = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                  let state = status.split(separator: ")").last?.split(separator: " ").first, state == "T",
-                  let command = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
-                  String(decoding: command, as: UTF8.self).contains(script)
+                let status = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let state = status.split(separator: ")").last?.split(separator: " ").first, state == "T",
+                let command = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
+                String(decoding: command, as: UTF8.self).contains(script)
             else { return nil }
             return pid
         }

@@ -16,11 +16,13 @@ extension MultiUserTests {
         chown(secret, users.a.uid, users.a.gid)
         chmod(secret, 0o600)
         http.set("/backup", Route.receiving(status: 201, reply: "kept\n"))
-        let mine = try await python(as: users.a, umask: 0o027, """
-        path = str(m.Upload('\(http.url("/backup"))', '\(secret)', dbus.Dictionary({'reply_destination': '\(home)/reply.txt'}, signature='sv')))
-        out['state'] = wait(path, ['finished', 'failed'])
-        out['kind'] = str(prop(path, 'Kind'))
-        """)
+        let mine = try await python(
+            as: users.a, umask: 0o027,
+            """
+            path = str(m.Upload('\(http.url("/backup"))', '\(secret)', dbus.Dictionary({'reply_destination': '\(home)/reply.txt'}, signature='sv')))
+            out['state'] = wait(path, ['finished', 'failed'])
+            out['kind'] = str(prop(path, 'Kind'))
+            """)
         XCTAssertEqual(mine["state"] as? String, "finished", daemonLogText)
         XCTAssertEqual(mine["kind"] as? String, "upload")
         XCTAssertEqual(http.received("/backup").map { Self.sha256($0.body) }, [Self.sha256(content)])
@@ -28,9 +30,11 @@ extension MultiUserTests {
         XCTAssertEqual(owner(of: home + "/reply.txt")?.uid, users.a.uid, "the reply's file is the caller's")
         XCTAssertEqual(owner(of: home + "/reply.txt")?.mode, 0o640, "0666 less the caller's umask")
 
-        let theirs = try await python(as: users.b, """
-        out['upload'] = err(lambda: m.Upload('\(http.url("/backup"))', '\(secret)', dbus.Dictionary({}, signature='sv')))
-        """)
+        let theirs = try await python(
+            as: users.b,
+            """
+            out['upload'] = err(lambda: m.Upload('\(http.url("/backup"))', '\(secret)', dbus.Dictionary({}, signature='sv')))
+            """)
         let refused = try XCTUnwrap(theirs["upload"] as? String)
         XCTAssertTrue(refused.hasPrefix("org.example.Downloads.Error.FileError"), refused)
         XCTAssertEqual(http.received("/backup").count, 1, "B's call sent nothing")

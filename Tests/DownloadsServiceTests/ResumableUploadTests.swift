@@ -65,21 +65,28 @@ final class ResumableUploadTests: DaemonTestCase {
             let (path, content) = try makeFile("v\(version).bin", size: size, seed: UInt32(100 + version))
             let cuts = [0.3, 0.6, 0.99].map { Int64(Double(size) * $0) }
             server.cut(atTotals: cuts)
-            let task = try await upload(server.url("/uploads/v\(version)"), path, [
-                "protocol": .string("ietf"), "ietf_version": .uint32(UInt32(version)),
-            ])
+            let task = try await upload(
+                server.url("/uploads/v\(version)"), path,
+                [
+                    "protocol": .string("ietf"), "ietf_version": .uint32(UInt32(version)),
+                ])
             try await waitState(task, ["finished"], seconds: 90)
-            XCTAssertEqual(server.uploads.map(\.sha256), [Self.sha256(content)], "version \(version): the app got the file whole")
+            XCTAssertEqual(
+                server.uploads.map(\.sha256), [Self.sha256(content)], "version \(version): the app got the file whole")
             XCTAssertEqual(server.bodyBytes, Int64(size), "version \(version): every byte reached the server once")
             let log = server.log
-            XCTAssertTrue(log.allSatisfy { $0.version == String(version) }, "version \(version) on every request: \(log)")
-            XCTAssertEqual(log.filter { $0.method == "PATCH" }.map(\.offset), [0] + cuts, "appends from each cut: \(log)")
+            XCTAssertTrue(
+                log.allSatisfy { $0.version == String(version) }, "version \(version) on every request: \(log)")
+            XCTAssertEqual(
+                log.filter { $0.method == "PATCH" }.map(\.offset), [0] + cuts, "appends from each cut: \(log)")
             XCTAssertEqual(log.filter { $0.method == "HEAD" }.count, 3, "the offset asked after each cut: \(log)")
             let confirmedBytes = try await confirmed(task)
             XCTAssertEqual(confirmedBytes, Int64(size))
             let reply = try await taskCall(task, "GetReply")
             XCTAssertEqual(reply.first?.uint32Value, 201)
-            XCTAssertTrue(String(decoding: reply[2].bytesValue ?? [], as: UTF8.self).contains(Self.sha256(content)), "the app's reply is the task's")
+            XCTAssertTrue(
+                String(decoding: reply[2].bytesValue ?? [], as: UTF8.self).contains(Self.sha256(content)),
+                "the app's reply is the task's")
         }
     }
 
@@ -97,10 +104,12 @@ final class ResumableUploadTests: DaemonTestCase {
         for (previous, next) in zip(ranges, ranges.dropFirst()) {
             XCTAssertEqual(previous.0 + previous.1, next.0, "parts follow each other, none twice: \(server.log)")
         }
-        XCTAssertTrue(patches.allSatisfy { $0.checksum?.hasPrefix("sha256 ") == true }, "every part carries its checksum")
+        XCTAssertTrue(
+            patches.allSatisfy { $0.checksum?.hasPrefix("sha256 ") == true }, "every part carries its checksum")
         let part: Int64 = 1 << 20  // a 400th of the file, at least 1 MiB
         XCTAssertEqual(ranges.dropLast().map(\.1), Array(repeating: part, count: ranges.count - 1), "1 MiB parts")
-        XCTAssertLessThanOrEqual(proxy.forwarded, Int64(size) + 3 * part + 64 * 1024, "at most the part in flight again per cut")
+        XCTAssertLessThanOrEqual(
+            proxy.forwarded, Int64(size) + 3 * part + 64 * 1024, "at most the part in flight again per cut")
         let confirmedBytes = try await confirmed(task)
         XCTAssertEqual(confirmedBytes, Int64(size))
     }
@@ -113,19 +122,22 @@ final class ResumableUploadTests: DaemonTestCase {
         let toIETF = try await upload(ietf.url("/auto"), path)
         try await waitState(toIETF, ["finished"])
         XCTAssertEqual(ietf.uploads.map(\.sha256), [Self.sha256(content)])
-        XCTAssertEqual(ietf.log.map(\.method), ["OPTIONS", "PUT", "PATCH"], "asked, made careful, appended: \(ietf.log)")
+        XCTAssertEqual(
+            ietf.log.map(\.method), ["OPTIONS", "PUT", "PATCH"], "asked, made careful, appended: \(ietf.log)")
         XCTAssertEqual(ietf.log.last?.version, "6", "the newest version spoken")
 
         let (tus, proxy) = try tusServer()
         let toTus = try await upload(proxy.url + "/files", path, ["content_type": .string("application/zip")])
         try await waitState(toTus, ["finished"])
         XCTAssertEqual(Array(tus.files.values), [Self.sha256(content)])
-        XCTAssertEqual(tus.log.map(\.method), ["OPTIONS", "POST"], "a file of one part goes with the creation: \(tus.log)")
+        XCTAssertEqual(
+            tus.log.map(\.method), ["OPTIONS", "POST"], "a file of one part goes with the creation: \(tus.log)")
 
         http.set("/plain", Route.receiving(status: 201, reply: "stored\n"))
         let toPlain = try await upload(http.url("/plain"), path)
         try await waitState(toPlain, ["finished"])
-        XCTAssertEqual(http.received("/plain").map { Self.sha256($0.body) }, [Self.sha256(content)], "a plain upload, whole")
+        XCTAssertEqual(
+            http.received("/plain").map { Self.sha256($0.body) }, [Self.sha256(content)], "a plain upload, whole")
         let reply = try await taskCall(toPlain, "GetReply")
         XCTAssertEqual(String(decoding: reply[2].bytesValue ?? [], as: UTF8.self), "stored\n")
         let plainConfirmed = try await confirmed(toPlain)
@@ -140,15 +152,20 @@ final class ResumableUploadTests: DaemonTestCase {
         let size = 9_000_000
         let (path, content) = try makeFile("dataset.bin", size: size, seed: 140)
         for (url, name) in [(ietf.url("/paused"), "ietf"), (proxy.url + "/files", "tus")] {
-            let task = try await upload(url, path, ["protocol": .string(name), "max_bytes_per_second": .uint64(3_000_000)])
+            let task = try await upload(
+                url, path, ["protocol": .string(name), "max_bytes_per_second": .uint64(3_000_000)])
             try await waitBytes(task, atLeast: 5_000_000)
             let data = try await taskCall(task, "Pause").first?.bytesValue ?? []
             try await waitState(task, ["paused"])
             let kept = try await confirmed(task)
-            if name == "tus" { XCTAssertTrue(kept >= 4 << 20 && kept % (1 << 20) == 0, "tus: whole parts confirmed (\(kept))") }
+            if name == "tus" {
+                XCTAssertTrue(kept >= 4 << 20 && kept % (1 << 20) == 0, "tus: whole parts confirmed (\(kept))")
+            }
             stopDaemon()
             try await startDaemon()
-            let resumed = try await call("ResumeWithData", [.bytes(data), .vardict(["max_bytes_per_second": .uint64(0)])]).first?.objectPathValue
+            let resumed = try await call(
+                "ResumeWithData", [.bytes(data), .vardict(["max_bytes_per_second": .uint64(0)])]
+            ).first?.objectPathValue
             XCTAssertEqual(resumed, task)
             try await waitState(task, ["finished"], seconds: 60)
         }
@@ -156,7 +173,8 @@ final class ResumableUploadTests: DaemonTestCase {
         XCTAssertEqual(ietf.bodyBytes, Int64(size), "the IETF server got every byte once")
         XCTAssertEqual(ietf.log.map(\.method), ["PUT", "PATCH", "HEAD", "PATCH"], "\(ietf.log)")
         XCTAssertEqual(Array(tus.files.values), [Self.sha256(content)])
-        XCTAssertLessThanOrEqual(proxy.forwarded, Int64(size) + (1 << 20) + 64 * 1024, "at most the part in flight again")
+        XCTAssertLessThanOrEqual(
+            proxy.forwarded, Int64(size) + (1 << 20) + 64 * 1024, "at most the part in flight again")
         XCTAssertTrue(tus.log.contains { $0.method == "HEAD" }, "the offset asked after the restart")
     }
 
@@ -166,18 +184,21 @@ final class ResumableUploadTests: DaemonTestCase {
         let size = 9_000_000
         let (path, content) = try makeFile("model.bin", size: size, seed: 150)
         for (url, name) in [(ietf.url("/killed"), "ietf"), (proxy.url + "/files", "tus")] {
-            let task = try await upload(url, path, ["protocol": .string(name), "max_bytes_per_second": .uint64(3_000_000)])
+            let task = try await upload(
+                url, path, ["protocol": .string(name), "max_bytes_per_second": .uint64(3_000_000)])
             try await waitBytes(task, atLeast: 5_000_000)
             killDaemon()
             try await startDaemon()
             let afterRestart = try await confirmed(task)
-            XCTAssertGreaterThanOrEqual(afterRestart, name == "tus" ? 4 << 20 : 0, "\(name): what was confirmed before the kill is kept")
+            XCTAssertGreaterThanOrEqual(
+                afterRestart, name == "tus" ? 4 << 20 : 0, "\(name): what was confirmed before the kill is kept")
             try await waitState(task, ["finished"], seconds: 60)
         }
         XCTAssertEqual(ietf.uploads.map(\.sha256), [Self.sha256(content)])
         XCTAssertEqual(ietf.bodyBytes, Int64(size), "every byte once: the server said where it was")
         XCTAssertEqual(Array(tus.files.values), [Self.sha256(content)])
-        XCTAssertLessThanOrEqual(proxy.forwarded, Int64(size) + (1 << 20) + 64 * 1024, "at most the part in flight again")
+        XCTAssertLessThanOrEqual(
+            proxy.forwarded, Int64(size) + (1 << 20) + 64 * 1024, "at most the part in flight again")
     }
 
     // MARK: 409, expiry, checksums, refusals
@@ -195,14 +216,16 @@ final class ResumableUploadTests: DaemonTestCase {
         let (tus, proxy) = try tusServer()
         let size = 4_500_000  // more than a creation carries: parts of 1 MiB
         let (tusPath, tusContent) = try makeFile("race.bin", size: size, seed: 161)
-        let task2 = try await upload(proxy.url + "/files", tusPath, ["protocol": .string("tus"), "max_bytes_per_second": .uint64(500_000)])
+        let task2 = try await upload(
+            proxy.url + "/files", tusPath, ["protocol": .string("tus"), "max_bytes_per_second": .uint64(500_000)])
         try await until("the first part confirmed", seconds: 30) { try await self.confirmed(task2) == 1 << 20 }
         let resource = try XCTUnwrap(tus.files.keys.first)
         let part = directory.file("part2")
         try Data(tusContent[(1 << 20)..<(2 << 20)]).write(to: URL(fileURLWithPath: part))
         let other = try await run([
             "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PATCH", "-H", "Tus-Resumable: 1.0.0",
-            "-H", "Upload-Offset: \(1 << 20)", "-H", "Content-Type: application/offset+octet-stream", "--data-binary", "@" + part,
+            "-H", "Upload-Offset: \(1 << 20)", "-H", "Content-Type: application/offset+octet-stream", "--data-binary",
+            "@" + part,
             tus.url + "/" + resource,
         ])
         XCTAssertEqual(other.stdout, "204", other.description)
@@ -236,7 +259,9 @@ final class ResumableUploadTests: DaemonTestCase {
         let first = try ResumableUploadServer()
         let port = first.port
         let (path, content) = try makeFile("presigned.bin", size: 6_000_000, seed: 170)
-        let task = try await upload(first.url("/presigned?sig=old"), path, ["protocol": .string("ietf"), "max_bytes_per_second": .uint64(3_000_000)])
+        let task = try await upload(
+            first.url("/presigned?sig=old"), path,
+            ["protocol": .string("ietf"), "max_bytes_per_second": .uint64(3_000_000)])
         try await waitBytes(task, atLeast: 1_000_000)
         _ = try await taskCall(task, "Pause")
         try await waitState(task, ["paused"])
@@ -245,7 +270,9 @@ final class ResumableUploadTests: DaemonTestCase {
         try await waitBytes(task, atLeast: 3_000_000)
         let data = try await taskCall(task, "Pause").first?.bytesValue ?? []
         try await waitState(task, ["paused"])
-        XCTAssertEqual(first.log.filter { $0.method == "PUT" }.map(\.path), ["/presigned?sig=old"], "the resource was still there: \(first.log)")
+        XCTAssertEqual(
+            first.log.filter { $0.method == "PUT" }.map(\.path), ["/presigned?sig=old"],
+            "the resource was still there: \(first.log)")
         // The server restarts and forgets its uploads: the resource is gone.
         first.stop()
         let second = try ResumableUploadServer(port: port)
@@ -254,28 +281,36 @@ final class ResumableUploadTests: DaemonTestCase {
         _ = try await call("ResumeWithData", [.bytes(data), .vardict(["max_bytes_per_second": .uint64(0)])])
         try await waitState(task, ["finished"], seconds: 60)
         XCTAssertEqual(second.uploads.map(\.sha256), [Self.sha256(content)])
-        XCTAssertEqual(second.log.map(\.method), ["HEAD", "PUT", "PATCH"], "asked, gone (404), made again at the new URL: \(second.log)")
+        XCTAssertEqual(
+            second.log.map(\.method), ["HEAD", "PUT", "PATCH"],
+            "asked, gone (404), made again at the new URL: \(second.log)")
         XCTAssertEqual(second.log.first { $0.method == "PUT" }?.path, "/presigned?sig=newest")
 
         // tus: Upload-Expires passed: made again without asking.
         let (tus, proxy) = try tusServer(["--upload-expiry", "3", "--checksum-algorithms", "sha1"])
         let size = 9_000_000
         let (tusPath, tusContent) = try makeFile("expiring.bin", size: size, seed: 171)
-        let task2 = try await upload(proxy.url + "/files", tusPath, ["protocol": .string("tus"), "max_bytes_per_second": .uint64(6_000_000)])
+        let task2 = try await upload(
+            proxy.url + "/files", tusPath, ["protocol": .string("tus"), "max_bytes_per_second": .uint64(6_000_000)])
         try await until("the first part confirmed", seconds: 30) { try await self.confirmed(task2) >= 4 << 20 }
         let data2 = try await taskCall(task2, "Pause").first?.bytesValue ?? []
         try await waitState(task2, ["paused"])
         let resource = tus.url + "/" + (tus.files.keys.first ?? "")
         try await until("the server let the upload expire", seconds: 20) {
-            let head = try await self.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-I", "-H", "Tus-Resumable: 1.0.0", resource])
+            let head = try await self.run([
+                "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-I", "-H", "Tus-Resumable: 1.0.0", resource,
+            ])
             return head.stdout == "410" || head.stdout == "404"
         }
         let asked = tus.log.count
         _ = try await call("ResumeWithData", [.bytes(data2), .vardict(["max_bytes_per_second": .uint64(0)])])
         try await waitState(task2, ["finished"], seconds: 60)
         XCTAssertEqual(tus.log.filter { $0.method == "POST" }.count, 2, "made again: \(tus.log)")
-        XCTAssertEqual(tus.log.dropFirst(asked).first?.method, "POST", "Upload-Expires passed: made again without asking")
-        XCTAssertTrue(tus.log.filter { $0.method == "PATCH" }.allSatisfy { $0.checksum?.hasPrefix("sha1 ") == true }, "sha1 when only it is offered")
+        XCTAssertEqual(
+            tus.log.dropFirst(asked).first?.method, "POST", "Upload-Expires passed: made again without asking")
+        XCTAssertTrue(
+            tus.log.filter { $0.method == "PATCH" }.allSatisfy { $0.checksum?.hasPrefix("sha1 ") == true },
+            "sha1 when only it is offered")
         XCTAssertTrue(tus.files.values.contains(Self.sha256(tusContent)))
     }
 
@@ -315,7 +350,8 @@ final class ResumableUploadTests: DaemonTestCase {
         let (tus, proxy) = try tusServer()
         let (path, _) = try makeFile("cancelled.bin", size: 9_000_000, seed: 200)
         for (url, name) in [(ietf.url("/cancelled"), "ietf"), (proxy.url + "/files", "tus")] {
-            let task = try await upload(url, path, ["protocol": .string(name), "max_bytes_per_second": .uint64(2_000_000)])
+            let task = try await upload(
+                url, path, ["protocol": .string(name), "max_bytes_per_second": .uint64(2_000_000)])
             try await waitBytes(task, atLeast: 4_500_000)
             _ = try await taskCall(task, "Cancel")
             try await waitState(task, ["cancelled"])
@@ -323,9 +359,12 @@ final class ResumableUploadTests: DaemonTestCase {
         try await until("the IETF resource deleted") { ietf.deletes == 1 }
         try await until("the tus resource deleted") { tus.log.contains { $0.method == "DELETE" && $0.status == 204 } }
         XCTAssertEqual(tus.files.count, 0, "the server freed it")
-        let kept = try await upload(proxy.url + "/files", path, [
-            "protocol": .string("tus"), "terminate_on_cancel": .boolean(false), "max_bytes_per_second": .uint64(2_000_000),
-        ])
+        let kept = try await upload(
+            proxy.url + "/files", path,
+            [
+                "protocol": .string("tus"), "terminate_on_cancel": .boolean(false),
+                "max_bytes_per_second": .uint64(2_000_000),
+            ])
         try await waitBytes(kept, atLeast: 4_500_000)
         _ = try await taskCall(kept, "Cancel")
         try await waitState(kept, ["cancelled"])
@@ -335,7 +374,8 @@ final class ResumableUploadTests: DaemonTestCase {
     func testAChangedFileIsSourceChangedAtResumeWithData() async throws {
         let ietf = try ietfServer()
         let (path, _) = try makeFile("changing.bin", size: 6_000_000, seed: 210)
-        let task = try await upload(ietf.url("/changing"), path, ["protocol": .string("ietf"), "max_bytes_per_second": .uint64(2_000_000)])
+        let task = try await upload(
+            ietf.url("/changing"), path, ["protocol": .string("ietf"), "max_bytes_per_second": .uint64(2_000_000)])
         try await waitBytes(task, atLeast: 1_000_000)
         let data = try await taskCall(task, "Pause").first?.bytesValue ?? []
         try await waitState(task, ["paused"])

@@ -63,7 +63,8 @@ final class ResumeAndOwnershipTests: InProcessServiceTestCase {
         XCTAssertEqual(options["priority"] as? String, "high")
         XCTAssertEqual(options["max_bytes_per_second"] as? Int, 4_242_424)
         let stored = try await DatabaseQueue(path: databasePath).read { db in
-            try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = ?", arguments: [DownloadsAPI.taskID(path)])
+            try String.fetchOne(
+                db, sql: "SELECT options FROM task WHERE id = ?", arguments: [DownloadsAPI.taskID(path)])
         }
         XCTAssertEqual(stored, #"{"max_bytes_per_second":4242424,"priority":"high"}"#, "the store has them too")
         http.update("/opts") { $0.bytesPerSecond = nil }
@@ -100,7 +101,9 @@ final class ResumeAndOwnershipTests: InProcessServiceTestCase {
         XCTAssertEqual(listed.first?.objectPathArrayValue, [b], "the readable task is served")
         let state = try await property(b, .state)
         XCTAssertEqual(state, .string("paused"))
-        let kept = try await DatabaseQueue(path: databasePath).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM task") }
+        let kept = try await DatabaseQueue(path: databasePath).read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM task")
+        }
         XCTAssertEqual(kept, 2, "the unreadable row is kept aside, not deleted")
     }
 
@@ -129,9 +132,13 @@ final class ResumeAndOwnershipTests: InProcessServiceTestCase {
     /// same names and (for those that do not change) the same values `GetAll` answers.
     func testInterfacesAddedCarriesEveryPropertyOfTheNewTask() async throws {
         let added = NIOLockedValueBox([(ObjectPath, [String: DBusValue])]())
-        try await client.subscribe(MatchRule(interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded")) { message in
-            guard let arguments = try? message.arguments(), arguments.count == 2, let path = arguments[0].objectPathValue,
-                  case .dictionary(_, _, let interfaces) = arguments[1] else { return }
+        try await client.subscribe(
+            MatchRule(interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded")
+        ) { message in
+            guard let arguments = try? message.arguments(), arguments.count == 2,
+                let path = arguments[0].objectPathValue,
+                case .dictionary(_, _, let interfaces) = arguments[1]
+            else { return }
             for entry in interfaces where entry.key.stringValue == DownloadsInterfaces.task.name {
                 added.withLockedValue { $0.append((path, entry.value.vardictValue ?? [:])) }
             }
@@ -146,10 +153,12 @@ final class ResumeAndOwnershipTests: InProcessServiceTestCase {
             try await Task.sleep(for: .milliseconds(10))
         }
         let announced = added.withLockedValue { $0.first { $0.0 == path }?.1 } ?? [:]
-        let all = try await client.call(
-            destination: DownloadsAPI.busName, path: path, interface: "org.freedesktop.DBus.Properties", method: "GetAll",
-            arguments: [.string(DownloadsInterfaces.task.name)]
-        ).first?.vardictValue ?? [:]
+        let all =
+            try await client.call(
+                destination: DownloadsAPI.busName, path: path, interface: "org.freedesktop.DBus.Properties",
+                method: "GetAll",
+                arguments: [.string(DownloadsInterfaces.task.name)]
+            ).first?.vardictValue ?? [:]
         XCTAssertEqual(Set(announced.keys), Set(all.keys))
         XCTAssertEqual(announced.count, TaskProperty.allCases.count)
         for property in TaskProperty.allCases where property.isConstant {
@@ -165,21 +174,27 @@ final class ResumeAndOwnershipTests: InProcessServiceTestCase {
         http.set("/t", route)
         let path = try await start(http.url("/t"), directory.file("t.bin"))
         _ = try await call("Pause", [.objectPath(path)])
-        let xml = try await client.call(
-            destination: DownloadsAPI.busName, path: DownloadsAPI.tasksPath, interface: "org.freedesktop.DBus.Introspectable",
-            method: "Introspect"
-        ).first?.stringValue ?? ""
+        let xml =
+            try await client.call(
+                destination: DownloadsAPI.busName, path: DownloadsAPI.tasksPath,
+                interface: "org.freedesktop.DBus.Introspectable",
+                method: "Introspect"
+            ).first?.stringValue ?? ""
         XCTAssertTrue(xml.contains("<node name=\"\(DownloadsAPI.taskID(path) ?? 0)\"/>"), xml)
         let managed = try await client.call(
-            destination: DownloadsAPI.busName, path: DownloadsAPI.managerPath, interface: "org.freedesktop.DBus.ObjectManager",
+            destination: DownloadsAPI.busName, path: DownloadsAPI.managerPath,
+            interface: "org.freedesktop.DBus.ObjectManager",
             method: "GetManagedObjects"
         )
-        guard case .dictionary(_, _, let entries)? = managed.first else { return XCTFail("GetManagedObjects: \(managed)") }
+        guard case .dictionary(_, _, let entries)? = managed.first else {
+            return XCTFail("GetManagedObjects: \(managed)")
+        }
         let objects = entries.compactMap { $0.key.objectPathValue }
         XCTAssertEqual(objects, [path])
         do {
             _ = try await client.call(
-                destination: DownloadsAPI.busName, path: DownloadsAPI.taskPath(999_999), interface: DownloadsInterfaces.task.name,
+                destination: DownloadsAPI.busName, path: DownloadsAPI.taskPath(999_999),
+                interface: DownloadsInterfaces.task.name,
                 method: "Pause"
             )
             XCTFail("a missing task answered")

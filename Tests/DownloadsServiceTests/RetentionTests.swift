@@ -25,7 +25,8 @@ final class RetentionTests: DaemonTestCase {
         }
         let after = try await call("ListTasks", [.string("")])
         XCTAssertEqual(after, [.objectPaths([paused])], "the finished task expired; the paused one has not ended")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: directory.file("r")), "expiry forgets the task, not the file")
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: directory.file("r")), "expiry forgets the task, not the file")
     }
 
     func testFailedSignalCarriesTheErrorNameAndMessage() async throws {
@@ -53,7 +54,11 @@ final class RetentionTests: DaemonTestCase {
         http.update("/cut") { $0.failFirst = (1000, 404, nil) }
         _ = try await call("Resume", [.objectPath(path)])
         try await waitState(path, ["failed"])
-        let partials = { ((try? FileManager.default.contentsOfDirectory(atPath: self.directory.path)) ?? []).filter { $0.hasSuffix(".part") } }
+        let partials = {
+            ((try? FileManager.default.contentsOfDirectory(atPath: self.directory.path)) ?? []).filter {
+                $0.hasSuffix(".part")
+            }
+        }
         XCTAssertEqual(partials().count, 1, "a failed task keeps its partial file for Resume")
         _ = try await call("Cancel", [.objectPath(path)])
         XCTAssertEqual(partials(), [], "Cancel removes partial data")

@@ -14,7 +14,8 @@ final class SandboxedAppSystemBusTests: SystemBusTestCase {
         try await super.setUp()
         chmod(directory.path, 0o755)
         app = try await FlatpakApp(
-            id: "org.example.Player", busAddress: bus.address, busDirectory: bus.directory.path, systemBus: true, uid: 65534,
+            id: "org.example.Player", busAddress: bus.address, busDirectory: bus.directory.path, systemBus: true,
+            uid: 65534,
             directory: directory
         )
     }
@@ -43,11 +44,15 @@ final class SandboxedAppSystemBusTests: SystemBusTestCase {
         let owner = try await property(task, "App")?.stringValue
         XCTAssertEqual(owner, "org.example.Player")
 
-        let readOnly = try await app.send(["op": "startat", "url": http.url("/song.ogg"), "dir": app.home + "/Music", "name": "x"])
+        let readOnly = try await app.send([
+            "op": "startat", "url": http.url("/song.ogg"), "dir": app.home + "/Music", "name": "x",
+        ])
         XCTAssertEqual(readOnly.error, "org.example.Downloads.Error.FileError", "\(readOnly)")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: app.home + "/Music"), [])
-        let byPath = try await app.send(["op": "start", "url": http.url("/song.ogg"), "dest": app.home + "/.bashrc",
-                                         "options": ["overwrite": ["b", true]]])
+        let byPath = try await app.send([
+            "op": "start", "url": http.url("/song.ogg"), "dest": app.home + "/.bashrc",
+            "options": ["overwrite": ["b", true]],
+        ])
         XCTAssertEqual(byPath.error, "org.example.Downloads.Error.AccessDenied", "\(byPath)")
         XCTAssertEqual(try String(contentsOfFile: app.home + "/.bashrc", encoding: .utf8), "# the user's own\n")
     }
@@ -74,7 +79,8 @@ final class SandboxedAppSystemBusTests: SystemBusTestCase {
         }
         XCTAssertEqual(symlink("/etc", app.home + "/Downloads/etc"), 0)
         let linked = try await app.send([
-            "op": "startgroupat", "dir": app.home + "/Downloads", "files": [[http.url("/tile0"), "etc/cron.d/x", [String: Any]()]],
+            "op": "startgroupat", "dir": app.home + "/Downloads",
+            "files": [[http.url("/tile0"), "etc/cron.d/x", [String: Any]()]],
         ])
         XCTAssertEqual(linked.error, "org.example.Downloads.Error.FileError", "\(linked)")
         XCTAssertFalse(FileManager.default.fileExists(atPath: "/etc/cron.d/x"))
@@ -87,7 +93,9 @@ final class SandboxedAppSystemBusTests: SystemBusTestCase {
         var route = Route(content: content)
         route.bytesPerSecond = 500_000
         http.set("/slow", route)
-        let started = try await app.send(["op": "startat", "url": http.url("/slow"), "dir": app.home + "/Downloads", "name": "big.bin"])
+        let started = try await app.send([
+            "op": "startat", "url": http.url("/slow"), "dir": app.home + "/Downloads", "name": "big.bin",
+        ])
         let task = try ObjectPath(XCTUnwrap(started.value as? String, "\(started)"))
         try await waitBytes(task, atLeast: 1_200_000)
         killDaemon()

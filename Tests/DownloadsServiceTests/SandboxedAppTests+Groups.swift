@@ -40,11 +40,15 @@ extension SandboxedAppTests {
         XCTAssertEqual(info.st_mode & 0o700, 0o700, "the directory is the user's to use")
         // Another app does not see the group.
         let other = try await launch("org.example.Snoop")
-        let listed = try await other.send(["op": "call", "path": "/org/example/Downloads", "iface": "org.example.Downloads",
-                                           "method": "ListGroups", "sig": "s", "args": [""]])
+        let listed = try await other.send([
+            "op": "call", "path": "/org/example/Downloads", "iface": "org.example.Downloads",
+            "method": "ListGroups", "sig": "s", "args": [""],
+        ])
         XCTAssertEqual(listed.value as? [String], [], "\(listed)")
-        let read = try await other.send(["op": "call", "path": group.rawValue, "iface": "org.freedesktop.DBus.Properties",
-                                         "method": "Get", "sig": "ss", "args": ["org.example.Downloads.Group", "Title"]])
+        let read = try await other.send([
+            "op": "call", "path": group.rawValue, "iface": "org.freedesktop.DBus.Properties",
+            "method": "Get", "sig": "ss", "args": ["org.example.Downloads.Group", "Title"],
+        ])
         XCTAssertNotNil(read.error, "another app reads the group: \(read)")
     }
 
@@ -66,19 +70,24 @@ extension SandboxedAppTests {
         for (name, expected) in cases {
             let reply = try await app.send([
                 "op": "startgroupat", "dir": app.home + "/Downloads",
-                "files": [[http.url("/evil"), "fine.txt", [String: Any]()], [http.url("/evil"), name, [String: Any]()]],
+                "files": [
+                    [http.url("/evil"), "fine.txt", [String: Any]()], [http.url("/evil"), name, [String: Any]()],
+                ],
             ])
             XCTAssertEqual(reply.error, expected, "\(name): \(reply)")
-            XCTAssertTrue(reply.message?.contains("file 1") == true || expected.hasSuffix("FileError"), "\(name): \(reply)")
+            XCTAssertTrue(
+                reply.message?.contains("file 1") == true || expected.hasSuffix("FileError"), "\(name): \(reply)")
         }
         // A link as the file's own name is replaced (renamed over), never written through.
         let overLink = try await app.send([
-            "op": "startgroupat", "dir": app.home + "/Downloads", "files": [[http.url("/evil"), "rc", [String: Any]()]],
+            "op": "startgroupat", "dir": app.home + "/Downloads",
+            "files": [[http.url("/evil"), "rc", [String: Any]()]],
             "options": ["overwrite": ["b", true]],
         ])
         let task = try ObjectPath(XCTUnwrap((overLink.value as? [Any])?.last as? [String], "\(overLink)").first ?? "")
         _ = try await waitState(task, ["finished"])
-        XCTAssertEqual(try String(contentsOfFile: app.home + "/Downloads/rc", encoding: .utf8), "[Desktop Entry]\nExec=owned\n")
+        XCTAssertEqual(
+            try String(contentsOfFile: app.home + "/Downloads/rc", encoding: .utf8), "[Desktop Entry]\nExec=owned\n")
         XCTAssertEqual(try String(contentsOfFile: app.home + "/.bashrc", encoding: .utf8), "# the user's own\n")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: app.home + "/.config/autostart"), [])
         let made = try FileManager.default.contentsOfDirectory(atPath: app.home + "/Downloads").sorted()
@@ -92,7 +101,8 @@ extension SandboxedAppTests {
         // And a path-named group is refused to a sandboxed app, pointing at StartGroupAt.
         let byPath = try await app.send([
             "op": "call", "path": "/org/example/Downloads", "iface": "org.example.Downloads", "method": "StartGroup",
-            "sig": "a(ssa{sv})a{sv}", "args": [[[http.url("/evil"), app.home + "/.bashrc", [String: Any]()]], [String: Any]()],
+            "sig": "a(ssa{sv})a{sv}",
+            "args": [[[http.url("/evil"), app.home + "/.bashrc", [String: Any]()]], [String: Any]()],
         ])
         XCTAssertEqual(byPath.error, "org.example.Downloads.Error.AccessDenied", "\(byPath)")
         XCTAssertTrue(byPath.message?.contains("StartGroupAt") == true, "\(byPath)")
@@ -115,7 +125,8 @@ extension SandboxedAppTests {
         let tasks = try XCTUnwrap(answer.last as? [String]).map { try ObjectPath($0) }
         for task in tasks { try await waitBytes(task, atLeast: 1) }
         let paused = try await app.send([
-            "op": "call", "path": group.rawValue, "iface": "org.example.Downloads.Group", "method": "Pause", "sig": "", "args": [Any](),
+            "op": "call", "path": group.rawValue, "iface": "org.example.Downloads.Group", "method": "Pause", "sig": "",
+            "args": [Any](),
         ])
         let blob = try XCTUnwrap(paused.value as? String, "\(paused)")
         for task in tasks { _ = try await waitState(task, ["paused"]) }

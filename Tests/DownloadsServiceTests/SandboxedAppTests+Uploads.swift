@@ -20,23 +20,34 @@ extension SandboxedAppTests {
         XCTAssertEqual(refused.error, "org.example.Downloads.Error.AccessDenied", "\(refused)")
         XCTAssertTrue(refused.message?.contains("UploadAt") == true, "the message says what to do instead: \(refused)")
         let replyPath = try await app.send([
-            "op": "uploadat", "url": http.url("/share"), "file": file, "options": ["reply_destination": ["s", app.home + "/.bashrc"]],
+            "op": "uploadat", "url": http.url("/share"), "file": file,
+            "options": ["reply_destination": ["s", app.home + "/.bashrc"]],
         ])
         XCTAssertEqual(replyPath.error, "org.example.Downloads.Error.AccessDenied", "\(replyPath)")
         XCTAssertEqual(try String(contentsOfFile: app.home + "/.bashrc", encoding: .utf8), "# the user's own\n")
 
         let task = try path(await app.send(["op": "uploadat", "url": http.url("/share"), "file": file]))
         try await waitState(task, ["finished"])
-        XCTAssertEqual(http.received("/share").map { Self.sha256($0.body) }, [Self.sha256(content)], "only the accepted upload reached the server")
-        let reply = try await app.send(["op": "call", "path": task.rawValue, "iface": "org.example.Downloads.Task", "method": "GetReply"])
+        XCTAssertEqual(
+            http.received("/share").map { Self.sha256($0.body) }, [Self.sha256(content)],
+            "only the accepted upload reached the server")
+        let reply = try await app.send([
+            "op": "call", "path": task.rawValue, "iface": "org.example.Downloads.Task", "method": "GetReply",
+        ])
         XCTAssertNil(reply.error, "\(reply)")
         let answer = try XCTUnwrap(reply.value as? [Any], "\(reply)")
         XCTAssertEqual(answer.first as? Int, 201)
-        XCTAssertEqual((answer.last as? String).flatMap { Data(base64Encoded: $0) }.map { String(decoding: $0, as: UTF8.self) }, "shared\n")
+        XCTAssertEqual(
+            (answer.last as? String).flatMap { Data(base64Encoded: $0) }.map { String(decoding: $0, as: UTF8.self) },
+            "shared\n")
         let kind = try await app.send(["op": "get", "path": task.rawValue, "prop": "Kind"])
         XCTAssertEqual(kind.value as? String, "upload")
-        let other = try await snoop.send(["op": "call", "path": task.rawValue, "iface": "org.example.Downloads.Task", "method": "GetReply"])
-        XCTAssertTrue(["org.example.Downloads.Error.NotFound", "org.freedesktop.DBus.Error.UnknownObject"].contains(other.error ?? ""),
-                      "another app's upload does not exist for it: \(other)")
+        let other = try await snoop.send([
+            "op": "call", "path": task.rawValue, "iface": "org.example.Downloads.Task", "method": "GetReply",
+        ])
+        XCTAssertTrue(
+            ["org.example.Downloads.Error.NotFound", "org.freedesktop.DBus.Error.UnknownObject"].contains(
+                other.error ?? ""),
+            "another app's upload does not exist for it: \(other)")
     }
 }

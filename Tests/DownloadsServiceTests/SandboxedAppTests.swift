@@ -38,7 +38,9 @@ final class SandboxedAppTests: DaemonTestCase {
     func testAPathDestinationIsRefusedAndNothingIsWritten() async throws {
         let app = try await launch("org.example.Player")
         http.set("/payload", Route(content: Array("echo owned\n".utf8)))
-        for destination in [app.home + "/.bashrc", app.home + "/.config/autostart/x.desktop", app.home + "/Downloads/ok.bin"] {
+        for destination in [
+            app.home + "/.bashrc", app.home + "/.config/autostart/x.desktop", app.home + "/Downloads/ok.bin",
+        ] {
             let reply = try await app.send([
                 "op": "start", "url": http.url("/payload"), "dest": destination, "options": ["overwrite": ["b", true]],
             ])
@@ -59,9 +61,10 @@ final class SandboxedAppTests: DaemonTestCase {
         _ = try await call("ListTasks", [.string("")])
         let content = Self.content(300_000)
         http.set("/song.ogg", Route(content: content))
-        let task = try path(await app.send([
-            "op": "startat", "url": http.url("/song.ogg"), "dir": app.home + "/Downloads", "name": "song.ogg",
-        ]))
+        let task = try path(
+            await app.send([
+                "op": "startat", "url": http.url("/song.ogg"), "dir": app.home + "/Downloads", "name": "song.ogg",
+            ]))
         try await waitState(task, ["finished"])
         XCTAssertEqual(sha256(ofFile: app.home + "/Downloads/song.ogg"), Self.sha256(content))
         let appID = try await property(task, "App")?.stringValue
@@ -77,16 +80,20 @@ final class SandboxedAppTests: DaemonTestCase {
         XCTAssertEqual(state.value as? String, "finished")
         try await until("the app hears its Finished, and its session's EventsFinished") {
             let heard = try await app.send(["op": "signals"]).value as? [[String]] ?? []
-            return heard.contains { $0[0] == "Finished" && $0[1] == task.rawValue } && heard.contains { $0 == ["EventsFinished", "default", "/org/example/Downloads"] }
+            return heard.contains { $0[0] == "Finished" && $0[1] == task.rawValue }
+                && heard.contains { $0 == ["EventsFinished", "default", "/org/example/Downloads"] }
         }
         // The host's connection (this test's, which has called) heard the task's signals but not
         // the app's session ending: "default" would read as a session of its own. (The host's
         // copy of Finished may come a moment after the app's: waited for, bounded.)
         try await until("the host hears the task's Finished") { signalNames(for: task).contains("Finished") }
-        XCTAssertFalse(signals.withLockedValue { $0 }.contains { $0.0 == "EventsFinished" }, "an app's EventsFinished reached the host")
+        XCTAssertFalse(
+            signals.withLockedValue { $0 }.contains { $0.0 == "EventsFinished" },
+            "an app's EventsFinished reached the host")
         // "" takes the server's name in the directory.
         http.set("/named", Route(content: content))
-        let named = try path(await app.send(["op": "startat", "url": http.url("/named"), "dir": app.home + "/Downloads", "name": ""]))
+        let named = try path(
+            await app.send(["op": "startat", "url": http.url("/named"), "dir": app.home + "/Downloads", "name": ""]))
         try await waitState(named, ["finished"])
         XCTAssertEqual(sha256(ofFile: app.home + "/Downloads/named"), Self.sha256(content))
     }
@@ -94,11 +101,15 @@ final class SandboxedAppTests: DaemonTestCase {
     func testAReadOnlyDirectoryGivesFileErrorAndNothing() async throws {
         let app = try await launch("org.example.Player")
         http.set("/song.ogg", Route(content: Self.content(1000)))
-        let reply = try await app.send(["op": "startat", "url": http.url("/song.ogg"), "dir": app.home + "/Music", "name": "song.ogg"])
+        let reply = try await app.send([
+            "op": "startat", "url": http.url("/song.ogg"), "dir": app.home + "/Music", "name": "song.ogg",
+        ])
         XCTAssertEqual(reply.error, "org.example.Downloads.Error.FileError", "\(reply)")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: app.home + "/Music"), [])
         // A name that is not one component is refused before anything is tried.
-        let nested = try await app.send(["op": "startat", "url": http.url("/song.ogg"), "dir": app.home + "/Downloads", "name": "../x"])
+        let nested = try await app.send([
+            "op": "startat", "url": http.url("/song.ogg"), "dir": app.home + "/Downloads", "name": "../x",
+        ])
         XCTAssertEqual(nested.error, "org.example.Downloads.Error.InvalidArgument", "\(nested)")
     }
 
@@ -106,10 +117,13 @@ final class SandboxedAppTests: DaemonTestCase {
         let app = try await launch("org.example.Player")
         let content = Self.content(200_000, seed: 3)
         http.set("/doc", Route(content: content))
-        let task = try path(await app.send(["op": "startfile", "url": http.url("/doc"), "file": app.home + "/Downloads/chosen.pdf"]))
+        let task = try path(
+            await app.send(["op": "startfile", "url": http.url("/doc"), "file": app.home + "/Downloads/chosen.pdf"]))
         try await waitState(task, ["finished"])
         XCTAssertEqual(sha256(ofFile: app.home + "/Downloads/chosen.pdf"), Self.sha256(content))
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: app.home + "/Downloads"), ["chosen.pdf"], "no partial file beside it")
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: app.home + "/Downloads"), ["chosen.pdf"],
+            "no partial file beside it")
     }
 
     func testAnotherAppCannotSeeReadControlOrResumeATask() async throws {
@@ -117,10 +131,11 @@ final class SandboxedAppTests: DaemonTestCase {
         let b = try await launch("org.example.Snoop")
         let content = Self.content(2_000_000, seed: 5)
         http.set("/slow", Self.slow(content, 200_000))
-        let task = try path(await a.send([
-            "op": "startat", "url": http.url("/slow"), "dir": a.home + "/Downloads", "name": "big.bin",
-            "options": ["title": ["s", "secret title"]],
-        ]))
+        let task = try path(
+            await a.send([
+                "op": "startat", "url": http.url("/slow"), "dir": a.home + "/Downloads", "name": "big.bin",
+                "options": ["title": ["s", "secret title"]],
+            ]))
         try await waitBytes(task, atLeast: 1)
         // B: the task does not exist.
         for (iface, method, sig, args) in [
@@ -128,23 +143,33 @@ final class SandboxedAppTests: DaemonTestCase {
             ("org.example.Downloads.Task", "Pause", "", []),
             ("org.example.Downloads.Task", "Cancel", "", []),
         ] as [(String, String, String, [String])] {
-            let reply = try await b.send(["op": "call", "path": task.rawValue, "iface": iface, "method": method, "sig": sig, "args": args])
+            let reply = try await b.send([
+                "op": "call", "path": task.rawValue, "iface": iface, "method": method, "sig": sig, "args": args,
+            ])
             XCTAssertNotNil(reply.error, "\(method) by another app: \(reply)")
-            XCTAssertTrue(["org.example.Downloads.Error.NotFound", "org.freedesktop.DBus.Error.UnknownObject"].contains(reply.error ?? ""),
-                          "\(method) answers as for a missing task: \(reply)")
+            XCTAssertTrue(
+                ["org.example.Downloads.Error.NotFound", "org.freedesktop.DBus.Error.UnknownObject"].contains(
+                    reply.error ?? ""),
+                "\(method) answers as for a missing task: \(reply)")
         }
         for method in ["Pause", "Cancel"] {
             let reply = try await b.send([
-                "op": "call", "path": "/org/example/Downloads", "iface": "org.example.Downloads", "method": method, "sig": "o",
+                "op": "call", "path": "/org/example/Downloads", "iface": "org.example.Downloads", "method": method,
+                "sig": "o",
                 "args": [task.rawValue],
             ])
-            XCTAssertEqual(reply.error, "org.example.Downloads.Error.NotFound", "\(method) through the manager: \(reply)")
+            XCTAssertEqual(
+                reply.error, "org.example.Downloads.Error.NotFound", "\(method) through the manager: \(reply)")
         }
-        let listed = try await b.send(["op": "call", "path": "/org/example/Downloads", "iface": "org.example.Downloads",
-                                        "method": "ListTasks", "sig": "s", "args": [""]])
+        let listed = try await b.send([
+            "op": "call", "path": "/org/example/Downloads", "iface": "org.example.Downloads",
+            "method": "ListTasks", "sig": "s", "args": [""],
+        ])
         XCTAssertEqual(listed.value as? [String], [], "another app lists nothing")
         // A pauses and gets resume data; B's ResumeWithData of it is refused.
-        let paused = try await a.send(["op": "call", "path": task.rawValue, "iface": "org.example.Downloads.Task", "method": "Pause"])
+        let paused = try await a.send([
+            "op": "call", "path": task.rawValue, "iface": "org.example.Downloads.Task", "method": "Pause",
+        ])
         let blob = try XCTUnwrap(paused.value as? String, "\(paused)")
         let stolen = try await b.send(["op": "resume", "blob": blob])
         XCTAssertEqual(stolen.error, "org.example.Downloads.Error.InvalidResumeData", "\(stolen)")
@@ -158,7 +183,8 @@ final class SandboxedAppTests: DaemonTestCase {
             return heard.contains { $0[0] == "Finished" && $0[1] == task.rawValue }
         }
         let heardByB = try await b.send(["op": "signals"]).value as? [[String]] ?? []
-        XCTAssertFalse(heardByB.contains { $0[1] == task.rawValue || $0[2] == task.rawValue }, "B heard A's task: \(heardByB)")
+        XCTAssertFalse(
+            heardByB.contains { $0[1] == task.rawValue || $0[2] == task.rawValue }, "B heard A's task: \(heardByB)")
         try await until("a host connection of the user hears it") { signalNames(for: task).contains("Finished") }
     }
 
@@ -166,11 +192,15 @@ final class SandboxedAppTests: DaemonTestCase {
         let a = try await launch("org.example.Player")
         let b = try await launch("org.example.Maps")
         http.set("/x", Route(content: Self.content(1000)))
-        let first = try path(await a.send(["op": "startat", "url": http.url("/x"), "dir": a.home + "/Downloads", "name": "x"]))
-        let second = try path(await b.send(["op": "startat", "url": http.url("/x"), "dir": b.home + "/Downloads", "name": "x"]))
+        let first = try path(
+            await a.send(["op": "startat", "url": http.url("/x"), "dir": a.home + "/Downloads", "name": "x"]))
+        let second = try path(
+            await b.send(["op": "startat", "url": http.url("/x"), "dir": b.home + "/Downloads", "name": "x"]))
         try await waitState(first, ["finished"])
         try await waitState(second, ["finished"])
-        let listed = try await run([PackageRoot.debugBinary("downloadsctl"), "--address", bus.address, "list", "--json"])
+        let listed = try await run([
+            PackageRoot.debugBinary("downloadsctl"), "--address", bus.address, "list", "--json",
+        ])
         XCTAssertEqual(listed.status, 0, listed.description)
         let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
         XCTAssertEqual(Set(rows.compactMap { $0["app"] as? String }), ["org.example.Player", "org.example.Maps"])
@@ -192,12 +222,14 @@ final class SandboxedAppTests: DaemonTestCase {
         ])
         XCTAssertNil(own.error, "\(own)")
         let handler = try await app.send([
-            "op": "call", "path": "/org/example/Downloads", "iface": "org.example.Downloads", "method": "RegisterCompletionHandler",
+            "op": "call", "path": "/org/example/Downloads", "iface": "org.example.Downloads",
+            "method": "RegisterCompletionHandler",
             "sig": "soa{sv}", "args": ["default", "/app", ["bus_name": "org.gnome.Epiphany"]],
         ])
         XCTAssertEqual(handler.error, "org.example.Downloads.Error.AccessDenied", "\(handler)")
         let plain = try await app.send([
-            "op": "call", "path": "/org/example/Downloads", "iface": "org.example.Downloads", "method": "RegisterCompletionHandler",
+            "op": "call", "path": "/org/example/Downloads", "iface": "org.example.Downloads",
+            "method": "RegisterCompletionHandler",
             "sig": "soa{sv}", "args": ["default", "/app", [String: String]()],
         ])
         XCTAssertNil(plain.error, "its own connection may register: \(plain)")
@@ -209,7 +241,10 @@ final class SandboxedAppTests: DaemonTestCase {
         let app = try await launch("org.example.Player")
         let content = Self.content(3_000_000, seed: 9)
         http.set("/slow", Self.slow(content, 500_000))
-        let task = try path(await app.send(["op": "startat", "url": http.url("/slow"), "dir": app.home + "/Downloads", "name": "big.bin"]))
+        let task = try path(
+            await app.send([
+                "op": "startat", "url": http.url("/slow"), "dir": app.home + "/Downloads", "name": "big.bin",
+            ]))
         try await waitBytes(task, atLeast: 1_200_000)
         killDaemon()
         try await startDaemon()
@@ -246,22 +281,30 @@ final class SandboxedAppTests: DaemonTestCase {
         let content = Self.content(100_000, seed: 6)
         http.set("/later", Route(content: content))
         let begin = UInt64(Date().timeIntervalSince1970) + 3
-        let task = try path(await app.send([
-            "op": "startat", "url": http.url("/later"), "dir": app.home + "/Downloads", "name": "later.bin",
-            "options": ["earliest_begin": ["t", begin]],
-        ]))
-        let paused = try await app.send(["op": "call", "path": task.rawValue, "iface": "org.example.Downloads.Task", "method": "Pause"])
+        let task = try path(
+            await app.send([
+                "op": "startat", "url": http.url("/later"), "dir": app.home + "/Downloads", "name": "later.bin",
+                "options": ["earliest_begin": ["t", begin]],
+            ]))
+        let paused = try await app.send([
+            "op": "call", "path": task.rawValue, "iface": "org.example.Downloads.Task", "method": "Pause",
+        ])
         let blob = try XCTUnwrap(paused.value as? String, "\(paused)")
         killDaemon()
         try await startDaemon()
-        let resume = try await app.send(["op": "call", "path": task.rawValue, "iface": "org.example.Downloads.Task", "method": "Resume"])
+        let resume = try await app.send([
+            "op": "call", "path": task.rawValue, "iface": "org.example.Downloads.Task", "method": "Resume",
+        ])
         XCTAssertNil(resume.error, "\(resume)")
         try await waitState(task, ["failed"])
         let message = try await property(task, "ErrorMessage")?.stringValue ?? ""
         XCTAssertTrue(message.contains("destination_fd"), message)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: app.home + "/Downloads"), [], "nothing made without the descriptor")
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: app.home + "/Downloads"), [],
+            "nothing made without the descriptor")
         let wrongPlace = try await app.send(["op": "resume", "blob": blob, "dir": app.home + "/Music"])
-        XCTAssertEqual(wrongPlace.error, "org.example.Downloads.Error.FileError", "a read-only directory: \(wrongPlace)")
+        XCTAssertEqual(
+            wrongPlace.error, "org.example.Downloads.Error.FileError", "a read-only directory: \(wrongPlace)")
         let resumed = try await app.send(["op": "resume", "blob": blob, "dir": app.home + "/Downloads"])
         XCTAssertEqual(resumed.value as? String, task.rawValue, "\(resumed)")
         try await waitState(task, ["finished"])
@@ -275,9 +318,14 @@ final class SandboxedAppTests: DaemonTestCase {
         route.stallAfter = 0
         http.set("/stall", route)
         for index in 0..<3 {
-            _ = try path(await app.send(["op": "startat", "url": http.url("/stall"), "dir": app.home + "/Downloads", "name": "f\(index)"]))
+            _ = try path(
+                await app.send([
+                    "op": "startat", "url": http.url("/stall"), "dir": app.home + "/Downloads", "name": "f\(index)",
+                ]))
         }
-        let fourth = try await app.send(["op": "startat", "url": http.url("/stall"), "dir": app.home + "/Downloads", "name": "f3"])
+        let fourth = try await app.send([
+            "op": "startat", "url": http.url("/stall"), "dir": app.home + "/Downloads", "name": "f3",
+        ])
         XCTAssertEqual(fourth.error, "org.example.Downloads.Error.QuotaExceeded", "\(fourth)")
         _ = try await start(http.url("/stall"), directory.file("host.bin"))
     }

@@ -30,7 +30,8 @@ final class SendingAgainTests: DaemonTestCase {
     }
 
     func taskCall(_ task: ObjectPath, _ method: String) async throws {
-        _ = try await client.call(destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task", method: method)
+        _ = try await client.call(
+            destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task", method: method)
     }
 
     func makeFile(_ name: String, size: Int) throws -> String {
@@ -48,9 +49,14 @@ final class SendingAgainTests: DaemonTestCase {
         var tasks: [(ObjectPath, String)] = []
         for index in 0..<40 {
             let path = "/answer-and-close/\(index)"
-            tasks.append((try await upload(server.url(path), index % 2 == 0 ? small : large, [
-                "method": .string("POST"), "protocol": .string("plain"),
-            ]), path))
+            tasks.append(
+                (
+                    try await upload(
+                        server.url(path), index % 2 == 0 ? small : large,
+                        [
+                            "method": .string("POST"), "protocol": .string("plain"),
+                        ]), path
+                ))
         }
         var ends: [String: Int] = [:]
         for (task, path) in tasks {
@@ -68,11 +74,13 @@ final class SendingAgainTests: DaemonTestCase {
     /// once, with its reply.
     func testAnAnswerEndedByClosingIsTheOutcome() async throws {
         let file = try makeFile("report.bin", size: 300_000)
-        let task = try await upload(server.url("/read-then-answer/r"), file, ["method": .string("POST"), "protocol": .string("plain")])
+        let task = try await upload(
+            server.url("/read-then-answer/r"), file, ["method": .string("POST"), "protocol": .string("plain")])
         try await waitState(task, ["finished"])
         XCTAssertEqual(server.requests(to: "/read-then-answer/r").map(\.read), [300_000])
         let reply = try await client.call(
-            destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task", method: "GetReply"
+            destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
+            method: "GetReply"
         )
         XCTAssertEqual(reply[0].uint32Value, 201)
         XCTAssertEqual(String(decoding: reply[2].bytesValue ?? [], as: UTF8.self), "{\"stored\": true}\n")
@@ -88,16 +96,19 @@ final class SendingAgainTests: DaemonTestCase {
         defer { open.stop() }
         let reason = "{\"error\": \"too large\"}\n"
         for (server, path, body) in [
-            (server!, "/refuse-early/a", reason), (server!, "/refuse-early-empty/b", ""), (open, "/refuse-early/c", reason),
+            (server!, "/refuse-early/a", reason), (server!, "/refuse-early-empty/b", ""),
+            (open, "/refuse-early/c", reason),
             (open, "/refuse-early-chunked/d", reason), (open, "/refuse-early-empty/e", ""),
         ] {
-            let task = try await upload(server.url(path), big, ["method": .string("POST"), "protocol": .string("plain")])
+            let task = try await upload(
+                server.url(path), big, ["method": .string("POST"), "protocol": .string("plain")])
             // Well inside the stall timeout: the answer is heard, not waited out.
             try await waitState(task, ["failed"], seconds: 30)
             let error = try await property(task, "Error")?.stringValue
             XCTAssertEqual(error, "org.example.Downloads.Error.HTTPError", path)
             let reply = try await client.call(
-                destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task", method: "GetReply"
+                destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
+                method: "GetReply"
             )
             XCTAssertEqual(reply[0].uint32Value, 413, path)
             XCTAssertEqual(String(decoding: reply[2].bytesValue ?? [], as: UTF8.self), body, path)
@@ -110,7 +121,8 @@ final class SendingAgainTests: DaemonTestCase {
     /// by the service itself.
     func testALostAnswerFailsAPostButNotAPutOrAKeyedPost() async throws {
         let file = try makeFile("payment.json", size: 50_000)
-        let post = try await upload(server.url("/swallow-once/post"), file, ["method": .string("POST"), "protocol": .string("plain")])
+        let post = try await upload(
+            server.url("/swallow-once/post"), file, ["method": .string("POST"), "protocol": .string("plain")])
         try await waitState(post, ["failed"])
         let error = try await property(post, "Error")?.stringValue
         XCTAssertEqual(error, "org.example.Downloads.Error.OutcomeUnknown")
@@ -128,16 +140,21 @@ final class SendingAgainTests: DaemonTestCase {
         try await waitState(post, ["finished"])
         XCTAssertEqual(server.requests(to: "/swallow-once/post").count, 2)
 
-        let keyed = try await upload(server.url("/swallow-once/keyed"), file, [
-            "method": .string("POST"), "protocol": .string("plain"),
-            "headers": .stringDict(["Idempotency-Key": "8e03978e-40d5-43e8-bc93-6894a57f9324"]),
-        ])
+        let keyed = try await upload(
+            server.url("/swallow-once/keyed"), file,
+            [
+                "method": .string("POST"), "protocol": .string("plain"),
+                "headers": .stringDict(["Idempotency-Key": "8e03978e-40d5-43e8-bc93-6894a57f9324"]),
+            ])
         try await waitState(keyed, ["finished"])
-        XCTAssertEqual(server.requests(to: "/swallow-once/keyed").map(\.key), [
-            "8e03978e-40d5-43e8-bc93-6894a57f9324", "8e03978e-40d5-43e8-bc93-6894a57f9324",
-        ], "sent again with the same key")
+        XCTAssertEqual(
+            server.requests(to: "/swallow-once/keyed").map(\.key),
+            [
+                "8e03978e-40d5-43e8-bc93-6894a57f9324", "8e03978e-40d5-43e8-bc93-6894a57f9324",
+            ], "sent again with the same key")
 
-        let put = try await upload(server.url("/swallow-once/put"), file, ["method": .string("PUT"), "protocol": .string("plain")])
+        let put = try await upload(
+            server.url("/swallow-once/put"), file, ["method": .string("PUT"), "protocol": .string("plain")])
         try await waitState(put, ["finished"])
         XCTAssertEqual(server.requests(to: "/swallow-once/put").map(\.method), ["PUT", "PUT"], "PUT is idempotent")
     }
@@ -151,15 +168,18 @@ final class SendingAgainTests: DaemonTestCase {
         slow.replyDelay = 30
         http.set("/orders", slow)
         http.set("/files", slow)
-        let post = try await upload(http.url("/orders"), file, ["method": .string("POST"), "protocol": .string("plain")])
+        let post = try await upload(
+            http.url("/orders"), file, ["method": .string("POST"), "protocol": .string("plain")])
         let put = try await upload(http.url("/files"), file, ["method": .string("PUT"), "protocol": .string("plain")])
         try await until("both bodies arrived whole") {
-            self.http.received("/orders").first?.complete == true && self.http.received("/files").first?.complete == true
+            self.http.received("/orders").first?.complete == true
+                && self.http.received("/files").first?.complete == true
         }
         // The mark is a checkpoint: give it the moment a save takes before the kill.
         try await until("the POST is recorded as sent whole") {
             let upload = try await DatabaseQueue(path: self.stateDirectory + "/downloads.sqlite").read { db in
-                try String.fetchOne(db, sql: "SELECT upload FROM task WHERE id = ?", arguments: [Int64(DownloadsAPI.taskID(post) ?? 0)])
+                try String.fetchOne(
+                    db, sql: "SELECT upload FROM task WHERE id = ?", arguments: [Int64(DownloadsAPI.taskID(post) ?? 0)])
             }
             return upload?.contains("\"sent_whole\":true") == true
         }

@@ -17,7 +17,9 @@ final class StartRequestTests: XCTestCase {
     }
 
     func testAcceptsHTTPAndHTTPSURLsAsGiven() throws {
-        for url in ["http://127.0.0.1:8080/a.bin", "https://example.org/caf%C3%A9?q=1&r=%20#part", "HTTPS://EXAMPLE.ORG/"] {
+        for url in [
+            "http://127.0.0.1:8080/a.bin", "https://example.org/caf%C3%A9?q=1&r=%20#part", "HTTPS://EXAMPLE.ORG/",
+        ] {
             XCTAssertEqual(try StartRequest.checkURL(url), url)
         }
     }

@@ -12,7 +12,8 @@ extension StorageFullTests {
         let file = directory.file("big.bin")
         try Data(Self.content(1_000_000, seed: 97)).write(to: URL(fileURLWithPath: file))
         do {
-            _ = try await call("Upload", [.string(http.url("/inbox")), .string(file), .vardict(["snapshot": .boolean(true)])])
+            _ = try await call(
+                "Upload", [.string(http.url("/inbox")), .string(file), .vardict(["snapshot": .boolean(true)])])
             XCTFail("a copy that leaves the 12 MiB state directory under 256 MiB free is refused")
         } catch let error as BusError {
             XCTAssertEqual(error.name, "org.example.Downloads.Error.FileError", error.message)

@@ -15,7 +15,9 @@ final class StorageFullTests: DaemonTestCase {
 
     override func setUp() async throws {
         small = try TemporaryDirectory(prefix: "small-state")
-        let mounted = try ProcessRunner.runBlocking(["mount", "-t", "tmpfs", "-o", "size=12m,mode=0700", "tmpfs", small.path])
+        let mounted = try ProcessRunner.runBlocking([
+            "mount", "-t", "tmpfs", "-o", "size=12m,mode=0700", "tmpfs", small.path,
+        ])
         guard mounted.status == 0 else {
             small.remove()
             throw XCTSkip("cannot mount a small tmpfs here: \(mounted.stderr)")
@@ -59,7 +61,9 @@ final class StorageFullTests: DaemonTestCase {
 
     func state(_ path: ObjectPath) async throws -> String? { try await property(path, "State")?.stringValue }
 
-    func tasks() async throws -> [ObjectPath] { try await call("ListTasks", [.string("")]).first?.objectPathArrayValue ?? [] }
+    func tasks() async throws -> [ObjectPath] {
+        try await call("ListTasks", [.string("")]).first?.objectPathArrayValue ?? []
+    }
 
     func testAFullStateDirectoryRefusesNewWorkRecordsWhatEndsAndLosesNothing() async throws {
         let content = Self.content(3_000_000, seed: 21)
@@ -75,7 +79,9 @@ final class StorageFullTests: DaemonTestCase {
 
         try fill()
         // New work is refused before anything changes.
-        let refused = await errorName { _ = try await self.start(self.http.url("/quick"), self.directory.file("quick.bin")) }
+        let refused = await errorName {
+            _ = try await self.start(self.http.url("/quick"), self.directory.file("quick.bin"))
+        }
         XCTAssertEqual(refused, "org.example.Downloads.Error.StorageFull")
         let listed = try await tasks()
         XCTAssertEqual(Set(listed), [running, held])

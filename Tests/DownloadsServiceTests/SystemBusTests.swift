@@ -27,58 +27,64 @@ final class SystemBusTests: SystemBusTestCase {
         let blobText = blob.map { String($0) }.joined(separator: ", ")
         XCTAssertEqual(sha256(ofFile: directory.file("s.bin")), Self.sha256(Self.content(10_000)))
 
-        let nobody = try await asNobody("""
-        import dbus, json
-        bus = dbus.bus.BusConnection('\(bus.address)')
-        out = {}
-        try:
-            bus.request_name('org.example.Downloads')
-            out['own'] = 'allowed'
-        except dbus.DBusException as e:
-            out['own'] = e.get_dbus_name()
-        m = dbus.Interface(bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
-        out['list'] = [str(p) for p in m.ListTasks('')]
-        task = bus.get_object('org.example.Downloads', '\(path.rawValue)')
-        for name, call in [('pause', lambda: m.Pause('\(path.rawValue)')),
-                           ('get', lambda: task.Get('org.example.Downloads.Task', 'URL', dbus_interface='org.freedesktop.DBus.Properties')),
-                           ('getall', lambda: task.GetAll('org.example.Downloads.Task', dbus_interface='org.freedesktop.DBus.Properties')),
-                           ('managed', lambda: bus.get_object('org.example.Downloads', '/org/example/Downloads').GetManagedObjects(
-                               dbus_interface='org.freedesktop.DBus.ObjectManager')),
-                           ('pause_missing', lambda: m.Pause('/org/example/Downloads/tasks/999999')),
-                           ('introspect', lambda: task.Introspect(dbus_interface='org.freedesktop.DBus.Introspectable')),
-                           ('introspect_missing', lambda: bus.get_object('org.example.Downloads', '/org/example/Downloads/tasks/999999')
-                               .Introspect(dbus_interface='org.freedesktop.DBus.Introspectable')),
-                           ('start', lambda: m.Start('\(http.url("/s"))', '\(directory.file("x"))', dbus.Dictionary({}, signature='sv'))),
-                           ('resume_with_data', lambda: m.ResumeWithData(dbus.ByteArray(bytes([\(blobText)])),
-                                                                          dbus.Dictionary({}, signature='sv')))]:
+        let nobody = try await asNobody(
+            """
+            import dbus, json
+            bus = dbus.bus.BusConnection('\(bus.address)')
+            out = {}
             try:
-                call()
-                out[name] = 'allowed'
+                bus.request_name('org.example.Downloads')
+                out['own'] = 'allowed'
             except dbus.DBusException as e:
-                out[name] = e.get_dbus_name()
-        tasks_xml = bus.get_object('org.example.Downloads', '/org/example/Downloads/tasks').Introspect(
-            dbus_interface='org.freedesktop.DBus.Introspectable')
-        out['children'] = tasks_xml.count('<node name=')
-        print(json.dumps(out))
-        """)
+                out['own'] = e.get_dbus_name()
+            m = dbus.Interface(bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
+            out['list'] = [str(p) for p in m.ListTasks('')]
+            task = bus.get_object('org.example.Downloads', '\(path.rawValue)')
+            for name, call in [('pause', lambda: m.Pause('\(path.rawValue)')),
+                               ('get', lambda: task.Get('org.example.Downloads.Task', 'URL', dbus_interface='org.freedesktop.DBus.Properties')),
+                               ('getall', lambda: task.GetAll('org.example.Downloads.Task', dbus_interface='org.freedesktop.DBus.Properties')),
+                               ('managed', lambda: bus.get_object('org.example.Downloads', '/org/example/Downloads').GetManagedObjects(
+                                   dbus_interface='org.freedesktop.DBus.ObjectManager')),
+                               ('pause_missing', lambda: m.Pause('/org/example/Downloads/tasks/999999')),
+                               ('introspect', lambda: task.Introspect(dbus_interface='org.freedesktop.DBus.Introspectable')),
+                               ('introspect_missing', lambda: bus.get_object('org.example.Downloads', '/org/example/Downloads/tasks/999999')
+                                   .Introspect(dbus_interface='org.freedesktop.DBus.Introspectable')),
+                               ('start', lambda: m.Start('\(http.url("/s"))', '\(directory.file("x"))', dbus.Dictionary({}, signature='sv'))),
+                               ('resume_with_data', lambda: m.ResumeWithData(dbus.ByteArray(bytes([\(blobText)])),
+                                                                              dbus.Dictionary({}, signature='sv')))]:
+                try:
+                    call()
+                    out[name] = 'allowed'
+                except dbus.DBusException as e:
+                    out[name] = e.get_dbus_name()
+            tasks_xml = bus.get_object('org.example.Downloads', '/org/example/Downloads/tasks').Introspect(
+                dbus_interface='org.freedesktop.DBus.Introspectable')
+            out['children'] = tasks_xml.count('<node name=')
+            print(json.dumps(out))
+            """)
         XCTAssertEqual(nobody.status, 0, nobody.description)
         let result = try JSONSerialization.jsonObject(with: Data(nobody.stdout.utf8)) as? [String: Any]
-        XCTAssertEqual(result?["own"] as? String, "org.freedesktop.DBus.Error.AccessDenied", "only root may own the name")
+        XCTAssertEqual(
+            result?["own"] as? String, "org.freedesktop.DBus.Error.AccessDenied", "only root may own the name")
         XCTAssertEqual(result?["list"] as? [String], [], "another user's tasks are not listed")
         // Another user's task does not exist for the caller: exactly a missing task's answer.
         XCTAssertEqual(result?["pause"] as? String, "org.example.Downloads.Error.NotFound")
-        XCTAssertEqual(result?["get"] as? String, "org.example.Downloads.Error.NotFound", "another user's URL stays private")
+        XCTAssertEqual(
+            result?["get"] as? String, "org.example.Downloads.Error.NotFound", "another user's URL stays private")
         XCTAssertEqual(result?["getall"] as? String, "org.example.Downloads.Error.NotFound")
         XCTAssertEqual(result?["pause_missing"] as? String, result?["pause"] as? String, "a missing task answers alike")
         XCTAssertEqual(result?["introspect"] as? String, "org.freedesktop.DBus.Error.UnknownObject")
         XCTAssertEqual(result?["introspect_missing"] as? String, result?["introspect"] as? String)
         XCTAssertEqual(result?["children"] as? Int, 0, "Introspect of /tasks lists only the caller's tasks")
-        XCTAssertEqual(result?["managed"] as? String, "org.freedesktop.DBus.Error.UnknownInterface",
-                       "no ObjectManager on the system bus: it would list every user's tasks")
-        XCTAssertEqual(result?["start"] as? String, "org.example.Downloads.Error.FileError",
-                       "nobody cannot create files in root's private directory")
-        XCTAssertEqual(result?["resume_with_data"] as? String, "org.example.Downloads.Error.InvalidResumeData",
-                       "another user's resume data is not theirs to use")
+        XCTAssertEqual(
+            result?["managed"] as? String, "org.freedesktop.DBus.Error.UnknownInterface",
+            "no ObjectManager on the system bus: it would list every user's tasks")
+        XCTAssertEqual(
+            result?["start"] as? String, "org.example.Downloads.Error.FileError",
+            "nobody cannot create files in root's private directory")
+        XCTAssertEqual(
+            result?["resume_with_data"] as? String, "org.example.Downloads.Error.InvalidResumeData",
+            "another user's resume data is not theirs to use")
     }
 
     func testSignalsReachOnlyTheOwnersConnections() async throws {
@@ -87,24 +93,24 @@ final class SystemBusTests: SystemBusTestCase {
         chmod(directory.path, 0o777)
         // nobody listens to every signal of the service, says when it is subscribed, and counts.
         let script = """
-        import dbus, dbus.mainloop.glib
-        from gi.repository import GLib
-        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
-        bus = dbus.bus.BusConnection('\(bus.address)')
-        seen = []
-        bus.add_signal_receiver(lambda *a, **k: seen.append(k['member']), dbus_interface='org.example.Downloads',
-                                member_keyword='member')
-        bus.add_signal_receiver(lambda *a, **k: seen.append('PropertiesChanged'),
-                                dbus_interface='org.freedesktop.DBus.Properties', path_keyword='path')
-        bus.add_signal_receiver(lambda *a, **k: seen.append('ObjectManager'),
-                                dbus_interface='org.freedesktop.DBus.ObjectManager', path_keyword='path')
-        bus.get_object('org.freedesktop.DBus', '/org/freedesktop/DBus').GetId(dbus_interface='org.freedesktop.DBus')
-        open('\(ready)', 'w').write('ready')
-        loop = GLib.MainLoop()
-        GLib.timeout_add(3000, loop.quit)
-        loop.run()
-        print(len(seen))
-        """
+            import dbus, dbus.mainloop.glib
+            from gi.repository import GLib
+            dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+            bus = dbus.bus.BusConnection('\(bus.address)')
+            seen = []
+            bus.add_signal_receiver(lambda *a, **k: seen.append(k['member']), dbus_interface='org.example.Downloads',
+                                    member_keyword='member')
+            bus.add_signal_receiver(lambda *a, **k: seen.append('PropertiesChanged'),
+                                    dbus_interface='org.freedesktop.DBus.Properties', path_keyword='path')
+            bus.add_signal_receiver(lambda *a, **k: seen.append('ObjectManager'),
+                                    dbus_interface='org.freedesktop.DBus.ObjectManager', path_keyword='path')
+            bus.get_object('org.freedesktop.DBus', '/org/freedesktop/DBus').GetId(dbus_interface='org.freedesktop.DBus')
+            open('\(ready)', 'w').write('ready')
+            loop = GLib.MainLoop()
+            GLib.timeout_add(3000, loop.quit)
+            loop.run()
+            print(len(seen))
+            """
         let environment = bus.environment
         async let listener = ProcessRunner.run(
             ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script],
@@ -143,20 +149,24 @@ extension SystemBusTests {
         gone.failFirst = (count: 10, status: 404, retryAfter: nil)
         http.set("/gone", gone)
         let list = directory.file("urls")
-        try ((0..<12).map { http.url("/n\($0).bin") } + [http.url("/gone")]).joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
+        try ((0..<12).map { http.url("/n\($0).bin") } + [http.url("/gone")]).joined(separator: "\n").write(
+            toFile: list, atomically: true, encoding: .utf8)
         chmod(list, 0o644)
         let ctl = DownloadsctlTests.ctl
         let nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", ctl, "--system"]
         let out = try await run(nobody + ["get", "-i", list, "-o", into], timeout: 120)
         XCTAssertEqual(out.status, 1, out.description)
-        XCTAssertEqual(Set(out.stdout.split(separator: "\n").map(String.init)), Set(contents.keys.map { into + "/" + $0 }), out.description)
+        XCTAssertEqual(
+            Set(out.stdout.split(separator: "\n").map(String.init)), Set(contents.keys.map { into + "/" + $0 }),
+            out.description)
         for (name, content) in contents {
             XCTAssertEqual(sha256(ofFile: into + "/" + name), Self.sha256(content), name)
             var info = stat()
             XCTAssertEqual(stat(into + "/" + name, &info), 0)
             XCTAssertEqual(info.st_uid, 65534, "\(name) is nobody's")
         }
-        XCTAssertTrue(out.stderr.contains("failed: \(http.url("/gone")): the server answered 404 Not Found (task "), out.stderr)
+        XCTAssertTrue(
+            out.stderr.contains("failed: \(http.url("/gone")): the server answered 404 Not Found (task "), out.stderr)
         let listed = try await run(nobody + ["list", "--json"])
         XCTAssertEqual(listed.status, 0, listed.description)
         let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
@@ -176,7 +186,8 @@ extension SystemBusTests {
         while ContinuousClock.now < deadline && app.calls.withLockedValue({ $0 }).isEmpty {
             try await Task.sleep(for: .milliseconds(20))
         }
-        XCTAssertEqual(app.calls.withLockedValue { $0 }, ["sys"], (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "")
+        XCTAssertEqual(
+            app.calls.withLockedValue { $0 }, ["sys"], (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "")
     }
 
     /// DownloadsClient on the system bus: signals there are unicast to connections the service
@@ -185,7 +196,10 @@ extension SystemBusTests {
     func testDownloadSessionOnTheSystemBus() async throws {
         final class Recorder: DownloadSessionDelegate {
             let calls = NIOLockedValueBox([String]())
-            func downloadSession(_ session: DownloadSession, downloadTask: BackgroundDownloadTask, didFinishDownloadingTo location: String) {
+            func downloadSession(
+                _ session: DownloadSession, downloadTask: BackgroundDownloadTask,
+                didFinishDownloadingTo location: String
+            ) {
                 calls.withLockedValue { $0.append("finish") }
             }
             func downloadSessionDidFinishEvents(forBackgroundSession session: DownloadSession) {

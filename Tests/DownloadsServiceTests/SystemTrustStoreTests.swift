@@ -11,15 +11,15 @@ final class SystemTrustStoreTests: TLSDaemonTestCase {
     override var launcher: [String] {
         let work = tlsDirectory.file("system-store")
         let script = """
-        set -e
-        mkdir -p "\(work)/local"
-        cp -a /etc/ssl/certs "\(work)/certs"
-        mount --bind "\(work)/certs" /etc/ssl/certs
-        mount --bind "\(work)/local" /usr/local/share/ca-certificates
-        cp "\(tls.certificates.caFile)" /usr/local/share/ca-certificates/downloads-test-ca.crt
-        update-ca-certificates --hooksdir "\(work)/no-hooks" >/dev/null
-        exec "$@"
-        """
+            set -e
+            mkdir -p "\(work)/local"
+            cp -a /etc/ssl/certs "\(work)/certs"
+            mount --bind "\(work)/certs" /etc/ssl/certs
+            mount --bind "\(work)/local" /usr/local/share/ca-certificates
+            cp "\(tls.certificates.caFile)" /usr/local/share/ca-certificates/downloads-test-ca.crt
+            update-ca-certificates --hooksdir "\(work)/no-hooks" >/dev/null
+            exec "$@"
+            """
         return ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sh"]
     }
 

@@ -22,7 +22,9 @@ class TLSDaemonTestCase: DaemonTestCase {
     }
 
     /// Waits for the task to end and fails the test, with its error, unless it finished.
-    func assertFinished(_ path: ObjectPath, seconds: Double = 60, file: StaticString = #filePath, line: UInt = #line) async throws {
+    func assertFinished(
+        _ path: ObjectPath, seconds: Double = 60, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
         let state = try await waitState(path, ["finished", "failed", "cancelled"], seconds: seconds)
         let message = state == "finished" ? "" : (try await property(path, "ErrorMessage")?.stringValue ?? "")
         XCTAssertEqual(state, "finished", message, file: file, line: line)
@@ -31,7 +33,8 @@ class TLSDaemonTestCase: DaemonTestCase {
     /// Downloads `url` into `target`, waits for the task to finish and checks the SHA-256.
     @discardableResult
     func download(
-        _ url: String, to target: String, expecting content: [UInt8], options: [String: DBusValue] = [:], seconds: Double = 60,
+        _ url: String, to target: String, expecting content: [UInt8], options: [String: DBusValue] = [:],
+        seconds: Double = 60,
         file: StaticString = #filePath, line: UInt = #line
     ) async throws -> ObjectPath {
         let path = try await start(url, target, options)

@@ -25,26 +25,37 @@ final class TaskFieldsTests: DaemonTestCase {
         http.set("/episode.mp3", Route(content: content))
         http.set("/other.mp3", Route(content: Self.content(1000, seed: 32)))
         let sha512 = TestData.digest("sha512", content)
-        let episode = try await startWithGdbus(http.url("/episode.mp3"), directory.file("episode.mp3"), """
+        let episode = try await startWithGdbus(
+            http.url("/episode.mp3"), directory.file("episode.mp3"),
+            """
             {'title': <'Episode 42: SQLite'>, 'description': <'The one about write-ahead logs'>, \
             'metadata': <{'app-id': <'podcasts'>, 'episode': <uint32 42>, 'explicit': <false>, 'rating': <4.5>}>, \
             'checksum': <'SHA512:\(sha512.uppercased())'>}
             """)
-        let other = try await start(http.url("/other.mp3"), directory.file("other.mp3"), [
-            "metadata": .vardict(["app-id": .string("podcasts"), "episode": .uint32(43)]),
-        ])
+        let other = try await start(
+            http.url("/other.mp3"), directory.file("other.mp3"),
+            [
+                "metadata": .vardict(["app-id": .string("podcasts"), "episode": .uint32(43)])
+            ])
         try await waitState(episode, ["finished"])
         try await waitState(other, ["finished"])
-        XCTAssertEqual(sha256(ofFile: directory.file("episode.mp3")), Self.sha256(content), "checked against its SHA-512 and kept")
+        XCTAssertEqual(
+            sha256(ofFile: directory.file("episode.mp3")), Self.sha256(content), "checked against its SHA-512 and kept")
 
         // Properties, read by busctl.
-        let title = try await run(["busctl", "--address=\(bus.address)", "get-property", "org.example.Downloads", episode.rawValue,
-                                   "org.example.Downloads.Task", "Title", "Description"])
-        XCTAssertEqual(title.stdout, "s \"Episode 42: SQLite\"\ns \"The one about write-ahead logs\"\n", title.description)
+        let title = try await run([
+            "busctl", "--address=\(bus.address)", "get-property", "org.example.Downloads", episode.rawValue,
+            "org.example.Downloads.Task", "Title", "Description",
+        ])
+        XCTAssertEqual(
+            title.stdout, "s \"Episode 42: SQLite\"\ns \"The one about write-ahead logs\"\n", title.description)
         let metadata = try await property(episode, "Metadata")
-        XCTAssertEqual(metadata?.vardictValue, [
-            "app-id": .string("podcasts"), "episode": .uint32(42), "explicit": .boolean(false), "rating": .double(4.5),
-        ], "each value with the type it was given")
+        XCTAssertEqual(
+            metadata?.vardictValue,
+            [
+                "app-id": .string("podcasts"), "episode": .uint32(42), "explicit": .boolean(false),
+                "rating": .double(4.5),
+            ], "each value with the type it was given")
         let none = try await property(other, "Title")
         XCTAssertEqual(none?.stringValue, "", "no title: empty")
 
@@ -58,7 +69,9 @@ final class TaskFieldsTests: DaemonTestCase {
         let all = try await find([:])
         XCTAssertEqual(all, [episode, other], "an empty match is every task of the caller")
         let viaGdbus = try await gdbus("FindTasks", ["{'explicit': <false>}"])
-        XCTAssertTrue(viaGdbus.stdout.contains("'\(episode.rawValue)'") && !viaGdbus.stdout.contains("'\(other.rawValue)'"), viaGdbus.description)
+        XCTAssertTrue(
+            viaGdbus.stdout.contains("'\(episode.rawValue)'") && !viaGdbus.stdout.contains("'\(other.rawValue)'"),
+            viaGdbus.description)
 
         // Kept through a restart.
         stopDaemon()
@@ -77,10 +90,12 @@ final class TaskFieldsTests: DaemonTestCase {
         var route = Route(content: content)
         route.bytesPerSecond = 2_000_000
         http.set("/slow.iso", route)
-        let task = try await start(http.url("/slow.iso"), directory.file("slow.iso"), [
-            "title": .string("Debian 13"), "metadata": .vardict(["release": .string("trixie")]),
-            "checksum": .string("md5:" + TestData.digest("md5", content)),
-        ])
+        let task = try await start(
+            http.url("/slow.iso"), directory.file("slow.iso"),
+            [
+                "title": .string("Debian 13"), "metadata": .vardict(["release": .string("trixie")]),
+                "checksum": .string("md5:" + TestData.digest("md5", content)),
+            ])
         try await waitBytes(task, atLeast: 300_000)
         let paused = try await call("Pause", [.objectPath(task)])
         let blob = try XCTUnwrap(paused.first?.bytesValue)
@@ -101,7 +116,8 @@ final class TaskFieldsTests: DaemonTestCase {
 
     func testAChecksumMismatchNamesItsAlgorithmAndKeepsNothing() async throws {
         http.set("/f", Route(content: Self.content(50_000, seed: 34)))
-        let task = try await start(http.url("/f"), directory.file("f"), ["checksum": .string("sha1:" + String(repeating: "0", count: 40))])
+        let task = try await start(
+            http.url("/f"), directory.file("f"), ["checksum": .string("sha1:" + String(repeating: "0", count: 40))])
         try await waitState(task, ["failed"])
         let error = try await property(task, "Error")
         XCTAssertEqual(error?.stringValue, "org.example.Downloads.Error.ChecksumMismatch")
@@ -127,8 +143,13 @@ final class TaskFieldsTests: DaemonTestCase {
             (["checksum": .string("sha256:abc")], "even number"),
             (["checksum": .string("sha256:abcd")], "is 64 hexadecimal digits, got 4"),
             (["checksum": .string("d41d8cd98f00b204e9800998ecf8427e")], "ALGO:HEX"),
-            (["checksum": .string("md5:" + String(repeating: "0", count: 32)), "sha256": .string(String(repeating: "0", count: 64))],
-             "not both"),
+            (
+                [
+                    "checksum": .string("md5:" + String(repeating: "0", count: 32)),
+                    "sha256": .string(String(repeating: "0", count: 64)),
+                ],
+                "not both"
+            ),
             (["earliest_begin": .uint64(1)], "seconds in the past"),
             (["earliest_begin": .uint64(now + 400 * 86_400)], "more than a year ahead"),
             (["earliest_begin": .uint64(UInt64.max)], "more than a year ahead"),
@@ -136,7 +157,8 @@ final class TaskFieldsTests: DaemonTestCase {
         ]
         for (options, reason) in cases {
             do {
-                _ = try await call("Start", [.string(http.url("/ok")), .string(directory.file("x")), .vardict(options)])
+                _ = try await call(
+                    "Start", [.string(http.url("/ok")), .string(directory.file("x")), .vardict(options)])
                 XCTFail("\(options) was taken")
             } catch let error as BusError {
                 XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", "\(options)")
@@ -156,11 +178,13 @@ final class TaskFieldsTests: DaemonTestCase {
         let changes = NIOLockedValueBox([(String, String)]())
         try await client.subscribe(MatchRule(interface: "org.freedesktop.DBus.Properties")) { message in
             guard let arguments = try? message.arguments(), arguments.count > 1,
-                  let waiting = arguments[1].vardictValue?["WaitingFor"]?.stringValue else { return }
+                let waiting = arguments[1].vardictValue?["WaitingFor"]?.stringValue
+            else { return }
             changes.withLockedValue { $0.append((message.path?.rawValue ?? "", waiting)) }
         }
         let now = UInt64(Date().timeIntervalSince1970)
-        let later = try await start(http.url("/tomorrow"), directory.file("tomorrow"), ["earliest_begin": .uint64(now + 86_400)])
+        let later = try await start(
+            http.url("/tomorrow"), directory.file("tomorrow"), ["earliest_begin": .uint64(now + 86_400)])
         let soon = try await start(http.url("/soon"), directory.file("soon"), ["earliest_begin": .uint64(now + 3)])
         let waiting = try await property(soon, "WaitingFor")
         XCTAssertEqual(waiting?.stringValue, "begin-time")

@@ -25,9 +25,13 @@ struct TestUsers {
                 ])
                 guard made.status == 0 else { throw TestUsersError(message: "useradd \(name): \(made.description)") }
             }
-            let uid = try ProcessRunner.runBlocking(["id", "-u", name]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            let gid = try ProcessRunner.runBlocking(["id", "-g", name]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let uid = UInt32(uid), let gid = UInt32(gid) else { throw TestUsersError(message: "no uid for \(name)") }
+            let uid = try ProcessRunner.runBlocking(["id", "-u", name]).stdout.trimmingCharacters(
+                in: .whitespacesAndNewlines)
+            let gid = try ProcessRunner.runBlocking(["id", "-g", name]).stdout.trimmingCharacters(
+                in: .whitespacesAndNewlines)
+            guard let uid = UInt32(uid), let gid = UInt32(gid) else {
+                throw TestUsersError(message: "no uid for \(name)")
+            }
             users.append(User(name: name, uid: uid, gid: gid))
         }
         return TestUsers(a: users[0], b: users[1])

@@ -34,7 +34,8 @@ final class URLCredentialsTests: DaemonTestCase {
         let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
         XCTAssertFalse(log.contains("alice") || log.contains("p%40ss"), log)
         let text = String(decoding: blob, as: UTF8.self)
-        XCTAssertFalse(text.contains("alice") || text.contains(String(basic.dropFirst(6))), "resume data in clear: \(text)")
+        XCTAssertFalse(
+            text.contains("alice") || text.contains(String(basic.dropFirst(6))), "resume data in clear: \(text)")
 
         // A server asking for credentials says how to give them.
         var locked = Route(content: [])
@@ -43,12 +44,16 @@ final class URLCredentialsTests: DaemonTestCase {
         let refused = try await start(http.url("/locked"), directory.file("locked"))
         try await waitState(refused, ["failed"])
         let message = try await property(refused, "ErrorMessage")?.stringValue
-        XCTAssertEqual(message, "the server answered 401 Unauthorized: it asks for credentials (user:password@ in the URL, or an Authorization header)")
+        XCTAssertEqual(
+            message,
+            "the server answered 401 Unauthorized: it asks for credentials (user:password@ in the URL, or an Authorization header)"
+        )
 
         // The caller's own Authorization header wins over the URL's.
         http.set("/token", Route(content: Self.content(1_000, seed: 52)))
-        let token = try await start(withCredentials(http.url("/token")), directory.file("token"),
-                                    ["headers": .stringDict(["authorization": "Bearer t"])])
+        let token = try await start(
+            withCredentials(http.url("/token")), directory.file("token"),
+            ["headers": .stringDict(["authorization": "Bearer t"])])
         try await waitState(token, ["finished"])
         XCTAssertEqual(http.requests(for: "/token").first?.userHeaders["authorization"], "Bearer t")
 
@@ -64,18 +69,25 @@ final class URLCredentialsTests: DaemonTestCase {
             }
         }
         let mirror = await refusal {
-            _ = try await self.start(http.url("/token"), self.directory.file("m"),
-                                     ["mirrors": .strings([self.withCredentials(self.http.url("/copy"))])])
+            _ = try await self.start(
+                http.url("/token"), self.directory.file("m"),
+                ["mirrors": .strings([self.withCredentials(self.http.url("/copy"))])])
         }
-        XCTAssertEqual(mirror?.hasPrefix("org.example.Downloads.Error.InvalidArgument: this URL carries a user name or password"), true, mirror ?? "")
-        let paused = try await start(http.url("/private"), directory.file("again"), ["max_bytes_per_second": .uint64(10_000)])
+        XCTAssertEqual(
+            mirror?.hasPrefix("org.example.Downloads.Error.InvalidArgument: this URL carries a user name or password"),
+            true, mirror ?? "")
+        let paused = try await start(
+            http.url("/private"), directory.file("again"), ["max_bytes_per_second": .uint64(10_000)])
         _ = try await call("Pause", [.objectPath(paused)])
         let setURL = await refusal {
             _ = try await self.client.call(
-                destination: "org.example.Downloads", path: paused, interface: "org.example.Downloads.Task", method: "SetURL",
+                destination: "org.example.Downloads", path: paused, interface: "org.example.Downloads.Task",
+                method: "SetURL",
                 arguments: [.string(self.withCredentials(self.http.url("/private")))]
             )
         }
-        XCTAssertEqual(setURL?.hasPrefix("org.example.Downloads.Error.InvalidArgument: this URL carries a user name or password"), true, setURL ?? "")
+        XCTAssertEqual(
+            setURL?.hasPrefix("org.example.Downloads.Error.InvalidArgument: this URL carries a user name or password"),
+            true, setURL ?? "")
     }
 }

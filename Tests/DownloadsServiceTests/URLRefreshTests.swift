@@ -37,7 +37,8 @@ final class URLRefreshTests: DaemonTestCase {
         signedRoutes(content, cut: 600_000)
         let changes = NIOLockedValueBox([[String: DBusValue]]())
         try await client.subscribe(MatchRule(interface: "org.freedesktop.DBus.Properties")) { message in
-            guard let arguments = try? message.arguments(), arguments.count > 1, let changed = arguments[1].vardictValue else { return }
+            guard let arguments = try? message.arguments(), arguments.count > 1, let changed = arguments[1].vardictValue
+            else { return }
             changes.withLockedValue { $0.append(changed.mapValues { $0.variantValue ?? $0 }) }
         }
         let target = directory.file("file.iso")
@@ -98,19 +99,22 @@ final class URLRefreshTests: DaemonTestCase {
         let second = try await start(http.url("/signed/old2/file.iso"), directory.file("b.iso"))
         _ = try await failed(second)
         _ = try await client.call(
-            destination: "org.example.Downloads", path: second, interface: "org.example.Downloads.Task", method: "SetURL",
+            destination: "org.example.Downloads", path: second, interface: "org.example.Downloads.Task",
+            method: "SetURL",
             arguments: [.string(http.url("/elsewhere/file.iso"))]
         )
         _ = try await call("Resume", [.objectPath(second)])
         try await waitState(second, ["finished"])
-        XCTAssertEqual(sha256(ofFile: directory.file("b.iso")), Self.sha256(other), "the new entity whole, never a splice")
+        XCTAssertEqual(
+            sha256(ofFile: directory.file("b.iso")), Self.sha256(other), "the new entity whole, never a splice")
         let elsewhere = http.requests(for: "/elsewhere/file.iso")
         XCTAssertEqual(elsewhere.first?.ifRange, "\"v1\"")
         XCTAssertEqual(elsewhere.first?.range, "bytes=400000-")
         XCTAssertEqual(elsewhere.first?.status, 200, "the validator did not match: the whole file")
         let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
         let id = DownloadsAPI.taskID(second).map(String.init) ?? ""
-        XCTAssertTrue(log.contains("task \(id): the server sent the whole file (200) instead of the rest from byte 400000"), log)
+        XCTAssertTrue(
+            log.contains("task \(id): the server sent the whole file (200) instead of the rest from byte 400000"), log)
     }
 
     func testSetURLIsRefusedWhileRunningOrFinishedAndChecksTheURL() async throws {
@@ -124,7 +128,8 @@ final class URLRefreshTests: DaemonTestCase {
         func setURL(_ path: ObjectPath, _ url: String) async -> String? {
             do {
                 _ = try await client.call(
-                    destination: "org.example.Downloads", path: path, interface: "org.example.Downloads.Task", method: "SetURL",
+                    destination: "org.example.Downloads", path: path, interface: "org.example.Downloads.Task",
+                    method: "SetURL",
                     arguments: [.string(url)]
                 )
                 return nil
@@ -149,7 +154,8 @@ final class URLRefreshTests: DaemonTestCase {
             _ = try await start(http.url("/fast"), directory.file("x"), ["url": .string(http.url("/slow"))])
             XCTFail("Start took a url option")
         } catch let error as BusError {
-            XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", "url is an option of ResumeWithData only")
+            XCTAssertEqual(
+                error.name, "org.example.Downloads.Error.InvalidArgument", "url is an option of ResumeWithData only")
         }
     }
 
@@ -160,7 +166,9 @@ final class URLRefreshTests: DaemonTestCase {
         _ = try await failed(task)
         let ctl = PackageRoot.debugBinary("downloadsctl")
         let id = String(task.rawValue.split(separator: "/").last ?? "")
-        let out = try await run([ctl, "--address", bus.address, "resume", id, "--url", http.url("/signed/fresh/file.iso")])
+        let out = try await run([
+            ctl, "--address", bus.address, "resume", id, "--url", http.url("/signed/fresh/file.iso"),
+        ])
         XCTAssertEqual(out.status, 0, out.description)
         try await waitState(task, ["finished"])
         XCTAssertEqual(sha256(ofFile: directory.file("ctl.iso")), Self.sha256(content))
@@ -187,8 +195,10 @@ final class URLRefreshTests: DaemonTestCase {
         let fresh = http.requests(for: "/fresh/big.bin")
         XCTAssertGreaterThan(fresh.count, 1, "the remaining ranges, each from the new URL")
         XCTAssertTrue(fresh.allSatisfy { $0.ifRange == "\"v1\"" && $0.status == 206 }, "\(fresh)")
-        XCTAssertFalse(fresh.contains { $0.range?.hasPrefix("bytes=0-") == true }, "nothing fetched again from the start")
-        XCTAssertLessThanOrEqual(fresh.map(\.bodyBytesSent).reduce(0, +), content.count - Int(held) + (1 << 20),
-                                 "about what was missing when it paused")
+        XCTAssertFalse(
+            fresh.contains { $0.range?.hasPrefix("bytes=0-") == true }, "nothing fetched again from the start")
+        XCTAssertLessThanOrEqual(
+            fresh.map(\.bodyBytesSent).reduce(0, +), content.count - Int(held) + (1 << 20),
+            "about what was missing when it paused")
     }
 }

@@ -20,10 +20,13 @@ final class UpdateTests: DaemonTestCase {
     /// The task's `PropertiesChanged`, each one's changed properties, as they come.
     func watchProperties(_ task: ObjectPath) async throws -> NIOLockedValueBox<[[String: DBusValue]]> {
         let seen = NIOLockedValueBox([[String: DBusValue]]())
-        try await client.subscribe(MatchRule(
-            interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: task
-        )) { message in
-            guard let arguments = try? message.arguments(), arguments.count > 1, let changed = arguments[1].vardictValue else { return }
+        try await client.subscribe(
+            MatchRule(
+                interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: task
+            )
+        ) { message in
+            guard let arguments = try? message.arguments(), arguments.count > 1, let changed = arguments[1].vardictValue
+            else { return }
             seen.withLockedValue { $0.append(changed) }
         }
         return seen
@@ -36,13 +39,15 @@ final class UpdateTests: DaemonTestCase {
         try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
         let after = try await property(task, "BytesWritten")?.int64Value ?? 0
         let elapsed = ContinuousClock.now - start
-        return Double(after - before) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        return Double(after - before)
+            / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
     func testANewLimitIsTakenByTheRunningTransferAndSpeedShowsIt() async throws {
         let content = Self.content(12_000_000, seed: 301)
         http.set("/big", Route(content: content))
-        let task = try await start(http.url("/big"), directory.file("big.bin"), ["max_bytes_per_second": .uint64(300_000)])
+        let task = try await start(
+            http.url("/big"), directory.file("big.bin"), ["max_bytes_per_second": .uint64(300_000)])
         try await waitBytes(task, atLeast: 200_000)
         let slow = try await rate(task, over: 1.5)
         let speed = try await property(task, "Speed")?.uint64Value ?? 0
@@ -91,15 +96,19 @@ final class UpdateTests: DaemonTestCase {
         var guarded = Route(content: Self.content(500_000, seed: 303))
         guarded.requiredAuthorization = "Bearer fresh"
         http.set("/guarded", guarded)
-        let task = try await start(http.url("/guarded"), directory.file("guarded.bin"), [
-            "headers": .stringDict(["Authorization": "Bearer stale"]), "title": .string("Old title"),
-        ])
+        let task = try await start(
+            http.url("/guarded"), directory.file("guarded.bin"),
+            [
+                "headers": .stringDict(["Authorization": "Bearer stale"]), "title": .string("Old title"),
+            ])
         try await waitState(task, ["failed"])
         let changes = try await watchProperties(task)
-        try await update(task, [
-            "headers": .stringDict(["Authorization": "Bearer fresh"]), "title": .string("New title"),
-            "priority": .string("low"), "metadata": .vardict(["episode": .uint32(7)]),
-        ])
+        try await update(
+            task,
+            [
+                "headers": .stringDict(["Authorization": "Bearer fresh"]), "title": .string("New title"),
+                "priority": .string("low"), "metadata": .vardict(["episode": .uint32(7)]),
+            ])
         try await until("the Title's PropertiesChanged") {
             changes.withLockedValue { $0 }.contains { $0["Title"]?.stringValue == "New title" }
         }
@@ -140,7 +149,8 @@ final class UpdateTests: DaemonTestCase {
         let title = try await property(task, "Title")
         XCTAssertEqual(title?.stringValue, "", "nothing changed")
         let viaBusctl = try await run([
-            "busctl", "--address=\(bus.address)", "call", "org.example.Downloads", task.rawValue, "org.example.Downloads.Task",
+            "busctl", "--address=\(bus.address)", "call", "org.example.Downloads", task.rawValue,
+            "org.example.Downloads.Task",
             "Update", "a{sv}", "2", "priority", "s", "high", "max_bytes_per_second", "t", "250000",
         ])
         XCTAssertEqual(viaBusctl.status, 0, viaBusctl.description)

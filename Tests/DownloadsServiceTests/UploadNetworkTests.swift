@@ -24,7 +24,8 @@ final class UploadNetworkTests: TLSDaemonTestCase {
         XCTAssertEqual(sha256(ofFile: tls.www + "/put/h2.mp4"), Self.sha256(content), "nginx stored the file")
         let status = try await property(h2, "ResponseStatus")
         XCTAssertEqual(status?.uint32Value, 201, "nginx's dav module answers 201 Created")
-        XCTAssertEqual(tls.requests(for: "/put/h2.mp4", on: .http2).last?.httpVersion, "HTTP/2.0", "sent as an HTTP/2 stream")
+        XCTAssertEqual(
+            tls.requests(for: "/put/h2.mp4", on: .http2).last?.httpVersion, "HTTP/2.0", "sent as an HTTP/2 stream")
         let h1 = try await upload(tls.url(.http1, "/put/h1.mp4"), file)
         try await assertFinished(h1)
         XCTAssertEqual(sha256(ofFile: tls.www + "/put/h1.mp4"), Self.sha256(content))
@@ -38,15 +39,20 @@ final class UploadNetworkTests: TLSDaemonTestCase {
         let file = directory.file("backup.tar")
         try Data(content).write(to: URL(fileURLWithPath: file))
         http.set("/store", Route.receiving(status: 201, reply: "kept\n"))
-        let plain = try await upload(http.url("/store"), file, ["proxy": .string(proxy.url), "method": .string("POST")])
+        let plain = try await upload(
+            http.url("/store"), file, ["proxy": .string(proxy.url), "method": .string("POST")])
         try await assertFinished(plain)
-        XCTAssertEqual(proxy.forwarded("POST"), [http.url("/store")], "an http upload is forwarded with its body, not tunnelled")
+        XCTAssertEqual(
+            proxy.forwarded("POST"), [http.url("/store")], "an http upload is forwarded with its body, not tunnelled")
         XCTAssertEqual(proxy.connectRequests, [])
         XCTAssertEqual(http.received("/store").last.map { Self.sha256($0.body) }, Self.sha256(content))
         let reply = try await client.call(
-            destination: "org.example.Downloads", path: plain, interface: "org.example.Downloads.Task", method: "GetReply"
+            destination: "org.example.Downloads", path: plain, interface: "org.example.Downloads.Task",
+            method: "GetReply"
         )
-        XCTAssertEqual(reply[2].bytesValue.map { String(decoding: $0, as: UTF8.self) }, "kept\n", "the reply came back through the proxy")
+        XCTAssertEqual(
+            reply[2].bytesValue.map { String(decoding: $0, as: UTF8.self) }, "kept\n",
+            "the reply came back through the proxy")
 
         let tunnelled = try await upload(tls.url(.http2, "/put/tunnelled.tar"), file, ["proxy": .string(proxy.url)])
         try await assertFinished(tunnelled)

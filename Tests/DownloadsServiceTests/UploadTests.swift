@@ -17,7 +17,8 @@ final class UploadTests: DaemonTestCase {
 
     func reply(_ task: ObjectPath) async throws -> (status: UInt32, headers: [String: String], body: [UInt8]) {
         let reply = try await client.call(
-            destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task", method: "GetReply"
+            destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
+            method: "GetReply"
         )
         return (reply[0].uint32Value ?? 0, reply[1].stringDictValue ?? [:], reply[2].bytesValue ?? [])
     }
@@ -39,7 +40,8 @@ final class UploadTests: DaemonTestCase {
         let received = http.received("/files")
         XCTAssertEqual(received.count, 1)
         XCTAssertEqual(received.first?.method, "PUT", "PUT is the default")
-        XCTAssertEqual(received.first.map { Self.sha256($0.body) }, Self.sha256(content), "the server holds the file's bytes")
+        XCTAssertEqual(
+            received.first.map { Self.sha256($0.body) }, Self.sha256(content), "the server holds the file's bytes")
         XCTAssertEqual(received.first?.headers["content-type"], "application/octet-stream")
         XCTAssertEqual(received.first?.headers["content-length"], "3000000")
         let kept = try await reply(put)
@@ -58,17 +60,21 @@ final class UploadTests: DaemonTestCase {
         XCTAssertEqual(written?.int64Value, 3_000_000)
         XCTAssertEqual(expected?.int64Value, 3_000_000)
         try await until("Finished with an empty location") {
-            signals.withLockedValue { $0 }.contains { $0.0 == "Finished" && $0.1.first?.objectPathValue == put && $0.1.last?.stringValue == "" }
+            signals.withLockedValue { $0 }.contains {
+                $0.0 == "Finished" && $0.1.first?.objectPathValue == put && $0.1.last?.stringValue == ""
+            }
         }
         XCTAssertTrue(signalNames(for: put).contains("Progress"), "progress counts the bytes sent")
 
         // POST with a content type, by gdbus; PATCH by busctl.
-        let viaGdbus = try await gdbus("Upload", [http.url("/files"), path, "{'method': <'POST'>, 'content_type': <'application/x-ndjson'>}"])
+        let viaGdbus = try await gdbus(
+            "Upload", [http.url("/files"), path, "{'method': <'POST'>, 'content_type': <'application/x-ndjson'>}"])
         XCTAssertEqual(viaGdbus.status, 0, viaGdbus.description)
         let post = try ObjectPath(String(viaGdbus.stdout.split(separator: "'")[1]))
         try await waitState(post, ["finished"])
         let viaBusctl = try await run([
-            "busctl", "--address=\(bus.address)", "call", "org.example.Downloads", "/org/example/Downloads", "org.example.Downloads",
+            "busctl", "--address=\(bus.address)", "call", "org.example.Downloads", "/org/example/Downloads",
+            "org.example.Downloads",
             "Upload", "ssa{sv}", http.url("/files"), path, "1", "method", "s", "PATCH",
         ])
         XCTAssertEqual(viaBusctl.status, 0, viaBusctl.description)
@@ -99,7 +105,8 @@ final class UploadTests: DaemonTestCase {
             XCTAssertTrue(error.message.contains("downloads only"), error.message)
         }
         for (options, why) in [
-            (["method": DBusValue.string("DELETE")], "method"), (["form": .vardict(["filename": .string("x")])], "field"),
+            (["method": DBusValue.string("DELETE")], "method"),
+            (["form": .vardict(["filename": .string("x")])], "field"),
         ] {
             do {
                 _ = try await upload(http.url("/files"), path, options)
@@ -120,15 +127,21 @@ final class UploadTests: DaemonTestCase {
     func testAFormIsWhatAMultipartParserReads() async throws {
         let (path, content) = try makeFile("photo.jpg", size: 700_000, seed: 72)
         http.set("/form", Route.receiving(status: 200, reply: "ok\n"))
-        let task = try await upload(http.url("/form"), path, [
-            "method": .string("POST"), "content_type": .string("image/jpeg"),
-            "form": .vardict(["field": .string("upload"), "fields": .stringDict(["album": "Holidays \"2026\"", "private": "1"])]),
-        ])
+        let task = try await upload(
+            http.url("/form"), path,
+            [
+                "method": .string("POST"), "content_type": .string("image/jpeg"),
+                "form": .vardict([
+                    "field": .string("upload"), "fields": .stringDict(["album": "Holidays \"2026\"", "private": "1"]),
+                ]),
+            ])
         try await waitState(task, ["finished"])
         let received = try XCTUnwrap(http.received("/form").first)
         let bodyFile = directory.file("form-body")
         try Data(received.body).write(to: URL(fileURLWithPath: bodyFile))
-        let parsed = try await run(["python3", "-c", """
+        let parsed = try await run([
+            "python3", "-c",
+            """
             import email, hashlib, sys
             from email import policy
             head = b'Content-Type: ' + sys.argv[1].encode() + b'\\r\\n\\r\\n'
@@ -137,14 +150,17 @@ final class UploadTests: DaemonTestCase {
                 payload = part.get_payload(decode=True)
                 print(part.get_param('name', header='content-disposition'), part.get_filename(), part.get_content_type(),
                       hashlib.sha256(payload).hexdigest() if part.get_filename() else payload.decode())
-            """, received.headers["content-type"] ?? "", bodyFile])
+            """, received.headers["content-type"] ?? "", bodyFile,
+        ])
         XCTAssertEqual(parsed.status, 0, parsed.description)
         let lines = parsed.stdout.split(separator: "\n").map(String.init)
-        XCTAssertEqual(lines, [
-            "album None text/plain Holidays \"2026\"",
-            "private None text/plain 1",
-            "upload photo.jpg image/jpeg \(Self.sha256(content))",
-        ], parsed.stdout)
+        XCTAssertEqual(
+            lines,
+            [
+                "album None text/plain Holidays \"2026\"",
+                "private None text/plain 1",
+                "upload photo.jpg image/jpeg \(Self.sha256(content))",
+            ], parsed.stdout)
     }
 
     func testACutConnectionAndA503SendTheFileAgainFromZero() async throws {
@@ -203,7 +219,8 @@ final class UploadTests: DaemonTestCase {
         var guarded = Route.receiving()
         guarded.requiredAuthorization = "Bearer good"
         http.set("/guarded", guarded)
-        let refused = try await upload(http.url("/guarded"), path, ["headers": .stringDict(["Authorization": "Bearer bad"])])
+        let refused = try await upload(
+            http.url("/guarded"), path, ["headers": .stringDict(["Authorization": "Bearer bad"])])
         try await waitState(refused, ["failed"])
         let error = try await property(refused, "Error")
         XCTAssertEqual(error?.stringValue, "org.example.Downloads.Error.HTTPError")
@@ -235,7 +252,8 @@ final class UploadTests: DaemonTestCase {
         var moved = Route.receiving()
         moved.redirect = (307, "/store")
         http.set("/old", moved)
-        let followed = try await upload(http.url("/old"), path, ["headers": .stringDict(["Authorization": "Bearer good"])])
+        let followed = try await upload(
+            http.url("/old"), path, ["headers": .stringDict(["Authorization": "Bearer good"])])
         try await waitState(followed, ["finished"])
         let stored = try XCTUnwrap(http.received("/store").last)
         XCTAssertEqual(stored.method, "PUT")
@@ -247,7 +265,8 @@ final class UploadTests: DaemonTestCase {
         var away = Route.receiving()
         away.redirect = (308, elsewhere.url("/store"))
         http.set("/away", away)
-        let crossed = try await upload(http.url("/away"), path, ["headers": .stringDict(["Authorization": "Bearer good"])])
+        let crossed = try await upload(
+            http.url("/away"), path, ["headers": .stringDict(["Authorization": "Bearer good"])])
         try await waitState(crossed, ["finished"])
         let there = try XCTUnwrap(elsewhere.received("/store").last)
         XCTAssertEqual(Self.sha256(there.body), Self.sha256(content))
@@ -288,14 +307,17 @@ final class UploadTests: DaemonTestCase {
         let (path, content) = try makeFile("attachment.pdf", size: 300_000, seed: 76)
         http.set("/sync", Route.receiving(status: 200, reply: "{\"synced\": true}\n"))
         let replyPath = directory.file("reply.json")
-        let task = try await upload(http.url("/sync"), path, ["reply_destination": .string(replyPath), "snapshot": .boolean(true)])
+        let task = try await upload(
+            http.url("/sync"), path, ["reply_destination": .string(replyPath), "snapshot": .boolean(true)])
         // The app may change or delete its file at once: the service sends its copy.
         try FileManager.default.removeItem(atPath: path)
         try await waitState(task, ["finished"])
         XCTAssertEqual(http.received("/sync").last.map { Self.sha256($0.body) }, Self.sha256(content))
         XCTAssertEqual(try String(contentsOfFile: replyPath, encoding: .utf8), "{\"synced\": true}\n")
         try await until("Finished names the reply") {
-            signals.withLockedValue { $0 }.contains { $0.0 == "Finished" && $0.1.first?.objectPathValue == task && $0.1.last?.stringValue == replyPath }
+            signals.withLockedValue { $0 }.contains {
+                $0.0 == "Finished" && $0.1.first?.objectPathValue == task && $0.1.last?.stringValue == replyPath
+            }
         }
         let kept = try await reply(task)
         XCTAssertEqual(kept.status, 200)
@@ -309,9 +331,11 @@ final class UploadTests: DaemonTestCase {
         http.set("/backup", Route.receiving())
         let task = try await upload(http.url("/backup"), path, ["max_bytes_per_second": .uint64(1_500_000)])
         try await waitBytes(task, atLeast: 1_000_000)
-        let data = try await client.call(
-            destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task", method: "Pause"
-        ).first?.bytesValue ?? []
+        let data =
+            try await client.call(
+                destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
+                method: "Pause"
+            ).first?.bytesValue ?? []
         XCTAssertTrue(String(decoding: data.prefix(40), as: UTF8.self).hasPrefix("org.example.Downloads.ResumeData/"))
         try await waitState(task, ["paused"])
         let resumed = try await call("ResumeWithData", [.bytes(data), .vardict([:])]).first?.objectPathValue
@@ -326,7 +350,8 @@ final class UploadTests: DaemonTestCase {
         XCTAssertTrue(bodies.dropLast().allSatisfy { !$0.complete })
         XCTAssertEqual(bodies.last.map { Self.sha256($0.body) }, Self.sha256(content))
         try await until("one Finished") {
-            signals.withLockedValue { $0 }.filter { $0.0 == "Finished" && $0.1.first?.objectPathValue == task }.count == 1
+            signals.withLockedValue { $0 }.filter { $0.0 == "Finished" && $0.1.first?.objectPathValue == task }.count
+                == 1
         }
         let status = try await property(task, "ResponseStatus")
         XCTAssertEqual(status?.uint32Value, 201, "the reply is kept through the restart")
@@ -342,7 +367,9 @@ final class UploadTests: DaemonTestCase {
         defer { server.stop() }
         let (path, _) = try makeFile("small.json", size: 1024, seed: 79)
         var tasks: [ObjectPath] = []
-        for _ in 0..<300 { tasks.append(try await upload(server.url("/big-reply/api"), path, ["protocol": .string("plain")])) }
+        for _ in 0..<300 {
+            tasks.append(try await upload(server.url("/big-reply/api"), path, ["protocol": .string("plain")]))
+        }
         for task in tasks { try await waitState(task, ["finished"], seconds: 120) }
         XCTAssertEqual(server.requests(to: "/big-reply/api").count, 300)
     }

@@ -33,9 +33,12 @@ final class MetalinkDocumentTests: XCTestCase {
         XCTAssertEqual(file.hashes.first?.hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         XCTAssertEqual(file.pieces?.length, 262_144)
         XCTAssertEqual(file.pieces?.hashes.count, 2)
-        XCTAssertEqual(file.sources.map(\.url), [
-            "https://ftp.fr.example/debian-13.iso", "http://ftp.de.example/debian-13.iso", "http://last.example/debian-13.iso",
-        ], "by priority, 1 first, unprioritised last; metaurls are not URLs of the file")
+        XCTAssertEqual(
+            file.sources.map(\.url),
+            [
+                "https://ftp.fr.example/debian-13.iso", "http://ftp.de.example/debian-13.iso",
+                "http://last.example/debian-13.iso",
+            ], "by priority, 1 first, unprioritised last; metaurls are not URLs of the file")
         XCTAssertEqual(file.sources.first?.location, "fr")
     }
 
@@ -48,9 +51,12 @@ final class MetalinkDocumentTests: XCTestCase {
         }
         refused("not xml at all", "does not parse")
         refused("<metalink xmlns=\"urn:ietf:params:xml:ns:metalink3\"/>", "not a Metalink v4 document")
-        refused("<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"><file name=\"a\"><size>-1</size></file></metalink>", "<size>")
-        refused("<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"><file name=\"a\"><pieces type=\"sha-1\"></pieces></file></metalink>",
-                "<pieces>")
+        refused(
+            "<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"><file name=\"a\"><size>-1</size></file></metalink>",
+            "<size>")
+        refused(
+            "<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"><file name=\"a\"><pieces type=\"sha-1\"></pieces></file></metalink>",
+            "<pieces>")
         refused(String(repeating: " ", count: MetalinkDocument.maximumSize + 1), "at most")
         // An external entity is never read.
         let entity = """
@@ -58,7 +64,10 @@ final class MetalinkDocumentTests: XCTestCase {
             <metalink xmlns="urn:ietf:params:xml:ns:metalink"><file name="a"><url>http://h/&x;</url></file></metalink>
             """
         let parsed = try? MetalinkDocument.parse(Array(entity.utf8))
-        let hostname = (try? String(contentsOfFile: "/etc/hostname", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "\u{0}"
-        XCTAssertFalse(parsed?.files.first?.sources.first?.url.contains(hostname) ?? false, "no file read through an entity")
+        let hostname =
+            (try? String(contentsOfFile: "/etc/hostname", encoding: .utf8))?.trimmingCharacters(
+                in: .whitespacesAndNewlines) ?? "\u{0}"
+        XCTAssertFalse(
+            parsed?.files.first?.sources.first?.url.contains(hostname) ?? false, "no file read through an entity")
     }
 }

@@ -34,7 +34,8 @@ final class FileHelperTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(descriptor, 0, "the descriptor came over SCM_RIGHTS")
         write("hello", to: descriptor)
         close(descriptor)
-        let (published, _) = try client.perform(.publish(partial: partial, identity: identity, destination: destination, replace: false, mode: 0o640))
+        let (published, _) = try client.perform(
+            .publish(partial: partial, identity: identity, destination: destination, replace: false, mode: 0o640))
         guard case .done = published else { return XCTFail("\(published)") }
         XCTAssertEqual(try String(contentsOfFile: destination, encoding: .utf8), "hello")
         var info = stat()
@@ -43,7 +44,8 @@ final class FileHelperTests: XCTestCase {
         // How a restart finds a file it published before a crash: by the partial file's identity.
         let (found, _) = try client.perform(.isFile(path: destination, identity: identity))
         XCTAssertEqual("\(found)", "\(FileReply.answer(true))")
-        let (other, _) = try client.perform(.isFile(path: destination, identity: FileIdentity(device: identity.device, inode: identity.inode + 1)))
+        let (other, _) = try client.perform(
+            .isFile(path: destination, identity: FileIdentity(device: identity.device, inode: identity.inode + 1)))
         XCTAssertEqual("\(other)", "\(FileReply.answer(false))")
         let link = directory.file("link.txt")
         XCTAssertEqual(symlink(destination, link), 0)
@@ -53,15 +55,18 @@ final class FileHelperTests: XCTestCase {
         let (second, secondDescriptor) = try client.perform(.openPartial(path: partial, reuse: .never))
         if secondDescriptor >= 0 { close(secondDescriptor) }
         guard case .opened(let secondIdentity, _) = second else { return XCTFail("\(second)") }
-        let (refused, _) = try client.perform(.publish(partial: partial, identity: secondIdentity, destination: destination, replace: false, mode: nil))
+        let (refused, _) = try client.perform(
+            .publish(partial: partial, identity: secondIdentity, destination: destination, replace: false, mode: nil))
         guard case .failed(let error) = refused else { return XCTFail("\(refused)") }
         XCTAssertEqual(error.kind, .exists)
         XCTAssertEqual(try String(contentsOfFile: destination, encoding: .utf8), "hello")
         XCTAssertTrue(FileManager.default.fileExists(atPath: partial))
         // A file that is not the recorded one is not published.
-        let (swapped, _) = try client.perform(.publish(
-            partial: partial, identity: FileIdentity(device: 1, inode: 1), destination: directory.file("other"), replace: false, mode: nil
-        ))
+        let (swapped, _) = try client.perform(
+            .publish(
+                partial: partial, identity: FileIdentity(device: 1, inode: 1), destination: directory.file("other"),
+                replace: false, mode: nil
+            ))
         guard case .failed(let swapError) = swapped else { return XCTFail("\(swapped)") }
         XCTAssertTrue(swapError.message.contains("was replaced"), swapError.message)
     }
@@ -84,7 +89,8 @@ final class FileHelperTests: XCTestCase {
         guard case .opened(let identity, _) = reply else { return XCTFail("\(reply)") }
         write("after", to: descriptor)
         close(descriptor)
-        let (published, _) = try client.perform(.publish(partial: partial, identity: identity, destination: destination, replace: false, mode: nil))
+        let (published, _) = try client.perform(
+            .publish(partial: partial, identity: identity, destination: destination, replace: false, mode: nil))
         guard case .done = published else { return XCTFail("\(published)") }
         XCTAssertEqual(try String(contentsOfFile: destination, encoding: .utf8), "after")
         XCTAssertFalse(FileManager.default.fileExists(atPath: partial))
@@ -116,7 +122,8 @@ final class FileHelperTests: XCTestCase {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         XCTAssertTrue(status.contains("NoNewPrivs:\t1"), status)
         XCTAssertTrue(status.contains("CapEff:\t0000000000000000"), status)
-        XCTAssertTrue(status.contains("Groups:\t65534") || status.contains("Groups:\t\n") || status.contains("Groups:\n"), status)
+        XCTAssertTrue(
+            status.contains("Groups:\t65534") || status.contains("Groups:\t\n") || status.contains("Groups:\n"), status)
     }
 
     /// A document the user names (a `metalink` path) is opened read-only as the user: what they
@@ -138,7 +145,9 @@ final class FileHelperTests: XCTestCase {
         close(descriptor)
         XCTAssertEqual(String(decoding: buffer[0..<max(0, count)], as: UTF8.self), "<metalink/>")
         XCTAssertEqual(fcntl(descriptor, F_GETFD), -1, "closed")
-        for (path, reason) in [(secret, "Permission denied"), (directory.path, "not a regular file"), ("/dev/zero", "not a regular file")] {
+        for (path, reason) in [
+            (secret, "Permission denied"), (directory.path, "not a regular file"), ("/dev/zero", "not a regular file"),
+        ] {
             let (refused, leaked) = try client.perform(.openForReading(path: path))
             XCTAssertLessThan(leaked, 0)
             guard case .failed(let error) = refused else { return XCTFail("\(path): \(refused)") }
@@ -181,7 +190,9 @@ final class FileHelperTests: XCTestCase {
             _ = try? FileRequest.decode(bytes)
             _ = try? FileReply.decode(bytes)
         }
-        let request = FileRequest.publish(partial: "/a/b", identity: FileIdentity(device: 7, inode: .max), destination: "/a/c", replace: true, mode: 0o644)
+        let request = FileRequest.publish(
+            partial: "/a/b", identity: FileIdentity(device: 7, inode: .max), destination: "/a/c", replace: true,
+            mode: 0o644)
         XCTAssertEqual(try FileRequest.decode(request.encoded()), request)
         let isFile = FileRequest.isFile(path: "/a/c", identity: FileIdentity(device: 3, inode: 4))
         XCTAssertEqual(try FileRequest.decode(isFile.encoded()), isFile)
@@ -223,15 +234,19 @@ final class FileHelperTests: XCTestCase {
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
             for n in 0..<40 {
                 do {
-                    let partial = directory.file(".\(worker)-\(n).part"), destination = directory.file("\(worker)-\(n).txt")
+                    let partial = directory.file(".\(worker)-\(n).part"),
+                        destination = directory.file("\(worker)-\(n).txt")
                     let (reply, descriptor) = try client.perform(.openPartial(path: partial, reuse: .never))
-                    guard case .opened(let identity, _) = reply, descriptor >= 0 else { throw FileOperationError(.other, "\(reply)") }
+                    guard case .opened(let identity, _) = reply, descriptor >= 0 else {
+                        throw FileOperationError(.other, "\(reply)")
+                    }
                     let text = Array("\(worker)/\(n)".utf8)
                     _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
                     close(descriptor)
-                    let (published, _) = try client.perform(.publish(
-                        partial: partial, identity: identity, destination: destination, replace: false, mode: 0o644
-                    ))
+                    let (published, _) = try client.perform(
+                        .publish(
+                            partial: partial, identity: identity, destination: destination, replace: false, mode: 0o644
+                        ))
                     guard case .done = published else { throw FileOperationError(.other, "\(published)") }
                 } catch {
                     failures.withLock { failed.append("\(worker)/\(n): \(error)") }
@@ -241,7 +256,8 @@ final class FileHelperTests: XCTestCase {
         XCTAssertEqual(failures.withLock { failed }, [])
         for worker in 0..<8 {
             for n in 0..<40 {
-                XCTAssertEqual(try String(contentsOfFile: directory.file("\(worker)-\(n).txt"), encoding: .utf8), "\(worker)/\(n)")
+                XCTAssertEqual(
+                    try String(contentsOfFile: directory.file("\(worker)-\(n).txt"), encoding: .utf8), "\(worker)/\(n)")
             }
         }
         let pids = client.pids

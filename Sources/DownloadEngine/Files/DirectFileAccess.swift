@@ -12,13 +12,17 @@ public struct DirectFileAccess: FileAccess, FileAccessProvider {
 
     public func files(for owner: UInt32) -> any FileAccess { self }
 
-    public func files(for owner: UInt32, below anchor: DescriptorAnchor) -> any FileAccess { DirectFileAccess(anchor: anchor) }
+    public func files(for owner: UInt32, below anchor: DescriptorAnchor) -> any FileAccess {
+        DirectFileAccess(anchor: anchor)
+    }
 
     public func openPartial(_ path: String, reuse: PartialReuse) throws -> OpenedPartial {
         try mapped(path) { try operations.openPartial(path, reuse: reuse) }
     }
 
-    public func publish(_ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?) throws {
+    public func publish(
+        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?
+    ) throws {
         try mapped(destination) {
             try operations.publish(partial, identity: identity, to: destination, replace: replace, mode: mode)
         }

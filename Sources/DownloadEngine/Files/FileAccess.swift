@@ -11,7 +11,8 @@ public protocol FileAccess: Sendable {
     /// Renames the partial file to `destination` atomically (never replacing a file unless
     /// `replace`: then `FileExists`), after checking it is still `identity`; sets `mode` and
     /// syncs the directory.
-    func publish(_ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?) throws
+    func publish(
+        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?) throws
     /// Removes a file, or a directory only when it is empty (one that holds anything stays); a
     /// missing one is not an error.
     func remove(_ path: String) throws

@@ -54,7 +54,8 @@ public final class FileHelperPool: FileAccessProvider {
     private func helper(for owner: UInt32) -> FileHelperClient {
         helpers.withLockedValue { helpers in
             if let helper = helpers[owner] { return helper }
-            let helper = FileHelperClient(uid: owner, executable: executable, timeout: timeout, processes: processesPerUser)
+            let helper = FileHelperClient(
+                uid: owner, executable: executable, timeout: timeout, processes: processesPerUser)
             helpers[owner] = helper
             return helper
         }

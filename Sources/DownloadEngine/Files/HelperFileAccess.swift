@@ -20,8 +20,12 @@ struct HelperFileAccess: FileAccess {
         return OpenedPartial(descriptor: descriptor, identity: identity, created: created)
     }
 
-    func publish(_ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?) throws {
-        _ = try perform(.publish(partial: partial, identity: identity, destination: destination, replace: replace, mode: mode), path: destination)
+    func publish(
+        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?
+    ) throws {
+        _ = try perform(
+            .publish(partial: partial, identity: identity, destination: destination, replace: replace, mode: mode),
+            path: destination)
     }
 
     func remove(_ path: String) throws {

@@ -71,9 +71,11 @@ final class PartialFileWriter: @unchecked Sendable {
     /// `reuse` says whether an existing file may be kept when the file is opened; `opened` hears
     /// which file was opened (to record it).
     init(
-        path: String, fileAccess: any FileAccess, queue: DispatchQueue, highWater: Int = 4 << 20, gatherBytes: Int = 512 << 10,
+        path: String, fileAccess: any FileAccess, queue: DispatchQueue, highWater: Int = 4 << 20,
+        gatherBytes: Int = 512 << 10,
         digest: Checksum.Algorithm? = nil,
-        reuse: @escaping @Sendable () -> PartialReuse = { .ifOwned }, opened: @escaping @Sendable (FileIdentity) -> Void = { _ in }
+        reuse: @escaping @Sendable () -> PartialReuse = { .ifOwned },
+        opened: @escaping @Sendable (FileIdentity) -> Void = { _ in }
     ) {
         self.reuse = reuse
         self.opened = opened
@@ -112,7 +114,9 @@ final class PartialFileWriter: @unchecked Sendable {
     }
 
     /// Queues `body` after everything queued so far and completes the future with its result.
-    func perform(on eventLoop: EventLoop, _ body: @escaping @Sendable (PartialFileWriter) throws -> Void) -> EventLoopFuture<Void> {
+    func perform(
+        on eventLoop: EventLoop, _ body: @escaping @Sendable (PartialFileWriter) throws -> Void
+    ) -> EventLoopFuture<Void> {
         let promise = eventLoop.makePromise(of: Void.self)
         enqueue { writer in promise.completeWith(Result { try body(writer) }) }
         return promise.futureResult
@@ -210,7 +214,9 @@ final class PartialFileWriter: @unchecked Sendable {
                 switch operation {
                 case .write(let buffer, let offset):
                     written += buffer.readableBytes
-                    if let last = run.last, last.1 + Int64(last.0.readableBytes) != offset || run.count == PartialFileWriter.maxIOVecs {
+                    if let last = run.last,
+                        last.1 + Int64(last.0.readableBytes) != offset || run.count == PartialFileWriter.maxIOVecs
+                    {
                         flush()
                     }
                     run.append((buffer, offset))
@@ -353,7 +359,8 @@ final class PartialFileWriter: @unchecked Sendable {
         var total = 0
         for (buffer, _) in run {
             buffer.withUnsafeReadableBytes { bytes in
-                vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count))
+                vectors.append(
+                    iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count))
             }
             total += buffer.readableBytes
         }

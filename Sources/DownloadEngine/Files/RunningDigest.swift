@@ -86,7 +86,9 @@ struct RunningDigest {
             var buffer = [UInt8](repeating: 0, count: 1 << 20)
             while position < length {
                 let want = Int(min(Int64(buffer.count), length - position))
-                let n = try buffer.withUnsafeMutableBytes { try read(position, UnsafeMutableRawBufferPointer(rebasing: $0[0..<want])) }
+                let n = try buffer.withUnsafeMutableBytes {
+                    try read(position, UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]))
+                }
                 guard n > 0 else { throw DownloadError.file("the file is shorter than the download") }
                 buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
                 position += Int64(n)

@@ -25,7 +25,9 @@ struct TaskFileAccess: FileAccess {
         }
     }
 
-    func publish(_ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?) throws {
+    func publish(
+        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?
+    ) throws {
         try base.publish(partial, identity: identity, to: destination, replace: replace, mode: mode)
     }
 

@@ -42,7 +42,10 @@ enum AddressResolver {
         var entry = list
         while let current = entry {
             var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-            if getnameinfo(current.pointee.ai_addr, current.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 {
+            if getnameinfo(
+                current.pointee.ai_addr, current.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0,
+                NI_NUMERICHOST) == 0
+            {
                 let address = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 if !addresses.contains(address) { addresses.append(address) }
             }

@@ -33,7 +33,8 @@ final class ForwardedRequest<Delegate: ForwardingDelegate>: OutgoingRequest {
     /// `target`: the absolute URL (no fragment); `headers` the request's own (Host, Proxy-
     /// Authorization, Connection and the body's Content-Length are added here).
     init(
-        target: String, method: HTTPMethod = .GET, host: String, port: Int, headers: HTTPHeaders, body: HTTPClient.Body? = nil,
+        target: String, method: HTTPMethod = .GET, host: String, port: Int, headers: HTTPHeaders,
+        body: HTTPClient.Body? = nil,
         proxyHost: String, proxyPort: Int, proxyAuthorization: (user: String, password: String)?, delegate: Delegate,
         connectTimeout: TimeAmount, deadline: NIODeadline?
     ) {
@@ -91,9 +92,11 @@ final class ForwardedRequest<Delegate: ForwardingDelegate>: OutgoingRequest {
 
     /// What the delegate calls on this request.
     fileprivate var delegateRequest: TransferDelegate.Request {
-        TransferDelegate.Request(eventLoop: eventLoop, fail: { [self] error in
-            eventLoop.execute { self.end(.failure(error)) }
-        })
+        TransferDelegate.Request(
+            eventLoop: eventLoop,
+            fail: { [self] error in
+                eventLoop.execute { self.end(.failure(error)) }
+            })
     }
 
     /// Ends the request once (on the event loop): the delegate hears of a failure, the

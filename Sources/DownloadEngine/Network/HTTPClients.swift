@@ -94,15 +94,20 @@ final class HTTPClients: Sendable {
     ///     manager passes the scheduler's total (`maxConnections`), so this limit never binds: the
     ///     places the scheduler grants bound every task's connections, and the one per-host rule is
     ///     `MirrorSet`'s (`maxConnectionsPerHost`, for downloads with mirrors).
-    init(connectTimeout: Double, caFile: String?, connectionsPerHost: Int, idleTimeout: TimeAmount = HTTPClientSettings.idleTimeout) {
+    init(
+        connectTimeout: Double, caFile: String?, connectionsPerHost: Int,
+        idleTimeout: TimeAmount = HTTPClientSettings.idleTimeout
+    ) {
         let tls = HTTPClientSettings.tls(caFile: caFile)
         tlsConfiguration = tls
         self.idleTimeout = idleTimeout
         let multiplexed = HTTPClientSettings.configuration(
-            http1Only: false, tls: tls, connectTimeout: connectTimeout, connectionsPerHost: connectionsPerHost, idleTimeout: idleTimeout
+            http1Only: false, tls: tls, connectTimeout: connectTimeout, connectionsPerHost: connectionsPerHost,
+            idleTimeout: idleTimeout
         )
         let separate = HTTPClientSettings.configuration(
-            http1Only: true, tls: tls, connectTimeout: connectTimeout, connectionsPerHost: connectionsPerHost, idleTimeout: idleTimeout
+            http1Only: true, tls: tls, connectTimeout: connectTimeout, connectionsPerHost: connectionsPerHost,
+            idleTimeout: idleTimeout
         )
         multiplexedConfiguration = multiplexed
         separateConfiguration = separate

@@ -26,7 +26,8 @@ extension RequestSender {
     ///
     /// `connectTimeout`: the task's own, which a proxied route's client takes for its handshakes.
     func lease(
-        _ kind: HTTPClients.Kind, for user: UInt32, scheme: String, host: String, port: Int, proxy option: ProxySetting?,
+        _ kind: HTTPClients.Kind, for user: UInt32, scheme: String, host: String, port: Int,
+        proxy option: ProxySetting?,
         connectTimeout: Double? = nil, avoiding: Set<String> = []
     ) async throws -> (lease: HTTPClients.Lease, untried: Int) {
         let configuration = owner.configuration
@@ -39,7 +40,8 @@ extension RequestSender {
         if let proxy, let proxyHost = proxy.host, let proxyPort = proxy.port, !denied.isEmpty {
             if NetworkRange.parse(proxyHost) != nil {
                 if let range = deniedRange(proxyHost) {
-                    throw DownloadError.accessDenied("the proxy \(proxy) is in a network this service does not reach for you (\(range))")
+                    throw DownloadError.accessDenied(
+                        "the proxy \(proxy) is in a network this service does not reach for you (\(range))")
                 }
             } else {
                 let addresses: [String]
@@ -49,14 +51,16 @@ extension RequestSender {
                     throw DownloadError.proxy("the proxy \(proxy): \(error.message)")
                 }
                 guard let allowed = addresses.first(where: { deniedRange($0) == nil }) else {
-                    throw DownloadError.accessDenied("every address of the proxy \(proxy) is in a network this service does not reach for you")
+                    throw DownloadError.accessDenied(
+                        "every address of the proxy \(proxy) is in a network this service does not reach for you")
                 }
                 route.proxyAddress = allowed
             }
         }
         if NetworkRange.parse(host) != nil {
             if let range = deniedRange(host) {
-                throw DownloadError.accessDenied("\(host) is in a network this service does not reach for you (\(range))")
+                throw DownloadError.accessDenied(
+                    "\(host) is in a network this service does not reach for you (\(range))")
             }
             return (owner.lease(kind, route: route), 0)
         }
@@ -70,14 +74,15 @@ extension RequestSender {
         let addresses: [String]
         do {
             addresses = try await AddressResolver.resolve(host, port: port)
-        } catch where proxy != nil && !isSOCKS(proxy) {
+        } catch  where proxy != nil && !isSOCKS(proxy) {
             // Only the proxy may know this name.
             return (owner.lease(kind, route: route), 0)
         }
         let checked = addresses.filter { deniedRange($0) == nil && !avoiding.contains($0) }
         guard let allowed = checked.first else {
             let ranges = Set(addresses.compactMap { deniedRange($0)?.description }).sorted().joined(separator: ", ")
-            throw DownloadError.accessDenied("every address of \(host) is in a network this service does not reach for you (\(ranges))")
+            throw DownloadError.accessDenied(
+                "every address of \(host) is in a network this service does not reach for you (\(ranges))")
         }
         route.owner = denied.isEmpty ? 0 : user
         route.host = host

@@ -47,7 +47,9 @@ struct RequestSender: Sendable {
         _ request: HTTPClient.Request, to url: String, delegate: TransferDelegate, kind: HTTPClients.Kind,
         seat: SegmentWorkers.Seat? = nil, afterwards: () async -> DownloadError? = { nil }
     ) async -> TransferRun.Sent {
-        let result = await exchange(request, to: url, delegate: delegate, kind: kind, seat: seat, afterwards: afterwards) { forwarding in
+        let result = await exchange(
+            request, to: url, delegate: delegate, kind: kind, seat: seat, afterwards: afterwards
+        ) { forwarding in
             ForwardedRequest(
                 target: forwarding.target, host: request.host, port: request.port, headers: request.headers,
                 proxyHost: forwarding.proxyHost, proxyPort: forwarding.proxyPort,
@@ -78,7 +80,9 @@ struct RequestSender: Sendable {
 
         /// The absolute-form target of `url` (its fragment left out), or nil when it is not an http URL.
         static func target(of url: String) -> String? {
-            guard var components = URLComponents(string: url), components.scheme?.lowercased() == "http", components.host != nil else {
+            guard var components = URLComponents(string: url), components.scheme?.lowercased() == "http",
+                components.host != nil
+            else {
                 return nil
             }
             components.fragment = nil
@@ -99,7 +103,8 @@ struct RequestSender: Sendable {
         let connectTimeout = record.options.connectTimeout ?? configuration.connectTimeout
         // A cleanup request (an upload resource's DELETE after Cancel) goes although the task
         // is stopping, within its own deadline; a probe has a deadline of its own too.
-        let deadline = (cleanup ?? limit).map { NIODeadline.now() + $0 }
+        let deadline =
+            (cleanup ?? limit).map { NIODeadline.now() + $0 }
             ?? record.options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
         // A pinned name's next checked address is tried at once when a connection to one is
         // refused or times out before anything was sent (Happy Eyeballs' fallback, RFC 8305).
@@ -119,13 +124,15 @@ struct RequestSender: Sendable {
             guard cleanup != nil || task.withState({ $0.stopReason }) == nil else { return .failure(.cancelled) }
             let outgoing: any OutgoingRequest<Delegate.Response>
             if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, request.scheme == "http",
-               let forward, let target = Forwarding.target(of: url) {
+                let forward, let target = Forwarding.target(of: url)
+            {
                 // A plain http URL through an HTTP proxy is forwarded, as curl does, not tunnelled.
-                outgoing = forward(Forwarding(
-                    target: target, proxyHost: connection.proxyAddress ?? proxyHost, proxyPort: proxyPort,
-                    proxyAuthorization: credentials.map { ($0.user, $0.password) },
-                    connectTimeout: .milliseconds(Int64(connectTimeout * 1000)), deadline: deadline
-                ))
+                outgoing = forward(
+                    Forwarding(
+                        target: target, proxyHost: connection.proxyAddress ?? proxyHost, proxyPort: proxyPort,
+                        proxyAuthorization: credentials.map { ($0.user, $0.password) },
+                        connectTimeout: .milliseconds(Int64(connectTimeout * 1000)), deadline: deadline
+                    ))
             } else {
                 outgoing = connection.client.execute(request: request, delegate: delegate, deadline: deadline)
             }
@@ -137,11 +144,13 @@ struct RequestSender: Sendable {
             }
             // Registered under the task's lock, or cancelled here when a stop came first: a stop
             // cancels what is registered when it sets its reason, so no request outlives it.
-            let stoppedMeanwhile = cleanup == nil && task.withState { state -> Bool in
-                guard state.stopReason == nil else { return true }
-                state.requests[ObjectIdentifier(outgoing)] = cancel
-                return false
-            }
+            let stoppedMeanwhile =
+                cleanup == nil
+                && task.withState { state -> Bool in
+                    guard state.stopReason == nil else { return true }
+                    state.requests[ObjectIdentifier(outgoing)] = cancel
+                    return false
+                }
             if stoppedMeanwhile { cancel() }
             // A connection the scheduler takes back (`SegmentWorkers.retire`) cancels its request.
             seat?.holds(cancel)
@@ -157,9 +166,12 @@ struct RequestSender: Sendable {
             }
             task.update { $0.requests[ObjectIdentifier(outgoing)] = nil }
             if let thrown, result == nil, delegate.partialResult == nil, !delegate.requestHeadSent, untried > 0,
-               let address = connection.pinnedAddress, connection.proxy == nil, DownloadError.isConnectFailure(thrown),
-               cleanup != nil || task.withState({ $0.stopReason }) == nil {
-                owner.logger.info("task \(task.id): \(DownloadError.classify(thrown).message); trying the next address of \(request.host)")
+                let address = connection.pinnedAddress, connection.proxy == nil, DownloadError.isConnectFailure(thrown),
+                cleanup != nil || task.withState({ $0.stopReason }) == nil
+            {
+                owner.logger.info(
+                    "task \(task.id): \(DownloadError.classify(thrown).message); trying the next address of \(request.host)"
+                )
                 refused.insert(address)
                 continue
             }
@@ -167,7 +179,9 @@ struct RequestSender: Sendable {
             if let thrown {
                 // Before any response through a proxy, a failure to connect or to open the tunnel is the proxy's.
                 if let proxy = connection.proxy, result == nil, delegate.partialResult == nil,
-                   let error = DownloadError.classify(thrown, through: proxy, to: request.host, headSent: delegate.requestHeadSent) {
+                    let error = DownloadError.classify(
+                        thrown, through: proxy, to: request.host, headSent: delegate.requestHeadSent)
+                {
                     return .failure(error)
                 }
                 let error = DownloadError.classify(thrown)

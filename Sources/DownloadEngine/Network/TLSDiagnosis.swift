@@ -27,7 +27,8 @@ enum TLSDiagnosis {
         unchecked.certificateVerification = .none
         let first: Handshake
         do {
-            first = try await handshake(host: host, port: port, address: address, configuration: unchecked, timeout: timeout)
+            first = try await handshake(
+                host: host, port: port, address: address, configuration: unchecked, timeout: timeout)
         } catch {
             return handshakeFailure(error, at: "\(host):\(port)")
         }
@@ -39,27 +40,32 @@ enum TLSDiagnosis {
             return "the server's certificate for \(host) expired on \(date(certificate.notValidAfter))"
         }
         if certificate.notValidBefore > now {
-            return "the server's certificate for \(host) is not valid before \(date(certificate.notValidBefore)); check this computer's clock"
+            return
+                "the server's certificate for \(host) is not valid before \(date(certificate.notValidBefore)); check this computer's clock"
         }
         var chainOnly = configuration
         chainOnly.certificateVerification = .noHostnameVerification
         do {
-            _ = try await handshake(host: host, port: port, address: address, configuration: chainOnly, timeout: timeout)
+            _ = try await handshake(
+                host: host, port: port, address: address, configuration: chainOnly, timeout: timeout)
         } catch {
             let issuer = name(certificate.issuerName)
             // Its own issuer: a test or home server's certificate, which no CA vouches for.
             if certificate.issuerName == certificate.subjectName {
-                return "the server's certificate for \(host) is self-signed (\(issuer)), which this system does not trust"
+                return
+                    "the server's certificate for \(host) is self-signed (\(issuer)), which this system does not trust"
                     + " (trust it for this service alone with downloadsd --ca-file, or for the system with update-ca-certificates)"
             }
             return "the server's certificate for \(host) is issued by \(issuer), which this system does not trust"
                 + " (an organisation's CA is added with update-ca-certificates)"
         }
         do {
-            _ = try await handshake(host: host, port: port, address: address, configuration: configuration, timeout: timeout)
+            _ = try await handshake(
+                host: host, port: port, address: address, configuration: configuration, timeout: timeout)
             return nil
         } catch {
-            return "the server's certificate is not issued for the host name \(host) (its subject is \(name(certificate.subjectName)))"
+            return
+                "the server's certificate is not issued for the host name \(host) (its subject is \(name(certificate.subjectName)))"
         }
     }
 

@@ -90,9 +90,10 @@ final class DownloadTask: Sendable {
 
     init(record: DownloadTaskRecord) {
         id = record.id
-        state = NIOLockedValueBox(State(
-            record: record, bytesWritten: record.durableOffset, progressDelivered: record.durableOffset
-        ))
+        state = NIOLockedValueBox(
+            State(
+                record: record, bytesWritten: record.durableOffset, progressDelivered: record.durableOffset
+            ))
         io = DispatchQueue(label: "org.example.Downloads.task.\(record.id).io")
     }
 

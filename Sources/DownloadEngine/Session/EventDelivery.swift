@@ -95,10 +95,12 @@ public final class EventDelivery: Sendable {
         _ task: DownloadTask, _ snapshot: TaskSnapshot, flushingProgress: Bool = true, isStateChange: Bool = false,
         _ call: @escaping Call
     ) {
-        enqueue(Delivery(calls: { [self] in
-            guard flushingProgress, let progress = progress(task, upTo: snapshot, stateChangeFollows: isStateChange) else { return [call] }
-            return [progress, call]
-        }))
+        enqueue(
+            Delivery(calls: { [self] in
+                guard flushingProgress, let progress = progress(task, upTo: snapshot, stateChangeFollows: isStateChange)
+                else { return [call] }
+                return [progress, call]
+            }))
     }
 
     /// Returns once every event of `task` queued so far has been delivered to every observer.
@@ -210,7 +212,8 @@ public final class EventDelivery: Sendable {
     private func progressCall(_ snapshot: TaskSnapshot, _ delta: Int64, stateChangeFollows: Bool = false) -> Call {
         { observer in
             observer.task(
-                snapshot, didWriteData: delta, totalBytesWritten: snapshot.bytesWritten, totalBytesExpected: snapshot.expectedLength,
+                snapshot, didWriteData: delta, totalBytesWritten: snapshot.bytesWritten,
+                totalBytesExpected: snapshot.expectedLength,
                 stateChangeFollows: stateChangeFollows
             )
         }

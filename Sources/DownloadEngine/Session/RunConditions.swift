@@ -14,11 +14,14 @@ public struct RunConditions: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether a task with these options may transfer now.
     public func allows(_ options: DownloadOptions) -> Bool {
-        allows(allowMetered: options.allowMetered, requiresACPower: options.requiresACPower, background: options.background)
+        allows(
+            allowMetered: options.allowMetered, requiresACPower: options.requiresACPower, background: options.background
+        )
     }
 
     func allows(allowMetered: Bool, requiresACPower: Bool, background: Bool) -> Bool {
-        network.allows(allowMetered: allowMetered) && power.allows(requiresACPower: requiresACPower, background: background)
+        network.allows(allowMetered: allowMetered)
+            && power.allows(requiresACPower: requiresACPower, background: background)
     }
 
     /// Why a queued task with these options waits: the network first (nothing moves offline),

@@ -105,19 +105,22 @@ struct Scheduler: Sendable {
 
     /// `app`: the sandboxed app the task belongs to ("" for a host caller's), its party with its owner.
     mutating func enqueue(
-        _ id: UInt64, session: SessionID, app: String = "", priority: DownloadOptions.Priority, allowMetered: Bool = true,
-        requiresACPower: Bool = false, background: Bool = false, connections: Int = 1, notBefore: UInt64? = nil, group: UInt64 = 0
+        _ id: UInt64, session: SessionID, app: String = "", priority: DownloadOptions.Priority,
+        allowMetered: Bool = true,
+        requiresACPower: Bool = false, background: Bool = false, connections: Int = 1, notBefore: UInt64? = nil,
+        group: UInt64 = 0
     ) {
         guard running[id] == nil, !queued.contains(where: { $0.id == id }) else { return }
         sequence += 1
         let party = SessionParty(owner: session.owner, app: app)
         queuedPerSession[session, default: 0] += 1
         queuedPerParty[party, default: 0] += 1
-        insert(Entry(
-            id: id, session: session, party: party, priority: priority, allowMetered: allowMetered,
-            requiresACPower: requiresACPower, background: background, notBefore: notBefore,
-            weight: max(1, min(connections, maxConnections)), sequence: sequence, group: group
-        ))
+        insert(
+            Entry(
+                id: id, session: session, party: party, priority: priority, allowMetered: allowMetered,
+                requiresACPower: requiresACPower, background: background, notBefore: notBefore,
+                weight: max(1, min(connections, maxConnections)), sequence: sequence, group: group
+            ))
         if let notBefore { beginTimes[id] = notBefore }
     }
 
@@ -136,8 +139,10 @@ struct Scheduler: Sendable {
     mutating func enqueue(_ record: DownloadTaskRecord) {
         let options = record.options
         enqueue(
-            record.id, session: record.sessionID, app: record.app, priority: options.priority, allowMetered: options.allowMetered,
-            requiresACPower: options.requiresACPower, background: options.background, connections: options.connections, notBefore: options.earliestBegin, group: record.group
+            record.id, session: record.sessionID, app: record.app, priority: options.priority,
+            allowMetered: options.allowMetered,
+            requiresACPower: options.requiresACPower, background: options.background, connections: options.connections,
+            notBefore: options.earliestBegin, group: record.group
         )
     }
 
@@ -201,7 +206,8 @@ struct Scheduler: Sendable {
         while transfers < maxRunning && connections < maxConnections && !queued.isEmpty {
             // With many tasks queued in sessions at their limit (a thousand small files), most
             // calls end here without a look at the queue.
-            guard queuedPerSession.contains(where: { runningPerSession[$0.key, default: 0] < maxRunningPerSession }) else { break }
+            guard queuedPerSession.contains(where: { runningPerSession[$0.key, default: 0] < maxRunningPerSession })
+            else { break }
             let free = maxConnections - connections
             // Each user's best task that may start now (an index into `queued`): the first of
             // theirs that may, in the queue's order. Consecutive entries are mostly of one
@@ -216,7 +222,8 @@ struct Scheduler: Sendable {
                     lastSessionMayRun = runningPerSession[session, default: 0] < maxRunningPerSession
                 }
                 guard lastSessionMayRun, best[queued[index].party] == nil, conditions.allows(queued[index]),
-                      (queued[index].notBefore ?? 0) <= now else { continue }
+                    (queued[index].notBefore ?? 0) <= now
+                else { continue }
                 let group = queued[index].group
                 if group != 0, let limit = groupLimits[group], runningPerGroup[group, default: 0] >= limit { continue }
                 best[queued[index].party] = index
@@ -230,7 +237,8 @@ struct Scheduler: Sendable {
             let entry = dequeue(at: index)
             let weight = min(entry.weight, free)
             running[entry.id] = Running(
-                session: entry.session, party: entry.party, weight: weight, wanted: entry.weight, ticket: entry.sequence, group: entry.group
+                session: entry.session, party: entry.party, weight: weight, wanted: entry.weight,
+                ticket: entry.sequence, group: entry.group
             )
             if entry.group != 0 { runningPerGroup[entry.group, default: 0] += 1 }
             beginTimes[entry.id] = nil
@@ -283,7 +291,9 @@ struct Scheduler: Sendable {
     /// share, keep what they have. Returns the places each task gives back: its run ends that
     /// many connections (their ranges go to its others).
     mutating func reclaim(now: UInt64 = WallClock.now) -> [UInt64: Int] {
-        guard network.online, !queued.isEmpty, connectionCount >= maxConnections, runningCount < maxRunning else { return [:] }
+        guard network.online, !queued.isEmpty, connectionCount >= maxConnections, runningCount < maxRunning else {
+            return [:]
+        }
         var runningPerSession: [SessionID: Int] = [:]
         var held: [SessionParty: Int] = [:]
         for entry in running.values {
@@ -295,7 +305,9 @@ struct Scheduler: Sendable {
         var waiting = Set<SessionParty>()
         for entry in queued where !waiting.contains(entry.party) {
             if runningPerSession[entry.session, default: 0] < maxRunningPerSession, conditions.allows(entry),
-               (entry.notBefore ?? 0) <= now, entry.group == 0 || runningPerGroup[entry.group, default: 0] < groupLimits[entry.group, default: .max] {
+                (entry.notBefore ?? 0) <= now,
+                entry.group == 0 || runningPerGroup[entry.group, default: 0] < groupLimits[entry.group, default: .max]
+            {
                 waiting.insert(entry.party)
                 if waiting.count == queuedPerParty.count { break }
             }
@@ -304,9 +316,12 @@ struct Scheduler: Sendable {
         var taken: [UInt64: Int] = [:]
         for owner in waiting.sorted() where held[owner, default: 0] < share {
             // The user most over the share, and their task with the most places.
-            guard let (richest, places) = held.filter({ $0.key != owner }).max(by: { $0.value < $1.value }), places > share,
-                  let (id, _) = running.filter({ $0.value.party == richest && $0.value.weight > 1 })
-                      .max(by: { $0.value.weight != $1.value.weight ? $0.value.weight < $1.value.weight : $0.key > $1.key })
+            guard let (richest, places) = held.filter({ $0.key != owner }).max(by: { $0.value < $1.value }),
+                places > share,
+                let (id, _) = running.filter({ $0.value.party == richest && $0.value.weight > 1 })
+                    .max(by: {
+                        $0.value.weight != $1.value.weight ? $0.value.weight < $1.value.weight : $0.key > $1.key
+                    })
             else { continue }
             running[id]?.weight -= 1
             held[richest, default: 0] -= 1

@@ -79,7 +79,8 @@ extension SessionManager {
         let base = anchor.map { files.files(for: record.owner, below: $0) } ?? files.files(for: record.owner)
         let recordedOnly = anchor == nil && !record.app.isEmpty
         guard recordedOnly || record.writesInPlace else { return base }
-        return TaskFileAccess(base: base, recordedOnly: recordedOnly, kept: record.writesInPlace ? record.destination : nil)
+        return TaskFileAccess(
+            base: base, recordedOnly: recordedOnly, kept: record.writesInPlace ? record.destination : nil)
     }
 
     /// Whether `owner` sees something at `path` below a descriptor they handed over (asked with
@@ -94,7 +95,9 @@ extension SessionManager {
     /// owner's file helper.
     /// Returns the directories it made, deepest last (`removeDirectories` takes them back).
     @discardableResult
-    public func makeDirectories(_ relative: String, in base: String, anchor: DescriptorAnchor?, owner: UInt32, mode: UInt32?) throws -> [String] {
+    public func makeDirectories(
+        _ relative: String, in base: String, anchor: DescriptorAnchor?, owner: UInt32, mode: UInt32?
+    ) throws -> [String] {
         let access = anchor.map { files.files(for: owner, below: $0) } ?? files.files(for: owner)
         var missing: [String] = []
         var path = base
@@ -128,7 +131,9 @@ extension SessionManager {
             }
             if count == 0 { return bytes }
             bytes += buffer[0..<count]
-            guard bytes.count <= limit else { throw DownloadError.invalidArgument("\(path) is larger than \(limit) bytes") }
+            guard bytes.count <= limit else {
+                throw DownloadError.invalidArgument("\(path) is larger than \(limit) bytes")
+            }
         }
     }
 
@@ -145,19 +150,23 @@ extension SessionManager {
     /// Puts a paused or failed task back in the queue; it continues from its durable offset.
     public func resume(_ id: UInt64) throws {
         let task = try task(id)
-        let moved = move(task, to: .queued, from: [.paused, .failed], { state in
-            state.record.errorName = nil
-            state.record.errorMessage = nil
-            state.stopReason = nil
-            // Sending a request again whose answer was lost is the app's decision: this is it.
-            state.record.upload?.sentWhole = nil
-        }, then: { [self] _, _, snapshot in
-            state.withLockedValue {
-                $0.scheduler.enqueue(snapshot.record)
-            }
-        })
+        let moved = move(
+            task, to: .queued, from: [.paused, .failed],
+            { state in
+                state.record.errorName = nil
+                state.record.errorMessage = nil
+                state.stopReason = nil
+                // Sending a request again whose answer was lost is the app's decision: this is it.
+                state.record.upload?.sentWhole = nil
+            },
+            then: { [self] _, _, snapshot in
+                state.withLockedValue {
+                    $0.scheduler.enqueue(snapshot.record)
+                }
+            })
         guard moved != nil else {
-            throw DownloadError.wrongState("task \(id) is \(task.snapshot.state); only paused or failed tasks can be resumed")
+            throw DownloadError.wrongState(
+                "task \(id) is \(task.snapshot.state); only paused or failed tasks can be resumed")
         }
         schedule()
     }
@@ -182,7 +191,9 @@ extension SessionManager {
             state.withLockedValue { $0.scheduler.update(snapshot.id, snapshot.record.options) }
             return snapshot
         }
-        if snapshot.state.holdsTransfer, !state.withLockedValue({ $0.scheduler.conditions }).allows(snapshot.record.options) {
+        if snapshot.state.holdsTransfer,
+            !state.withLockedValue({ $0.scheduler.conditions }).allows(snapshot.record.options)
+        {
             Task { try? await stop(task, reason: .wait) }
         } else if snapshot.state == .running, snapshot.record.options.background != wasBackground {
             // Pacing starts with a run: the run is queued again and goes on from its checkpoint.
@@ -277,7 +288,8 @@ extension SessionManager {
                     state.stopReason = reason
                     return .wait(state.runner, cancelling: Array(state.requests.values))
                 default:
-                    let why = reason == .pause ? "only a queued, running or retrying task can be paused" : "it has ended"
+                    let why =
+                        reason == .pause ? "only a queued, running or retrying task can be paused" : "it has ended"
                     throw DownloadError.wrongState("task \(task.id) is \(current); \(why)")
                 }
             }
@@ -287,10 +299,12 @@ extension SessionManager {
                 // since, and a run is stopped by its runner, never by relabelling it.
                 // Leaving the queue in the same step: a start the scheduler picked it for and
                 // has not made yet is refused by its ticket.
-                let moved = move(task, to: next, from: [current], then: { [self] delegate, task, snapshot in
-                    state.withLockedValue { $0.scheduler.remove(task.id) }
-                    if next == .cancelled { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
-                })
+                let moved = move(
+                    task, to: next, from: [current],
+                    then: { [self] delegate, task, snapshot in
+                        state.withLockedValue { $0.scheduler.remove(task.id) }
+                        if next == .cancelled { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
+                    })
                 guard let snapshot = moved else { continue }
                 if next == .cancelled { await removePartialFile(of: task) }
                 sessionMayBeIdle(snapshot.sessionID)

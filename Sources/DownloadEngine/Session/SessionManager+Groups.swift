@@ -35,7 +35,8 @@ extension SessionManager {
     /// Records a new group (`make` gives it for its id) and tells the observers; `alsoLocked`
     /// runs under the same lock, before anyone else sees the group.
     private func addGroup(
-        _ make: (UInt64) -> DownloadGroupRecord, alsoLocked: (inout TaskTable, DownloadGroupRecord) -> Void = { _, _ in }
+        _ make: (UInt64) -> DownloadGroupRecord,
+        alsoLocked: (inout TaskTable, DownloadGroupRecord) -> Void = { _, _ in }
     ) -> DownloadGroupRecord {
         let group = state.withLockedValue { state -> DownloadGroupRecord in
             let group = make(state.nextGroupID)
@@ -49,7 +50,9 @@ extension SessionManager {
 
     /// New tasks of `group`, queued in the order given and scheduled once for all of them, not
     /// once a file (a look at the queue each).
-    private func insertFiles(_ requests: [DownloadRequest], of group: UInt64, anchor: DescriptorAnchor?) -> [TaskSnapshot] {
+    private func insertFiles(
+        _ requests: [DownloadRequest], of group: UInt64, anchor: DescriptorAnchor?
+    ) -> [TaskSnapshot] {
         let snapshots = requests.map { request in
             insert(anchor: anchor, scheduling: false) { id in
                 var record = DownloadTaskRecord(id: id, request: request)
@@ -150,7 +153,8 @@ extension SessionManager {
         guard var record = state.withLockedValue({ $0.groups[group]?.record }) else { return }
         let taken = await takenNames(group)
         if !taken.isEmpty {
-            logger.info("group \(group): \(taken.count) file name(s) taken before the publication; nothing is published")
+            logger.info(
+                "group \(group): \(taken.count) file name(s) taken before the publication; nothing is published")
             refuse(group, taken)
             return
         }
@@ -179,19 +183,25 @@ extension SessionManager {
                 let access = fileAccess(for: task), record = task.record
                 do {
                     try await task.onIOQueue {
-                        try access.publish(path, identity: record.partialFile, to: record.partialPath, replace: false, mode: nil)
+                        try access.publish(
+                            path, identity: record.partialFile, to: record.partialPath, replace: false, mode: nil)
                     }
                 } catch {
-                    logger.error("group \(group): task \(task.id)'s file could not go back from \(path): \(DownloadError.classify(error).message)")
+                    logger.error(
+                        "group \(group): task \(task.id)'s file could not go back from \(path): \(DownloadError.classify(error).message)"
+                    )
                 }
             }
             record.publishing = false
             await delegate.groupDidNotPublish(record)
-            logger.info("group \(group): task \(id)'s file could not be placed (\(error.message)); the \(placed.count) placed are back, nothing is published")
+            logger.info(
+                "group \(group): task \(id)'s file could not be placed (\(error.message)); the \(placed.count) placed are back, nothing is published"
+            )
             refuse(group, [id: error])
             return
         }
-        let waiting = state.withLockedValue { state -> [(CheckedContinuation<GroupPublication, Error>, GroupPublication)] in
+        let waiting = state.withLockedValue {
+            state -> [(CheckedContinuation<GroupPublication, Error>, GroupPublication)] in
             guard var entry = state.groups[group] else { return [] }
             defer {
                 entry.record.publishing = true
@@ -210,7 +220,8 @@ extension SessionManager {
     /// ends, and so the group's other files stop); a run stopped while the files were placed is
     /// answered now; the others wait on.
     private func refuse(_ group: UInt64, _ refused: [UInt64: DownloadError]) {
-        let answers = state.withLockedValue { state -> [(CheckedContinuation<GroupPublication, Error>, Result<GroupPublication, Error>)] in
+        let answers = state.withLockedValue {
+            state -> [(CheckedContinuation<GroupPublication, Error>, Result<GroupPublication, Error>)] in
             guard var entry = state.groups[group] else { return [] }
             defer {
                 entry.deciding = false
@@ -220,10 +231,14 @@ extension SessionManager {
             }
             var answers: [(CheckedContinuation<GroupPublication, Error>, Result<GroupPublication, Error>)] = []
             for (id, error) in refused {
-                if let continuation = entry.waiting.removeValue(forKey: id) { answers.append((continuation, .failure(error))) }
+                if let continuation = entry.waiting.removeValue(forKey: id) {
+                    answers.append((continuation, .failure(error)))
+                }
             }
             for id in entry.stoppedWhileDeciding {
-                if let continuation = entry.waiting.removeValue(forKey: id) { answers.append((continuation, .success(.stopped))) }
+                if let continuation = entry.waiting.removeValue(forKey: id) {
+                    answers.append((continuation, .success(.stopped)))
+                }
             }
             return answers
         }
@@ -300,7 +315,9 @@ extension SessionManager {
         guard let group = group(id) else { throw DownloadError.notFound("no group \(id)") }
         let tasks = groupTasks(id)
         let finished = tasks.filter { $0.state == .finished }.count
-        let files = tasks.filter { $0.state != .finished && $0.state != .cancelled }.map { ResumeData(record: $0.record) }
+        let files = tasks.filter { $0.state != .finished && $0.state != .cancelled }.map {
+            ResumeData(record: $0.record)
+        }
         guard !files.isEmpty else {
             throw DownloadError.wrongState("group \(id) has no file left to fetch; there is nothing to resume")
         }
@@ -316,7 +333,8 @@ extension SessionManager {
     /// resumed (each file as `adopt` resumes a task); otherwise a new group of the same kind
     /// takes over its files' partial files (a file whose partial is gone starts from zero).
     public func adoptGroup(
-        _ data: GroupResumeData, change: DownloadOptions.Change, fileMode: UInt32? = nil, anchor: DescriptorAnchor? = nil
+        _ data: GroupResumeData, change: DownloadOptions.Change, fileMode: UInt32? = nil,
+        anchor: DescriptorAnchor? = nil
     ) async throws -> (DownloadGroupRecord, [TaskSnapshot]) {
         if let existing = group(data.group.id), existing.owner == data.group.owner, existing.app == data.group.app {
             for file in data.files {
@@ -356,7 +374,9 @@ extension SessionManager {
             guard index > 0 else { continue }  // the first is the task's own
             let urls = file.downloadURLs(from: url).filter(RedirectRules.acceptableAsTaskURL)
             guard let primary = urls.first else {
-                throw DownloadError.invalidResponse("the Metalink document names no http(s) URL this download may go to for \(DisplayText.quoted(file.name, limit: 120))")
+                throw DownloadError.invalidResponse(
+                    "the Metalink document names no http(s) URL this download may go to for \(DisplayText.quoted(file.name, limit: 120))"
+                )
             }
             let pieces: PieceHashes?
             do throws(Checksum.Invalid) {
@@ -368,9 +388,12 @@ extension SessionManager {
             base.mirrors = []
             base.checksum = nil
             var request = DownloadRequest(
-                owner: record.owner, session: record.session, url: primary, destination: FilePaths.join(directory, file.name),
+                owner: record.owner, session: record.session, url: primary,
+                destination: FilePaths.join(directory, file.name),
                 destinationIsDirectory: false,
-                options: TransferRun.options(base, following: file, urls: urls, primary: primary, pieces: pieces, document: url, given: record.url),
+                options: TransferRun.options(
+                    base, following: file, urls: urls, primary: primary, pieces: pieces, document: url,
+                    given: record.url),
                 fileMode: record.fileMode
             )
             request.app = record.app
@@ -380,18 +403,23 @@ extension SessionManager {
         for relative in Set(directories) {
             try access.makeDirectories(relative, below: directory, mode: record.fileMode)
         }
-        let group = addGroup({ id in
-            DownloadGroupRecord(
-                id: id, owner: record.owner, app: record.app, session: record.session, title: record.options.title ?? "",
-                atomic: false, taskSignals: true
-            )
-        }, alsoLocked: { state, group in
-            // The task is the group's first file (its record says so from the run's next report).
-            state.groups[group.id]?.tasks.append(task.id)
-            state.activeChanged(group: group.id, by: 1)
-        })
+        let group = addGroup(
+            { id in
+                DownloadGroupRecord(
+                    id: id, owner: record.owner, app: record.app, session: record.session,
+                    title: record.options.title ?? "",
+                    atomic: false, taskSignals: true
+                )
+            },
+            alsoLocked: { state, group in
+                // The task is the group's first file (its record says so from the run's next report).
+                state.groups[group.id]?.tasks.append(task.id)
+                state.activeChanged(group: group.id, by: 1)
+            })
         _ = insertFiles(requests, of: group.id, anchor: anchor)
-        logger.info("task \(task.id): the Metalink document at \(DisplayText.quoted(url, limit: 200)) describes \(document.files.count) files: group \(group.id)")
+        logger.info(
+            "task \(task.id): the Metalink document at \(DisplayText.quoted(url, limit: 200)) describes \(document.files.count) files: group \(group.id)"
+        )
         return group.id
     }
 }

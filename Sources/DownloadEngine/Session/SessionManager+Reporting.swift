@@ -25,12 +25,16 @@ extension SessionManager {
     ) -> TaskSnapshot? {
         task.inEventOrder {
             let (conditions, allowedNow) = state.withLockedValue { ($0.scheduler.conditions, provided($0.scheduler)) }
-            guard allowedNow, let (previous, snapshot) = task.transition(to: next, from: allowed, { state in
-                change(&state)
-                state.wait(on: conditions)
-                // A task ended for good needs no credentials: none stay in memory or in the store.
-                if next == .finished || next == .cancelled { state.record.options.eraseSecrets() }
-            }) else { return nil }
+            guard allowedNow,
+                let (previous, snapshot) = task.transition(
+                    to: next, from: allowed,
+                    { state in
+                        change(&state)
+                        state.wait(on: conditions)
+                        // A task ended for good needs no credentials: none stay in memory or in the store.
+                        if next == .finished || next == .cancelled { state.record.options.eraseSecrets() }
+                    })
+            else { return nil }
             if previous.holdsTransfer && !next.holdsTransfer {
                 state.withLockedValue { $0.scheduler.remove(task.id) }
             }
@@ -75,7 +79,9 @@ extension SessionManager {
             let (changed, snapshot) = task.withState { state -> (Bool, TaskSnapshot) in
                 // Only `yielding` is this one's to set or clear (a queued task's reasons are the network's).
                 let next: WaitingFor = yielding && state.record.state == .running ? .yielding : .nothing
-                guard state.waitingFor != next, state.waitingFor == .yielding || next == .yielding else { return (false, state.snapshot) }
+                guard state.waitingFor != next, state.waitingFor == .yielding || next == .yielding else {
+                    return (false, state.snapshot)
+                }
                 state.waitingFor = next
                 return (true, state.snapshot)
             }

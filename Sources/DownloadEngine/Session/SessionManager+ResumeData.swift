@@ -8,7 +8,8 @@ extension SessionManager {
     public func resumeData(for id: UInt64) throws -> [UInt8] {
         let record = try task(id).record
         guard record.state == .paused || record.state == .failed || record.state == .queued else {
-            throw DownloadError.wrongState("task \(id) is \(record.state); only a paused, failed or queued task has resume data")
+            throw DownloadError.wrongState(
+                "task \(id) is \(record.state); only a paused, failed or queued task has resume data")
         }
         return try ResumeData(record: record).encoded(key: key)
     }
@@ -26,11 +27,13 @@ extension SessionManager {
     /// `anchor`: a new descriptor to make the task's files below (`destination_fd`).
     /// `group`: a new task joins this group (`adoptGroup`).
     public func adopt(
-        _ data: ResumeData, change: DownloadOptions.Change, url: String? = nil, fileMode: UInt32? = nil, anchor: DescriptorAnchor? = nil,
+        _ data: ResumeData, change: DownloadOptions.Change, url: String? = nil, fileMode: UInt32? = nil,
+        anchor: DescriptorAnchor? = nil,
         group: UInt64 = 0
     ) async throws -> TaskSnapshot {
         if let existing = state.withLockedValue({ $0.tasks[data.taskID] }), existing.record.owner == data.owner,
-           existing.record.app == data.app {
+            existing.record.app == data.app
+        {
             if let anchor, existing.snapshot.state != .finished, existing.snapshot.state != .cancelled {
                 existing.update { $0.anchor = anchor }
             }
@@ -64,12 +67,15 @@ extension SessionManager {
         var adopted = false
         if data.offset > 0, data.validator != nil {
             // Only a regular file of the owner with one link is taken over (publish checks).
-            adopted = (try? await DownloadTask(record: record).onIOQueue {
-                guard try access.exists(source) else { return false }
-                // A daemon whose state was lost may give the new task the old one's id: the file is already its own.
-                if source != target { try access.publish(source, identity: nil, to: target, replace: true, mode: nil) }
-                return true
-            }) == true
+            adopted =
+                (try? await DownloadTask(record: record).onIOQueue {
+                    guard try access.exists(source) else { return false }
+                    // A daemon whose state was lost may give the new task the old one's id: the file is already its own.
+                    if source != target {
+                        try access.publish(source, identity: nil, to: target, replace: true, mode: nil)
+                    }
+                    return true
+                }) == true
         }
         if data.upload?.resumable?.resource != nil {
             // A resumable upload goes on from the offset the server confirmed (asked again first).

@@ -25,14 +25,18 @@ extension SessionManager {
     /// can take to segmented runs short of their connections.
     func schedule(growing: Bool = true) {
         typealias Start = (task: DownloadTask, connections: Int, ticket: UInt64)
-        let (reclaimed, starting, grown) = state.withLockedValue { state -> ([(DownloadTask, Int)], [Start], [(DownloadTask, Int)]) in
+        let (reclaimed, starting, grown) = state.withLockedValue {
+            state -> ([(DownloadTask, Int)], [Start], [(DownloadTask, Int)]) in
             guard !state.shuttingDown else { return ([], [], []) }
             // Places a user holds beyond an equal share go to users who wait (`Scheduler.reclaim`).
             let reclaimed = state.scheduler.reclaim().compactMap { id, count in state.tasks[id].map { ($0, count) } }
             let starting = state.scheduler.next().compactMap { id in
-                state.tasks[id].map { Start($0, state.scheduler.connections(of: id), state.scheduler.ticket(of: id) ?? 0) }
+                state.tasks[id].map {
+                    Start($0, state.scheduler.connections(of: id), state.scheduler.ticket(of: id) ?? 0)
+                }
             }
-            let grown = growing ? state.scheduler.grow().compactMap { id, count in state.tasks[id].map { ($0, count) } } : []
+            let grown =
+                growing ? state.scheduler.grow().compactMap { id, count in state.tasks[id].map { ($0, count) } } : []
             return (reclaimed, starting, grown)
         }
         for (task, count) in reclaimed {
@@ -46,12 +50,14 @@ extension SessionManager {
             // events wait for this one (move holds the task's event order). Only while the
             // scheduler still counts this start: a stop since (and a resume that queued the task
             // again) took it back in the same event order.
-            let moved = move(task, to: .running, from: [.queued], provided: { $0.ticket(of: task.id) == ticket }, { state in
-                state.stopReason = nil
-                state.runID += 1
-                let runID = state.runID
-                state.runner = Task { await self.run(task, runID: runID, connections: connections) }
-            })
+            let moved = move(
+                task, to: .running, from: [.queued], provided: { $0.ticket(of: task.id) == ticket },
+                { state in
+                    state.stopReason = nil
+                    state.runID += 1
+                    let runID = state.runID
+                    state.runner = Task { await self.run(task, runID: runID, connections: connections) }
+                })
             if moved == nil {
                 // Stopped between the scheduler's pick and here: its places are free again, and
                 // whoever stopped it may have looked for work while they still looked taken.

@@ -15,7 +15,9 @@ extension SessionManager: TransferRunOwner {
 
     func offerPlaces() { schedule() }
 
-    func lease(_ kind: HTTPClients.Kind, route: HTTPClients.Route) -> HTTPClients.Lease { clients.lease(kind, route: route) }
+    func lease(_ kind: HTTPClients.Kind, route: HTTPClients.Route) -> HTTPClients.Lease {
+        clients.lease(kind, route: route)
+    }
 
     func release(_ lease: HTTPClients.Lease) { clients.release(lease) }
 }

@@ -35,14 +35,18 @@ extension SessionManager {
     public func inspectSource(_ path: String, owner: UInt32) throws -> SourceIdentity {
         let fd = try files.files(for: owner).openForReading(path)
         defer { close(fd) }
-        guard let identity = SourceIdentity.of(descriptor: fd) else { throw DownloadError.file("\(path) is not a regular file") }
+        guard let identity = SourceIdentity.of(descriptor: fd) else {
+            throw DownloadError.file("\(path) is not a regular file")
+        }
         return identity
     }
 
     /// The identity of a descriptor a caller handed over: a regular file open for reading.
     public static func inspectSource(descriptor fd: Int32) throws -> SourceIdentity {
         let file = try SourceFile.duplicating(fd)
-        guard let identity = file.identity else { throw DownloadError.file("the source descriptor is not a regular file") }
+        guard let identity = file.identity else {
+            throw DownloadError.file("the source descriptor is not a regular file")
+        }
         return identity
     }
 
@@ -62,7 +66,9 @@ extension SessionManager {
         } else {
             source = SourceFile(owning: try files.files(for: owner).openForReading(path))
         }
-        func changed() -> String? { source.identity.map { $0.change(from: recorded) } ?? "it is no longer a regular file" }
+        func changed() -> String? {
+            source.identity.map { $0.change(from: recorded) } ?? "it is no longer a regular file"
+        }
         if let why = changed() { throw DownloadError.sourceChanged(path, why) }
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
             throw DownloadError.file("cannot make \(directory) for the upload's copy: \(errnoText())")
@@ -92,7 +98,8 @@ extension SessionManager {
             let result = posix_fallocate(fd, 0, off_t(size))
             // A file system without fallocate (EOPNOTSUPP, EINVAL) is written as it comes.
             if result == ENOSPC || result == EDQUOT {
-                throw DownloadError.file("the service has no room for a copy of \(path) (\(size) bytes): \(errnoText(result))")
+                throw DownloadError.file(
+                    "the service has no room for a copy of \(path) (\(size) bytes): \(errnoText(result))")
             }
         }
         var offset: Int64 = 0

@@ -109,12 +109,13 @@ public final class SessionManager: Sendable {
             connectTimeout: configuration.connectTimeout, caFile: configuration.caFile,
             connectionsPerHost: configuration.maxConnections
         )
-        state = NIOLockedValueBox(TaskTable(
-            scheduler: Scheduler(
-                maxRunning: configuration.maxRunning, maxRunningPerSession: configuration.maxRunningPerSession,
-                maxConnections: configuration.maxConnections
-            )
-        ))
+        state = NIOLockedValueBox(
+            TaskTable(
+                scheduler: Scheduler(
+                    maxRunning: configuration.maxRunning, maxRunningPerSession: configuration.maxRunningPerSession,
+                    maxConnections: configuration.maxConnections
+                )
+            ))
     }
 
     public func snapshot(_ id: UInt64) -> TaskSnapshot? {

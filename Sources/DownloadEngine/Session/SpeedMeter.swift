@@ -19,7 +19,7 @@ struct SpeedMeter: Sendable {
     /// Bytes a second at `now`; 0 with fewer than two samples or none within the window.
     func speed(at now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> UInt64 {
         guard let first = samples.first, let last = samples.last, last.at > first.at,
-              now < last.at + Self.window, last.bytes > first.bytes
+            now < last.at + Self.window, last.bytes > first.bytes
         else { return 0 }
         return UInt64(Double(last.bytes - first.bytes) / (Double(last.at - first.at) / 1e9))
     }

@@ -26,10 +26,14 @@ struct BodyProgress {
             connectTimeout: Double, stallTimeout: Double, lowSpeedLimit: UInt64, lowSpeedTime: Double,
             checkpointBytes: Int64, checkpointInterval: Double
         ) -> Settings {
-            func amount(_ seconds: Double) -> TimeAmount { .milliseconds(Int64(min(seconds, BodyProgress.longest) * 1000)) }
+            func amount(_ seconds: Double) -> TimeAmount {
+                .milliseconds(Int64(min(seconds, BodyProgress.longest) * 1000))
+            }
             return Settings(
-                connectTimeout: amount(connectTimeout), stallTimeout: amount(stallTimeout), lowSpeedLimit: lowSpeedLimit,
-                lowSpeedTime: amount(lowSpeedTime), checkpointBytes: checkpointBytes, checkpointInterval: amount(checkpointInterval)
+                connectTimeout: amount(connectTimeout), stallTimeout: amount(stallTimeout),
+                lowSpeedLimit: lowSpeedLimit,
+                lowSpeedTime: amount(lowSpeedTime), checkpointBytes: checkpointBytes,
+                checkpointInterval: amount(checkpointInterval)
             )
         }
     }
@@ -100,7 +104,10 @@ struct BodyProgress {
         position += count
         speedWindowBytes += count
         lastActivity = now
-        guard position - lastCheckpointPosition >= settings.checkpointBytes || now - lastCheckpointTime >= settings.checkpointInterval else {
+        guard
+            position - lastCheckpointPosition >= settings.checkpointBytes
+                || now - lastCheckpointTime >= settings.checkpointInterval
+        else {
             return false
         }
         lastCheckpointPosition = position

@@ -57,7 +57,8 @@ extension DownloadError {
         case is NIOConnectionError: return true
         case let error as HTTPClientError: return error == .connectTimeout
         case ChannelError.connectTimeout: return true
-        case let error as IOError: return [ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL].contains(error.errnoCode)
+        case let error as IOError:
+            return [ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL].contains(error.errnoCode)
         default: return false
         }
     }
@@ -79,10 +80,14 @@ extension DownloadError {
     /// `headSent`: whether the request's head went out (then the tunnel was open, and a closed
     /// connection is the server's). Before it, a connection closed without a word, or an answer
     /// that is not HTTP, is the proxy's: TLS with the server reports its own errors.
-    static func classify(_ error: Error, through proxy: ProxySetting, to host: String, headSent: Bool = true) -> DownloadError? {
+    static func classify(
+        _ error: Error, through proxy: ProxySetting, to host: String, headSent: Bool = true
+    ) -> DownloadError? {
         if !headSent, case .http = proxy {
             if let error = error as? HTTPClientError, error == .remoteConnectionClosed {
-                return .proxy("the proxy \(proxy) closed the connection instead of opening the tunnel to \(host) (an answer that is not HTTP, or none)")
+                return .proxy(
+                    "the proxy \(proxy) closed the connection instead of opening the tunnel to \(host) (an answer that is not HTTP, or none)"
+                )
             }
             if error is HTTPParserError {
                 return .proxy("the proxy \(proxy) answered with something that is not HTTP")
@@ -92,8 +97,9 @@ extension DownloadError {
         case let error as HTTPClientError:
             switch error {
             case .proxyAuthenticationRequired:
-                return .proxy("the proxy \(proxy) asks for credentials (407 Proxy Authentication Required)"
-                    + (proxy.hasCredentials ? "; it refused the ones given" : ""))
+                return .proxy(
+                    "the proxy \(proxy) asks for credentials (407 Proxy Authentication Required)"
+                        + (proxy.hasCredentials ? "; it refused the ones given" : ""))
             case .invalidProxyResponse:
                 return .proxy("the proxy \(proxy) refused the tunnel to \(host) (its CONNECT answer was not 2xx)")
             case .httpProxyHandshakeTimeout, .socksHandshakeTimeout:
@@ -104,7 +110,9 @@ extension DownloadError {
                 return nil
             }
         case let error as NIOConnectionError:
-            return .proxy("could not connect to the proxy \(proxy): \(error.connectionErrors.first.map { "\($0.error)" } ?? "connection failed")")
+            return .proxy(
+                "could not connect to the proxy \(proxy): \(error.connectionErrors.first.map { "\($0.error)" } ?? "connection failed")"
+            )
         case ChannelError.connectTimeout:
             return .proxy("could not connect to the proxy \(proxy) in time")
         default:

@@ -28,7 +28,8 @@ public enum HTTPHeaderRules {
             return range
         }
         let bounds = parts[0].split(separator: "-", omittingEmptySubsequences: false)
-        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0, last >= first else {
+        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0, last >= first
+        else {
             return nil
         }
         if let complete = range.complete, last >= complete { return nil }
@@ -44,8 +45,8 @@ public enum HTTPHeaderRules {
             return etag.hasPrefix("W/") ? nil : etag
         }
         guard let lastModified = headers.first(name: "last-modified"), let date = headers.first(name: "date"),
-              let modified = parseHTTPDate(lastModified), let now = parseHTTPDate(date),
-              now.timeIntervalSince(modified) >= 1
+            let modified = parseHTTPDate(lastModified), let now = parseHTTPDate(date),
+            now.timeIntervalSince(modified) >= 1
         else { return nil }
         return lastModified
     }
@@ -109,9 +110,11 @@ public enum HTTPHeaderRules {
     /// at most `maximumNameBytes` bytes, cut from the stem so the extension stays. Nil if
     /// nothing usable is left.
     public static func sanitize(_ name: String) -> String? {
-        var cleaned = String(String.UnicodeScalarView(name.unicodeScalars.map { scalar -> Unicode.Scalar in
-            scalar == "/" || scalar == "\\" || DisplayText.isHidden(scalar) ? "_" : scalar
-        }))
+        var cleaned = String(
+            String.UnicodeScalarView(
+                name.unicodeScalars.map { scalar -> Unicode.Scalar in
+                    scalar == "/" || scalar == "\\" || DisplayText.isHidden(scalar) ? "_" : scalar
+                }))
         cleaned = cleaned.trimmingCharacters(in: .whitespaces)
         while cleaned.hasPrefix(".") { cleaned.removeFirst() }
         cleaned = cleaned.trimmingCharacters(in: .whitespaces)

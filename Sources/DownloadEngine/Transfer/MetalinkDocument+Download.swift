@@ -17,8 +17,9 @@ extension MetalinkDocument.File {
     public func downloadURLs(from base: String? = nil) -> [String] {
         var seen = Set<String>()
         return sources.map(\.url).filter { text in
-            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-                  url.host?.isEmpty == false, !URLCharacters.containSpaceOrControl(text)
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+                scheme == "http" || scheme == "https",
+                url.host?.isEmpty == false, !URLCharacters.containSpaceOrControl(text)
             else { return false }
             if let base, (try? RedirectRules.checkedRedirect(from: base, to: text)) == nil { return false }
             return seen.insert(text).inserted
@@ -36,7 +37,9 @@ extension MetalinkDocument.File {
         let given = hashes.compactMap { hash in
             Checksum.Algorithm(ianaName: hash.type).flatMap { try? Checksum($0, hex: hash.hex) }
         }
-        return Checksum.Algorithm.strongestFirst.lazy.compactMap { algorithm in given.first { $0.algorithm == algorithm } }.first
+        return Checksum.Algorithm.strongestFirst.lazy.compactMap { algorithm in
+            given.first { $0.algorithm == algorithm }
+        }.first
     }
 
     /// Its piece hashes when their type is known here (else nil: the whole-file hash still
@@ -51,7 +54,8 @@ extension MetalinkDocument.File {
         }
         if let size, !pieces.fits(size) {
             throw Checksum.Invalid(
-                message: "the Metalink document gives \(pieces.count) pieces of \(pieces.length) bytes for a file of \(size) bytes"
+                message:
+                    "the Metalink document gives \(pieces.count) pieces of \(pieces.length) bytes for a file of \(size) bytes"
             )
         }
         return pieces

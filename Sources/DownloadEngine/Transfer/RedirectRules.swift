@@ -12,12 +12,14 @@ public enum RedirectRules {
     /// Each hop: only http/https, never from https down to http, always with a host.
     public static func checkedRedirect(from current: String, to location: String) throws -> String {
         guard let base = URL(string: current), let next = URL(string: location, relativeTo: base)?.absoluteURL,
-              let scheme = next.scheme?.lowercased()
+            let scheme = next.scheme?.lowercased()
         else {
-            throw DownloadError.invalidResponse("redirect to an invalid location “\(DisplayText.quoted(location, limit: 80))”")
+            throw DownloadError.invalidResponse(
+                "redirect to an invalid location “\(DisplayText.quoted(location, limit: 80))”")
         }
         guard scheme == "http" || scheme == "https" else {
-            throw DownloadError.insecureRedirect("redirect to a “\(DisplayText.quoted(scheme, limit: 20))” URL is not followed")
+            throw DownloadError.insecureRedirect(
+                "redirect to a “\(DisplayText.quoted(scheme, limit: 20))” URL is not followed")
         }
         if base.scheme?.lowercased() == "https" && scheme == "http" {
             throw DownloadError.insecureRedirect("redirect from https to http is not followed")
@@ -36,7 +38,8 @@ public enum RedirectRules {
     /// would be shown and stored, never sent), no space or control character, at most 8 KiB.
     public static func acceptableAsTaskURL(_ text: String) -> Bool {
         guard text.utf8.count <= maxURLBytes, !URLCharacters.containSpaceOrControl(text), let url = URL(string: text),
-              let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty
+            let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host,
+            !host.isEmpty
         else { return false }
         return url.user == nil && url.password == nil
     }
@@ -54,7 +57,8 @@ public enum RedirectRules {
     }
 
     private static func origin(_ text: String) -> Origin? {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased()
+        else {
             return nil
         }
         let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)

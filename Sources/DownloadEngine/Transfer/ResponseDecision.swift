@@ -40,7 +40,8 @@ enum ResponseDecision: Equatable, Sendable {
             // The whole resource for one range: its other ranges are of another version, or the
             // server ignores ranges. Never spliced: the download starts again on one stream.
             return .restartFromZero(reason: "200 to the ranged request for bytes \(requestedOffset)-")
-        case 200 where followsMetalink && requestedOffset == 0
+        case 200
+        where followsMetalink && requestedOffset == 0
             && headers.first(name: "content-type")?.split(separator: ";").first?
                 .trimmingCharacters(in: .whitespaces).lowercased() == MetalinkDocument.mediaType:
             return .metalink
@@ -56,7 +57,7 @@ enum ResponseDecision: Equatable, Sendable {
                 return .restartFromZero(reason: "206 to a request without a range")
             }
             guard let value = headers.first(name: "content-range"),
-                  let range = HTTPHeaderRules.parseContentRange(value), let first = range.first, let last = range.last
+                let range = HTTPHeaderRules.parseContentRange(value), let first = range.first, let last = range.last
             else {
                 return .restartFromZero(reason: "206 with a missing or malformed Content-Range")
             }
@@ -76,17 +77,18 @@ enum ResponseDecision: Equatable, Sendable {
             return .write(offset: first, truncate: false, expectedLength: complete, validator: validator)
         case 416:
             if let value = headers.first(name: "content-range"), let range = HTTPHeaderRules.parseContentRange(value),
-               let complete = range.complete, complete == requestedOffset, ranged, requestedOffset > 0,
-               knownLength < 0 || knownLength == complete
+                let complete = range.complete, complete == requestedOffset, ranged, requestedOffset > 0,
+                knownLength < 0 || knownLength == complete
             {
                 return .alreadyComplete
             }
             return .restartFromZero(reason: "416 for a range we should hold")
         case 408, 429, 500...599:
-            return .fail(.http(
-                status: status, reason: reason,
-                retryAfter: HTTPHeaderRules.retryAfter(headers, cap: retryAfterCap)
-            ))
+            return .fail(
+                .http(
+                    status: status, reason: reason,
+                    retryAfter: HTTPHeaderRules.retryAfter(headers, cap: retryAfterCap)
+                ))
         case 400...499:
             return .fail(.http(status: status, reason: reason))
         default:
@@ -102,8 +104,8 @@ enum ResponseDecision: Equatable, Sendable {
     /// response is fetched on one stream, as a download with one connection always is.
     func rangeToSplit(status: Int, headers: HTTPHeaders, minimumSegment: Int64) -> ByteRange? {
         guard case .write(let offset, _, let length, let validator) = self, validator != nil, length > 0,
-              status == 206 || headers.first(name: "accept-ranges")?.lowercased().contains("bytes") == true,
-              length - offset >= 2 * minimumSegment
+            status == 206 || headers.first(name: "accept-ranges")?.lowercased().contains("bytes") == true,
+            length - offset >= 2 * minimumSegment
         else { return nil }
         return ByteRange(start: offset, end: length)
     }

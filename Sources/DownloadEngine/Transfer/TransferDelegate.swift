@@ -139,7 +139,8 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         requestHeadSent = true
         progress.requestSent(at: .now())
         guard watchdog == nil else { return }
-        watchdog = task.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { [self] _ in
+        watchdog = task.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) {
+            [self] _ in
             if let why = progress.check(at: .now(), floor: hooks.speedFloor) { fail(task, .timeout(why)) }
         }
     }
@@ -193,7 +194,9 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
             result?.document += buffer.readableBytesView
             result?.bodyBytes += Int64(buffer.readableBytes)
             if (result?.document.count ?? 0) > MetalinkDocument.maximumSize {
-                fail(task, .invalidResponse("the Metalink document is larger than \(MetalinkDocument.maximumSize) bytes"))
+                fail(
+                    task, .invalidResponse("the Metalink document is larger than \(MetalinkDocument.maximumSize) bytes")
+                )
             }
             return task.eventLoop.makeSucceededVoidFuture()
         }
@@ -203,7 +206,8 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         let held: Int64
         let position = progress.position
         if let segment {
-            let handed = segment.table.write(segment.id, source: segment.source, buffer, writer: writer, eventLoop: task.eventLoop)
+            let handed = segment.table.write(
+                segment.id, source: segment.source, buffer, writer: writer, eventLoop: task.eventLoop)
             count = handed.accepted
             written = handed.written
             held = handed.held

@@ -27,11 +27,14 @@ struct TransferFinalizer: Sendable {
     /// length, or whose pieces the hashes cannot describe or do not match, is not published
     /// (never a silent download of something else). Pieces are read back here unless a
     /// whole-file checksum checks the bytes next.
-    private func keepsTheDocumentsPromises(_ record: DownloadTaskRecord, length: Int64, writer: PartialFileWriter) throws {
+    private func keepsTheDocumentsPromises(
+        _ record: DownloadTaskRecord, length: Int64, writer: PartialFileWriter
+    ) throws {
         let document = record.options.metalinkURL.map { " at \(DisplayText.quoted($0, limit: 200))" } ?? ""
         var broken: DownloadError?
         if let promised = record.options.promisedLength, promised != length {
-            broken = .invalidResponse("the Metalink document\(document) promises \(promised) bytes; the server sent \(length)")
+            broken = .invalidResponse(
+                "the Metalink document\(document) promises \(promised) bytes; the server sent \(length)")
         } else if let pieces = record.options.pieces {
             if !pieces.fits(length) {
                 broken = .invalidResponse(
@@ -65,7 +68,9 @@ struct TransferFinalizer: Sendable {
     /// Renames the complete partial file the record names (device and inode) into place, its
     /// descriptor closed (a file of an atomic group, published with the others).
     func publishRecorded(_ record: DownloadTaskRecord) throws -> String {
-        guard let identity = record.partialFile else { throw DownloadError.file("the partial file of task \(record.id) was never recorded") }
+        guard let identity = record.partialFile else {
+            throw DownloadError.file("the partial file of task \(record.id) was never recorded")
+        }
         return try publish(record, from: record.partialPath, identity: identity)
     }
 
@@ -89,7 +94,8 @@ struct TransferFinalizer: Sendable {
     private func publish(_ record: DownloadTaskRecord, from partial: String, identity: FileIdentity?) throws -> String {
         guard record.destinationIsDirectory else {
             try fileAccess.publish(
-                partial, identity: identity, to: record.destination, replace: record.options.overwrite, mode: record.fileMode
+                partial, identity: identity, to: record.destination, replace: record.options.overwrite,
+                mode: record.fileMode
             )
             return record.destination
         }
@@ -98,7 +104,8 @@ struct TransferFinalizer: Sendable {
         let name = Self.name(of: record)
         for candidate in Self.candidates(in: record.destination, name: name) {
             do {
-                try fileAccess.publish(partial, identity: identity, to: candidate, replace: false, mode: record.fileMode)
+                try fileAccess.publish(
+                    partial, identity: identity, to: candidate, replace: false, mode: record.fileMode)
                 return candidate
             } catch let error as DownloadError where error.code == .fileExists {
                 continue
@@ -120,6 +127,8 @@ struct TransferFinalizer: Sendable {
         let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
         let stem = dot.map { String(name[..<$0]) } ?? name
         let ext = dot.map { String(name[$0...]) } ?? ""
-        return (0..<1000).lazy.map { $0 == 0 ? FilePaths.join(directory, name) : FilePaths.join(directory, "\(stem) (\($0))\(ext)") }
+        return (0..<1000).lazy.map {
+            $0 == 0 ? FilePaths.join(directory, name) : FilePaths.join(directory, "\(stem) (\($0))\(ext)")
+        }
     }
 }

@@ -43,11 +43,13 @@ extension TransferRun {
         countCheckpoint()
         let task = self.task
         let owner = self.owner
-        writer.checkpoint(durable: { [self] in
-            recordDurable(position)
-        }, failed: { error in
-            owner.logger.error("task \(task.id): \(error)")
-        })
+        writer.checkpoint(
+            durable: { [self] in
+                recordDurable(position)
+            },
+            failed: { error in
+                owner.logger.error("task \(task.id): \(error)")
+            })
     }
 
     /// A checkpoint of everything received so far, waited for; the transfer goes on meanwhile
@@ -84,11 +86,13 @@ extension TransferRun {
         let task = self.task
         let owner = self.owner
         table.withRemaining { remaining in
-            writer.checkpoint(durable: { [self] in
-                recordSegments(remaining, length: table.length)
-            }, failed: { error in
-                owner.logger.error("task \(task.id): \(error)")
-            })
+            writer.checkpoint(
+                durable: { [self] in
+                    recordSegments(remaining, length: table.length)
+                },
+                failed: { error in
+                    owner.logger.error("task \(task.id): \(error)")
+                })
         }
     }
 
@@ -100,10 +104,11 @@ extension TransferRun {
                 table.withRemaining { remaining in
                     writer.enqueue { writer in
                         writer.awaitCheckpoints()
-                        continuation.resume(with: Result {
-                            try writer.sync()
-                            return remaining
-                        })
+                        continuation.resume(
+                            with: Result {
+                                try writer.sync()
+                                return remaining
+                            })
                     }
                 }
             }
@@ -122,8 +127,9 @@ extension TransferRun {
                 // Only forward: a sync that finishes late (after a stop's own checkpoint, or the
                 // finish) never takes back what is already recorded; resets go through resetDurable.
                 // A segmented download's checkpoints go through recordSegments (its offset is a count).
-                guard position > state.record.durableOffset, position <= state.bytesWritten, !state.record.state.isTerminal,
-                      state.record.segments == nil
+                guard position > state.record.durableOffset, position <= state.bytesWritten,
+                    !state.record.state.isTerminal,
+                    state.record.segments == nil
                 else { return nil }
                 state.record.durableOffset = position
                 return state.snapshot
@@ -154,7 +160,7 @@ extension TransferRun {
         return task.inEventOrder {
             let snapshot: TaskSnapshot? = task.withState { state in
                 guard !state.record.state.isTerminal, state.record.expectedLength == length,
-                      state.record.segments != remaining
+                    state.record.segments != remaining
                 else { return nil }
                 state.record.segments = remaining
                 state.record.durableOffset = ByteRange.held(length: length, remaining: remaining)
@@ -209,10 +215,13 @@ extension TransferRun {
                     switch try await owner.awaitPublication(of: task) {
                     case .stopped: throw DownloadError.cancelled
                     case .placed(let path): destination = path
-                    case .publish: destination = try await writer.perform { _ in try finalizer.publishRecorded(task.record) }
+                    case .publish:
+                        destination = try await writer.perform { _ in try finalizer.publishRecorded(task.record) }
                     }
                 } else {
-                    destination = try await writer.perform { writer in try finalizer.publish(task.record, writer: writer) }
+                    destination = try await writer.perform { writer in
+                        try finalizer.publish(task.record, writer: writer)
+                    }
                 }
             }
             CrashPoint.published.reached()
@@ -222,20 +231,25 @@ extension TransferRun {
         }
         let again = piecesFetchedAgain
         let pieces = again.pieces > 0 ? ", \(again.pieces) corrupt piece(s) fetched again (\(again.bytes) bytes)" : ""
-        owner.logger.info("task \(task.id) finished: \(length) bytes, \(checkpoints.withLockedValue { $0 }) checkpoint(s) in its last run\(pieces)")
+        owner.logger.info(
+            "task \(task.id) finished: \(length) bytes, \(checkpoints.withLockedValue { $0 }) checkpoint(s) in its last run\(pieces)"
+        )
         finished(at: destination, length: length)
     }
 
     /// Where the file is now: the task is finished.
     func finished(at destination: String, length: Int64) {
-        owner.move(task, to: .finished, { state in
-            state.record.resolvedPath = destination
-            state.record.durableOffset = length
-            state.bytesWritten = length
-            state.record.segments = nil
-        }, then: { delegate, task, snapshot in
-            delegate.finished(task, snapshot, location: destination)
-        })
+        owner.move(
+            task, to: .finished,
+            { state in
+                state.record.resolvedPath = destination
+                state.record.durableOffset = length
+                state.bytesWritten = length
+                state.record.segments = nil
+            },
+            then: { delegate, task, snapshot in
+                delegate.finished(task, snapshot, location: destination)
+            })
     }
 
     // MARK: After a crash; resets
@@ -330,8 +344,10 @@ extension TransferRun {
                     state.record.validator = nil
                     state.record.expectedLength = -1
                 }
-                let changed = recorded.durableOffset != state.record.durableOffset || recorded.segments != state.record.segments
-                    || recorded.validator != state.record.validator || recorded.expectedLength != state.record.expectedLength
+                let changed =
+                    recorded.durableOffset != state.record.durableOffset || recorded.segments != state.record.segments
+                    || recorded.validator != state.record.validator
+                    || recorded.expectedLength != state.record.expectedLength
                 return changed ? state.snapshot : nil
             }
             if let snapshot { owner.events.checkpointed(task, snapshot) }

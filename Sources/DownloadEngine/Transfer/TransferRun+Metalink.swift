@@ -34,10 +34,13 @@ extension TransferRun {
         let named = file.downloadURLs(from: url)
         let urls = named.filter(RedirectRules.acceptableAsTaskURL)
         if urls.count < named.count {
-            owner.logger.info("task \(task.id): \(named.count - urls.count) URL(s) of the Metalink document at \(source) left out (a password, a space, or over 8 KiB)")
+            owner.logger.info(
+                "task \(task.id): \(named.count - urls.count) URL(s) of the Metalink document at \(source) left out (a password, a space, or over 8 KiB)"
+            )
         }
         guard let primary = urls.first else {
-            return .failed(.invalidResponse("the Metalink document at \(source) names no http(s) URL this download may go to"))
+            return .failed(
+                .invalidResponse("the Metalink document at \(source) names no http(s) URL this download may go to"))
         }
         let pieces: PieceHashes?
         do throws(Checksum.Invalid) {
@@ -51,10 +54,13 @@ extension TransferRun {
         if document.files.count > 1 {
             let record = task.record
             guard record.destinationIsDirectory, record.resolvedPath == nil, record.group == 0 else {
-                return .failed(.invalidResponse(
-                    "the Metalink document at \(source) describes \(document.files.count) files: "
-                        + (record.group == 0 ? "give a directory as the destination to fetch them as a group" : "a file of a group cannot become a group")
-                ))
+                return .failed(
+                    .invalidResponse(
+                        "the Metalink document at \(source) describes \(document.files.count) files: "
+                            + (record.group == 0
+                                ? "give a directory as the destination to fetch them as a group"
+                                : "a file of a group cannot become a group")
+                    ))
             }
             do {
                 joining = (try owner.makeGroup(of: task, from: document, at: url), file.name)
@@ -64,22 +70,26 @@ extension TransferRun {
                 return .failed(.invalidResponse("the Metalink document at \(source): \(error)"))
             }
         }
-        owner.report(task, { state in
-            state.record.options = Self.options(state.record.options, following: file, urls: urls, primary: primary, pieces: pieces,
-                                                document: url, given: state.record.url)
-            state.record.url = primary
-            state.record.finalURL = nil
-            if let joining {
-                // The group's first file: under its own name (a path below the directory, made by the group).
-                state.record.group = joining.group
-                state.record.name(inDirectory: joining.name)
-            } else {
-                state.record.name(inDirectory: file.fileName)
-            }
-        }, events: { delegate, task, snapshot in
-            delegate.urlChanged(task, snapshot)
-            delegate.optionsChanged(task, snapshot)
-        })
+        owner.report(
+            task,
+            { state in
+                state.record.options = Self.options(
+                    state.record.options, following: file, urls: urls, primary: primary, pieces: pieces,
+                    document: url, given: state.record.url)
+                state.record.url = primary
+                state.record.finalURL = nil
+                if let joining {
+                    // The group's first file: under its own name (a path below the directory, made by the group).
+                    state.record.group = joining.group
+                    state.record.name(inDirectory: joining.name)
+                } else {
+                    state.record.name(inDirectory: file.fileName)
+                }
+            },
+            events: { delegate, task, snapshot in
+                delegate.urlChanged(task, snapshot)
+                delegate.optionsChanged(task, snapshot)
+            })
         owner.wantConnections(task, task.record.options.connections)
         if let algorithm = task.record.options.checksum?.algorithm {
             writer.enqueue { $0.startDigest(algorithm) }
@@ -94,7 +104,8 @@ extension TransferRun {
     /// other URLs its mirrors, its strongest hash the checksum unless one was given, its piece
     /// hashes and size promises; the caller's credentials stay with `given`, the URL they came with.
     static func options(
-        _ base: DownloadOptions, following file: MetalinkDocument.File, urls: [String], primary: String, pieces: PieceHashes?,
+        _ base: DownloadOptions, following file: MetalinkDocument.File, urls: [String], primary: String,
+        pieces: PieceHashes?,
         document: String, given: String
     ) -> DownloadOptions {
         var options = base

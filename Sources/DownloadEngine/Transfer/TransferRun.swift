@@ -37,9 +37,11 @@ final class TransferRun: Sendable {
             },
             opened: { [task, owner] identity in
                 guard task.record.partialFile != identity else { return }
-                owner.report(task, { $0.record.partialFile = identity }, events: { delegate, task, snapshot in
-                    delegate.checkpointed(task, snapshot)
-                })
+                owner.report(
+                    task, { $0.record.partialFile = identity },
+                    events: { delegate, task, snapshot in
+                        delegate.checkpointed(task, snapshot)
+                    })
             }
         )
     }
@@ -54,15 +56,19 @@ final class TransferRun: Sendable {
         let record = task.record
         let pacing = record.options.background ? Self.startPacing(task, owner: owner) : nil
         defer { Self.stopPacing(pacing, task, owner: owner) }
-        var machine = TransferStateMachine(url: record.url, credentialsOrigin: record.credentialsOrigin, limits: .init(
-            retry: configuration.retry, maxRedirects: configuration.maxRedirects, maxRestarts: configuration.retry.maxAttempts
-        ))
+        var machine = TransferStateMachine(
+            url: record.url, credentialsOrigin: record.credentialsOrigin,
+            limits: .init(
+                retry: configuration.retry, maxRedirects: configuration.maxRedirects,
+                maxRestarts: configuration.retry.maxAttempts
+            ))
         var action: TransferStateMachine.Action
         do {
             if let destination = try await publishedBeforeCrash() {
                 owner.logger.info("task \(task.id): was published to \(destination) before a crash")
                 let record = task.record
-                return finished(at: destination, length: record.expectedLength >= 0 ? record.expectedLength : record.durableOffset)
+                return finished(
+                    at: destination, length: record.expectedLength >= 0 ? record.expectedLength : record.durableOffset)
             }
             let offset = try await recover()
             action = machine.start(offset: offset, validator: task.record.validator)
@@ -78,15 +84,19 @@ final class TransferRun: Sendable {
                 return await stopped(reason)
             case .send(let request):
                 if task.withState({ $0.record.state }) == .retrying,
-                   owner.move(task, to: .running, from: [.retrying]) == nil {
+                    owner.move(task, to: .running, from: [.retrying]) == nil
+                {
                     owner.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
                     return
                 }
                 let outcome = await attempt(request)
                 let (offset, validator) = task.withState { ($0.bytesWritten, $0.record.validator) }
-                action = machine.requestEnded(outcome, offset: offset, validator: validator, random: Double.random(in: 0..<1))
+                action = machine.requestEnded(
+                    outcome, offset: offset, validator: validator, random: Double.random(in: 0..<1))
             case .restartFromZero(let reason, let delay, let request):
-                owner.logger.info("task \(task.id): restarting from zero\(delay > 0 ? String(format: " in %.1f s", delay) : ""): \(reason)")
+                owner.logger.info(
+                    "task \(task.id): restarting from zero\(delay > 0 ? String(format: " in %.1f s", delay) : ""): \(reason)"
+                )
                 if delay > 0 {
                     await sitOut(delay)
                     // Again without the wait, once a stop had its chance at the top.
@@ -100,14 +110,19 @@ final class TransferRun: Sendable {
                     action = machine.finalizeFailed(DownloadError.classify(error))
                 }
             case .retry(let delay, let error):
-                owner.logger.info("task \(task.id): \(error); retry \(machine.retries) in \(String(format: "%.1f", delay)) s")
+                owner.logger.info(
+                    "task \(task.id): \(error); retry \(machine.retries) in \(String(format: "%.1f", delay)) s")
                 await checkpoint()
                 // While it waits, the task says why (as BITS's transient error does); the error is
                 // cleared as it leaves `retrying` for anything but `failed` (`DownloadTaskRecord.enter`).
-                guard owner.move(task, to: .retrying, from: [.running], { state in
-                    state.record.errorName = error.name
-                    state.record.errorMessage = error.message
-                }) != nil else {
+                guard
+                    owner.move(
+                        task, to: .retrying, from: [.running],
+                        { state in
+                            state.record.errorName = error.name
+                            state.record.errorMessage = error.message
+                        }) != nil
+                else {
                     // Only a stop may take a running task elsewhere; anything else is a bug: end the run.
                     if let reason = stopReason {
                         action = machine.stop(reason)
@@ -153,11 +168,12 @@ final class TransferRun: Sendable {
     /// trip to the I/O queue less per download); any other outcome gives way to a write error
     /// first, as every request's does.
     func stream(_ request: TransferStateMachine.Request) async -> TransferStateMachine.Outcome {
-        let outcome = outcome(of: await execute(
-            url: request.url, sendsCredentials: request.sendsCredentials,
-            range: request.range.map { (start: $0.offset, end: nil) }, validator: request.range?.validator,
-            hooks: hooks(url: request.url), checksWrites: false
-        ), url: request.url)
+        let outcome = outcome(
+            of: await execute(
+                url: request.url, sendsCredentials: request.sendsCredentials,
+                range: request.range.map { (start: $0.offset, end: nil) }, validator: request.range?.validator,
+                hooks: hooks(url: request.url), checksWrites: false
+            ), url: request.url)
         if case .complete = outcome { return outcome }
         let writeFailure = try? await writer.perform { $0.writeFailure }
         if let failure = writeFailure ?? nil { return .failed(failure) }
@@ -183,7 +199,9 @@ final class TransferRun: Sendable {
                 return followMetalink(result, from: url)
             case .write(_, _, let expected, _):
                 // A body shorter than announced is an interruption (retried, resuming).
-                if let length = result.headers.first(name: "content-length").flatMap(Int64.init), result.bodyBytes != length {
+                if let length = result.headers.first(name: "content-length").flatMap(Int64.init),
+                    result.bodyBytes != length
+                {
                     return .failed(.interrupted("received \(result.bodyBytes) of \(length) bytes"))
                 }
                 if expected >= 0, result.endOffset != expected {
@@ -206,7 +224,8 @@ final class TransferRun: Sendable {
         speedWindow: Double? = nil, seat: SegmentWorkers.Seat? = nil
     ) async -> Sent {
         let record = task.record
-        let headers = RequestSender.headers(for: record, sendsCredentials: sendsCredentials, range: range, validator: validator)
+        let headers = RequestSender.headers(
+            for: record, sendsCredentials: sendsCredentials, range: range, validator: validator)
         let httpRequest: HTTPClient.Request
         do {
             httpRequest = try HTTPClient.Request(url: url, method: .GET, headers: headers)
@@ -221,7 +240,8 @@ final class TransferRun: Sendable {
                     connectTimeout: record.options.connectTimeout ?? configuration.connectTimeout,
                     stallTimeout: record.options.stallTimeout ?? configuration.stallTimeout,
                     lowSpeedLimit: record.options.lowSpeedLimit ?? configuration.lowSpeedLimit,
-                    lowSpeedTime: min(record.options.lowSpeedTime ?? configuration.lowSpeedTime, speedWindow ?? .infinity),
+                    lowSpeedTime: min(
+                        record.options.lowSpeedTime ?? configuration.lowSpeedTime, speedWindow ?? .infinity),
                     checkpointBytes: configuration.checkpointBytes, checkpointInterval: configuration.checkpointInterval
                 ),
                 retryAfterCap: configuration.retry.retryAfterCap,
@@ -231,7 +251,8 @@ final class TransferRun: Sendable {
             ranged: range != nil, segment: segment, split: split
         )
         return await RequestSender(task: task, owner: owner).send(
-            httpRequest, to: url, delegate: transfer, kind: segment != nil || split != nil ? .separate : .multiplexed, seat: seat,
+            httpRequest, to: url, delegate: transfer, kind: segment != nil || split != nil ? .separate : .multiplexed,
+            seat: seat,
             afterwards: { [writer] in
                 // What was handed to the writer is on its way to the file; a write error shows here.
                 guard checksWrites else { return nil }
@@ -258,28 +279,36 @@ final class TransferRun: Sendable {
                 // Hashed from here on, before the body's first write is queued.
                 if let digest { writer.enqueue { $0.startDigest(digest.algorithm) } }
                 var discarded: Int64 = 0
-                owner.report(task, { state in
-                    if truncate { discarded = state.bytesWritten }
-                    state.record.options.mirrors += learned
-                    if let digest { state.record.options.checksum = digest }
-                    state.bytesWritten = offset
-                    state.record.finalURL = url
-                    state.record.expectedLength = expected
-                    state.record.validator = validator
-                    // The name the server suggests, unless the file is named already.
-                    state.record.name(inDirectory: HTTPHeaderRules.fileName(
-                        contentDisposition: headers.first(name: "content-disposition"), url: url
-                    ))
-                }, events: { delegate, task, snapshot in
-                    delegate.receivedResponse(task, snapshot, status: status)
-                    if !learned.isEmpty || digest != nil { delegate.optionsChanged(task, snapshot) }
-                })
+                owner.report(
+                    task,
+                    { state in
+                        if truncate { discarded = state.bytesWritten }
+                        state.record.options.mirrors += learned
+                        if let digest { state.record.options.checksum = digest }
+                        state.bytesWritten = offset
+                        state.record.finalURL = url
+                        state.record.expectedLength = expected
+                        state.record.validator = validator
+                        // The name the server suggests, unless the file is named already.
+                        state.record.name(
+                            inDirectory: HTTPHeaderRules.fileName(
+                                contentDisposition: headers.first(name: "content-disposition"), url: url
+                            ))
+                    },
+                    events: { delegate, task, snapshot in
+                        delegate.receivedResponse(task, snapshot, status: status)
+                        if !learned.isEmpty || digest != nil { delegate.optionsChanged(task, snapshot) }
+                    })
                 if discarded > 0 {
                     // Why a download went back to 0%: the journal says so (curl says "cannot resume").
-                    owner.logger.notice("task \(task.id): the server sent the whole file (\(status)) instead of the rest from byte \(discarded): a new version, or ranges not offered; starting again from 0")
+                    owner.logger.notice(
+                        "task \(task.id): the server sent the whole file (\(status)) instead of the rest from byte \(discarded): a new version, or ranges not offered; starting again from 0"
+                    )
                 }
                 if !learned.isEmpty || digest != nil {
-                    owner.logger.info("task \(task.id): the server names \(learned.count) mirror(s)\(digest.map { " and the file's \($0.algorithm.displayName)" } ?? "")")
+                    owner.logger.info(
+                        "task \(task.id): the server names \(learned.count) mirror(s)\(digest.map { " and the file's \($0.algorithm.displayName)" } ?? "")"
+                    )
                 }
                 if expected >= 0, expected - offset <= owner.configuration.shortTransfer {
                     // Off the event loop: starting what may start takes the owner's locks.
@@ -287,7 +316,9 @@ final class TransferRun: Sendable {
                 }
             },
             wrote: { [progressInterval] position in
-                if let deadline = task.wrote(upTo: position, interval: progressInterval) { owner.events.wroteData(task, at: deadline) }
+                if let deadline = task.wrote(upTo: position, interval: progressInterval) {
+                    owner.events.wroteData(task, at: deadline)
+                }
             },
             checkpoint: { [self] position in
                 if let table = segmentState.withLockedValue({ $0.table }) {
@@ -315,13 +346,15 @@ final class TransferRun: Sendable {
         let next = reason.stoppedState
         let removePartial = next == .cancelled
         let owner = self.owner
-        owner.move(task, to: next, { $0.stopReason = nil }, then: { delegate, task, snapshot in
-            if removePartial { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
-            // Waiting for the network: queued again, to start when the network allows it.
-            if reason == .wait {
-                owner.requeue(snapshot.record)
-            }
-        })
+        owner.move(
+            task, to: next, { $0.stopReason = nil },
+            then: { delegate, task, snapshot in
+                if removePartial { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
+                // Waiting for the network: queued again, to start when the network allows it.
+                if reason == .wait {
+                    owner.requeue(snapshot.record)
+                }
+            })
         if removePartial { await owner.removePartialFile(of: task) }
     }
 
@@ -337,18 +370,21 @@ final class TransferRun: Sendable {
         // partial file for Resume.
         if task.record.durableOffset == 0 { await owner.removePartialFile(of: task) }
         let key = owner.resumeDataKey
-        owner.move(task, to: .failed, { state in
-            state.record.errorName = error.name
-            state.record.errorMessage = error.message
-            // What a failed task holds is what is durable: bytes written after the last
-            // checkpoint are not kept (and with nothing durable the partial file is gone).
-            state.bytesWritten = state.record.durableOffset
-            state.progressDelivered = state.record.durableOffset
-        }, then: { delegate, task, snapshot in
-            let resumable = snapshot.record.validator != nil && snapshot.durableOffset > 0
-            let resumeData = resumable ? try? ResumeData(record: snapshot.record).encoded(key: key) : nil
-            delegate.completed(task, snapshot, error: error, resumeData: resumeData)
-        })
+        owner.move(
+            task, to: .failed,
+            { state in
+                state.record.errorName = error.name
+                state.record.errorMessage = error.message
+                // What a failed task holds is what is durable: bytes written after the last
+                // checkpoint are not kept (and with nothing durable the partial file is gone).
+                state.bytesWritten = state.record.durableOffset
+                state.progressDelivered = state.record.durableOffset
+            },
+            then: { delegate, task, snapshot in
+                let resumable = snapshot.record.validator != nil && snapshot.durableOffset > 0
+                let resumeData = resumable ? try? ResumeData(record: snapshot.record).encoded(key: key) : nil
+                delegate.completed(task, snapshot, error: error, resumeData: resumeData)
+            })
         if task.record.group != 0 { owner.groupFileFailed(task) }
     }
 }

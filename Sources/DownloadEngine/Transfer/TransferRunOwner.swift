@@ -106,7 +106,8 @@ extension TransferRunOwner {
     /// A move whose step queues `then`'s events too.
     @discardableResult
     func move(
-        _ task: DownloadTask, to next: DownloadState, _ change: (inout DownloadTask.State) -> Void = { _ in }, then: TaskEvents
+        _ task: DownloadTask, to next: DownloadState, _ change: (inout DownloadTask.State) -> Void = { _ in },
+        then: TaskEvents
     ) -> TaskSnapshot? {
         move(task, to: next, from: nil, change, then: then)
     }

@@ -113,7 +113,9 @@ struct TransferStateMachine {
         return firstRequest(offset: offset, validator: validator)
     }
 
-    mutating func requestEnded(_ outcome: Outcome, offset: Int64, validator: String?, random: @autoclosure () -> Double) -> Action {
+    mutating func requestEnded(
+        _ outcome: Outcome, offset: Int64, validator: String?, random: @autoclosure () -> Double
+    ) -> Action {
         guard case .requesting(let request, let redirects) = state else {
             return impossible("a response")
         }
@@ -132,7 +134,8 @@ struct TransferStateMachine {
             if case .followedDocument = outcome { originalURL = next }
             let hop = Request(
                 url: next, range: request.range,
-                sendsCredentials: request.sendsCredentials && RedirectRules.sameOrigin(request.url, next) && credentialsGo(to: next)
+                sendsCredentials: request.sendsCredentials && RedirectRules.sameOrigin(request.url, next)
+                    && credentialsGo(to: next)
             )
             state = .requesting(hop, redirects: redirects + 1)
             return .send(hop)
@@ -141,7 +144,8 @@ struct TransferStateMachine {
         case .failed(let error):
             guard error.isRetryable else { return end(.fail(error)) }
             retries += 1
-            guard let delay = limits.retry.delay(forRetry: retries, retryAfter: error.retryAfter, random: random()) else {
+            guard let delay = limits.retry.delay(forRetry: retries, retryAfter: error.retryAfter, random: random())
+            else {
                 return end(.fail(error))
             }
             state = .waitingToRetry
@@ -176,7 +180,9 @@ struct TransferStateMachine {
 
     /// A connection's request for its range ended, after `failures` failed requests in a row
     /// before it: the verdict, under `retry`, the policy of the whole download's retries.
-    static func rangeEnded(_ result: RangeResult, failures: Int, retry: RetryPolicy, random: @autoclosure () -> Double) -> RangeAction {
+    static func rangeEnded(
+        _ result: RangeResult, failures: Int, retry: RetryPolicy, random: @autoclosure () -> Double
+    ) -> RangeAction {
         let error: DownloadError
         switch result {
         case .failed(let failure):
@@ -221,7 +227,8 @@ struct TransferStateMachine {
                 return restart("no strong validator to resume with", random: 0.5)
             }
             let request = Request(
-                url: originalURL, range: ResumeRange(offset: offset, validator: validator), sendsCredentials: credentialsGo(to: originalURL)
+                url: originalURL, range: ResumeRange(offset: offset, validator: validator),
+                sendsCredentials: credentialsGo(to: originalURL)
             )
             state = .requesting(request, redirects: 0)
             return .send(request)

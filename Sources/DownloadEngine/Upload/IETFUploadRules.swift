@@ -38,7 +38,9 @@ enum IETFUploadRules {
 
     /// `Upload-Offset` of a response.
     static func offset(_ headers: HTTPHeaders) -> Int64? {
-        headers.first(name: "upload-offset").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.flatMap { $0 >= 0 ? $0 : nil }
+        headers.first(name: "upload-offset").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.flatMap {
+            $0 >= 0 ? $0 : nil
+        }
     }
 
     /// Whether the response says the server holds the whole upload: `Upload-Complete: ?1` or
@@ -62,7 +64,9 @@ enum IETFUploadRules {
         var maxSize: Int64?, maxAge: Int64?
         for member in value.split(separator: ",") {
             let pair = member.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard pair.count == 2, let number = Int64(pair[1].split(separator: ";").first ?? ""), number >= 0 else { continue }
+            guard pair.count == 2, let number = Int64(pair[1].split(separator: ";").first ?? ""), number >= 0 else {
+                continue
+            }
             switch pair[0] {
             case "max-size": maxSize = number
             case "max-age": maxAge = number

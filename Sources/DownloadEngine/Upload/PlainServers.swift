@@ -50,7 +50,9 @@ struct PlainServers: Sendable {
         answers.withLockedValue { answers in
             var kept = answers[key.owner, default: [:]]
             kept = kept.filter { $0.value >= .now }
-            if kept.count >= Self.capacity, let oldest = kept.min(by: { $0.value < $1.value })?.key { kept[oldest] = nil }
+            if kept.count >= Self.capacity, let oldest = kept.min(by: { $0.value < $1.value })?.key {
+                kept[oldest] = nil
+            }
             kept[key] = .now + Self.lifetime
             answers[key.owner] = kept
         }

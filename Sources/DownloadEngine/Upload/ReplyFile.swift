@@ -44,7 +44,9 @@ final class ReplyFile: Sendable {
     func publish() async throws {
         try await task.onIOQueue { [self] in
             let file = try openIfNeeded()
-            guard fdatasync(file.descriptor) == 0 else { throw DownloadError.file("cannot sync the reply file: \(errnoText())") }
+            guard fdatasync(file.descriptor) == 0 else {
+                throw DownloadError.file("cannot sync the reply file: \(errnoText())")
+            }
             try access.publish(partial, identity: file.identity, to: destination, replace: true, mode: mode)
         }
     }

@@ -25,12 +25,15 @@ final class SourceFile: Sendable {
         // An O_PATH descriptor names a file without the right to read it: refused before
         // anything of the task goes out.
         guard mode & Self.pathOnly == 0 else {
-            throw DownloadError.file("the source descriptor was opened with O_PATH, which cannot read; open the file for reading")
+            throw DownloadError.file(
+                "the source descriptor was opened with O_PATH, which cannot read; open the file for reading")
         }
         guard (mode & O_ACCMODE) == O_RDONLY || (mode & O_ACCMODE) == O_RDWR else {
             throw DownloadError.file("the source descriptor is not open for reading")
         }
-        guard SourceIdentity.of(descriptor: fd) != nil else { throw DownloadError.file("the source descriptor is not a regular file") }
+        guard SourceIdentity.of(descriptor: fd) != nil else {
+            throw DownloadError.file("the source descriptor is not a regular file")
+        }
         let copy = fcntl(fd, F_DUPFD_CLOEXEC, 3)
         guard copy >= 0 else { throw DownloadError.file("the source descriptor cannot be duplicated: \(errnoText())") }
         return SourceFile(owning: copy)

@@ -27,7 +27,9 @@ enum TusRules {
 
     /// What the server's answer to `OPTIONS` says; nil when it does not speak tus 1.0.0.
     static func capabilities(_ headers: HTTPHeaders) -> ResumableUpload? {
-        guard let versions = headers.first(name: "tus-version") ?? headers.first(name: "tus-resumable") else { return nil }
+        guard let versions = headers.first(name: "tus-version") ?? headers.first(name: "tus-resumable") else {
+            return nil
+        }
         guard list(versions).contains(version) else { return nil }
         let extensions = Set(list(headers.first(name: "tus-extension") ?? ""))
         let offered = Set(list(headers.first(name: "tus-checksum-algorithm") ?? "").map { $0.lowercased() })
@@ -51,7 +53,7 @@ enum TusRules {
         if let contentType { pairs.append("filetype \(Data(contentType.utf8).base64EncodedString())") }
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
             guard case .string(let text) = value, !key.isEmpty, key != "filename", key != "filetype",
-                  key.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0 != "," && $0.value < 0x7f })
+                key.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0 != "," && $0.value < 0x7f })
             else { continue }
             pairs.append("\(key) \(Data(text.utf8).base64EncodedString())")
         }

@@ -22,8 +22,11 @@ enum UploadBody {
     /// a streamed body whose response ended before the stream's end was seen leaves its pooled
     /// connection waiting for ever (1 MiB replies over kept-alive connections:
     /// Benchmarks/RESULTS.md, "Kept replies"). A file shorter than recorded is `SourceChanged`.
-    static func whole(_ spec: UploadSpec, from source: SourceFile, task: DownloadTask) async throws -> HTTPClient.Body? {
-        guard spec.bodyLength <= wholeLimit, task.maxBytesPerSecond == 0, !task.record.options.background else { return nil }
+    static func whole(_ spec: UploadSpec, from source: SourceFile, task: DownloadTask) async throws -> HTTPClient.Body?
+    {
+        guard spec.bodyLength <= wholeLimit, task.maxBytesPerSecond == 0, !task.record.options.background else {
+            return nil
+        }
         let size = spec.identity.size
         var file = try await task.onIOQueue { try source.read(Int(size), at: 0) }
         guard Int64(file.readableBytes) == size else {
@@ -37,7 +40,9 @@ enum UploadBody {
 
     /// The whole body; or, with `range`, only those bytes of the file (a resumable upload's
     /// part: no form around it).
-    static func make(_ spec: UploadSpec, from source: SourceFile, task: DownloadTask, range: Range<Int64>? = nil) -> HTTPClient.Body {
+    static func make(
+        _ spec: UploadSpec, from source: SourceFile, task: DownloadTask, range: Range<Int64>? = nil
+    ) -> HTTPClient.Body {
         let prefix = range == nil ? spec.bodyPrefix : [], suffix = range == nil ? spec.bodySuffix : []
         let first = range?.lowerBound ?? 0, size = range?.upperBound ?? spec.identity.size, path = spec.source
         let length = range.map { $0.upperBound - $0.lowerBound } ?? spec.bodyLength
@@ -54,7 +59,9 @@ enum UploadBody {
                     // thread would keep them.
                     func read(at start: Int64, limit: UInt64) -> Task<ByteBuffer, Error>? {
                         guard start < size else { return nil }
-                        let chunk = limit == 0 ? largestChunk : Int(min(UInt64(largestChunk), max(UInt64(smallestChunk), limit / 4)))
+                        let chunk =
+                            limit == 0
+                            ? largestChunk : Int(min(UInt64(largestChunk), max(UInt64(smallestChunk), limit / 4)))
                         let count = Int(min(Int64(chunk), size - start))
                         return Task { try await task.onIOQueue { try source.read(count, at: start) } }
                     }
@@ -62,7 +69,8 @@ enum UploadBody {
                     while let reading = next {
                         let buffer = try await reading.value
                         guard buffer.readableBytes > 0 else {
-                            throw DownloadError.sourceChanged(path, "it ends at byte \(offset) of \(spec.identity.size)")
+                            throw DownloadError.sourceChanged(
+                                path, "it ends at byte \(offset) of \(spec.identity.size)")
                         }
                         offset += Int64(buffer.readableBytes)
                         let limit = task.maxBytesPerSecond

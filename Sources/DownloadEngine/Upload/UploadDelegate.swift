@@ -77,7 +77,9 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
 
     // MARK: AsyncHTTPClient's callbacks, each the request-independent one below
 
-    func didSendRequestHead(task: HTTPClient.Task<Result>, _ head: HTTPRequestHead) { sentHead(TransferDelegate.Request(task)) }
+    func didSendRequestHead(task: HTTPClient.Task<Result>, _ head: HTTPRequestHead) {
+        sentHead(TransferDelegate.Request(task))
+    }
     func didSendRequestPart(task: HTTPClient.Task<Result>, _ part: IOData) {
         sentBodyPart(part.readableBytes, TransferDelegate.Request(task))
     }
@@ -97,7 +99,8 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
         lastMoved = .now()
         // Nothing sent and nothing heard for the stall timeout: the request ends as `Timeout`.
         let limit = stallTimeout
-        watchdog = request.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [self] repeated in
+        watchdog = request.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) {
+            [self] repeated in
             if earlyAnswerLength == -1, NIODeadline.now() - lastMoved > Self.earlyAnswerQuiet {
                 // An early answer with no length, quiet since its last byte: it is what came.
                 repeated.cancel()
@@ -105,7 +108,8 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
             }
             guard NIODeadline.now() - lastMoved > limit else { return }
             repeated.cancel()
-            request.fail(DownloadError.timeout("nothing was sent or received for \(limit.nanoseconds / 1_000_000_000) s"))
+            request.fail(
+                DownloadError.timeout("nothing was sent or received for \(limit.nanoseconds / 1_000_000_000) s"))
         }
     }
 

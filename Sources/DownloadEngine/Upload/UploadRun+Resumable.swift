@@ -73,7 +73,9 @@ extension UploadRun {
             case .failed(let error, let partial):
                 retries += 1
                 let place = "the server's offset (\(task.record.durableOffset) bytes confirmed)"
-                guard await retry(after: error, reply: partial, retries: retries, file: reply, from: place) else { return false }
+                guard await retry(after: error, reply: partial, retries: retries, file: reply, from: place) else {
+                    return false
+                }
             }
         }
     }
@@ -102,7 +104,9 @@ extension UploadRun {
         }
         let size = spec.identity.size
         if let largest = state.maxSize, size > largest {
-            return .failed(.invalidArgument("the server takes uploads of at most \(largest) bytes; \(spec.source) has \(size)"), reply: nil)
+            return .failed(
+                .invalidArgument("the server takes uploads of at most \(largest) bytes; \(spec.source) has \(size)"),
+                reply: nil)
         }
         var restarts = 0, conflicts = 0
         while true {
@@ -124,16 +128,22 @@ extension UploadRun {
                 case .resourceGone:
                     restarts += 1
                     guard restarts <= 3 else {
-                        return .failed(.invalidResponse("the server lost the upload resource \(restarts) times in a row"), reply: nil)
+                        return .failed(
+                            .invalidResponse("the server lost the upload resource \(restarts) times in a row"),
+                            reply: nil)
                     }
-                    owner.logger.info("task \(task.id): the server no longer has the upload resource; made again from byte 0")
+                    owner.logger.info(
+                        "task \(task.id): the server no longer has the upload resource; made again from byte 0")
                     state.resource = nil
                     state.expires = nil
                     confirm(0, state)
                 case .conflict:
                     conflicts += 1
                     guard conflicts <= 5 else {
-                        return .failed(.invalidResponse("the server disagreed with the upload's offset \(conflicts) times in a row (409)"), reply: nil)
+                        return .failed(
+                            .invalidResponse(
+                                "the server disagreed with the upload's offset \(conflicts) times in a row (409)"),
+                            reply: nil)
                     }
                     owner.logger.info("task \(task.id): the server's offset is not ours (409); asked again")
                 case .failed, .finished:
@@ -165,7 +175,9 @@ extension UploadRun {
         task.inEventOrder {
             let snapshot: TaskSnapshot? = task.withState { current in
                 guard !current.record.state.isTerminal else { return nil }
-                guard current.record.durableOffset != offset || current.record.upload?.resumable != state else { return nil }
+                guard current.record.durableOffset != offset || current.record.upload?.resumable != state else {
+                    return nil
+                }
                 current.record.upload?.resumable = state
                 current.record.durableOffset = offset
                 return current.snapshot
@@ -181,14 +193,16 @@ extension UploadRun {
     private func headers(to url: String) -> HTTPHeaders {
         let record = task.record
         var headers = RequestSender.headers(
-            for: record, sendsCredentials: RedirectRules.sameOrigin(record.credentialsOrigin, url), range: nil, validator: nil
+            for: record, sendsCredentials: RedirectRules.sameOrigin(record.credentialsOrigin, url), range: nil,
+            validator: nil
         )
         headers.remove(name: "Accept-Encoding")
         return headers
     }
 
     private func request(
-        _ method: String, _ url: String, _ headers: HTTPHeaders, body: HTTPClient.Body? = nil, base: Int64 = 0, reply: ReplyFile? = nil
+        _ method: String, _ url: String, _ headers: HTTPHeaders, body: HTTPClient.Body? = nil, base: Int64 = 0,
+        reply: ReplyFile? = nil
     ) async throws -> UploadDelegate.Result {
         switch await exchange(method, url: url, headers: headers, body: body, startingAt: base, reply: reply) {
         case .response(let result): return result
@@ -200,7 +214,9 @@ extension UploadRun {
     /// A status that is neither what the step expects nor one it handles.
     private func unexpected(_ result: UploadDelegate.Result, _ what: String) -> Detour {
         if (200...299).contains(result.status) {
-            return .failed(.invalidResponse("the server answered \(what) with \(result.status) but not as the protocol says"), reply: result)
+            return .failed(
+                .invalidResponse("the server answered \(what) with \(result.status) but not as the protocol says"),
+                reply: result)
         }
         return .failed(refusal(result), reply: result)
     }
@@ -217,17 +233,22 @@ extension UploadRun {
         headers.replaceOrAdd(name: IETFUploadRules.versionHeader, value: String(version))
         let result: UploadDelegate.Result
         let asked = ContinuousClock.now
-        switch await exchange("OPTIONS", url: url, headers: headers, body: nil, startingAt: 0, reply: nil, probe: Self.probeTime) {
+        switch await exchange(
+            "OPTIONS", url: url, headers: headers, body: nil, startingAt: 0, reply: nil, probe: Self.probeTime)
+        {
         case .response(let answer):
             result = answer
         case .failed(_, let head?):
             // The head decides; its body is not waited for.
             result = head
         case .failed(let error, nil)
-            where error.code == .timeout && spec.requestedProtocol == .auto && ContinuousClock.now - asked >= .nanoseconds(Self.probeTime.nanoseconds):
+        where error.code == .timeout && spec.requestedProtocol == .auto
+            && ContinuousClock.now - asked >= .nanoseconds(Self.probeTime.nanoseconds):
             // A server that does not answer the question within the probe's own time gets the
             // plain request (a stall before it is a failure like any other, retried).
-            owner.logger.info("task \(task.id): the server did not answer OPTIONS within \(Self.probeTime.nanoseconds / 1_000_000_000) s; a plain upload")
+            owner.logger.info(
+                "task \(task.id): the server did not answer OPTIONS within \(Self.probeTime.nanoseconds / 1_000_000_000) s; a plain upload"
+            )
             return .success(nil)
         case .failed(let error, nil):
             return .failure(.failed(error, reply: nil))
@@ -244,13 +265,17 @@ extension UploadRun {
             return .success(tus)
         }
         if spec.requestedProtocol == .tus {
-            return .failure(.failed(
-                .invalidResponse("the server does not speak tus 1.0.0: its OPTIONS answered \(result.status) without Tus-Version"), reply: nil
-            ))
+            return .failure(
+                .failed(
+                    .invalidResponse(
+                        "the server does not speak tus 1.0.0: its OPTIONS answered \(result.status) without Tus-Version"
+                    ), reply: nil
+                ))
         }
         if IETFUploadRules.spoken(result.headers) {
             owner.logger.info("task \(task.id): the server speaks the IETF resumable-upload draft")
-            return .success(ResumableUpload(kind: .ietf, version: version, maxSize: IETFUploadRules.limit(result.headers).maxSize))
+            return .success(
+                ResumableUpload(kind: .ietf, version: version, maxSize: IETFUploadRules.limit(result.headers).maxSize))
         }
         if let plainKey { PlainServers.shared.rememberPlain(plainKey) }
         return .success(nil)
@@ -269,7 +294,10 @@ extension UploadRun {
         switch result.status {
         case 200...299:
             guard let offset = IETFUploadRules.offset(result.headers), offset <= size else {
-                throw Detour.failed(.invalidResponse("the server's HEAD of the upload gave no Upload-Offset within the file's \(size) bytes"), reply: nil)
+                throw Detour.failed(
+                    .invalidResponse(
+                        "the server's HEAD of the upload gave no Upload-Offset within the file's \(size) bytes"),
+                    reply: nil)
             }
             // The server holds every byte (tus: all it needs; the draft: when it says so), but
             // the final response was lost: the HEAD's answer stands in.
@@ -290,7 +318,9 @@ extension UploadRun {
 
     /// Makes the upload resource at the task's URL: returns the state with it, and the offset
     /// the server holds (tus `creation-with-upload` takes the first part with it).
-    private func create(_ spec: UploadSpec, _ known: ResumableUpload, source: SourceFile) async throws -> (ResumableUpload, Int64) {
+    private func create(
+        _ spec: UploadSpec, _ known: ResumableUpload, source: SourceFile
+    ) async throws -> (ResumableUpload, Int64) {
         var state = known
         let url = task.record.url
         let size = spec.identity.size
@@ -307,9 +337,12 @@ extension UploadRun {
             method = "POST"
             TusRules.mark(&headers)
             headers.replaceOrAdd(name: "Upload-Length", value: String(size))
-            headers.replaceOrAdd(name: "Upload-Metadata", value: TusRules.metadata(
-                filename: FilePaths.name(of: spec.source), contentType: spec.contentType, metadata: task.record.options.metadata
-            ))
+            headers.replaceOrAdd(
+                name: "Upload-Metadata",
+                value: TusRules.metadata(
+                    filename: FilePaths.name(of: spec.source), contentType: spec.contentType,
+                    metadata: task.record.options.metadata
+                ))
             // The whole of a small file goes with the creation (one request, as a plain upload);
             // a larger one's first part does not: a cut before the answer would lose the
             // resource with it (tus-js-client's `uploadDataDuringCreation` is off for this too).
@@ -323,14 +356,18 @@ extension UploadRun {
         guard (200...299).contains(result.status), let location = result.headers.first(name: "location") else {
             if (200...299).contains(result.status), state.kind == .ietf {
                 // A server that took the empty request as the whole upload: not one of the draft's.
-                throw Detour.failed(.invalidResponse("the server answered the upload's creation with \(result.status) but no upload resource (Location); it does not speak the IETF draft (use protocol plain)"), reply: result)
+                throw Detour.failed(
+                    .invalidResponse(
+                        "the server answered the upload's creation with \(result.status) but no upload resource (Location); it does not speak the IETF draft (use protocol plain)"
+                    ), reply: result)
             }
             throw unexpected(result, "the upload's creation")
         }
         do {
             state.resource = try RedirectRules.checkedRedirect(from: url, to: location)
         } catch {
-            throw Detour.failed(.invalidResponse("the upload resource \(location.prefix(200)) cannot be used: \(error)"), reply: nil)
+            throw Detour.failed(
+                .invalidResponse("the upload resource \(location.prefix(200)) cannot be used: \(error)"), reply: nil)
         }
         switch state.kind {
         case .ietf:
@@ -343,7 +380,8 @@ extension UploadRun {
         owner.logger.info("task \(task.id): upload resource made (\(state.displayName))")
         let offset = IETFUploadRules.offset(result.headers) ?? 0
         guard offset <= size else {
-            throw Detour.failed(.invalidResponse("the server says it holds \(offset) bytes of a \(size)-byte upload"), reply: nil)
+            throw Detour.failed(
+                .invalidResponse("the server says it holds \(offset) bytes of a \(size)-byte upload"), reply: nil)
         }
         if state.kind == .tus, offset == size {
             // Everything went with the creation (or the file is empty): its answer is the reply.
@@ -356,13 +394,17 @@ extension UploadRun {
     /// tus: the checksum of `part` (read before it is sent) into `headers`, when the server
     /// checks them.
     private func addPart(
-        _ part: Range<Int64>, of spec: UploadSpec, _ state: ResumableUpload, source: SourceFile, to headers: inout HTTPHeaders
+        _ part: Range<Int64>, of spec: UploadSpec, _ state: ResumableUpload, source: SourceFile,
+        to headers: inout HTTPHeaders
     ) async throws {
         headers.replaceOrAdd(name: "Content-Type", value: TusRules.appendType)
         guard let algorithm = state.checksum else { return }
-        let bytes = try await task.onIOQueue { try source.read(Int(part.upperBound - part.lowerBound), at: part.lowerBound) }
+        let bytes = try await task.onIOQueue {
+            try source.read(Int(part.upperBound - part.lowerBound), at: part.lowerBound)
+        }
         guard bytes.readableBytes == Int(part.upperBound - part.lowerBound) else {
-            throw DownloadError.sourceChanged(spec.source, "it ends before byte \(part.upperBound) of \(spec.identity.size)")
+            throw DownloadError.sourceChanged(
+                spec.source, "it ends before byte \(part.upperBound) of \(spec.identity.size)")
         }
         headers.replaceOrAdd(name: "Upload-Checksum", value: TusRules.checksum(algorithm, of: bytes.readableBytesView))
     }
@@ -415,7 +457,10 @@ extension UploadRun {
                 switch result.status {
                 case 200...299:
                     guard let confirmed = TusRules.offset(result.headers), confirmed > offset, confirmed <= size else {
-                        throw Detour.failed(.invalidResponse("the server's answer to a PATCH at \(offset) gave no Upload-Offset past it"), reply: result)
+                        throw Detour.failed(
+                            .invalidResponse(
+                                "the server's answer to a PATCH at \(offset) gave no Upload-Offset past it"),
+                            reply: result)
                     }
                     if let expires = TusRules.expires(result.headers) { state.expires = expires }
                     offset = confirmed
@@ -426,9 +471,13 @@ extension UploadRun {
                     // The server's checksum of the part is not ours: that part again.
                     mismatches += 1
                     guard mismatches <= 3 else {
-                        throw Detour.failed(.checksumMismatch("the server found the checksum of the part at byte \(offset) wrong \(mismatches) times (460)"), reply: result)
+                        throw Detour.failed(
+                            .checksumMismatch(
+                                "the server found the checksum of the part at byte \(offset) wrong \(mismatches) times (460)"
+                            ), reply: result)
                     }
-                    owner.logger.info("task \(task.id): the server found the part at \(offset) damaged (460); sent again")
+                    owner.logger.info(
+                        "task \(task.id): the server found the part at \(offset) damaged (460); sent again")
                 case 409: throw Detour.conflict
                 case 404, 410: throw Detour.resourceGone
                 case 403: throw Detour.resourceGone
@@ -445,14 +494,15 @@ extension UploadRun {
     /// `termination`): the server frees what it holds. Best effort, within 10 s.
     func terminate() async {
         guard let spec = task.record.upload, spec.terminateOnCancel ?? true,
-              let state = spec.resumable, state.termination, let resource = state.resource
+            let state = spec.resumable, state.termination, let resource = state.resource
         else { return }
         var headers = headers(to: resource)
         switch state.kind {
         case .ietf: headers.replaceOrAdd(name: IETFUploadRules.versionHeader, value: String(state.version))
         case .tus: TusRules.mark(&headers)
         }
-        let outcome = await exchange("DELETE", url: resource, headers: headers, body: nil, startingAt: 0, reply: nil, cleanup: .seconds(10))
+        let outcome = await exchange(
+            "DELETE", url: resource, headers: headers, body: nil, startingAt: 0, reply: nil, cleanup: .seconds(10))
         if case .response(let result) = outcome {
             owner.logger.info("task \(task.id): upload resource deleted (\(result.status))")
         } else {

@@ -63,7 +63,9 @@ final class UploadRun: Sendable {
         // Killed after a request that may not go twice went out whole, before its answer: the
         // answer is lost with the daemon, and the request is not sent again on its own.
         if task.record.upload?.sentWhole == true,
-           let doubt = ResendRule.doubt(about: resendAttempt(spec, method: spec.method, sent: spec.bodyLength), lost: .interrupted("the service stopped"))
+            let doubt = ResendRule.doubt(
+                about: resendAttempt(spec, method: spec.method, sent: spec.bodyLength),
+                lost: .interrupted("the service stopped"))
         {
             return await failed(doubt, reply: nil, file: replyFile)
         }
@@ -80,19 +82,22 @@ final class UploadRun: Sendable {
                 if let reason = stopReason { return await stopped(reason, reply: replyFile) }
                 guard await enterRunning(reply: replyFile) else { return }
                 outcome = await attempt(
-                    spec, url: url, method: method, withBody: withBody, sendsCredentials: sendsCredentials, reply: replyFile
+                    spec, url: url, method: method, withBody: withBody, sendsCredentials: sendsCredentials,
+                    reply: replyFile
                 )
                 if let reason = stopReason { return await stopped(reason, reply: replyFile) }
                 guard case .redirect(let status, let location) = outcome else { break }
                 redirects += 1
                 guard redirects <= owner.configuration.maxRedirects else {
-                    return await failed(.tooManyRedirects(owner.configuration.maxRedirects), reply: nil, file: replyFile)
+                    return await failed(
+                        .tooManyRedirects(owner.configuration.maxRedirects), reply: nil, file: replyFile)
                 }
                 do {
                     let next = try RedirectRules.checkedRedirect(from: url, to: location)
                     // The caller's credentials go only to the origin they were given for.
                     sendsCredentials = sendsCredentials && RedirectRules.sameOrigin(task.record.credentialsOrigin, next)
-                    owner.logger.info("task \(task.id): redirected (\(status)) to \(DisplayText.quoted(next, limit: 200))")
+                    owner.logger.info(
+                        "task \(task.id): redirected (\(status)) to \(DisplayText.quoted(next, limit: 200))")
                     url = next
                 } catch {
                     return await failed(DownloadError.classify(error), reply: nil, file: replyFile)
@@ -106,7 +111,11 @@ final class UploadRun: Sendable {
             } while true
             let error: DownloadError
             let reply: UploadDelegate.Result?
-            if case .response = outcome { answered() } else if case .failed(_, let head?) = outcome, head.status >= 200 { answered() }
+            if case .response = outcome {
+                answered()
+            } else if case .failed(_, let head?) = outcome, head.status >= 200 {
+                answered()
+            }
             switch outcome {
             case .response(let result) where (200...299).contains(result.status):
                 return await finished(result, spec: spec, reply: replyFile)
@@ -124,12 +133,15 @@ final class UploadRun: Sendable {
                 if partial.sent >= length {
                     // The server had the whole body and said yes (an HTTP/1.0 server that ends
                     // its answer by closing while the client still finishes the request).
-                    owner.logger.info("task \(task.id): the server answered \(partial.status), then \(failure); that answer is the outcome")
+                    owner.logger.info(
+                        "task \(task.id): the server answered \(partial.status), then \(failure); that answer is the outcome"
+                    )
                     return await finished(partial, spec: spec, reply: replyFile)
                 }
                 // A yes before the whole body: sent again only when it may be (RFC 9110 §9.2.2).
                 let sentSoFar = ResendRule.Attempt(
-                    method: method, idempotencyKey: ResendRule.hasIdempotencyKey(record.options.headers.keys), headSent: true,
+                    method: method, idempotencyKey: ResendRule.hasIdempotencyKey(record.options.headers.keys),
+                    headSent: true,
                     bodyLength: length, bodySent: partial.sent
                 )
                 if let doubt = ResendRule.doubt(aboutEarlySuccess: partial.status, of: sentSoFar) {
@@ -146,20 +158,25 @@ final class UploadRun: Sendable {
             if mayAskAgain, let plainKey, let status = reply?.status, (400...499).contains(status) {
                 mayAskAgain = false
                 PlainServers.shared.forget(plainKey)
-                owner.logger.info("task \(task.id): the server refused the plain upload (\(status)); asking it once more which protocol it speaks")
+                owner.logger.info(
+                    "task \(task.id): the server refused the plain upload (\(status)); asking it once more which protocol it speaks"
+                )
                 await replyFile?.discard()
                 guard await runResumable(spec, reply: replyFile) else { return }
                 continue
             }
             retries += 1
-            guard await retry(after: error, reply: reply, retries: retries, file: replyFile, from: "byte 0") else { return }
+            guard await retry(after: error, reply: reply, retries: retries, file: replyFile, from: "byte 0") else {
+                return
+            }
         }
     }
 
     /// The attempt as `ResendRule` judges it: `spec`'s body sent by `method` up to `sent` bytes.
     func resendAttempt(_ spec: UploadSpec, method: String, sent: Int64) -> ResendRule.Attempt {
         ResendRule.Attempt(
-            method: method, idempotencyKey: ResendRule.hasIdempotencyKey(task.record.options.headers.keys), headSent: true,
+            method: method, idempotencyKey: ResendRule.hasIdempotencyKey(task.record.options.headers.keys),
+            headSent: true,
             bodyLength: spec.bodyLength, bodySent: sent
         )
     }
@@ -190,7 +207,8 @@ final class UploadRun: Sendable {
     /// A retrying task goes back to running before its next attempt; false: the run ends (it
     /// was stopped, and is moved to where the stop leads).
     func enterRunning(reply: ReplyFile?) async -> Bool {
-        guard task.withState({ $0.record.state }) == .retrying, owner.move(task, to: .running, from: [.retrying]) == nil else { return true }
+        guard task.withState({ $0.record.state }) == .retrying, owner.move(task, to: .running, from: [.retrying]) == nil
+        else { return true }
         if let reason = stopReason {
             await stopped(reason, reply: reply)
         } else {
@@ -201,21 +219,31 @@ final class UploadRun: Sendable {
 
     /// After a failed attempt: fails the task for good, or moves it to retrying and waits out the
     /// back-off (true: try again). `retries` 0: again at once (the attempt made progress).
-    func retry(after error: DownloadError, reply: UploadDelegate.Result?, retries: Int, file: ReplyFile?, from place: String) async -> Bool {
+    func retry(
+        after error: DownloadError, reply: UploadDelegate.Result?, retries: Int, file: ReplyFile?, from place: String
+    ) async -> Bool {
         let policy = owner.configuration.retry
         let immediate: Double? = min(error.retryAfter ?? 0, policy.retryAfterCap)
         guard error.isRetryable,
-              let delay = retries == 0 ? immediate : policy.delay(forRetry: retries, retryAfter: error.retryAfter, random: Double.random(in: 0..<1))
+            let delay = retries == 0
+                ? immediate
+                : policy.delay(forRetry: retries, retryAfter: error.retryAfter, random: Double.random(in: 0..<1))
         else {
             await failed(error, reply: reply, file: file)
             return false
         }
-        owner.logger.info("task \(task.id): \(error); sending again from \(place) in \(String(format: "%.1f", delay)) s (retry \(retries))")
+        owner.logger.info(
+            "task \(task.id): \(error); sending again from \(place) in \(String(format: "%.1f", delay)) s (retry \(retries))"
+        )
         await file?.discard()
-        guard owner.move(task, to: .retrying, from: [.running], { state in
-            state.record.errorName = error.name
-            state.record.errorMessage = error.message
-        }) != nil else {
+        guard
+            owner.move(
+                task, to: .retrying, from: [.running],
+                { state in
+                    state.record.errorName = error.name
+                    state.record.errorMessage = error.message
+                }) != nil
+        else {
             if let reason = stopReason {
                 await stopped(reason, reply: file)
             } else {
@@ -259,7 +287,9 @@ final class UploadRun: Sendable {
         var body: HTTPClient.Body?
         if let source {
             do {
-                body = try await UploadBody.whole(spec, from: source, task: task) ?? UploadBody.make(spec, from: source, task: task)
+                body =
+                    try await UploadBody.whole(spec, from: source, task: task)
+                    ?? UploadBody.make(spec, from: source, task: task)
             } catch {
                 return .failed(DownloadError.classify(error), reply: nil)
             }
@@ -279,12 +309,15 @@ final class UploadRun: Sendable {
         case .failed, .redirect:
             return sent
         case .response(let result):
-            if (300...399).contains(result.status), result.status != 304, let location = result.headers.first(name: "location") {
+            if (300...399).contains(result.status), result.status != 304,
+                let location = result.headers.first(name: "location")
+            {
                 return .redirect(status: result.status, location: location)
             }
             if withBody, (200...299).contains(result.status), result.sent < spec.bodyLength {
                 // A server that answered before it read the whole body did not get the file.
-                return .failed(.interrupted("the server answered after \(result.sent) of \(spec.bodyLength) bytes"), reply: result)
+                return .failed(
+                    .interrupted("the server answered after \(result.sent) of \(spec.bodyLength) bytes"), reply: result)
             }
             return .response(result)
         }
@@ -298,13 +331,15 @@ final class UploadRun: Sendable {
     /// protocol's requests carry offsets that make sending them again safe, so they do not).
     /// `probe`: only the head is wanted, within that time.
     func exchange(
-        _ method: String, url: String, headers: HTTPHeaders, body: HTTPClient.Body?, startingAt base: Int64, reply: ReplyFile?,
+        _ method: String, url: String, headers: HTTPHeaders, body: HTTPClient.Body?, startingAt base: Int64,
+        reply: ReplyFile?,
         cleanup: TimeAmount? = nil, guardsOutcome: Bool = false, probe: TimeAmount? = nil
     ) async -> Outcome {
         let record = task.record
         let request: HTTPClient.Request
         do {
-            request = try HTTPClient.Request(url: url, method: HTTPMethod(rawValue: method), headers: headers, body: body)
+            request = try HTTPClient.Request(
+                url: url, method: HTTPMethod(rawValue: method), headers: headers, body: body)
         } catch {
             return .failed(.invalidArgument("cannot request \(url): \(error)"), reply: nil)
         }
@@ -316,7 +351,8 @@ final class UploadRun: Sendable {
         let markedShort = NIOLockedValueBox(false)
         // A request that may not go twice: recorded once its body went out whole.
         let bodyLength = body?.contentLength ?? 0
-        let marksSentWhole = guardsOutcome && record.upload != nil
+        let marksSentWhole =
+            guardsOutcome && record.upload != nil
             && ResendRule.doubt(
                 about: ResendRule.Attempt(
                     method: method, idempotencyKey: ResendRule.hasIdempotencyKey(headers.map(\.name)), headSent: true,
@@ -326,15 +362,26 @@ final class UploadRun: Sendable {
         let markedWhole = NIOLockedValueBox(false)
         let marking = NIOLockedValueBox<Task<Void, Never>?>(nil)
         let delegate = UploadDelegate(
-            stallTimeout: record.options.stallTimeout ?? owner.configuration.stallTimeout, headOnly: probe != nil, bodyLength: bodyLength,
+            stallTimeout: record.options.stallTimeout ?? owner.configuration.stallTimeout, headOnly: probe != nil,
+            bodyLength: bodyLength,
             sent: { [task, self] sent in
-                if marksSentWhole, sent >= bodyLength, !markedWhole.withLockedValue({ marked in defer { marked = true }; return marked }) {
+                if marksSentWhole, sent >= bodyLength,
+                    !markedWhole.withLockedValue({ marked in
+                        defer { marked = true }; return marked
+                    })
+                {
                     let mark = markSentWhole()
                     marking.withLockedValue { $0 = mark }
                 }
                 guard sent > 0 else { return }
-                if let deadline = task.wrote(upTo: base + sent, interval: interval) { owner.events.wroteData(task, at: deadline) }
-                if base + sent >= short, !markedShort.withLockedValue({ marked in defer { marked = true }; return marked }) {
+                if let deadline = task.wrote(upTo: base + sent, interval: interval) {
+                    owner.events.wroteData(task, at: deadline)
+                }
+                if base + sent >= short,
+                    !markedShort.withLockedValue({ marked in
+                        defer { marked = true }; return marked
+                    })
+                {
                     // Off the event loop: starting what may start takes the owner's locks.
                     Task { owner.transferIsShort(task) }
                 }
@@ -349,7 +396,8 @@ final class UploadRun: Sendable {
         ) { forwarding in
             // A plain http URL through an HTTP proxy: forwarded with its body, as curl does.
             ForwardedRequest(
-                target: forwarding.target, method: request.method, host: request.host, port: request.port, headers: request.headers,
+                target: forwarding.target, method: request.method, host: request.host, port: request.port,
+                headers: request.headers,
                 body: request.body, proxyHost: forwarding.proxyHost, proxyPort: forwarding.proxyPort,
                 proxyAuthorization: forwarding.proxyAuthorization, delegate: delegate,
                 connectTimeout: forwarding.connectTimeout, deadline: forwarding.deadline
@@ -365,7 +413,8 @@ final class UploadRun: Sendable {
                 // No answer: a request the server may have acted on is not sent again on its own.
                 let attempt = ResendRule.Attempt(
                     method: method, idempotencyKey: ResendRule.hasIdempotencyKey(headers.map(\.name)),
-                    headSent: delegate.requestHeadSent, bodyLength: body?.contentLength ?? 0, bodySent: delegate.bodySent
+                    headSent: delegate.requestHeadSent, bodyLength: body?.contentLength ?? 0,
+                    bodySent: delegate.bodySent
                 )
                 if let doubt = ResendRule.doubt(about: attempt, lost: error) { return .failed(doubt, reply: nil) }
             }
@@ -378,7 +427,9 @@ final class UploadRun: Sendable {
     func openChecked(_ spec: UploadSpec) async -> Result<SourceFile, DownloadError> {
         do {
             let opened = try await open(spec)
-            guard let now = opened.identity else { return .failure(.file("\(spec.source) is no longer a regular file")) }
+            guard let now = opened.identity else {
+                return .failure(.file("\(spec.source) is no longer a regular file"))
+            }
             if let why = now.change(from: spec.identity) { return .failure(.sourceChanged(spec.source, why)) }
             return .success(opened)
         } catch {
@@ -398,7 +449,9 @@ final class UploadRun: Sendable {
     func open(_ spec: UploadSpec) async throws -> SourceFile {
         if let snapshot = spec.snapshot {
             let fd = Glibc.open(snapshot, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-            guard fd >= 0 else { throw DownloadError.file("the service's copy of \(spec.source) cannot be opened: \(errnoText())") }
+            guard fd >= 0 else {
+                throw DownloadError.file("the service's copy of \(spec.source) cannot be opened: \(errnoText())")
+            }
             return SourceFile(owning: fd)
         }
         if let held = task.withState({ $0.source }) { return held }
@@ -427,14 +480,17 @@ final class UploadRun: Sendable {
         let length = spec.bodyLength
         let location = spec.replyDestination ?? ""
         owner.logger.info("task \(task.id): uploaded \(length) bytes; the server answered \(result.status)")
-        owner.move(task, to: .finished, { state in
-            state.record.upload?.keep(result, bodyKept: reply == nil)
-            state.record.durableOffset = length
-            state.bytesWritten = length
-            state.record.resolvedPath = spec.replyDestination
-        }, then: { delegate, task, snapshot in
-            delegate.finished(task, snapshot, location: location)
-        })
+        owner.move(
+            task, to: .finished,
+            { state in
+                state.record.upload?.keep(result, bodyKept: reply == nil)
+                state.record.durableOffset = length
+                state.bytesWritten = length
+                state.record.resolvedPath = spec.replyDestination
+            },
+            then: { delegate, task, snapshot in
+                delegate.finished(task, snapshot, location: location)
+            })
         forgetReplyBody()
     }
 
@@ -447,14 +503,17 @@ final class UploadRun: Sendable {
     func failed(_ error: DownloadError, reply result: UploadDelegate.Result?, file: ReplyFile?) async {
         await file?.discard()
         owner.logger.info("task \(task.id) failed: \(error)")
-        owner.move(task, to: .failed, { state in
-            state.record.errorName = error.name
-            state.record.errorMessage = error.message
-            if let result { state.record.upload?.keep(result, bodyKept: true) }
-            state.progressDelivered = state.bytesWritten
-        }, then: { delegate, task, snapshot in
-            delegate.completed(task, snapshot, error: error, resumeData: nil)
-        })
+        owner.move(
+            task, to: .failed,
+            { state in
+                state.record.errorName = error.name
+                state.record.errorMessage = error.message
+                if let result { state.record.upload?.keep(result, bodyKept: true) }
+                state.progressDelivered = state.bytesWritten
+            },
+            then: { delegate, task, snapshot in
+                delegate.completed(task, snapshot, error: error, resumeData: nil)
+            })
         forgetReplyBody()
         if task.record.group != 0 { owner.groupFileFailed(task) }
     }
@@ -463,16 +522,19 @@ final class UploadRun: Sendable {
         await reply?.discard()
         let next = reason.stoppedState
         let owner = self.owner
-        owner.move(task, to: next, { state in
-            state.stopReason = nil
-            // A plain upload keeps nothing of an attempt: it starts again from byte 0; a
-            // resumable one keeps what the server confirmed.
-            state.bytesWritten = state.record.durableOffset
-            state.progressDelivered = state.record.durableOffset
-        }, then: { delegate, task, snapshot in
-            if next == .cancelled { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
-            if reason == .wait { owner.requeue(snapshot.record) }
-        })
+        owner.move(
+            task, to: next,
+            { state in
+                state.stopReason = nil
+                // A plain upload keeps nothing of an attempt: it starts again from byte 0; a
+                // resumable one keeps what the server confirmed.
+                state.bytesWritten = state.record.durableOffset
+                state.progressDelivered = state.record.durableOffset
+            },
+            then: { delegate, task, snapshot in
+                if next == .cancelled { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
+                if reason == .wait { owner.requeue(snapshot.record) }
+            })
         if next == .cancelled { await owner.removePartialFile(of: task) }
     }
 }

@@ -20,28 +20,41 @@ struct Get: AsyncParsableCommand {
     )
 
     @OptionGroup var service: ServiceOptions
-    @Argument(help: "The http or https URLs, or Metalink files (.meta4): a Metalink file's URLs are the URL and mirrors, its hash the checksum.")
+    @Argument(
+        help:
+            "The http or https URLs, or Metalink files (.meta4): a Metalink file's URLs are the URL and mirrors, its hash the checksum."
+    )
     var urls: [String] = []
-    @Option(name: [.customShort("i"), .customLong("input-file")], help: ArgumentHelp(
-        "Also download the URLs listed in this file, one a line ('-': standard input); blank lines and lines starting with # are skipped.",
-        valueName: "file"
-    ))
+    @Option(
+        name: [.customShort("i"), .customLong("input-file")],
+        help: ArgumentHelp(
+            "Also download the URLs listed in this file, one a line ('-': standard input); blank lines and lines starting with # are skipped.",
+            valueName: "file"
+        ))
     var inputFile: String?
-    @Option(name: .shortAndLong, help: ArgumentHelp(
-        "The file to write, or an existing directory (the name then comes from the server; the only choice for several URLs). Default: the current directory.",
-        valueName: "path"
-    ))
+    @Option(
+        name: .shortAndLong,
+        help: ArgumentHelp(
+            "The file to write, or an existing directory (the name then comes from the server; the only choice for several URLs). Default: the current directory.",
+            valueName: "path"
+        ))
     var output: String?
-    @Flag(help: "With several files: none is put in place until every one is complete, then all together (at most 10,000 files).")
+    @Flag(
+        help:
+            "With several files: none is put in place until every one is complete, then all together (at most 10,000 files)."
+    )
     var atomic = false
     @OptionGroup var options: TaskOptionArguments
 
     func validate() throws {
-        guard !urls.isEmpty || inputFile != nil else { throw ValidationError("give a URL, or a list of them with -i FILE") }
+        guard !urls.isEmpty || inputFile != nil else {
+            throw ValidationError("give a URL, or a list of them with -i FILE")
+        }
         if urls.count > 1 || inputFile != nil {
             // These describe one file; a list has many.
             guard options.checksum == nil, options.sha256 == nil, options.mirrors.isEmpty else {
-                throw ValidationError("--checksum, --sha256 and --mirror name one file: give them with one URL, not several")
+                throw ValidationError(
+                    "--checksum, --sha256 and --mirror name one file: give them with one URL, not several")
             }
         }
     }
@@ -62,14 +75,20 @@ struct Get: AsyncParsableCommand {
             }
             var info = stat()
             guard stat(destination, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
-                CommandFailure(message: "several URLs go into a directory, and \(DisplayText.escaped(destination)) is not one").exit()
+                CommandFailure(
+                    message: "several URLs go into a directory, and \(DisplayText.escaped(destination)) is not one"
+                ).exit()
             }
             guard !atomic || all.count <= BatchDownload.groupSize else {
-                CommandFailure(message: "an atomic group holds at most \(BatchDownload.groupSize) files; this list has \(all.count)").exit()
+                CommandFailure(
+                    message:
+                        "an atomic group holds at most \(BatchDownload.groupSize) files; this list has \(all.count)"
+                ).exit()
             }
             try await service.run { [taskOptions, all] proxy in
                 try await BatchDownload(
-                    proxy: proxy, urls: all, directory: destination, options: taskOptions, service: service, atomic: atomic
+                    proxy: proxy, urls: all, directory: destination, options: taskOptions, service: service,
+                    atomic: atomic
                 ).run()
             }
             return
@@ -82,13 +101,16 @@ struct Get: AsyncParsableCommand {
                 path = try await CommandFailure.sayingOverwrite(destination) {
                     try await proxy.start(url: url, destination: destination, options: taskOptions)
                 }
-            } catch let error as DownloadsClientError where error.code == .invalidArgument && error.message.contains("start it as a group") {
+            } catch let error as DownloadsClientError
+                where error.code == .invalidArgument && error.message.contains("start it as a group")
+            {
                 // A Metalink file of several files: a group of them, in the directory given.
                 var options = try self.options.taskOptions
                 options.metalink = nil
                 options.metalinkPath = nil
                 return try await BatchDownload(
-                    proxy: proxy, urls: [source], directory: destination, options: options, service: service, atomic: atomic
+                    proxy: proxy, urls: [source], directory: destination, options: options, service: service,
+                    atomic: atomic
                 ).run()
             }
             let file = try await TaskFollower(proxy: proxy, path: path, service: service).follow().destination

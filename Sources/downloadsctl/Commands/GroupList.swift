@@ -9,7 +9,8 @@ import Glibc
 #endif
 
 struct GroupList: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "List your groups: id, state, files done, bytes, title.")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List your groups: id, state, files done, bytes, title.")
 
     @OptionGroup var service: ServiceOptions
     @Option(help: ArgumentHelp("Only this session's groups.", valueName: "name")) var session = ""

@@ -10,16 +10,21 @@ import Glibc
 
 struct GroupResume: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "resume", abstract: "Resume a group's paused and failed files, or a group from its resume data (prints the group id)."
+        commandName: "resume",
+        abstract: "Resume a group's paused and failed files, or a group from its resume data (prints the group id)."
     )
 
     @OptionGroup var service: ServiceOptions
     @Argument(help: "A group id or object path.") var group: GroupArgument?
-    @Option(name: .customLong("resume-data"), help: ArgumentHelp("A file written by 'group pause --resume-data'.", valueName: "file"))
+    @Option(
+        name: .customLong("resume-data"),
+        help: ArgumentHelp("A file written by 'group pause --resume-data'.", valueName: "file"))
     var resumeData: String?
 
     func validate() throws {
-        guard (group == nil) != (resumeData == nil) else { throw ValidationError("give a GROUP or --resume-data FILE (one of them)") }
+        guard (group == nil) != (resumeData == nil) else {
+            throw ValidationError("give a GROUP or --resume-data FILE (one of them)")
+        }
     }
 
     func run() async throws {

@@ -9,7 +9,8 @@ import Glibc
 #endif
 
 struct GroupStatus: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show a group: its state, files and bytes (and its tasks with --json).")
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Show a group: its state, files and bytes (and its tasks with --json).")
 
     @OptionGroup var service: ServiceOptions
     @Argument(help: "A group id or object path.") var group: GroupArgument
@@ -30,9 +31,13 @@ struct GroupStatus: AsyncParsableCommand {
 
     static func row(_ status: DownloadGroupStatus) -> String {
         let files = "\(status.filesFinished) of \(status.files)"
-        let size = status.bytesExpected >= 0
-            ? "\(ByteCount.format(status.bytesWritten))/\(ByteCount.format(status.bytesExpected))" : ByteCount.format(status.bytesWritten)
-        func padded(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(1, width - text.count)) }
+        let size =
+            status.bytesExpected >= 0
+            ? "\(ByteCount.format(status.bytesWritten))/\(ByteCount.format(status.bytesExpected))"
+            : ByteCount.format(status.bytesWritten)
+        func padded(_ text: String, _ width: Int) -> String {
+            text + String(repeating: " ", count: max(1, width - text.count))
+        }
         return padded("\(status.id)", 4) + padded(status.state, 11) + padded(files, 13) + padded(size, 12)
             + padded(status.atomic ? "yes" : "no", 8) + DisplayText.escaped(status.title)
     }

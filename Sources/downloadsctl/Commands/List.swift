@@ -8,14 +8,21 @@ struct List: AsyncParsableCommand {
 
     @OptionGroup var service: ServiceOptions
     @Option(help: "Only the tasks of this session.") var session: String?
-    @Option(help: ArgumentHelp("Only the tasks whose metadata has KEY set to the string VALUE (repeatable: all must match).", valueName: "key=value"))
+    @Option(
+        help: ArgumentHelp(
+            "Only the tasks whose metadata has KEY set to the string VALUE (repeatable: all must match).",
+            valueName: "key=value"))
     var metadata: [String] = []
-    @Option(name: .customLong("state"), help: ArgumentHelp(
-        "Only the tasks in this state: queued, running, paused, retrying, finished, failed or cancelled (repeatable: any of them).",
-        valueName: "state"
-    ), completion: .list(TaskState.allCases.map(\.rawValue)))
+    @Option(
+        name: .customLong("state"),
+        help: ArgumentHelp(
+            "Only the tasks in this state: queued, running, paused, retrying, finished, failed or cancelled (repeatable: any of them).",
+            valueName: "state"
+        ), completion: .list(TaskState.allCases.map(\.rawValue)))
     var states: [String] = []
-    @Flag(name: [.customShort("q"), .long], help: "Only the task ids, one a line (for cancel, pause, resume and wait).") var quiet = false
+    @Flag(
+        name: [.customShort("q"), .long], help: "Only the task ids, one a line (for cancel, pause, resume and wait).")
+    var quiet = false
     @Flag(help: "One JSON array of task objects.") var json = false
 
     func validate() throws {
@@ -30,7 +37,9 @@ struct List: AsyncParsableCommand {
         try await service.run { proxy in
             var statuses = try await proxy.statuses(session: session ?? "")
             if !metadata.isEmpty {
-                let match = try TaskOptionArguments.metadata(metadata, option: "--metadata").mapValues { DBusValue.string($0) }
+                let match = try TaskOptionArguments.metadata(metadata, option: "--metadata").mapValues {
+                    DBusValue.string($0)
+                }
                 let found = Set(try await proxy.findTasks(matching: match).compactMap(DownloadsAPI.taskID))
                 statuses = statuses.filter { found.contains($0.id) }
             }

@@ -5,11 +5,14 @@ import Glibc
 #endif
 
 struct Pause: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Pause tasks (optionally keeping one's resume data in a file).")
+    static let configuration = CommandConfiguration(
+        abstract: "Pause tasks (optionally keeping one's resume data in a file).")
 
     @OptionGroup var service: ServiceOptions
     @Argument(help: "Task ids or object paths.") var tasks: [TaskArgument]
-    @Option(name: .customLong("resume-data"), help: ArgumentHelp("Write the resume data to this file (mode 0600; one task).", valueName: "file"))
+    @Option(
+        name: .customLong("resume-data"),
+        help: ArgumentHelp("Write the resume data to this file (mode 0600; one task).", valueName: "file"))
     var resumeData: String?
 
     func validate() throws {

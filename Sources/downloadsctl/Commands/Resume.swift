@@ -12,22 +12,31 @@ struct Resume: AsyncParsableCommand {
 
     @OptionGroup var service: ServiceOptions
     @Argument(help: "Task ids or object paths.") var tasks: [TaskArgument] = []
-    @Option(name: .customLong("resume-data"), help: ArgumentHelp("A file written by 'pause --resume-data'.", valueName: "file"))
+    @Option(
+        name: .customLong("resume-data"),
+        help: ArgumentHelp("A file written by 'pause --resume-data'.", valueName: "file"))
     var resumeData: String?
-    @Option(help: ArgumentHelp("With --resume-data: continue through this proxy instead of the one the download had.", valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "With --resume-data: continue through this proxy instead of the one the download had.", valueName: "url"))
     var proxy: String?
     @Flag(name: .customLong("no-proxy"), help: "With --resume-data: continue without a proxy.") var noProxy = false
-    @Option(help: ArgumentHelp(
-        "Continue at this URL (a fresh link to the same file): the bytes already fetched are kept when the server sends the same file, else it starts over.",
-        valueName: "url"
-    ))
+    @Option(
+        help: ArgumentHelp(
+            "Continue at this URL (a fresh link to the same file): the bytes already fetched are kept when the server sends the same file, else it starts over.",
+            valueName: "url"
+        ))
     var url: String?
 
     func validate() throws {
-        guard tasks.isEmpty != (resumeData == nil) else { throw ValidationError("give a TASK (or several) or --resume-data FILE (one of them)") }
+        guard tasks.isEmpty != (resumeData == nil) else {
+            throw ValidationError("give a TASK (or several) or --resume-data FILE (one of them)")
+        }
         if url != nil && tasks.count > 1 { throw ValidationError("--url is the new URL of one task") }
         if noProxy && proxy != nil { throw ValidationError("--proxy and --no-proxy exclude each other") }
-        if (noProxy || proxy != nil) && resumeData == nil { throw ValidationError("--proxy and --no-proxy go with --resume-data") }
+        if (noProxy || proxy != nil) && resumeData == nil {
+            throw ValidationError("--proxy and --no-proxy go with --resume-data")
+        }
     }
 
     func run() async throws {

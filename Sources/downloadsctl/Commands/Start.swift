@@ -10,10 +10,12 @@ struct Start: AsyncParsableCommand {
     @OptionGroup var service: ServiceOptions
     @Argument(help: "The http or https URL, or a Metalink file (.meta4).") var url: String
     @Argument(help: "The file to write, or an existing directory (or -o, as for get).") var destination: String?
-    @Option(name: .shortAndLong, help: ArgumentHelp(
-        "The file to write, or an existing directory (the name then comes from the server). Default: the current directory.",
-        valueName: "path"
-    ))
+    @Option(
+        name: .shortAndLong,
+        help: ArgumentHelp(
+            "The file to write, or an existing directory (the name then comes from the server). Default: the current directory.",
+            valueName: "path"
+        ))
     var output: String?
     @OptionGroup var options: TaskOptionArguments
 

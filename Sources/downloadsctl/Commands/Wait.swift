@@ -24,7 +24,8 @@ struct Wait: AsyncParsableCommand {
             let (events, sink) = AsyncStream.makeStream(of: ObjectPath?.self)
             let signals = try await ServiceSignals(proxy, tick: .seconds(2)) { item in
                 switch item {
-                case .signal(.finished(let path, _)), .signal(.failed(let path, _, _, _)), .signal(.stateChanged(let path, "cancelled")):
+                case .signal(.finished(let path, _)), .signal(.failed(let path, _, _, _)),
+                    .signal(.stateChanged(let path, "cancelled")):
                     sink.yield(path)
                 case .tick:
                     sink.yield(nil)
@@ -49,7 +50,8 @@ struct Wait: AsyncParsableCommand {
                         print("task \(status.id) finished: \(DisplayText.escaped(status.destination))")
                     } else {
                         failures.append(
-                            "task \(status.id) \(status.state)" + (status.errorMessage.isEmpty ? "" : ": \(DisplayText.escaped(status.errorMessage))")
+                            "task \(status.id) \(status.state)"
+                                + (status.errorMessage.isEmpty ? "" : ": \(DisplayText.escaped(status.errorMessage))")
                         )
                     }
                 }

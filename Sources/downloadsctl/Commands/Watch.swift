@@ -8,7 +8,8 @@ import Glibc
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "A live view of your tasks with the speed of each running one (redrawn every second on a terminal; a line per change otherwise). Ctrl-C ends it.",
+        abstract:
+            "A live view of your tasks with the speed of each running one (redrawn every second on a terminal; a line per change otherwise). Ctrl-C ends it.",
         discussion: """
             While a task is queued, running or retrying, the view is refreshed every second; otherwise it waits for \
             the service's signals and calls nothing, so an idle service still exits (--exit-idle-time), and it \
@@ -40,7 +41,8 @@ struct Watch: AsyncParsableCommand {
                 }
                 meters = running
                 if terminal {
-                    output("\u{1B}[H\u{1B}[2J" + (statuses.isEmpty ? "no tasks" : TaskRow.table(statuses, speeds: speeds)))
+                    output(
+                        "\u{1B}[H\u{1B}[2J" + (statuses.isEmpty ? "no tasks" : TaskRow.table(statuses, speeds: speeds)))
                 } else {
                     for status in statuses {
                         let line = TaskRow.line(status, speed: speeds[status.id])

@@ -23,7 +23,9 @@ final class BlockingWorkTests: XCTestCase {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         try withUnsafeMutablePointer(to: &address) { pointer in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                guard bind(listener, raw, length) == 0, listen(listener, 0) == 0, getsockname(listener, raw, &length) == 0 else {
+                guard bind(listener, raw, length) == 0, listen(listener, 0) == 0,
+                    getsockname(listener, raw, &length) == 0
+                else {
                     throw XCTSkip("cannot listen on 127.0.0.1: \(errno)")
                 }
             }
@@ -32,17 +34,22 @@ final class BlockingWorkTests: XCTestCase {
         // Fill the accept queue (backlog 0 holds one connection), and wait until the listener
         // holds it: a SYN that comes before would find room (and a SYN cookie would connect it).
         let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) } }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) }
+        }
         fillers.append(filler)
         let filled = Date() + 10
         while acceptQueue(of: port) < 1, Date() < filled { try await Task.sleep(for: .milliseconds(10)) }
         XCTAssertEqual(acceptQueue(of: port), 1, "the listener's accept queue is full")
-        let fillerPorts = Set(fillers.map { filler -> String in
-            var local = sockaddr_in()
-            var size = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(filler, $0, &size) } }
-            return String(format: "0100007F:%04X", Int(UInt16(bigEndian: local.sin_port)))
-        })
+        let fillerPorts = Set(
+            fillers.map { filler -> String in
+                var local = sockaddr_in()
+                var size = socklen_t(MemoryLayout<sockaddr_in>.size)
+                _ = withUnsafeMutablePointer(to: &local) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(filler, $0, &size) }
+                }
+                return String(format: "0100007F:%04X", Int(UInt16(bigEndian: local.sin_port)))
+            })
         let probes = ProcessInfo.processInfo.activeProcessorCount + 2
         let ended = EndCount()
         let probing = Task {
@@ -51,15 +58,21 @@ final class BlockingWorkTests: XCTestCase {
                     group.addTask {
                         let started = Date()
                         let delay = await DelayProbe.connectTime(address: "127.0.0.1", port: port, timeout: 3)
-                        ended.add("\(delay.map { String(format: "connected in %.3f s", $0) } ?? "no answer") after \(String(format: "%.3f", Date().timeIntervalSince(started))) s")
+                        ended.add(
+                            "\(delay.map { String(format: "connected in %.3f s", $0) } ?? "no answer") after \(String(format: "%.3f", Date().timeIntervalSince(started))) s"
+                        )
                     }
                 }
             }
         }
         // Every probe's handshake is under way (its socket in SYN-SENT towards the listener).
         let deadline = Date() + 10
-        while synSent(to: port, besides: fillerPorts) < probes, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        XCTAssertEqual(synSent(to: port, besides: fillerPorts), probes, "the probes are waiting on the full queue: \(ended.outcomes)")
+        while synSent(to: port, besides: fillerPorts) < probes, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTAssertEqual(
+            synSent(to: port, besides: fillerPorts), probes,
+            "the probes are waiting on the full queue: \(ended.outcomes)")
         let addresses = try await AddressResolver.resolve("localhost", port: 80)
         XCTAssertFalse(addresses.isEmpty)
         XCTAssertEqual(ended.value, 0, "the lookup was answered while every probe still waited: \(ended.outcomes)")

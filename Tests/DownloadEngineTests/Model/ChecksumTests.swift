@@ -41,8 +41,9 @@ final class ChecksumTests: EngineTestCase {
         refused("sha256:" + String(repeating: "g", count: 64), "hexadecimal digits")
         refused("sha256:", "is 64 hexadecimal digits, got 0")
         // The IANA names Metalink and the Digest headers use, one table for both.
-        XCTAssertEqual(["SHA-256", "sha-512", "SHA", "sha-1", "MD5", "sha-384"].compactMap(Checksum.Algorithm.init(ianaName:)),
-                       [.sha256, .sha512, .sha1, .sha1, .md5, .sha384])
+        XCTAssertEqual(
+            ["SHA-256", "sha-512", "SHA", "sha-1", "MD5", "sha-384"].compactMap(Checksum.Algorithm.init(ianaName:)),
+            [.sha256, .sha512, .sha1, .sha1, .md5, .sha384])
         XCTAssertNil(Checksum.Algorithm(ianaName: "UNIXsum"))
     }
 
@@ -54,7 +55,8 @@ final class ChecksumTests: EngineTestCase {
             try digest.finish(length: Int64(file.count)) { offset, buffer in
                 let available = file.count - Int(offset)
                 let n = min(buffer.count, available)
-                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: file.withUnsafeBytes { $0 }[Int(offset)..<Int(offset) + n]))
+                buffer.copyMemory(
+                    from: UnsafeRawBufferPointer(rebasing: file.withUnsafeBytes { $0 }[Int(offset)..<Int(offset) + n]))
                 return n
             }
         }
@@ -65,7 +67,9 @@ final class ChecksumTests: EngineTestCase {
             let expected = Self.digest(algorithm, content)
             // One stream, in order: nothing read back.
             var inOrder = RunningDigest(algorithm)
-            for start in stride(from: 0, to: content.count, by: 16_384) { write(&inOrder, start..<min(content.count, start + 16_384)) }
+            for start in stride(from: 0, to: content.count, by: 16_384) {
+                write(&inOrder, start..<min(content.count, start + 16_384))
+            }
             XCTAssertEqual(try finish(&inOrder, content), expected)
             XCTAssertEqual(inOrder.readBack, 0, algorithm.rawValue)
             // Four ranges written side by side: the first is hashed in flight, the rest read back.
@@ -110,7 +114,9 @@ final class ChecksumTests: EngineTestCase {
             XCTAssertEqual(done.state, .failed)
             XCTAssertEqual(done.record.errorName, "ChecksumMismatch")
             let message = done.record.errorMessage ?? ""
-            XCTAssertTrue(message.hasPrefix("\(algorithm.displayName) of the download is \(Self.digest(algorithm, content))"), message)
+            XCTAssertTrue(
+                message.hasPrefix("\(algorithm.displayName) of the download is \(Self.digest(algorithm, content))"),
+                message)
             XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("out\(id)")), "nothing is kept")
         }
         XCTAssertEqual(leftovers(), [])

@@ -11,7 +11,10 @@ final class DownloadErrorTests: XCTestCase {
     func testDownloadErrorsCompareByCode() throws {
         XCTAssertEqual(DownloadError.network("reset"), DownloadError.network("refused"))
         XCTAssertNotEqual(DownloadError.network("x"), DownloadError.timeout("x"))
-        XCTAssertEqual(DownloadError.checksumMismatch(expected: try Checksum(.md5, hex: String(repeating: "a", count: 32)), actual: "b").code, .checksumMismatch)
+        XCTAssertEqual(
+            DownloadError.checksumMismatch(
+                expected: try Checksum(.md5, hex: String(repeating: "a", count: 32)), actual: "b"
+            ).code, .checksumMismatch)
         XCTAssertEqual(Set([DownloadError.file("a"), DownloadError.file("b")]).count, 1)
         XCTAssertEqual(DownloadError.allNames.count, DownloadError.Code.allCases.count)
     }

@@ -6,7 +6,9 @@ final class HTTPFieldRulesTests: XCTestCase {
     func testTokens() {
         XCTAssertTrue(HTTPFieldRules.isToken("Idempotency-Key"))
         XCTAssertTrue(HTTPFieldRules.isToken("x!#$%&'*+-.^_`|~9"))
-        for name in ["", "a b", "a:b", "a(b)", "a/b", "a@b", "é", "a\"b", "a{b}"] { XCTAssertFalse(HTTPFieldRules.isToken(name), name) }
+        for name in ["", "a b", "a:b", "a(b)", "a/b", "a@b", "é", "a\"b", "a{b}"] {
+            XCTAssertFalse(HTTPFieldRules.isToken(name), name)
+        }
     }
 
     func testFieldValuesRefuseEveryControlButTab() {
@@ -20,12 +22,16 @@ final class HTTPFieldRulesTests: XCTestCase {
     }
 
     func testMediaTypes() {
-        for good in ["text/plain", "application/vnd.api+json", "text/plain; charset=utf-8", "text/plain;charset=\"utf-8\"",
-                     "multipart/form-data; boundary=\"a;b\"", "a/b; x=\"q\\\"uoted\"", "image/jpeg "] {
+        for good in [
+            "text/plain", "application/vnd.api+json", "text/plain; charset=utf-8", "text/plain;charset=\"utf-8\"",
+            "multipart/form-data; boundary=\"a;b\"", "a/b; x=\"q\\\"uoted\"", "image/jpeg ",
+        ] {
             XCTAssertTrue(HTTPFieldRules.isMediaType(good), good)
         }
-        for bad in ["", "text", "text/", "/plain", "text/plain/x", "text/plain; charset", "text/plain; =x", "a/b; x=\"open",
-                    "a/b; x=\"a\u{0B}\"", "text/plain\u{2028}", "te xt/plain", "a/b; x=y z"] {
+        for bad in [
+            "", "text", "text/", "/plain", "text/plain/x", "text/plain; charset", "text/plain; =x", "a/b; x=\"open",
+            "a/b; x=\"a\u{0B}\"", "text/plain\u{2028}", "te xt/plain", "a/b; x=y z",
+        ] {
             XCTAssertFalse(HTTPFieldRules.isMediaType(bad), bad)
         }
     }

@@ -9,20 +9,29 @@ import XCTest
 /// environment variable applies to which URL.
 final class ProxySettingTests: XCTestCase {
     func testProxyURLsParseAsCurlReadsThem() throws {
-        XCTAssertEqual(try ProxySetting.parse("http://proxy.example:3128"), .http(host: "proxy.example", port: 3128, credentials: nil))
-        XCTAssertEqual(try ProxySetting.parse("proxy.example:3128"), .http(host: "proxy.example", port: 3128, credentials: nil),
-                       "a bare host:port is an HTTP proxy")
-        XCTAssertEqual(try ProxySetting.parse("HTTP://Proxy.Example/"), .http(host: "proxy.example", port: 1080, credentials: nil),
-                       "curl's default port; scheme and host case-insensitive; a trailing slash is fine")
+        XCTAssertEqual(
+            try ProxySetting.parse("http://proxy.example:3128"),
+            .http(host: "proxy.example", port: 3128, credentials: nil))
+        XCTAssertEqual(
+            try ProxySetting.parse("proxy.example:3128"), .http(host: "proxy.example", port: 3128, credentials: nil),
+            "a bare host:port is an HTTP proxy")
+        XCTAssertEqual(
+            try ProxySetting.parse("HTTP://Proxy.Example/"), .http(host: "proxy.example", port: 1080, credentials: nil),
+            "curl's default port; scheme and host case-insensitive; a trailing slash is fine")
         XCTAssertEqual(try ProxySetting.parse("http://[::1]:8080"), .http(host: "::1", port: 8080, credentials: nil))
-        XCTAssertEqual(try ProxySetting.parse("socks5://127.0.0.1:1080"), .socks5(host: "127.0.0.1", port: 1080, resolvesNames: false))
-        XCTAssertEqual(try ProxySetting.parse("socks5h://gate:9050"), .socks5(host: "gate", port: 9050, resolvesNames: true))
+        XCTAssertEqual(
+            try ProxySetting.parse("socks5://127.0.0.1:1080"),
+            .socks5(host: "127.0.0.1", port: 1080, resolvesNames: false))
+        XCTAssertEqual(
+            try ProxySetting.parse("socks5h://gate:9050"), .socks5(host: "gate", port: 9050, resolvesNames: true))
         XCTAssertEqual(try ProxySetting.parse("direct://"), .direct)
         let withPassword = try ProxySetting.parse("http://al%40ice:p%3Ass:w@proxy:3128")
-        XCTAssertEqual(withPassword, .http(host: "proxy", port: 3128, credentials: .init(user: "al@ice", password: "p:ss:w")),
-                       "user and password percent-decoded; the password may hold colons")
+        XCTAssertEqual(
+            withPassword, .http(host: "proxy", port: 3128, credentials: .init(user: "al@ice", password: "p:ss:w")),
+            "user and password percent-decoded; the password may hold colons")
         XCTAssertEqual(withPassword.description, "http://proxy:3128", "messages and logs never show credentials")
-        XCTAssertEqual(try ProxySetting.parse(withPassword.text), withPassword, "the stored text reads back to the same proxy")
+        XCTAssertEqual(
+            try ProxySetting.parse(withPassword.text), withPassword, "the stored text reads back to the same proxy")
         XCTAssertFalse(withPassword.text.contains("p:ss"), "the stored form is percent-encoded")
     }
 
@@ -31,7 +40,8 @@ final class ProxySettingTests: XCTestCase {
             ("https://proxy:443", "https://"), ("ftp://proxy:21", "unknown scheme"), ("http://proxy:0", "port"),
             ("http://proxy:99999", "port"), ("http://proxy:80/path", "no path"), ("http://pro xy:80", "spaces"),
             ("socks5://user:pw@proxy:1080", "SOCKS5 with a user name"), ("http://:pw@proxy:80", "user name is empty"),
-            ("http://proxy:8a", "port"), ("direct://x", "direct://"), ("http://", "host"), ("http://bad%zz@proxy:1", "%-escape"),
+            ("http://proxy:8a", "port"), ("direct://x", "direct://"), ("http://", "host"),
+            ("http://bad%zz@proxy:1", "%-escape"),
             // C1 (a terminal's CSI) in the scheme an error would repeat and in a password, DEL, a
             // no-break space: refused as the URL of a download is.
             ("\u{9B}31m://proxy:1", "control characters"), ("http://u:p\u{9B}w@proxy:1", "control characters"),
@@ -47,7 +57,8 @@ final class ProxySettingTests: XCTestCase {
     }
 
     func testNoProxyFollowsCurlsRulesAndPorts() {
-        let list = NoProxyList(" example.com, .internal.test ,10.0.0.0/8, 192.168.1.5, [fd00::1], local.test:8080, ::1 ")
+        let list = NoProxyList(
+            " example.com, .internal.test ,10.0.0.0/8, 192.168.1.5, [fd00::1], local.test:8080, ::1 ")
         XCTAssertTrue(list.matches(host: "example.com", port: 80))
         XCTAssertTrue(list.matches(host: "www.Example.COM", port: 443), "a name and every name below it, any case")
         XCTAssertFalse(list.matches(host: "badexample.com", port: 80), "a suffix must end at a dot")
@@ -72,13 +83,16 @@ final class ProxySettingTests: XCTestCase {
             "http_proxy": "http://h:1", "HTTP_PROXY": "http://ignored:9", "HTTPS_PROXY": "http://s:2",
             "ALL_PROXY": "socks5h://a:3", "no_proxy": "direct.test",
         ])
-        XCTAssertEqual(environment.proxy(scheme: "http", host: "x.test", port: 80), try ProxySetting.parse("http://h:1"))
-        XCTAssertEqual(environment.proxy(scheme: "https", host: "x.test", port: 443), try ProxySetting.parse("http://s:2"),
-                       "HTTPS_PROXY is read in either case")
+        XCTAssertEqual(
+            environment.proxy(scheme: "http", host: "x.test", port: 80), try ProxySetting.parse("http://h:1"))
+        XCTAssertEqual(
+            environment.proxy(scheme: "https", host: "x.test", port: 443), try ProxySetting.parse("http://s:2"),
+            "HTTPS_PROXY is read in either case")
         XCTAssertNil(environment.proxy(scheme: "https", host: "www.direct.test", port: 443), "no_proxy")
         let upperOnly = ProxyEnvironment(["HTTP_PROXY": "http://cgi:9", "all_proxy": "socks5://a:3"])
-        XCTAssertEqual(upperOnly.proxy(scheme: "http", host: "x.test", port: 80), try ProxySetting.parse("socks5://a:3"),
-                       "upper-case HTTP_PROXY is not read (httpoxy); all_proxy applies")
+        XCTAssertEqual(
+            upperOnly.proxy(scheme: "http", host: "x.test", port: 80), try ProxySetting.parse("socks5://a:3"),
+            "upper-case HTTP_PROXY is not read (httpoxy); all_proxy applies")
         let broken = ProxyEnvironment(["https_proxy": "https://tls-proxy:443", "http_proxy": "http://user:hunter2@:80"])
         XCTAssertNil(broken.proxy(scheme: "https", host: "x.test", port: 443))
         XCTAssertNil(broken.proxy(scheme: "http", host: "x.test", port: 80))
@@ -86,7 +100,9 @@ final class ProxySettingTests: XCTestCase {
         XCTAssertFalse(broken.problems.joined().contains("hunter2"), "a problem never repeats a password")
         XCTAssertNil(ProxyEnvironment([:]).proxy(scheme: "http", host: "x.test", port: 80))
         let own = try ProxySetting.parse("socks5h://own:9050")
-        XCTAssertEqual(environment.proxy(own: own, scheme: "http", host: "direct.test", port: 80), own, "a task's own proxy comes first")
+        XCTAssertEqual(
+            environment.proxy(own: own, scheme: "http", host: "direct.test", port: 80), own,
+            "a task's own proxy comes first")
         XCTAssertNil(environment.proxy(own: .direct, scheme: "http", host: "x.test", port: 80), "direct:// is none")
         XCTAssertEqual(environment.proxy(own: nil, scheme: "http", host: "x.test", port: 80), environment.http)
     }

@@ -13,10 +13,14 @@ import XCTest
 final class HTTPClientsTests: EngineTestCase {
     func testAPinnedClientIsSharedByItsOwnersRequestsAndShutDownOnceIdle() async throws {
         let clients = HTTPClients(connectTimeout: 5, caFile: nil, connectionsPerHost: 4, idleTimeout: .milliseconds(50))
-        let a = clients.lease(.multiplexed, route: .init(owner: 1000, host: "example.test", port: 443, address: "127.0.0.1"))
-        let b = clients.lease(.multiplexed, route: .init(owner: 1000, host: "example.test", port: 443, address: "127.0.0.1"))
-        let otherOwner = clients.lease(.multiplexed, route: .init(owner: 1001, host: "example.test", port: 443, address: "127.0.0.1"))
-        let otherKind = clients.lease(.separate, route: .init(owner: 1000, host: "example.test", port: 443, address: "127.0.0.1"))
+        let a = clients.lease(
+            .multiplexed, route: .init(owner: 1000, host: "example.test", port: 443, address: "127.0.0.1"))
+        let b = clients.lease(
+            .multiplexed, route: .init(owner: 1000, host: "example.test", port: 443, address: "127.0.0.1"))
+        let otherOwner = clients.lease(
+            .multiplexed, route: .init(owner: 1001, host: "example.test", port: 443, address: "127.0.0.1"))
+        let otherKind = clients.lease(
+            .separate, route: .init(owner: 1000, host: "example.test", port: 443, address: "127.0.0.1"))
         XCTAssertTrue(a.client === b.client)
         XCTAssertFalse(a.client === otherOwner.client)
         XCTAssertFalse(a.client === otherKind.client)
@@ -37,8 +41,10 @@ final class HTTPClientsTests: EngineTestCase {
         let proxy = try ProxySetting.parse("http://proxy.test:3128")
         let a = clients.lease(.multiplexed, route: .init(proxy: proxy))
         let b = clients.lease(.multiplexed, route: .init(proxy: proxy))
-        let withPassword = clients.lease(.multiplexed, route: .init(proxy: try ProxySetting.parse("http://u:p@proxy.test:3128")))
-        let socks = clients.lease(.multiplexed, route: .init(proxy: try ProxySetting.parse("socks5h://proxy.test:1080")))
+        let withPassword = clients.lease(
+            .multiplexed, route: .init(proxy: try ProxySetting.parse("http://u:p@proxy.test:3128")))
+        let socks = clients.lease(
+            .multiplexed, route: .init(proxy: try ProxySetting.parse("socks5h://proxy.test:1080")))
         let direct = clients.lease(.multiplexed, route: .init())
         XCTAssertTrue(a.client === b.client, "one client per distinct proxy, reused")
         XCTAssertFalse(a.client === withPassword.client)
@@ -62,10 +68,12 @@ final class HTTPClientsTests: EngineTestCase {
             let content = Self.content(10_000 + n, seed: UInt32(n))
             contents.append(content)
             local.set("/f\(n)", Route(content: content))
-            let id = try manager.create(DownloadRequest(
-                owner: Self.owner, session: "s", url: "http://localhost:\(local.port)/f\(n)",
-                destination: directory.file("f\(n)"), destinationIsDirectory: false
-            )).id
+            let id = try manager.create(
+                DownloadRequest(
+                    owner: Self.owner, session: "s", url: "http://localhost:\(local.port)/f\(n)",
+                    destination: directory.file("f\(n)"), destinationIsDirectory: false
+                )
+            ).id
             let done = try await wait(id, for: [.finished, .failed])
             XCTAssertEqual(done.state, .finished, done.record.errorMessage ?? "")
             XCTAssertEqual(sha256(ofFile: directory.file("f\(n)")), Self.sha256(content))
@@ -83,15 +91,20 @@ final class HTTPClientsTests: EngineTestCase {
         defer { proxy.stop() }
         let content = Self.content(20_000, seed: 9)
         server.set("/through", Route(content: content))
-        func run(_ url: String, proxy text: String, denied: [String], name: String) async throws -> DownloadTaskSnapshotState {
+        func run(
+            _ url: String, proxy text: String, denied: [String], name: String
+        ) async throws -> DownloadTaskSnapshotState {
             await manager.shutdown()
             manager = makeManager { $0.deniedNetworks = denied.compactMap { NetworkRange($0) } }
             var options = DownloadOptions()
             options.proxy = try ProxySetting.parse(text)
-            let id = try manager.create(DownloadRequest(
-                owner: Self.owner, session: "s", url: url, destination: directory.file(name), destinationIsDirectory: false,
-                options: options
-            )).id
+            let id = try manager.create(
+                DownloadRequest(
+                    owner: Self.owner, session: "s", url: url, destination: directory.file(name),
+                    destinationIsDirectory: false,
+                    options: options
+                )
+            ).id
             let done = try await wait(id, for: [.finished, .failed])
             return (done.state, done.record.errorName, done.record.errorMessage ?? "")
         }
@@ -101,12 +114,16 @@ final class HTTPClientsTests: EngineTestCase {
         result = try await run(server.url("/through"), proxy: proxy.url, denied: ["127.0.0.0/8"], name: "proxy-denied")
         XCTAssertEqual(result.error, "AccessDenied")
         XCTAssertTrue(result.message.contains("the proxy http://127.0.0.1:\(proxy.port)"), result.message)
-        result = try await run("http://10.9.9.9:\(server.port)/through", proxy: proxy.url, denied: ["10.0.0.0/8"], name: "server-denied")
+        result = try await run(
+            "http://10.9.9.9:\(server.port)/through", proxy: proxy.url, denied: ["10.0.0.0/8"], name: "server-denied")
         XCTAssertEqual(result.error, "AccessDenied", "the server's address is judged though the proxy connects to it")
-        result = try await run("http://localhost:\(server.port)/through", proxy: "socks5h://127.0.0.1:1", denied: ["127.0.0.0/8", "::1/128"],
-                               name: "socks5h")
+        result = try await run(
+            "http://localhost:\(server.port)/through", proxy: "socks5h://127.0.0.1:1",
+            denied: ["127.0.0.0/8", "::1/128"],
+            name: "socks5h")
         XCTAssertEqual(result.error, "AccessDenied", "the proxy's own address first")
-        XCTAssertEqual(proxy.forwardedRequests.count + proxy.connectRequests.count, 1, "nothing denied reached the proxy")
+        XCTAssertEqual(
+            proxy.forwardedRequests.count + proxy.connectRequests.count, 1, "nothing denied reached the proxy")
     }
 
     func testIPv6Loopback() async throws {
@@ -118,10 +135,13 @@ final class HTTPClientsTests: EngineTestCase {
             var options = DownloadOptions()
             options.connections = connections
             let target = directory.file("six-\(connections)")
-            let id = try manager.create(DownloadRequest(
-                owner: Self.owner, session: "s", url: six.url("/six"), destination: target, destinationIsDirectory: false,
-                options: options
-            )).id
+            let id = try manager.create(
+                DownloadRequest(
+                    owner: Self.owner, session: "s", url: six.url("/six"), destination: target,
+                    destinationIsDirectory: false,
+                    options: options
+                )
+            ).id
             let done = try await wait(id, for: [.finished, .failed])
             XCTAssertEqual(done.state, .finished, done.record.errorMessage ?? "")
             XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
@@ -138,14 +158,20 @@ final class HTTPClientsTests: EngineTestCase {
         let (listener, port) = try listeningSocket()
         defer { close(listener) }
         var ids: [UInt64] = []
-        for (url, proxy) in [("https://127.0.0.1:9/x", "http://127.0.0.1:\(port)"), ("http://127.0.0.1:9/x", "socks5://127.0.0.1:\(port)")] {
+        for (url, proxy) in [
+            ("https://127.0.0.1:9/x", "http://127.0.0.1:\(port)"),
+            ("http://127.0.0.1:9/x", "socks5://127.0.0.1:\(port)"),
+        ] {
             var options = DownloadOptions()
             options.proxy = try ProxySetting.parse(proxy)
             options.connectTimeout = 1
-            ids.append(try manager.create(DownloadRequest(
-                owner: Self.owner, session: "s", url: url, destination: directory.file("never\(ids.count)"),
-                destinationIsDirectory: false, options: options
-            )).id)
+            ids.append(
+                try manager.create(
+                    DownloadRequest(
+                        owner: Self.owner, session: "s", url: url, destination: directory.file("never\(ids.count)"),
+                        destinationIsDirectory: false, options: options
+                    )
+                ).id)
             nextID += 1
         }
         for id in ids {
@@ -180,10 +206,12 @@ final class HTTPClientsTests: EngineTestCase {
         }
         var options = DownloadOptions()
         options.proxy = try ProxySetting.parse("http://127.0.0.1:\(port)")
-        let id = try manager.create(DownloadRequest(
-            owner: Self.owner, session: "s", url: "https://127.0.0.1:9/x", destination: directory.file("never"),
-            destinationIsDirectory: false, options: options
-        )).id
+        let id = try manager.create(
+            DownloadRequest(
+                owner: Self.owner, session: "s", url: "https://127.0.0.1:9/x", destination: directory.file("never"),
+                destinationIsDirectory: false, options: options
+            )
+        ).id
         nextID += 1
         let ended = try await wait(id, for: [.failed])
         XCTAssertEqual(ended.record.errorName, "ProxyError", "\(ended.record.errorMessage ?? "")")
@@ -198,9 +226,13 @@ final class HTTPClientsTests: EngineTestCase {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = listener >= 0 && withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
-        }
+        let bound =
+            listener >= 0
+            && withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0
+                }
+            }
         guard bound, listen(listener, 64) == 0 else {
             if listener >= 0 { close(listener) }
             throw POSIXError(.EADDRNOTAVAIL)

@@ -10,13 +10,15 @@ import XCTest
 final class GroupTests: EngineTestCase {
     func request(_ path: String, _ name: String) -> DownloadRequest {
         DownloadRequest(
-            owner: Self.owner, session: "s", url: server.url(path), destination: directory.file(name), destinationIsDirectory: false
+            owner: Self.owner, session: "s", url: server.url(path), destination: directory.file(name),
+            destinationIsDirectory: false
         )
     }
 
     func makeGroup(_ files: [(String, String)], atomic: Bool) throws -> (DownloadGroupRecord, [TaskSnapshot]) {
         try manager.createGroup(
-            files.map { request($0.0, $0.1) }, owner: Self.owner, app: "", session: "s", title: "assets", atomic: atomic, taskSignals: false
+            files.map { request($0.0, $0.1) }, owner: Self.owner, app: "", session: "s", title: "assets",
+            atomic: atomic, taskSignals: false
         )
     }
 
@@ -40,7 +42,8 @@ final class GroupTests: EngineTestCase {
         }
         XCTAssertEqual(manager.groupTasks(group.id).map(\.id), tasks.map(\.id))
         XCTAssertEqual(manager.groups(owner: Self.owner).map(\.id), [group.id])
-        XCTAssertFalse(observer.all.contains(.groupPublishing(group.id)), "a group that is not atomic records no publication")
+        XCTAssertFalse(
+            observer.all.contains(.groupPublishing(group.id)), "a group that is not atomic records no publication")
     }
 
     func testAnAtomicGroupPublishesNothingUntilEveryFileIsComplete() async throws {
@@ -64,7 +67,8 @@ final class GroupTests: EngineTestCase {
         let events = observer.all
         XCTAssertEqual(events.filter { $0 == .groupPublishing(group.id) }.count, 1)
         let decided = try XCTUnwrap(events.firstIndex(of: .groupPublishing(group.id)))
-        let firstFinished = try XCTUnwrap(events.firstIndex { if case .finished = $0 { return true } else { return false } })
+        let firstFinished = try XCTUnwrap(
+            events.firstIndex { if case .finished = $0 { return true } else { return false } })
         XCTAssertLessThan(decided, firstFinished)
     }
 
@@ -76,7 +80,8 @@ final class GroupTests: EngineTestCase {
         var late404 = request("/late", "late.bin")
         late404.options.earliestBegin = WallClock.now + 2
         let (group, tasks) = try manager.createGroup(
-            [request("/good", "good.bin"), late404], owner: Self.owner, app: "", session: "s", title: "", atomic: true, taskSignals: false
+            [request("/good", "good.bin"), late404], owner: Self.owner, app: "", session: "s", title: "", atomic: true,
+            taskSignals: false
         )
         try await waitForDurable(tasks[0].id, 80_000)
         XCTAssertEqual(manager.snapshot(tasks[0].id)?.state, .running, "complete, waiting for the other file")
@@ -115,17 +120,24 @@ final class GroupTests: EngineTestCase {
         for (index, name) in ["a", "b", "c"].enumerated() { server.set("/\(name)", Route(content: contents[index])) }
         let (group, tasks) = try makeGroup([("/a", "a.bin"), ("/b", "b.bin"), ("/c", "c.bin")], atomic: true)
         try await wait(tasks[2].id, for: [.failed], seconds: 20)
-        XCTAssertTrue(observer.all.contains(.failed(tasks[2].id, "FileExists", true)), "\(observer.all.filter { if case .failed = $0 { true } else { false } })")
+        XCTAssertTrue(
+            observer.all.contains(.failed(tasks[2].id, "FileExists", true)),
+            "\(observer.all.filter { if case .failed = $0 { true } else { false } })")
         for task in tasks.prefix(2) { try await wait(task.id, for: [.paused]) }
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("a.bin")), "a placed file went back")
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("b.bin")), "a placed file went back")
-        XCTAssertEqual(FileManager.default.contents(atPath: third).map { Array($0) }, PlantingFileAccess.plantedBytes, "theirs untouched")
+        XCTAssertEqual(
+            FileManager.default.contents(atPath: third).map { Array($0) }, PlantingFileAccess.plantedBytes,
+            "theirs untouched")
         for (index, task) in tasks.enumerated() {
-            XCTAssertEqual(sha256(ofFile: task.record.partialPath), Self.sha256(contents[index]), "file \(index) kept whole")
+            XCTAssertEqual(
+                sha256(ofFile: task.record.partialPath), Self.sha256(contents[index]), "file \(index) kept whole")
         }
-        XCTAssertEqual(observer.all.filter { $0 == .groupPublishing(group.id) || $0 == .groupNotPublished(group.id) }, [
-            .groupPublishing(group.id), .groupNotPublished(group.id),
-        ])
+        XCTAssertEqual(
+            observer.all.filter { $0 == .groupPublishing(group.id) || $0 == .groupNotPublished(group.id) },
+            [
+                .groupPublishing(group.id), .groupNotPublished(group.id),
+            ])
         XCTAssertEqual(manager.group(group.id)?.publishing, false)
 
         try FileManager.default.removeItem(atPath: third)
@@ -167,7 +179,8 @@ final class GroupTests: EngineTestCase {
         XCTAssertEqual(manager.snapshot(tasks[0].id)?.record.resolvedPath, directory.file("one.bin"))
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
         XCTAssertEqual(names, ["one.bin", "two.bin"], "each file in place exactly once, nothing left")
-        XCTAssertEqual(server.requests(for: "/one").count, 1, "a file published before the crash is not asked for again")
+        XCTAssertEqual(
+            server.requests(for: "/one").count, 1, "a file published before the crash is not asked for again")
     }
 
     /// A paused atomic group's resume data: given back while the group exists it resumes that
@@ -194,7 +207,9 @@ final class GroupTests: EngineTestCase {
         altered[60] ^= 1
         XCTAssertThrowsError(try manager.decodeGroupResumeData(altered, owner: Self.owner))
         XCTAssertThrowsError(try manager.decodeGroupResumeData(blob, owner: Self.owner + 1))
-        XCTAssertThrowsError(try manager.decodeGroupResumeData(try manager.resumeData(for: tasks[0].id), owner: Self.owner)) {
+        XCTAssertThrowsError(
+            try manager.decodeGroupResumeData(try manager.resumeData(for: tasks[0].id), owner: Self.owner)
+        ) {
             XCTAssertTrue(($0 as? DownloadError)?.message.contains("ResumeWithData") == true, "\($0)")
         }
         let data = try manager.decodeGroupResumeData(blob, owner: Self.owner)
@@ -216,7 +231,8 @@ final class GroupTests: EngineTestCase {
         XCTAssertEqual(sha256(ofFile: directory.file("big.bin")), Self.sha256(big))
         XCTAssertEqual(leftovers(), [])
         let sent = server.requests(for: "/done").map(\.bodyBytesSent).reduce(0, +)
-        XCTAssertEqual(sent, 70_000, "the complete file's bytes were taken over (a range asked, 416), not fetched again")
+        XCTAssertEqual(
+            sent, 70_000, "the complete file's bytes were taken over (a range asked, 416), not fetched again")
         XCTAssertEqual(observer.all.filter { $0 == .groupPublishing(adopted.id) }.count, 1)
         XCTAssertThrowsError(try manager.groupResumeData(adopted.id), "a finished group has nothing to resume")
     }
@@ -227,7 +243,8 @@ final class GroupTests: EngineTestCase {
         let contents = (0..<4).map { Self.content(150_000, seed: UInt32(80 + $0)) }
         for (index, content) in contents.enumerated() { server.set("/p\(index)", Route(content: content)) }
         let (group, tasks) = try manager.createGroup(
-            (0..<4).map { request("/p\($0)", "p\($0).bin") }, owner: Self.owner, app: "", session: "s", title: "", atomic: false,
+            (0..<4).map { request("/p\($0)", "p\($0).bin") }, owner: Self.owner, app: "", session: "s", title: "",
+            atomic: false,
             taskSignals: false, parallel: 2, maxBytesPerSecond: 400_000
         )
         var most = 0
@@ -250,12 +267,16 @@ final class GroupTests: EngineTestCase {
     }
 
     func testAGroupNeedsFilesAndEveryFileIsChecked() throws {
-        XCTAssertThrowsError(try manager.createGroup([], owner: Self.owner, app: "", session: "s", title: "", atomic: false, taskSignals: false))
+        XCTAssertThrowsError(
+            try manager.createGroup(
+                [], owner: Self.owner, app: "", session: "s", title: "", atomic: false, taskSignals: false))
         var bad = request("/x", "x.bin")
         bad.options.connections = 0
-        XCTAssertThrowsError(try manager.createGroup(
-            [request("/y", "y.bin"), bad], owner: Self.owner, app: "", session: "s", title: "", atomic: false, taskSignals: false
-        ))
+        XCTAssertThrowsError(
+            try manager.createGroup(
+                [request("/y", "y.bin"), bad], owner: Self.owner, app: "", session: "s", title: "", atomic: false,
+                taskSignals: false
+            ))
         XCTAssertEqual(manager.snapshots().count, 0, "a refused group makes no task")
         XCTAssertEqual(manager.groups(owner: Self.owner).count, 0)
     }

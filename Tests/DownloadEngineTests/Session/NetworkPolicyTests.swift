@@ -28,7 +28,9 @@ final class NetworkPolicyTests: EngineTestCase {
         XCTAssertFalse(loopback.contains("1.0.0.0"))
         XCTAssertEqual(NetworkRange("10.1.2.3/8")?.description, "10.0.0.0/8")
         XCTAssertEqual(NetworkRange("127.0.0.1")?.description, "127.0.0.1/32")
-        for bad in ["", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/+8", "example.com/8", "fe80::/129", "10.0.0/8", "10.0.0.0/"] {
+        for bad in [
+            "", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/+8", "example.com/8", "fe80::/129", "10.0.0/8", "10.0.0.0/",
+        ] {
             XCTAssertNil(NetworkRange(bad), bad)
         }
     }
@@ -40,12 +42,15 @@ final class NetworkPolicyTests: EngineTestCase {
         let user = try start("/x")
         let failed = try await wait(user, for: [.finished, .failed])
         XCTAssertEqual(failed.record.errorName, "AccessDenied")
-        XCTAssertEqual(failed.record.errorMessage, "127.0.0.1 is in a network this service does not reach for you (127.0.0.0/8)")
+        XCTAssertEqual(
+            failed.record.errorMessage, "127.0.0.1 is in a network this service does not reach for you (127.0.0.0/8)")
         XCTAssertEqual(server.requests(for: "/x").count, 0, "not even a connection")
         XCTAssertEqual(leftovers(), [])
-        let root = try manager.create(DownloadRequest(
-            owner: 0, session: "s", url: server.url("/x"), destination: directory.file("root"), destinationIsDirectory: false
-        ))
+        let root = try manager.create(
+            DownloadRequest(
+                owner: 0, session: "s", url: server.url("/x"), destination: directory.file("root"),
+                destinationIsDirectory: false
+            ))
         nextID += 1
         let done = try await wait(root.id, for: [.finished, .failed])
         XCTAssertEqual(done.state, .finished, "root's downloads are not held to the list")
@@ -58,20 +63,26 @@ final class NetworkPolicyTests: EngineTestCase {
         // localhost is 127.0.0.1 and ::1: with ::1 denied, the download goes to 127.0.0.1.
         await manager.shutdown()
         manager = makeManager { $0.deniedNetworks = [NetworkRange("::1/128")!] }
-        let allowed = try manager.create(DownloadRequest(
-            owner: Self.owner, session: "s", url: url, destination: directory.file("pinned"), destinationIsDirectory: false
-        ))
+        let allowed = try manager.create(
+            DownloadRequest(
+                owner: Self.owner, session: "s", url: url, destination: directory.file("pinned"),
+                destinationIsDirectory: false
+            ))
         let done = try await wait(allowed.id, for: [.finished, .failed])
         XCTAssertEqual(done.state, .finished, done.record.errorMessage ?? "")
         XCTAssertEqual(sha256(ofFile: directory.file("pinned")), Self.sha256(content))
         await manager.shutdown()
         manager = makeManager { $0.deniedNetworks = [NetworkRange("127.0.0.0/8")!, NetworkRange("::1/128")!] }
-        let denied = try manager.create(DownloadRequest(
-            owner: Self.owner, session: "s", url: url, destination: directory.file("denied"), destinationIsDirectory: false
-        ))
+        let denied = try manager.create(
+            DownloadRequest(
+                owner: Self.owner, session: "s", url: url, destination: directory.file("denied"),
+                destinationIsDirectory: false
+            ))
         let failed = try await wait(denied.id, for: [.finished, .failed])
         XCTAssertEqual(failed.record.errorName, "AccessDenied")
-        XCTAssertTrue(failed.record.errorMessage?.hasPrefix("every address of localhost is in a network") == true, failed.record.errorMessage ?? "")
+        XCTAssertTrue(
+            failed.record.errorMessage?.hasPrefix("every address of localhost is in a network") == true,
+            failed.record.errorMessage ?? "")
     }
 
     func testEveryRedirectHopIsChecked() async throws {

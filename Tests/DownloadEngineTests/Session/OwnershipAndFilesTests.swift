@@ -66,7 +66,9 @@ final class OwnershipAndFilesTests: EngineTestCase {
         var same = Route(content: []); same.redirect = (302, "/here")
         server.set("/cross", cross)
         server.set("/same", same)
-        let secrets = ["Authorization": "Bearer s3cret", "Cookie": "id=1", "Proxy-Authorization": "Basic eA==", "X-Trace": "t"]
+        let secrets = [
+            "Authorization": "Bearer s3cret", "Cookie": "id=1", "Proxy-Authorization": "Basic eA==", "X-Trace": "t",
+        ]
         let crossID = try start("/cross") { $0.headers = secrets }
         let sameID = try start("/same") { $0.headers = secrets }
         for id in [crossID, sameID] {
@@ -125,7 +127,8 @@ final class OwnershipAndFilesTests: EngineTestCase {
         let done = try await wait(adopted.id, for: [.finished, .failed])
         XCTAssertEqual(done.state, .finished)
         XCTAssertEqual(sha256(ofFile: directory.file("adopted.bin")), Self.sha256(content))
-        XCTAssertEqual(server.requests(for: "/adopt").last?.range, "bytes=\(data.offset)-", "resumed from the adopted file")
+        XCTAssertEqual(
+            server.requests(for: "/adopt").last?.range, "bytes=\(data.offset)-", "resumed from the adopted file")
         XCTAssertEqual(leftovers(), [])
     }
 
@@ -138,7 +141,8 @@ final class OwnershipAndFilesTests: EngineTestCase {
         _ = try await manager.pause(id)
         let blob = try manager.resumeData(for: id)
         let changed = try await manager.adopt(
-            try manager.decodeResumeData(blob, owner: Self.owner), change: .init(priority: .low, maxBytesPerSecond: 123_456)
+            try manager.decodeResumeData(blob, owner: Self.owner),
+            change: .init(priority: .low, maxBytesPerSecond: 123_456)
         )
         XCTAssertEqual(changed.id, id, "the paused task itself carries on")
         XCTAssertEqual(manager.snapshot(id)?.record.options.maxBytesPerSecond, 123_456)
@@ -163,16 +167,22 @@ final class OwnershipAndFilesTests: EngineTestCase {
 
         XCTAssertEqual(try manager.checkDestination(directory.file("new"), overwrite: false, owner: me), false)
         XCTAssertEqual(try manager.checkDestination(directory.path, overwrite: false, owner: me), true, "a directory")
-        XCTAssertEqual(try manager.checkDestination(linkToDirectory, overwrite: false, owner: me), true, "a link to one")
+        XCTAssertEqual(
+            try manager.checkDestination(linkToDirectory, overwrite: false, owner: me), true, "a link to one")
         XCTAssertEqual(try manager.checkDestination(file, overwrite: true, owner: me), false)
-        for (path, code) in [(file, DownloadError.Code.fileExists), (dangling, .fileExists),
-                             (directory.file("missing/new"), .invalidArgument), (file + "/new", .invalidArgument)] {
+        for (path, code) in [
+            (file, DownloadError.Code.fileExists), (dangling, .fileExists),
+            (directory.file("missing/new"), .invalidArgument), (file + "/new", .invalidArgument),
+        ] {
             XCTAssertThrowsError(try manager.checkDestination(path, overwrite: false, owner: me), path) { error in
                 XCTAssertEqual((error as? DownloadError)?.code, code, "\(path): \(error)")
             }
         }
-        XCTAssertThrowsError(try manager.checkDestination(directory.file("missing/new"), overwrite: false, owner: me)) { error in
-            XCTAssertEqual("\(error)".contains("the directory of \(directory.file("missing/new")) does not exist"), true, "\(error)")
+        XCTAssertThrowsError(try manager.checkDestination(directory.file("missing/new"), overwrite: false, owner: me)) {
+            error in
+            XCTAssertEqual(
+                "\(error)".contains("the directory of \(directory.file("missing/new")) does not exist"), true,
+                "\(error)")
         }
     }
 }

@@ -17,14 +17,22 @@ final class PlantingFileAccess: FileAccess, FileAccessProvider {
     func files(for owner: UInt32) -> any FileAccess { self }
     func files(for owner: UInt32, below anchor: DescriptorAnchor) -> any FileAccess { self }
 
-    func publish(_ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?) throws {
-        if destination == plantAt, !planted.withLockedValue({ done in defer { done = true }; return done }) {
+    func publish(
+        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?
+    ) throws {
+        if destination == plantAt,
+            !planted.withLockedValue({ done in
+                defer { done = true }; return done
+            })
+        {
             FileManager.default.createFile(atPath: destination, contents: Data(Self.plantedBytes))
         }
         try direct.publish(partial, identity: identity, to: destination, replace: replace, mode: mode)
     }
 
-    func openPartial(_ path: String, reuse: PartialReuse) throws -> OpenedPartial { try direct.openPartial(path, reuse: reuse) }
+    func openPartial(_ path: String, reuse: PartialReuse) throws -> OpenedPartial {
+        try direct.openPartial(path, reuse: reuse)
+    }
     func remove(_ path: String) throws { try direct.remove(path) }
     func isDirectory(_ path: String) throws -> Bool { try direct.isDirectory(path) }
     func isWritableDirectory(_ path: String) throws -> Bool { try direct.isWritableDirectory(path) }

@@ -134,7 +134,11 @@ final class RecoveryTests: EngineTestCase {
                 group.addTask { _ = try? await manager.pause(holder) }
                 for (i, id) in queued.enumerated() {
                     group.addTask {
-                        if (i + round) % 2 == 0 { _ = try? await manager.pause(id) } else { try? await manager.cancel(id) }
+                        if (i + round) % 2 == 0 {
+                            _ = try? await manager.pause(id)
+                        } else {
+                            try? await manager.cancel(id)
+                        }
                     }
                 }
             }
@@ -181,7 +185,9 @@ final class RecoveryTests: EngineTestCase {
         await manager.shutdown()
         // shortTransfer 0: a task with little left to fetch would stop counting against the
         // limit, and a loaded machine reads the states only after a1's response came.
-        manager = makeManager { $0.maxRunning = 3; $0.maxRunningPerSession = 1; $0.shortTransfer = 0 }
+        manager = makeManager {
+            $0.maxRunning = 3; $0.maxRunningPerSession = 1; $0.shortTransfer = 0
+        }
         var route = Route(content: Self.content(100_000))
         route.bytesPerSecond = 400_000
         server.set("/q", route)
@@ -190,7 +196,9 @@ final class RecoveryTests: EngineTestCase {
         let b1 = try start("/q", session: "b")
         // The scheduler starts what fits as soon as tasks are created: wait for the two to run.
         let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline, manager.snapshot(a1)?.state != .running || manager.snapshot(b1)?.state != .running {
+        while ContinuousClock.now < deadline,
+            manager.snapshot(a1)?.state != .running || manager.snapshot(b1)?.state != .running
+        {
             try await Task.sleep(for: .milliseconds(5))
         }
         XCTAssertEqual(manager.snapshot(a1)?.state, .running)
@@ -200,13 +208,15 @@ final class RecoveryTests: EngineTestCase {
         let sessionA = RecordingObserver.Event.sessionIdle(SessionID(owner: Self.owner, name: "a"))
         try await waitForEvent { $0 == sessionA }
         try await Task.sleep(for: .milliseconds(100))
-        XCTAssertEqual(observer.all.filter { $0 == sessionA }.count, 1, "session a became idle once, after its last task")
+        XCTAssertEqual(
+            observer.all.filter { $0 == sessionA }.count, 1, "session a became idle once, after its last task")
     }
 }
 
 /// Fails unless `expression` throws a `DownloadError` of `code`.
 func XCTAssertThrowsErrorAsync<T>(
-    _ expression: @autoclosure () async throws -> T, code: DownloadError.Code, file: StaticString = #filePath, line: UInt = #line
+    _ expression: @autoclosure () async throws -> T, code: DownloadError.Code, file: StaticString = #filePath,
+    line: UInt = #line
 ) async {
     do {
         _ = try await expression()
@@ -230,7 +240,8 @@ extension RecoveryTests {
         let failed = try await wait(id, for: [.failed, .finished])
         XCTAssertEqual(failed.state, .failed)
         XCTAssertEqual(failed.record.errorName, "FileError")
-        XCTAssertTrue(failed.record.errorMessage?.contains("No space left on device") ?? false, failed.record.errorMessage ?? "")
+        XCTAssertTrue(
+            failed.record.errorMessage?.contains("No space left on device") ?? false, failed.record.errorMessage ?? "")
         XCTAssertGreaterThan(failed.durableOffset, 0)
         XCTAssertEqual(failed.bytesWritten, failed.durableOffset, "a failed task reports the bytes it keeps")
         XCTAssertTrue(observer.all.contains(.failed(id, "FileError", true)), "resume data is offered")
@@ -240,6 +251,8 @@ extension RecoveryTests {
         let done = try await wait(id, for: [.failed, .finished])
         XCTAssertEqual(done.state, .finished)
         XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
-        XCTAssertEqual(server.requests(for: "/big").last?.range, "bytes=\(failed.durableOffset)-", "nothing written before was lost")
+        XCTAssertEqual(
+            server.requests(for: "/big").last?.range, "bytes=\(failed.durableOffset)-",
+            "nothing written before was lost")
     }
 }

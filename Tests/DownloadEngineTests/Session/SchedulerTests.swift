@@ -174,8 +174,10 @@ final class SchedulerTests: XCTestCase {
         careful.allowMetered = false
         XCTAssertEqual(RunConditions(power: PowerStatus(onBattery: true)).waitingFor(careful), .acPower)
         XCTAssertEqual(RunConditions(power: PowerStatus(powerSaver: true)).waitingFor(careful), .powerSaver)
-        XCTAssertEqual(RunConditions(network: NetworkStatus(metered: true), power: PowerStatus(onBattery: true)).waitingFor(careful),
-                       .unmeteredNetwork, "the network is said first")
+        XCTAssertEqual(
+            RunConditions(network: NetworkStatus(metered: true), power: PowerStatus(onBattery: true)).waitingFor(
+                careful),
+            .unmeteredNetwork, "the network is said first")
         XCTAssertEqual(RunConditions().waitingFor(careful), .slot)
         XCTAssertFalse(RunConditions(power: PowerStatus(onBattery: true)).allows(careful))
         XCTAssertTrue(RunConditions().allows(careful))
@@ -183,7 +185,8 @@ final class SchedulerTests: XCTestCase {
 
     func testSchedulerSharesPlacesFairlyBetweenUsers() {
         var scheduler = Scheduler(maxRunning: 3, maxRunningPerSession: 3)
-        let a = SessionID(owner: 1000, name: "bulk"), b = SessionID(owner: 1001, name: "one"), c = SessionID(owner: 1002, name: "x")
+        let a = SessionID(owner: 1000, name: "bulk"), b = SessionID(owner: 1001, name: "one"),
+            c = SessionID(owner: 1002, name: "x")
         for id in 1...10 { scheduler.enqueue(UInt64(id), session: a, priority: .high) }
         scheduler.enqueue(11, session: b, priority: .low)
         XCTAssertEqual(scheduler.next(), [1, 11, 2], "user b's low-priority task is not kept waiting by a's high ones")
@@ -247,7 +250,8 @@ final class SchedulerTests: XCTestCase {
         for id in 4...6 { scheduler.enqueue(UInt64(id), session: a, priority: .normal) }
         XCTAssertEqual(scheduler.next(), [], "no place is free")
         scheduler.remove(1)
-        XCTAssertEqual(scheduler.next(), [3], "the 16-connection task starts with the 8 places free, before the single streams")
+        XCTAssertEqual(
+            scheduler.next(), [3], "the 16-connection task starts with the 8 places free, before the single streams")
         XCTAssertEqual(scheduler.connections(of: 3), 8)
         scheduler.remove(2)
         XCTAssertEqual(scheduler.next(), [4, 5, 6], "then the single streams behind it")
@@ -265,7 +269,8 @@ final class SchedulerTests: XCTestCase {
         scheduler.remove(1)
         XCTAssertEqual(scheduler.next(), [3], "a queued task takes freed places first")
         XCTAssertEqual(scheduler.grow(), [2: 2], "the places it leaves go to the running task short of its connections")
-        XCTAssertEqual([scheduler.connections(of: 2), scheduler.connections(of: 3), scheduler.connectionCount], [4, 4, 8])
+        XCTAssertEqual(
+            [scheduler.connections(of: 2), scheduler.connections(of: 3), scheduler.connectionCount], [4, 4, 8])
         scheduler.remove(2)
         scheduler.enqueue(5, session: a, priority: .normal)
         scheduler.enqueue(4, session: a, priority: .normal, connections: 6)

@@ -4,7 +4,9 @@ import XCTest
 
 /// The manager's bookkeeping on its own: ids, per-owner and per-session counts, removal.
 final class TaskTableTests: XCTestCase {
-    private func record(_ id: UInt64, owner: UInt32, session: String, state: DownloadState = .queued) -> DownloadTaskRecord {
+    private func record(
+        _ id: UInt64, owner: UInt32, session: String, state: DownloadState = .queued
+    ) -> DownloadTaskRecord {
         DownloadTaskRecord(
             id: id, owner: owner, session: session, url: "http://127.0.0.1/\(id)", destination: "/tmp/\(id)",
             destinationIsDirectory: false, options: DownloadOptions(), state: state

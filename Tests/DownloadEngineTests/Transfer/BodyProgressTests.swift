@@ -15,10 +15,12 @@ final class BodyProgressTests: XCTestCase {
         connect: Int64 = 10, stall: Int64 = 30, lowSpeed: UInt64 = 0, lowSpeedTime: Int64 = 60,
         checkpointBytes: Int64 = 1000, checkpointInterval: Int64 = 1
     ) -> BodyProgress {
-        BodyProgress(settings: .init(
-            connectTimeout: .seconds(connect), stallTimeout: .seconds(stall), lowSpeedLimit: lowSpeed,
-            lowSpeedTime: .seconds(lowSpeedTime), checkpointBytes: checkpointBytes, checkpointInterval: .seconds(checkpointInterval)
-        ), now: t0)
+        BodyProgress(
+            settings: .init(
+                connectTimeout: .seconds(connect), stallTimeout: .seconds(stall), lowSpeedLimit: lowSpeed,
+                lowSpeedTime: .seconds(lowSpeedTime), checkpointBytes: checkpointBytes,
+                checkpointInterval: .seconds(checkpointInterval)
+            ), now: t0)
     }
 
     func testACheckpointIsDueEveryCheckpointBytes() {

@@ -52,7 +52,8 @@ final class FakeRunOwner: TransferRunOwner {
         }
     }
 
-    func report(_ task: DownloadTask, _ change: (inout DownloadTask.State) -> Void, events: TaskEvents) -> TaskSnapshot {
+    func report(_ task: DownloadTask, _ change: (inout DownloadTask.State) -> Void, events: TaskEvents) -> TaskSnapshot
+    {
         task.inEventOrder {
             let snapshot = task.update(change)
             events(self.events, task, snapshot)

@@ -20,10 +20,15 @@ final class HTTPHeaderRulesTests: XCTestCase {
         XCTAssertEqual(HTTPHeaderRules.strongValidator(["ETag": "\"abc\""]), "\"abc\"")
         XCTAssertNil(HTTPHeaderRules.strongValidator(["ETag": "W/\"abc\""]))
         XCTAssertEqual(
-            HTTPHeaderRules.strongValidator(["Last-Modified": "Tue, 14 Nov 2023 22:13:20 GMT", "Date": "Tue, 14 Nov 2023 22:13:21 GMT"]),
+            HTTPHeaderRules.strongValidator([
+                "Last-Modified": "Tue, 14 Nov 2023 22:13:20 GMT", "Date": "Tue, 14 Nov 2023 22:13:21 GMT",
+            ]),
             "Tue, 14 Nov 2023 22:13:20 GMT"
         )
-        XCTAssertNil(HTTPHeaderRules.strongValidator(["Last-Modified": "Tue, 14 Nov 2023 22:13:20 GMT", "Date": "Tue, 14 Nov 2023 22:13:20 GMT"]))
+        XCTAssertNil(
+            HTTPHeaderRules.strongValidator([
+                "Last-Modified": "Tue, 14 Nov 2023 22:13:20 GMT", "Date": "Tue, 14 Nov 2023 22:13:20 GMT",
+            ]))
         XCTAssertNil(HTTPHeaderRules.strongValidator(["Last-Modified": "Tue, 14 Nov 2023 22:13:20 GMT"]))
     }
 
@@ -47,11 +52,16 @@ final class HTTPHeaderRulesTests: XCTestCase {
         )
         XCTAssertEqual(c1, "_2J_0;pwned_evil.txt")
         // The same in the URL's last segment (a redirect's target).
-        XCTAssertEqual(HTTPHeaderRules.fileName(contentDisposition: nil, url: "http://h/a/%1B%5B2J%C2%9Bx.bin"), "_[2J_x.bin")
+        XCTAssertEqual(
+            HTTPHeaderRules.fileName(contentDisposition: nil, url: "http://h/a/%1B%5B2J%C2%9Bx.bin"), "_[2J_x.bin")
         // Bidi overrides and isolates, marks and other format characters.
-        for spoof in ["invoice%E2%80%AEfdp.exe", "invoice%E2%80%8Ffdp.exe", "invoice%E2%81%A6fdp.exe", "invoice%E2%80%8Bfdp.exe"] {
-            XCTAssertEqual(HTTPHeaderRules.fileName(contentDisposition: "attachment; filename*=UTF-8''\(spoof)", url: "http://h/x"),
-                           "invoice_fdp.exe", spoof)
+        for spoof in [
+            "invoice%E2%80%AEfdp.exe", "invoice%E2%80%8Ffdp.exe", "invoice%E2%81%A6fdp.exe", "invoice%E2%80%8Bfdp.exe",
+        ] {
+            XCTAssertEqual(
+                HTTPHeaderRules.fileName(
+                    contentDisposition: "attachment; filename*=UTF-8''\(spoof)", url: "http://h/x"),
+                "invoice_fdp.exe", spoof)
         }
         XCTAssertEqual(HTTPHeaderRules.sanitize("a\u{85}b\u{2028}c\u{2029}d"), "a_b_c_d")
         XCTAssertEqual(HTTPHeaderRules.sanitize("Ünïcödé 文件 🎉.txt"), "Ünïcödé 文件 🎉.txt")
@@ -60,7 +70,9 @@ final class HTTPHeaderRulesTests: XCTestCase {
         let kept = try XCTUnwrap(HTTPHeaderRules.sanitize(long))
         XCTAssertLessThanOrEqual(kept.utf8.count, HTTPHeaderRules.maximumNameBytes)
         XCTAssertTrue(kept.hasSuffix("é.gz") || kept.hasSuffix("é.tar.gz"), kept)
-        XCTAssertEqual(HTTPHeaderRules.sanitize(String(repeating: "a", count: 300)), String(repeating: "a", count: HTTPHeaderRules.maximumNameBytes))
+        XCTAssertEqual(
+            HTTPHeaderRules.sanitize(String(repeating: "a", count: 300)),
+            String(repeating: "a", count: HTTPHeaderRules.maximumNameBytes))
         // An "extension" that is really a long sentence is not kept whole.
         let sentence = "x." + String(repeating: "y", count: 300)
         XCTAssertEqual(HTTPHeaderRules.sanitize(sentence)?.utf8.count, HTTPHeaderRules.maximumNameBytes)

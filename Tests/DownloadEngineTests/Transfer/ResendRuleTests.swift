@@ -4,7 +4,9 @@ import XCTest
 
 /// RFC 9110 §9.2.2 as `ResendRule` applies it, without I/O.
 final class ResendRuleTests: XCTestCase {
-    func attempt(_ method: String, key: Bool = false, head: Bool = true, length: Int64 = 100, sent: Int64 = 100) -> ResendRule.Attempt {
+    func attempt(
+        _ method: String, key: Bool = false, head: Bool = true, length: Int64 = 100, sent: Int64 = 100
+    ) -> ResendRule.Attempt {
         .init(method: method, idempotencyKey: key, headSent: head, bodyLength: length, bodySent: sent)
     }
 
@@ -20,14 +22,18 @@ final class ResendRuleTests: XCTestCase {
             let doubt = ResendRule.doubt(about: attempt(method), lost: .timeout("nothing for 60 s"))
             XCTAssertEqual(doubt?.code, .outcomeUnknown, method)
             XCTAssertFalse(doubt?.isRetryable ?? true)
-            XCTAssertEqual(ResendRule.doubt(aboutEarlySuccess: 201, of: attempt(method, sent: 10))?.code, .outcomeUnknown)
+            XCTAssertEqual(
+                ResendRule.doubt(aboutEarlySuccess: 201, of: attempt(method, sent: 10))?.code, .outcomeUnknown)
         }
         // An empty body goes whole with its head.
-        XCTAssertEqual(ResendRule.doubt(about: attempt("POST", length: 0, sent: 0), lost: .network("reset"))?.code, .outcomeUnknown)
+        XCTAssertEqual(
+            ResendRule.doubt(about: attempt("POST", length: 0, sent: 0), lost: .network("reset"))?.code, .outcomeUnknown
+        )
     }
 
     func testAPostTheServerCannotHaveAppliedIsSentAgain() {
-        XCTAssertNil(ResendRule.doubt(about: attempt("POST", head: false, sent: 0), lost: .network("refused")), "never went out")
+        XCTAssertNil(
+            ResendRule.doubt(about: attempt("POST", head: false, sent: 0), lost: .network("refused")), "never went out")
         XCTAssertNil(ResendRule.doubt(about: attempt("POST", sent: 99), lost: .network("reset")), "the body was cut")
     }
 

@@ -30,9 +30,12 @@ final class TransferRunTests: XCTestCase {
 
     /// A task as the manager hands it to a run: running, owned by this process's user.
     func runningTask(_ path: String, _ change: (inout DownloadTaskRecord) -> Void = { _ in }) -> DownloadTask {
-        var record = DownloadTaskRecord(id: 1, request: DownloadRequest(
-            owner: getuid(), session: "s", url: server.url(path), destination: directory.file("out"), destinationIsDirectory: false
-        ))
+        var record = DownloadTaskRecord(
+            id: 1,
+            request: DownloadRequest(
+                owner: getuid(), session: "s", url: server.url(path), destination: directory.file("out"),
+                destinationIsDirectory: false
+            ))
         change(&record)
         let task = DownloadTask(record: record)
         XCTAssertNotNil(owner.move(task, to: .running))
@@ -119,7 +122,8 @@ final class TransferRunTests: XCTestCase {
         // What is recorded as durable is in the partial file, byte for byte.
         let partial = try XCTUnwrap(FileManager.default.contents(atPath: record.partialPath))
         XCTAssertGreaterThanOrEqual(Int64(partial.count), record.durableOffset)
-        XCTAssertEqual(Array(partial.prefix(Int(record.durableOffset))), Array(content.prefix(Int(record.durableOffset))))
+        XCTAssertEqual(
+            Array(partial.prefix(Int(record.durableOffset))), Array(content.prefix(Int(record.durableOffset))))
         XCTAssertTrue(observer.all.contains(.checkpoint(1, record.durableOffset)))
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("out")))
     }

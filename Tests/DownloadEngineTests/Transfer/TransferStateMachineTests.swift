@@ -5,12 +5,15 @@ import XCTest
 /// The transfer's decisions without I/O: events in, actions out.
 final class TransferStateMachineTests: XCTestCase {
     typealias Machine = TransferStateMachine
-    let limits = Machine.Limits(retry: RetryPolicy(maxAttempts: 2, baseDelay: 1, maxDelay: 8, retryAfterCap: 30), maxRedirects: 2, maxRestarts: 1)
+    let limits = Machine.Limits(
+        retry: RetryPolicy(maxAttempts: 2, baseDelay: 1, maxDelay: 8, retryAfterCap: 30), maxRedirects: 2,
+        maxRestarts: 1)
     let url = "https://a.example/file"
 
     func testFirstRequestResumesOnlyWithAStrongValidator() {
         var fresh = Machine(url: url, limits: limits)
-        XCTAssertEqual(fresh.start(offset: 0, validator: nil), .send(.init(url: url, range: nil, sendsCredentials: true)))
+        XCTAssertEqual(
+            fresh.start(offset: 0, validator: nil), .send(.init(url: url, range: nil, sendsCredentials: true)))
         var resuming = Machine(url: url, limits: limits)
         XCTAssertEqual(
             resuming.start(offset: 500, validator: "\"v\""),
@@ -19,7 +22,9 @@ final class TransferStateMachineTests: XCTestCase {
         var noValidator = Machine(url: url, limits: limits)
         XCTAssertEqual(
             noValidator.start(offset: 500, validator: nil),
-            .restartFromZero(reason: "no strong validator to resume with", after: 0, then: .init(url: url, range: nil, sendsCredentials: true))
+            .restartFromZero(
+                reason: "no strong validator to resume with", after: 0,
+                then: .init(url: url, range: nil, sendsCredentials: true))
         )
     }
 
@@ -34,11 +39,15 @@ final class TransferStateMachineTests: XCTestCase {
         XCTAssertEqual(error.message, "the transfer took an impossible step: a response while idle")
         var twice = Machine(url: url, limits: limits)
         _ = twice.start(offset: 0, validator: nil)
-        guard case .fail(let again) = twice.start(offset: 0, validator: nil) else { return XCTFail("a second start must fail") }
+        guard case .fail(let again) = twice.start(offset: 0, validator: nil) else {
+            return XCTFail("a second start must fail")
+        }
         XCTAssertEqual(again.description, "InternalError: the transfer took an impossible step: start while requesting")
         var notWaiting = Machine(url: url, limits: limits)
         _ = notWaiting.start(offset: 0, validator: nil)
-        guard case .fail(let early) = notWaiting.retryDelayElapsed(offset: 0, validator: nil) else { return XCTFail("no retry was waiting") }
+        guard case .fail(let early) = notWaiting.retryDelayElapsed(offset: 0, validator: nil) else {
+            return XCTFail("no retry was waiting")
+        }
         XCTAssertFalse(early.message.contains("secret"))
         XCTAssertEqual(early.code, .internalError)
         XCTAssertFalse(early.isRetryable)
@@ -50,7 +59,8 @@ final class TransferStateMachineTests: XCTestCase {
         let range = Machine.ResumeRange(offset: 10, validator: "\"v\"")
         // Same origin (explicit default port): credentials stay.
         XCTAssertEqual(
-            machine.requestEnded(.redirect(location: "https://A.example:443/next"), offset: 10, validator: "\"v\"", random: 0),
+            machine.requestEnded(
+                .redirect(location: "https://A.example:443/next"), offset: 10, validator: "\"v\"", random: 0),
             .send(.init(url: "https://A.example:443/next", range: range, sendsCredentials: true))
         )
         // Another host: dropped, and they stay dropped for every later hop.
@@ -59,7 +69,8 @@ final class TransferStateMachineTests: XCTestCase {
             .send(.init(url: "https://b.example/x", range: range, sendsCredentials: false))
         )
         // DownloadError compares codes; the description compares the message too.
-        let tooMany = machine.requestEnded(.redirect(location: "https://a.example/file"), offset: 10, validator: "\"v\"", random: 0)
+        let tooMany = machine.requestEnded(
+            .redirect(location: "https://a.example/file"), offset: 10, validator: "\"v\"", random: 0)
         XCTAssertEqual(tooMany, .fail(.tooManyRedirects(2)))
         XCTAssertEqual("\(tooMany)", "\(Machine.Action.fail(.tooManyRedirects(2)))")
     }
@@ -70,18 +81,25 @@ final class TransferStateMachineTests: XCTestCase {
     func testAFollowedDocumentIsTheRunsURLAndCredentialsStayWithTheirOrigin() {
         let document = "https://a.example/f.meta4", file = "https://b.example/f"
         var resumed = Machine(url: file, credentialsOrigin: document, limits: limits)
-        XCTAssertEqual(resumed.start(offset: 0, validator: nil), .send(.init(url: file, range: nil, sendsCredentials: false)))
+        XCTAssertEqual(
+            resumed.start(offset: 0, validator: nil), .send(.init(url: file, range: nil, sendsCredentials: false)))
         var home = Machine(url: "https://a.example/other", credentialsOrigin: document, limits: limits)
-        XCTAssertEqual(home.start(offset: 0, validator: nil), .send(.init(url: "https://a.example/other", range: nil, sendsCredentials: true)))
+        XCTAssertEqual(
+            home.start(offset: 0, validator: nil),
+            .send(.init(url: "https://a.example/other", range: nil, sendsCredentials: true)))
 
         var machine = Machine(url: document, credentialsOrigin: document, limits: limits)
-        XCTAssertEqual(machine.start(offset: 0, validator: nil), .send(.init(url: document, range: nil, sendsCredentials: true)))
+        XCTAssertEqual(
+            machine.start(offset: 0, validator: nil), .send(.init(url: document, range: nil, sendsCredentials: true)))
         XCTAssertEqual(
             machine.requestEnded(.followedDocument(location: file), offset: 0, validator: nil, random: 0),
             .send(.init(url: file, range: nil, sendsCredentials: false))
         )
         XCTAssertEqual(machine.originalURL, file)
-        guard case .retry = machine.requestEnded(.failed(.http(status: 503, reason: "Service Unavailable")), offset: 0, validator: nil, random: 0) else {
+        guard
+            case .retry = machine.requestEnded(
+                .failed(.http(status: 503, reason: "Service Unavailable")), offset: 0, validator: nil, random: 0)
+        else {
             return XCTFail("a 503 is retried")
         }
         XCTAssertEqual(
@@ -101,7 +119,9 @@ final class TransferStateMachineTests: XCTestCase {
     func testInsecureRedirectFails() {
         var machine = Machine(url: url, limits: limits)
         _ = machine.start(offset: 0, validator: nil)
-        guard case .fail(let error) = machine.requestEnded(.redirect(location: "http://a.example/"), offset: 0, validator: nil, random: 0)
+        guard
+            case .fail(let error) = machine.requestEnded(
+                .redirect(location: "http://a.example/"), offset: 0, validator: nil, random: 0)
         else { return XCTFail("an https → http redirect must fail") }
         XCTAssertEqual(error.name, "InsecureRedirect")
     }
@@ -113,10 +133,13 @@ final class TransferStateMachineTests: XCTestCase {
             machine.requestEnded(.failed(.network("reset")), offset: 0, validator: nil, random: 0.5),
             .retry(after: 1, because: .network("reset"))
         )
-        XCTAssertEqual(machine.retryDelayElapsed(offset: 100, validator: "\"v\""),
-                       .send(.init(url: url, range: .init(offset: 100, validator: "\"v\""), sendsCredentials: true)))
+        XCTAssertEqual(
+            machine.retryDelayElapsed(offset: 100, validator: "\"v\""),
+            .send(.init(url: url, range: .init(offset: 100, validator: "\"v\""), sendsCredentials: true)))
         let busy = DownloadError.http(status: 503, reason: "Busy", retryAfter: 7)
-        XCTAssertEqual(machine.requestEnded(.failed(busy), offset: 100, validator: "\"v\"", random: 0.5), .retry(after: 7, because: busy))
+        XCTAssertEqual(
+            machine.requestEnded(.failed(busy), offset: 100, validator: "\"v\"", random: 0.5),
+            .retry(after: 7, because: busy))
         _ = machine.retryDelayElapsed(offset: 100, validator: "\"v\"")
         let third = machine.requestEnded(.failed(.network("reset")), offset: 100, validator: "\"v\"", random: 0.5)
         XCTAssertEqual(third, .fail(.network("reset")), "the third failure is past maxAttempts 2")
@@ -139,25 +162,34 @@ final class TransferStateMachineTests: XCTestCase {
             .restartFromZero(reason: "changed", after: 0, then: .init(url: url, range: nil, sendsCredentials: true))
         )
         XCTAssertEqual(machine.retries, 0)
-        guard case .fail(let error) = machine.requestEnded(.restartFromZero(reason: "changed again"), offset: 0, validator: nil, random: 0)
+        guard
+            case .fail(let error) = machine.requestEnded(
+                .restartFromZero(reason: "changed again"), offset: 0, validator: nil, random: 0)
         else { return XCTFail("a second restart is past maxRestarts 1") }
         XCTAssertEqual(error.name, "InvalidResponse")
     }
 
     func testRestartsAfterTheFirstBackOffAsRetriesDo() {
-        var machine = Machine(url: url, limits: .init(
-            retry: RetryPolicy(maxAttempts: 5, baseDelay: 1, maxDelay: 60, retryAfterCap: 300), maxRedirects: 10, maxRestarts: 5
-        ))
+        var machine = Machine(
+            url: url,
+            limits: .init(
+                retry: RetryPolicy(maxAttempts: 5, baseDelay: 1, maxDelay: 60, retryAfterCap: 300), maxRedirects: 10,
+                maxRestarts: 5
+            ))
         _ = machine.start(offset: 0, validator: nil)
         var delays: [Double] = []
         for _ in 0..<5 {
-            guard case .restartFromZero(_, let delay, _) = machine.requestEnded(
-                .restartFromZero(reason: "206 to a request without Range"), offset: 0, validator: nil, random: 0.5
-            ) else { return XCTFail("a restart") }
+            guard
+                case .restartFromZero(_, let delay, _) = machine.requestEnded(
+                    .restartFromZero(reason: "206 to a request without Range"), offset: 0, validator: nil, random: 0.5
+                )
+            else { return XCTFail("a restart") }
             delays.append(delay)
         }
         XCTAssertEqual(delays, [0, 1, 2, 4, 8])
-        guard case .fail = machine.requestEnded(.restartFromZero(reason: "again"), offset: 0, validator: nil, random: 0.5) else {
+        guard
+            case .fail = machine.requestEnded(.restartFromZero(reason: "again"), offset: 0, validator: nil, random: 0.5)
+        else {
             return XCTFail("past maxRestarts")
         }
     }
@@ -174,7 +206,8 @@ final class TransferStateMachineTests: XCTestCase {
         XCTAssertEqual(requesting.stop(.pause), .stop(.pause))
         var waiting = Machine(url: url, limits: limits)
         _ = waiting.start(offset: 0, validator: nil)
-        guard case .retry = waiting.requestEnded(.failed(.timeout("slow")), offset: 0, validator: nil, random: 0.5) else {
+        guard case .retry = waiting.requestEnded(.failed(.timeout("slow")), offset: 0, validator: nil, random: 0.5)
+        else {
             return XCTFail("a timeout is retried")
         }
         XCTAssertEqual(waiting.stop(.cancel), .stop(.cancel))
@@ -195,9 +228,14 @@ final class TransferStateMachineTests: XCTestCase {
         }
         XCTAssertEqual(delay, policy.delay(forRetry: 1, retryAfter: nil, random: 0.5))
         XCTAssertEqual(error.code, .interrupted)
-        XCTAssertEqual(verdict(.failed(.timeout("stalled")), failures: policy.maxAttempts), .giveUp(because: .timeout("stalled")))
-        XCTAssertEqual(verdict(.failed(.http(status: 403, reason: "Forbidden"))), .endAttempt(.failed(.http(status: 403, reason: "Forbidden"))))
-        XCTAssertEqual(verdict(.response(.restartFromZero(reason: "changed"), left: nil)), .endAttempt(.restartFromZero(reason: "changed")))
+        XCTAssertEqual(
+            verdict(.failed(.timeout("stalled")), failures: policy.maxAttempts), .giveUp(because: .timeout("stalled")))
+        XCTAssertEqual(
+            verdict(.failed(.http(status: 403, reason: "Forbidden"))),
+            .endAttempt(.failed(.http(status: 403, reason: "Forbidden"))))
+        XCTAssertEqual(
+            verdict(.response(.restartFromZero(reason: "changed"), left: nil)),
+            .endAttempt(.restartFromZero(reason: "changed")))
         XCTAssertEqual(verdict(.response(.redirect("/x"), left: nil)), .endAttempt(.redirect(location: "/x")))
         guard case .endAttempt(.restartFromZero) = verdict(.response(.alreadyComplete, left: nil)) else {
             return XCTFail("a 416 for a range is not the end of the file")

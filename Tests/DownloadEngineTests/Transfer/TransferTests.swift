@@ -111,7 +111,9 @@ final class TransferTests: EngineTestCase {
         XCTAssertEqual(observer.states(id), [.running, .paused, .queued, .running, .finished])
         XCTAssertThrowsError(try manager.resumeData(for: id)) { error in
             XCTAssertEqual((error as? DownloadError)?.code, .wrongState)
-            XCTAssertEqual((error as? DownloadError)?.message, "task \(id) is finished; only a paused, failed or queued task has resume data")
+            XCTAssertEqual(
+                (error as? DownloadError)?.message,
+                "task \(id) is finished; only a paused, failed or queued task has resume data")
         }
     }
 
@@ -250,15 +252,20 @@ final class TransferTests: EngineTestCase {
     /// A server nobody listens on: retried, then failed with the system's reason as its message.
     func testARefusedConnectionFailsWithTheSystemsReason() async throws {
         let nothing = try FreePort.pick()
-        let id = try manager.create(DownloadRequest(
-            owner: Self.owner, session: "s", url: "http://127.0.0.1:\(nothing)/f", destination: directory.file("refused"),
-            destinationIsDirectory: false, options: DownloadOptions()
-        )).id
+        let id = try manager.create(
+            DownloadRequest(
+                owner: Self.owner, session: "s", url: "http://127.0.0.1:\(nothing)/f",
+                destination: directory.file("refused"),
+                destinationIsDirectory: false, options: DownloadOptions()
+            )
+        ).id
         nextID += 1
         let done = try await wait(id, for: [.finished, .failed])
         XCTAssertEqual(done.state, .failed)
         XCTAssertEqual(done.record.errorName, "NetworkError")
-        XCTAssertTrue(done.record.errorMessage?.hasSuffix(": Connection refused (errno 111)") == true, done.record.errorMessage ?? "")
+        XCTAssertTrue(
+            done.record.errorMessage?.hasSuffix(": Connection refused (errno 111)") == true,
+            done.record.errorMessage ?? "")
     }
 
     /// A name that does not resolve says so, with the resolver's reason, instead of "could not
@@ -266,14 +273,17 @@ final class TransferTests: EngineTestCase {
     /// characters), so the resolver refuses it without asking a name server.
     func testANameThatDoesNotResolveSaysSo() async throws {
         let host = String(repeating: "a", count: 64) + ".invalid"
-        let id = try manager.create(DownloadRequest(
-            owner: Self.owner, session: "s", url: "http://\(host)/f", destination: directory.file("unresolved"),
-            destinationIsDirectory: false, options: DownloadOptions()
-        )).id
+        let id = try manager.create(
+            DownloadRequest(
+                owner: Self.owner, session: "s", url: "http://\(host)/f", destination: directory.file("unresolved"),
+                destinationIsDirectory: false, options: DownloadOptions()
+            )
+        ).id
         nextID += 1
         let done = try await wait(id, for: [.finished, .failed])
         XCTAssertEqual(done.record.errorName, "NetworkError")
-        XCTAssertTrue(done.record.errorMessage?.hasPrefix("could not resolve \(host): ") == true, done.record.errorMessage ?? "")
+        XCTAssertTrue(
+            done.record.errorMessage?.hasPrefix("could not resolve \(host): ") == true, done.record.errorMessage ?? "")
     }
 
     func testRedirectsAreFollowedAndChecked() async throws {
@@ -399,14 +409,19 @@ extension TransferTests {
         await manager.shutdown()
         manager = makeManager { $0.connectTimeout = 2 }
         server.set("/tls", Route(content: Self.content(100)))
-        let id = try manager.create(DownloadRequest(
-            owner: Self.owner, session: "s", url: "https://127.0.0.1:\(server.port)/tls", destination: directory.file("tls"),
-            destinationIsDirectory: false
-        )).id
+        let id = try manager.create(
+            DownloadRequest(
+                owner: Self.owner, session: "s", url: "https://127.0.0.1:\(server.port)/tls",
+                destination: directory.file("tls"),
+                destinationIsDirectory: false
+            )
+        ).id
         let done = try await wait(id, for: [.finished, .failed])
         XCTAssertEqual(done.state, .failed)
         XCTAssertEqual(done.record.errorName, "TLSError", done.record.errorMessage ?? "")
-        XCTAssertTrue(done.record.errorMessage?.contains("does not speak TLS on this port") ?? false, done.record.errorMessage ?? "")
+        XCTAssertTrue(
+            done.record.errorMessage?.contains("does not speak TLS on this port") ?? false,
+            done.record.errorMessage ?? "")
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("tls")))
     }
 }
@@ -434,8 +449,11 @@ extension TransferTests {
         let done = try await wait(id, for: [.finished, .failed], seconds: 60)
         XCTAssertEqual(done.state, .failed)
         XCTAssertEqual(done.record.errorName, "Timeout")
-        XCTAssertTrue(done.record.errorMessage?.hasPrefix("slower than 1000 bytes/s for 1 s") ?? false, done.record.errorMessage ?? "")
-        XCTAssertEqual(server.requests(for: "/drip").count, 5, "the first attempt and 4 retries, each from the durable offset")
+        XCTAssertTrue(
+            done.record.errorMessage?.hasPrefix("slower than 1000 bytes/s for 1 s") ?? false,
+            done.record.errorMessage ?? "")
+        XCTAssertEqual(
+            server.requests(for: "/drip").count, 5, "the first attempt and 4 retries, each from the durable offset")
     }
 
     func testATransferHeldToItsBandwidthLimitIsNotTakenForADrip() async throws {

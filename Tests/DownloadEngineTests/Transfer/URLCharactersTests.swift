@@ -7,7 +7,10 @@ import XCTest
 /// `URLCharacters`: the one rule for what a URL coming in may not hold, where it is applied.
 final class URLCharactersTests: XCTestCase {
     func testSpacesAndControlsAnywhereAreFoundAndNothingElse() {
-        for bad in [" ", "\t", "\r", "\u{0}", "\u{7F}", "\u{80}", "\u{85}", "\u{9B}", "\u{9F}", "\u{A0}", "\u{1680}", "\u{2028}", "\u{3000}"] {
+        for bad in [
+            " ", "\t", "\r", "\u{0}", "\u{7F}", "\u{80}", "\u{85}", "\u{9B}", "\u{9F}", "\u{A0}", "\u{1680}",
+            "\u{2028}", "\u{3000}",
+        ] {
             XCTAssertTrue(URLCharacters.containSpaceOrControl("http://h/a\(bad)b"), bad.debugDescription)
         }
         for good in ["http://h/a%20b?q=1#f", "http://h/café", "http://h/\u{A1}", "http://h/e\u{301}", "http://h/日本"] {

@@ -29,7 +29,9 @@ final class ResumableRulesTests: XCTestCase {
 
     func testAServersAnswerIsReadWhicheverHeaderItUses() {
         XCTAssertEqual(IETFUploadRules.complete(["Upload-Complete": "?1"]), true)
-        XCTAssertEqual(IETFUploadRules.complete(["Upload-Incomplete": "?0"]), true, "NIOResumableUpload's final response says this in v5+")
+        XCTAssertEqual(
+            IETFUploadRules.complete(["Upload-Incomplete": "?0"]), true,
+            "NIOResumableUpload's final response says this in v5+")
         XCTAssertEqual(IETFUploadRules.complete(["Upload-Complete": "?0"]), false)
         XCTAssertNil(IETFUploadRules.complete(["Upload-Complete": "yes"]))
         XCTAssertEqual(IETFUploadRules.offset(["Upload-Offset": "1048576"]), 1_048_576)
@@ -43,10 +45,11 @@ final class ResumableRulesTests: XCTestCase {
     }
 
     func testTusCapabilitiesMetadataAndChecksums() throws {
-        let caps = try XCTUnwrap(TusRules.capabilities([
-            "Tus-Version": "1.0.0,0.2.2", "Tus-Extension": "creation,creation-with-upload,termination,checksum",
-            "Tus-Checksum-Algorithm": "md5,sha1", "Tus-Max-Size": "1073741824",
-        ]))
+        let caps = try XCTUnwrap(
+            TusRules.capabilities([
+                "Tus-Version": "1.0.0,0.2.2", "Tus-Extension": "creation,creation-with-upload,termination,checksum",
+                "Tus-Checksum-Algorithm": "md5,sha1", "Tus-Max-Size": "1073741824",
+            ]))
         XCTAssertEqual(caps.checksum, "sha1", "sha256 when offered, else sha1; md5 never")
         XCTAssertTrue(caps.creationWithUpload)
         XCTAssertTrue(caps.termination)
@@ -59,7 +62,8 @@ final class ResumableRulesTests: XCTestCase {
         )
         XCTAssertEqual(metadata, "filename cGhvdG8uanBn,filetype aW1hZ2UvanBlZw==,album SG9saWRheXM=")
         XCTAssertEqual(TusRules.checksum("sha1", of: Array("abc".utf8)), "sha1 qZk+NkcGgWq6PiVxeFDCbJzQ2J0=")
-        XCTAssertEqual(TusRules.checksum("sha256", of: Array("abc".utf8)), "sha256 ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=")
+        XCTAssertEqual(
+            TusRules.checksum("sha256", of: Array("abc".utf8)), "sha256 ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=")
         XCTAssertNotNil(TusRules.expires(["Upload-Expires": "Wed, 25 Jun 2014 16:00:00 GMT"]))
     }
 
@@ -67,7 +71,8 @@ final class ResumableRulesTests: XCTestCase {
     func testAPlainServersAnswerIsKeptForItsOwnerRouteAndURL() throws {
         func record(_ owner: UInt32, app: String = "", proxy: ProxySetting? = nil) -> DownloadTaskRecord {
             var record = DownloadTaskRecord(
-                id: 1, owner: owner, session: "s", url: "http://127.0.0.1:9/files/a", destination: "/tmp/x", destinationIsDirectory: false,
+                id: 1, owner: owner, session: "s", url: "http://127.0.0.1:9/files/a", destination: "/tmp/x",
+                destinationIsDirectory: false,
                 options: DownloadOptions()
             )
             record.app = app
@@ -81,12 +86,18 @@ final class ResumableRulesTests: XCTestCase {
         XCTAssertEqual(key.url, "http://127.0.0.1:9/files/a")
         servers.rememberPlain(key)
         XCTAssertTrue(servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/a", for: nobody))))
-        XCTAssertFalse(servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/b", for: nobody))), "the exact URL")
+        XCTAssertFalse(
+            servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/b", for: nobody))), "the exact URL"
+        )
         XCTAssertFalse(servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/", for: nobody))))
-        XCTAssertFalse(servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/a", for: alice))), "another user")
-        XCTAssertFalse(servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/a", for: app))), "another app")
+        XCTAssertFalse(
+            servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/a", for: alice))), "another user")
+        XCTAssertFalse(
+            servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/a", for: app))), "another app")
         let proxied = record(65534, proxy: try ProxySetting.parse("http://127.0.0.1:3128"))
-        XCTAssertFalse(servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/a", for: proxied))), "another route")
+        XCTAssertFalse(
+            servers.isPlain(try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/a", for: proxied))),
+            "another route")
         // One owner filling its memory pushes out only its own answers.
         let aliceKey = try XCTUnwrap(PlainServers.key("http://127.0.0.1:9/files/a", for: alice))
         servers.rememberPlain(aliceKey)

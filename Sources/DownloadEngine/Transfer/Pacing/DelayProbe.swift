@@ -41,7 +41,8 @@ enum DelayProbe {
         } else {
             return nil
         }
-        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(
+            family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer {
             var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
@@ -62,7 +63,8 @@ enum DelayProbe {
             var ready: Int32 = -1
             repeat {
                 let left = deadline - clock.now
-                let milliseconds = max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+                let milliseconds = max(
+                    0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
                 ready = poll(&entry, 1, Int32(milliseconds))
             } while ready < 0 && errno == EINTR && clock.now < deadline
             guard ready == 1 else { return nil }

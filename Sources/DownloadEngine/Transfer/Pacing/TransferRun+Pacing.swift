@@ -16,11 +16,15 @@ extension TransferRun {
         return Task.detached {
             // The probes obey --deny-network as the transfer does: no handshake with a denied address.
             let denied = task.record.owner == 0 ? [] : owner.configuration.deniedNetworks
-            guard let (host, port) = TransferRun.firstHop(of: task.record, environment: owner.configuration.proxyEnvironment),
-                  let address = NetworkRange.parse(host) != nil ? host : try? await AddressResolver.resolve(host, port: port).first,
-                  !denied.contains(where: { $0.contains(address) })
+            guard
+                let (host, port) = TransferRun.firstHop(
+                    of: task.record, environment: owner.configuration.proxyEnvironment),
+                let address = NetworkRange.parse(host) != nil
+                    ? host : try? await AddressResolver.resolve(host, port: port).first,
+                !denied.contains(where: { $0.contains(address) })
             else {
-                owner.logger.info("task \(task.id): background pacing has no hop it may probe; it runs at its starting rate")
+                owner.logger.info(
+                    "task \(task.id): background pacing has no hop it may probe; it runs at its starting rate")
                 return
             }
             var pacer = BackgroundPacer()
@@ -41,7 +45,8 @@ extension TransferRun {
                 let rate = pacer.observe(delay: delay, throughput: throughput, now: TransferRun.seconds(now - start))
                 task.update { $0.pacedRate = rate }
                 if pacer.yielding != wasYielding { owner.markYielding(task, pacer.yielding) }
-                try? await Task.sleep(until: stepStart + .milliseconds(Int(TransferRun.pacingStep * 1000)), clock: clock)
+                try? await Task.sleep(
+                    until: stepStart + .milliseconds(Int(TransferRun.pacingStep * 1000)), clock: clock)
             }
         }
     }
@@ -56,7 +61,8 @@ extension TransferRun {
     /// The host and port a background transfer's packets go to first: the proxy, or the server.
     static func firstHop(of record: DownloadTaskRecord, environment: ProxyEnvironment) -> (String, Int)? {
         guard let request = try? HTTPClient.Request(url: record.finalURL ?? record.url) else { return nil }
-        let proxy = environment.proxy(own: record.options.proxy, scheme: request.scheme, host: request.host, port: request.port)
+        let proxy = environment.proxy(
+            own: record.options.proxy, scheme: request.scheme, host: request.host, port: request.port)
         if let proxy, let host = proxy.host, let port = proxy.port { return (host, port) }
         return (request.host, request.port)
     }

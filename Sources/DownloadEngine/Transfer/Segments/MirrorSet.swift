@@ -40,7 +40,9 @@ struct MirrorSet: Sendable {
     static let slowFraction: Double = 0.1
 
     init(primary: String, mirrors: [String], perServer: Int) {
-        sources = [Source(url: primary, isPrimary: true)] + mirrors.filter { $0 != primary }.map { Source(url: $0, isPrimary: false) }
+        sources =
+            [Source(url: primary, isPrimary: true)]
+            + mirrors.filter { $0 != primary }.map { Source(url: $0, isPrimary: false) }
         self.perServer = max(1, perServer)
     }
 
@@ -54,14 +56,17 @@ struct MirrorSet: Sendable {
         var perServerNow: [String: Int] = [:]
         for source in sources { perServerNow[source.server, default: 0] += source.connections }
         let open = active.filter {
-            perServerNow[sources[$0].server, default: 0] < perServer && !(probation && !sources[$0].proven && sources[$0].connections > 0)
+            perServerNow[sources[$0].server, default: 0] < perServer
+                && !(probation && !sources[$0].proven && sources[$0].connections > 0)
         }
-        guard let chosen = open.min(by: { a, b in
-            let x = sources[a], y = sources[b]
-            if x.connections != y.connections { return x.connections < y.connections }
-            if x.rate != y.rate { return x.rate > y.rate }
-            return a < b
-        }) else { return nil }
+        guard
+            let chosen = open.min(by: { a, b in
+                let x = sources[a], y = sources[b]
+                if x.connections != y.connections { return x.connections < y.connections }
+                if x.rate != y.rate { return x.rate > y.rate }
+                return a < b
+            })
+        else { return nil }
         sources[chosen].connections += 1
         return chosen
     }
@@ -136,7 +141,9 @@ struct MirrorSet: Sendable {
 
     /// `scheme://host:port`, lowercased, the scheme's port when absent.
     static func server(of url: String) -> String {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), let host = parsed.host?.lowercased() else {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
+            let host = parsed.host?.lowercased()
+        else {
             return url
         }
         return "\(scheme)://\(host):\(parsed.port ?? (scheme == "https" ? 443 : 80))"

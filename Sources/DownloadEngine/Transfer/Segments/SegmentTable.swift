@@ -82,14 +82,16 @@ final class SegmentTable: @unchecked Sendable {
         var ranges = remaining.sorted()
         if ranges.count == 1, let range = ranges.first {
             let parts = Int64(max(1, min(pieces, Int(range.count / self.minimumSplit))))
-            let cuts = [range.start] + (1..<max(1, parts)).map { part in
-                Self.cut(range.start + range.count * part / parts, within: range, alignment: alignment)
-            } + [range.end]
+            let cuts =
+                [range.start]
+                + (1..<max(1, parts)).map { part in
+                    Self.cut(range.start + range.count * part / parts, within: range, alignment: alignment)
+                } + [range.end]
             ranges = zip(cuts, cuts.dropFirst()).filter { $0 < $1 }.map { ByteRange(start: $0, end: $1) }
         }
         while ranges.count < pieces,
-              let largest = ranges.indices.max(by: { ranges[$0].count < ranges[$1].count }),
-              ranges[largest].count >= 2 * self.minimumSplit
+            let largest = ranges.indices.max(by: { ranges[$0].count < ranges[$1].count }),
+            ranges[largest].count >= 2 * self.minimumSplit
         {
             let range = ranges[largest]
             let middle = Self.cut(range.start + range.count / 2, within: range, alignment: alignment)
@@ -117,8 +119,10 @@ final class SegmentTable: @unchecked Sendable {
             if let (id, _) = waiting.min(by: { $0.value.position < $1.value.position }) {
                 return take(id, onePiece: onePiece)
             }
-            guard let (victim, segment) = segments.filter({ $0.value.active })
-                .max(by: { ($0.value.end - $0.value.position, $1.key) < ($1.value.end - $1.value.position, $0.key) }),
+            guard
+                let (victim, segment) = segments.filter({ $0.value.active })
+                    .max(by: { ($0.value.end - $0.value.position, $1.key) < ($1.value.end - $1.value.position, $0.key) }
+                    ),
                 segment.end - segment.position >= 2 * minimumSplit
             else { return nil }
             let middle = Self.cut(
@@ -147,7 +151,9 @@ final class SegmentTable: @unchecked Sendable {
     private func take(_ id: Int, onePiece: Bool = false) -> Claim? {
         guard var segment = segments[id] else { return nil }
         segment.active = true
-        if onePiece, alignment > 1, case let pieceEnd = (segment.position / alignment + 1) * alignment, pieceEnd < segment.end {
+        if onePiece, alignment > 1, case let pieceEnd = (segment.position / alignment + 1) * alignment,
+            pieceEnd < segment.end
+        {
             segments[nextID] = Segment(position: pieceEnd, end: segment.end, active: false)
             nextID += 1
             segment.end = pieceEnd
@@ -183,7 +189,8 @@ final class SegmentTable: @unchecked Sendable {
                 slice = buffer.getSlice(at: buffer.readerIndex, length: Int(room)) ?? ByteBuffer()
             }
             let count = Int64(slice.readableBytes)
-            let written = count > 0
+            let written =
+                count > 0
                 ? writer.write(slice, at: segment.position, eventLoop: eventLoop) : eventLoop.makeSucceededVoidFuture()
             if count > 0, let completed = pieces?.wrote(at: segment.position, count: count, source: source) {
                 for piece in completed { queueCheck(piece, writer: writer) }
@@ -212,13 +219,16 @@ final class SegmentTable: @unchecked Sendable {
 
     /// A check's result (on the writer's queue): a piece that differs is to be fetched again.
     private func checked(_ piece: Int, matches: Bool?) {
-        let (failure, passedBy, waiting) = lock.withLock { () -> (PieceFailure?, [Int], [CheckedContinuation<Void, Never>]) in
+        let (failure, passedBy, waiting) = lock.withLock {
+            () -> (PieceFailure?, [Int], [CheckedContinuation<Void, Never>]) in
             pendingChecks -= 1
             var failure: PieceFailure?
             var passedBy: [Int] = []
             if matches == true {
                 passedBy = pieces?.passed(piece) ?? []
-            } else if matches == false, let (sources, failures) = pieces?.failed(piece), let range = pieces?.range(of: piece) {
+            } else if matches == false, let (sources, failures) = pieces?.failed(piece),
+                let range = pieces?.range(of: piece)
+            {
                 segments[nextID] = Segment(position: range.start, end: range.end, active: false)
                 nextID += 1
                 heldBytes -= range.count
@@ -250,7 +260,6 @@ final class SegmentTable: @unchecked Sendable {
     func refuse(_ sources: [Int]) {
         lock.withLock { refused.formUnion(sources) }
     }
-
 
     /// Pieces verified so far, and how many there are (nil without piece hashes).
     var verifiedPieces: (verified: Int, count: Int)? {

@@ -95,10 +95,13 @@ extension TransferRun {
         let record = task.record
         let attempt = NIOLockedValueBox(Attempt())
         let outcome: TransferStateMachine.Outcome
-        if !segmentState.withLockedValue({ $0.settled }), let remaining = record.segments, let validator = record.validator,
-           record.expectedLength > 0 {
+        if !segmentState.withLockedValue({ $0.settled }), let remaining = record.segments,
+            let validator = record.validator,
+            record.expectedLength > 0
+        {
             let connections = connectionCount
-            let table = makeTable(length: record.expectedLength, remaining: remaining, connections: connections, attempt: attempt)
+            let table = makeTable(
+                length: record.expectedLength, remaining: remaining, connections: connections, attempt: attempt)
             let workers = SegmentWorkers(live: connections)
             // The validator's source is the run's, from the split that recorded these ranges.
             segmentState.withLockedValue { state in
@@ -108,7 +111,9 @@ extension TransferRun {
             // Places that freed since the run started may join this attempt.
             owner.offerPlaces()
             await workers.run(spawning: connections) {
-                await self.fetch(table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt)
+                await self.fetch(
+                    table, url: request.url, validator: validator, credentials: request.sendsCredentials,
+                    attempt: attempt)
             }
             outcome = await ending(table, attempt)
         } else {
@@ -150,13 +155,16 @@ extension TransferRun {
                 owner.offerPlaces()
                 await made.workers.run(spawning: made.connections - 1) {
                     await self.fetch(
-                        made.table, url: request.url, validator: made.validator, credentials: request.sendsCredentials, attempt: attempt
+                        made.table, url: request.url, validator: made.validator, credentials: request.sendsCredentials,
+                        attempt: attempt
                     )
                 }
             }
             // The first connection's outcome when it did not split (nil: it went on as one of them).
             for await case let single? in group { return single }
-            guard let table = segmentState.withLockedValue({ $0.table }) else { return .failed(.invalidResponse("no response")) }
+            guard let table = segmentState.withLockedValue({ $0.table }) else {
+                return .failed(.invalidResponse("no response"))
+            }
             return await ending(table, attempt)
         }
     }
@@ -182,7 +190,7 @@ extension TransferRun {
         }
         return { status, headers, decision in
             guard let range = decision.rangeToSplit(status: status, headers: headers, minimumSegment: minimum),
-                  case .write(_, _, _, let validator?) = decision
+                case .write(_, _, _, let validator?) = decision
             else {
                 decided.yield(nil)
                 return nil
@@ -197,7 +205,8 @@ extension TransferRun {
             let workers = SegmentWorkers(live: pieces)
             let source = state.withLockedValue { state -> Int in
                 guard case .probing(let probe) = state.phase else { return 0 }
-                state.phase = .split(.init(table: table, firstClaim: claim.id, workers: workers, validatorSource: probe.validatorSource))
+                state.phase = .split(
+                    .init(table: table, firstClaim: claim.id, workers: workers, validatorSource: probe.validatorSource))
                 return probe.source
             }
             decided.yield(SplitMade(table: table, validator: validator, workers: workers, connections: pieces))
@@ -224,7 +233,9 @@ extension TransferRun {
         // No head split it by now: none will.
         decided.finish()
         let made = segmentState.withLockedValue { state -> (SegmentTable, Int, SegmentWorkers)? in
-            guard case .split(let split) = state.phase, let claim = split.firstClaim, let workers = split.workers else { return nil }
+            guard case .split(let split) = state.phase, let claim = split.firstClaim, let workers = split.workers else {
+                return nil
+            }
             return (split.table, claim, workers)
         }
         guard let (table, claim, workers) = made, let validator = task.record.validator else {
@@ -240,7 +251,9 @@ extension TransferRun {
         // This connection's first range ended: it carries on as one of the connections.
         table.release(claim)
         let first = verdict(on: sent, table: table, claim: claim, failures: 0)
-        await fetch(table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt, first: first)
+        await fetch(
+            table, url: request.url, validator: validator, credentials: request.sendsCredentials, attempt: attempt,
+            first: first)
         workers.ended()
         return nil
     }
@@ -265,7 +278,9 @@ extension TransferRun {
     ) async -> Sent? {
         let mirrors = task.record.options.mirrors
         guard !mirrors.isEmpty, !Task.isCancelled else { return nil }
-        owner.logger.info("task \(task.id): \(DisplayText.quoted(request.url, limit: 200)) failed (\(failure.message)); trying its mirrors")
+        owner.logger.info(
+            "task \(task.id): \(DisplayText.quoted(request.url, limit: 200)) failed (\(failure.message)); trying its mirrors"
+        )
         // Dropped before a mirror's head can split the download, so no connection goes to it.
         let perServer = configuration.maxConnectionsPerHost
         segmentState.withLockedValue { state in
@@ -281,8 +296,10 @@ extension TransferRun {
                 state.phase = .probing(.init(validatorSource: MirrorSet.server(of: mirror), source: source))
             }
             let sent = await execute(
-                url: mirror, sendsCredentials: request.sendsCredentials && RedirectRules.sameOrigin(mirror, request.url),
-                range: request.range.map { (start: $0.offset, end: nil) }, validator: nil, hooks: hooks(url: mirror), split: split
+                url: mirror,
+                sendsCredentials: request.sendsCredentials && RedirectRules.sameOrigin(mirror, request.url),
+                range: request.range.map { (start: $0.offset, end: nil) }, validator: nil, hooks: hooks(url: mirror),
+                split: split
             )
             if Self.failedBeforeBody(sent) == nil { return sent }
         }
@@ -295,7 +312,9 @@ extension TransferRun {
     }
 
     /// What an attempt came to once every connection ended (and every piece check with them).
-    private func ending(_ table: SegmentTable, _ attempt: NIOLockedValueBox<Attempt>) async -> TransferStateMachine.Outcome {
+    private func ending(
+        _ table: SegmentTable, _ attempt: NIOLockedValueBox<Attempt>
+    ) async -> TransferStateMachine.Outcome {
         await table.settle()
         let (abort, lastError) = attempt.withLockedValue { ($0.abort, $0.lastError) }
         if let abort { return abort }
@@ -373,7 +392,8 @@ extension TransferRun {
                 hooks.speedFloor = { speed in state.withLockedValue { $0.mirrors?.observe(index, speed: speed) ?? 0 } }
             }
             let sent = await execute(
-                url: source.url, sendsCredentials: credentials && (source.isPrimary || RedirectRules.sameOrigin(source.url, url)),
+                url: source.url,
+                sendsCredentials: credentials && (source.isPrimary || RedirectRules.sameOrigin(source.url, url)),
                 range: (start: claim.start, end: claim.end), validator: sendsValidator(to: source) ? validator : nil,
                 hooks: hooks, segment: TransferDelegate.Segment(table: table, id: claim.id, source: source.index ?? 0),
                 speedWindow: source.index == nil ? nil : MirrorSet.slowAfter, seat: seat
@@ -381,7 +401,9 @@ extension TransferRun {
             table.release(claim.id)
             if seat?.isRetiring == true {
                 // Cancelled to give its place back: no verdict on the source; its range is the others'.
-                if let index = source.index { _ = judged(.claimNext, source: index, isPrimary: source.isPrimary, bytes: 0, seconds: 0) }
+                if let index = source.index {
+                    _ = judged(.claimNext, source: index, isPrimary: source.isPrimary, bytes: 0, seconds: 0)
+                }
                 return
             }
             // Its piece's check decides whether this source is kept (it is dropped before its next request).
@@ -452,7 +474,8 @@ extension TransferRun {
             reason = error.message
         }
         let maxRedirects = configuration.maxRedirects
-        let (result, dropped) = segmentState.withLockedValue { state -> (TransferStateMachine.RangeAction, [(String, String)]) in
+        let (result, dropped) = segmentState.withLockedValue {
+            state -> (TransferStateMachine.RangeAction, [(String, String)]) in
             guard var set = state.mirrors else { return (action, []) }
             defer { state.mirrors = set }
             set.release(index, bytes: bytes, seconds: seconds)
@@ -472,7 +495,9 @@ extension TransferRun {
             }
             if let location {
                 let url = set.sources[index].url
-                if let next = try? RedirectRules.checkedRedirect(from: url, to: location), set.redirect(index, to: next, limit: maxRedirects) {
+                if let next = try? RedirectRules.checkedRedirect(from: url, to: location),
+                    set.redirect(index, to: next, limit: maxRedirects)
+                {
                     result = .claimNext
                 } else {
                     reason = "its redirect to \(DisplayText.quoted(location, limit: 80)) cannot be followed"
@@ -526,29 +551,38 @@ extension TransferRun {
             defer { state.mirrors = set }
             let urls = failure.sources.compactMap { set.sources.indices.contains($0) ? set.sources[$0].url : nil }
             guard failure.sources.count == 1, let only = failure.sources.first,
-                  set.drop(only, because: "served a piece that does not match its hash")
+                set.drop(only, because: "served a piece that does not match its hash")
             else { return ([], urls) }
             return ([only], urls)
         }
-        let from = urls.isEmpty ? "" : " from " + urls.map { DisplayText.quoted($0, limit: 200) }.joined(separator: ", ")
+        let from =
+            urls.isEmpty ? "" : " from " + urls.map { DisplayText.quoted($0, limit: 200) }.joined(separator: ", ")
         owner.logger.warning(
             "task \(task.id): piece \(failure.piece) (bytes \(failure.range.start)-\(failure.range.end - 1))\(from) does not match its hash; fetching it again"
         )
         if let table = segmentState.withLockedValue({ $0.table }), !dropped.isEmpty {
             table.refuse(dropped)
-            for url in urls { owner.logger.info("task \(task.id): source \(DisplayText.quoted(url, limit: 200)) dropped: it served a corrupt piece") }
+            for url in urls {
+                owner.logger.info(
+                    "task \(task.id): source \(DisplayText.quoted(url, limit: 200)) dropped: it served a corrupt piece")
+            }
         }
         guard failure.failures >= Self.maxPieceFailures else { return }
-        end(attempt, with: .failed(.checksumMismatch(
-            "piece \(failure.piece) (bytes \(failure.range.start)-\(failure.range.end - 1)) did not match its hash \(failure.failures) times from every source; the verified pieces are kept"
-        )))
+        end(
+            attempt,
+            with: .failed(
+                .checksumMismatch(
+                    "piece \(failure.piece) (bytes \(failure.range.start)-\(failure.range.end - 1)) did not match its hash \(failure.failures) times from every source; the verified pieces are kept"
+                )))
     }
 
     /// How many times one piece may fail its hash before the download fails.
     static let maxPieceFailures = 3
 
     /// The machine's verdict on one request of a connection (see `TransferStateMachine.rangeEnded`).
-    private func verdict(on sent: Sent, table: SegmentTable, claim: Int, failures: Int) -> TransferStateMachine.RangeAction {
+    private func verdict(
+        on sent: Sent, table: SegmentTable, claim: Int, failures: Int
+    ) -> TransferStateMachine.RangeAction {
         let result: TransferStateMachine.RangeResult
         switch sent {
         case .failed(let error):
@@ -556,7 +590,8 @@ extension TransferRun {
         case .response(let response):
             result = .response(response.decision, left: table.range(of: claim))
         }
-        return TransferStateMachine.rangeEnded(result, failures: failures, retry: configuration.retry, random: Double.random(in: 0..<1))
+        return TransferStateMachine.rangeEnded(
+            result, failures: failures, retry: configuration.retry, random: Double.random(in: 0..<1))
     }
 
     /// Ends every connection of the attempt with `outcome` (the first one to end it decides).

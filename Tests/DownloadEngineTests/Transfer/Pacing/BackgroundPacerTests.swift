@@ -24,7 +24,9 @@ final class BackgroundPacerTests: XCTestCase {
     func testAloneItRisesToTheLinkAndKeepsTheQueueNearTheTarget() {
         var pacer = BackgroundPacer()
         // An empty path answers in 1 ms; our own traffic past the link's rate builds a queue.
-        let now = run(&pacer, from: 0, steps: 40) { rate in rate >= self.link ? 0.001 + 2 * BackgroundPacer.target : 0.001 }
+        let now = run(&pacer, from: 0, steps: 40) { rate in
+            rate >= self.link ? 0.001 + 2 * BackgroundPacer.target : 0.001
+        }
         XCTAssertGreaterThan(pacer.rate, 0.5 * link, "it rises to the link's rate")
         XCTAssertFalse(pacer.yielding)
         XCTAssertGreaterThan(now, 0)
@@ -36,7 +38,8 @@ final class BackgroundPacerTests: XCTestCase {
         let before = pacer.rate
         // Another flow keeps 40 ms in the queue whatever this one does.
         now = run(&pacer, from: now, steps: 12) { _ in 0.041 }
-        XCTAssertEqual(pacer.rate, BackgroundPacer.floor, accuracy: 1, "it gives way down to the floor within three seconds")
+        XCTAssertEqual(
+            pacer.rate, BackgroundPacer.floor, accuracy: 1, "it gives way down to the floor within three seconds")
         XCTAssertTrue(pacer.yielding, "and says so")
         XCTAssertLessThan(pacer.rate, before / 10)
         // The other flow ends: back to the link's rate within three seconds.

@@ -39,9 +39,13 @@ final class MirrorTests: EngineTestCase {
     // MARK: The choice of source (pure)
 
     func testSourcesAreSharedByConnectionsAndDroppedButNeverTheLast() {
-        var set = MirrorSet(primary: "http://a.example/f", mirrors: ["http://b.example/f", "http://a.example:80/g", "http://a.example/f"], perServer: 2)
+        var set = MirrorSet(
+            primary: "http://a.example/f",
+            mirrors: ["http://b.example/f", "http://a.example:80/g", "http://a.example/f"], perServer: 2)
         XCTAssertEqual(set.sources.count, 3, "the URL itself is not a mirror of itself")
-        XCTAssertEqual([set.take(), set.take(), set.take(), set.take()], [0, 1, 2, 1], "fewest connections first; a.example has two at most")
+        XCTAssertEqual(
+            [set.take(), set.take(), set.take(), set.take()], [0, 1, 2, 1],
+            "fewest connections first; a.example has two at most")
         XCTAssertNil(set.take(), "every server at its limit")
         set.release(0, bytes: 1_000_000, seconds: 4)
         set.release(2, bytes: 10_000, seconds: 4)
@@ -99,7 +103,8 @@ final class MirrorTests: EngineTestCase {
             XCTAssertTrue(ranged.allSatisfy { $0.status == 206 }, "\(name): \(ranged.map(\.status))")
         }
         XCTAssertTrue(one.requests.allSatisfy { $0.ifRange == nil }, "a mirror's ETag is its own: no If-Range")
-        XCTAssertTrue(one.requests.allSatisfy { $0.userHeaders["authorization"] == nil }, "no credentials to another origin")
+        XCTAssertTrue(
+            one.requests.allSatisfy { $0.userHeaders["authorization"] == nil }, "no credentials to another origin")
         XCTAssertEqual(server.requests.first?.userHeaders["authorization"], "Bearer secret")
     }
 
@@ -164,16 +169,24 @@ final class MirrorTests: EngineTestCase {
         one.set("/f", Self.route(content, etag: "\"one\""))
         two.set("/f", Self.route(content, etag: "\"two\""))
         let nothing = try FreePort.pick()
-        let refused = try manager.create(DownloadRequest(
-            owner: Self.owner, session: "s", url: "http://127.0.0.1:\(nothing)/f", destination: directory.file("refused"),
-            destinationIsDirectory: false, options: { var options = DownloadOptions(); options.connections = 4
-                options.mirrors = [one.url("/f"), two.url("/f")]; return options }()
-        )).id
+        let refused = try manager.create(
+            DownloadRequest(
+                owner: Self.owner, session: "s", url: "http://127.0.0.1:\(nothing)/f",
+                destination: directory.file("refused"),
+                destinationIsDirectory: false,
+                options: {
+                    var options = DownloadOptions(); options.connections = 4
+                    options.mirrors = [one.url("/f"), two.url("/f")]; return options
+                }()
+            )
+        ).id
         nextID += 1
         let done = try await wait(refused, for: [.finished, .failed], seconds: 60)
         XCTAssertEqual(done.state, .finished, done.record.errorMessage ?? "")
         XCTAssertEqual(sha256(ofFile: directory.file("refused")), Self.sha256(content))
-        XCTAssertTrue(one.requests.allSatisfy { $0.ifRange == nil || $0.ifRange == "\"one\"" }, "If-Range only where the validator came from")
+        XCTAssertTrue(
+            one.requests.allSatisfy { $0.ifRange == nil || $0.ifRange == "\"one\"" },
+            "If-Range only where the validator came from")
         XCTAssertTrue(two.requests.allSatisfy { $0.ifRange == nil }, "\(two.requests.map(\.ifRange))")
 
         var unavailable = Self.route(content)
@@ -191,20 +204,27 @@ final class MirrorTests: EngineTestCase {
 
     func testLinkAndDigestHeadersAreRead() {
         var headers = HTTPHeaders()
-        headers.add(name: "Link", value: "<http://b.example/f>; rel=duplicate; pri=2, <https://c.example/f>; rel=\"duplicate\"; pri=1")
+        headers.add(
+            name: "Link",
+            value: "<http://b.example/f>; rel=duplicate; pri=2, <https://c.example/f>; rel=\"duplicate\"; pri=1")
         headers.add(name: "Link", value: "</relative/f>; rel=duplicate")
         headers.add(name: "Link", value: "<http://d.example/style.css>; rel=stylesheet")
         headers.add(name: "Link", value: "<ftp://e.example/f>; rel=duplicate")
         headers.add(name: "Link", value: "<http://a.example/f>; rel=duplicate")
-        XCTAssertEqual(MetalinkHeaders.mirrors(in: headers, base: "http://a.example/f"),
-                       ["https://c.example/f", "http://b.example/f", "http://a.example/relative/f"],
-                       "by pri, relative ones resolved, no other relation, scheme or the URL itself")
+        XCTAssertEqual(
+            MetalinkHeaders.mirrors(in: headers, base: "http://a.example/f"),
+            ["https://c.example/f", "http://b.example/f", "http://a.example/relative/f"],
+            "by pri, relative ones resolved, no other relation, scheme or the URL itself")
         var digests = HTTPHeaders()
-        digests.add(name: "Digest", value: "MD5=1B2M2Y8AsgTpgAmY7PhCfg==, SHA-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=")
-        XCTAssertEqual(MetalinkHeaders.checksum(in: digests)?.text,
-                       "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "the strongest given")
+        digests.add(
+            name: "Digest", value: "MD5=1B2M2Y8AsgTpgAmY7PhCfg==, SHA-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=")
+        XCTAssertEqual(
+            MetalinkHeaders.checksum(in: digests)?.text,
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "the strongest given")
         var repr = HTTPHeaders()
-        repr.add(name: "Repr-Digest", value: "sha-512=:z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg==:")
+        repr.add(
+            name: "Repr-Digest",
+            value: "sha-512=:z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg==:")
         XCTAssertEqual(MetalinkHeaders.checksum(in: repr)?.algorithm, .sha512)
         var bad = HTTPHeaders()
         bad.add(name: "Digest", value: "SHA-256=not-base64")

@@ -134,8 +134,11 @@ final class SegmentedTransferTests: EngineTestCase {
         // and a range asked on a busy loop just before the restart can be taken after it.
         let requests = server.requests(for: "/ignore"), seen = "\(requests.map { $0.range ?? "-" })"
         XCTAssertEqual(requests.filter { $0.range == nil }.count, 2, "the first request and the restart's: \(seen)")
-        XCTAssertTrue(requests.contains { $0.range == nil && $0.bodyBytesSent == Self.size }, "after the 200 one stream from the start: \(seen)")
-        XCTAssertLessThanOrEqual(requests.filter { $0.range != nil }.count, 3, "no segmenting again in the same run: \(seen)")
+        XCTAssertTrue(
+            requests.contains { $0.range == nil && $0.bodyBytesSent == Self.size },
+            "after the 200 one stream from the start: \(seen)")
+        XCTAssertLessThanOrEqual(
+            requests.filter { $0.range != nil }.count, 3, "no segmenting again in the same run: \(seen)")
     }
 
     func testAWrongContentRangeRestartsFromZeroOnOneStream() async throws {
@@ -205,10 +208,13 @@ final class SegmentedTransferTests: EngineTestCase {
         server.update("/target") { $0.bytesPerSecond = 20_000_000 }
         try manager.resume(id)
         try await assertFinished(id, holding: content)
-        XCTAssertTrue(server.requests(for: "/moved").contains { $0.range != nil }, "the resumed ranges asked the URL given")
+        XCTAssertTrue(
+            server.requests(for: "/moved").contains { $0.range != nil }, "the resumed ranges asked the URL given")
         let after = server.requests(for: "/target").dropFirst(before)
         XCTAssertEqual(Set(after.compactMap { $0.range }.prefix(segments.count)), rangeHeaders(segments))
-        XCTAssertTrue(after.allSatisfy { $0.ifRange == "\"v1\"" && $0.status == 206 }, "never a whole body: no splice, no restart")
+        XCTAssertTrue(
+            after.allSatisfy { $0.ifRange == "\"v1\"" && $0.status == 206 }, "never a whole body: no splice, no restart"
+        )
     }
 
     func testATaskStartsWithTheConnectionPlacesLeftInsteadOfWaiting() async throws {
@@ -247,8 +253,9 @@ final class SegmentedTransferTests: EngineTestCase {
         try await assertFinished(grows, holding: content)
         let requests = server.requests(for: "/grows")
         XCTAssertEqual(requests.first?.range, nil, "the first request asked for the whole file")
-        XCTAssertGreaterThanOrEqual(requests.dropFirst().filter { $0.range != nil && $0.ifRange == "\"g\"" }.count, 3,
-                                    "three more connections fetched ranges, with If-Range")
+        XCTAssertGreaterThanOrEqual(
+            requests.dropFirst().filter { $0.range != nil && $0.ifRange == "\"g\"" }.count, 3,
+            "three more connections fetched ranges, with If-Range")
     }
 
     func testResumeDataOfARemovedTaskTakesOverItsRanges() async throws {
@@ -268,7 +275,8 @@ final class SegmentedTransferTests: EngineTestCase {
     func testResumeDataOfVersionTwoIsStillRead() throws {
         var record = DownloadTaskRecord(
             id: 9, owner: Self.owner, session: "s", url: "http://127.0.0.1/x", destination: "/tmp/x",
-            destinationIsDirectory: false, options: DownloadOptions(), durableOffset: 10, expectedLength: 100, validator: "\"v\""
+            destinationIsDirectory: false, options: DownloadOptions(), durableOffset: 10, expectedLength: 100,
+            validator: "\"v\""
         )
         record.segments = nil
         let current = try ResumeData(record: record).encoded(key: key)
