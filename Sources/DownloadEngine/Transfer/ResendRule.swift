@@ -42,6 +42,14 @@ public enum ResendRule {
             self.bodySent = bodySent
         }
 
+        /// The request as it went: its headers' names say whether it carries an `Idempotency-Key`.
+        public init(method: String, headers: some Sequence<String>, headSent: Bool, bodyLength: Int64, bodySent: Int64)
+        {
+            self.init(
+                method: method, idempotencyKey: ResendRule.hasIdempotencyKey(headers), headSent: headSent,
+                bodyLength: bodyLength, bodySent: bodySent)
+        }
+
         /// Whether the server may hold the whole request (and so may have acted on it).
         public var mayHaveBeenApplied: Bool { headSent && bodySent >= bodyLength }
     }

@@ -140,10 +140,8 @@ final class UploadRun: Sendable {
                 }
                 // A yes before the whole body: sent again only when it may be (RFC 9110 §9.2.2).
                 let sentSoFar = ResendRule.Attempt(
-                    method: method, idempotencyKey: ResendRule.hasIdempotencyKey(record.options.headers.keys),
-                    headSent: true,
-                    bodyLength: length, bodySent: partial.sent
-                )
+                    method: method, headers: record.options.headers.keys, headSent: true, bodyLength: length,
+                    bodySent: partial.sent)
                 if let doubt = ResendRule.doubt(aboutEarlySuccess: partial.status, of: sentSoFar) {
                     return await failed(doubt, reply: partial, file: replyFile)
                 }
@@ -175,10 +173,8 @@ final class UploadRun: Sendable {
     /// The attempt as `ResendRule` judges it: `spec`'s body sent by `method` up to `sent` bytes.
     func resendAttempt(_ spec: UploadSpec, method: String, sent: Int64) -> ResendRule.Attempt {
         ResendRule.Attempt(
-            method: method, idempotencyKey: ResendRule.hasIdempotencyKey(task.record.options.headers.keys),
-            headSent: true,
-            bodyLength: spec.bodyLength, bodySent: sent
-        )
+            method: method, headers: task.record.options.headers.keys, headSent: true, bodyLength: spec.bodyLength,
+            bodySent: sent)
     }
 
     /// A request that may not go twice went out whole: recorded before its answer can come (a
@@ -355,9 +351,8 @@ final class UploadRun: Sendable {
             guardsOutcome && record.upload != nil
             && ResendRule.doubt(
                 about: ResendRule.Attempt(
-                    method: method, idempotencyKey: ResendRule.hasIdempotencyKey(headers.map(\.name)), headSent: true,
-                    bodyLength: bodyLength, bodySent: bodyLength
-                ), lost: .interrupted("")
+                    method: method, headers: headers.map(\.name), headSent: true, bodyLength: bodyLength,
+                    bodySent: bodyLength), lost: .interrupted("")
             ) != nil
         let markedWhole = NIOLockedValueBox(false)
         let marking = NIOLockedValueBox<Task<Void, Never>?>(nil)
@@ -412,10 +407,8 @@ final class UploadRun: Sendable {
             if guardsOutcome, partial == nil, error.code != .cancelled {
                 // No answer: a request the server may have acted on is not sent again on its own.
                 let attempt = ResendRule.Attempt(
-                    method: method, idempotencyKey: ResendRule.hasIdempotencyKey(headers.map(\.name)),
-                    headSent: delegate.requestHeadSent, bodyLength: body?.contentLength ?? 0,
-                    bodySent: delegate.bodySent
-                )
+                    method: method, headers: headers.map(\.name), headSent: delegate.requestHeadSent,
+                    bodyLength: body?.contentLength ?? 0, bodySent: delegate.bodySent)
                 if let doubt = ResendRule.doubt(about: attempt, lost: error) { return .failed(doubt, reply: nil) }
             }
             return .failed(error, reply: partial)
