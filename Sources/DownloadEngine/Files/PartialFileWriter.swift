@@ -158,9 +158,9 @@ final class PartialFileWriter: @unchecked Sendable {
                 let error = result == 0 ? nil : DownloadError.file("cannot sync \(path): \(errnoText())")
                 Glibc.close(copy)
                 if let error { return failed(error) }
-                generation.withLockedValue { current in
-                    if current == started { durable() }
-                }
+                // No lock is held while `durable` runs: a truncation waits for this queue
+                // (`truncate(to:)`), so none can come between this check and the recording.
+                if generation.withLockedValue({ $0 }) == started { durable() }
             }
         }
     }
@@ -263,6 +263,9 @@ final class PartialFileWriter: @unchecked Sendable {
 
     func truncate(to length: Int64) throws {
         try openIfNeeded()
+        // Every checkpoint whose sync started before has recorded itself (or been voided)
+        // before the file changes; those that start later see the new generation.
+        syncQueue.sync {}
         generation.withLockedValue { $0 += 1 }
         digest?.truncated(to: length)
         if emptySinceCreated && length == 0 { return }
