@@ -3,7 +3,8 @@ import NIOCore
 /// A run's segmented state, behind `TransferRun.segmentState`'s lock: the phase (which carries
 /// the ranges, the first claim and the workers), and what lasts the whole run.
 struct SegmentState {
-    var phase = SegmentPhase.unsplit
+    /// Changed only through `move(to:)`.
+    private(set) var phase = SegmentPhase.unsplit
     /// Connections this run may open: the places it holds.
     var connections: Int
     /// The URL and its mirrors, for a download with mirrors (made by its first range request;
@@ -45,16 +46,37 @@ struct SegmentState {
         }
     }
 
+    /// The one way the phase changes. A step the run can never take is refused and the phase
+    /// stays (as `TransferStateMachine` refuses an impossible event): nothing leaves `settled`
+    /// (the rest of the run is one stream), and only a split's ranges are let go (`unsplit`).
+    /// Returns whether it moved.
+    @discardableResult
+    mutating func move(to next: SegmentPhase) -> Bool {
+        guard Self.allows(from: phase, to: next) else { return false }
+        phase = next
+        return true
+    }
+
+    static func allows(from: SegmentPhase, to next: SegmentPhase) -> Bool {
+        switch (from, next) {
+        case (.settled, .settled): return true
+        case (.settled, _): return false
+        case (.split, .unsplit), (.unsplit, .unsplit): return true
+        case (_, .unsplit): return false
+        default: return true
+        }
+    }
+
     /// A new version is coming: the split's ranges no longer describe the file.
     mutating func letGoOfRanges() {
-        if case .split = phase { phase = .unsplit }
+        if case .split = phase { move(to: .unsplit) }
     }
 
     /// The attempt ended: its connections are gone, its ranges stay for the checkpoints.
     mutating func attemptEnded() {
         if case .split(var split) = phase {
             split.workers = nil
-            phase = .split(split)
+            move(to: .split(split))
         }
     }
 }

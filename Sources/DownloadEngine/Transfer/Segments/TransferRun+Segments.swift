@@ -105,7 +105,7 @@ extension TransferRun {
             let workers = SegmentWorkers(live: connections)
             // The validator's source is the run's, from the split that recorded these ranges.
             segmentState.withLockedValue { state in
-                state.phase = .split(.init(table: table, workers: workers, validatorSource: state.validatorSource))
+                state.move(to: .split(.init(table: table, workers: workers, validatorSource: state.validatorSource)))
             }
             owner.logger.info("task \(task.id): \(remaining.count) range(s) left, \(connections) connection(s)")
             // Places that freed since the run started may join this attempt.
@@ -122,7 +122,7 @@ extension TransferRun {
         segmentState.withLockedValue { $0.attemptEnded() }
         if case .restartFromZero = outcome {
             // From now on this run fetches on one stream, from the start.
-            segmentState.withLockedValue { $0.phase = .settled }
+            segmentState.withLockedValue { $0.move(to: .settled) }
             settleOnOneStream()
         }
         return outcome
@@ -140,7 +140,7 @@ extension TransferRun {
         _ request: TransferStateMachine.Request, attempt: NIOLockedValueBox<Attempt>
     ) async -> TransferStateMachine.Outcome {
         guard maySplit else { return await stream(request) }
-        segmentState.withLockedValue { $0.phase = .probing(.init()) }
+        segmentState.withLockedValue { $0.move(to: .probing(.init())) }
         let (splits, decided) = AsyncStream<SplitMade?>.makeStream()
         let split = splitter(attempt: attempt, decided: decided)
         return await withTaskGroup(of: TransferStateMachine.Outcome?.self) { group in
@@ -205,8 +205,11 @@ extension TransferRun {
             let workers = SegmentWorkers(live: pieces)
             let source = state.withLockedValue { state -> Int in
                 guard case .probing(let probe) = state.phase else { return 0 }
-                state.phase = .split(
-                    .init(table: table, firstClaim: claim.id, workers: workers, validatorSource: probe.validatorSource))
+                state.move(
+                    to: .split(
+                        .init(
+                            table: table, firstClaim: claim.id, workers: workers,
+                            validatorSource: probe.validatorSource)))
                 return probe.source
             }
             decided.yield(SplitMade(table: table, validator: validator, workers: workers, connections: pieces))
@@ -293,7 +296,7 @@ extension TransferRun {
             // The ranges' If-Range goes only where the validator comes from: this mirror.
             segmentState.withLockedValue { state in
                 let source = state.mirrors?.sources.firstIndex { $0.url == mirror } ?? 0
-                state.phase = .probing(.init(validatorSource: MirrorSet.server(of: mirror), source: source))
+                state.move(to: .probing(.init(validatorSource: MirrorSet.server(of: mirror), source: source)))
             }
             let sent = await execute(
                 url: mirror,
@@ -306,7 +309,7 @@ extension TransferRun {
         // None answered: the URL's own failure stands, and it is a source again.
         segmentState.withLockedValue { state in
             state.mirrors?.restore(0)
-            state.phase = .probing(.init())
+            state.move(to: .probing(.init()))
         }
         return nil
     }
