@@ -16,26 +16,30 @@ import UserFiles
 /// transitions and events (`+Reporting`), what its transfer runs may ask of it
 /// (`+TransferRunOwner`: a run reaches the manager only through `TransferRunOwner`).
 ///
-/// Every lock of the engine, in order (the one place it is written down: 20 of them, each private
-/// to its type or, for the manager's and a run's, reached only from that type's own files). A thread holding one
-/// may take a later one, never an earlier one. Each is held for bookkeeping only: no I/O, no
-/// waiting, no observer code, no call into AsyncHTTPClient, no task cancellation (a stop sets its
-/// reason under the lock and cancels requests and the runner after it; the one exception, named
-/// at 4, only enqueues).
-/// 1. `PartialFileWriter.generation`: held while a finished checkpoint sync is recorded (takes 2–4).
-/// 2. `DownloadTask.eventOrder` (`inEventOrder`): held while a task changes and its events are
+/// Every lock of the engine, in order (the one place it is written down: 26 of them, each private
+/// to its type or, for the manager's and a run's, reached only from that type's own files;
+/// `LockListTests` counts their declarations against this number). A thread holding one may
+/// take a later one, never an earlier one. Each is held for bookkeeping only: no I/O, no
+/// waiting, no observer code, no callback, no call into AsyncHTTPClient, no task cancellation (a
+/// stop sets its reason under the lock and cancels requests and the runner after it; the one
+/// exception, named at 3, only enqueues).
+/// 1. `DownloadTask.eventOrder` (`inEventOrder`): held while a task changes and its events are
 ///    queued (only queued: observers run later, on `EventDelivery`'s delivery queue).
-/// 3. `SessionManager.state` (`TaskTable`): the tasks, the counts, the scheduler, the next id.
-/// 4. `DownloadTask.state` (`withState`, `update`, `transition`): one task's record and counters. The run's `Task` is created under
-///    2–4 (creating it only enqueues it), so a stop never misses the runner.
-/// 5. `SegmentTable`'s lock: the ranges; each chunk is queued to the writer under it (takes 6).
-/// 6. `PartialFileWriter`'s lock: the queue of file operations (starting a drain on `io`).
-/// 7. `TransferRun.segmentState` (`SegmentState`): a segmented run's phase and places (takes 8).
-/// 8. `SegmentWorkers`' state: the connections running.
-/// Leaves (nothing is taken under them): `TransferRun.checkpoints`, `SessionManager.beginTimer`,
-/// a segmented attempt's `Attempt`, a `SegmentWorkers.Seat`'s state, `HTTPClients`' state,
-/// `FileHelperPool`'s helpers, `EventDelivery`'s observers and its pending deliveries,
-/// `AddressResolver`'s continuation, a `ForwardedRequest`'s channel, end mark and deadline.
+/// 2. `SessionManager.state` (`TaskTable`): the tasks, the counts, the scheduler, the next id.
+/// 3. `DownloadTask.state` (`withState`, `update`, `transition`): one task's record and counters.
+///    The run's `Task` is created under 1–3 (creating it only enqueues it), so a stop never
+///    misses the runner.
+/// 4. `SegmentTable`'s lock: the ranges; each chunk is queued to the writer under it (takes 5).
+/// 5. `PartialFileWriter`'s lock: the queue of file operations (starting a drain on `io`).
+/// 6. `TransferRun.segmentState` (`SegmentState`): a segmented run's phase and places (takes 7).
+/// 7. `SegmentWorkers`' state: the connections running.
+/// Leaves (nothing is taken under them), 19: `PartialFileWriter.generation` (the file's version:
+/// a finished sync reads it, then records with no lock held), `TransferRun.checkpoints`,
+/// `SessionManager.beginTimer`, a segmented attempt's `Attempt`, a `SegmentWorkers.Seat`'s state,
+/// `HTTPClients`' state, `FileHelperPool`'s helpers, `EventDelivery`'s observers and its pending
+/// deliveries, `AddressResolver`'s continuation, a `ForwardedRequest`'s channel, end mark and
+/// deadline, `PlainServers`' answers, a `ReplyFile`'s open file, an `UploadDelegate`'s head mark,
+/// an upload request's three marks (short, sent whole, the mark's task: `UploadRun.exchange`).
 /// Queues: observers on `EventDelivery`'s one delivery queue, in batches; file calls on each task's `io` queue
 /// (through `PartialFileWriter`), its checkpoint syncs on the writer's `syncQueue`; the HTTP
 /// client's event loops only parse, hand buffers to the writer and take 2–6 briefly.
