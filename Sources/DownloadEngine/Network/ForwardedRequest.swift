@@ -91,8 +91,8 @@ final class ForwardedRequest<Delegate: ForwardingDelegate>: OutgoingRequest {
     }
 
     /// What the delegate calls on this request.
-    fileprivate var delegateRequest: TransferDelegate.Request {
-        TransferDelegate.Request(
+    fileprivate var delegateRequest: InFlightRequest {
+        InFlightRequest(
             eventLoop: eventLoop,
             fail: { [self] error in
                 eventLoop.execute { self.end(.failure(error)) }

@@ -9,7 +9,7 @@ import NIOHTTP1
 /// proxy), forward-or-tunnel through an HTTP proxy, registration with the task so a stop (or a
 /// connection the scheduler takes back) cancels it, and the classification of what went wrong
 /// (the proxy's fault before any response, a failed certificate check explained). The response
-/// itself is the delegate's (`TransferDelegate`): this type never looks at a body.
+/// itself is the delegate's (`ResponseReceiver`): this type never looks at a body.
 ///
 /// Which connection a source gets is decided in two places only: `MirrorSet` (which source, at
 /// most `maxConnectionsPerHost` connections to one server: the one per-host limit) and here
@@ -17,7 +17,7 @@ import NIOHTTP1
 /// (`maxConnections`), which the places it grants never exceed, so it never binds.
 struct RequestSender: Sendable {
     let task: DownloadTask
-    let owner: any TransferRunOwner
+    let owner: any ConnectionLender
 
     /// The headers of a GET for `record` (its own headers, credentials only where they may go,
     /// no content coding, and `Range`/`If-Range` when `range` is given).
@@ -36,31 +36,6 @@ struct RequestSender: Sendable {
             if let validator { headers.replaceOrAdd(name: "If-Range", value: validator) }
         }
         return headers
-    }
-
-    /// Sends `request` to `url` (as the task gave it: a forwarded request's line carries it)
-    /// (its body streamed into `delegate`) on a client of `kind`, and waits for
-    /// the response as far as the delegate took it. A stop of the task, or `seat` being
-    /// retired, cancels it. `afterwards` runs once the request is over, before its error is
-    /// classified (the run checks its writer there).
-    func send(
-        _ request: HTTPClient.Request, to url: String, delegate: TransferDelegate, kind: HTTPClients.Kind,
-        seat: SegmentWorkers.Seat? = nil, afterwards: () async -> DownloadError? = { nil }
-    ) async -> TransferRun.Sent {
-        let result = await exchange(
-            request, to: url, delegate: delegate, kind: kind, seat: seat, afterwards: afterwards
-        ) { forwarding in
-            ForwardedRequest(
-                target: forwarding.target, host: request.host, port: request.port, headers: request.headers,
-                proxyHost: forwarding.proxyHost, proxyPort: forwarding.proxyPort,
-                proxyAuthorization: forwarding.proxyAuthorization, delegate: delegate,
-                connectTimeout: forwarding.connectTimeout, deadline: forwarding.deadline
-            )
-        }
-        switch result {
-        case .success(let response): return .response(response)
-        case .failure(let error): return .failed(error)
-        }
     }
 
     /// Where a plain http request forwarded through an HTTP proxy goes (`ForwardedRequest`).
@@ -95,7 +70,7 @@ struct RequestSender: Sendable {
     /// plain http URL (nil: tunnelled by AsyncHTTPClient, as https is).
     func exchange<Delegate: ResponseReceiver>(
         _ request: HTTPClient.Request, to url: String, delegate: Delegate, kind: HTTPClients.Kind,
-        seat: SegmentWorkers.Seat? = nil, afterwards: () async -> DownloadError? = { nil }, cleanup: TimeAmount? = nil,
+        seat: (any RequestHolder)? = nil, afterwards: () async -> DownloadError? = { nil }, cleanup: TimeAmount? = nil,
         within limit: TimeAmount? = nil, forward: ((Forwarding) -> any OutgoingRequest<Delegate.Response>)?
     ) async -> Result<Delegate.Response, DownloadError> {
         let record = task.record

@@ -2,8 +2,8 @@ import AsyncHTTPClient
 import NIOCore
 
 /// What `RequestSender` needs of the delegate a response streams into, beyond AsyncHTTPClient's
-/// callbacks: a download's `TransferDelegate` (the body into the file) and an upload's
-/// `UploadDelegate` (the request's body from the file, the reply kept).
+/// callbacks: a download's delegate (the body into the file) and an upload's (the request's body
+/// from the file, the reply kept).
 protocol ResponseReceiver: HTTPClientResponseDelegate, Sendable where Response: Sendable {
     /// The response as far as it went, when the request ended with an error after its head
     /// (read once the request's future completed).
@@ -13,5 +13,3 @@ protocol ResponseReceiver: HTTPClientResponseDelegate, Sendable where Response: 
     /// Ends a wait of the delegate's own (a rate limit's) so a cancelled request ends now.
     func interrupt(on eventLoop: EventLoop)
 }
-
-extension TransferDelegate: ResponseReceiver {}

@@ -41,23 +41,6 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         var speedFloor: @Sendable (_ measured: Double) -> UInt64 = { _ in 0 }
     }
 
-    /// What the delegate needs of the request it streams: its event loop, and a way to end it
-    /// with an error. AsyncHTTPClient's task, or a request forwarded through a proxy
-    /// (`ForwardedRequest`), which drives the same callbacks.
-    struct Request: Sendable {
-        let eventLoop: EventLoop
-        let fail: @Sendable (Error) -> Void
-
-        init(eventLoop: EventLoop, fail: @escaping @Sendable (Error) -> Void) {
-            self.eventLoop = eventLoop
-            self.fail = fail
-        }
-
-        init<Response>(_ task: HTTPClient.Task<Response>) {
-            self.init(eventLoop: task.eventLoop, fail: { task.fail(reason: $0) })
-        }
-    }
-
     /// For a segmented download: the range of the table this response fills.
     struct Segment: Sendable {
         let table: SegmentTable
@@ -123,19 +106,19 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
 
     // MARK: AsyncHTTPClient's callbacks, each the request-independent one below
 
-    func didSendRequestHead(task: HTTPClient.Task<Result>, _ head: HTTPRequestHead) { sentHead(Request(task)) }
+    func didSendRequestHead(task: HTTPClient.Task<Result>, _ head: HTTPRequestHead) { sentHead(InFlightRequest(task)) }
     func didReceiveHead(task: HTTPClient.Task<Result>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        receivedHead(head, Request(task))
+        receivedHead(head, InFlightRequest(task))
     }
     func didReceiveBodyPart(task: HTTPClient.Task<Result>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-        receivedBodyPart(buffer, Request(task))
+        receivedBodyPart(buffer, InFlightRequest(task))
     }
     func didReceiveError(task: HTTPClient.Task<Result>, _ error: Error) { receivedError() }
     func didFinishRequest(task: HTTPClient.Task<Result>) throws -> Result { try finished() }
 
     // MARK: The request's events (on its event loop)
 
-    func sentHead(_ task: Request) {
+    func sentHead(_ task: InFlightRequest) {
         requestHeadSent = true
         progress.requestSent(at: .now())
         guard watchdog == nil else { return }
@@ -145,7 +128,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         }
     }
 
-    func receivedHead(_ head: HTTPResponseHead, _ task: Request) -> EventLoopFuture<Void> {
+    func receivedHead(_ head: HTTPResponseHead, _ task: InFlightRequest) -> EventLoopFuture<Void> {
         let status = Int(head.status.code)
         let decision = ResponseDecision.decide(
             status: status, reason: head.status.reasonPhrase, headers: head.headers, requestedOffset: requestedOffset,
@@ -188,7 +171,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         return opened
     }
 
-    func receivedBodyPart(_ buffer: ByteBuffer, _ task: Request) -> EventLoopFuture<Void> {
+    func receivedBodyPart(_ buffer: ByteBuffer, _ task: InFlightRequest) -> EventLoopFuture<Void> {
         if !failed, case .metalink = result?.decision {
             progress.documentPart(at: .now())
             result?.document += buffer.readableBytesView
@@ -273,7 +256,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     /// The decision or head reached so far (after a failure too).
     var partialResult: Result? { result }
 
-    private func fail(_ task: Request, _ error: DownloadError) {
+    private func fail(_ task: InFlightRequest, _ error: DownloadError) {
         guard !failed else { return }
         failed = true
         watchdog?.cancel()

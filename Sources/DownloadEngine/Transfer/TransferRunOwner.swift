@@ -14,11 +14,9 @@ typealias TaskEvents = (EventDelivery, DownloadTask, TaskSnapshot) -> Void
 /// build a run with a fake one, and an upload run is a second implementation beside it.
 ///
 /// Every call may take the owner's locks, so none is made under a lock of the run's.
-protocol TransferRunOwner: AnyObject, Sendable {
-    // MARK: Settings and the events' way out
+protocol TransferRunOwner: ConnectionLender, AnyObject {
+    // MARK: Settings and the events' way out (the configuration and the log: `ConnectionLender`)
 
-    var configuration: SessionManager.Configuration { get }
-    var logger: Logger { get }
     /// Where the task's events are queued (observers hear them later, in order).
     var events: EventDelivery { get }
     /// The key resume data is sealed with.
@@ -76,14 +74,7 @@ protocol TransferRunOwner: AnyObject, Sendable {
     /// a relative path of plain names, or a file with no URL the task could go to.
     func makeGroup(of task: DownloadTask, from document: MetalinkDocument, at url: String) throws -> UInt64
 
-    // MARK: Clients
-
-    /// A client of the owner's pool for `route` (chosen by `RequestSender`: direct, pinned to
-    /// a checked address, or through a proxy); handed back with `release` after the request.
-    func lease(_ kind: HTTPClients.Kind, route: HTTPClients.Route) -> HTTPClients.Lease
-    func release(_ lease: HTTPClients.Lease)
-    /// The trust the clients use (for explaining a failed certificate check).
-    var tlsConfiguration: TLSConfiguration { get }
+    // MARK: Clients: `ConnectionLender`
 
     // MARK: Files
 

@@ -78,23 +78,23 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
     // MARK: AsyncHTTPClient's callbacks, each the request-independent one below
 
     func didSendRequestHead(task: HTTPClient.Task<Result>, _ head: HTTPRequestHead) {
-        sentHead(TransferDelegate.Request(task))
+        sentHead(InFlightRequest(task))
     }
     func didSendRequestPart(task: HTTPClient.Task<Result>, _ part: IOData) {
-        sentBodyPart(part.readableBytes, TransferDelegate.Request(task))
+        sentBodyPart(part.readableBytes, InFlightRequest(task))
     }
     func didReceiveHead(task: HTTPClient.Task<Result>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        receivedHead(head, TransferDelegate.Request(task))
+        receivedHead(head, InFlightRequest(task))
     }
     func didReceiveBodyPart(task: HTTPClient.Task<Result>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-        receivedBodyPart(buffer, TransferDelegate.Request(task))
+        receivedBodyPart(buffer, InFlightRequest(task))
     }
     func didReceiveError(task: HTTPClient.Task<Result>, _ error: Error) { receivedError() }
     func didFinishRequest(task: HTTPClient.Task<Result>) throws -> Result { try finished() }
 
     // MARK: The request's events (on its event loop; a forwarded request's too)
 
-    func sentHead(_ request: TransferDelegate.Request) {
+    func sentHead(_ request: InFlightRequest) {
         headSent.withLockedValue { $0 = true }
         lastMoved = .now()
         // Nothing sent and nothing heard for the stall timeout: the request ends as `Timeout`.
@@ -113,7 +113,7 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
         }
     }
 
-    func sentBodyPart(_ bytes: Int, _ request: TransferDelegate.Request) {
+    func sentBodyPart(_ bytes: Int, _ request: InFlightRequest) {
         // Counted at once on the request's loop (before the response's end is seen there).
         guard request.eventLoop.inEventLoop else {
             return request.eventLoop.execute { self.sentBodyPart(bytes, request) }
@@ -123,7 +123,7 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
         sent(sentBytes)
     }
 
-    func receivedHead(_ head: HTTPResponseHead, _ request: TransferDelegate.Request) -> EventLoopFuture<Void> {
+    func receivedHead(_ head: HTTPResponseHead, _ request: InFlightRequest) -> EventLoopFuture<Void> {
         lastMoved = .now()
         status = Int(head.status.code)
         headers = head.headers
@@ -149,7 +149,7 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
         return request.eventLoop.makeSucceededVoidFuture()
     }
 
-    func receivedBodyPart(_ buffer: ByteBuffer, _ request: TransferDelegate.Request) -> EventLoopFuture<Void> {
+    func receivedBodyPart(_ buffer: ByteBuffer, _ request: InFlightRequest) -> EventLoopFuture<Void> {
         lastMoved = .now()
         bodyBytes += Int64(buffer.readableBytes)
         if let sink { return sink(buffer, request.eventLoop) }

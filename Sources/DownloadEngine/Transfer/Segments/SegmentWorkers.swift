@@ -17,7 +17,7 @@ final class SegmentWorkers: Sendable {
 
     /// One connection, as the scheduler may ask it to end (`retire`): the request it has out is
     /// cancelled (its range goes back to the table) and it claims nothing more.
-    final class Seat: Sendable {
+    final class Seat: RequestHolder {
         private struct State {
             var cancel: (@Sendable () -> Void)?
             var retiring = false
