@@ -4,26 +4,14 @@ import UserFiles
 /// where it writes, and how far it durably got. The store persists exactly this.
 public struct DownloadTaskRecord: Sendable, Hashable {
     public var id: UInt64
-    /// The uid the task belongs to (asked of the bus when it was created, never an argument).
-    public var owner: UInt32
-    /// The sandboxed app the task belongs to (its app id, as the service found it from the
-    /// caller's process), or "" for a host caller. Ownership is (owner, app).
-    public var app: String = ""
-    /// The destination is the caller's own file, written where it is (`StartAt` with a file
-    /// descriptor): no partial file beside it, no rename, never removed.
-    public var writesInPlace = false
+    /// What was asked (`Start`, `Upload`, a group's file, a resume): the owner, the app, the URL,
+    /// the destination, the options, an upload's file. Its fields read as the record's own
+    /// (`owner`, `url`, …) below; the record adds where the task got to.
+    public var request: DownloadRequest
     /// The group the task is a file of (`DownloadGroupRecord.id`), 0 for none.
     public var group: UInt64 = 0
-    /// The session's name as the client gave it (never combined with the owner).
-    public var session: String
-    public var url: String
-    /// As the client gave it: a file path, or a directory.
-    public var destination: String
-    /// Whether `destination` names a directory (the file name then comes from the response).
-    public var destinationIsDirectory: Bool
     /// The file that will exist on success (known once the name is chosen).
     public var resolvedPath: String?
-    public var options: DownloadOptions
     public var state: DownloadState
     /// Bytes of the partial file that are fsynced: what a restart keeps. With one stream the
     /// file's first `durableOffset` bytes; for a segmented download the count of bytes outside
@@ -40,15 +28,64 @@ public struct DownloadTaskRecord: Sendable, Hashable {
     /// The partial file the task created (device, inode): only this file is ever resumed or
     /// published, never one put in its place.
     public var partialFile: FileIdentity?
-    /// The finished file's mode (from the caller's umask); nil leaves it 0600.
-    public var fileMode: UInt32?
     public var errorName: String?
     public var errorMessage: String?
+
+    // MARK: The request's fields
+
+    /// The uid the task belongs to (asked of the bus when it was created, never an argument).
+    public var owner: UInt32 {
+        get { request.owner }
+        set { request.owner = newValue }
+    }
+    /// The sandboxed app the task belongs to (its app id, as the service found it from the
+    /// caller's process), or "" for a host caller. Ownership is (owner, app).
+    public var app: String {
+        get { request.app }
+        set { request.app = newValue }
+    }
+    /// The destination is the caller's own file, written where it is (`StartAt` with a file
+    /// descriptor): no partial file beside it, no rename, never removed.
+    public var writesInPlace: Bool {
+        get { request.writesInPlace }
+        set { request.writesInPlace = newValue }
+    }
+    /// The session's name as the client gave it (never combined with the owner).
+    public var session: String {
+        get { request.session }
+        set { request.session = newValue }
+    }
+    public var url: String {
+        get { request.url }
+        set { request.url = newValue }
+    }
+    /// As the client gave it: a file path, or a directory.
+    public var destination: String {
+        get { request.destination }
+        set { request.destination = newValue }
+    }
+    /// Whether `destination` names a directory (the file name then comes from the response).
+    public var destinationIsDirectory: Bool {
+        get { request.destinationIsDirectory }
+        set { request.destinationIsDirectory = newValue }
+    }
+    public var options: DownloadOptions {
+        get { request.options }
+        set { request.options = newValue }
+    }
+    /// The finished file's mode (from the caller's umask); nil leaves it 0600.
+    public var fileMode: UInt32? {
+        get { request.fileMode }
+        set { request.fileMode = newValue }
+    }
     /// Set for an upload (`Upload`, `UploadAt`): the file it sends and the reply it got. An
     /// upload's `expectedLength` is its body's length, `durableOffset` stays 0 (a plain upload
     /// starts again from byte 0), and `destination` is its reply destination or, without one,
     /// its source (never written: the store takes only absolute paths there).
-    public var upload: UploadSpec?
+    public var upload: UploadSpec? {
+        get { request.upload }
+        set { request.upload = newValue }
+    }
 
     /// `download` or `upload` (the task's `Kind`).
     public var kind: String { upload == nil ? "download" : "upload" }
@@ -60,12 +97,9 @@ public struct DownloadTaskRecord: Sendable, Hashable {
         validator: String? = nil, finalURL: String? = nil, resolvedPath: String? = nil
     ) {
         self.id = id
-        self.owner = owner
-        self.session = session
-        self.url = url
-        self.destination = destination
-        self.destinationIsDirectory = destinationIsDirectory
-        self.options = options
+        self.request = DownloadRequest(
+            owner: owner, session: session, url: url, destination: destination,
+            destinationIsDirectory: destinationIsDirectory, options: options)
         self.state = state
         self.durableOffset = durableOffset
         self.expectedLength = expectedLength
@@ -75,15 +109,13 @@ public struct DownloadTaskRecord: Sendable, Hashable {
     }
 
     public init(id: UInt64, request: DownloadRequest) {
-        self.init(
-            id: id, owner: request.owner, session: request.session, url: request.url, destination: request.destination,
-            destinationIsDirectory: request.destinationIsDirectory, options: request.options
-        )
-        fileMode = request.fileMode
-        app = request.app
-        writesInPlace = request.writesInPlace
-        upload = request.upload
-        if let upload { expectedLength = upload.bodyLength }
+        self.id = id
+        self.request = request
+        // A name the caller's description gave is the resolved path's from here on.
+        self.request.fileName = nil
+        state = .queued
+        durableOffset = 0
+        expectedLength = request.upload?.bodyLength ?? -1
         name(inDirectory: request.fileName)
     }
 
