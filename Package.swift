@@ -54,20 +54,20 @@ let package = Package(
         // Which app a calling process belongs to (Flatpak, Snap, or the host), from the kernel.
         .target(name: "CallerApps", dependencies: ["CUserFiles"]),
         // File operations done with a user's credentials, in process or in that user's helper.
-        .target(name: "UserFiles", dependencies: ["CUserFiles", "CrashPoints", "TerminalOutput"]),
+        .target(name: "UserFiles", dependencies: ["CUserFiles", "CrashPoints", "FileIdentities", "TerminalOutput"]),
         // The per-user file helper downloadsd starts (small: no NIO, no Foundation).
         .executableTarget(name: "downloads-file-helper", dependencies: ["UserFiles"]),
         // The value types every layer shares: task records, options, states, errors, resume data,
         // checksums and piece hashes, the observer protocol. No HTTP, no SQLite, no D-Bus.
         .target(
             name: "DownloadModel",
-            dependencies: ["UserFiles", "TerminalOutput", "ProxyRules", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["FileIdentities", "ShownText", "ProxyRules", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Downloads over HTTP(S): SessionManager, EventDelivery, transfers, resume data. No D-Bus.
         .target(
             name: "DownloadEngine",
             dependencies: [
-                "DownloadModel", "CrashPoints", "UserFiles", "TerminalOutput", "ProxyRules", "Metalink",
+                "DownloadModel", "CrashPoints", "UserFiles", "FileIdentities", "ShownText", "TerminalOutput", "ProxyRules", "Metalink",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -83,7 +83,7 @@ let package = Package(
         .target(
             name: "DownloadStore",
             dependencies: [
-                "CrashPoints", "DownloadModel", "UserFiles",
+                "CrashPoints", "DownloadModel", "UserFiles", "FileIdentities",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -103,11 +103,15 @@ let package = Package(
         .target(name: "Metalink"),
         // Unbuffered output for the command-line programs.
         .target(name: "TerminalOutput"),
+        // Text a server or a caller chose, made safe for where a person sees it (terminal, log, markup).
+        .target(name: "ShownText"),
+        // Which file a descriptor or path is (device and inode): the model's and the file operations'.
+        .target(name: "FileIdentities"),
         // The command line: get, start, list, status, pause, resume, cancel, wait, watch.
         .executableTarget(
             name: "downloadsctl",
             dependencies: [
-                "DownloadsClient", "DownloadsAPI", "DBus", "TerminalOutput",
+                "DownloadsClient", "DownloadsAPI", "DBus", "TerminalOutput", "ShownText",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -115,7 +119,7 @@ let package = Package(
         .executableTarget(
             name: "downloads-agent",
             dependencies: [
-                "DownloadsClient", "DownloadsAPI", "DBus", "TerminalOutput",
+                "DownloadsClient", "DownloadsAPI", "DBus", "TerminalOutput", "ShownText",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -124,13 +128,13 @@ let package = Package(
         // GIO (GDBus) through a module map, for the GLib example client.
         .systemLibrary(name: "CGio", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
         // One line per task event, on GDBus: an independent D-Bus implementation against ours.
-        .executableTarget(name: "downloads-monitor", dependencies: ["CGio", "TerminalOutput"]),
+        .executableTarget(name: "downloads-monitor", dependencies: ["CGio", "TerminalOutput", "ShownText"]),
         // org.example.Downloads objects <-> engine: the only place D-Bus and downloads meet.
         .target(
             name: "DownloadsService",
             dependencies: [
                 "CrashPoints", "DBus", "DownloadsAPI", "DownloadModel", "DownloadEngine", "DownloadStore", "TerminalOutput", "ProxyRules", "Metalink",
-                "CallerApps", "UserFiles",
+                "CallerApps", "UserFiles", "ShownText",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -179,12 +183,17 @@ let package = Package(
             dependencies: ["DBus", "TestSupport"],
             path: "Benchmarks/dbus-bench"
         ),
-        .testTarget(name: "UserFilesTests", dependencies: ["CrashPoints", "UserFiles", "TestSupport"]),
-        .testTarget(name: "TerminalOutputTests", dependencies: ["TerminalOutput"]),
+        .testTarget(name: "UserFilesTests", dependencies: ["CrashPoints", "UserFiles", "FileIdentities", "TestSupport"]),
+        .testTarget(name: "TerminalOutputTests", dependencies: ["TerminalOutput", "ShownText"]),
         .testTarget(name: "CallerAppsTests", dependencies: ["CallerApps", "TestSupport"]),
         .testTarget(name: "MetalinkTests", dependencies: ["Metalink"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
-        .testTarget(name: "DownloadEngineTests", dependencies: ["DownloadModel", "DownloadEngine", "Metalink", "ProxyRules", "TestHTTPServer", "TestSupport"]),
+        .testTarget(
+            name: "DownloadEngineTests",
+            dependencies: [
+                "DownloadModel", "DownloadEngine", "FileIdentities", "Metalink", "ProxyRules", "TestHTTPServer", "TestSupport",
+                "UserFiles",
+            ]),
         .testTarget(name: "DownloadStoreTests", dependencies: [
             "DownloadStore", "DownloadModel", "DownloadEngine", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),

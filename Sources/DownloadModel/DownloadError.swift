@@ -1,4 +1,4 @@
-import TerminalOutput
+import ShownText
 
 /// Why a download failed or a request was refused: a code and a message (the shape of
 /// AsyncHTTPClient's `HTTPClientError`). Two errors are equal when their codes are (the message,

@@ -1,6 +1,6 @@
 import Foundation
 import ProxyRules
-import TerminalOutput
+import ShownText
 
 /// What a client may set per download (the `a{sv}` options of Start, already validated).
 public struct DownloadOptions: Sendable, Hashable {

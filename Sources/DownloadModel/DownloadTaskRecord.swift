@@ -1,4 +1,4 @@
-import UserFiles
+import FileIdentities
 
 /// Everything the engine needs to run (or re-run after a restart) one download: the request,
 /// where it writes, and how far it durably got. The store persists exactly this.

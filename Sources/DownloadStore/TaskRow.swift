@@ -2,6 +2,7 @@ import DownloadModel
 import Foundation
 import GRDB
 import UserFiles
+import FileIdentities
 
 /// One row of `task`. `options` holds `DownloadOptions` in its documented JSON form (snake_case
 /// keys of the D-Bus option names, see data/schema.md), never Swift's property names.

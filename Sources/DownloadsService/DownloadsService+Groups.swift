@@ -6,6 +6,7 @@ import DownloadModel
 import DownloadsAPI
 import NIOCore
 import UserFiles
+import ShownText
 
 /// Groups on the bus (v1.3): `StartGroup`, `ListGroups`, the group objects at
 /// /org/example/Downloads/groups/<id> and their signals. A group's files are tasks like any

@@ -5,6 +5,7 @@ import DownloadsAPI
 import Foundation
 import TerminalOutput
 import UserFiles
+import ShownText
 
 /// `Upload`, `UploadAt` and a task's `GetReply`: an upload is a task like a download (the same
 /// sessions, quotas, scheduling, signals and completion call), whose request sends a file.

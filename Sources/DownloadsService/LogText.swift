@@ -1,6 +1,7 @@
 import DownloadsAPI
 import Foundation
 import TerminalOutput
+import ShownText
 
 /// Text from callers and servers as it goes into the log: what `DisplayText` hides escaped (a
 /// newline in a session name forges no log line, a CSI reaches no terminal reading the journal)

@@ -5,6 +5,7 @@ import Foundation
 import Metalink
 import ProxyRules
 import TerminalOutput
+import ShownText
 
 /// The arguments of `Start` (and the options of `ResumeWithData`) turned into what the engine
 /// takes: URLs must be http(s) with a host, destinations absolute without `..`; every refusal

@@ -1,3 +1,4 @@
+import FileIdentities
 /// A file helper's answer to one `FileRequest` (one datagram; an opened file's descriptor rides
 /// along as SCM_RIGHTS).
 public enum FileReply: Sendable {

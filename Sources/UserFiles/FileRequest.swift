@@ -1,3 +1,4 @@
+import FileIdentities
 /// One operation asked of a user's file helper (one datagram).
 public enum FileRequest: Sendable, Equatable {
     case openPartial(path: String, reuse: PartialReuse)

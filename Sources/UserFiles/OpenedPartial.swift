@@ -1,3 +1,4 @@
+import FileIdentities
 /// A partial file opened for reading and writing: the descriptor (the caller closes it), which
 /// file it is, and whether it was just created (empty) rather than kept.
 public struct OpenedPartial: Sendable {

@@ -1,3 +1,4 @@
+import FileIdentities
 /// Whether an existing partial file may be kept (its bytes resumed from) or must be replaced by
 /// a fresh one. A file is only ever kept when it is a regular file of the user with one link.
 public enum PartialReuse: Sendable, Hashable {

@@ -1,6 +1,7 @@
 import CUserFiles
 #if canImport(Glibc)
 import Glibc
+import FileIdentities
 #endif
 
 /// The file operations the service does for a user, done with the credentials of the process

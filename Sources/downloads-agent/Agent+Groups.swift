@@ -2,6 +2,7 @@ import DBus
 import DownloadsAPI
 import DownloadsClient
 import TerminalOutput
+import ShownText
 
 /// Groups on the desktop: one job view per group, its progress in files and bytes, its end.
 extension Agent {

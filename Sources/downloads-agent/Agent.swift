@@ -3,6 +3,7 @@ import DownloadsAPI
 import DownloadsClient
 import TerminalOutput
 import Logging
+import ShownText
 
 /// Follows the user's tasks on the service's bus and shows them on the desktop's session bus:
 /// a KDE job view per running task when a job-view server is there (Plasma then shows progress

@@ -1,5 +1,6 @@
 import DownloadsClient
 import TerminalOutput
+import ShownText
 
 /// The words the agent shows.
 enum AgentText {

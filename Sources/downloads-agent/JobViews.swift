@@ -1,6 +1,7 @@
 import DBus
 import DownloadsClient
 import TerminalOutput
+import ShownText
 
 /// The KDE job-view protocol (kjobwidgets' `KUiServerV2JobTracker`): `org.kde.JobViewServerV2`
 /// at `org.kde.JobViewServer` `/JobViewServer` gives a `org.kde.JobViewV3` object per job.

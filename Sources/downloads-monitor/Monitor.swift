@@ -2,6 +2,7 @@ import CGio
 import TerminalOutput
 #if canImport(Glibc)
 import Glibc
+import ShownText
 #endif
 
 /// Follows the service's signals on one GDBusConnection and prints one line per task event:

@@ -6,6 +6,7 @@ import FoundationEssentials
 import TerminalOutput
 #if canImport(Glibc)
 import Glibc
+import ShownText
 #endif
 
 /// `get` of several URLs (arguments, or a list as `wget -i` and `aria2c -i` read it): every file

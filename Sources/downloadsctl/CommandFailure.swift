@@ -4,6 +4,7 @@ import FoundationEssentials
 import TerminalOutput
 #if canImport(Glibc)
 import Glibc
+import ShownText
 #endif
 
 /// A failure shown as one line on standard error, with an exit status (never a stack trace).

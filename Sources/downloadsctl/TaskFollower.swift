@@ -6,6 +6,7 @@ import FoundationEssentials
 import TerminalOutput
 #if canImport(Glibc)
 import Glibc
+import ShownText
 #endif
 
 /// Follows one task to its end for `get`: a progress bar on a terminal (standard error), plain

@@ -3,6 +3,7 @@ import FoundationEssentials
 import TerminalOutput
 #if canImport(Glibc)
 import Glibc
+import ShownText
 #endif
 
 /// One task as `list --json` and `status --json` print it (the keys are documented in DESIGN.md).

@@ -1,6 +1,7 @@
 import Foundation
 import TerminalOutput
 import XCTest
+import ShownText
 
 final class DisplayTextTests: XCTestCase {
     func testHiddenCharactersAreShownEscapedAndNothingElseChanges() {

@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import XCTest
 @testable import UserFiles
+import FileIdentities
 
 /// The per-user file helper as the daemon uses it: a real `downloads-file-helper` process,
 /// descriptors passed back over its socket, credentials dropped, a hung helper killed.

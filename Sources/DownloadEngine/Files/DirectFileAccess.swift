@@ -1,5 +1,6 @@
 import DownloadModel
 import UserFiles
+import FileIdentities
 
 /// File access in the daemon's own process, with its own credentials: for the daemon's own user
 /// (the session bus), and for every owner in tests that run as one user.

@@ -1,5 +1,6 @@
 import DownloadModel
 import UserFiles
+import FileIdentities
 
 /// Every file the engine opens, renames or removes goes through this, done with the task
 /// owner's credentials (`FileAccessProvider` hands out one per owner). The engine itself only

@@ -3,6 +3,7 @@ import DownloadModel
 import Glibc
 #endif
 import UserFiles
+import FileIdentities
 
 /// File access through one user's file helper (a process with that user's credentials); the
 /// descriptors it opens come back over its socket.

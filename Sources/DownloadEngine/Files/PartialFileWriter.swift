@@ -6,6 +6,7 @@ import Dispatch
 import NIOConcurrencyHelpers
 import NIOCore
 import UserFiles
+import FileIdentities
 
 /// `<fcntl.h>`'s `sync_file_range` (a GNU extension Swift's Glibc module does not export).
 @_silgen_name("sync_file_range")

@@ -1,5 +1,6 @@
 import DownloadModel
 import UserFiles
+import FileIdentities
 
 /// A task's file access when the task's record sets limits the owner's access alone does not:
 /// a sandboxed app's task whose descriptor is gone (a restart) only reuses the partial file it

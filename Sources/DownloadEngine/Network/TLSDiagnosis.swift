@@ -6,6 +6,7 @@ import NIOSSL
 import NIOTLS
 import ProxyRules
 import TerminalOutput
+import ShownText
 
 /// Why a TLS handshake failed, in words a person can act on. BoringSSL reports every failed
 /// verification as one `CERTIFICATE_VERIFY_FAILED`; after a failure the engine connects again

@@ -3,6 +3,7 @@ import DownloadModel
 import Metalink
 import TerminalOutput
 import UserFiles
+import ShownText
 
 /// Groups: many files as one job (`DownloadGroupRecord`). A group's files are ordinary tasks
 /// with its id in their records; the manager keeps the group's list of tasks and, for an atomic

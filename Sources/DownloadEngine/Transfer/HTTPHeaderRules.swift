@@ -2,6 +2,7 @@ import DownloadModel
 import Foundation
 import TerminalOutput
 import NIOHTTP1
+import ShownText
 
 /// The HTTP rules the transfer applies, as pure functions (tested without I/O).
 public enum HTTPHeaderRules {

@@ -2,6 +2,7 @@ import DownloadModel
 import Foundation
 import ProxyRules
 import TerminalOutput
+import ShownText
 
 /// What a redirect may do, as pure functions (tested without I/O).
 public enum RedirectRules {

@@ -2,6 +2,7 @@ import DownloadModel
 import Metalink
 import NIOHTTP1
 import TerminalOutput
+import ShownText
 
 /// What to do with a response head, decided by the resume rules of RFC 9110 (pure; tested
 /// without I/O, one test per rule in `ResponseDecisionTests`). Never splices two versions of a

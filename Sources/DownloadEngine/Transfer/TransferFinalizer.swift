@@ -1,6 +1,8 @@
 import DownloadModel
 import TerminalOutput
 import UserFiles
+import ShownText
+import FileIdentities
 
 /// Turns a complete partial file into the destination: fdatasync, the checksum (hashed as the
 /// bytes were written, the rest read through the open descriptor), the atomic publish through `FileAccess` (never replacing a file unless

@@ -1,6 +1,7 @@
 import DownloadModel
 import Metalink
 import TerminalOutput
+import ShownText
 
 /// A URL answered with a Metalink document (`application/metalink4+xml`, a 200 from the start,
 /// when the task takes Metalink from its responses: `use_metalink_headers`), as aria2's

@@ -4,6 +4,7 @@ import NIOCore
 import UserFiles
 #if canImport(Glibc)
 import Glibc
+import FileIdentities
 #endif
 
 /// An upload's reply written to the file the caller named (`reply_destination`), as a

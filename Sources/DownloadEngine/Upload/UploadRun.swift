@@ -6,6 +6,7 @@ import NIOHTTP1
 import TerminalOutput
 #if canImport(Glibc)
 import Glibc
+import ShownText
 #endif
 
 /// One run of an upload, the transfer run's sibling: it reaches its owner through the same

@@ -5,6 +5,7 @@ import FoundationEssentials
 import TerminalOutput
 #if canImport(Glibc)
 import Glibc
+import ShownText
 #endif
 
 struct Get: AsyncParsableCommand {

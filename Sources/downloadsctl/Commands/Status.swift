@@ -1,5 +1,6 @@
 import ArgumentParser
 import TerminalOutput
+import ShownText
 
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show one task.")

@@ -6,6 +6,7 @@ import FoundationEssentials
 import TerminalOutput
 #if canImport(Glibc)
 import Glibc
+import ShownText
 #endif
 
 struct Upload: AsyncParsableCommand {

@@ -2,6 +2,7 @@ import ArgumentParser
 import DBus
 import DownloadsClient
 import TerminalOutput
+import ShownText
 
 struct Wait: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,6 +3,7 @@ import DownloadModel
 import Foundation
 import NIOConcurrencyHelpers
 import UserFiles
+import FileIdentities
 
 /// The real file access, with another user's move at the worst moment: the first rename to
 /// `plantAt` finds a file planted there just before it (after every check of the name passed).

@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import TerminalOutput
+import ShownText
 
 /// One attempt at a download (`attempt`), the single stream being the case that does not
 /// split: the first request learns the length, the strong validator and whether the server
