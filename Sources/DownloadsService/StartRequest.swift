@@ -22,7 +22,7 @@ enum StartRequest {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {
             throw DownloadsErrorName.invalidArgument.error("'\(text)' is not a URL")
         }
-        guard scheme == "http" || scheme == "https" else {
+        guard Source.isSourceScheme(scheme) else {
             throw DownloadsErrorName.invalidArgument.error(
                 "only http and https URLs can be downloaded, not '\(scheme)'")
         }

@@ -17,9 +17,7 @@ extension MetalinkDocument.File {
     public func downloadURLs(from base: String? = nil) -> [String] {
         var seen = Set<String>()
         return sources.map(\.url).filter { text in
-            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
-                scheme == "http" || scheme == "https",
-                url.host?.isEmpty == false, !URLCharacters.containSpaceOrControl(text)
+            guard let url = URL(string: text), Source(url) != nil, !URLCharacters.containSpaceOrControl(text)
             else { return false }
             if let base, (try? RedirectRules.checkedRedirect(from: base, to: text)) == nil { return false }
             return seen.insert(text).inserted

@@ -13,7 +13,7 @@ enum MetalinkHeaders {
         for value in headers[canonicalForm: "link"] {
             guard let link = parse(String(value)), link.relations.contains("duplicate") else { continue }
             guard let resolved = URL(string: link.target, relativeTo: URL(string: base))?.absoluteURL,
-                let scheme = resolved.scheme?.lowercased(), scheme == "http" || scheme == "https", resolved.host != nil
+                Source(resolved) != nil
             else { continue }
             let text = resolved.absoluteString
             guard text != base, !found.contains(where: { $0.url == text }) else { continue }

@@ -18,7 +18,7 @@ public enum RedirectRules {
             throw DownloadError.invalidResponse(
                 "redirect to an invalid location “\(DisplayText.quoted(location, limit: 80))”")
         }
-        guard scheme == "http" || scheme == "https" else {
+        guard Source.isSourceScheme(scheme) else {
             throw DownloadError.insecureRedirect(
                 "redirect to a “\(DisplayText.quoted(scheme, limit: 20))” URL is not followed")
         }
@@ -39,30 +39,14 @@ public enum RedirectRules {
     /// would be shown and stored, never sent), no space or control character, at most 8 KiB.
     public static func acceptableAsTaskURL(_ text: String) -> Bool {
         guard text.utf8.count <= maxURLBytes, !URLCharacters.containSpaceOrControl(text), let url = URL(string: text),
-            let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host,
-            !host.isEmpty
+            Source(url) != nil
         else { return false }
         return url.user == nil && url.password == nil
     }
 
     /// Scheme, host (case-insensitive) and port (the scheme's default when absent) are equal.
     public static func sameOrigin(_ a: String, _ b: String) -> Bool {
-        guard let left = origin(a), let right = origin(b) else { return false }
+        guard let left = Source(a)?.origin, let right = Source(b)?.origin else { return false }
         return left == right
-    }
-
-    private struct Origin: Equatable {
-        var scheme: String
-        var host: String
-        var port: Int
-    }
-
-    private static func origin(_ text: String) -> Origin? {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased()
-        else {
-            return nil
-        }
-        let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
-        return Origin(scheme: scheme, host: host, port: port)
     }
 }

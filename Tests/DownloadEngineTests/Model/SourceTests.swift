@@ -1,0 +1,26 @@
+@testable import DownloadModel
+import XCTest
+
+/// `Source`: the one place that says which URLs are sources and what their origin is.
+final class SourceTests: XCTestCase {
+    func testOnlyHTTPAndHTTPSWithAHostAreSources() {
+        XCTAssertNotNil(Source("http://example.org/a"))
+        XCTAssertNotNil(Source("HTTPS://Example.ORG:8443/a"))
+        for text in ["ftp://example.org/a", "file:///etc/passwd", "http:///nohost", "example.org/a", "", "data:,x"] {
+            XCTAssertNil(Source(text), text)
+        }
+        XCTAssertTrue(Source.isSourceScheme("HTTP"))
+        XCTAssertFalse(Source.isSourceScheme("ws"))
+    }
+
+    func testTheOriginIsSchemeHostAndPortWithDefaults() throws {
+        let plain = try XCTUnwrap(Source("http://Example.org/a"))
+        XCTAssertEqual(plain.origin, Source.Origin(scheme: "http", host: "example.org", port: 80))
+        XCTAssertFalse(plain.isSecure)
+        let secure = try XCTUnwrap(Source("HTTPS://example.org/b"))
+        XCTAssertEqual(secure.origin, Source.Origin(scheme: "https", host: "example.org", port: 443))
+        XCTAssertTrue(secure.isSecure)
+        XCTAssertEqual(Source("http://example.org:80/")?.origin, plain.origin)
+        XCTAssertNotEqual(Source("http://example.org:8080/")?.origin, plain.origin)
+    }
+}
