@@ -73,12 +73,40 @@ final class MirrorDownloadTests: DaemonTestCase {
             }
             return durable > 4_000_000
         }
+        // For the next reader of a failure (seen twice, under a parallel release build's load: the
+        // file finished with wrong bytes): the ranges recorded at the kill, the regions that differ,
+        // and the log of the daemon that was killed.
+        let firstLog = daemonLog
         killDaemon()
+        let rows = try await DatabaseQueue(path: self.stateDirectory + "/downloads.sqlite").read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM segment").map { $0.description }
+        }
+        let durableAtKill = try await DatabaseQueue(path: self.stateDirectory + "/downloads.sqlite").read { db in
+            try Int64.fetchOne(db, sql: "SELECT durableOffset FROM task WHERE id = ?", arguments: [id]) ?? 0
+        }
         for mirror in [http!] + mirrors {
             mirror.update(mirror === http ? "/f.iso" : "/mirror/f.iso") { $0.bytesPerSecond = nil }
         }
         try await startDaemon()
         try await waitState(task, ["finished"], seconds: 60)
+        let got = [UInt8]((try? Data(contentsOf: URL(fileURLWithPath: directory.file("f.iso")))) ?? Data())
+        if got != content {
+            var regions: [(Int, Int)] = []
+            var i = 0
+            while i < min(got.count, content.count) {
+                if got[i] != content[i] {
+                    let start = i
+                    while i < min(got.count, content.count), got[i] != content[i] { i += 1 }
+                    regions.append((start, i))
+                } else {
+                    i += 1
+                }
+            }
+            print(
+                "WRONG BYTES: size \(got.count) regions \(regions.prefix(20)) durableAtKill \(durableAtKill) segments \(rows)"
+            )
+            print("FIRSTLOG\n" + ((try? String(contentsOfFile: firstLog, encoding: .utf8)) ?? ""))
+        }
         XCTAssertEqual(sha256(ofFile: directory.file("f.iso")), Self.sha256(content))
         XCTAssertTrue(
             mirrors.allSatisfy { $0.requests.count > 1 }, "both mirrors served after the restart too: \(ranged)")

@@ -141,11 +141,7 @@ struct MirrorSet: Sendable {
 
     /// `scheme://host:port`, lowercased, the scheme's port when absent.
     static func server(of url: String) -> String {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
-            let host = parsed.host?.lowercased()
-        else {
-            return url
-        }
-        return "\(scheme)://\(host):\(parsed.port ?? (scheme == "https" ? 443 : 80))"
+        guard let origin = DownloadModel.Source(url)?.origin else { return url }
+        return "\(origin.scheme)://\(origin.host):\(origin.port)"
     }
 }
