@@ -31,6 +31,12 @@ struct SegmentState {
         return nil
     }
 
+    /// A first request is out and no head has split the download yet.
+    var isProbing: Bool {
+        if case .probing = phase { return true }
+        return false
+    }
+
     /// The run fetches on one stream from now on.
     var settled: Bool {
         if case .settled = phase { return true }

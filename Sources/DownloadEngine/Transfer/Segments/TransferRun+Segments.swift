@@ -231,7 +231,12 @@ extension TransferRun {
             range: request.range.map { (start: $0.offset, end: nil) }, validator: request.range?.validator,
             hooks: hooks(url: request.url), split: split
         )
-        if let failure = Self.failedBeforeBody(sent) {
+        // Only a request that split nothing goes on to the mirrors: once its head split the
+        // download, this connection is one of the split's and its failure (a stop's
+        // cancellation, say) is that range's. Going to the mirrors then made the phase a probe
+        // again, the split's ranges were lost, and a stop recorded the bytes held in all of them
+        // as one prefix: resumed, the file had a hole (`MirrorDownloadTests`, under load).
+        if let failure = Self.failedBeforeBody(sent), segmentState.withLockedValue({ $0.isProbing }) {
             sent = await firstRequestToMirrors(request, failure: failure, split: split) ?? sent
         }
         // No head split it by now: none will.
