@@ -43,8 +43,9 @@ final class DownloadTask: Sendable {
         var progressDeliveredAt: UInt64 = 0
         /// Why it waits while queued (kept by the manager).
         var waitingFor: WaitingFor = .nothing
-        /// The run transferring now, for checkpoints asked from outside (before sleep).
-        var transfer: TransferRun?
+        /// The run transferring now, for checkpoints asked from outside (before sleep) and the
+        /// scheduler's places.
+        var transfer: (any RunHandle)?
         /// A background transfer's rate now (bytes a second, `BackgroundPacer`); 0: not paced.
         var pacedRate: UInt64 = 0
         /// Its share of its group's bandwidth (the group's limit over its running files; 0: none).

@@ -64,13 +64,13 @@ extension SessionManager {
     /// delivered to the observers) without stopping it: what happens before the machine sleeps.
     public func checkpointTransfers() async {
         let runs = state.withLockedValue { Array($0.tasks.values) }.compactMap { task in
-            task.withState { $0.transfer }
+            task.withState { $0.transfer }.map { (task, $0) }
         }
         await withTaskGroup(of: Void.self) { group in
-            for run in runs {
+            for (task, run) in runs {
                 group.addTask {
                     await run.checkpoint()
-                    await self.delegate.eventsDelivered(after: run.task)
+                    await self.delegate.eventsDelivered(after: task)
                 }
             }
         }

@@ -70,22 +70,3 @@ extension SessionManager {
         delegate.sessionBecameIdle(session)
     }
 }
-
-extension SessionManager {
-    /// A running background task gives way to other traffic (`WaitingFor` `yielding`), or no
-    /// longer does; observers hear of a change only.
-    func markYielding(_ task: DownloadTask, _ yielding: Bool) {
-        task.inEventOrder {
-            let (changed, snapshot) = task.withState { state -> (Bool, TaskSnapshot) in
-                // Only `yielding` is this one's to set or clear (a queued task's reasons are the network's).
-                let next: WaitingFor = yielding && state.record.state == .running ? .yielding : .nothing
-                guard state.waitingFor != next, state.waitingFor == .yielding || next == .yielding else {
-                    return (false, state.snapshot)
-                }
-                state.waitingFor = next
-                return (true, state.snapshot)
-            }
-            if changed { delegate.waitingChanged(task, snapshot) }
-        }
-    }
-}

@@ -1,19 +1,12 @@
-import Crypto
 import DownloadModel
 import NIOSSL
 
 /// The manager as the owner of its transfer runs: what a run may ask of it (`TransferRunOwner`),
-/// each answered with the manager's own locks, never the run's.
+/// each answered with the manager's own locks, never the run's. What a run reports of its task
+/// is applied in SessionManager+TaskChanges.
 extension SessionManager: TransferRunOwner {
     var events: EventDelivery { delegate }
-    var resumeDataKey: SymmetricKey { key }
     var tlsConfiguration: TLSConfiguration { clients.tlsConfiguration }
-
-    func requeue(_ record: DownloadTaskRecord) {
-        state.withLockedValue { $0.scheduler.enqueue(record) }
-    }
-
-    func offerPlaces() { schedule() }
 
     func lease(_ kind: HTTPClients.Kind, route: HTTPClients.Route) -> HTTPClients.Lease {
         clients.lease(kind, route: route)

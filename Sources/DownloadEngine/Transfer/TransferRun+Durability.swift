@@ -122,52 +122,22 @@ extension TransferRun {
     /// writer's generation lock, so a truncation since the sync started voids it).
     func recordDurable(_ position: Int64) {
         CrashPoint.checkpointSynced.reached()
-        return task.inEventOrder {
-            let snapshot: TaskSnapshot? = task.withState { state in
-                // Only forward: a sync that finishes late (after a stop's own checkpoint, or the
-                // finish) never takes back what is already recorded; resets go through resetDurable.
-                // A segmented download's checkpoints go through recordSegments (its offset is a count).
-                guard position > state.record.durableOffset, position <= state.bytesWritten,
-                    !state.record.state.isTerminal,
-                    state.record.segments == nil
-                else { return nil }
-                state.record.durableOffset = position
-                return state.snapshot
-            }
-            if let snapshot { owner.events.checkpointed(task, snapshot) }
-        }
+        // Only forward: a sync that finishes late (after a stop's own checkpoint, or the finish)
+        // never takes back what is already recorded; resets go through resetDurable.
+        owner.apply(.durable(upTo: position), to: task)
     }
 
     /// The whole file is fsynced and checked (a file of an atomic group, before it waits for the
     /// others): recorded as held whole, so a restart asks the server for nothing more.
     func recordComplete(_ length: Int64) {
-        task.inEventOrder {
-            let snapshot: TaskSnapshot? = task.withState { state in
-                guard !state.record.state.isTerminal else { return nil }
-                state.record.segments = nil
-                state.record.durableOffset = length
-                state.record.expectedLength = length
-                return state.snapshot
-            }
-            if let snapshot { owner.events.checkpointed(task, snapshot) }
-        }
+        owner.apply(.durableWhole(length: length), to: task)
     }
 
     /// A segmented download's checkpoint: everything of its `length` bytes outside `remaining`
     /// is fsynced (called after the sync, like `recordDurable`).
     func recordSegments(_ remaining: [ByteRange], length: Int64) {
         CrashPoint.segmentsSynced.reached()
-        return task.inEventOrder {
-            let snapshot: TaskSnapshot? = task.withState { state in
-                guard !state.record.state.isTerminal, state.record.expectedLength == length,
-                    state.record.segments != remaining
-                else { return nil }
-                state.record.segments = remaining
-                state.record.durableOffset = ByteRange.held(length: length, remaining: remaining)
-                return state.snapshot
-            }
-            if let snapshot { owner.events.checkpointed(task, snapshot) }
-        }
+        owner.apply(.durableRanges(remaining: remaining, length: length), to: task)
     }
 
     // MARK: 4–6. The end
@@ -239,17 +209,7 @@ extension TransferRun {
 
     /// Where the file is now: the task is finished.
     func finished(at destination: String, length: Int64) {
-        owner.move(
-            task, to: .finished,
-            { state in
-                state.record.resolvedPath = destination
-                state.record.durableOffset = length
-                state.bytesWritten = length
-                state.record.segments = nil
-            },
-            then: { delegate, task, snapshot in
-                delegate.finished(task, snapshot, location: destination)
-            })
+        owner.apply(.finished(at: destination, length: length), to: task)
     }
 
     // MARK: After a crash; resets
@@ -317,40 +277,14 @@ extension TransferRun {
     }
 
     /// What `resetDurable` forgets.
-    enum Reset {
-        /// What is durable (the offset, the ranges): the partial file was emptied for the new
-        /// version a response is bringing, whose head already recorded its validator and length.
-        case durableBytes
-        /// The version too (validator, length, bytes written, the ranges being fetched): the
-        /// next request starts from zero.
-        case version
-    }
-
     /// The one place a task's durable progress is taken back (a new version, a restart from
     /// zero, a file shorter than its checkpoint, a checksum mismatch). Called after the
     /// truncation it describes, on the I/O queue where there is one, so no older checkpoint can
     /// be recorded after it (`recordDurable` only moves forward, and never past the bytes written).
     /// Recorded only when it takes back something recorded: a new download's first response
     /// empties a file that holds nothing durable yet (every small file did: a save each).
-    func resetDurable(_ reset: Reset) {
+    func resetDurable(_ reset: TaskChange.Reset) {
         if reset == .version { segmentState.withLockedValue { $0.letGoOfRanges() } }
-        task.inEventOrder {
-            let snapshot: TaskSnapshot? = task.withState { state in
-                let recorded = state.record
-                state.record.durableOffset = 0
-                state.record.segments = nil
-                if reset == .version {
-                    state.bytesWritten = 0
-                    state.record.validator = nil
-                    state.record.expectedLength = -1
-                }
-                let changed =
-                    recorded.durableOffset != state.record.durableOffset || recorded.segments != state.record.segments
-                    || recorded.validator != state.record.validator
-                    || recorded.expectedLength != state.record.expectedLength
-                return changed ? state.snapshot : nil
-            }
-            if let snapshot { owner.events.checkpointed(task, snapshot) }
-        }
+        owner.apply(.reset(reset), to: task)
     }
 }

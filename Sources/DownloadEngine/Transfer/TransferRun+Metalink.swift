@@ -51,7 +51,7 @@ extension TransferRun {
         }
         // Several files: a group of them, this task the first (its name a path below its
         // directory); made only once the task's own file is known to be one it can fetch.
-        var joining: (group: UInt64, name: String)?
+        var joining: (group: UInt64, name: String?) = (0, file.fileName)
         if document.files.count > 1 {
             let record = task.record
             guard record.destinationIsDirectory, record.resolvedPath == nil, record.group == 0 else {
@@ -71,27 +71,12 @@ extension TransferRun {
                 return .failed(.invalidResponse("the Metalink document at \(source): \(error)"))
             }
         }
-        owner.report(
-            task,
-            { state in
-                state.record.options = Self.options(
-                    state.record.options, following: file, urls: urls, primary: primary, pieces: pieces,
-                    document: url, given: state.record.url)
-                state.record.url = primary
-                state.record.finalURL = nil
-                if let joining {
-                    // The group's first file: under its own name (a path below the directory, made by the group).
-                    state.record.group = joining.group
-                    state.record.name(inDirectory: joining.name)
-                } else {
-                    state.record.name(inDirectory: file.fileName)
-                }
-            },
-            events: { delegate, task, snapshot in
-                delegate.urlChanged(task, snapshot)
-                delegate.optionsChanged(task, snapshot)
-            })
-        owner.wantConnections(task, task.record.options.connections)
+        owner.apply(
+            .followedDocument(
+                .init(
+                    document: url, file: file, urls: urls, primary: primary, pieces: pieces, group: joining.group,
+                    name: joining.name)), to: task)
+        owner.apply(.wantsConnections(task.record.options.connections), to: task)
         if let algorithm = task.record.options.checksum?.algorithm {
             writer.enqueue { $0.startDigest(algorithm) }
         }

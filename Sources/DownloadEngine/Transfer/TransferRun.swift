@@ -10,7 +10,7 @@ import NIOHTTP1
 /// truncations, checkpoints, waits, the finaliser. It reaches whoever runs it (the manager) only
 /// through `TransferRunOwner`: state changes and events go through the owner's `move` and
 /// `report`, so they reach observers in order; places, clients and file access are asked of it.
-final class TransferRun: Sendable {
+final class TransferRun: RunHandle {
     let task: DownloadTask
     let owner: any TransferRunOwner
     let writer: PartialFileWriter
@@ -35,14 +35,7 @@ final class TransferRun: Sendable {
                 // A task stored before identities were recorded keeps a file of its owner.
                 return record.durableOffset > 0 ? .ifOwned : .never
             },
-            opened: { [task, owner] identity in
-                guard task.record.partialFile != identity else { return }
-                owner.report(
-                    task, { $0.record.partialFile = identity },
-                    events: { delegate, task, snapshot in
-                        delegate.checkpointed(task, snapshot)
-                    })
-            }
+            opened: { [task, owner] identity in owner.apply(.fileOpened(identity), to: task) }
         )
     }
 
@@ -51,8 +44,8 @@ final class TransferRun: Sendable {
     var stopReason: DownloadTask.StopReason? { task.withState { $0.stopReason } }
 
     func run() async {
-        task.update { $0.transfer = self }
-        defer { task.update { if $0.transfer === self { $0.transfer = nil } } }
+        owner.apply(.running(self), to: task)
+        defer { owner.apply(.runEnded(self), to: task) }
         let record = task.record
         let pacing = record.options.background ? Self.startPacing(task, owner: owner) : nil
         defer { Self.stopPacing(pacing, task, owner: owner) }
@@ -83,9 +76,7 @@ final class TransferRun: Sendable {
             case .stop(let reason):
                 return await stopped(reason)
             case .send(let request):
-                if task.withState({ $0.record.state }) == .retrying,
-                    owner.move(task, to: .running, from: [.retrying]) == nil
-                {
+                if task.withState({ $0.record.state }) == .retrying, owner.apply(.resumed, to: task) == nil {
                     owner.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
                     return
                 }
@@ -113,16 +104,8 @@ final class TransferRun: Sendable {
                 owner.logger.info(
                     "task \(task.id): \(error); retry \(machine.retries) in \(String(format: "%.1f", delay)) s")
                 await checkpoint()
-                // While it waits, the task says why (as BITS's transient error does); the error is
-                // cleared as it leaves `retrying` for anything but `failed` (`DownloadTaskRecord.enter`).
-                guard
-                    owner.move(
-                        task, to: .retrying, from: [.running],
-                        { state in
-                            state.record.errorName = error.name
-                            state.record.errorMessage = error.message
-                        }) != nil
-                else {
+                // While it waits, the task says why (`TaskChange.retrying`).
+                guard owner.apply(.retrying(error), to: task) != nil else {
                     // Only a stop may take a running task elsewhere; anything else is a bug: end the run.
                     if let reason = stopReason {
                         action = machine.stop(reason)
@@ -278,33 +261,14 @@ final class TransferRun: Sendable {
                 }
                 // Hashed from here on, before the body's first write is queued.
                 if let digest { writer.enqueue { $0.startDigest(digest.algorithm) } }
-                var discarded: Int64 = 0
-                owner.report(
-                    task,
-                    { state in
-                        if truncate { discarded = state.bytesWritten }
-                        state.record.options.mirrors += learned
-                        if let digest { state.record.options.checksum = digest }
-                        state.bytesWritten = offset
-                        state.record.finalURL = url
-                        state.record.expectedLength = expected
-                        state.record.validator = validator
-                        // The name the server suggests, unless the file is named already.
-                        state.record.name(
-                            inDirectory: HTTPHeaderRules.fileName(
-                                contentDisposition: headers.first(name: "content-disposition"), url: url
-                            ))
-                    },
-                    events: { delegate, task, snapshot in
-                        delegate.receivedResponse(task, snapshot, status: status)
-                        if !learned.isEmpty || digest != nil { delegate.optionsChanged(task, snapshot) }
-                    })
-                if discarded > 0 {
-                    // Why a download went back to 0%: the journal says so (curl says "cannot resume").
-                    owner.logger.notice(
-                        "task \(task.id): the server sent the whole file (\(status)) instead of the rest from byte \(discarded): a new version, or ranges not offered; starting again from 0"
-                    )
-                }
+                owner.apply(
+                    .responseReceived(
+                        .init(
+                            status: status, url: url, offset: offset, truncate: truncate, expectedLength: expected,
+                            validator: validator, mirrors: learned, checksum: digest,
+                            suggestedName: HTTPHeaderRules.fileName(
+                                contentDisposition: headers.first(name: "content-disposition"), url: url))),
+                    to: task)
                 if !learned.isEmpty || digest != nil {
                     owner.logger.info(
                         "task \(task.id): the server names \(learned.count) mirror(s)\(digest.map { " and the file's \($0.algorithm.displayName)" } ?? "")"
@@ -312,7 +276,7 @@ final class TransferRun: Sendable {
                 }
                 if expected >= 0, expected - offset <= owner.configuration.shortTransfer {
                     // Off the event loop: starting what may start takes the owner's locks.
-                    Task { owner.transferIsShort(task) }
+                    Task { owner.apply(.short, to: task) }
                 }
             },
             wrote: { [progressInterval] position in
@@ -345,16 +309,7 @@ final class TransferRun: Sendable {
         try? await writer.perform { $0.close() }
         let next = reason.stoppedState
         let removePartial = next == .cancelled
-        let owner = self.owner
-        owner.move(
-            task, to: next, { $0.stopReason = nil },
-            then: { delegate, task, snapshot in
-                if removePartial { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
-                // Waiting for the network: queued again, to start when the network allows it.
-                if reason == .wait {
-                    owner.requeue(snapshot.record)
-                }
-            })
+        owner.apply(.stopped(reason, keepsUnconfirmed: true), to: task)
         if removePartial { await owner.removePartialFile(of: task) }
     }
 
@@ -369,22 +324,7 @@ final class TransferRun: Sendable {
         // A task that never received a byte leaves nothing behind; one with bytes keeps its
         // partial file for Resume.
         if task.record.durableOffset == 0 { await owner.removePartialFile(of: task) }
-        let key = owner.resumeDataKey
-        owner.move(
-            task, to: .failed,
-            { state in
-                state.record.errorName = error.name
-                state.record.errorMessage = error.message
-                // What a failed task holds is what is durable: bytes written after the last
-                // checkpoint are not kept (and with nothing durable the partial file is gone).
-                state.bytesWritten = state.record.durableOffset
-                state.progressDelivered = state.record.durableOffset
-            },
-            then: { delegate, task, snapshot in
-                let resumable = snapshot.record.validator != nil && snapshot.durableOffset > 0
-                let resumeData = resumable ? try? ResumeData(record: snapshot.record).encoded(key: key) : nil
-                delegate.completed(task, snapshot, error: error, resumeData: resumeData)
-            })
-        if task.record.group != 0 { owner.groupFileFailed(task) }
+        // It keeps what is durable, and resume data when it can go on (`TaskChange.failed`).
+        owner.apply(.failed(error), to: task)
     }
 }

@@ -1,12 +1,7 @@
-import Crypto
 import DownloadModel
 import Logging
 import Metalink
 import NIOSSL
-
-/// The events of one step of a task, queued in its event order: given the delivery queue, the
-/// task and its snapshot after the step.
-typealias TaskEvents = (EventDelivery, DownloadTask, TaskSnapshot) -> Void
 
 /// Everything a transfer run needs from whoever runs it, and nothing more: the run reaches its
 /// owner only through this (as AsyncHTTPClient's `Transaction` reaches its pool only through
@@ -17,41 +12,17 @@ typealias TaskEvents = (EventDelivery, DownloadTask, TaskSnapshot) -> Void
 protocol TransferRunOwner: ConnectionLender, AnyObject {
     // MARK: Settings and the events' way out (the configuration and the log: `ConnectionLender`)
 
-    /// Where the task's events are queued (observers hear them later, in order).
+    /// Where the task's progress is queued (observers hear it later, in order with its changes).
     var events: EventDelivery { get }
-    /// The key resume data is sealed with.
-    var resumeDataKey: SymmetricKey { get }
 
-    // MARK: The task's state
+    // MARK: The task
 
-    /// Moves the task to `next` (when it is in `allowed`, or any state that may go there) and
-    /// queues its `StateChanged` and the events of `then` in one step; nil when the move is not
-    /// allowed. Leaving running or retrying frees the task's places in the same step.
+    /// Applies what the run reports of its task (`TaskChange.step`), in the task's event order,
+    /// or asks the scheduler for places; the task's snapshot after it, or nil when the change was
+    /// refused (a transition from a state that may not take it), changed nothing, or was the
+    /// scheduler's. Leaving running or retrying frees the task's places in the same step.
     @discardableResult
-    func move(
-        _ task: DownloadTask, to next: DownloadState, from allowed: Set<DownloadState>?,
-        _ change: (inout DownloadTask.State) -> Void, then: TaskEvents
-    ) -> TaskSnapshot?
-    /// Changes the task without a transition and queues the events that describe the change.
-    @discardableResult
-    func report(_ task: DownloadTask, _ change: (inout DownloadTask.State) -> Void, events: TaskEvents) -> TaskSnapshot
-    /// A background run gives way to other traffic, or no longer does (`WaitingFor.yielding`).
-    func markYielding(_ task: DownloadTask, _ yielding: Bool)
-
-    // MARK: Places and connections (the scheduler's)
-
-    /// A run stopped to wait for the network: the task is queued again, to start when it may.
-    func requeue(_ record: DownloadTaskRecord)
-    /// The response has little left to fetch: the task stops counting as a transfer.
-    func transferIsShort(_ task: DownloadTask)
-    /// The run may use `connections` places from now on (granted as they free).
-    func wantConnections(_ task: DownloadTask, _ connections: Int)
-    /// One connection of the run has no source to fetch from: its place goes back for good.
-    func placeNotNeeded(_ task: DownloadTask)
-    /// The run fetches on one stream from now on: all but one of its places go back.
-    func settleOnOneStream(_ task: DownloadTask)
-    /// The run can take more connections now: places that freed may be offered to it.
-    func offerPlaces()
+    func apply(_ change: TaskChange, to task: DownloadTask) -> TaskSnapshot?
     /// Changes whenever connections may work again (a wake-up, the network back): a back-off
     /// that sees it change ends early.
     var reconnectGeneration: UInt64 { get }
@@ -66,8 +37,6 @@ protocol TransferRunOwner: ConnectionLender, AnyObject {
     /// the run is stopped; throws `FileExists` when the file's name was taken (then no file of
     /// the group is published: those placed are moved back).
     func awaitPublication(of task: DownloadTask) async throws -> GroupPublication
-    /// The task failed for good: its group may have to stop its other files.
-    func groupFileFailed(_ task: DownloadTask)
     /// The task followed a Metalink document of several files: a group is made of them (the
     /// others new tasks queued beside it, their subdirectories made), the task its first file;
     /// returns the group's id for the task's record. Throws (nothing made) for a name that is not
@@ -82,26 +51,6 @@ protocol TransferRunOwner: ConnectionLender, AnyObject {
     func fileAccess(for task: DownloadTask) -> any FileAccess
     /// Removes the task's partial file on its I/O queue.
     func removePartialFile(of task: DownloadTask) async
-}
-
-extension TransferRunOwner {
-    /// A move that queues only its `StateChanged` (and whatever `change` sets).
-    @discardableResult
-    func move(
-        _ task: DownloadTask, to next: DownloadState, from allowed: Set<DownloadState>? = nil,
-        _ change: (inout DownloadTask.State) -> Void = { _ in }
-    ) -> TaskSnapshot? {
-        move(task, to: next, from: allowed, change, then: { _, _, _ in })
-    }
-
-    /// A move whose step queues `then`'s events too.
-    @discardableResult
-    func move(
-        _ task: DownloadTask, to next: DownloadState, _ change: (inout DownloadTask.State) -> Void = { _ in },
-        then: TaskEvents
-    ) -> TaskSnapshot? {
-        move(task, to: next, from: nil, change, then: then)
-    }
 }
 
 extension TransferRunOwner {

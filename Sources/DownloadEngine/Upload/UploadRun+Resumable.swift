@@ -172,18 +172,7 @@ extension UploadRun {
     /// Records `offset` as confirmed by the server, with what is known of the resource (a
     /// checkpoint: saved, and `BytesConfirmed` changes).
     func confirm(_ offset: Int64, _ state: ResumableUpload) {
-        task.inEventOrder {
-            let snapshot: TaskSnapshot? = task.withState { current in
-                guard !current.record.state.isTerminal else { return nil }
-                guard current.record.durableOffset != offset || current.record.upload?.resumable != state else {
-                    return nil
-                }
-                current.record.upload?.resumable = state
-                current.record.durableOffset = offset
-                return current.snapshot
-            }
-            if let snapshot { owner.events.checkpointed(task, snapshot) }
-        }
+        owner.apply(.confirmed(offset, state), to: task)
     }
 
     // MARK: The requests

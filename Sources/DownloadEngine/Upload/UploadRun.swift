@@ -184,28 +184,20 @@ final class UploadRun: Sendable {
     /// clears the mark after it was set (`answered`).
     func markSentWhole() -> Task<Void, Never> {
         let task = self.task, owner = self.owner
-        return Task {
-            task.inEventOrder {
-                let snapshot: TaskSnapshot? = task.withState { state in
-                    guard !state.record.state.isTerminal, state.record.upload?.sentWhole != true else { return nil }
-                    state.record.upload?.sentWhole = true
-                    return state.snapshot
-                }
-                if let snapshot { owner.events.checkpointed(task, snapshot) }
-            }
-        }
+        return Task { owner.apply(.sentWhole, to: task) }
     }
 
     /// An answer came: what was sent is settled (it is saved with the next change).
     func answered() {
-        task.update { state in if state.record.upload?.sentWhole == true { state.record.upload?.sentWhole = nil } }
+        owner.apply(.answered, to: task)
     }
 
     /// A retrying task goes back to running before its next attempt; false: the run ends (it
     /// was stopped, and is moved to where the stop leads).
     func enterRunning(reply: ReplyFile?) async -> Bool {
-        guard task.withState({ $0.record.state }) == .retrying, owner.move(task, to: .running, from: [.retrying]) == nil
-        else { return true }
+        guard task.withState({ $0.record.state }) == .retrying, owner.apply(.resumed, to: task) == nil else {
+            return true
+        }
         if let reason = stopReason {
             await stopped(reason, reply: reply)
         } else {
@@ -214,8 +206,9 @@ final class UploadRun: Sendable {
         return false
     }
 
-    /// After a failed attempt: fails the task for good, or moves it to retrying and waits out the
-    /// back-off (true: try again). `retries` 0: again at once (the attempt made progress).
+    /// After a failed attempt of a resumable upload: fails the task for good, or moves it to
+    /// retrying and waits out the back-off (true: try again). `retries` 0: again at once (the
+    /// attempt made progress).
     func retry(
         after error: DownloadError, reply: UploadDelegate.Result?, retries: Int, file: ReplyFile?, from place: String
     ) async -> Bool {
@@ -232,15 +225,14 @@ final class UploadRun: Sendable {
         owner.logger.info(
             "task \(task.id): \(error); sending again from \(place) in \(String(format: "%.1f", delay)) s (retry \(retries))"
         )
+        return await waitToRetry(after: error, delay: delay, file: file)
+    }
+
+    /// Moves the task to retrying (saying why) and waits out `delay`; false: the run ends (it
+    /// was stopped, and is moved to where the stop leads).
+    func waitToRetry(after error: DownloadError, delay: Double, file: ReplyFile?) async -> Bool {
         await file?.discard()
-        guard
-            owner.move(
-                task, to: .retrying, from: [.running],
-                { state in
-                    state.record.errorName = error.name
-                    state.record.errorMessage = error.message
-                }) != nil
-        else {
+        guard owner.apply(.retrying(error), to: task) != nil else {
             if let reason = stopReason {
                 await stopped(reason, reply: file)
             } else {
@@ -379,7 +371,7 @@ final class UploadRun: Sendable {
                     })
                 {
                     // Off the event loop: starting what may start takes the owner's locks.
-                    Task { owner.transferIsShort(task) }
+                    Task { owner.apply(.short, to: task) }
                 }
             },
             sink: { status in
@@ -472,63 +464,30 @@ final class UploadRun: Sendable {
         if let snapshot = spec.snapshot { unlink(snapshot) }
         task.update { $0.source = nil }
         let length = spec.bodyLength
-        let location = spec.replyDestination ?? ""
         owner.logger.info("task \(task.id): uploaded \(length) bytes; the server answered \(result.status)")
-        owner.move(
-            task, to: .finished,
-            { state in
-                state.record.upload?.keep(result, bodyKept: reply == nil)
-                state.record.durableOffset = length
-                state.bytesWritten = length
-                state.record.resolvedPath = spec.replyDestination
-            },
-            then: { delegate, task, snapshot in
-                delegate.finished(task, snapshot, location: location)
-            })
+        owner.apply(.uploaded(result, length: length, reply: spec.replyDestination, bodyKept: reply == nil), to: task)
         forgetReplyBody()
     }
 
     /// The reply's body went to the observers (the store) with the ending's snapshot: the
     /// record in memory does not keep it (a thousand uploads must not hold a thousand replies).
     func forgetReplyBody() {
-        task.update { $0.record.upload?.newReplyBody = nil }
+        owner.apply(.replyBodyDelivered, to: task)
     }
 
     func failed(_ error: DownloadError, reply result: UploadDelegate.Result?, file: ReplyFile?) async {
         await file?.discard()
         owner.logger.info("task \(task.id) failed: \(error)")
-        owner.move(
-            task, to: .failed,
-            { state in
-                state.record.errorName = error.name
-                state.record.errorMessage = error.message
-                if let result { state.record.upload?.keep(result, bodyKept: true) }
-                state.progressDelivered = state.bytesWritten
-            },
-            then: { delegate, task, snapshot in
-                delegate.completed(task, snapshot, error: error, resumeData: nil)
-            })
+        owner.apply(.uploadFailed(error, result), to: task)
         forgetReplyBody()
-        if task.record.group != 0 { owner.groupFileFailed(task) }
     }
 
     func stopped(_ reason: DownloadTask.StopReason, reply: ReplyFile?) async {
         await reply?.discard()
         let next = reason.stoppedState
-        let owner = self.owner
-        owner.move(
-            task, to: next,
-            { state in
-                state.stopReason = nil
-                // A plain upload keeps nothing of an attempt: it starts again from byte 0; a
-                // resumable one keeps what the server confirmed.
-                state.bytesWritten = state.record.durableOffset
-                state.progressDelivered = state.record.durableOffset
-            },
-            then: { delegate, task, snapshot in
-                if next == .cancelled { delegate.completed(task, snapshot, error: .cancelled, resumeData: nil) }
-                if reason == .wait { owner.requeue(snapshot.record) }
-            })
+        // A plain upload keeps nothing of an attempt: it starts again from byte 0; a resumable
+        // one keeps what the server confirmed.
+        owner.apply(.stopped(reason, keepsUnconfirmed: false), to: task)
         if next == .cancelled { await owner.removePartialFile(of: task) }
     }
 }

@@ -6,8 +6,9 @@ import Metalink
 import NIOConcurrencyHelpers
 import NIOSSL
 
-/// A transfer run's owner without a manager: no scheduler, no task table, no daemon. It moves the
-/// task as the manager does (`DownloadTask.transition` under its event order), delivers events
+/// A transfer run's owner without a manager: no scheduler, no task table, no daemon. It applies
+/// what the run reports as the manager does (`TaskChange.step`, in the task's event order), and
+/// writes down the changes that are the scheduler's; it delivers events
 /// to `observer` through a real `EventDelivery`, leases direct clients of a real `HTTPClients`,
 /// writes files as this process, and writes down what the run asked of it.
 final class FakeRunOwner: TransferRunOwner {
@@ -40,39 +41,47 @@ final class FakeRunOwner: TransferRunOwner {
 
     // MARK: TransferRunOwner
 
-    func move(
-        _ task: DownloadTask, to next: DownloadState, from allowed: Set<DownloadState>?,
-        _ change: (inout DownloadTask.State) -> Void, then: TaskEvents
-    ) -> TaskSnapshot? {
+    /// Moves `task` to running, as the scheduler's start does.
+    @discardableResult
+    func start(_ task: DownloadTask) -> TaskSnapshot? {
+        take(.move(to: .running), on: task)
+    }
+
+    func apply(_ change: TaskChange, to task: DownloadTask) -> TaskSnapshot? {
+        guard let step = change.step(resumeDataKey: resumeDataKey) else {
+            if case .mayTakeMore = change { return nil }
+            note("\(change)")
+            return nil
+        }
+        let snapshot = take(step, on: task)
+        if case .stopped(.wait, _) = change { note("requeue") }
+        if case .failed = change, task.record.group != 0 { note("group file failed") }
+        return snapshot
+    }
+
+    /// Takes a step as the manager does, with no scheduler to tell.
+    private func take(_ step: TaskStep, on task: DownloadTask) -> TaskSnapshot? {
         task.inEventOrder {
-            guard let (_, snapshot) = task.transition(to: next, from: allowed, change) else { return nil }
-            events.stateChanged(task, snapshot)
-            then(events, task, snapshot)
+            if let next = step.next {
+                guard let (_, snapshot) = task.transition(to: next, from: step.allowed, { _ = step.change(&$0) }) else {
+                    return nil
+                }
+                events.stateChanged(task, snapshot)
+                step.events(events, task, snapshot)
+                return snapshot
+            }
+            guard let snapshot = task.withState({ state in step.change(&state) ? state.snapshot : nil }) else {
+                return nil
+            }
+            step.events(events, task, snapshot)
             return snapshot
         }
     }
 
-    func report(_ task: DownloadTask, _ change: (inout DownloadTask.State) -> Void, events: TaskEvents) -> TaskSnapshot
-    {
-        task.inEventOrder {
-            let snapshot = task.update(change)
-            events(self.events, task, snapshot)
-            return snapshot
-        }
-    }
-
-    func markYielding(_ task: DownloadTask, _ yielding: Bool) { note("yielding \(yielding)") }
-    func requeue(_ record: DownloadTaskRecord) { note("requeue") }
-    func transferIsShort(_ task: DownloadTask) { note("short") }
-    func wantConnections(_ task: DownloadTask, _ connections: Int) { note("want \(connections)") }
-    func placeNotNeeded(_ task: DownloadTask) { note("place not needed") }
-    func settleOnOneStream(_ task: DownloadTask) { note("one stream") }
-    func offerPlaces() {}
     var reconnectGeneration: UInt64 { generation.withLockedValue { $0 } }
 
     func publishesWithGroup(_ task: DownloadTask) -> Bool { false }
     func awaitPublication(of task: DownloadTask) async throws -> GroupPublication { .publish }
-    func groupFileFailed(_ task: DownloadTask) { note("group file failed") }
     func makeGroup(of task: DownloadTask, from document: MetalinkDocument, at url: String) throws -> UInt64 {
         throw DownloadError.invalidResponse("no groups here")
     }

@@ -38,7 +38,7 @@ final class TransferRunTests: XCTestCase {
             ))
         change(&record)
         let task = DownloadTask(record: record)
-        XCTAssertNotNil(owner.move(task, to: .running))
+        XCTAssertNotNil(owner.start(task))
         return task
     }
 

@@ -50,7 +50,7 @@ final class UploadRunTests: XCTestCase {
         var record = DownloadTaskRecord(id: 1, request: request)
         change(&record)
         let task = DownloadTask(record: record)
-        XCTAssertNotNil(owner.move(task, to: .running))
+        XCTAssertNotNil(owner.start(task))
         return (task, content)
     }
 

@@ -44,7 +44,7 @@ extension TransferRun {
                 let wasYielding = pacer.yielding
                 let rate = pacer.observe(delay: delay, throughput: throughput, now: TransferRun.seconds(now - start))
                 task.update { $0.pacedRate = rate }
-                if pacer.yielding != wasYielding { owner.markYielding(task, pacer.yielding) }
+                if pacer.yielding != wasYielding { owner.apply(.yielding(pacer.yielding), to: task) }
                 try? await Task.sleep(
                     until: stepStart + .milliseconds(Int(TransferRun.pacingStep * 1000)), clock: clock)
             }
@@ -55,7 +55,7 @@ extension TransferRun {
         guard let pacing else { return }
         pacing.cancel()
         task.update { $0.pacedRate = 0 }
-        owner.markYielding(task, false)
+        owner.apply(.yielding(false), to: task)
     }
 
     /// The host and port a background transfer's packets go to first: the proxy, or the server.

@@ -66,13 +66,13 @@ extension TransferRun {
     /// ends and gives its place back for good: a task holds the places of the sockets it opens.
     private func placeNotNeeded() {
         segmentState.withLockedValue { $0.connections = max(1, $0.connections - 1) }
-        owner.placeNotNeeded(task)
+        owner.apply(.placeNotNeeded, to: task)
     }
 
     /// The download goes on one stream from now on: all but one place go back to the scheduler.
     private func settleOnOneStream() {
         segmentState.withLockedValue { $0.connections = 1 }
-        owner.settleOnOneStream(task)
+        owner.apply(.oneStream, to: task)
     }
 
     /// The source a connection's next request goes to (`index` nil without mirrors).
@@ -110,7 +110,7 @@ extension TransferRun {
             }
             owner.logger.info("task \(task.id): \(remaining.count) range(s) left, \(connections) connection(s)")
             // Places that freed since the run started may join this attempt.
-            owner.offerPlaces()
+            owner.apply(.mayTakeMore, to: task)
             await workers.run(spawning: connections) {
                 await self.fetch(
                     table, url: request.url, validator: validator, credentials: request.sendsCredentials,
@@ -153,7 +153,7 @@ extension TransferRun {
             if let made = await decisions.next() ?? nil {
                 owner.logger.info("task \(task.id): segmented, \(made.connections) connection(s)")
                 // Places that freed since the run started may join this attempt.
-                owner.offerPlaces()
+                owner.apply(.mayTakeMore, to: task)
                 await made.workers.run(spawning: made.connections - 1) {
                     await self.fetch(
                         made.table, url: request.url, validator: made.validator, credentials: request.sendsCredentials,
