@@ -44,6 +44,15 @@ public enum RedirectRules {
         return url.user == nil && url.password == nil
     }
 
+    /// The method a redirect with `status` turns a request sent with `method` into, when it turns
+    /// it into another (then without its body); nil: the same method and body go again. As curl:
+    /// 303 is fetched with GET; 301 and 302 turn only a POST into a GET; 307 and 308 send the
+    /// same method and body again (RFC 9110 §15.4).
+    public static func methodAfter(_ status: Int, _ method: String) -> String? {
+        guard method != "GET" else { return nil }
+        return status == 303 || ((status == 301 || status == 302) && method == "POST") ? "GET" : nil
+    }
+
     /// Scheme, host (case-insensitive) and port (the scheme's default when absent) are equal.
     public static func sameOrigin(_ a: String, _ b: String) -> Bool {
         guard let left = Source(a)?.origin, let right = Source(b)?.origin else { return false }

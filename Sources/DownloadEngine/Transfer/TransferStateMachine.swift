@@ -17,6 +17,10 @@ struct TransferStateMachine {
         var range: ResumeRange?
         /// Whether the caller's Authorization, Cookie and Proxy-Authorization go with it.
         var sendsCredentials: Bool
+        /// The method, and whether the task's body goes with it (an upload's; a redirect may
+        /// turn it into a GET without it, `RedirectRules.methodAfter`).
+        var method = "GET"
+        var sendsBody = false
     }
 
     struct ResumeRange: Equatable, Sendable {
@@ -26,7 +30,8 @@ struct TransferStateMachine {
 
     /// What one request came to.
     enum Outcome: Equatable, Sendable {
-        case redirect(location: String)
+        /// `status` decides the method of the next request (`RedirectRules.methodAfter`).
+        case redirect(location: String, status: Int = 302)
         /// The response was a Metalink document, now followed: `location` (its file's first URL)
         /// is the run's URL from here on, for its retries and restarts too (a retry never fetches
         /// the document again as the file). Counted and checked as a redirect.
@@ -88,6 +93,9 @@ struct TransferStateMachine {
 
     /// The URL every retry and restart asks again (the task's; a followed document's file).
     private(set) var originalURL: String
+    /// The method every retry and restart sends again, and whether the body goes with it.
+    let method: String
+    let sendsBody: Bool
     /// Where the caller's credentials may go (`DownloadOptions.credentialsOrigin`): only a
     /// request to this origin carries them, whatever led there.
     let credentialsOrigin: String?
@@ -96,8 +104,12 @@ struct TransferStateMachine {
     private(set) var retries = 0
     private(set) var restarts = 0
 
-    init(url: String, credentialsOrigin: String? = nil, limits: Limits) {
+    /// `method` and `sendsBody`: an upload's (a download is a GET without one).
+    init(url: String, credentialsOrigin: String? = nil, limits: Limits, method: String = "GET", sendsBody: Bool = false)
+    {
         originalURL = url
+        self.method = method
+        self.sendsBody = sendsBody
         self.credentialsOrigin = credentialsOrigin
         self.limits = limits
     }
@@ -123,7 +135,7 @@ struct TransferStateMachine {
         case .complete:
             state = .ended
             return .finalize
-        case .redirect(let location), .followedDocument(let location):
+        case .redirect(let location, _), .followedDocument(let location):
             guard redirects < limits.maxRedirects else { return end(.fail(.tooManyRedirects(limits.maxRedirects))) }
             let next: String
             do {
@@ -132,11 +144,15 @@ struct TransferStateMachine {
                 return end(.fail(error as? DownloadError ?? .invalidResponse("\(error)")))
             }
             if case .followedDocument = outcome { originalURL = next }
-            let hop = Request(
+            var hop = Request(
                 url: next, range: request.range,
                 sendsCredentials: request.sendsCredentials && RedirectRules.sameOrigin(request.url, next)
-                    && credentialsGo(to: next)
+                    && credentialsGo(to: next), method: request.method, sendsBody: request.sendsBody
             )
+            if case .redirect(_, let status) = outcome, let method = RedirectRules.methodAfter(status, request.method) {
+                hop.method = method
+                hop.sendsBody = false
+            }
             state = .requesting(hop, redirects: redirects + 1)
             return .send(hop)
         case .restartFromZero(let reason):
@@ -228,12 +244,14 @@ struct TransferStateMachine {
             }
             let request = Request(
                 url: originalURL, range: ResumeRange(offset: offset, validator: validator),
-                sendsCredentials: credentialsGo(to: originalURL)
+                sendsCredentials: credentialsGo(to: originalURL), method: method, sendsBody: sendsBody
             )
             state = .requesting(request, redirects: 0)
             return .send(request)
         }
-        let request = Request(url: originalURL, range: nil, sendsCredentials: credentialsGo(to: originalURL))
+        let request = Request(
+            url: originalURL, range: nil, sendsCredentials: credentialsGo(to: originalURL), method: method,
+            sendsBody: sendsBody)
         state = .requesting(request, redirects: 0)
         return .send(request)
     }
@@ -243,7 +261,9 @@ struct TransferStateMachine {
         guard restarts <= limits.maxRestarts else {
             return end(.fail(.invalidResponse("gave up after \(restarts - 1) restarts from zero: \(reason)")))
         }
-        let request = Request(url: originalURL, range: nil, sendsCredentials: credentialsGo(to: originalURL))
+        let request = Request(
+            url: originalURL, range: nil, sendsCredentials: credentialsGo(to: originalURL), method: method,
+            sendsBody: sendsBody)
         state = .requesting(request, redirects: 0)
         let delay = restarts == 1 ? 0 : limits.retry.delay(forRetry: restarts - 1, retryAfter: nil, random: random) ?? 0
         return .restartFromZero(reason: reason, after: delay, then: request)

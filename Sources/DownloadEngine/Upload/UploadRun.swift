@@ -70,104 +70,141 @@ final class UploadRun: Sendable {
         {
             return await failed(doubt, reply: nil, file: replyFile)
         }
-        var retries = 0
+        // The same machine as a download's (`TransferStateMachine`): redirects and their rules,
+        // the retries and their back-off; each attempt from the start, the URL the caller gave
+        // and the method it asked for.
+        var machine = uploadMachine(spec)
+        var action = machine.start(offset: 0, validator: nil)
+        // The server's final answer, kept for the ending (`GetReply`).
+        var reply: UploadDelegate.Result?
         while true {
-            // Each attempt from the start: the URL the caller gave, the method it asked for.
-            var url = task.record.url
-            var method = spec.method
-            var withBody = true
-            var sendsCredentials = true
-            var redirects = 0
-            var outcome: Outcome
-            repeat {
-                if let reason = stopReason { return await stopped(reason, reply: replyFile) }
+            if let reason = stopReason { action = machine.stop(reason) }
+            switch action {
+            case .stop(let reason):
+                return await stopped(reason, reply: replyFile)
+            case .send(let request):
+                reply = nil
                 guard await enterRunning(reply: replyFile) else { return }
-                outcome = await attempt(
-                    spec, url: url, method: method, withBody: withBody, sendsCredentials: sendsCredentials,
-                    reply: replyFile
+                let outcome = await attempt(
+                    spec, url: request.url, method: request.method, withBody: request.sendsBody,
+                    sendsCredentials: request.sendsCredentials, reply: replyFile
                 )
                 if let reason = stopReason { return await stopped(reason, reply: replyFile) }
-                guard case .redirect(let status, let location) = outcome else { break }
-                redirects += 1
-                guard redirects <= owner.configuration.maxRedirects else {
-                    return await failed(
-                        .tooManyRedirects(owner.configuration.maxRedirects), reply: nil, file: replyFile)
+                if case .redirect(let status, let location) = outcome {
+                    action = machine.requestEnded(
+                        .redirect(location: location, status: status), offset: 0, validator: nil, random: 0)
+                    if case .send(let next) = action {
+                        owner.logger.info(
+                            "task \(task.id): redirected (\(status)) to \(DisplayText.quoted(next.url, limit: 200))")
+                    }
+                    continue
                 }
-                do {
-                    let next = try RedirectRules.checkedRedirect(from: url, to: location)
-                    // The caller's credentials go only to the origin they were given for.
-                    sendsCredentials = sendsCredentials && RedirectRules.sameOrigin(task.record.credentialsOrigin, next)
-                    owner.logger.info(
-                        "task \(task.id): redirected (\(status)) to \(DisplayText.quoted(next, limit: 200))")
-                    url = next
-                } catch {
-                    return await failed(DownloadError.classify(error), reply: nil, file: replyFile)
-                }
-                // As curl: 303 is fetched with GET; 301 and 302 turn only a POST into a GET;
-                // 307 and 308 send the same method and body again.
-                if status == 303 || ((status == 301 || status == 302) && method == "POST") {
-                    method = "GET"
-                    withBody = false
-                }
-            } while true
-            let error: DownloadError
-            let reply: UploadDelegate.Result?
-            if case .response = outcome {
-                answered()
-            } else if case .failed(_, let head?) = outcome, head.status >= 200 {
-                answered()
-            }
-            switch outcome {
-            case .response(let result) where (200...299).contains(result.status):
-                return await finished(result, spec: spec, reply: replyFile)
-            case .response(let result):
-                error = refusal(result)
-                reply = result
-            case .failed(_, let partial?) where partial.status >= 300:
-                // A complete final head is the outcome, whatever the connection does next: a
-                // server that refuses an upload often answers before it read the body and
-                // closes the connection (nginx's 401, 413).
-                error = refusal(partial)
-                reply = partial
-            case .failed(let failure, let partial?) where (200...299).contains(partial.status):
-                let length = withBody ? spec.bodyLength : 0
-                if partial.sent >= length {
-                    // The server had the whole body and said yes (an HTTP/1.0 server that ends
-                    // its answer by closing while the client still finishes the request).
-                    owner.logger.info(
-                        "task \(task.id): the server answered \(partial.status), then \(failure); that answer is the outcome"
-                    )
-                    return await finished(partial, spec: spec, reply: replyFile)
-                }
-                // A yes before the whole body: sent again only when it may be (RFC 9110 §9.2.2).
-                let sentSoFar = ResendRule.Attempt(
-                    method: method, headers: record.options.headers.keys, headSent: true, bodyLength: length,
-                    bodySent: partial.sent)
-                if let doubt = ResendRule.doubt(aboutEarlySuccess: partial.status, of: sentSoFar) {
+                let error: DownloadError
+                switch verdict(of: outcome, spec: spec, request: request) {
+                case .finished(let result):
+                    reply = result
+                    action = machine.requestEnded(.complete, offset: 0, validator: nil, random: 0)
+                    continue
+                case .failedForGood(let doubt, let partial):
                     return await failed(doubt, reply: partial, file: replyFile)
+                case .failed(let failure, let partial):
+                    error = failure
+                    reply = partial
                 }
-                error = failure
-                reply = partial
-            case .failed(let failure, let partial):
-                error = failure
-                reply = partial
-            case .redirect:
-                return await failed(.internalError("a redirect was left unfollowed"), reply: nil, file: replyFile)
-            }
-            if mayAskAgain, let plainKey, let status = reply?.status, (400...499).contains(status) {
-                mayAskAgain = false
-                PlainServers.shared.forget(plainKey)
+                if mayAskAgain, let plainKey, let status = reply?.status, (400...499).contains(status) {
+                    mayAskAgain = false
+                    PlainServers.shared.forget(plainKey)
+                    owner.logger.info(
+                        "task \(task.id): the server refused the plain upload (\(status)); asking it once more which protocol it speaks"
+                    )
+                    await replyFile?.discard()
+                    guard await runResumable(spec, reply: replyFile) else { return }
+                    machine = uploadMachine(spec)
+                    action = machine.start(offset: 0, validator: nil)
+                    continue
+                }
+                action = machine.requestEnded(
+                    .failed(error), offset: 0, validator: nil, random: Double.random(in: 0..<1))
+            case .retry(let delay, let error):
                 owner.logger.info(
-                    "task \(task.id): the server refused the plain upload (\(status)); asking it once more which protocol it speaks"
+                    "task \(task.id): \(error); sending again from byte 0 in \(String(format: "%.1f", delay)) s (retry \(machine.retries))"
                 )
-                await replyFile?.discard()
-                guard await runResumable(spec, reply: replyFile) else { return }
-                continue
+                guard await waitToRetry(after: error, delay: delay, file: replyFile) else { return }
+                action = machine.retryDelayElapsed(offset: 0, validator: nil)
+            case .finalize:
+                guard let result = reply else {
+                    return await failed(
+                        .internalError("an upload finished without an answer"), reply: nil, file: replyFile)
+                }
+                return await finished(result, spec: spec, reply: replyFile)
+            case .fail(let error):
+                return await failed(error, reply: reply, file: replyFile)
+            case .restartFromZero:
+                return await failed(
+                    .internalError("an upload was asked to restart from zero"), reply: nil, file: replyFile)
             }
-            retries += 1
-            guard await retry(after: error, reply: reply, retries: retries, file: replyFile, from: "byte 0") else {
-                return
+        }
+    }
+
+    /// The machine of a plain upload's attempts: the task's URL, the method the caller asked for
+    /// with the body, the service's retry policy and redirect limit.
+    private func uploadMachine(_ spec: UploadSpec) -> TransferStateMachine {
+        TransferStateMachine(
+            url: task.record.url, credentialsOrigin: task.record.credentialsOrigin,
+            limits: .init(
+                retry: owner.configuration.retry, maxRedirects: owner.configuration.maxRedirects,
+                maxRestarts: owner.configuration.retry.maxAttempts),
+            method: spec.method, sendsBody: true)
+    }
+
+    /// What a plain attempt that was not a redirect came to.
+    private enum Verdict {
+        /// The server took the whole body and said yes.
+        case finished(UploadDelegate.Result)
+        /// It may not be sent again on its own (`ResendRule`): the task fails.
+        case failedForGood(DownloadError, UploadDelegate.Result?)
+        /// Retried when the error is (the machine decides), with the server's answer if any.
+        case failed(DownloadError, UploadDelegate.Result?)
+    }
+
+    private func verdict(of outcome: Outcome, spec: UploadSpec, request: TransferStateMachine.Request) -> Verdict {
+        if case .response = outcome {
+            answered()
+        } else if case .failed(_, let head?) = outcome, head.status >= 200 {
+            answered()
+        }
+        switch outcome {
+        case .response(let result) where (200...299).contains(result.status):
+            return .finished(result)
+        case .response(let result):
+            return .failed(refusal(result), result)
+        case .failed(_, let partial?) where partial.status >= 300:
+            // A complete final head is the outcome, whatever the connection does next: a server
+            // that refuses an upload often answers before it read the body and closes the
+            // connection (nginx's 401, 413).
+            return .failed(refusal(partial), partial)
+        case .failed(let failure, let partial?) where (200...299).contains(partial.status):
+            let length = request.sendsBody ? spec.bodyLength : 0
+            if partial.sent >= length {
+                // The server had the whole body and said yes (an HTTP/1.0 server that ends its
+                // answer by closing while the client still finishes the request).
+                owner.logger.info(
+                    "task \(task.id): the server answered \(partial.status), then \(failure); that answer is the outcome"
+                )
+                return .finished(partial)
             }
+            // A yes before the whole body: sent again only when it may be (RFC 9110 §9.2.2).
+            let sentSoFar = ResendRule.Attempt(
+                method: request.method, headers: task.record.options.headers.keys, headSent: true, bodyLength: length,
+                bodySent: partial.sent)
+            if let doubt = ResendRule.doubt(aboutEarlySuccess: partial.status, of: sentSoFar) {
+                return .failedForGood(doubt, partial)
+            }
+            return .failed(failure, partial)
+        case .failed(let failure, let partial):
+            return .failed(failure, partial)
+        case .redirect:
+            return .failedForGood(.internalError("a redirect was left unfollowed"), nil)
         }
     }
 

@@ -75,6 +75,50 @@ final class TransferStateMachineTests: XCTestCase {
         XCTAssertEqual("\(tooMany)", "\(Machine.Action.fail(.tooManyRedirects(2)))")
     }
 
+    /// An upload drives the same machine: its method and body go with every hop a 307 or 308
+    /// makes, a 303 (and a 301 or 302 of a POST) turns it into a GET without the body, as curl
+    /// does; its retries send the method and the body again from the task's URL.
+    func testAnUploadsRedirectsTurnItsMethodAsCurlDoes() {
+        func hop(_ method: String, _ status: Int) -> Machine.Action {
+            var machine = Machine(url: url, limits: limits, method: method, sendsBody: true)
+            XCTAssertEqual(
+                machine.start(offset: 0, validator: nil),
+                .send(.init(url: url, range: nil, sendsCredentials: true, method: method, sendsBody: true)))
+            return machine.requestEnded(
+                .redirect(location: "https://a.example/next", status: status), offset: 0, validator: nil, random: 0)
+        }
+        let next = "https://a.example/next"
+        for status in [307, 308] {
+            XCTAssertEqual(
+                hop("POST", status),
+                .send(.init(url: next, range: nil, sendsCredentials: true, method: "POST", sendsBody: true)))
+        }
+        for status in [301, 302, 303] {
+            XCTAssertEqual(
+                hop("POST", status),
+                .send(.init(url: next, range: nil, sendsCredentials: true, method: "GET", sendsBody: false)))
+        }
+        XCTAssertEqual(
+            hop("PUT", 301), .send(.init(url: next, range: nil, sendsCredentials: true, method: "PUT", sendsBody: true))
+        )
+        XCTAssertEqual(
+            hop("PUT", 303),
+            .send(.init(url: next, range: nil, sendsCredentials: true, method: "GET", sendsBody: false)))
+
+        var machine = Machine(url: url, limits: limits, method: "PUT", sendsBody: true)
+        _ = machine.start(offset: 0, validator: nil)
+        _ = machine.requestEnded(.redirect(location: next, status: 303), offset: 0, validator: nil, random: 0)
+        XCTAssertEqual(
+            machine.requestEnded(
+                .failed(.http(status: 503, reason: "", retryAfter: nil)), offset: 0, validator: nil,
+                random: 0),
+            .retry(after: 0.8, because: .http(status: 503, reason: "", retryAfter: nil)))
+        XCTAssertEqual(
+            machine.retryDelayElapsed(offset: 0, validator: nil),
+            .send(.init(url: url, range: nil, sendsCredentials: true, method: "PUT", sendsBody: true)),
+            "a retry sends the method and the body again, from the task's URL")
+    }
+
     /// The caller's credentials go only to the origin they were given for, on every request of
     /// the task's life: a run that starts at a followed document's file on another origin sends
     /// none, and its retries and restarts ask the file, never the document again (issue 45).

@@ -138,4 +138,48 @@ final class UploadRunTests: XCTestCase {
         XCTAssertEqual(refused.record.upload?.responseStatus, 401)
         XCTAssertEqual(server.requests(for: "/guarded").count, 1, "not sent again")
     }
+
+    /// The upload's redirects are the download's machine's (`TransferStateMachine`): a 303 of a
+    /// POST is fetched with GET and no body, as curl does; the caller's credentials leave at the
+    /// first hop to another origin and stay gone for every later hop, back to their origin too.
+    func testRedirectsFollowTheMachinesRules() async throws {
+        var seeOther = Route.receiving()
+        seeOther.redirect = (303, "/result")
+        server.set("/form", seeOther)
+        server.set("/result", Route.receiving(status: 200, reply: "done\n"))
+        let (post, _) = try runningUpload("/form", size: 20_000, method: "POST")
+        await run(post)
+        XCTAssertEqual(post.record.state, .finished, "\(post.record.errorMessage ?? "")")
+        XCTAssertEqual(server.received("/form").map(\.method), ["POST"])
+        // The server records requests with a body as received: the one to /result was a GET.
+        XCTAssertEqual(server.requests(for: "/result").count, 1)
+        XCTAssertEqual(server.received("/result").count, 0, "neither the POST nor its body follow a 303")
+
+        let other = try TestHTTPServer()
+        defer { other.stop() }
+        var away = Route.receiving()
+        away.redirect = (307, other.url("/hop"))
+        server.set("/away", away)
+        var back = Route.receiving()
+        back.redirect = (307, server.url("/store"))
+        other.set("/hop", back)
+        server.set("/store", Route.receiving())
+        let (put, content) = try runningUpload("/away", size: 30_000) {
+            $0.options.headers = ["Authorization": "Bearer t"]
+        }
+        await run(put)
+        XCTAssertEqual(put.record.state, .finished, "\(put.record.errorMessage ?? "")")
+        XCTAssertEqual(server.received("/away").first?.headers["authorization"], "Bearer t")
+        XCTAssertNil(other.received("/hop").first?.headers["authorization"], "not to another origin")
+        XCTAssertNil(server.received("/store").first?.headers["authorization"], "nor back to its own after one")
+        XCTAssertEqual(server.received("/store").first.map { TestData.sha256($0.body) }, TestData.sha256(content))
+
+        var loop = Route.receiving()
+        loop.redirect = (307, "/loop")
+        server.set("/loop", loop)
+        let (looping, _) = try runningUpload("/loop", size: 1_000)
+        await run(looping)
+        XCTAssertEqual(looping.record.errorName, "TooManyRedirects")
+        XCTAssertEqual(server.received("/loop").count, owner.configuration.maxRedirects + 1)
+    }
 }

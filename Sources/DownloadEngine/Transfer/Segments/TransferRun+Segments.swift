@@ -475,7 +475,7 @@ extension TransferRun {
             if !isPrimary { reason = error.message }
         case .giveUp(let error):
             reason = error.message
-        case .endAttempt(.redirect(let next)):
+        case .endAttempt(.redirect(let next, _)):
             if !isPrimary { location = next }
         case .endAttempt(.restartFromZero(let why)):
             if !isPrimary { reason = why }
