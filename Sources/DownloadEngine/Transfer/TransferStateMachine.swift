@@ -39,6 +39,11 @@ struct TransferStateMachine {
         case complete
         case restartFromZero(reason: String)
         case failed(DownloadError)
+        /// Failed after it moved bytes the server keeps (a resumable upload's attempt): the
+        /// count of retries starts over and the next attempt goes at once (after `Retry-After`,
+        /// capped), so cuts that each cost a little never add up to a give-up or to seconds of
+        /// waiting.
+        case failedAfterProgress(DownloadError)
     }
 
     enum Action: Equatable, Sendable {
@@ -157,6 +162,11 @@ struct TransferStateMachine {
             return .send(hop)
         case .restartFromZero(let reason):
             return restart(reason, random: random())
+        case .failedAfterProgress(let error):
+            guard error.isRetryable else { return end(.fail(error)) }
+            retries = 0
+            state = .waitingToRetry
+            return .retry(after: min(error.retryAfter ?? 0, limits.retry.retryAfterCap), because: error)
         case .failed(let error):
             guard error.isRetryable else { return end(.fail(error)) }
             retries += 1

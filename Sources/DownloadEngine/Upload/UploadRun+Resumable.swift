@@ -44,38 +44,61 @@ extension UploadRun {
 
     /// Runs the upload resumably until the task ends (false), or finds the server speaks
     /// neither protocol (true: send it plain).
-    func runResumable(_ spec: UploadSpec, reply: ReplyFile?) async -> Bool {
-        var retries = 0
+    /// The attempts go as a plain upload's do, through the same machine (`uploadMachine`): an
+    /// attempt that moved bytes the server keeps starts the count over and goes again at once
+    /// (`Outcome.failedAfterProgress`); one that moved nothing waits as any retry does.
+    func runResumable(_ spec: UploadSpec, reply replyFile: ReplyFile?) async -> Bool {
+        var machine = uploadMachine(spec)
+        var action = machine.start(offset: 0, validator: nil)
+        var reply: UploadDelegate.Result?
         while true {
-            if let reason = stopReason {
-                await stopped(reason, reply: reply)
+            if let reason = stopReason { action = machine.stop(reason) }
+            switch action {
+            case .stop(let reason):
+                await stopped(reason, reply: replyFile)
                 return false
-            }
-            guard await enterRunning(reply: reply) else { return false }
-            let before = task.withState { $0.record.durableOffset }
-            let outcome = await resumableAttempt(spec, reply: reply)
-            // An attempt that moved bytes (the server keeps them) starts the back-off over and
-            // goes again at once: cuts that each cost a little never add up to a give-up or to
-            // seconds of waiting; one that moved nothing waits as any retry does.
-            let progressed = task.withState { $0.bytesWritten } - before >= Self.progressWorthAnImmediateRetry
-            if progressed { retries = -1 }
-            if let reason = stopReason {
-                await stopped(reason, reply: reply)
-                return false
-            }
-            switch outcome {
-            case .plain:
-                owner.logger.info("task \(task.id): the server speaks neither resumable protocol; a plain upload")
-                return true
-            case .finished(let result):
-                await finished(result, spec: spec, reply: reply)
-                return false
-            case .failed(let error, let partial):
-                retries += 1
-                let place = "the server's offset (\(task.record.durableOffset) bytes confirmed)"
-                guard await retry(after: error, reply: partial, retries: retries, file: reply, from: place) else {
+            case .send:
+                reply = nil
+                guard await enterRunning(reply: replyFile) else { return false }
+                let before = task.withState { $0.record.durableOffset }
+                let outcome = await resumableAttempt(spec, reply: replyFile)
+                let progressed = task.withState { $0.bytesWritten } - before >= Self.progressWorthAnImmediateRetry
+                if let reason = stopReason {
+                    await stopped(reason, reply: replyFile)
                     return false
                 }
+                switch outcome {
+                case .plain:
+                    owner.logger.info("task \(task.id): the server speaks neither resumable protocol; a plain upload")
+                    return true
+                case .finished(let result):
+                    reply = result
+                    action = machine.requestEnded(.complete, offset: 0, validator: nil, random: 0)
+                case .failed(let error, let partial):
+                    reply = partial
+                    action = machine.requestEnded(
+                        progressed ? .failedAfterProgress(error) : .failed(error), offset: 0, validator: nil,
+                        random: Double.random(in: 0..<1))
+                }
+            case .retry(let delay, let error):
+                owner.logger.info(
+                    "task \(task.id): \(error); sending again from the server's offset (\(task.record.durableOffset) bytes confirmed) in \(String(format: "%.1f", delay)) s (retry \(machine.retries))"
+                )
+                guard await waitToRetry(after: error, delay: delay, file: replyFile) else { return false }
+                action = machine.retryDelayElapsed(offset: 0, validator: nil)
+            case .finalize:
+                guard let result = reply else {
+                    await failed(.internalError("an upload finished without an answer"), reply: nil, file: replyFile)
+                    return false
+                }
+                await finished(result, spec: spec, reply: replyFile)
+                return false
+            case .fail(let error):
+                await failed(error, reply: reply, file: replyFile)
+                return false
+            case .restartFromZero:
+                await failed(.internalError("an upload was asked to restart from zero"), reply: nil, file: replyFile)
+                return false
             }
         }
     }

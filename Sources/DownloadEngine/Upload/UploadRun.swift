@@ -148,7 +148,7 @@ final class UploadRun: Sendable {
 
     /// The machine of a plain upload's attempts: the task's URL, the method the caller asked for
     /// with the body, the service's retry policy and redirect limit.
-    private func uploadMachine(_ spec: UploadSpec) -> TransferStateMachine {
+    func uploadMachine(_ spec: UploadSpec) -> TransferStateMachine {
         TransferStateMachine(
             url: task.record.url, credentialsOrigin: task.record.credentialsOrigin,
             limits: .init(
@@ -241,28 +241,6 @@ final class UploadRun: Sendable {
             owner.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
         }
         return false
-    }
-
-    /// After a failed attempt of a resumable upload: fails the task for good, or moves it to
-    /// retrying and waits out the back-off (true: try again). `retries` 0: again at once (the
-    /// attempt made progress).
-    func retry(
-        after error: DownloadError, reply: UploadDelegate.Result?, retries: Int, file: ReplyFile?, from place: String
-    ) async -> Bool {
-        let policy = owner.configuration.retry
-        let immediate: Double? = min(error.retryAfter ?? 0, policy.retryAfterCap)
-        guard error.isRetryable,
-            let delay = retries == 0
-                ? immediate
-                : policy.delay(forRetry: retries, retryAfter: error.retryAfter, random: Double.random(in: 0..<1))
-        else {
-            await failed(error, reply: reply, file: file)
-            return false
-        }
-        owner.logger.info(
-            "task \(task.id): \(error); sending again from \(place) in \(String(format: "%.1f", delay)) s (retry \(retries))"
-        )
-        return await waitToRetry(after: error, delay: delay, file: file)
     }
 
     /// Moves the task to retrying (saying why) and waits out `delay`; false: the run ends (it

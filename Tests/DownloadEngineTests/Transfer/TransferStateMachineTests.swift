@@ -119,6 +119,44 @@ final class TransferStateMachineTests: XCTestCase {
             "a retry sends the method and the body again, from the task's URL")
     }
 
+    /// A resumable upload's attempt that moved bytes the server keeps starts the count over and
+    /// goes again at once (after a capped `Retry-After`); the next one that moves nothing waits
+    /// the policy's first back-off, and the policy's count ends it as before.
+    func testProgressStartsTheRetriesOver() {
+        let cut = DownloadError.interrupted("cut")
+        var machine = Machine(url: url, limits: limits, method: "PATCH", sendsBody: true)
+        _ = machine.start(offset: 0, validator: nil)
+        XCTAssertEqual(
+            machine.requestEnded(.failed(cut), offset: 0, validator: nil, random: 0), .retry(after: 0.8, because: cut))
+        _ = machine.retryDelayElapsed(offset: 0, validator: nil)
+        XCTAssertEqual(
+            machine.requestEnded(.failed(cut), offset: 0, validator: nil, random: 0), .retry(after: 1.6, because: cut))
+        XCTAssertEqual(machine.retries, 2)
+        _ = machine.retryDelayElapsed(offset: 0, validator: nil)
+        XCTAssertEqual(
+            machine.requestEnded(.failedAfterProgress(cut), offset: 0, validator: nil, random: 0),
+            .retry(after: 0, because: cut))
+        XCTAssertEqual(machine.retries, 0)
+        _ = machine.retryDelayElapsed(offset: 0, validator: nil)
+        let busy = DownloadError.http(status: 503, reason: "", retryAfter: 90)
+        XCTAssertEqual(
+            machine.requestEnded(.failedAfterProgress(busy), offset: 0, validator: nil, random: 0),
+            .retry(after: 30, because: busy), "Retry-After, capped")
+        _ = machine.retryDelayElapsed(offset: 0, validator: nil)
+        XCTAssertEqual(
+            machine.requestEnded(.failed(cut), offset: 0, validator: nil, random: 0), .retry(after: 0.8, because: cut))
+        _ = machine.retryDelayElapsed(offset: 0, validator: nil)
+        _ = machine.requestEnded(.failed(cut), offset: 0, validator: nil, random: 0)
+        _ = machine.retryDelayElapsed(offset: 0, validator: nil)
+        XCTAssertEqual(machine.requestEnded(.failed(cut), offset: 0, validator: nil, random: 0), .fail(cut))
+        var refused = Machine(url: url, limits: limits, method: "PATCH", sendsBody: true)
+        _ = refused.start(offset: 0, validator: nil)
+        let forbidden = DownloadError.http(status: 403, reason: "", retryAfter: nil)
+        XCTAssertEqual(
+            refused.requestEnded(.failedAfterProgress(forbidden), offset: 0, validator: nil, random: 0),
+            .fail(forbidden))
+    }
+
     /// The caller's credentials go only to the origin they were given for, on every request of
     /// the task's life: a run that starts at a followed document's file on another origin sends
     /// none, and its retries and restarts ask the file, never the document again (issue 45).

@@ -479,7 +479,7 @@ extension TransferRun {
             if !isPrimary { location = next }
         case .endAttempt(.restartFromZero(let why)):
             if !isPrimary { reason = why }
-        case .endAttempt(.failed(let error)):
+        case .endAttempt(.failed(let error)), .endAttempt(.failedAfterProgress(let error)):
             reason = error.message
         }
         let maxRedirects = configuration.maxRedirects
