@@ -36,6 +36,21 @@ struct BodyProgress {
                 checkpointInterval: amount(checkpointInterval)
             )
         }
+
+        /// A task's settings, a download's body or an upload's alike: its own options where it
+        /// has them, else the service's; `speedWindow` shortens the minimum-speed window (a
+        /// mirrored download's connections are judged sooner).
+        static func of(
+            _ options: DownloadOptions, _ configuration: SessionManager.Configuration, speedWindow: Double? = nil
+        ) -> Settings {
+            .seconds(
+                connectTimeout: options.connectTimeout ?? configuration.connectTimeout,
+                stallTimeout: options.stallTimeout ?? configuration.stallTimeout,
+                lowSpeedLimit: options.lowSpeedLimit ?? configuration.lowSpeedLimit,
+                lowSpeedTime: min(options.lowSpeedTime ?? configuration.lowSpeedTime, speedWindow ?? .infinity),
+                checkpointBytes: configuration.checkpointBytes, checkpointInterval: configuration.checkpointInterval
+            )
+        }
     }
 
     let settings: Settings
@@ -90,6 +105,20 @@ struct BodyProgress {
         rateStart = now
         rateLimit = limit
         rateBytes = 0
+    }
+
+    /// An upload's request body goes out from `now` (its request head went): it is the body the
+    /// checks measure, as a download's written body is (the stall timeout, the minimum speed;
+    /// `limit` the bandwidth limit now, read again with `limitChanged`). No checkpoints.
+    mutating func sendingBody(limit: UInt64, at now: NIODeadline) {
+        headReceived(writingAt: 0, limit: limit, at: now)
+    }
+
+    /// An upload's body went whole: waiting for the answer is no transfer to be measured (the
+    /// server may think a while); only the stall timeout applies.
+    mutating func bodyWent(at now: NIODeadline) {
+        writing = false
+        lastActivity = now
     }
 
     /// A part of a body that is read, not written (a Metalink document): a sign of life only.

@@ -219,14 +219,7 @@ final class TransferRun: RunHandle {
             writer: writer, requestedOffset: range?.start ?? 0, knownLength: record.expectedLength,
             validator: validator, hooks: hooks,
             settings: .init(
-                body: .seconds(
-                    connectTimeout: record.options.connectTimeout ?? configuration.connectTimeout,
-                    stallTimeout: record.options.stallTimeout ?? configuration.stallTimeout,
-                    lowSpeedLimit: record.options.lowSpeedLimit ?? configuration.lowSpeedLimit,
-                    lowSpeedTime: min(
-                        record.options.lowSpeedTime ?? configuration.lowSpeedTime, speedWindow ?? .infinity),
-                    checkpointBytes: configuration.checkpointBytes, checkpointInterval: configuration.checkpointInterval
-                ),
+                body: .of(record.options, configuration, speedWindow: speedWindow),
                 retryAfterCap: configuration.retry.retryAfterCap,
                 followsMetalink: record.options.useMetalinkHeaders && record.options.metalinkURL == nil && range == nil
                     && segment == nil

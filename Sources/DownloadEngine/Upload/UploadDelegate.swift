@@ -8,7 +8,8 @@ import NIOHTTP1
 /// connection (the task's progress), and keeps the response: its status and headers, and its
 /// body, either into memory (at most `UploadSpec.maxKeptReply` bytes, for `GetReply`) or
 /// through `sink` into the reply's file. A connection on which nothing moves either way for the
-/// stall timeout is ended (`Timeout`), as a download's is.
+/// stall timeout, or whose body goes slower than `low_speed_limit` for `low_speed_time`, is
+/// ended (`Timeout`), as a download's is (`BodyProgress`).
 final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
     struct Result: Sendable {
         var status: Int
@@ -27,7 +28,10 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
     private let sent: @Sendable (Int64) -> Void
     /// Chosen once the head came: a sink for a 2xx when the task has a reply file.
     private let sinkFor: @Sendable (Int) -> Sink?
-    private let stallTimeout: TimeAmount
+    /// The stall timeout and the minimum speed (`low_speed_*`), as a download's body has them.
+    private let settings: BodyProgress.Settings
+    /// The bandwidth limit now (a slow body held to it is no slow server).
+    private let limit: @Sendable () -> UInt64
     /// The head is all that is wanted (a probe): the request ends once it came.
     private let headOnly: Bool
     /// The request body's length: a final answer of 300 or more before it was all written is
@@ -46,20 +50,22 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
     /// An early answer's body length (nil: not an early answer; -1: no length given).
     private var earlyAnswerLength: Int64?
     private var lastMoved = NIODeadline.now()
+    private var progress: BodyProgress?
     private var watchdog: RepeatedTask?
     private let headSent = NIOLockedValueBox(false)
 
     /// `sent`: the body's bytes written so far (called on the event loop, each part);
     /// `sink`: for a final status, where its body goes instead of memory (nil: kept).
     init(
-        stallTimeout: Double, headOnly: Bool = false, bodyLength: Int64 = 0, sent: @escaping @Sendable (Int64) -> Void,
-        sink: @escaping @Sendable (Int) -> Sink?
+        settings: BodyProgress.Settings, limit: @escaping @Sendable () -> UInt64 = { 0 }, headOnly: Bool = false,
+        bodyLength: Int64 = 0, sent: @escaping @Sendable (Int64) -> Void, sink: @escaping @Sendable (Int) -> Sink?
     ) {
         self.sent = sent
         self.headOnly = headOnly
         self.bodyLength = bodyLength
         sinkFor = sink
-        self.stallTimeout = .milliseconds(Int64(max(1, stallTimeout) * 1000))
+        self.settings = settings
+        self.limit = limit
     }
 
     var requestHeadSent: Bool { headSent.withLockedValue { $0 } }
@@ -96,20 +102,27 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
 
     func sentHead(_ request: InFlightRequest) {
         headSent.withLockedValue { $0 = true }
-        lastMoved = .now()
-        // Nothing sent and nothing heard for the stall timeout: the request ends as `Timeout`.
-        let limit = stallTimeout
+        let now = NIODeadline.now()
+        lastMoved = now
+        // The body is measured as a download's is (`BodyProgress`): nothing sent or heard for
+        // the stall timeout, or a body slower than `low_speed_limit` for `low_speed_time`, ends
+        // the request as `Timeout`. A redirect's hop on the same request starts it again.
+        var measured = BodyProgress(settings: settings, now: now)
+        if bodyLength > 0 { measured.sendingBody(limit: limit(), at: now) } else { measured.bodyWent(at: now) }
+        progress = measured
+        guard watchdog == nil else { return }
         watchdog = request.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) {
             [self] repeated in
-            if earlyAnswerLength == -1, NIODeadline.now() - lastMoved > Self.earlyAnswerQuiet {
+            let now = NIODeadline.now()
+            if earlyAnswerLength == -1, now - lastMoved > Self.earlyAnswerQuiet {
                 // An early answer with no length, quiet since its last byte: it is what came.
                 repeated.cancel()
                 return request.fail(DecisionReached())
             }
-            guard NIODeadline.now() - lastMoved > limit else { return }
+            progress?.limitChanged(to: limit(), at: now)
+            guard let why = progress?.check(at: now) else { return }
             repeated.cancel()
-            request.fail(
-                DownloadError.timeout("nothing was sent or received for \(limit.nanoseconds / 1_000_000_000) s"))
+            request.fail(DownloadError.timeout(why))
         }
     }
 
@@ -119,12 +132,17 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
             return request.eventLoop.execute { self.sentBodyPart(bytes, request) }
         }
         sentBytes += Int64(bytes)
-        lastMoved = .now()
+        let now = NIODeadline.now()
+        lastMoved = now
+        _ = progress?.bodyPart(Int64(bytes), at: now)
+        if sentBytes >= bodyLength { progress?.bodyWent(at: now) }
         sent(sentBytes)
     }
 
     func receivedHead(_ head: HTTPResponseHead, _ request: InFlightRequest) -> EventLoopFuture<Void> {
         lastMoved = .now()
+        // The answer came: what is left is its body, a sign of life with each part.
+        progress?.bodyWent(at: lastMoved)
         status = Int(head.status.code)
         headers = head.headers
         sink = sinkFor(status)
@@ -151,6 +169,7 @@ final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
 
     func receivedBodyPart(_ buffer: ByteBuffer, _ request: InFlightRequest) -> EventLoopFuture<Void> {
         lastMoved = .now()
+        progress?.documentPart(at: lastMoved)
         bodyBytes += Int64(buffer.readableBytes)
         if let sink { return sink(buffer, request.eventLoop) }
         let room = UploadSpec.maxKeptReply - body.count

@@ -365,7 +365,8 @@ final class UploadRun: Sendable {
         let markedWhole = NIOLockedValueBox(false)
         let marking = NIOLockedValueBox<Task<Void, Never>?>(nil)
         let delegate = UploadDelegate(
-            stallTimeout: record.options.stallTimeout ?? owner.configuration.stallTimeout, headOnly: probe != nil,
+            settings: .of(record.options, owner.configuration), limit: { [task] in task.maxBytesPerSecond },
+            headOnly: probe != nil,
             bodyLength: bodyLength,
             sent: { [task, self] sent in
                 if marksSentWhole, sent >= bodyLength,

@@ -78,6 +78,32 @@ final class BodyProgressTests: XCTestCase {
         XCTAssertEqual(body.check(at: at(20.25)), "slower than 100 bytes/s for 10 s (50.0 bytes/s)")
     }
 
+    /// An upload's request body is measured as a download's written body is, while it goes;
+    /// once it went whole, the wait for the answer is only held to the stall timeout (a server
+    /// may think a while before it answers).
+    func testAnUploadsBodyIsMeasuredUntilItWentWhole() {
+        var body = machine(stall: 30, lowSpeed: 100, lowSpeedTime: 10)
+        body.sendingBody(limit: 0, at: at(0))
+        XCTAssertNil(body.check(at: at(0.25)), "the first look opens the window")
+        _ = body.bodyPart(500, at: at(5))
+        XCTAssertEqual(body.check(at: at(10.25)), "slower than 100 bytes/s for 10 s (50.0 bytes/s)")
+
+        var sent = machine(stall: 30, lowSpeed: 100, lowSpeedTime: 10)
+        sent.sendingBody(limit: 0, at: at(0))
+        XCTAssertNil(sent.check(at: at(0.25)))
+        _ = sent.bodyPart(5000, at: at(2))
+        sent.bodyWent(at: at(2))
+        XCTAssertNil(sent.check(at: at(20)), "no speed to measure while the server thinks")
+        XCTAssertNil(sent.check(at: at(31)))
+        XCTAssertEqual(sent.check(at: at(32.5)), "no data for 30 s (stalled)")
+
+        var limited = machine(stall: 3600, lowSpeed: 1000, lowSpeedTime: 10)
+        limited.sendingBody(limit: 100, at: at(0))
+        XCTAssertNil(limited.check(at: at(0)))
+        _ = limited.bodyPart(600, at: at(9))
+        XCTAssertNil(limited.check(at: at(10)), "a body held to its limit is no slow server")
+    }
+
     func testABandwidthLimitBelowTheMinimumSpeedLowersItToHalfTheLimit() {
         var body = machine(stall: 3600, lowSpeed: 1000, lowSpeedTime: 10)
         body.headReceived(writingAt: 0, limit: 100, at: at(0))

@@ -182,4 +182,35 @@ final class UploadRunTests: XCTestCase {
         XCTAssertEqual(looping.record.errorName, "TooManyRedirects")
         XCTAssertEqual(server.received("/loop").count, owner.configuration.maxRedirects + 1)
     }
+
+    /// `low_speed_limit` and `low_speed_time` hold an upload's body as they hold a download's:
+    /// a server that reads it far slower ends the attempt as `Timeout` (retried, then failed);
+    /// a body held to its own bandwidth limit below that speed is not taken for a slow server.
+    func testTheMinimumSpeedHoldsAnUploadsBody() async throws {
+        await owner.shutdown()
+        owner = FakeRunOwner(observer: observer) { $0.retry = RetryPolicy(maxAttempts: 1, baseDelay: 0.05) }
+        var slow = Route.receiving()
+        slow.readBytesPerSecond = 64 * 1024
+        slow.discardBodies = true
+        server.set("/slow", slow)
+        let (task, _) = try runningUpload("/slow", size: 24_000_000) { record in
+            record.options.lowSpeedLimit = 2_000_000
+            record.options.lowSpeedTime = 1
+        }
+        await run(task)
+        XCTAssertEqual(task.record.state, .failed)
+        XCTAssertEqual(task.record.errorName, "Timeout", "\(task.record.errorMessage ?? "")")
+        XCTAssertTrue(task.record.errorMessage?.contains("slower than") ?? false, "\(task.record.errorMessage ?? "")")
+        XCTAssertEqual(server.received("/slow").count, 2, "retried once, as the policy says")
+
+        server.set("/paced", Route.receiving())
+        let (paced, content) = try runningUpload("/paced", size: 600_000) { record in
+            record.options.maxBytesPerSecond = 250_000
+            record.options.lowSpeedLimit = 2_000_000
+            record.options.lowSpeedTime = 1
+        }
+        await run(paced)
+        XCTAssertEqual(paced.record.state, .finished, "\(paced.record.errorMessage ?? "")")
+        XCTAssertEqual(server.received("/paced").first.map { TestData.sha256($0.body) }, TestData.sha256(content))
+    }
 }
