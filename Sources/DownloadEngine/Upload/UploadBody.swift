@@ -77,7 +77,7 @@ enum UploadBody {
                         next = read(at: offset, limit: limit)
                         do {
                             try await writer.write(.byteBuffer(buffer)).get()
-                            try await pace.hold(after: buffer.readableBytes, limit: limit)
+                            try await pace.hold(after: buffer.readableBytes) { task.maxBytesPerSecond }
                         } catch {
                             next?.cancel()
                             throw error
@@ -90,23 +90,31 @@ enum UploadBody {
         }
     }
 
-    /// Holds a body back to a rate: what went since the limit last changed, against the time it
-    /// should have taken.
+    /// Holds a body back to the task's limit by the download's rule (`BodyProgress`): what went
+    /// since the limit last changed against the time it should have taken, bytes owed at an old
+    /// limit carried to the new one, and the wait taken in steps that read the limit again, so a
+    /// limit raised or lifted while it waits applies at once.
     struct Pace {
-        private var since = ContinuousClock.now
-        private var bytes: UInt64 = 0
-        private var limit: UInt64 = 0
+        private var rule: BodyProgress
 
-        mutating func hold(after count: Int, limit: UInt64) async throws {
-            if limit != self.limit {
-                self.limit = limit
-                since = .now
-                bytes = 0
+        init() {
+            let now = NIODeadline.now()
+            rule = BodyProgress(
+                settings: .seconds(
+                    connectTimeout: BodyProgress.longest, stallTimeout: BodyProgress.longest, lowSpeedLimit: 0,
+                    lowSpeedTime: BodyProgress.longest, checkpointBytes: .max, checkpointInterval: BodyProgress.longest),
+                now: now)
+            rule.sendingBody(limit: 0, at: now)
+        }
+
+        /// `count` bytes went; waits until they fit under `limit` (read again at each step).
+        mutating func hold(after count: Int, limit: () -> UInt64) async throws {
+            rule.limitChanged(to: limit(), at: .now())
+            guard rule.throttle(Int64(count), at: .now()) != nil else { return }
+            while let step = rule.rateWaitStep(limit: limit(), at: .now()) {
+                let wait = step - .now()
+                if wait > .zero { try await Task.sleep(for: .nanoseconds(wait.nanoseconds)) }
             }
-            bytes += UInt64(count)
-            guard limit > 0 else { return }
-            let due = since + .milliseconds(Int64(Double(bytes) / Double(limit) * 1000))
-            if due > .now { try await Task.sleep(until: due, clock: .continuous) }
         }
     }
 }
