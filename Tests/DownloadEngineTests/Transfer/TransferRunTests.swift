@@ -9,25 +9,7 @@ import XCTest
 /// One `TransferRun` with a fake owner (`FakeRunOwner`) against a local server: no manager, no
 /// scheduler, no store, no daemon. What the run does is read from the file it wrote, the events
 /// its owner delivered and what it asked of its owner.
-final class TransferRunTests: XCTestCase {
-    var server: TestHTTPServer!
-    var directory: TemporaryDirectory!
-    var observer: RecordingObserver!
-    var owner: FakeRunOwner!
-
-    override func setUp() async throws {
-        server = try TestHTTPServer()
-        directory = try TemporaryDirectory(prefix: "transfer-run-test")
-        observer = RecordingObserver()
-        owner = FakeRunOwner(observer: observer)
-    }
-
-    override func tearDown() async throws {
-        await owner?.shutdown()
-        server?.stop()
-        directory?.remove()
-    }
-
+final class TransferRunTests: RunTestCase {
     /// A task as the manager hands it to a run: running, owned by this process's user.
     func runningTask(_ path: String, _ change: (inout DownloadTaskRecord) -> Void = { _ in }) -> DownloadTask {
         var record = DownloadTaskRecord(

@@ -10,25 +10,7 @@ import XCTest
 /// `TransferRunTests` drive a download: no manager, no scheduler, no store, no daemon. What the
 /// run did is read from the bytes the server received, the task's record and the events its
 /// owner delivered.
-final class UploadRunTests: XCTestCase {
-    var server: TestHTTPServer!
-    var directory: TemporaryDirectory!
-    var observer: RecordingObserver!
-    var owner: FakeRunOwner!
-
-    override func setUp() async throws {
-        server = try TestHTTPServer()
-        directory = try TemporaryDirectory(prefix: "upload-run-test")
-        observer = RecordingObserver()
-        owner = FakeRunOwner(observer: observer)
-    }
-
-    override func tearDown() async throws {
-        await owner?.shutdown()
-        server?.stop()
-        directory?.remove()
-    }
-
+final class UploadRunTests: RunTestCase {
     /// A file of `size` bytes and an upload task of it, as the manager hands it to a run: running.
     func runningUpload(
         _ path: String, size: Int, method: String = "PUT", _ change: (inout DownloadTaskRecord) -> Void = { _ in }
@@ -187,8 +169,7 @@ final class UploadRunTests: XCTestCase {
     /// a server that reads it far slower ends the attempt as `Timeout` (retried, then failed);
     /// a body held to its own bandwidth limit below that speed is not taken for a slow server.
     func testTheMinimumSpeedHoldsAnUploadsBody() async throws {
-        await owner.shutdown()
-        owner = FakeRunOwner(observer: observer) { $0.retry = RetryPolicy(maxAttempts: 1, baseDelay: 0.05) }
+        await useOwner { $0.retry = RetryPolicy(maxAttempts: 1, baseDelay: 0.05) }
         var slow = Route.receiving()
         slow.readBytesPerSecond = 64 * 1024
         slow.discardBodies = true
