@@ -69,6 +69,9 @@ public struct Route: Sendable {
     public var readBytesPerSecond: Int?
     /// Keep only the count of a body's bytes, not the bytes (big uploads).
     public var discardBodies = false
+    /// Take an `OPTIONS` and never answer it (a server that swallows the question); counted in
+    /// `TestHTTPServer.optionsAsked`.
+    public var silentOptions = false
 
     public init(content: [UInt8]) {
         self.content = content

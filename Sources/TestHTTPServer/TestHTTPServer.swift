@@ -15,6 +15,8 @@ public final class TestHTTPServer: Sendable {
         var connections = 0
         /// Request bodies receiving routes took, in arrival order.
         var received: [ReceivedUpload] = []
+        /// OPTIONS that `silentOptions` routes swallowed, by path.
+        var optionsAsked: [String: Int] = [:]
     }
 
     let state = NIOLockedValueBox(State())
@@ -62,6 +64,9 @@ public final class TestHTTPServer: Sendable {
     public var requests: [RequestRecord] { state.withLockedValue { $0.requests } }
 
     public func requests(for path: String) -> [RequestRecord] { requests.filter { $0.path == path } }
+
+    /// How many `OPTIONS` a `silentOptions` route at `path` took (and never answered).
+    public func optionsAsked(_ path: String) -> Int { state.withLockedValue { $0.optionsAsked[path] ?? 0 } }
 
     /// The request bodies a receiving route at `path` took (or began to take).
     public func received(_ path: String) -> [ReceivedUpload] {
@@ -197,6 +202,12 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
     private func respond(context: ChannelHandlerContext, head: HTTPRequestHead) {
         let path = String(head.uri.split(separator: "?", maxSplits: 1).first ?? "")
         if head.method == .OPTIONS {
+            let silent = state.withLockedValue { state -> Bool in
+                guard state.routes[path]?.silentOptions == true else { return false }
+                state.optionsAsked[path, default: 0] += 1
+                return true
+            }
+            if silent { return }
             // As a plain server answers an upload's question (neither tus nor the IETF draft):
             // not counted as a request of the route.
             sendSimple(

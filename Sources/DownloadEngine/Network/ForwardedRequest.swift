@@ -17,7 +17,7 @@ import NIOPosix
 /// part once the connection took the last).
 /// A 407 is the proxy's (`HTTPClientError.proxyAuthenticationRequired`, so `ProxyError`); any
 /// other status is the server's, through the proxy.
-final class ForwardedRequest<Delegate: ForwardingDelegate>: OutgoingRequest {
+final class ForwardedRequest<Delegate: RequestEvents>: OutgoingRequest {
     let eventLoop: EventLoop
     private let promise: EventLoopPromise<Delegate.Response>
     private let delegate: Delegate

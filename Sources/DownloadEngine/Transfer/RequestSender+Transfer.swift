@@ -32,4 +32,4 @@ extension RequestSender {
 }
 
 extension TransferDelegate: ResponseReceiver {}
-extension TransferDelegate: ForwardingDelegate {}
+extension TransferDelegate: RequestEvents {}

@@ -10,7 +10,7 @@ import NIOHTTP1
 /// through `sink` into the reply's file. A connection on which nothing moves either way for the
 /// stall timeout, or whose body goes slower than `low_speed_limit` for `low_speed_time`, is
 /// ended (`Timeout`), as a download's is (`BodyProgress`).
-final class UploadDelegate: ForwardingDelegate, @unchecked Sendable {
+final class UploadDelegate: RequestEvents, @unchecked Sendable {
     struct Result: Sendable {
         var status: Int
         var headers: HTTPHeaders

@@ -194,4 +194,18 @@ final class UploadRunTests: RunTestCase {
         XCTAssertEqual(paced.record.state, .finished, "\(paced.record.errorMessage ?? "")")
         XCTAssertEqual(server.received("/paced").first.map { TestData.sha256($0.body) }, TestData.sha256(content))
     }
+
+    /// A server that takes the protocol question (`OPTIONS`, `protocol` auto) and never
+    /// answers it gets the plain request once the probe's own time is out, not a stalled task.
+    func testAServerThatNeverAnswersOptionsGetsThePlainUpload() async throws {
+        var silent = Route.receiving()
+        silent.silentOptions = true
+        server.set("/quiet", silent)
+        let (task, content) = try runningUpload("/quiet", size: 40_000) { $0.upload?.transferProtocol = .auto }
+        await run(task)
+        XCTAssertEqual(task.record.state, .finished, "\(task.record.errorMessage ?? "")")
+        XCTAssertEqual(server.optionsAsked("/quiet"), 1, "asked once")
+        XCTAssertEqual(server.received("/quiet").map(\.method), ["PUT"])
+        XCTAssertEqual(server.received("/quiet").first.map { TestData.sha256($0.body) }, TestData.sha256(content))
+    }
 }

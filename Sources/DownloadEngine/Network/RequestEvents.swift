@@ -2,10 +2,11 @@ import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
 
-/// A response delegate that a request forwarded through an HTTP proxy (`ForwardedRequest`)
-/// drives as AsyncHTTPClient drives it: each AsyncHTTPClient callback of the delegate is one of
-/// these, request-independent (a download's and an upload's delegate).
-protocol ForwardingDelegate: ResponseReceiver {
+/// The events of one request, whichever transport carries it: AsyncHTTPClient (each of its
+/// delegate callbacks is one of these) or `ForwardedRequest` (plain http through an HTTP proxy),
+/// and any transport a new kind of source brings. A download's delegate and an upload's take
+/// them alike; none of them names a transport.
+protocol RequestEvents: ResponseReceiver {
     func sentHead(_ request: InFlightRequest)
     /// `bytes` more of the request's body went out.
     func sentBodyPart(_ bytes: Int, _ request: InFlightRequest)
@@ -15,6 +16,6 @@ protocol ForwardingDelegate: ResponseReceiver {
     func receivedError()
 }
 
-extension ForwardingDelegate {
+extension RequestEvents {
     func sentBodyPart(_ bytes: Int, _ request: InFlightRequest) {}
 }
