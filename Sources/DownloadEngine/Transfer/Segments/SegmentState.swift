@@ -54,7 +54,8 @@ struct SegmentState {
 
     /// The one way the phase changes. A step the run can never take is refused and the phase
     /// stays (as `TransferStateMachine` refuses an impossible event): nothing leaves `settled`
-    /// (the rest of the run is one stream), and only a split's ranges are let go (`unsplit`).
+    /// (the rest of the run is one stream), only a split's ranges are let go (`unsplit`), and a
+    /// split never goes back to probing.
     /// Returns whether it moved.
     @discardableResult
     mutating func move(to next: SegmentPhase) -> Bool {
@@ -69,6 +70,11 @@ struct SegmentState {
         case (.settled, _): return false
         case (.split, .unsplit), (.unsplit, .unsplit): return true
         case (_, .unsplit): return false
+        // A split's ranges are what its checkpoints record: only letting them go (a new
+        // version) may drop them. A probe after a split would leave a stop's checkpoint no
+        // table, and the bytes held in every range recorded as one prefix: a file with a hole
+        // (the mirrored pause-and-kill failure, Benchmarks/RESULTS.md).
+        case (.split, .probing): return false
         default: return true
         }
     }

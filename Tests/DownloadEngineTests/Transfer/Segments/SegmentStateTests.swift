@@ -48,4 +48,18 @@ final class SegmentStateTests: XCTestCase {
         probing.letGoOfRanges()
         XCTAssertEqual(name(probing.phase), "probing")
     }
+
+    /// Defence in depth for the mirrored pause-and-kill hole: a run that split never probes
+    /// again (a probe would take its ranges, and a stop's checkpoint would then record the bytes
+    /// of every range as one prefix); its table stays for the checkpoint.
+    func testASplitNeverGoesBackToProbing() {
+        var state = SegmentState(connections: 4)
+        state.move(to: .probing(.init()))
+        state.move(to: split())
+        XCTAssertFalse(state.move(to: .probing(.init(validatorSource: "http://mirror", source: 1))))
+        XCTAssertEqual(name(state.phase), "split")
+        XCTAssertNotNil(state.table, "the ranges stay for the stop's checkpoint")
+        state.letGoOfRanges()
+        XCTAssertTrue(state.move(to: .probing(.init())), "after a new version's let-go, a probe again")
+    }
 }
