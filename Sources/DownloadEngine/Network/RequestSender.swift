@@ -96,7 +96,7 @@ struct RequestSender: Sendable {
                 return .failure(DownloadError.classify(error))
             }
             defer { owner.release(connection) }
-            guard cleanup != nil || task.withState({ $0.stopReason }) == nil else { return .failure(.cancelled) }
+            guard cleanup != nil || task.stopReason == nil else { return .failure(.cancelled) }
             let outgoing: any OutgoingRequest<Delegate.Response>
             if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, request.scheme == "http",
                 let forward, let target = Forwarding.target(of: url)
@@ -117,16 +117,9 @@ struct RequestSender: Sendable {
                 // limit's wait: AsyncHTTPClient fails the request only once that wait is over.
                 delegate.interrupt(on: outgoing.eventLoop)
             }
-            // Registered under the task's lock, or cancelled here when a stop came first: a stop
-            // cancels what is registered when it sets its reason, so no request outlives it.
-            let stoppedMeanwhile =
-                cleanup == nil
-                && task.withState { state -> Bool in
-                    guard state.stopReason == nil else { return true }
-                    state.requests[ObjectIdentifier(outgoing)] = cancel
-                    return false
-                }
-            if stoppedMeanwhile { cancel() }
+            // Kept by the task, or cancelled here when a stop came first: a stop cancels what is
+            // kept when it sets its reason, so no request outlives it.
+            if cleanup == nil, !task.keepRequest(ObjectIdentifier(outgoing), cancel: cancel) { cancel() }
             // A connection the scheduler takes back (`SegmentWorkers.retire`) cancels its request.
             seat?.holds(cancel)
             defer { seat?.holds(nil) }
@@ -139,10 +132,10 @@ struct RequestSender: Sendable {
             } catch {
                 thrown = error
             }
-            task.update { $0.requests[ObjectIdentifier(outgoing)] = nil }
+            task.forgetRequest(ObjectIdentifier(outgoing))
             if let thrown, result == nil, delegate.partialResult == nil, !delegate.requestHeadSent, untried > 0,
                 let address = connection.pinnedAddress, connection.proxy == nil, DownloadError.isConnectFailure(thrown),
-                cleanup != nil || task.withState({ $0.stopReason }) == nil
+                cleanup != nil || task.stopReason == nil
             {
                 owner.logger.info(
                     "task \(task.id): \(DownloadError.classify(thrown).message); trying the next address of \(request.host)"

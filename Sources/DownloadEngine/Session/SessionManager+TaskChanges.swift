@@ -38,7 +38,8 @@ extension SessionManager {
             return snapshot
         case .running, .runEnded, .fileOpened, .followedDocument, .durable, .durableRanges, .durableWhole, .reset,
             .sentWhole, .answered,
-            .confirmed, .replyBodyDelivered, .resumed, .retrying, .finished, .uploaded, .yielding:
+            .confirmed, .replyBodyDelivered, .position, .paced, .sourceReleased, .resumed, .retrying, .finished,
+            .uploaded, .yielding:
             return take(change, on: task)
         }
         return nil

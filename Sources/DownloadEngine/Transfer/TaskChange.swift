@@ -46,6 +46,13 @@ enum TaskChange: Sendable {
     case confirmed(Int64, ResumableUpload)
     /// The reply's body went to the observers with the ending's snapshot: not kept in memory.
     case replyBodyDelivered
+    /// The run's position is `Int64` from now on (a retry from the durable offset, a recovery,
+    /// an upload's attempt from its start, the ranges all in): no event, the next progress says it.
+    case position(Int64)
+    /// A background transfer's pace is this many bytes a second (0: not paced).
+    case paced(UInt64)
+    /// The file the caller handed over is let go (an upload is done with it).
+    case sourceReleased
 
     // MARK: Transitions
 

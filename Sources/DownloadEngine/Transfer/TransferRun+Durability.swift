@@ -58,7 +58,7 @@ extension TransferRun {
     func checkpoint() async {
         if let table = segmentState.withLockedValue({ $0.table }) { return await checkpoint(table) }
         countCheckpoint()
-        let position = task.withState { $0.bytesWritten }
+        let position = task.position
         do {
             try await writer.perform { writer in
                 writer.awaitCheckpoints()
@@ -145,7 +145,7 @@ extension TransferRun {
     /// The end, in the order at the top of this file (3–5).
     func finalize() async throws {
         let record = task.record
-        let length = task.withState { $0.bytesWritten }
+        let length = task.position
         let finalizer = TransferFinalizer(fileAccess: owner.fileAccess(for: task))
         let destination: String
         do {
@@ -231,7 +231,7 @@ extension TransferRun {
             return try await recoverSegments(segments, length: task.record.expectedLength)
         }
         guard durable > 0 else {
-            task.update { $0.bytesWritten = 0 }
+            owner.apply(.position(0), to: task)
             return 0
         }
         let offset: Int64 = try await writer.perform { writer in
@@ -244,7 +244,7 @@ extension TransferRun {
             owner.logger.warning("task \(task.id): partial file is shorter than its checkpoint; restarting")
             resetDurable(.version)
         }
-        task.update { $0.bytesWritten = offset }
+        owner.apply(.position(offset), to: task)
         return offset
     }
 
@@ -259,7 +259,7 @@ extension TransferRun {
         }
         guard size < heldEnd else {
             let held = ByteRange.held(length: length, remaining: segments)
-            task.update { $0.bytesWritten = held }
+            owner.apply(.position(held), to: task)
             return held
         }
         owner.logger.warning("task \(task.id): partial file is shorter than its checkpoint; restarting")

@@ -41,7 +41,7 @@ final class TransferRun: RunHandle {
 
     var configuration: SessionManager.Configuration { owner.configuration }
     var progressInterval: UInt64 { UInt64(max(0, configuration.progressInterval) * 1e9) }
-    var stopReason: DownloadTask.StopReason? { task.withState { $0.stopReason } }
+    var stopReason: DownloadTask.StopReason? { task.stopReason }
 
     func run() async {
         owner.apply(.running(self), to: task)
@@ -56,6 +56,8 @@ final class TransferRun: RunHandle {
                 maxRestarts: configuration.retry.maxAttempts
             ))
         var action: TransferStateMachine.Action
+        // The task waits out a back-off (`TaskChange.retrying`): the next request takes it back.
+        var retrying = task.record.state == .retrying
         do {
             if let destination = try await publishedBeforeCrash() {
                 owner.logger.info("task \(task.id): was published to \(destination) before a crash")
@@ -76,12 +78,13 @@ final class TransferRun: RunHandle {
             case .stop(let reason):
                 return await stopped(reason)
             case .send(let request):
-                if task.withState({ $0.record.state }) == .retrying, owner.apply(.resumed, to: task) == nil {
+                if retrying, owner.apply(.resumed, to: task) == nil {
                     owner.logger.error("task \(task.id): left retrying unexpectedly; the run ends")
                     return
                 }
+                retrying = false
                 let outcome = await attempt(request)
-                let (offset, validator) = task.withState { ($0.bytesWritten, $0.record.validator) }
+                let (offset, validator) = (task.position, task.record.validator)
                 action = machine.requestEnded(
                     outcome, offset: offset, validator: validator, random: Double.random(in: 0..<1))
             case .restartFromZero(let reason, let delay, let request):
@@ -105,7 +108,8 @@ final class TransferRun: RunHandle {
                     "task \(task.id): \(error); retry \(machine.retries) in \(String(format: "%.1f", delay)) s")
                 await checkpoint()
                 // While it waits, the task says why (`TaskChange.retrying`).
-                guard owner.apply(.retrying(error), to: task) != nil else {
+                retrying = owner.apply(.retrying(error), to: task) != nil
+                guard retrying else {
                     // Only a stop may take a running task elsewhere; anything else is a bug: end the run.
                     if let reason = stopReason {
                         action = machine.stop(reason)
@@ -115,8 +119,9 @@ final class TransferRun: RunHandle {
                     return
                 }
                 await sitOut(delay)
-                let (offset, validator) = task.withState { ($0.record.durableOffset, $0.record.validator) }
-                task.update { $0.bytesWritten = offset }
+                let record = task.record
+                let (offset, validator) = (record.durableOffset, record.validator)
+                owner.apply(.position(offset), to: task)
                 // Its `.send` takes the task back to running, unless a stop comes first.
                 action = machine.retryDelayElapsed(offset: offset, validator: validator)
             case .finalize:

@@ -60,9 +60,9 @@ extension UploadRun {
             case .send:
                 reply = nil
                 guard await enterRunning(reply: replyFile) else { return false }
-                let before = task.withState { $0.record.durableOffset }
+                let before = task.record.durableOffset
                 let outcome = await resumableAttempt(spec, reply: replyFile)
-                let progressed = task.withState { $0.bytesWritten } - before >= Self.progressWorthAnImmediateRetry
+                let progressed = task.position - before >= Self.progressWorthAnImmediateRetry
                 if let reason = stopReason {
                     await stopped(reason, reply: replyFile)
                     return false
@@ -106,7 +106,7 @@ extension UploadRun {
     /// One attempt: the protocol, the resource, the offset, and the bytes from there.
     func resumableAttempt(_ spec: UploadSpec, reply: ReplyFile?) async -> ResumableOutcome {
         var state: ResumableUpload
-        if let known = task.withState({ $0.record.upload?.resumable }) {
+        if let known = task.record.upload?.resumable {
             state = known
         } else {
             switch await discover(spec) {
@@ -428,7 +428,7 @@ extension UploadRun {
     ) async throws {
         guard let resource = state.resource else { throw Detour.resourceGone }
         let size = spec.identity.size
-        task.update { $0.bytesWritten = start }
+        owner.apply(.position(start), to: task)
         switch state.kind {
         case .ietf:
             // The rest in one request: the server keeps what it got of it when it is cut.
@@ -495,7 +495,7 @@ extension UploadRun {
                 case 403: throw Detour.resourceGone
                 default: throw unexpected(result, "a PATCH")
                 }
-                task.update { $0.bytesWritten = offset }
+                owner.apply(.position(offset), to: task)
             }
         }
     }

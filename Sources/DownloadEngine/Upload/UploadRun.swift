@@ -31,7 +31,7 @@ final class UploadRun: Sendable {
         self.owner = owner
     }
 
-    var stopReason: DownloadTask.StopReason? { task.withState { $0.stopReason } }
+    var stopReason: DownloadTask.StopReason? { task.stopReason }
 
     /// What one attempt came to.
     enum Outcome {
@@ -232,7 +232,7 @@ final class UploadRun: Sendable {
     /// A retrying task goes back to running before its next attempt; false: the run ends (it
     /// was stopped, and is moved to where the stop leads).
     func enterRunning(reply: ReplyFile?) async -> Bool {
-        guard task.withState({ $0.record.state }) == .retrying, owner.apply(.resumed, to: task) == nil else {
+        guard task.record.state == .retrying, owner.apply(.resumed, to: task) == nil else {
             return true
         }
         if let reason = stopReason {
@@ -282,7 +282,7 @@ final class UploadRun: Sendable {
             }
         }
         // Progress counts what this attempt sent: a retry starts again from 0.
-        task.update { $0.bytesWritten = 0 }
+        owner.apply(.position(0), to: task)
         var headers = RequestSender.headers(for: record, sendsCredentials: sendsCredentials, range: nil, validator: nil)
         headers.remove(name: "Accept-Encoding")
         if withBody, spec.form != nil || spec.contentType != nil || !headers.contains(name: "Content-Type") {
@@ -456,7 +456,7 @@ final class UploadRun: Sendable {
             }
             return SourceFile(owning: fd)
         }
-        if let held = task.withState({ $0.source }) { return held }
+        if let held = task.heldSource { return held }
         guard spec.reopensByPath else {
             throw DownloadError.file(
                 "\(spec.source) was handed over as a descriptor, which the service no longer holds (it restarted); "
@@ -478,7 +478,7 @@ final class UploadRun: Sendable {
             return await failed(DownloadError.classify(error), reply: result, file: reply)
         }
         if let snapshot = spec.snapshot { unlink(snapshot) }
-        task.update { $0.source = nil }
+        owner.apply(.sourceReleased, to: task)
         let length = spec.bodyLength
         owner.logger.info("task \(task.id): uploaded \(length) bytes; the server answered \(result.status)")
         owner.apply(.uploaded(result, length: length, reply: spec.replyDestination, bodyKept: reply == nil), to: task)

@@ -37,4 +37,24 @@ final class LockListTests: XCTestCase {
             XCTAssertTrue(manager.contains("`\(name)"), "the list names \(name)")
         }
     }
+
+    /// The seam between a run and its owner stays where it is drawn: outside Session/, no code
+    /// runs a closure under a task's lock or takes its event order (a run reports `TaskChange`s
+    /// and reads its task through the named operations of `DownloadTask+Run.swift`).
+    func testNoCodeOutsideSessionReachesIntoATasksLockedState() throws {
+        let engine = PackageRoot.url.appendingPathComponent("Sources/DownloadEngine")
+        var reaching: [String] = []
+        let files = FileManager.default.enumerator(at: engine, includingPropertiesForKeys: nil)
+        while let file = files?.nextObject() as? URL {
+            guard file.pathExtension == "swift", !file.path.contains("/Session/") else { continue }
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where !line.trimmingCharacters(in: .whitespaces).hasPrefix("///")
+                && (line.contains(".withState") || line.contains("task.update") || line.contains(".inEventOrder"))
+            {
+                reaching.append("\(file.lastPathComponent):\(index + 1)")
+            }
+        }
+        XCTAssertEqual(reaching, [], "outside Session/, these reach into a task's locked state")
+    }
 }

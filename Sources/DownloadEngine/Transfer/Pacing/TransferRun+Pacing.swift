@@ -12,7 +12,7 @@ extension TransferRun {
 
     static func startPacing(_ task: DownloadTask, owner: any TransferRunOwner) -> Task<Void, Never> {
         // Paced from the first byte, at the pacer's starting rate.
-        task.update { $0.pacedRate = UInt64(BackgroundPacer().rate) }
+        owner.apply(.paced(UInt64(BackgroundPacer().rate)), to: task)
         return Task.detached {
             // The probes obey --deny-network as the transfer does: no handshake with a denied address.
             let denied = task.record.owner == 0 ? [] : owner.configuration.deniedNetworks
@@ -30,20 +30,20 @@ extension TransferRun {
             var pacer = BackgroundPacer()
             let clock = ContinuousClock()
             let start = clock.now
-            var lastBytes = task.withState { $0.bytesWritten }
+            var lastBytes = task.position
             var lastTime = clock.now
             while !Task.isCancelled {
                 let stepStart = clock.now
                 let delay = await DelayProbe.connectTime(address: address, port: port, timeout: 1) ?? 1
                 let now = clock.now
-                let bytes = task.withState { $0.bytesWritten }
+                let bytes = task.position
                 let elapsed = TransferRun.seconds(now - lastTime)
                 let throughput = elapsed > 0 ? Double(max(0, bytes - lastBytes)) / elapsed : 0
                 lastBytes = bytes
                 lastTime = now
                 let wasYielding = pacer.yielding
                 let rate = pacer.observe(delay: delay, throughput: throughput, now: TransferRun.seconds(now - start))
-                task.update { $0.pacedRate = rate }
+                owner.apply(.paced(rate), to: task)
                 if pacer.yielding != wasYielding { owner.apply(.yielding(pacer.yielding), to: task) }
                 try? await Task.sleep(
                     until: stepStart + .milliseconds(Int(TransferRun.pacingStep * 1000)), clock: clock)
@@ -54,7 +54,7 @@ extension TransferRun {
     static func stopPacing(_ pacing: Task<Void, Never>?, _ task: DownloadTask, owner: any TransferRunOwner) {
         guard let pacing else { return }
         pacing.cancel()
-        task.update { $0.pacedRate = 0 }
+        owner.apply(.paced(0), to: task)
         owner.apply(.yielding(false), to: task)
     }
 

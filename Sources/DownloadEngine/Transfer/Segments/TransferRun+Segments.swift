@@ -328,7 +328,7 @@ extension TransferRun {
         let (abort, lastError) = attempt.withLockedValue { ($0.abort, $0.lastError) }
         if let abort { return abort }
         if table.isComplete {
-            task.update { $0.bytesWritten = table.length }
+            owner.apply(.position(table.length), to: task)
             return .complete
         }
         if Task.isCancelled { return .failed(.cancelled) }
@@ -613,8 +613,7 @@ extension TransferRun {
         guard first else { return }
         owner.logger.info("task \(task.id): segmented download ends: \(outcome)")
         // Taken under the task's lock, cancelled after it (bookkeeping only under a lock).
-        let requests = task.withState { Array($0.requests.values) }
-        for cancel in requests { cancel() }
+        for cancel in task.requestCancels { cancel() }
     }
 
     /// The hooks of a range's request: progress is the bytes the download holds; the head
