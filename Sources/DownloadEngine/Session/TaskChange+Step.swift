@@ -5,8 +5,8 @@ import DownloadModel
 extension TaskChange {
     /// The step that applies the change to its task; nil for a change that asks the scheduler
     /// for places and changes nothing of the task. `resumeDataKey` seals a failed download's
-    /// resume data.
-    func step(resumeDataKey key: SymmetricKey) -> TaskStep? {
+    /// resume data (made only for that change: the manager rebuilds the key on each call).
+    func step(resumeDataKey: @autoclosure () -> SymmetricKey) -> TaskStep? {
         switch self {
         case .running(let run):
             return .quiet { $0.transfer = run }
@@ -149,6 +149,7 @@ extension TaskChange {
                 },
                 then: { delegate, task, snapshot in delegate.finished(task, snapshot, location: reply ?? "") })
         case .failed(let error):
+            let key = resumeDataKey()
             return .move(
                 to: .failed,
                 { state in
