@@ -29,7 +29,9 @@ extension TaskChange {
                     state.record.expectedLength = head.expectedLength
                     state.record.validator = head.validator
                     // The name the server suggests, unless the file is named already.
-                    state.record.name(inDirectory: head.suggestedName)
+                    state.record.name(
+                        inDirectory: HTTPHeaderRules.fileName(
+                            contentDisposition: head.contentDisposition, url: head.url))
                     return true
                 },
                 events: { delegate, task, snapshot in

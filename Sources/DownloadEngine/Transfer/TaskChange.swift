@@ -99,8 +99,9 @@ enum TaskChange: Sendable {
         /// Mirrors and the file's digest it named (Metalink/HTTP), new to the task.
         var mirrors: [String]
         var checksum: Checksum?
-        /// The name the server suggests (used unless the file is named already).
-        var suggestedName: String
+        /// Its `Content-Disposition`: the name the server suggests, worked out only when the
+        /// file is not named already (`HTTPHeaderRules.fileName`, with `url`).
+        var contentDisposition: String?
     }
 
     /// The file of a Metalink document fetched from `document` that the task follows.

@@ -264,8 +264,7 @@ final class TransferRun: RunHandle {
                         .init(
                             status: status, url: url, offset: offset, truncate: truncate, expectedLength: expected,
                             validator: validator, mirrors: learned, checksum: digest,
-                            suggestedName: HTTPHeaderRules.fileName(
-                                contentDisposition: headers.first(name: "content-disposition"), url: url))),
+                            contentDisposition: headers.first(name: "content-disposition"))),
                     to: task)
                 if !learned.isEmpty || digest != nil {
                     owner.logger.info(
