@@ -134,7 +134,8 @@ final class CompletionHandlerTests: DaemonTestCase {
         http.set("/y", Route(content: Self.content(5000)))
         let task = try await start(http.url("/y"), directory.file("y"), ["session": .string("app")])
         try await waitState(task, ["finished"])
-        try await waitFor { FileManager.default.fileExists(atPath: marker) }
+        // The app creates the marker before it writes the line: wait for the line, not the file.
+        try await waitFor { (try? String(contentsOfFile: marker, encoding: .utf8))?.hasSuffix("\n") == true }
         XCTAssertEqual(try String(contentsOfFile: marker, encoding: .utf8), "app\n")
     }
 }
