@@ -53,52 +53,37 @@ extension UploadRun {
         var reply: UploadDelegate.Result?
         while true {
             if let reason = stopReason { action = machine.stop(reason) }
-            switch action {
-            case .stop(let reason):
+            switch await perform(
+                action, machine: &machine, spec: spec, reply: reply, file: replyFile,
+                resumesFrom: "from the server's offset (\(self.task.record.durableOffset) bytes confirmed)")
+            {
+            case .ended: return false
+            case .next(let next):
+                action = next
+                continue
+            case .send: break
+            }
+            reply = nil
+            guard await enterRunning(reply: replyFile) else { return false }
+            let before = task.record.durableOffset
+            let outcome = await resumableAttempt(spec, reply: replyFile)
+            let progressed = task.position - before >= Self.progressWorthAnImmediateRetry
+            if let reason = stopReason {
                 await stopped(reason, reply: replyFile)
                 return false
-            case .send:
-                reply = nil
-                guard await enterRunning(reply: replyFile) else { return false }
-                let before = task.record.durableOffset
-                let outcome = await resumableAttempt(spec, reply: replyFile)
-                let progressed = task.position - before >= Self.progressWorthAnImmediateRetry
-                if let reason = stopReason {
-                    await stopped(reason, reply: replyFile)
-                    return false
-                }
-                switch outcome {
-                case .plain:
-                    owner.logger.info("task \(task.id): the server speaks neither resumable protocol; a plain upload")
-                    return true
-                case .finished(let result):
-                    reply = result
-                    action = machine.requestEnded(.complete, offset: 0, validator: nil, random: 0)
-                case .failed(let error, let partial):
-                    reply = partial
-                    action = machine.requestEnded(
-                        progressed ? .failedAfterProgress(error) : .failed(error), offset: 0, validator: nil,
-                        random: Double.random(in: 0..<1))
-                }
-            case .retry(let delay, let error):
-                owner.logger.info(
-                    "task \(task.id): \(error); sending again from the server's offset (\(task.record.durableOffset) bytes confirmed) in \(String(format: "%.1f", delay)) s (retry \(machine.retries))"
-                )
-                guard await waitToRetry(after: error, delay: delay, file: replyFile) else { return false }
-                action = machine.retryDelayElapsed(offset: 0, validator: nil)
-            case .finalize:
-                guard let result = reply else {
-                    await failed(.internalError("an upload finished without an answer"), reply: nil, file: replyFile)
-                    return false
-                }
-                await finished(result, spec: spec, reply: replyFile)
-                return false
-            case .fail(let error):
-                await failed(error, reply: reply, file: replyFile)
-                return false
-            case .restartFromZero:
-                await failed(.internalError("an upload was asked to restart from zero"), reply: nil, file: replyFile)
-                return false
+            }
+            switch outcome {
+            case .plain:
+                owner.logger.info("task \(task.id): the server speaks neither resumable protocol; a plain upload")
+                return true
+            case .finished(let result):
+                reply = result
+                action = machine.requestEnded(.complete, offset: 0, validator: nil, random: 0)
+            case .failed(let error, let partial):
+                reply = partial
+                action = machine.requestEnded(
+                    progressed ? .failedAfterProgress(error) : .failed(error), offset: 0, validator: nil,
+                    random: Double.random(in: 0..<1))
             }
         }
     }

@@ -79,70 +79,58 @@ final class UploadRun: Sendable {
         var reply: UploadDelegate.Result?
         while true {
             if let reason = stopReason { action = machine.stop(reason) }
-            switch action {
-            case .stop(let reason):
-                return await stopped(reason, reply: replyFile)
-            case .send(let request):
-                reply = nil
-                guard await enterRunning(reply: replyFile) else { return }
-                let outcome = await attempt(
-                    spec, url: request.url, method: request.method, withBody: request.sendsBody,
-                    sendsCredentials: request.sendsCredentials, reply: replyFile
-                )
-                if let reason = stopReason { return await stopped(reason, reply: replyFile) }
-                if case .redirect(let status, let location) = outcome {
-                    action = machine.requestEnded(
-                        .redirect(location: location, status: status), offset: 0, validator: nil, random: 0)
-                    if case .send(let next) = action {
-                        owner.logger.info(
-                            "task \(task.id): redirected (\(status)) to \(DisplayText.quoted(next.url, limit: 200))")
-                    }
-                    continue
-                }
-                let error: DownloadError
-                switch verdict(of: outcome, spec: spec, request: request) {
-                case .finished(let result):
-                    reply = result
-                    action = machine.requestEnded(.complete, offset: 0, validator: nil, random: 0)
-                    continue
-                case .failedForGood(let doubt, let partial):
-                    return await failed(doubt, reply: partial, file: replyFile)
-                case .failed(let failure, let partial):
-                    error = failure
-                    reply = partial
-                }
-                if mayAskAgain, let plainKey, let status = reply?.status, (400...499).contains(status) {
-                    mayAskAgain = false
-                    PlainServers.shared.forget(plainKey)
-                    owner.logger.info(
-                        "task \(task.id): the server refused the plain upload (\(status)); asking it once more which protocol it speaks"
-                    )
-                    await replyFile?.discard()
-                    guard await runResumable(spec, reply: replyFile) else { return }
-                    machine = uploadMachine(spec)
-                    action = machine.start(offset: 0, validator: nil)
-                    continue
-                }
-                action = machine.requestEnded(
-                    .failed(error), offset: 0, validator: nil, random: Double.random(in: 0..<1))
-            case .retry(let delay, let error):
-                owner.logger.info(
-                    "task \(task.id): \(error); sending again from byte 0 in \(String(format: "%.1f", delay)) s (retry \(machine.retries))"
-                )
-                guard await waitToRetry(after: error, delay: delay, file: replyFile) else { return }
-                action = machine.retryDelayElapsed(offset: 0, validator: nil)
-            case .finalize:
-                guard let result = reply else {
-                    return await failed(
-                        .internalError("an upload finished without an answer"), reply: nil, file: replyFile)
-                }
-                return await finished(result, spec: spec, reply: replyFile)
-            case .fail(let error):
-                return await failed(error, reply: reply, file: replyFile)
-            case .restartFromZero:
-                return await failed(
-                    .internalError("an upload was asked to restart from zero"), reply: nil, file: replyFile)
+            let request: TransferStateMachine.Request
+            switch await perform(
+                action, machine: &machine, spec: spec, reply: reply, file: replyFile, resumesFrom: "from byte 0")
+            {
+            case .ended: return
+            case .next(let next):
+                action = next
+                continue
+            case .send(let next): request = next
             }
+            reply = nil
+            guard await enterRunning(reply: replyFile) else { return }
+            let outcome = await attempt(
+                spec, url: request.url, method: request.method, withBody: request.sendsBody,
+                sendsCredentials: request.sendsCredentials, reply: replyFile
+            )
+            if let reason = stopReason { return await stopped(reason, reply: replyFile) }
+            if case .redirect(let status, let location) = outcome {
+                action = machine.requestEnded(
+                    .redirect(location: location, status: status), offset: 0, validator: nil, random: 0)
+                if case .send(let next) = action {
+                    owner.logger.info(
+                        "task \(task.id): redirected (\(status)) to \(DisplayText.quoted(next.url, limit: 200))")
+                }
+                continue
+            }
+            let error: DownloadError
+            switch verdict(of: outcome, spec: spec, request: request) {
+            case .finished(let result):
+                reply = result
+                action = machine.requestEnded(.complete, offset: 0, validator: nil, random: 0)
+                continue
+            case .failedForGood(let doubt, let partial):
+                return await failed(doubt, reply: partial, file: replyFile)
+            case .failed(let failure, let partial):
+                error = failure
+                reply = partial
+            }
+            if mayAskAgain, let plainKey, let status = reply?.status, (400...499).contains(status) {
+                mayAskAgain = false
+                PlainServers.shared.forget(plainKey)
+                owner.logger.info(
+                    "task \(task.id): the server refused the plain upload (\(status)); asking it once more which protocol it speaks"
+                )
+                await replyFile?.discard()
+                guard await runResumable(spec, reply: replyFile) else { return }
+                machine = uploadMachine(spec)
+                action = machine.start(offset: 0, validator: nil)
+                continue
+            }
+            action = machine.requestEnded(
+                .failed(error), offset: 0, validator: nil, random: Double.random(in: 0..<1))
         }
     }
 
