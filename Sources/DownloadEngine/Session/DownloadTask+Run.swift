@@ -14,22 +14,18 @@ extension DownloadTask {
     /// The file the caller handed over by descriptor (`UploadAt`), while this daemon holds it.
     var heldSource: SourceFile? { withState { $0.source } }
 
-    /// Keeps `cancel` as what stops the request `id` (a stop, or the end of a segmented attempt,
-    /// calls every one kept); false, keeping nothing, when a stop came first: the caller cancels
-    /// it then, so no request outlives a stop.
+    /// Keeps `cancel` as what stops the request `id` of the current run (a stop, or the end of a
+    /// segmented attempt, calls every one kept); false, keeping nothing, when a stop came first:
+    /// the caller cancels it then, so no request outlives a stop.
     func keepRequest(_ id: ObjectIdentifier, cancel: @escaping @Sendable () -> Void) -> Bool {
-        withState { state in
-            guard state.stopReason == nil else { return false }
-            state.requests[id] = cancel
-            return true
-        }
+        withState { $0.requests }.keep(id, cancel: cancel)
     }
 
     /// The request `id` ended: nothing to cancel any more.
     func forgetRequest(_ id: ObjectIdentifier) {
-        withState { state in state.requests[id] = nil }
+        withState { $0.requests }.forget(id)
     }
 
-    /// What cancels each request out now (called after the lock, by the caller).
-    var requestCancels: [@Sendable () -> Void] { withState { Array($0.requests.values) } }
+    /// What cancels each request out now (called by the caller, after every lock).
+    var requestCancels: [@Sendable () -> Void] { withState { $0.requests }.cancels }
 }

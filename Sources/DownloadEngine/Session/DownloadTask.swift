@@ -29,9 +29,9 @@ final class DownloadTask: Sendable {
         /// Bytes received and handed to the file writer (may be ahead of the durable offset).
         var bytesWritten: Int64
         var runner: Task<Void, Never>?
-        /// The requests out now (several for a segmented download), each as what cancels it
-        /// (a stop, or the end of a segmented attempt, calls them all).
-        var requests: [ObjectIdentifier: @Sendable () -> Void] = [:]
+        /// The requests the current run has out (a stop, or the end of a segmented attempt,
+        /// cancels them all); a new one for each run.
+        var requests = RequestsOut()
         var stopReason: StopReason?
         /// Which run `runner` is: a run that ended clears only its own handle.
         var runID: UInt64 = 0

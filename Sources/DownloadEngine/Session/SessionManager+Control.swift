@@ -272,7 +272,7 @@ extension SessionManager {
     func stop(_ task: DownloadTask, reason: DownloadTask.StopReason) async throws {
         enum Plan {
             case direct(from: DownloadState, to: DownloadState)
-            case wait(Task<Void, Never>?, cancelling: [@Sendable () -> Void])
+            case wait(Task<Void, Never>?, cancelling: RequestsOut?)
         }
         while true {
             let plan: Plan = try task.withState { state in
@@ -281,12 +281,12 @@ extension SessionManager {
                 case (.queued, .pause), (.queued, .cancel), (.paused, .cancel), (.failed, .cancel):
                     return .direct(from: current, to: reason == .pause ? .paused : .cancelled)
                 case (.queued, .shutdown):
-                    return .wait(nil, cancelling: [])
+                    return .wait(nil, cancelling: nil)
                 case (.running, _), (.retrying, _):
-                    // Only the reason is set under the lock; requests registered from now on see
-                    // it and cancel themselves (RequestSender.send).
+                    // Only the reason is set under the lock; the run's requests are stopped after
+                    // it: one kept from then on is refused and cancels itself (RequestSender.send).
                     state.stopReason = reason
-                    return .wait(state.runner, cancelling: Array(state.requests.values))
+                    return .wait(state.runner, cancelling: state.requests)
                 default:
                     let why =
                         reason == .pause ? "only a queued, running or retrying task can be paused" : "it has ended"
@@ -308,8 +308,8 @@ extension SessionManager {
                 guard let snapshot = moved else { continue }
                 if next == .cancelled { await removePartialFile(of: task) }
                 sessionMayBeIdle(snapshot.sessionID)
-            case .wait(let runner, let cancelling):
-                for cancel in cancelling { cancel() }
+            case .wait(let runner, let requests):
+                for cancel in requests?.stop() ?? [] { cancel() }
                 runner?.cancel()
                 await runner?.value
             }

@@ -55,6 +55,7 @@ extension SessionManager {
                 { state in
                     state.stopReason = nil
                     state.runID += 1
+                    state.requests = RequestsOut()
                     let runID = state.runID
                     state.runner = Task { await self.run(task, runID: runID, connections: connections) }
                 })
@@ -136,7 +137,6 @@ extension SessionManager {
         task.update { state in
             guard state.runID == runID else { return }
             state.runner = nil
-            state.requests = [:]
         }
         schedule()
         let snapshot = task.snapshot

@@ -86,12 +86,12 @@ final class TransferRunTests: RunTestCase {
         while task.snapshot.bytesWritten < 100_000, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
-        // As the manager stops a run: the reason under the task's lock, its requests cancelled, its Task too.
-        let cancelling = task.withState { state in
+        // As the manager stops a run: the reason under the task's lock, its requests stopped after it, its Task too.
+        let requests = task.withState { state in
             state.stopReason = .pause
-            return Array(state.requests.values)
+            return state.requests
         }
-        for cancel in cancelling { cancel() }
+        for cancel in requests.stop() { cancel() }
         runner.cancel()
         await runner.value
         await owner.events.eventsDelivered(after: task)
