@@ -2,8 +2,10 @@ import Foundation
 
 /// Where a transfer's bytes come from or go to: today an http or https URL with a host (a task's
 /// URL, a mirror, a Metalink document's URL; a LAN peer next round). The one place that says
-/// which URLs are sources and what their origin is: `Start`'s checks, redirects, the mirrors a
-/// head or a document names, and whether credentials may go somewhere all ask it.
+/// which URLs are sources, what their origin is and which server their connections go to:
+/// `Start`'s checks, redirects, the mirrors a head or a document names, whether credentials may
+/// go somewhere, a download's per-server connection limit (`MirrorSet`) and whose validator a
+/// segmented download trusts all ask it.
 public struct Source: Sendable, Hashable {
     /// The schemes a source may have.
     public static let schemes: Set<String> = ["http", "https"]
@@ -38,6 +40,16 @@ public struct Source: Sendable, Hashable {
 
     /// Scheme, host and port: what credentials are bound to (RFC 6454's origin).
     public var origin: Origin { Origin(scheme: scheme, host: host, port: port) }
+
+    /// `scheme://host:port`, lower case, the scheme's port when the URL has none: the server a
+    /// source's connections go to. A download's connections to one server are counted against
+    /// its per-server limit (`MirrorSet`), and a validator is trusted only from the server it
+    /// came from (a segmented download's probe).
+    public var server: String { "\(scheme)://\(host):\(port)" }
+
+    /// The server of `url`, or `url` itself when it is not a source (which then shares a server
+    /// with nothing else).
+    public static func server(of url: String) -> String { Source(url)?.server ?? url }
 
     public struct Origin: Sendable, Hashable {
         public var scheme: String

@@ -27,7 +27,7 @@ struct MirrorSet: Sendable {
         /// A piece it wrote matched its hash (with piece hashes; until then it gets one piece a request).
         var proven = false
 
-        var server: String { MirrorSet.server(of: url) }
+        var server: String { DownloadModel.Source.server(of: url) }
         var rate: Double { seconds > 0 ? Double(bytes) / seconds : 0 }
     }
 
@@ -137,11 +137,5 @@ struct MirrorSet: Sendable {
         let measured = active.filter { sources[$0].seconds >= MirrorSet.slowAfter }
         guard measured.count > 1, let fastest = measured.map({ sources[$0].rate }).max(), fastest > 0 else { return [] }
         return measured.filter { sources[$0].rate < fastest * MirrorSet.slowFraction }
-    }
-
-    /// `scheme://host:port`, lowercased, the scheme's port when absent.
-    static func server(of url: String) -> String {
-        guard let origin = DownloadModel.Source(url)?.origin else { return url }
-        return "\(origin.scheme)://\(origin.host):\(origin.port)"
     }
 }

@@ -302,7 +302,7 @@ extension TransferRun {
             // The ranges' If-Range goes only where the validator comes from: this mirror.
             segmentState.withLockedValue { state in
                 let source = state.mirrors?.sources.firstIndex { $0.url == mirror } ?? 0
-                state.move(to: .probing(.init(validatorSource: MirrorSet.server(of: mirror), source: source)))
+                state.move(to: .probing(.init(validatorSource: Source.server(of: mirror), source: source)))
             }
             let sent = await execute(
                 url: mirror,
@@ -432,7 +432,7 @@ extension TransferRun {
     /// from (the URL itself, unless its first request went to a mirror), never to another.
     private func sendsValidator(to source: TakenSource) -> Bool {
         guard let from = segmentState.withLockedValue({ $0.validatorSource }) else { return source.isPrimary }
-        return MirrorSet.server(of: source.url) == from
+        return Source.server(of: source.url) == from
     }
 
     /// The source of a connection's next request: the URL itself without mirrors (`index`

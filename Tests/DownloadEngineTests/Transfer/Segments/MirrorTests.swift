@@ -57,7 +57,7 @@ final class MirrorTests: EngineTestCase {
         XCTAssertEqual(set.active, [0])
         XCTAssertTrue(set.redirect(0, to: "http://c.example/f", limit: 1))
         XCTAssertFalse(set.redirect(0, to: "http://d.example/f", limit: 1))
-        XCTAssertEqual(MirrorSet.server(of: "HTTPS://Mirror.Example/x"), "https://mirror.example:443")
+        XCTAssertEqual(Source.server(of: "HTTPS://Mirror.Example/x"), "https://mirror.example:443")
 
         // Measured while fetching: a connection's window against the fastest other source's.
         var live = MirrorSet(primary: "http://a.example/f", mirrors: ["http://b.example/f"], perServer: 4)
