@@ -43,6 +43,9 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
     public let retryAfter: Double?
     /// Never retried, whatever its class (`notRetried`).
     private var isFinal = false
+    /// The question the response that made this error asked (a 401's `WWW-Authenticate`): an
+    /// app that answers it may save the task (`Challenge`); nil for any other error.
+    public private(set) var challenge: Challenge?
 
     private init(_ code: Code, _ message: String, httpStatus: Int? = nil, retryAfter: Double? = nil) {
         self.code = code
@@ -83,6 +86,19 @@ public struct DownloadError: Error, Hashable, Sendable, CustomStringConvertible 
         var copy = self
         copy.isFinal = true
         return copy
+    }
+
+    /// The same error, asking `challenge`.
+    public func asking(_ challenge: Challenge) -> DownloadError {
+        var copy = self
+        copy.challenge = challenge
+        return copy
+    }
+
+    /// The same error, its challenge (if any) met at `url`.
+    public func met(at url: String) -> DownloadError {
+        guard let challenge, challenge.url.isEmpty else { return self }
+        return asking(challenge.at(url))
     }
 
     public static func invalidArgument(_ message: String) -> DownloadError { .init(.invalidArgument, message) }

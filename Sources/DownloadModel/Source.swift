@@ -41,6 +41,17 @@ public struct Source: Sendable, Hashable {
     /// Scheme, host and port: what credentials are bound to (RFC 6454's origin).
     public var origin: Origin { Origin(scheme: scheme, host: host, port: port) }
 
+    /// The URL without its `user:password@` (the service takes them out at `Start`; a redirect's
+    /// `Location` may carry some).
+    public var withoutCredentials: String {
+        guard url.user != nil || url.password != nil,
+            var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        else { return url.absoluteString }
+        components.user = nil
+        components.password = nil
+        return components.string ?? url.absoluteString
+    }
+
     /// `scheme://host:port`, lower case, the scheme's port when the URL has none: the server a
     /// source's connections go to. A download's connections to one server are counted against
     /// its per-server limit (`MirrorSet`), and a validator is trusted only from the server it

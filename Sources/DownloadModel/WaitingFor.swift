@@ -16,4 +16,6 @@ public enum WaitingFor: String, Sendable, Hashable, CaseIterable {
     case acPower = "ac-power"
     /// A background task while power-profiles-daemon's profile is `power-saver`.
     case powerSaver = "power-saver"
+    /// Its app is asked a question the task met (`HandleChallenge`): a login, a fresh token.
+    case app
 }

@@ -19,15 +19,22 @@ struct RequestSender: Sendable {
     let task: DownloadTask
     let owner: any ConnectionLender
 
-    /// The headers of a GET for `record` (its own headers, credentials only where they may go,
-    /// no content coding, and `Range`/`If-Range` when `range` is given).
+    /// The headers of a GET for `record` to `url` (its own headers, credentials only where they
+    /// may go, an app's answer to a challenge only to the server that asked, no content coding,
+    /// and `Range`/`If-Range` when `range` is given).
     static func headers(
-        for record: DownloadTaskRecord, sendsCredentials: Bool, range: (start: Int64, end: Int64?)?, validator: String?
+        for record: DownloadTaskRecord, to url: String, sendsCredentials: Bool, range: (start: Int64, end: Int64?)?,
+        validator: String?
     ) -> HTTPHeaders {
         var headers = HTTPHeaders()
         for (name, value) in record.options.headers.sorted(by: { $0.key < $1.key }) {
             guard sendsCredentials || !RedirectRules.credentialHeaders.contains(name.lowercased()) else { continue }
             headers.add(name: name, value: value)
+        }
+        if let answered = record.answered, Source(url)?.origin == answered.origin {
+            for (name, value) in answered.headers.sorted(by: { $0.key < $1.key }) {
+                headers.replaceOrAdd(name: name, value: value)
+            }
         }
         headers.replaceOrAdd(name: "User-Agent", value: "org.example.Downloads/1")
         headers.replaceOrAdd(name: "Accept-Encoding", value: "identity")

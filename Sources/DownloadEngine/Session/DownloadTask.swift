@@ -60,6 +60,14 @@ final class DownloadTask: Sendable {
         /// The speed of what it transfers now (`Speed`), from the progress deliveries.
         var speedMeter = SpeedMeter()
 
+        /// The question its app is asked now (queued, `WaitingFor` `app`); nil: none.
+        var asking: Challenge?
+        /// Which question that is: an answer to an earlier one (before a Pause and a Resume) is
+        /// not this one's.
+        var question: UInt64 = 0
+        /// Answers the server refused for this task (the same question asked again after one).
+        var refusedAnswers = 0
+
         var snapshot: TaskSnapshot {
             TaskSnapshot(
                 record: record, bytesWritten: bytesWritten, waitingFor: waitingFor,
@@ -69,7 +77,9 @@ final class DownloadTask: Sendable {
 
         /// Sets `waitingFor` from the begin time and `conditions` (queued) or clears it (any other state).
         mutating func wait(on conditions: RunConditions, now: UInt64 = WallClock.now) {
-            if record.state == .queued {
+            if record.state == .queued, asking != nil {
+                waitingFor = .app
+            } else if record.state == .queued {
                 waitingFor = record.options.mayBegin(at: now) ? conditions.waitingFor(record.options) : .beginTime
             } else if !(record.state == .running && waitingFor == .yielding) {
                 waitingFor = .nothing

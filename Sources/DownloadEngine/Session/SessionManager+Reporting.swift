@@ -30,6 +30,13 @@ extension SessionManager {
                     to: next, from: allowed,
                     { state in
                         change(&state)
+                        // A question is open only while the task waits queued for its answer.
+                        if next != .queued { state.asking = nil }
+                        // An app's answer lasts as long as the task: a Resume asks again.
+                        if next.isTerminal {
+                            state.record.answered = nil
+                            state.refusedAnswers = 0
+                        }
                         state.wait(on: conditions)
                         // A task ended for good needs no credentials: none stay in memory or in the store.
                         if next == .finished || next == .cancelled { state.record.options.eraseSecrets() }

@@ -25,7 +25,10 @@ extension RequestSender {
             )
         }
         switch result {
-        case .success(let response): return .response(response)
+        case .success(var response):
+            // A question the response asked is asked of this URL.
+            if case .fail(let error) = response.decision { response.decision = .fail(error.met(at: url)) }
+            return .response(response)
         case .failure(let error): return .failed(error)
         }
     }

@@ -90,6 +90,11 @@ enum ResponseDecision: Equatable, Sendable {
                     status: status, reason: reason,
                     retryAfter: HTTPHeaderRules.retryAfter(headers, cap: retryAfterCap)
                 ))
+        case 401:
+            // A question the app may answer (`Challenge`): the failure it is when nobody does.
+            let failure = DownloadError.http(status: status, reason: reason)
+            guard let (scheme, realm) = HTTPHeaderRules.authChallenge(headers) else { return .fail(failure) }
+            return .fail(failure.asking(Challenge(kind: .httpAuth, scheme: scheme, realm: realm, status: status)))
         case 400...499:
             return .fail(.http(status: status, reason: reason))
         default:

@@ -1,0 +1,113 @@
+import DownloadModel
+import ShownText
+
+/// A task that meets a question only its app can answer (`Challenge`: a login, an expired
+/// token) asks it instead of failing, when its app registered to answer such questions
+/// (`ChallengeAgent`): it waits queued (`WaitingFor` `app`), holding no place, and goes on from
+/// its durable bytes with the answer, or fails as it would have without one.
+extension SessionManager {
+    /// Answers refused for one task before it fails as it would have (the third is the last).
+    static let maxRefusedAnswers = 3
+
+    /// Who answers the questions (the service); none until set.
+    public func setChallengeAgent(_ agent: any ChallengeAgent) {
+        challengeAgent.withLockedValue { $0 = agent }
+    }
+
+    /// `task`'s run ended with `error`, which asks `challenge`: when its app answers such
+    /// questions, the task waits for its answer (the snapshot after); nil when it is not asked
+    /// (nobody answers, or the server refused enough answers): the failure goes on.
+    func ask(_ task: DownloadTask, _ challenge: Challenge, failing error: DownloadError) -> TaskSnapshot? {
+        guard let agent = challengeAgent.withLockedValue({ $0 }), agent.answers(challenge.kind, for: task.snapshot)
+        else { return nil }
+        // The same question again after an answer: the server refused it.
+        let refused = task.withState { state -> Int in
+            if let answered = state.record.answered, answered.challenge.sameQuestion(as: challenge) {
+                state.refusedAnswers += 1
+            }
+            state.record.answered = nil
+            return state.refusedAnswers
+        }
+        guard refused < Self.maxRefusedAnswers else {
+            logger.info("task \(task.id): the server refused \(refused) answers of its app; it fails")
+            return nil
+        }
+        var question: UInt64 = 0
+        let moved = move(
+            task, to: .queued, from: [.running, .retrying],
+            { state in
+                state.question += 1
+                question = state.question
+                state.asking = challenge
+            },
+            then: { delegate, task, snapshot in delegate.waitingChanged(task, snapshot) })
+        guard let snapshot = moved else { return nil }
+        logger.info(
+            "task \(task.id): \(error); asking its app (\(challenge.kind.rawValue), \(DisplayText.quoted(challenge.scheme, limit: 40)) realm \(DisplayText.quoted(challenge.realm, limit: 80)))"
+        )
+        Task { [self] in
+            let answer = await agent.ask(challenge, refused: refused, for: snapshot)
+            await answered(task, question: question, challenge, answer, failing: error)
+        }
+        return snapshot
+    }
+
+    /// The app answered `question` of `task` (nothing, when the task no longer waits for it).
+    private func answered(
+        _ task: DownloadTask, question: UInt64, _ challenge: Challenge, _ answer: ChallengeAnswer,
+        failing error: DownloadError
+    ) async {
+        let open: @Sendable (DownloadTask.State) -> Bool = { state in
+            state.record.state == .queued && state.asking != nil && state.question == question
+        }
+        var answer = answer
+        if case .use(let credentials) = answer {
+            do {
+                let headers = try credentials.headers(answering: challenge)
+                guard let origin = Source(challenge.url)?.origin else {
+                    throw DownloadError.internalError("a challenge without its URL")
+                }
+                let conditions = state.withLockedValue { $0.scheduler.conditions }
+                report(
+                    task,
+                    { state in
+                        guard open(state) else { return }
+                        state.asking = nil
+                        state.record.answered = AnsweredCredentials(
+                            origin: origin, headers: headers, challenge: challenge)
+                        state.wait(on: conditions)
+                    },
+                    events: { [self] delegate, task, snapshot in
+                        // Queued again in the task's event order, as a Resume queues it.
+                        guard snapshot.state == .queued, snapshot.waitingFor != .app,
+                            snapshot.record.answered?.challenge == challenge
+                        else { return }
+                        delegate.waitingChanged(task, snapshot)
+                        state.withLockedValue { $0.scheduler.enqueue(snapshot.record) }
+                    })
+                logger.info("task \(task.id): its app answered; it goes on")
+                schedule()
+                return
+            } catch let refusal as DownloadError {
+                answer = .performDefault(why: "its answer is refused: \(refusal.message)")
+            } catch {
+                answer = .performDefault(why: "its answer is refused: \(error)")
+            }
+        }
+        switch answer {
+        case .use:
+            return
+        case .cancel:
+            guard task.withState({ open($0) }) else { return }
+            logger.info("task \(task.id): its app cancelled it")
+            try? await cancel(task.id)
+        case .performDefault(let why):
+            logger.info("task \(task.id): \(why); it fails as it would have")
+            let key = key
+            guard let step = TaskChange.failed(error).step(resumeDataKey: key), let next = step.next else { return }
+            move(
+                task, to: next, from: [.queued], provided: { _ in task.withState { open($0) } },
+                { _ = step.change(&$0) }, then: step.events)
+        }
+    }
+}
