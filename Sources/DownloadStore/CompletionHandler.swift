@@ -10,10 +10,21 @@ public struct CompletionHandler: Sendable, Hashable {
     /// The id of the bus instance `connection` belongs to: after the bus restarts, unique names
     /// are given again, so a handler of an earlier instance is never sent to its unique name.
     public var busID: String?
+    /// The kinds of question (`Challenge.Kind`'s names) the object answers (`HandleChallenge`):
+    /// none unless it said so, so a client of before is never asked.
+    public var challenges: Set<String>
+    /// Seconds it is given to answer one.
+    public var challengeTimeout: UInt32
+
+    /// Seconds an app is given to answer a question unless it says otherwise.
+    public static let defaultChallengeTimeout: UInt32 = 120
 
     public init(
-        owner: UInt32, session: String, connection: String, objectPath: String, busName: String?, busID: String?
+        owner: UInt32, session: String, connection: String, objectPath: String, busName: String?, busID: String?,
+        challenges: Set<String> = [], challengeTimeout: UInt32 = CompletionHandler.defaultChallengeTimeout
     ) {
+        self.challenges = challenges
+        self.challengeTimeout = challengeTimeout
         self.owner = owner
         self.session = session
         self.connection = connection

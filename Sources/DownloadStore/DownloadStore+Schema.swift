@@ -201,6 +201,15 @@ extension DownloadStore {
                     t.add(column: "replyBody", .blob)
                 }
             })
+        migrator.registerMigration(
+            "v12-handler-challenges",
+            migrate: Self.crashable { db in
+                try db.alter(table: "handler") { t in
+                    // The kinds of question the handler's object answers, one per line; none before.
+                    t.add(column: "challenges", .text).notNull().defaults(to: "")
+                    t.add(column: "challengeTimeout", .integer).notNull().defaults(to: 120)
+                }
+            })
         return migrator
     }
 

@@ -8,8 +8,13 @@ struct HandlerRow: Codable, FetchableRecord, PersistableRecord {
     var objectPath: String
     var busName: String?
     var busID: String?
+    /// The kinds of question it answers, sorted, one per line ("" for none).
+    var challenges: String
+    var challengeTimeout: Int64
 
     init(_ handler: CompletionHandler) {
+        challenges = handler.challenges.sorted().joined(separator: "\n")
+        challengeTimeout = Int64(handler.challengeTimeout)
         ownerUID = Int64(handler.owner)
         session = handler.session
         connection = handler.connection
@@ -21,7 +26,8 @@ struct HandlerRow: Codable, FetchableRecord, PersistableRecord {
     var handler: CompletionHandler {
         CompletionHandler(
             owner: UInt32(ownerUID), session: session, connection: connection, objectPath: objectPath, busName: busName,
-            busID: busID
+            busID: busID, challenges: Set(challenges.split(separator: "\n").map(String.init)),
+            challengeTimeout: UInt32(clamping: challengeTimeout)
         )
     }
 }

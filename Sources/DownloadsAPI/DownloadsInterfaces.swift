@@ -144,10 +144,20 @@ public enum DownloadsInterfaces {
         properties: TaskProperty.allCases.map(\.declaration)
     )
 
-    /// What a client implements to receive completion calls.
+    /// What a client implements to receive completion calls, and (v1.4) the questions its
+    /// tasks meet, when it registered for them (`RegisterCompletionHandler`'s `challenges`).
     public static let client = InterfaceDescription(
         "org.example.Downloads.Client",
-        methods: [.init("HandleEventsForBackgroundSession", in: [.init("session", .string)])]
+        methods: [
+            .init("HandleEventsForBackgroundSession", in: [.init("session", .string)]),
+            .init(
+                "HandleChallenge",
+                in: [
+                    .init("task", .objectPath), .init("kind", .string),
+                    .init("details", .dictionary(key: .string, value: .variant)),
+                ],
+                out: [.init("disposition", .string), .init("answer", .dictionary(key: .string, value: .variant))]),
+        ]
     )
 
     public static let all = [manager, task, group, client]

@@ -17,7 +17,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
     public var error: String
     public var errorMessage: String
     /// Why a queued task does not run yet: "", `slot`, `network`, `unmetered-network`,
-    /// `begin-time`, `ac-power` or `power-saver`; for a running background task, `yielding` while it gives way to other traffic.
+    /// `begin-time`, `ac-power`, `power-saver` or `app` (its app is asked to sign in, `HandleChallenge`); for a running background task, `yielding` while it gives way to other traffic.
     public var waitingFor: String
     /// The app the task was started for (its desktop file id), or "".
     public var desktopEntry: String

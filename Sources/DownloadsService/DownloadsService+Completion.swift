@@ -19,9 +19,23 @@ extension DownloadsService {
         }
         let options = call.arguments[2].vardictValue ?? [:]
         var busName: String?
+        var challenges: Set<String> = []
+        var challengeTimeout = CompletionHandler.defaultChallengeTimeout
         for (key, value) in options {
-            guard key == "bus_name" else {
-                throw DownloadsErrorName.invalidArgument.error("unknown option '\(key)' (known: bus_name)")
+            switch key {
+            case "bus_name": break
+            case "challenges":
+                challenges = try Self.checkedChallengeKinds(value)
+                continue
+            case "challenge_timeout":
+                guard case .uint32(let seconds) = value, (1...3600).contains(seconds) else {
+                    throw DownloadsErrorName.invalidArgument.error("challenge_timeout must be 1–3600 seconds (u)")
+                }
+                challengeTimeout = seconds
+                continue
+            default:
+                throw DownloadsErrorName.invalidArgument.error(
+                    "unknown option '\(LogText.escaped(key))' (known: bus_name, challenges, challenge_timeout)")
             }
             guard case .string(let name) = value, !name.isEmpty, !name.hasPrefix(":") else {
                 throw DownloadsErrorName.invalidArgument.error("bus_name must be a well-known name (s)")
@@ -54,7 +68,7 @@ extension DownloadsService {
         try requireRoom()
         let handler = CompletionHandler(
             owner: owner, session: name, connection: call.sender, objectPath: object.rawValue, busName: busName,
-            busID: try await connection.busID()
+            busID: try await connection.busID(), challenges: challenges, challengeTimeout: challengeTimeout
         )
         // A write waits for the database (another write, a slow sync): off the pool every call runs on.
         try await BlockingWork.run { [store] in try store.registerHandler(handler) }

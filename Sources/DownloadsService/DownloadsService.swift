@@ -91,6 +91,7 @@ public final class DownloadsService: Sendable {
     public func start() async throws {
         engine.delegate.add(storeObserver)
         engine.delegate.add(EngineObserver(service: self))
+        engine.setChallengeAgent(self)
         // ObjectManager would list (and announce) every user's tasks: session bus only.
         try connection.export(
             ExportedObject(

@@ -5,7 +5,8 @@ import Foundation
 /// it. Each site serves `/` as fast as it can, `/limited/` at `limitRate` bytes a second per
 /// request, and `/redirect/NAME` with a 302 to `https://localhost:<http1 port>/NAME` (another
 /// host and port). Every request is logged with nginx's connection serial number, so a test
-/// counts the TCP connections a download really opened.
+/// counts the TCP connections a download really opened. `/private/NAME` asks for a login
+/// (`auth_basic`, `user` and `password`).
 public final class TLSTestServer: @unchecked Sendable {
     public enum Site: String, CaseIterable, Sendable {
         /// HTTP/2 and HTTP/1.1 (ALPN), the good certificate.
@@ -56,6 +57,8 @@ public final class TLSTestServer: @unchecked Sendable {
         for site in Site.allCases { ports[site] = try FreePort.pick(ipv6: site == .ipv6) }
         self.ports = ports
         try config().write(toFile: work + "/nginx.conf", atomically: true, encoding: .utf8)
+        try "\(Self.user):{PLAIN}\(Self.password)\n".write(
+            toFile: work + "/htpasswd", atomically: true, encoding: .utf8)
         process = try ChildProcess([
             "/usr/sbin/nginx", "-c", work + "/nginx.conf", "-p", work, "-e", work + "/error.log",
         ])
@@ -72,6 +75,12 @@ public final class TLSTestServer: @unchecked Sendable {
     }
 
     public func port(_ site: Site) -> Int { ports[site] ?? 0 }
+
+    /// `/private/NAME` serves `www/NAME` to `user` with `password` alone (nginx's `auth_basic`,
+    /// a 401 with `WWW-Authenticate: Basic realm="…"` to anyone else).
+    public static let realm = "Downloads test"
+    public static let user = "alice"
+    public static let password = "pa55-Secret-7"
 
     /// `https://HOST:PORT/PATH` of `site` (`host` defaults to localhost, [::1] for `.ipv6`).
     public func url(_ site: Site, _ path: String, host: String? = nil) -> String {
@@ -122,6 +131,7 @@ public final class TLSTestServer: @unchecked Sendable {
                     root \(www);
                     location /limited/ { alias \(www)/; limit_rate \(limitRate); }
                     location /redirect/ { rewrite ^/redirect/(.*)$ https://localhost:\(port(.http1))/$1 redirect; }
+                    location /private/ { alias \(www)/; auth_basic "\(Self.realm)"; auth_basic_user_file \(work)/htpasswd; }
                     location /put/ { alias \(www)/put/; dav_methods PUT; create_full_put_path on; client_max_body_size 0; }
                   }
 

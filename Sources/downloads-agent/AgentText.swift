@@ -13,6 +13,7 @@ enum AgentText {
         case "begin-time": return "Scheduled for later"
         case "ac-power": return "Waiting for the computer to be plugged in"
         case "power-saver": return "Waiting while power saver is on (background download)"
+        case "app": return "Waiting for its app to sign in"
         default: return status.state == "retrying" ? "Connection lost; trying again" : nil
         }
     }

@@ -1,0 +1,267 @@
+import DBus
+import Foundation
+import NIOConcurrencyHelpers
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// `HandleChallenge`: a task that meets a login or an expired token asks the app that registered
+/// for such questions, waits for its answer holding no place, and goes on from its bytes; with
+/// no answer, a refused one or an app that did not register, it fails as it always did.
+final class ChallengeTests: TLSDaemonTestCase {
+    override var extraArguments: [String] { ["--ca-file", tls.certificates.caFile] }
+
+    /// One question as the app heard it.
+    struct Asked: Sendable {
+        var task: String
+        var kind: String
+        var details: [String: DBusValue]
+    }
+
+    /// An app object answering `HandleChallenge` with `answer` (and completion calls).
+    final class Agent: Sendable {
+        let connection: Connection
+        let asked = NIOLockedValueBox([Asked]())
+
+        init(connection: Connection, answer: @escaping @Sendable (Asked) async -> [DBusValue]) throws {
+            self.connection = connection
+            let interface = InterfaceDescription(
+                "org.example.Downloads.Client",
+                methods: [
+                    .init("HandleEventsForBackgroundSession", in: [.init("session", .string)]),
+                    .init(
+                        "HandleChallenge",
+                        in: [
+                            .init("task", .objectPath), .init("kind", .string),
+                            .init("details", .dictionary(key: .string, value: .variant)),
+                        ],
+                        out: [
+                            .init("disposition", .string),
+                            .init("answer", .dictionary(key: .string, value: .variant)),
+                        ]),
+                ]
+            )
+            try connection.export(
+                ExportedObject(
+                    path: "/app",
+                    interfaces: [
+                        ExportedInterface(
+                            interface,
+                            methods: [
+                                "HandleEventsForBackgroundSession": { _ in [] },
+                                "HandleChallenge": { [asked] call in
+                                    let question = Asked(
+                                        task: call.arguments[0].stringValue ?? "",
+                                        kind: call.arguments[1].stringValue ?? "",
+                                        details: call.arguments[2].vardictValue ?? [:])
+                                    asked.withLockedValue { $0.append(question) }
+                                    return await answer(question)
+                                },
+                            ])
+                    ]))
+        }
+
+        var questions: [Asked] { asked.withLockedValue { $0 } }
+    }
+
+    /// An agent on its own connection, registered for `session` with `options`.
+    func agent(
+        _ session: String = "app",
+        options: [String: DBusValue] = ["challenges": .array(element: .string, [.string("http-auth")])],
+        answer: @escaping @Sendable (Asked) async -> [DBusValue]
+    ) async throws -> Agent {
+        let agent = try Agent(connection: try await Connection.open(.address(bus.address)), answer: answer)
+        _ = try await agent.connection.call(
+            destination: "org.example.Downloads", path: "/org/example/Downloads", interface: "org.example.Downloads",
+            method: "RegisterCompletionHandler", arguments: [.string(session), .objectPath("/app"), .vardict(options)])
+        return agent
+    }
+
+    static func use(_ answer: [String: DBusValue]) -> [DBusValue] { [.string("use"), .vardict(answer)] }
+    static let login = use([
+        "user": .string(TLSTestServer.user), "password": .string(TLSTestServer.password),
+    ])
+
+    /// Every file of the state directory, as bytes (the database, its WAL, the key).
+    func stateFiles() throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        let names = try FileManager.default.subpathsOfDirectory(atPath: stateDirectory)
+        for name in names {
+            let path = stateDirectory + "/" + name
+            if let data = FileManager.default.contents(atPath: path) { files[name] = data }
+        }
+        return files
+    }
+
+    /// How the task ended: `finished`, `cancelled`, or `failed` and its error's name.
+    func outcome(of task: ObjectPath, seconds: Double = 60) async throws -> String {
+        let state = try await waitState(task, ["failed", "finished", "cancelled"], seconds: seconds)
+        guard state == "failed" else { return state }
+        return "failed " + (try await property(task, "Error")?.stringValue ?? "")
+    }
+
+    func assertNoFileHolds(_ secret: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        for (name, data) in try stateFiles() {
+            XCTAssertNil(data.range(of: Data(secret.utf8)), "\(name) holds the secret in clear", file: file, line: line)
+        }
+    }
+
+    func testALoginTheAppGivesFinishesTheDownloadAndIsKeptNowhere() async throws {
+        let content = Self.content(3_000_000)
+        try tls.file("report.bin", content)
+        let waiting = NIOLockedValueBox(false)
+        let app = try await agent { _ in
+            // Held until the test saw the task wait for it.
+            while !waiting.withLockedValue({ $0 }) { try? await Task.sleep(for: .milliseconds(20)) }
+            return Self.login
+        }
+        defer { app.connection.close() }
+        let target = directory.file("report.bin")
+        let task = try await start(
+            tls.url(.http1, "/private/report.bin"), target, ["session": .string("app")])
+        try await until("the task waits for its app") {
+            try await self.property(task, "WaitingFor")?.stringValue == "app"
+        }
+        let state = try await property(task, "State")?.stringValue
+        XCTAssertEqual(state, "queued", "a task that waits for its app is queued, not failed")
+        waiting.withLockedValue { $0 = true }
+        try await assertFinished(task)
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+        let asked = try XCTUnwrap(app.questions.first)
+        XCTAssertEqual(app.questions.count, 1)
+        XCTAssertEqual(asked.task, task.rawValue)
+        XCTAssertEqual(asked.kind, "http-auth")
+        XCTAssertEqual(asked.details["scheme"]?.stringValue, "Basic")
+        XCTAssertEqual(asked.details["realm"]?.stringValue, TLSTestServer.realm)
+        XCTAssertEqual(asked.details["host"]?.stringValue, "localhost")
+        XCTAssertEqual(asked.details["port"]?.uint16Value, UInt16(tls.port(.http1)))
+        XCTAssertEqual(asked.details["url"]?.stringValue, tls.url(.http1, "/private/report.bin"))
+        XCTAssertEqual(asked.details["failures"]?.uint32Value, 0)
+        XCTAssertEqual(tls.requests(for: "/private/report.bin", on: .http1).map(\.status), [401, 200])
+        let basic = Data("\(TLSTestServer.user):\(TLSTestServer.password)".utf8).base64EncodedString()
+        try assertNoFileHolds(TLSTestServer.password)
+        try assertNoFileHolds(basic)
+        let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
+        XCTAssertFalse(log.contains(TLSTestServer.password) || log.contains(basic), "the log holds the secret")
+    }
+
+    func testAWrongPasswordIsAskedAgainAndTheThirdRefusalFailsTheTask() async throws {
+        try tls.file("a.bin", Self.content(10_000))
+        let app = try await agent { _ in
+            Self.use(["user": .string(TLSTestServer.user), "password": .string("wrong")])
+        }
+        defer { app.connection.close() }
+        let task = try await start(
+            tls.url(.http1, "/private/a.bin"), directory.file("a.bin"), ["session": .string("app")])
+        let ended = try await outcome(of: task)
+        XCTAssertEqual(ended, "failed org.example.Downloads.Error.HTTPError")
+        XCTAssertEqual(app.questions.map { $0.details["failures"]?.uint32Value }, [0, 1, 2])
+        XCTAssertEqual(tls.requests(for: "/private/a.bin", on: .http1).map(\.status), [401, 401, 401, 401])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("a.bin")))
+    }
+
+    func testDefaultCancelAndSilenceEachEndTheTaskAsWithoutAnApp() async throws {
+        try tls.file("b.bin", Self.content(10_000))
+        let defaulted = try await agent("d") { _ in [.string("default"), .vardict([:])] }
+        defer { defaulted.connection.close() }
+        let cancelling = try await agent("c") { _ in [.string("cancel"), .vardict([:])] }
+        defer { cancelling.connection.close() }
+        let silent = try await agent(
+            "s",
+            options: [
+                "challenges": .array(element: .string, [.string("http-auth")]), "challenge_timeout": .uint32(1),
+            ]
+        ) { _ in
+            try? await Task.sleep(for: .seconds(30))
+            return Self.login
+        }
+        defer { silent.connection.close() }
+        let url = tls.url(.http1, "/private/b.bin")
+        let d = try await start(url, directory.file("d"), ["session": .string("d")])
+        let c = try await start(url, directory.file("c"), ["session": .string("c")])
+        let s = try await start(url, directory.file("s"), ["session": .string("s")])
+        let dEnded = try await outcome(of: d)
+        XCTAssertEqual(dEnded, "failed org.example.Downloads.Error.HTTPError")
+        let cEnded = try await outcome(of: c)
+        XCTAssertEqual(cEnded, "cancelled")
+        let sEnded = try await outcome(of: s, seconds: 20)
+        XCTAssertEqual(sEnded, "failed org.example.Downloads.Error.HTTPError")
+        XCTAssertEqual(
+            [defaulted, cancelling, silent].map { $0.questions.count }, [1, 1, 1], "each app asked once")
+    }
+
+    func testAnAppThatDidNotRegisterForChallengesIsNeverAsked() async throws {
+        try tls.file("c.bin", Self.content(10_000))
+        let app = try await agent(options: [:]) { _ in Self.login }
+        defer { app.connection.close() }
+        let task = try await start(tls.url(.http1, "/private/c.bin"), directory.file("c"), ["session": .string("app")])
+        let ended = try await outcome(of: task)
+        XCTAssertEqual(ended, "failed org.example.Downloads.Error.HTTPError")
+        XCTAssertEqual(app.questions.count, 0)
+        // Another session's app is not asked for this one's task either.
+        let other = try await agent("other") { _ in Self.login }
+        defer { other.connection.close() }
+        let again = try await start(
+            tls.url(.http1, "/private/c.bin"), directory.file("d"), ["session": .string("mine")])
+        let againEnded = try await outcome(of: again)
+        XCTAssertEqual(againEnded, "failed org.example.Downloads.Error.HTTPError")
+        XCTAssertEqual(other.questions.count, 0)
+    }
+
+    func testHostileAnswersAreRefusedAndTheTaskFailsCleanly() async throws {
+        try tls.file("h.bin", Self.content(10_000))
+        let answers: [[DBusValue]] = [
+            [.string("use"), .vardict(["user": .uint32(7), "password": .string("x")])],
+            [.string("use"), .vardict(["headers": .stringDict(["X-Big": String(repeating: "a", count: 200_000)])])],
+            [.string("use"), .vardict(["trust": .boolean(true)])],
+            [.string("use"), .vardict(["headers": .stringDict(["Bad Name": "x"])])],
+            [.string("use"), .vardict(["headers": .stringDict(["Authorization": "Bearer a\r\nX-Injected: 1"])])],
+            [.string("sure")],
+            [.uint32(1), .vardict([:])],
+        ]
+        for (index, reply) in answers.enumerated() {
+            let session = "hostile\(index)"
+            let app = try await agent(session) { _ in reply }
+            defer { app.connection.close() }
+            let task = try await start(
+                tls.url(.http1, "/private/h.bin"), directory.file("h\(index)"), ["session": .string(session)])
+            let ended = try await outcome(of: task)
+            XCTAssertEqual(ended, "failed org.example.Downloads.Error.HTTPError", "answer \(index)")
+            XCTAssertEqual(app.questions.count, 1, "answer \(index)")
+        }
+        let listed = try await call("ListTasks", [.string("")]).first?.arrayValue?.count
+        XCTAssertEqual(listed, answers.count, "the service keeps serving every task")
+        XCTAssertFalse(tls.requests.contains { $0.path == "/private/h.bin" && $0.status == 200 })
+    }
+
+    func testAnExpiredTokenIsRenewedAndTheDownloadGoesOnFromItsBytes() async throws {
+        let content = Self.content(3_000_000)
+        var route = Route(content: content)
+        route.requiredAuthorization = "Bearer one"
+        route.bytesPerSecond = 1_000_000
+        route.closeAfter = 1_500_000
+        route.misbehaveTimes = 1
+        http.set("/token", route)
+        let app = try await agent { _ in Self.use(["headers": .stringDict(["Authorization": "Bearer two"])]) }
+        defer { app.connection.close() }
+        let target = directory.file("token.bin")
+        let task = try await start(
+            http.url("/token"), target,
+            ["session": .string("app"), "headers": .stringDict(["Authorization": "Bearer one"])])
+        try await until("a megabyte arrived with the first token", seconds: 30) {
+            (try await self.property(task, "BytesWritten")?.int64Value ?? 0) >= 1_000_000
+        }
+        // The token expires: from now on only the second one is taken.
+        http.update("/token") { $0.requiredAuthorization = "Bearer two" }
+        try await assertFinished(task)
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+        XCTAssertEqual(app.questions.count, 1)
+        XCTAssertEqual(app.questions.first?.details["scheme"]?.stringValue, "Basic")
+        let requests = http.requests(for: "/token")
+        XCTAssertEqual(requests.map(\.status), [200, 401, 206])
+        // It went on from its bytes: what the server sent twice is less than what it had sent.
+        let served = requests.reduce(0) { $0 + $1.bodyBytesSent }
+        XCTAssertLessThan(served, content.count + 1_500_000, "served \(served) for \(content.count)")
+        try assertNoFileHolds("Bearer two")
+    }
+}
