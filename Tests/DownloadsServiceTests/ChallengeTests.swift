@@ -264,4 +264,81 @@ final class ChallengeTests: TLSDaemonTestCase {
         XCTAssertLessThan(served, content.count + 1_500_000, "served \(served) for \(content.count)")
         try assertNoFileHolds("Bearer two")
     }
+
+    func testTasksMeetingTheSameLoginAtOnceAskItOnceAndAllGoOn() async throws {
+        let contents = (1...3).map { Self.content(200_000, seed: UInt32($0)) }
+        for (index, content) in contents.enumerated() { try tls.file("same\(index).bin", content) }
+        let release = NIOLockedValueBox(false)
+        let app = try await agent { _ in
+            while !release.withLockedValue({ $0 }) { try? await Task.sleep(for: .milliseconds(20)) }
+            return Self.login
+        }
+        defer { app.connection.close() }
+        var tasks: [ObjectPath] = []
+        for index in contents.indices {
+            tasks.append(
+                try await start(
+                    tls.url(.http1, "/private/same\(index).bin"), directory.file("same\(index)"),
+                    ["session": .string("app")]))
+        }
+        for task in tasks {
+            try await until("every task waits for the one answer") {
+                try await self.property(task, "WaitingFor")?.stringValue == "app"
+            }
+        }
+        release.withLockedValue { $0 = true }
+        for (index, task) in tasks.enumerated() {
+            try await assertFinished(task)
+            XCTAssertEqual(sha256(ofFile: directory.file("same\(index)")), Self.sha256(contents[index]))
+        }
+        XCTAssertEqual(app.questions.count, 1, "one question for the three tasks")
+    }
+
+    func testAnAppThatIsNotRunningIsStartedToAnswer() async throws {
+        let content = Self.content(100_000)
+        try tls.file("activated.bin", content)
+        let script = directory.file("agent.py")
+        let marker = directory.file("asked.txt")
+        try """
+        import dbus, dbus.service, dbus.mainloop.glib, sys
+        from gi.repository import GLib
+        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+        bus = dbus.SessionBus()
+        name = dbus.service.BusName('org.example.TestAgent', bus)
+        class Agent(dbus.service.Object):
+            @dbus.service.method('org.example.Downloads.Client', in_signature='s', out_signature='')
+            def HandleEventsForBackgroundSession(self, session):
+                pass
+            @dbus.service.method('org.example.Downloads.Client', in_signature='osa{sv}', out_signature='sa{sv}')
+            def HandleChallenge(self, task, kind, details):
+                with open('\(marker)', 'a') as out:
+                    out.write('%s %s %s\\n' % (kind, details['scheme'], details['realm']))
+                GLib.timeout_add(500, loop.quit)
+                return ('use', {'user': '\(TLSTestServer.user)', 'password': '\(TLSTestServer.password)'})
+        agent = Agent(bus, '/org/example/TestAgent')
+        if len(sys.argv) > 1:
+            downloads = dbus.Interface(
+                bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
+            downloads.RegisterCompletionHandler(
+                'agent', '/org/example/TestAgent',
+                {'bus_name': 'org.example.TestAgent', 'challenges': dbus.Array(['http-auth'], signature='s')})
+            sys.exit(0)
+        loop = GLib.MainLoop(); loop.run()
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        try """
+        [D-BUS Service]
+        Name=org.example.TestAgent
+        Exec=/usr/bin/python3 \(script)
+        """.write(
+            toFile: bus.servicesDirectory + "/org.example.TestAgent.service", atomically: true, encoding: .utf8)
+        // The app registers with its well-known name, then quits.
+        let registered = try await run(["/usr/bin/python3", script, "register"])
+        XCTAssertEqual(registered.status, 0, registered.description)
+        let target = directory.file("activated.bin")
+        let task = try await start(tls.url(.http1, "/private/activated.bin"), target, ["session": .string("agent")])
+        try await assertFinished(task)
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+        let asked = try String(contentsOfFile: marker, encoding: .utf8)
+        XCTAssertEqual(asked, "http-auth Basic \(TLSTestServer.realm)\n")
+    }
 }

@@ -42,12 +42,29 @@ extension SessionManager {
             },
             then: { delegate, task, snapshot in delegate.waitingChanged(task, snapshot) })
         guard let snapshot = moved else { return nil }
+        // The same question out already (another task of the session met the same login): this
+        // task waits for that answer.
+        let key = OpenQuestion.Key(challenge, of: snapshot.sessionID)
+        let waiter = OpenQuestion.Waiter(task: task, question: question, challenge: challenge, error: error)
+        let first = state.withLockedValue { table -> Bool in
+            if table.questions[key] != nil {
+                table.questions[key]?.waiters.append(waiter)
+                return false
+            }
+            table.questions[key] = OpenQuestion(waiters: [waiter])
+            return true
+        }
         logger.info(
-            "task \(task.id): \(error); asking its app (\(challenge.kind.rawValue), \(DisplayText.quoted(challenge.scheme, limit: 40)) realm \(DisplayText.quoted(challenge.realm, limit: 80)))"
+            "task \(task.id): \(error); \(first ? "asking its app" : "waiting for its app's answer to the same question") (\(challenge.kind.rawValue), \(DisplayText.quoted(challenge.scheme, limit: 40)) realm \(DisplayText.quoted(challenge.realm, limit: 80)))"
         )
+        guard first else { return snapshot }
         Task { [self] in
             let answer = await agent.ask(challenge, refused: refused, for: snapshot)
-            await answered(task, question: question, challenge, answer, failing: error)
+            let waiters = state.withLockedValue { $0.questions.removeValue(forKey: key)?.waiters ?? [] }
+            for waiter in waiters {
+                await answered(
+                    waiter.task, question: waiter.question, waiter.challenge, answer, failing: waiter.error)
+            }
         }
         return snapshot
     }

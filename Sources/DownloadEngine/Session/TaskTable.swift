@@ -12,6 +12,8 @@ struct TaskTable {
     /// Queued, running or retrying tasks per group: whether a group may have ended is known
     /// without looking at each of its files.
     var activePerGroup: [UInt64: Int] = [:]
+    /// The questions out to apps, each with the tasks waiting for its answer (`OpenQuestion`).
+    var questions: [OpenQuestion.Key: OpenQuestion] = [:]
     /// Sessions whose becoming idle was reported and that have had nothing active since: two
     /// tasks' ends that both find the session idle report it once.
     private(set) var reportedIdle: Set<SessionID> = []

@@ -1,0 +1,37 @@
+import DownloadModel
+
+/// A question out to an app (`SessionManager+Challenges`) and the tasks that wait for its
+/// answer: many tasks of one session that meet the same login at once ask it once, and the
+/// answer is tried on each of them.
+struct OpenQuestion {
+    /// What makes two questions one: the session (its app answers), the kind, the scheme, the
+    /// realm and the server.
+    struct Key: Hashable {
+        var session: SessionID
+        var kind: Challenge.Kind
+        var scheme: String
+        var realm: String
+        var host: String
+        var port: Int
+
+        init(_ challenge: Challenge, of session: SessionID) {
+            self.session = session
+            kind = challenge.kind
+            scheme = challenge.scheme.lowercased()
+            realm = challenge.realm
+            host = challenge.host
+            port = challenge.port
+        }
+    }
+
+    /// A task waiting for the answer: which of its questions this is, and the failure it has
+    /// without an answer.
+    struct Waiter {
+        let task: DownloadTask
+        let question: UInt64
+        let challenge: Challenge
+        let error: DownloadError
+    }
+
+    var waiters: [Waiter]
+}
