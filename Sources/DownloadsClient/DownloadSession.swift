@@ -28,6 +28,11 @@ public final class DownloadSession: Sendable {
         /// bandwidth nobody else is using (the `background` option), unless a task's options say
         /// otherwise.
         public var isDiscretionary = false
+        /// The kinds of question the delegate answers (`downloadSession(_:task:didReceive:)`):
+        /// `http-auth`, `proxy-auth`. None by default: a task that meets one fails as it would.
+        public var challengeKinds: Set<String> = []
+        /// Seconds the delegate has to answer one (the service's default, 120, when nil).
+        public var challengeTimeout: UInt32?
 
         public init(identifier: String) {
             self.identifier = identifier
@@ -428,12 +433,29 @@ public final class DownloadSession: Sendable {
                                     }
                                 }
                                 return []
-                            }
+                            },
+                            "HandleChallenge": { [weak self] call in
+                                await self?.answer(call).reply ?? ChallengeDisposition.performDefaultHandling.reply
+                            },
                         ])
                 ]))
         if let name = configuration.completionBusName { try await proxy.connection.requestName(name) }
         try await proxy.registerCompletionHandler(
-            session: identifier, object: completionObject, busName: configuration.completionBusName
+            session: identifier, object: completionObject, busName: configuration.completionBusName,
+            challenges: configuration.challengeKinds, challengeTimeout: configuration.challengeTimeout
         )
+    }
+
+    /// The delegate's answer to the service's `HandleChallenge` for one of this session's tasks.
+    private func answer(_ call: MethodCall) async -> ChallengeDisposition {
+        guard call.arguments.count == 3, let path = call.arguments[0].objectPathValue,
+            let kind = call.arguments[1].stringValue, let details = call.arguments[2].vardictValue,
+            let delegate, let task = await task(for: path)
+        else { return .performDefaultHandling }
+        let challenge = DownloadChallenge(
+            kind: kind, scheme: details["scheme"]?.stringValue ?? "", realm: details["realm"]?.stringValue ?? "",
+            host: details["host"]?.stringValue ?? "", port: details["port"]?.uint16Value ?? 0,
+            url: details["url"]?.stringValue ?? "", previousFailureCount: details["failures"]?.uint32Value ?? 0)
+        return await delegate.downloadSession(self, task: task, didReceive: challenge)
     }
 }

@@ -42,6 +42,13 @@ public protocol DownloadSessionDelegate: AnyObject, Sendable {
     /// A group ended: nil once every file is in place, else the error that failed it.
     func downloadSession(
         _ session: DownloadSession, group: BackgroundDownloadGroup, didCompleteWithError error: DownloadsClientError?)
+    /// A task met a login, an expired token or a proxy that wants credentials
+    /// (`urlSession(_:task:didReceive:completionHandler:)`); asked only for the kinds the
+    /// session's configuration names (`challengeKinds`). The task waits, holding no place, until
+    /// this returns (within `challengeTimeout`).
+    func downloadSession(
+        _ session: DownloadSession, task: BackgroundDownloadTask, didReceive challenge: DownloadChallenge
+    ) async -> ChallengeDisposition
 }
 
 extension DownloadSessionDelegate {
@@ -73,4 +80,7 @@ extension DownloadSessionDelegate {
     public func downloadSession(
         _ session: DownloadSession, group: BackgroundDownloadGroup, didCompleteWithError error: DownloadsClientError?
     ) {}
+    public func downloadSession(
+        _ session: DownloadSession, task: BackgroundDownloadTask, didReceive challenge: DownloadChallenge
+    ) async -> ChallengeDisposition { .performDefaultHandling }
 }

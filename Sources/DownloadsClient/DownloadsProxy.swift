@@ -183,9 +183,16 @@ public final class DownloadsProxy: Sendable {
         try await manager("ListTasks", [.string(session)]).first?.objectPathArrayValue ?? []
     }
 
-    public func registerCompletionHandler(session: String, object: ObjectPath, busName: String?) async throws {
+    public func registerCompletionHandler(
+        session: String, object: ObjectPath, busName: String?, challenges: Set<String> = [],
+        challengeTimeout: UInt32? = nil
+    ) async throws {
         var options: [String: DBusValue] = [:]
         if let busName { options["bus_name"] = .string(busName) }
+        if !challenges.isEmpty {
+            options["challenges"] = .array(element: .string, challenges.sorted().map { .string($0) })
+        }
+        if let challengeTimeout { options["challenge_timeout"] = .uint32(challengeTimeout) }
         _ = try await manager("RegisterCompletionHandler", [.string(session), .objectPath(object), .vardict(options)])
     }
 

@@ -341,4 +341,57 @@ final class ChallengeTests: TLSDaemonTestCase {
         let asked = try String(contentsOfFile: marker, encoding: .utf8)
         XCTAssertEqual(asked, "http-auth Basic \(TLSTestServer.realm)\n")
     }
+
+    func testAnUploadThatMeetsALoginIsSentWithTheAppsAnswer() async throws {
+        let content = Self.content(300_000, seed: 60)
+        let source = directory.file("notes.txt")
+        try Data(content).write(to: URL(fileURLWithPath: source))
+        var route = Route.receiving(status: 201, reply: "{\"id\": 1}")
+        route.requiredAuthorization = "Basic " + Data("bob:hunter2".utf8).base64EncodedString()
+        http.set("/notes", route)
+        let app = try await agent { _ in Self.use(["user": .string("bob"), "password": .string("hunter2")]) }
+        defer { app.connection.close() }
+        let reply = try await call(
+            "Upload",
+            [
+                .string(http.url("/notes")), .string(source),
+                .vardict(["session": .string("app"), "method": .string("POST"), "protocol": .string("plain")]),
+            ])
+        let task = try XCTUnwrap(reply.first?.objectPathValue)
+        try await assertFinished(task)
+        XCTAssertEqual(app.questions.count, 1)
+        XCTAssertEqual(app.questions.first?.details["realm"]?.stringValue, "test")
+        let received = try XCTUnwrap(http.received("/notes").last)
+        XCTAssertEqual(Self.sha256(received.body), Self.sha256(content))
+        XCTAssertEqual(http.requests(for: "/notes").map(\.status), [401, 201])
+        try assertNoFileHolds("hunter2")
+    }
+
+    func testAProxyThatAsksForCredentialsGetsTheAppsForItAlone() async throws {
+        let guarded = try TinyProxy(in: directory.path, credentials: ("alice", "pr0xy-pass"))
+        defer { guarded.stop() }
+        let content = Self.content(200_000, seed: 70)
+        http.set("/via", Route(content: content))
+        try tls.file("via.bin", content)
+        let app = try await agent(options: ["challenges": .array(element: .string, [.string("proxy-auth")])]) { _ in
+            Self.use(["user": .string("alice"), "password": .string("pr0xy-pass")])
+        }
+        defer { app.connection.close() }
+        let options: [String: DBusValue] = ["session": .string("app"), "proxy": .string(guarded.url)]
+        // Forwarded (an http URL) and tunnelled (https, the credentials in the CONNECT).
+        try await download(http.url("/via"), to: directory.file("via-http"), expecting: content, options: options)
+        try await download(
+            tls.url(.http1, "/via.bin"), to: directory.file("via-https"), expecting: content, options: options)
+        XCTAssertEqual(app.questions.map(\.kind), ["proxy-auth", "proxy-auth"])
+        let asked = try XCTUnwrap(app.questions.first)
+        XCTAssertEqual(asked.details["host"]?.stringValue, "127.0.0.1")
+        XCTAssertEqual(asked.details["port"]?.uint16Value, UInt16(guarded.port))
+        XCTAssertEqual(asked.details["url"]?.stringValue, "http://127.0.0.1:\(guarded.port)")
+        // Each asked twice: refused (407) without credentials, then taken with the app's.
+        XCTAssertEqual(guarded.forwardedRequests.count, 2)
+        XCTAssertEqual(guarded.connectRequests.count, 2)
+        XCTAssertNil(
+            http.requests(for: "/via").last?.userHeaders["proxy-authorization"], "the proxy's credentials stay with it")
+        try assertNoFileHolds("pr0xy-pass")
+    }
 }

@@ -27,12 +27,15 @@ extension RequestSender {
     /// `connectTimeout`: the task's own, which a proxied route's client takes for its handshakes.
     func lease(
         _ kind: HTTPClients.Kind, for user: UInt32, scheme: String, host: String, port: Int,
-        proxy option: ProxySetting?,
+        proxy option: ProxySetting?, answered: AnsweredCredentials? = nil,
         connectTimeout: Double? = nil, avoiding: Set<String> = []
     ) async throws -> (lease: HTTPClients.Lease, untried: Int) {
         let configuration = owner.configuration
         var route = HTTPClients.Route()
-        let proxy = configuration.proxyEnvironment.proxy(own: option, scheme: scheme, host: host, port: port)
+        // The app's answer to the proxy's 407 (`proxy-auth`), for that proxy alone.
+        let proxy = configuration.proxyEnvironment.proxy(own: option, scheme: scheme, host: host, port: port).map {
+            answered?.applied(to: $0) ?? $0
+        }
         route.proxy = proxy
         if let proxy, proxy != .direct { route.connectTimeout = connectTimeout }
         let denied = user == 0 ? [] : configuration.deniedNetworks

@@ -97,7 +97,9 @@ struct RequestSender: Sendable {
             do {
                 (connection, untried) = try await lease(
                     kind, for: record.owner, scheme: request.scheme, host: request.host, port: request.port,
-                    proxy: record.options.proxy, connectTimeout: record.options.connectTimeout, avoiding: refused
+                    proxy: record.options.proxy, answered: record.answered,
+                    connectTimeout: record.options.connectTimeout,
+                    avoiding: refused
                 )
             } catch {
                 return .failure(DownloadError.classify(error))

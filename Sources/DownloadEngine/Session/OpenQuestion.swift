@@ -25,12 +25,12 @@ struct OpenQuestion {
     }
 
     /// A task waiting for the answer: which of its questions this is, and the failure it has
-    /// without an answer.
+    /// without an answer (the change its run reported).
     struct Waiter {
         let task: DownloadTask
         let question: UInt64
         let challenge: Challenge
-        let error: DownloadError
+        let failing: TaskChange
     }
 
     var waiters: [Waiter]

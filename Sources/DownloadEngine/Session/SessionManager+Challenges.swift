@@ -1,4 +1,5 @@
 import DownloadModel
+import ProxyRules
 import ShownText
 
 /// A task that meets a question only its app can answer (`Challenge`: a login, an expired
@@ -16,8 +17,11 @@ extension SessionManager {
 
     /// `task`'s run ended with `error`, which asks `challenge`: when its app answers such
     /// questions, the task waits for its answer (the snapshot after); nil when it is not asked
-    /// (nobody answers, or the server refused enough answers): the failure goes on.
-    func ask(_ task: DownloadTask, _ challenge: Challenge, failing error: DownloadError) -> TaskSnapshot? {
+    /// (nobody answers, or the server refused enough answers): `failing` (the change that
+    /// reported the failure) goes on.
+    func ask(
+        _ task: DownloadTask, _ challenge: Challenge, error: DownloadError, failing change: TaskChange
+    ) -> TaskSnapshot? {
         guard let agent = challengeAgent.withLockedValue({ $0 }), agent.answers(challenge.kind, for: task.snapshot)
         else { return nil }
         // The same question again after an answer: the server refused it.
@@ -45,7 +49,7 @@ extension SessionManager {
         // The same question out already (another task of the session met the same login): this
         // task waits for that answer.
         let key = OpenQuestion.Key(challenge, of: snapshot.sessionID)
-        let waiter = OpenQuestion.Waiter(task: task, question: question, challenge: challenge, error: error)
+        let waiter = OpenQuestion.Waiter(task: task, question: question, challenge: challenge, failing: change)
         let first = state.withLockedValue { table -> Bool in
             if table.questions[key] != nil {
                 table.questions[key]?.waiters.append(waiter)
@@ -63,7 +67,7 @@ extension SessionManager {
             let waiters = state.withLockedValue { $0.questions.removeValue(forKey: key)?.waiters ?? [] }
             for waiter in waiters {
                 await answered(
-                    waiter.task, question: waiter.question, waiter.challenge, answer, failing: waiter.error)
+                    waiter.task, question: waiter.question, waiter.challenge, answer, failing: waiter.failing)
             }
         }
         return snapshot
@@ -72,7 +76,7 @@ extension SessionManager {
     /// The app answered `question` of `task` (nothing, when the task no longer waits for it).
     private func answered(
         _ task: DownloadTask, question: UInt64, _ challenge: Challenge, _ answer: ChallengeAnswer,
-        failing error: DownloadError
+        failing change: TaskChange
     ) async {
         let open: @Sendable (DownloadTask.State) -> Bool = { state in
             state.record.state == .queued && state.asking != nil && state.question == question
@@ -84,6 +88,13 @@ extension SessionManager {
                 guard let origin = Source(challenge.url)?.origin else {
                     throw DownloadError.internalError("a challenge without its URL")
                 }
+                var proxy: ProxySetting.Credentials?
+                if challenge.kind == .proxyAuth {
+                    guard let user = credentials.user, let password = credentials.password else {
+                        throw DownloadError.invalidArgument("a proxy is answered with a user and a password")
+                    }
+                    proxy = ProxySetting.Credentials(user: user, password: password)
+                }
                 let conditions = state.withLockedValue { $0.scheduler.conditions }
                 report(
                     task,
@@ -91,7 +102,7 @@ extension SessionManager {
                         guard open(state) else { return }
                         state.asking = nil
                         state.record.answered = AnsweredCredentials(
-                            origin: origin, headers: headers, challenge: challenge)
+                            origin: origin, headers: headers, challenge: challenge, proxy: proxy)
                         state.wait(on: conditions)
                     },
                     events: { [self] delegate, task, snapshot in
@@ -121,10 +132,12 @@ extension SessionManager {
         case .performDefault(let why):
             logger.info("task \(task.id): \(why); it fails as it would have")
             let key = key
-            guard let step = TaskChange.failed(error).step(resumeDataKey: key), let next = step.next else { return }
-            move(
+            guard let step = change.step(resumeDataKey: key), let next = step.next else { return }
+            let failed = move(
                 task, to: next, from: [.queued], provided: { _ in task.withState { open($0) } },
                 { _ = step.change(&$0) }, then: step.events)
+            // Its group may have to stop its other files, as after any failure.
+            if failed != nil, task.record.group != 0 { groupFileFailed(task) }
         }
     }
 }

@@ -31,13 +31,11 @@ extension SessionManager {
             return take(change, on: task) { [self] _, _, snapshot in
                 if reason == .wait { state.withLockedValue { $0.scheduler.enqueue(snapshot.record) } }
             }
-        case .failed(let error):
+        case .failed(let error), .uploadFailed(let error, _):
             // A question its app may answer: the task waits for the answer instead.
-            if let challenge = error.challenge, let snapshot = ask(task, challenge, failing: error) { return snapshot }
-            let snapshot = take(change, on: task)
-            if task.record.group != 0 { groupFileFailed(task) }
-            return snapshot
-        case .uploadFailed:
+            if let challenge = error.challenge, let snapshot = ask(task, challenge, error: error, failing: change) {
+                return snapshot
+            }
             let snapshot = take(change, on: task)
             // Its group may have to stop its other files.
             if task.record.group != 0 { groupFileFailed(task) }

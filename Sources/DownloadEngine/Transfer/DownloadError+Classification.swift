@@ -97,9 +97,13 @@ extension DownloadError {
         case let error as HTTPClientError:
             switch error {
             case .proxyAuthenticationRequired:
+                // A question the app may answer (`Challenge`, `proxy-auth`): AsyncHTTPClient keeps
+                // the 407's head to itself, so its scheme is taken as Basic, the one it sends.
                 return .proxy(
                     "the proxy \(proxy) asks for credentials (407 Proxy Authentication Required)"
-                        + (proxy.hasCredentials ? "; it refused the ones given" : ""))
+                        + (proxy.hasCredentials ? "; it refused the ones given" : "")
+                ).asking(
+                    Challenge(kind: .proxyAuth, scheme: "Basic", realm: "", status: 407).at(proxy.description))
             case .invalidProxyResponse:
                 return .proxy("the proxy \(proxy) refused the tunnel to \(host) (its CONNECT answer was not 2xx)")
             case .httpProxyHandshakeTimeout, .socksHandshakeTimeout:

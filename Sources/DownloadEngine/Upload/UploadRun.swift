@@ -165,12 +165,12 @@ final class UploadRun: Sendable {
         case .response(let result) where (200...299).contains(result.status):
             return .finished(result)
         case .response(let result):
-            return .failed(refusal(result), result)
+            return .failed(refusal(result, at: request.url), result)
         case .failed(_, let partial?) where partial.status >= 300:
             // A complete final head is the outcome, whatever the connection does next: a server
             // that refuses an upload often answers before it read the body and closes the
             // connection (nginx's 401, 413).
-            return .failed(refusal(partial), partial)
+            return .failed(refusal(partial, at: request.url), partial)
         case .failed(let failure, let partial?) where (200...299).contains(partial.status):
             let length = request.sendsBody ? spec.bodyLength : 0
             if partial.sent >= length {
@@ -248,11 +248,18 @@ final class UploadRun: Sendable {
     }
 
     /// The error a final status other than 2xx is.
-    func refusal(_ result: UploadDelegate.Result) -> DownloadError {
-        .http(
+    /// The failure a status the upload cannot go on with is, asking the app (`Challenge`) when it
+    /// is a 401 with `WWW-Authenticate` from `url` (the task's URL unless given).
+    func refusal(_ result: UploadDelegate.Result, at url: String? = nil) -> DownloadError {
+        let failure = DownloadError.http(
             status: result.status, reason: HTTPResponseStatus(statusCode: result.status).reasonPhrase,
             retryAfter: HTTPHeaderRules.retryAfter(result.headers, cap: owner.configuration.retry.retryAfterCap)
         )
+        guard result.status == 401, let (scheme, realm) = HTTPHeaderRules.authChallenge(result.headers) else {
+            return failure
+        }
+        return failure.asking(
+            Challenge(kind: .httpAuth, scheme: scheme, realm: realm, status: 401).at(url ?? task.record.url))
     }
 
     // MARK: One attempt

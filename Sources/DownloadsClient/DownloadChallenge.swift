@@ -1,0 +1,29 @@
+/// A question a task met that the app answers (`URLAuthenticationChallenge`'s role): the
+/// service's `HandleChallenge` as the delegate hears it.
+public struct DownloadChallenge: Sendable, Hashable {
+    /// `http-auth` (a server's 401), `proxy-auth` (a proxy's 407), … (the service's kinds).
+    public let kind: String
+    /// `Basic`, `Bearer`, `Digest`, … as the server wrote it.
+    public let scheme: String
+    public let realm: String
+    public let host: String
+    public let port: UInt16
+    /// The URL that was asked, without credentials.
+    public let url: String
+    /// Answers of this app the server already refused for this task
+    /// (`previousFailureCount`).
+    public let previousFailureCount: UInt32
+
+    public init(
+        kind: String, scheme: String, realm: String, host: String, port: UInt16, url: String,
+        previousFailureCount: UInt32
+    ) {
+        self.kind = kind
+        self.scheme = scheme
+        self.realm = realm
+        self.host = host
+        self.port = port
+        self.url = url
+        self.previousFailureCount = previousFailureCount
+    }
+}

@@ -1,0 +1,52 @@
+import DownloadsClient
+import Foundation
+import NIOConcurrencyHelpers
+import TestHTTPServer
+import XCTest
+
+extension DownloadsClientTests {
+    /// A delegate that signs in: the first answer wrong, the second right.
+    final class SigningIn: DownloadSessionDelegate {
+        let challenges = NIOLockedValueBox([DownloadChallenge]())
+        let completed = NIOLockedValueBox([String]())
+
+        func downloadSession(
+            _ session: DownloadSession, task: BackgroundDownloadTask, didReceive challenge: DownloadChallenge
+        ) async -> ChallengeDisposition {
+            challenges.withLockedValue { $0.append(challenge) }
+            let password = challenge.previousFailureCount == 0 ? "guess" : "opensesame"
+            return .useCredential(user: "carol", password: password)
+        }
+
+        func downloadSession(
+            _ session: DownloadSession, task: BackgroundDownloadTask, didCompleteWithError error: DownloadsClientError?
+        ) {
+            completed.withLockedValue { $0.append(error.map { "\($0.name)" } ?? "ok") }
+        }
+    }
+
+    func testTheDelegateSignsInAndTheDownloadGoesOn() async throws {
+        let content = Self.content(400_000, seed: 33)
+        var route = Route(content: content)
+        route.requiredAuthorization = "Basic " + Data("carol:opensesame".utf8).base64EncodedString()
+        http.set("/members", route)
+        let delegate = SigningIn()
+        var configuration = DownloadSession.Configuration.background(identifier: "members")
+        configuration.bus = .address(bus.address)
+        configuration.challengeKinds = ["http-auth"]
+        let session = try await DownloadSession(configuration: configuration, delegate: delegate)
+        defer { session.invalidate() }
+        let target = directory.file("members.bin")
+        let task = session.downloadTask(with: try XCTUnwrap(URL(string: http.url("/members"))), to: target)
+        try await task.resume()
+        try await waitUntil { !delegate.completed.withLockedValue { $0 }.isEmpty }
+        XCTAssertEqual(delegate.completed.withLockedValue { $0 }, ["ok"])
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+        let challenges = delegate.challenges.withLockedValue { $0 }
+        XCTAssertEqual(challenges.map(\.previousFailureCount), [0, 1], "a refused answer is asked again")
+        XCTAssertEqual(challenges.first?.kind, "http-auth")
+        XCTAssertEqual(challenges.first?.scheme, "Basic")
+        XCTAssertEqual(challenges.first?.realm, "test")
+        XCTAssertEqual(challenges.first?.url, http.url("/members"))
+    }
+}
