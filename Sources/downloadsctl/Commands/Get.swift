@@ -45,6 +45,20 @@ struct Get: AsyncParsableCommand {
             "With several files: none is put in place until every one is complete, then all together (at most 10,000 files)."
     )
     var atomic = false
+    @Option(
+        name: [.customShort("u"), .customLong("login")],
+        help: ArgumentHelp(
+            "For a server that asks for a login (401, Basic): the user and password (curl's -u; --user names the session bus). Without ':PASSWORD' it is asked on the terminal when the server asks, not echoed. Given to the service only as an answer to its question, kept in its memory, never stored.",
+            valueName: "user[:password]"
+        ))
+    var login: String?
+    @Option(
+        name: .customLong("proxy-user"),
+        help: ArgumentHelp(
+            "For a proxy that asks for credentials (407): its user and password, answered as -u's are.",
+            valueName: "user:password"
+        ))
+    var proxyUser: String?
     @OptionGroup var options: TaskOptionArguments
 
     func validate() throws {
@@ -52,6 +66,9 @@ struct Get: AsyncParsableCommand {
             throw ValidationError("give a URL, or a list of them with -i FILE")
         }
         if urls.count > 1 || inputFile != nil {
+            guard login == nil, proxyUser == nil else {
+                throw ValidationError("-u and --proxy-user answer for one download: give them with one URL")
+            }
             // These describe one file; a list has many.
             guard options.checksum == nil, options.sha256 == nil, options.mirrors.isEmpty else {
                 throw ValidationError(
@@ -96,7 +113,14 @@ struct Get: AsyncParsableCommand {
         }
         let source = urls[0]
         let url = try TaskOptionArguments.source(source, into: &taskOptions)
+        let answerer =
+            login != nil || proxyUser != nil
+            ? ChallengeAnswerer(
+                server: login.map(ChallengeAnswerer.Login.init), proxy: proxyUser.map(ChallengeAnswerer.Login.init))
+            : nil
         try await service.run { [taskOptions] proxy in
+            // Registered before the task starts: its first request may be the one that asks.
+            try await answerer?.register(on: proxy, session: taskOptions.session ?? options.session)
             let path: ObjectPath
             do {
                 path = try await CommandFailure.sayingOverwrite(destination) {
@@ -114,6 +138,7 @@ struct Get: AsyncParsableCommand {
                     atomic: atomic
                 ).run()
             }
+            answerer?.follow(path)
             let file = try await TaskFollower(proxy: proxy, path: path, service: service).follow().destination
             // Escaped on a terminal (as ls does); as it is for a script reading the path.
             print(isatty(STDOUT_FILENO) == 1 ? DisplayText.escaped(file) : file)

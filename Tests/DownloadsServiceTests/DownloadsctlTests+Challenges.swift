@@ -1,0 +1,90 @@
+import Foundation
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+extension DownloadsctlTests {
+    static let members = "Basic " + Data("dana:opensesame".utf8).base64EncodedString()
+
+    func membersRoute(_ content: [UInt8]) -> Route {
+        var route = Route(content: content)
+        route.requiredAuthorization = Self.members
+        return route
+    }
+
+    func testGetWithALoginAnswersTheServersQuestion() async throws {
+        let content = Self.content(250_000, seed: 44)
+        http.set("/members.bin", membersRoute(content))
+        let target = directory.file("members.bin")
+        let out = try await ctl(["get", "-u", "dana:opensesame", http.url("/members.bin"), "-o", target])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+        XCTAssertEqual(http.requests(for: "/members.bin").map(\.status), [401, 200])
+        for name in try FileManager.default.subpathsOfDirectory(atPath: stateDirectory) {
+            let data = FileManager.default.contents(atPath: stateDirectory + "/" + name) ?? Data()
+            XCTAssertNil(data.range(of: Data("opensesame".utf8)), "\(name) holds the password")
+        }
+    }
+
+    func testGetAsksThePasswordOnTheTerminalAndNotWithoutOne() async throws {
+        let content = Self.content(100_000, seed: 45)
+        http.set("/asked.bin", membersRoute(content))
+        // On a terminal (a pty python3 makes, as a person's): asked, typed once asked, not echoed.
+        let target = directory.file("asked.bin")
+        let person = """
+            import os, pty, select, sys, time
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(sys.argv[1], sys.argv[1:])
+            out, typed, deadline = b'', False, time.time() + 50
+            while time.time() < deadline:
+                if select.select([fd], [], [], 0.1)[0]:
+                    try:
+                        data = os.read(fd, 4096)
+                    except OSError:
+                        break
+                    if not data:
+                        break
+                    out += data
+                    if not typed and b'Password for' in out:
+                        os.write(fd, b'opensesame\\n')
+                        typed = True
+            _, status = os.waitpid(pid, 0)
+            sys.stdout.write(out.decode('utf-8', 'replace'))
+            sys.exit(os.waitstatus_to_exitcode(status))
+            """
+        let typed = try await ProcessRunner.run(
+            [
+                "/usr/bin/python3", "-c", person, Self.ctl, "--address", bus.address, "get", "-u", "dana",
+                http.url("/asked.bin"), "-o", target,
+            ],
+            environment: bus.environment, timeout: 60)
+        XCTAssertEqual(typed.status, 0, typed.description)
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+        XCTAssertTrue(typed.stdout.contains("Password for dana at 127.0.0.1 (test): "), typed.stdout)
+        XCTAssertFalse(typed.stdout.contains("opensesame"), "the password is not echoed: \(typed.stdout)")
+        // Without a terminal nobody can type it: the download fails as without -u.
+        let alone = try await ProcessRunner.run(
+            [
+                "/usr/bin/setsid", "-w", Self.ctl, "--address", bus.address, "get", "-u", "dana",
+                http.url("/asked.bin"),
+                "-o", directory.file("alone.bin"),
+            ],
+            environment: bus.environment, timeout: 60)
+        XCTAssertNotEqual(alone.status, 0, alone.description)
+        XCTAssertTrue(alone.stderr.contains("401"), alone.stderr)
+    }
+
+    func testGetWithAProxyUserAnswersTheProxy() async throws {
+        let guarded = try TinyProxy(in: directory.path, credentials: ("erin", "pr0xy"))
+        defer { guarded.stop() }
+        let content = Self.content(150_000, seed: 46)
+        http.set("/proxied.bin", Route(content: content))
+        let target = directory.file("proxied.bin")
+        let out = try await ctl([
+            "get", "--proxy-user", "erin:pr0xy", "--proxy", guarded.url, http.url("/proxied.bin"), "-o", target,
+        ])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+    }
+}
