@@ -30,9 +30,6 @@ public struct DownloadTaskRecord: Sendable, Hashable {
     public var partialFile: FileIdentity?
     public var errorName: String?
     public var errorMessage: String?
-    /// What an app answered to a challenge the task met (`AnsweredCredentials`): in memory only,
-    /// the store and resume data never see it.
-    public var answered: AnsweredCredentials?
 
     // MARK: The request's fields
 

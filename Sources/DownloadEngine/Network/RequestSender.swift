@@ -23,15 +23,15 @@ struct RequestSender: Sendable {
     /// may go, an app's answer to a challenge only to the server that asked, no content coding,
     /// and `Range`/`If-Range` when `range` is given).
     static func headers(
-        for record: DownloadTaskRecord, to url: String, sendsCredentials: Bool, range: (start: Int64, end: Int64?)?,
-        validator: String?
+        for record: DownloadTaskRecord, answered: AnsweredCredentials?, to url: String, sendsCredentials: Bool,
+        range: (start: Int64, end: Int64?)?, validator: String?
     ) -> HTTPHeaders {
         var headers = HTTPHeaders()
         for (name, value) in record.options.headers.sorted(by: { $0.key < $1.key }) {
             guard sendsCredentials || !RedirectRules.credentialHeaders.contains(name.lowercased()) else { continue }
             headers.add(name: name, value: value)
         }
-        if let answered = record.answered, Source(url)?.origin == answered.origin {
+        if let answered, Source(url)?.origin == answered.origin {
             for (name, value) in answered.headers.sorted(by: { $0.key < $1.key }) {
                 headers.replaceOrAdd(name: name, value: value)
             }
@@ -97,7 +97,7 @@ struct RequestSender: Sendable {
             do {
                 (connection, untried) = try await lease(
                     kind, for: record.owner, scheme: request.scheme, host: request.host, port: request.port,
-                    proxy: record.options.proxy, answered: record.answered,
+                    proxy: record.options.proxy, answered: task.answered,
                     connectTimeout: record.options.connectTimeout,
                     avoiding: refused
                 )

@@ -11,6 +11,9 @@ extension DownloadTask {
     /// Bytes received and handed to the file writer (an upload's: sent), ahead of the durable offset.
     var position: Int64 { withState { $0.bytesWritten } }
 
+    /// What its app answered to a challenge (credentials for the server or proxy that asked).
+    var answered: AnsweredCredentials? { withState { $0.answered } }
+
     /// The file the caller handed over by descriptor (`UploadAt`), while this daemon holds it.
     var heldSource: SourceFile? { withState { $0.source } }
 

@@ -67,6 +67,9 @@ final class DownloadTask: Sendable {
         var question: UInt64 = 0
         /// Answers the server refused for this task (the same question asked again after one).
         var refusedAnswers = 0
+        /// What its app answered (`AnsweredCredentials`): kept here, beside the record and never
+        /// in it, so no snapshot carries it to an observer, the store or resume data.
+        var answered: AnsweredCredentials?
 
         var snapshot: TaskSnapshot {
             TaskSnapshot(

@@ -26,10 +26,10 @@ extension SessionManager {
         else { return nil }
         // The same question again after an answer: the server refused it.
         let refused = task.withState { state -> Int in
-            if let answered = state.record.answered, answered.challenge.sameQuestion(as: challenge) {
+            if let answered = state.answered, answered.challenge.sameQuestion(as: challenge) {
                 state.refusedAnswers += 1
             }
-            state.record.answered = nil
+            state.answered = nil
             return state.refusedAnswers
         }
         guard refused < Self.maxRefusedAnswers else {
@@ -96,20 +96,20 @@ extension SessionManager {
                     proxy = ProxySetting.Credentials(user: user, password: password)
                 }
                 let conditions = state.withLockedValue { $0.scheduler.conditions }
+                var taken = false
                 report(
                     task,
                     { state in
                         guard open(state) else { return }
                         state.asking = nil
-                        state.record.answered = AnsweredCredentials(
+                        state.answered = AnsweredCredentials(
                             origin: origin, headers: headers, challenge: challenge, proxy: proxy)
                         state.wait(on: conditions)
+                        taken = true
                     },
                     events: { [self] delegate, task, snapshot in
                         // Queued again in the task's event order, as a Resume queues it.
-                        guard snapshot.state == .queued, snapshot.waitingFor != .app,
-                            snapshot.record.answered?.challenge == challenge
-                        else { return }
+                        guard taken else { return }
                         delegate.waitingChanged(task, snapshot)
                         state.withLockedValue { $0.scheduler.enqueue(snapshot.record) }
                     })

@@ -34,7 +34,7 @@ extension SessionManager {
                         if next != .queued { state.asking = nil }
                         // An app's answer lasts as long as the task: a Resume asks again.
                         if next.isTerminal {
-                            state.record.answered = nil
+                            state.answered = nil
                             state.refusedAnswers = 0
                         }
                         state.wait(on: conditions)

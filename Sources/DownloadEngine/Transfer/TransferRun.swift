@@ -213,7 +213,8 @@ final class TransferRun: RunHandle {
     ) async -> Sent {
         let record = task.record
         let headers = RequestSender.headers(
-            for: record, to: url, sendsCredentials: sendsCredentials, range: range, validator: validator)
+            for: record, answered: task.answered, to: url, sendsCredentials: sendsCredentials, range: range,
+            validator: validator)
         let httpRequest: HTTPClient.Request
         do {
             httpRequest = try HTTPClient.Request(url: url, method: .GET, headers: headers)

@@ -190,7 +190,8 @@ extension UploadRun {
     private func headers(to url: String) -> HTTPHeaders {
         let record = task.record
         var headers = RequestSender.headers(
-            for: record, to: url, sendsCredentials: RedirectRules.sameOrigin(record.credentialsOrigin, url), range: nil,
+            for: record, answered: task.answered, to: url,
+            sendsCredentials: RedirectRules.sameOrigin(record.credentialsOrigin, url), range: nil,
             validator: nil
         )
         headers.remove(name: "Accept-Encoding")

@@ -279,7 +279,8 @@ final class UploadRun: Sendable {
         // Progress counts what this attempt sent: a retry starts again from 0.
         owner.apply(.position(0), to: task)
         var headers = RequestSender.headers(
-            for: record, to: url, sendsCredentials: sendsCredentials, range: nil, validator: nil)
+            for: record, answered: task.answered, to: url, sendsCredentials: sendsCredentials, range: nil,
+            validator: nil)
         headers.remove(name: "Accept-Encoding")
         if withBody, spec.form != nil || spec.contentType != nil || !headers.contains(name: "Content-Type") {
             headers.replaceOrAdd(name: "Content-Type", value: spec.requestContentType)
