@@ -394,4 +394,27 @@ final class ChallengeTests: TLSDaemonTestCase {
             http.requests(for: "/via").last?.userHeaders["proxy-authorization"], "the proxy's credentials stay with it")
         try assertNoFileHolds("pr0xy-pass")
     }
+
+    func testAPausedTaskAsksAgainWhenResumed() async throws {
+        let content = Self.content(2_000_000, seed: 80)
+        var route = Route(content: content)
+        route.requiredAuthorization = "Basic " + Data("fay:pw".utf8).base64EncodedString()
+        route.bytesPerSecond = 1_000_000
+        http.set("/paused", route)
+        let app = try await agent { _ in Self.use(["user": .string("fay"), "password": .string("pw")]) }
+        defer { app.connection.close() }
+        let task = try await start(http.url("/paused"), directory.file("paused.bin"), ["session": .string("app")])
+        try await until("bytes came with the answer", seconds: 30) {
+            (try await self.property(task, "BytesWritten")?.int64Value ?? 0) >= 300_000
+        }
+        _ = try await client.call(
+            destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task", method: "Pause")
+        XCTAssertEqual(app.questions.count, 1)
+        _ = try await client.call(
+            destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task", method: "Resume")
+        try await assertFinished(task)
+        XCTAssertEqual(sha256(ofFile: directory.file("paused.bin")), Self.sha256(content))
+        XCTAssertEqual(app.questions.count, 2, "the answer ended with the run the Pause stopped")
+        XCTAssertEqual(http.requests(for: "/paused").map(\.status), [401, 200, 401, 206])
+    }
 }

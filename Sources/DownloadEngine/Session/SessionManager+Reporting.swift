@@ -32,8 +32,9 @@ extension SessionManager {
                         change(&state)
                         // A question is open only while the task waits queued for its answer.
                         if next != .queued { state.asking = nil }
-                        // An app's answer lasts as long as the task: a Resume asks again.
-                        if next.isTerminal {
+                        // An app's answer lasts while the task runs: after an end or a Pause,
+                        // the next run asks again (a wait for the network keeps it).
+                        if next.isTerminal || next == .paused {
                             state.answered = nil
                             state.refusedAnswers = 0
                         }
