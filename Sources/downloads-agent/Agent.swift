@@ -132,7 +132,9 @@ final class Agent: @unchecked Sendable {
         case .properties(let path, let changed):
             guard tasks[path] != nil else { return }
             let before = tasks[path]?.status.state
+            let waitedForApp = tasks[path]?.status.waitingFor == "app"
             tasks[path]?.status.apply(changed)
+            if !waitedForApp, tasks[path]?.status.waitingFor == "app" { await askToSignIn(path) }
             // Ends are handled on Finished and Failed, which say more.
             if let state = tasks[path]?.status.state, state != before,
                 ["finished", "failed", "cancelled"].contains(state)
@@ -169,6 +171,12 @@ final class Agent: @unchecked Sendable {
             tasks[path]?.viewPending = false
             if tasks[path]?.isActive == true, tasks[path]?.view == nil { await requestView(path) }
         case .notificationAction(let id, let key):
+            if let path = notifications[id], let task = tasks[path], task.status.waitingFor == "app",
+                key == "default" || key == "open-app"
+            {
+                logger.info("opening the app \(task.status.desktopEntry) to sign in")
+                return Opener.launch(desktopEntry: task.status.desktopEntry)
+            }
             guard let path = notifications[id], let task = tasks[path], task.status.state == "finished",
                 key == "default" || key == "open"
             else { return }
@@ -279,6 +287,23 @@ final class Agent: @unchecked Sendable {
             desktopEntry: task.status.desktopEntry.isEmpty ? nil : task.status.desktopEntry,
             // An upload's file was there before: nothing new to open.
             actions: finished && !task.status.isUpload ? ["default", "Open", "open", "Open"] : []
+        )
+        guard id != 0 else { return }
+        if let old = task.notification { notifications[old] = nil }
+        tasks[path]?.notification = id
+        notifications[id] = path
+    }
+
+    /// The task waits for its app to answer a login (`WaitingFor` `app`): a notification whose
+    /// action opens the app (its `desktop_entry`), where the user signs in.
+    private func askToSignIn(_ path: ObjectPath) async {
+        guard let task = tasks[path] else { return }
+        let entry = task.status.desktopEntry
+        let id = await notifier.notify(
+            replacing: task.notification, summary: "Sign in to continue",
+            body: AgentText.signInBody(task.status), icon: "dialog-password", category: "transfer",
+            desktopEntry: entry.isEmpty ? nil : entry,
+            actions: entry.isEmpty ? [] : ["default", "Sign in", "open-app", "Sign in"]
         )
         guard id != 0 else { return }
         if let old = task.notification { notifications[old] = nil }

@@ -41,6 +41,13 @@ enum AgentText {
 
     /// The body of an ended task's notification, as markup (everything escaped): its title (or
     /// file name), the error of a failed one, and the app's description on a line of its own.
+    /// The body of the notification that asks the user to sign in through the task's app
+    /// (markup: the name escaped).
+    static func signInBody(_ status: DownloadTaskStatus) -> String {
+        "Sign in to continue " + (status.isUpload ? "uploading " : "downloading ")
+            + DisplayText.markup(status.displayName)
+    }
+
     static func notificationBody(_ status: DownloadTaskStatus) -> String {
         var body = DisplayText.markup(status.displayName)
         if status.state == "failed" { body += ": " + DisplayText.markup(status.errorMessage) }

@@ -34,6 +34,11 @@ class DownloadsAgentTests: DaemonTestCase {
         try "#!/bin/sh\nprintf '%s' \"$1\" > \(directory.file("opened"))\n".write(
             toFile: opener, atomically: true, encoding: .utf8)
         chmod(opener, 0o755)
+        // The desktop's app launcher, the same way.
+        let launcher = directory.file("bin/gio")
+        try "#!/bin/sh\nprintf '%s %s' \"$1\" \"$2\" > \(directory.file("launched"))\n".write(
+            toFile: launcher, atomically: true, encoding: .utf8)
+        chmod(launcher, 0o755)
     }
 
     override func tearDown() async throws {
@@ -55,6 +60,7 @@ class DownloadsAgentTests: DaemonTestCase {
         [
             "DBUS_SESSION_BUS_ADDRESS": desktop.address, "DBUS_SYSTEM_BUS_ADDRESS": bus.address,
             "PATH": directory.file("bin") + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+            "XDG_DATA_HOME": directory.file("data"),
         ]
     }
 
@@ -498,6 +504,54 @@ class DownloadsAgentTests: DaemonTestCase {
         let finished = try XCTUnwrap(
             notificationLog.range(of: "\"Upload finished\"").map { notificationLog[$0.upperBound...] })
         XCTAssertTrue(finished.hasPrefix(" \"Meeting notes\""), String(finished))
+    }
+
+    func testATaskWaitingForItsAppToSignInIsNotified() async throws {
+        try await startNotificationDaemon()
+        try await startAgent()
+        var route = Route(content: Self.content(50_000, seed: 16))
+        route.requiredAuthorization = "Basic " + Data("gus:pw".utf8).base64EncodedString()
+        http.set("/statement.pdf", route)
+        let release = NIOLockedValueBox(false)
+        let app = try ChallengeTests.Agent(connection: try await Connection.open(.address(bus.address))) { _ in
+            while !release.withLockedValue({ $0 }) { try? await Task.sleep(for: .milliseconds(20)) }
+            return ChallengeTests.use(["user": .string("gus"), "password": .string("pw")])
+        }
+        defer { app.connection.close() }
+        _ = try await app.connection.call(
+            destination: "org.example.Downloads", path: "/org/example/Downloads", interface: "org.example.Downloads",
+            method: "RegisterCompletionHandler",
+            arguments: [
+                .string("bank"), .objectPath("/app"),
+                .vardict(["challenges": .array(element: .string, [.string("http-auth")])]),
+            ])
+        let task = try await start(
+            http.url("/statement.pdf"), directory.file("statement.pdf"),
+            ["session": .string("bank"), "desktop_entry": .string("org.example.Bank.desktop")])
+        try await until("the sign-in notification", log: agentLog) {
+            self.notificationLog.contains("Sign in to continue")
+        }
+        let asking = try XCTUnwrap(notificationLog.split(separator: "\n").first { $0.contains("Sign in to continue") })
+        XCTAssertTrue(asking.contains("Sign in to continue downloading statement.pdf"), String(asking))
+        XCTAssertTrue(asking.contains("\"desktop-entry\": \"org.example.Bank\""), String(asking))
+        XCTAssertTrue(asking.contains("[\"default\", \"Sign in\""), String(asking))
+        // Its action starts the app, by its desktop file, where the user signs in.
+        let applications = directory.file("data/applications")
+        try FileManager.default.createDirectory(atPath: applications, withIntermediateDirectories: true)
+        try "[Desktop Entry]\nType=Application\nName=Bank\nExec=true\n".write(
+            toFile: applications + "/org.example.Bank.desktop", atomically: true, encoding: .utf8)
+        let emitted = try await run([
+            "busctl", "--address=\(desktop.address)", "call", "org.freedesktop.Notifications",
+            "/org/freedesktop/Notifications", "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
+            "org.freedesktop.Notifications", "ActionInvoked", "us", "2", "u", "1", "s", "default",
+        ])
+        XCTAssertEqual(emitted.status, 0, emitted.stderr)
+        try await until("the app launched", log: agentLog) {
+            (try? String(contentsOfFile: self.directory.file("launched"), encoding: .utf8))
+                == "launch \(applications)/org.example.Bank.desktop"
+        }
+        release.withLockedValue { $0 = true }
+        try await waitState(task, ["finished"])
     }
 
     /// A background task giving way shows in its job view: the agent reads `WaitingFor`.
