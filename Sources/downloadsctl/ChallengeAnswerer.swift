@@ -105,13 +105,8 @@ final class ChallengeAnswerer: Sendable {
         let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard tty >= 0 else { return nil }
         defer { close(tty) }
-        let realm = details["realm"]?.stringValue ?? ""
-        let host = details["host"]?.stringValue ?? ""
-        let question =
-            "\r\u{1B}[K" + (again ? "That was refused. " : "")
-            + "Password for \(DisplayText.escaped(user)) at \(DisplayText.escaped(host))"
-            + (realm.isEmpty ? "" : " (\(DisplayText.escaped(realm)))") + ": "
-        _ = question.withCString { write(tty, $0, strlen($0)) }
+        // Echo off before the question, as getpass(3) does: a password typed (or pasted) the moment
+        // the question shows is never echoed.
         var saved = termios()
         let isTerminal = tcgetattr(tty, &saved) == 0
         if isTerminal {
@@ -123,6 +118,13 @@ final class ChallengeAnswerer: Sendable {
             if isTerminal { tcsetattr(tty, TCSANOW, &saved) }
             _ = write(tty, "\n", 1)
         }
+        let realm = details["realm"]?.stringValue ?? ""
+        let host = details["host"]?.stringValue ?? ""
+        let question =
+            "\r\u{1B}[K" + (again ? "That was refused. " : "")
+            + "Password for \(DisplayText.escaped(user)) at \(DisplayText.escaped(host))"
+            + (realm.isEmpty ? "" : " (\(DisplayText.escaped(realm)))") + ": "
+        _ = question.withCString { write(tty, $0, strlen($0)) }
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
         while read(tty, &byte, 1) == 1, byte != 10, byte != 13, bytes.count < 4096 { bytes.append(byte) }
