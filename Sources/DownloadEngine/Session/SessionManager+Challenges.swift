@@ -131,8 +131,7 @@ extension SessionManager {
             try? await cancel(task.id)
         case .performDefault(let why):
             logger.info("task \(task.id): \(why); it fails as it would have")
-            let key = key
-            guard let step = change.step(resumeDataKey: key), let next = step.next else { return }
+            guard let step = change.step(resumeDataKey: self.key), let next = step.next else { return }
             let failed = move(
                 task, to: next, from: [.queued], provided: { _ in task.withState { open($0) } },
                 { _ = step.change(&$0) }, then: step.events)
