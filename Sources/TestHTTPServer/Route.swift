@@ -61,6 +61,8 @@ public struct Route: Sendable {
     public var replyDelay: Double?
     /// Answer 401 to a request whose `Authorization` is not this.
     public var requiredAuthorization: String?
+    /// The `WWW-Authenticate` of that 401 (default `Basic realm="test"`).
+    public var authenticate: String?
     /// Give that 401 as soon as the head came, and close the connection without reading the body
     /// (as nginx refuses an upload).
     public var refusesEarly = false

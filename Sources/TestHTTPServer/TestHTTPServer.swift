@@ -259,7 +259,7 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             _ = record(401)
             sendSimple(
                 context: context, status: .unauthorized, body: "who are you?\n",
-                headers: ["WWW-Authenticate": "Basic realm=\"test\""])
+                headers: ["WWW-Authenticate": route.authenticate ?? "Basic realm=\"test\""])
             return
         }
         if let (status, location) = route.redirect {

@@ -1,4 +1,5 @@
 import DBus
+import DownloadsAPI
 import Foundation
 import NIOConcurrencyHelpers
 import TestHTTPServer
@@ -25,28 +26,12 @@ final class ChallengeTests: TLSDaemonTestCase {
 
         init(connection: Connection, answer: @escaping @Sendable (Asked) async -> [DBusValue]) throws {
             self.connection = connection
-            let interface = InterfaceDescription(
-                "org.example.Downloads.Client",
-                methods: [
-                    .init("HandleEventsForBackgroundSession", in: [.init("session", .string)]),
-                    .init(
-                        "HandleChallenge",
-                        in: [
-                            .init("task", .objectPath), .init("kind", .string),
-                            .init("details", .dictionary(key: .string, value: .variant)),
-                        ],
-                        out: [
-                            .init("disposition", .string),
-                            .init("answer", .dictionary(key: .string, value: .variant)),
-                        ]),
-                ]
-            )
             try connection.export(
                 ExportedObject(
                     path: "/app",
                     interfaces: [
                         ExportedInterface(
-                            interface,
+                            DownloadsInterfaces.client,
                             methods: [
                                 "HandleEventsForBackgroundSession": { _ in [] },
                                 "HandleChallenge": { [asked] call in
@@ -416,5 +401,55 @@ final class ChallengeTests: TLSDaemonTestCase {
         XCTAssertEqual(sha256(ofFile: directory.file("paused.bin")), Self.sha256(content))
         XCTAssertEqual(app.questions.count, 2, "the answer ended with the run the Pause stopped")
         XCTAssertEqual(http.requests(for: "/paused").map(\.status), [401, 200, 401, 206])
+    }
+
+    func testAnHTTP10ServerThatAsksThenClosesGetsTheLoginForADownloadAndAnUpload() async throws {
+        let old = try HTTP10Server(in: directory.path)
+        defer { old.stop() }
+        let app = try await agent { _ in Self.use(["user": .string("hal"), "password": .string("9000")]) }
+        defer { app.connection.close() }
+        // A download whose answers end by closing (no Content-Length).
+        let target = directory.file("old.bin")
+        let task = try await start(old.url("/login/old.bin"), target, ["session": .string("app")])
+        try await assertFinished(task)
+        let big = (0..<4096).flatMap { _ in (0...255).map { UInt8($0) } }
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(big))
+        // An upload: refused, asked, sent again whole with the login, and taken once.
+        let source = directory.file("up.txt")
+        let body = Self.content(100_000, seed: 90)
+        try Data(body).write(to: URL(fileURLWithPath: source))
+        let reply = try await call(
+            "Upload",
+            [
+                .string(old.url("/login/up")), .string(source),
+                .vardict(["session": .string("app"), "method": .string("PUT"), "protocol": .string("plain")]),
+            ])
+        let upload = try XCTUnwrap(reply.first?.objectPathValue)
+        try await assertFinished(upload)
+        XCTAssertEqual(app.questions.map(\.kind), ["http-auth", "http-auth"])
+        XCTAssertEqual(app.questions.first?.details["realm"]?.stringValue, "old server")
+        let puts = old.log.filter { $0.path == "/login/up" }
+        XCTAssertEqual(puts.count, 2)
+        XCTAssertEqual(puts.last?.read, body.count, "the answered request carried the whole body")
+        XCTAssertEqual(old.log.filter { $0.path == "/login/old.bin" }.count, 2)
+    }
+
+    func testAHostileRealmIsCutAndEscapedAndAskedOfTheAppAsText() async throws {
+        var route = Route(content: Self.content(20_000, seed: 91))
+        route.requiredAuthorization = "Basic " + Data("ivy:pw".utf8).base64EncodedString()
+        // Bytes a terminal or a log viewer acts on (an RTL override, a line separator), a quoted
+        // quote, and 10,000 more: HTTP lets a field carry them as obs-text.
+        let realm = "\u{202E}evil\u{2028}\\\"" + String(repeating: "x", count: 10_000)
+        route.authenticate = "Basic realm=\"\(realm)\""
+        http.set("/hostile", route)
+        let app = try await agent { _ in Self.use(["user": .string("ivy"), "password": .string("pw")]) }
+        defer { app.connection.close() }
+        let task = try await start(http.url("/hostile"), directory.file("hostile.bin"), ["session": .string("app")])
+        try await assertFinished(task)
+        let asked = try XCTUnwrap(app.questions.first?.details["realm"]?.stringValue)
+        XCTAssertLessThanOrEqual(asked.count, 200, "the realm is cut")
+        XCTAssertTrue(asked.hasPrefix("\u{202E}evil\u{2028}\""), "the app gets the text as the server wrote it")
+        let log = try String(contentsOfFile: daemonLog, encoding: .utf8)
+        XCTAssertFalse(log.contains("\u{202E}") || log.contains("\u{2028}"), "the journal gets it escaped")
     }
 }

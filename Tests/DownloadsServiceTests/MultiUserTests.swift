@@ -387,6 +387,79 @@ final class MultiUserTests: SystemBusTestCase {
         XCTAssertEqual(sha256(ofFile: home + "/x"), Self.sha256(Self.content(3000)))
     }
 
+    /// A python3-dbus agent of a user on the system bus: registered for session `bg` to answer
+    /// `http-auth` with `user` and `password`, noting the tasks it is asked about in `out['asked']`;
+    /// `then` runs before its main loop (which it must end).
+    func challengeAgentScript(user: String, password: String, then: String) -> String {
+        """
+        import dbus.service, dbus.mainloop.glib
+        from gi.repository import GLib
+        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+        app_bus = dbus.bus.BusConnection('\(bus.address)')
+        loop = GLib.MainLoop()
+        asked = []
+        class App(dbus.service.Object):
+            @dbus.service.method('org.example.Downloads.Client', in_signature='s')
+            def HandleEventsForBackgroundSession(self, session):
+                pass
+            @dbus.service.method('org.example.Downloads.Client', in_signature='osa{sv}', out_signature='sa{sv}')
+            def HandleChallenge(self, task, kind, details):
+                asked.append(str(task))
+                self.seen(str(task))
+                return ('use', {'user': '\(user)', 'password': '\(password)'})
+        App.seen = lambda self, task: None
+        app = App(app_bus, '/app')
+        manager = dbus.Interface(app_bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
+        manager.RegisterCompletionHandler('bg', '/app', dbus.Dictionary({'challenges': dbus.Array(['http-auth'], signature='s')}, signature='sv'))
+        \(then)
+        loop.run()
+        out['asked'] = asked
+        """
+    }
+
+    /// A challenge goes to the object its task's own user registered: B's agent, registered for a
+    /// session of the same name, never hears of A's task, and A's answer is never B's.
+    func testAUsersChallengeIsNeverAskedOfAnotherUsersAgent() async throws {
+        let home = try makeDirectory("a", owner: users.a, mode: 0o700)
+        let content = Self.content(40_000, seed: 12)
+        var route = Route(content: content)
+        route.requiredAuthorization = "Basic " + Data("ann:right".utf8).base64EncodedString()
+        http.set("/members", route)
+        // B's agent runs beside A's task (its main loop answering), noting any question in its home.
+        let bHome = try makeDirectory("b", owner: users.b, mode: 0o700)
+        let bAgent = try ChildProcess([
+            "setpriv", "--reuid=\(users.b.uid)", "--regid=\(users.b.gid)", "--init-groups", "--reset-env",
+            "/usr/bin/python3", "-c",
+            "out = {}\n"
+                + challengeAgentScript(
+                    user: "bee", password: "wrong",
+                    then:
+                        "GLib.timeout_add(60000, loop.quit)\nApp.seen = lambda self, task: open('\(bHome)/asked', 'a').write(task)"
+                ),
+        ])
+        defer { bAgent.stop() }
+        try await until("B's agent registered", seconds: 20) {
+            self.daemonLogText.contains("completion handler for session 'bg' of uid \(self.users.b.uid)")
+        }
+        let start = """
+            task = manager.Start('\(http.url("/members"))', '\(home)/m', dbus.Dictionary({'session': 'bg'}, signature='sv'))
+            def poll():
+                state = str(app_bus.get_object('org.example.Downloads', task).Get('org.example.Downloads.Task', 'State', dbus_interface='org.freedesktop.DBus.Properties'))
+                if state in ('finished', 'failed'):
+                    out['state'] = state
+                    loop.quit()
+                    return False
+                return True
+            GLib.timeout_add(50, poll)
+            GLib.timeout_add(30000, loop.quit)
+            """
+        let a = try await python(as: users.a, challengeAgentScript(user: "ann", password: "right", then: start))
+        XCTAssertEqual(a["state"] as? String, "finished", "\(a)\n\(daemonLogText)")
+        XCTAssertEqual((a["asked"] as? [String])?.count, 1, "\(a)")
+        XCTAssertEqual(sha256(ofFile: home + "/m"), Self.sha256(content))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: bHome + "/asked"), "B's agent is never asked")
+    }
+
     /// A fills both transfer places and queues more; B's one task takes the next free place
     /// before A's queued ones (fewest running first), and B's quota is B's own. (Files above the
     /// 1 MiB of a short transfer, which would not count against the transfer limits at all.)

@@ -13,8 +13,13 @@ Paths:
                          nginx refuses); with keep-alive the connection stays open, unread
   /refuse-early-chunked/...  the same 413 with a chunked body (keep-alive only)
   /refuse-early-empty/...    the same 413 with an empty body (Content-Length: 0)
+  /login/...             asks for a login: without `Authorization: Basic` of hal:9000, 401 with
+                         `WWW-Authenticate: Basic realm="old server"` (the body read, no
+                         Content-Length: ends by closing); with it, a GET is 1 MiB (no
+                         Content-Length) and a PUT/POST is read, then 201
 Usage: http10_server.py PORT LOG [keep-alive]   (keep-alive: HTTP/1.1, connections kept open)
 """
+import base64
 import json
 import socket
 import sys
@@ -50,6 +55,17 @@ class Handler(BaseHTTPRequestHandler):
             with open(LOG, "a") as log:
                 log.write(json.dumps({"method": self.command, "path": self.path, "length": length, "read": read,
                                       "key": self.headers.get("Idempotency-Key")}) + "\n")
+        if mode == "login" and self.headers.get("Authorization") != "Basic " + base64.b64encode(b"hal:9000").decode():
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="old server"')
+            self.end_headers()
+            self.wfile.write(b"who are you?\n")
+            return
+        if mode == "login" and self.command == "GET":
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(BIG)
+            return
         if mode == "swallow-once" and count == 1:
             # The request arrived whole; the answer is lost (the connection just closes).
             self.close_connection = True
@@ -87,7 +103,7 @@ class Handler(BaseHTTPRequestHandler):
         if mode != "answer-and-close":
             self.wfile.write(b'{"stored": true}\n')
 
-    do_POST = do_PUT = do_PATCH = handle_body
+    do_GET = do_POST = do_PUT = do_PATCH = handle_body
 
 
 ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
