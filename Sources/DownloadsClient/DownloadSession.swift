@@ -434,8 +434,15 @@ public final class DownloadSession: Sendable {
                                 }
                                 return []
                             },
-                            "HandleChallenge": { [weak self] call in
-                                await self?.answer(call).reply ?? ChallengeDisposition.performDefaultHandling.reply
+                            "HandleChallenge": { [weak self, connection = proxy.connection] call in
+                                // Only the service is answered: another peer calling this object
+                                // learns nothing of the delegate's credentials.
+                                guard (try? await connection.nameOwner(DownloadsAPI.busName)) == call.sender else {
+                                    throw BusError(
+                                        name: BusError.accessDeniedName, message: "only the downloads service asks")
+                                }
+                                return await self?.answer(call).reply
+                                    ?? ChallengeDisposition.performDefaultHandling.reply
                             },
                         ])
                 ]))

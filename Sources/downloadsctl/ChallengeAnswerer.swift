@@ -54,7 +54,15 @@ final class ChallengeAnswerer: Sendable {
                         DownloadsInterfaces.client,
                         methods: [
                             "HandleEventsForBackgroundSession": { _ in [] },
-                            "HandleChallenge": { [self] call in await answer(call) },
+                            "HandleChallenge": { [self, connection = proxy.connection] call in
+                                // Only the service is answered: any other peer that calls this
+                                // object (the same user's other processes) learns nothing.
+                                guard (try? await connection.nameOwner(DownloadsAPI.busName)) == call.sender else {
+                                    throw BusError(
+                                        name: BusError.accessDeniedName, message: "only the downloads service asks")
+                                }
+                                return await answer(call)
+                            },
                         ])
                 ]))
         var kinds: Set<String> = []

@@ -1,3 +1,4 @@
+import DBus
 import DownloadsClient
 import Foundation
 import NIOConcurrencyHelpers
@@ -48,5 +49,28 @@ extension DownloadsClientTests {
         XCTAssertEqual(challenges.first?.scheme, "Basic")
         XCTAssertEqual(challenges.first?.realm, "test")
         XCTAssertEqual(challenges.first?.url, http.url("/members"))
+    }
+
+    func testOnlyTheServiceIsAnsweredNotAnotherPeer() async throws {
+        let delegate = SigningIn()
+        var configuration = DownloadSession.Configuration.background(identifier: "peers")
+        configuration.bus = .address(bus.address)
+        configuration.challengeKinds = ["http-auth"]
+        let session = try await DownloadSession(configuration: configuration, delegate: delegate)
+        defer { session.invalidate() }
+        // Another peer on the bus (this test's own connection) asks as the service would.
+        do {
+            _ = try await client.call(
+                destination: session.proxy.connection.uniqueName, path: session.completionObject,
+                interface: "org.example.Downloads.Client", method: "HandleChallenge",
+                arguments: [
+                    .objectPath("/org/example/Downloads/tasks/1"), .string("http-auth"),
+                    .vardict(["scheme": .string("Basic"), "failures": .uint32(1)]),
+                ])
+            XCTFail("a peer that is not the service got an answer")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, BusError.accessDeniedName)
+        }
+        XCTAssertTrue(delegate.challenges.withLockedValue { $0 }.isEmpty, "the delegate was not asked")
     }
 }

@@ -1,3 +1,4 @@
+import DBus
 import Foundation
 import TestHTTPServer
 import TestSupport
@@ -86,5 +87,41 @@ extension DownloadsctlTests {
         ])
         XCTAssertEqual(out.status, 0, out.description)
         XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+    }
+
+    func testGetAnswersTheServiceAloneNotAnotherPeer() async throws {
+        var route = membersRoute(Self.content(3_000_000, seed: 47))
+        route.bytesPerSecond = 1_000_000
+        http.set("/slow-members.bin", route)
+        let target = directory.file("slow-members.bin")
+        let arguments = [
+            Self.ctl, "--address", bus.address, "get", "-u", "dana:opensesame", http.url("/slow-members.bin"), "-o",
+            target,
+        ]
+        let environment = bus.environment
+        let got = Task { try await ProcessRunner.run(arguments, environment: environment, timeout: 60) }
+        // While it follows its download, another peer of the bus asks its object for the login.
+        var answerer: String?
+        try await until("get registered its answerer") {
+            let log = (try? String(contentsOfFile: self.daemonLog, encoding: .utf8)) ?? ""
+            answerer = log.split(separator: "\n").last { $0.contains("/org/example/downloadsctl/agent") }
+                .flatMap { $0.split(separator: " ").first { $0.hasPrefix(":") } }.map(String.init)
+            return answerer != nil
+        }
+        do {
+            _ = try await client.call(
+                destination: try XCTUnwrap(answerer), path: "/org/example/downloadsctl/agent",
+                interface: "org.example.Downloads.Client", method: "HandleChallenge",
+                arguments: [
+                    .objectPath("/org/example/Downloads/tasks/1"), .string("http-auth"),
+                    .vardict(["scheme": .string("Basic"), "failures": .uint32(0)]),
+                ])
+            XCTFail("a peer that is not the service got an answer")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, BusError.accessDeniedName)
+        }
+        let out = try await got.value
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(Self.content(3_000_000, seed: 47)))
     }
 }
