@@ -83,8 +83,9 @@ let package = Package(
         .target(
             name: "DownloadStore",
             dependencies: [
-                "CrashPoints", "DownloadModel", "UserFiles", "FileIdentities",
+                "CrashPoints", "DownloadModel", "UserFiles", "FileIdentities", "ProxyRules",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
@@ -195,7 +196,7 @@ let package = Package(
                 "UserFiles",
             ]),
         .testTarget(name: "DownloadStoreTests", dependencies: [
-            "DownloadStore", "DownloadModel", "DownloadEngine", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            "DownloadStore", "DownloadModel", "DownloadEngine", "TestSupport", "ProxyRules", .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "DownloadsServiceTests", dependencies: [

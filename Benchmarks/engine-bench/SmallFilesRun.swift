@@ -30,7 +30,10 @@ struct SmallFilesRun {
             let made = try Self.makeStateDirectory()
             stateDirectory = made
             observers.insert(
-                StoreObserver(store: try DownloadStore(path: made + "/downloads.sqlite"), logger: logger), at: 0)
+                StoreObserver(
+                    store: try DownloadStore(
+                        path: made + "/downloads.sqlite", secrets: StoreSecrets(rootKey: SymmetricKey(size: .bits256))),
+                    logger: logger), at: 0)
         }
         defer { if let stateDirectory { try? FileManager.default.removeItem(atPath: stateDirectory) } }
         let manager = SessionManager(

@@ -11,6 +11,8 @@ public final class DownloadStore: Sendable {
     let database: any DatabaseWriter
     /// Room released when the disk is full so the write can still be made (see `StorageReserve`).
     public let reserve: StorageReserve?
+    /// Seals and opens the secrets of a task's options (`StoreSecrets`).
+    let secrets: StoreSecrets
     /// Where the database lives, for messages.
     public let directory: String
     /// The engine's saves (inserts, state changes, checkpoints), committed together when they
@@ -18,17 +20,21 @@ public final class DownloadStore: Sendable {
     private let saves: CommitGroup
 
     /// Opens (creating) `path` as a WAL database; fails with a readable error if it cannot.
-    public convenience init(path: String) throws {
+    public convenience init(path: String, secrets: StoreSecrets) throws {
         let directory = (path as NSString).deletingLastPathComponent
         try self.init(
-            DatabasePool(path: path, configuration: DownloadStore.configuration),
+            DatabasePool(path: path, configuration: DownloadStore.configuration), secrets: secrets,
             reserve: StorageReserve(directory: directory), directory: directory
         )
     }
 
-    /// Uses `database` (a `DatabaseQueue` on a temporary file in tests) and migrates it.
-    public init(_ database: any DatabaseWriter, reserve: StorageReserve? = nil, directory: String = "") throws {
+    /// Uses `database` (a `DatabaseQueue` on a temporary file in tests), migrates it, and seals
+    /// what rows written before `StoreSecrets` keep in clear.
+    public init(
+        _ database: any DatabaseWriter, secrets: StoreSecrets, reserve: StorageReserve? = nil, directory: String = ""
+    ) throws {
         self.database = database
+        self.secrets = secrets
         self.reserve = reserve
         self.directory = directory
         saves = CommitGroup(database: database) { write in
@@ -36,6 +42,7 @@ public final class DownloadStore: Sendable {
                 database, reserve: reserve, directory: directory, mayUseReserve: write.mayUseReserve, write.body)
         }
         try DownloadStore.migrator.migrate(database)
+        try sealClearSecrets()
         _ = reserve?.ensure()
     }
 
@@ -128,7 +135,7 @@ public final class DownloadStore: Sendable {
     /// The write that records a new task (and its session) under the id the engine gave it.
     /// Cached statements, as `saving`: one insert per Start.
     public func inserting(_ record: DownloadTaskRecord) throws -> StoreWrite {
-        let row = try TaskRow(record: record)
+        let row = try TaskRow(record: record, secrets: secrets)
         return StoreWrite(mayUseReserve: true) { db in
             try db.cachedStatement(
                 sql: "INSERT OR IGNORE INTO session (ownerUID, name, endedSinceCall) VALUES (?, ?, 0)"
@@ -166,7 +173,7 @@ public final class DownloadStore: Sendable {
     public func saving(
         _ record: DownloadTaskRecord, options: Bool = true, mayUseReserve: Bool = true, sessionIdle: Bool = false
     ) throws -> StoreWrite {
-        let encodedOptions = options ? try TaskRow.encode(record.options) : nil
+        let encodedOptions = options ? try TaskRow.encode(record.options, task: record.id, secrets: secrets) : nil
         // An upload's reply changes only as it ends; a download has none (NULL, nothing encoded).
         let (upload, replyBody) = try TaskRow.encode(record.upload)
         let now = StoredTime.now
@@ -251,7 +258,7 @@ public final class DownloadStore: Sendable {
             {
                 let id: Int64 = row["id"] ?? 0
                 do {
-                    var record = try TaskRow(row: row).record()
+                    var record = try TaskRow(row: row).record(secrets: secrets)
                     if let ranges = segments[id] {
                         guard ByteRange.valid(ranges, length: record.expectedLength) else {
                             throw StoreError("its segments do not fit a file of \(record.expectedLength) bytes")

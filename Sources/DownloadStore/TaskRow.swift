@@ -37,7 +37,7 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
     var updatedAt: Date
     var endedAt: Date?
 
-    init(record: DownloadTaskRecord) throws {
+    init(record: DownloadTaskRecord, secrets: StoreSecrets) throws {
         id = Int64(record.id)
         ownerUID = Int64(record.owner)
         app = record.app
@@ -53,13 +53,28 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         expectedLength = -1
         createdAt = Date()
         updatedAt = createdAt
-        try update(from: record)
+        try update(from: record, secrets: secrets)
     }
 
-    static func encode(_ options: DownloadOptions) throws -> String {
+    /// `options` as the column keeps them: their headers and proxy sealed (`StoreSecrets`).
+    static func encode(_ options: DownloadOptions, task id: UInt64, secrets: StoreSecrets) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(options), as: UTF8.self)
+        let (visible, sealed) = try secrets.seal(options, task: id)
+        return String(decoding: try encoder.encode(StoredOptions(options: visible, sealed: sealed)), as: UTF8.self)
+    }
+
+    /// The column's options, their secrets opened.
+    static func decode(_ text: String, task id: UInt64, secrets: StoreSecrets) throws -> DownloadOptions {
+        let stored: StoredOptions
+        do {
+            stored = try JSONDecoder().decode(StoredOptions.self, from: Data(text.utf8))
+        } catch {
+            throw StoreError("options do not decode: \(error)")
+        }
+        var options = stored.options
+        if let sealed = stored.sealed { try secrets.open(sealed, into: &options, task: id) }
+        return options
     }
 
     /// An upload's columns: its JSON (the reply's body left out) and a new reply's body (nil:
@@ -73,8 +88,8 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
 
     /// Takes what the engine knows now; returns whether the task has just ended.
     @discardableResult
-    mutating func update(from record: DownloadTaskRecord) throws -> Bool {
-        options = try TaskRow.encode(record.options)
+    mutating func update(from record: DownloadTaskRecord, secrets: StoreSecrets) throws -> Bool {
+        options = try TaskRow.encode(record.options, task: record.id, secrets: secrets)
         finalURL = record.finalURL
         resolvedPath = record.resolvedPath
         let wasEnded = DownloadState(rawValue: state)?.isTerminal ?? false
@@ -100,16 +115,11 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
     }
 
     /// The engine's record; throws (with the reason) when the row cannot be one.
-    func record() throws -> DownloadTaskRecord {
+    func record(secrets: StoreSecrets) throws -> DownloadTaskRecord {
         guard let id, id > 0 else { throw StoreError("row without an id") }
         guard let owner = UInt32(exactly: ownerUID) else { throw StoreError("owner uid \(ownerUID) is out of range") }
         guard let state = DownloadState(rawValue: state) else { throw StoreError("unknown state '\(state)'") }
-        let decoded: DownloadOptions
-        do {
-            decoded = try JSONDecoder().decode(DownloadOptions.self, from: Data(options.utf8))
-        } catch {
-            throw StoreError("options do not decode: \(error)")
-        }
+        let decoded = try TaskRow.decode(options, task: UInt64(id), secrets: secrets)
         var record = DownloadTaskRecord(
             id: UInt64(id), owner: owner, session: session, url: url, destination: destination,
             destinationIsDirectory: destinationIsDirectory, options: decoded,

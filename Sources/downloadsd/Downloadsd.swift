@@ -151,7 +151,7 @@ struct Downloadsd: AsyncParsableCommand {
         let store: DownloadStore
         do {
             key = try StateDirectory.resumeDataKey(in: directory)
-            store = try DownloadStore(path: directory + "/downloads.sqlite")
+            store = try DownloadStore(path: directory + "/downloads.sqlite", secrets: StoreSecrets(rootKey: key))
         } catch {
             Downloadsd.exit(message: "downloadsd: the state directory \(directory) is unusable: \(error)")
         }

@@ -35,12 +35,15 @@ final class DownloadStoreTests: XCTestCase {
     }
 
     func testOptionsAreStoredWithTheDocumentedKeysAndRoundTrip() throws {
-        let store = try DownloadStore(DatabaseQueue(path: path))
+        let store = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
         try store.insertTask(record(1))
         let text = try DatabaseQueue(path: path).read { db in
             try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = 1")
         }
-        XCTAssertEqual(text, #"{"headers":{"X-Token":"t"},"max_bytes_per_second":5000,"priority":"high"}"#)
+        // The headers (which may hold a token) are sealed; the rest reads as documented.
+        let stored = try XCTUnwrap(text)
+        XCTAssertTrue(stored.hasPrefix(#"{"max_bytes_per_second":5000,"priority":"high","sealed_secrets":""#), stored)
+        XCTAssertFalse(stored.contains("X-Token"), stored)
         let loaded = try store.loadTasks()
         XCTAssertEqual(loaded.tasks, [record(1)])
         XCTAssertEqual(loaded.tasks.first?.owner, 1000, "the owner is a column of its own")
@@ -61,7 +64,7 @@ final class DownloadStoreTests: XCTestCase {
                             '2026-01-01 00:00:00', '2026-01-01 00:00:00')
                     """)
         }
-        let store = try DownloadStore(queue)
+        let store = try DownloadStore(queue, secrets: .forTests)
         let loaded = try store.loadTasks()
         XCTAssertEqual(loaded.rejected, [])
         let options = try XCTUnwrap(loaded.tasks.first?.options)
@@ -88,7 +91,7 @@ final class DownloadStoreTests: XCTestCase {
                             '{"priority":"low","sha256":"\(hex)"}', '2026-01-01 00:00:00', '2026-01-01 00:00:00')
                     """)
         }
-        let store = try DownloadStore(queue)
+        let store = try DownloadStore(queue, secrets: .forTests)
         let text = try queue.read { db in try String.fetchOne(db, sql: "SELECT options FROM task WHERE id = 7") }
         XCTAssertEqual(text, #"{"checksum":"sha256:\#(hex)","priority":"low"}"#)
         let loaded = try store.loadTasks()
@@ -112,7 +115,7 @@ final class DownloadStoreTests: XCTestCase {
     }
 
     func testAnUnreadableRowIsKeptAsideAndTheRestIsServed() throws {
-        let store = try DownloadStore(DatabaseQueue(path: path))
+        let store = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
         try store.insertTask(record(1))
         try store.insertTask(record(2))
         try store.insertTask(record(3))
@@ -130,7 +133,7 @@ final class DownloadStoreTests: XCTestCase {
     }
 
     func testSegmentsAreSavedWithTheTaskAndCheckedWhenLoaded() throws {
-        let store = try DownloadStore(DatabaseQueue(path: path))
+        let store = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
         let ranges = [ByteRange(start: 100, end: 250), ByteRange(start: 500, end: 1000)]
         let segmented = record(1) { record in
             record.expectedLength = 1000
@@ -189,14 +192,14 @@ final class DownloadStoreTests: XCTestCase {
     }
 
     func testIdsAreNeverGivenTwiceEvenAfterRemoval() throws {
-        let store = try DownloadStore(DatabaseQueue(path: path))
+        let store = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
         try store.insertTask(record(41))
         try store.deleteTask(41)
         XCTAssertEqual(try store.loadTasks().nextID, 42)
     }
 
     func testAnEndedTaskMakesOneCompletionCallPending() throws {
-        let store = try DownloadStore(DatabaseQueue(path: path))
+        let store = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
         let session = SessionID(owner: 1000, name: "photos")
         try store.insertTask(record(1))
         XCTAssertEqual(try store.sessionBecameIdle(session).transition, false, "nothing ended yet")
@@ -215,7 +218,7 @@ final class DownloadStoreTests: XCTestCase {
     /// The last end of a session and the completion call it makes due are one transaction; the
     /// call is announced (`EventsFinished`) once, by the idle step after it.
     func testTheLastEndMakesItsCompletionCallDueInItsOwnTransaction() throws {
-        let store = try DownloadStore(DatabaseQueue(path: path))
+        let store = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
         let session = SessionID(owner: 1000, name: "photos")
         try store.insertTask(record(1))
         try store.insertTask(record(2) { $0.state = .running })
@@ -256,7 +259,7 @@ final class DownloadStoreTests: XCTestCase {
                     "INSERT INTO pendingCompletion (ownerUID, session, createdAt) VALUES (1000, 'old', '2026-01-01 00:00:00')"
             )
         }
-        let store = try DownloadStore(queue)
+        let store = try DownloadStore(queue, secrets: .forTests)
         let session = SessionID(owner: 1000, name: "old")
         XCTAssertTrue(try store.isPending(session))
         XCTAssertEqual(try store.unannouncedCompletions(), [], "a call pending before the migration was announced then")
@@ -277,7 +280,7 @@ final class DownloadStoreTests: XCTestCase {
                     'paused', 0, -1, '{}', '2026-01-01 00:00:00', '2026-01-01 00:00:00')
                     """)
         }
-        let store = try DownloadStore(queue)
+        let store = try DownloadStore(queue, secrets: .forTests)
         let app = record(2, session: "org.example.Player\u{1F}default") { record in
             record.app = "org.example.Player"
             record.writesInPlace = true
@@ -291,7 +294,7 @@ final class DownloadStoreTests: XCTestCase {
     }
 
     func testTheStoreObserverWritesWhatTheEngineReports() throws {
-        let store = try DownloadStore(DatabaseQueue(path: path))
+        let store = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
         let observer = StoreObserver(store: store, logger: .init(label: "test"))
         var task = record(5)
         observer.taskWasCreated(TaskSnapshot(record: task, bytesWritten: 0))
@@ -314,7 +317,7 @@ final class DownloadStoreTests: XCTestCase {
 
     /// A write of a batch that fails is that task's failure alone: the others are committed.
     func testAFailedWriteOfABatchIsOnlyItsTasksFailure() throws {
-        let store = try DownloadStore(DatabaseQueue(path: path))
+        let store = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
         let observer = StoreObserver(store: store, logger: .init(label: "test"))
         observer.taskWasCreated(TaskSnapshot(record: record(5), bytesWritten: 0))
         observer.taskWasCreated(TaskSnapshot(record: record(6), bytesWritten: 0))
@@ -330,7 +333,7 @@ final class DownloadStoreTests: XCTestCase {
     /// Every save writes a task's whole row, so of a task's plain saves in one batch only the
     /// last is written; its end (counted for the session's completion call) never gives way.
     func testOneBatchWritesATasksRowOnceUnlessItEnds() throws {
-        let store = try DownloadStore(DatabaseQueue(path: path))
+        let store = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
         let observer = StoreObserver(store: store, logger: .init(label: "test"))
         var task = record(5)
         observer.taskWasCreated(TaskSnapshot(record: task, bytesWritten: 0))

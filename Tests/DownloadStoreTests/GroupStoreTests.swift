@@ -20,7 +20,7 @@ final class GroupStoreTests: XCTestCase {
     }
 
     func testAGroupAndItsTasksRoundTripWithTheDecisionToPublish() throws {
-        let store = try DownloadStore(DatabaseQueue(path: path))
+        let store = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
         var group = DownloadGroupRecord(
             id: 4, owner: 1000, app: "org.example.App", session: "org.example.App\u{1F}s", title: "maps",
             atomic: true, taskSignals: false)
@@ -41,7 +41,7 @@ final class GroupStoreTests: XCTestCase {
         var decided = group
         decided.publishing = true
         // What a restart finds: the decision stands.
-        XCTAssertEqual(try DownloadStore(DatabaseQueue(path: path)).loadGroups(), [decided])
+        XCTAssertEqual(try DownloadStore(DatabaseQueue(path: path), secrets: .forTests).loadGroups(), [decided])
 
         _ = store.commit([store.deletingGroup(group.id)])
         XCTAssertEqual(try store.loadGroups(), [])
@@ -60,7 +60,7 @@ final class GroupStoreTests: XCTestCase {
                             '2026-01-01 00:00:00', '2026-01-01 00:00:00')
                     """)
         }
-        let store = try DownloadStore(queue)
+        let store = try DownloadStore(queue, secrets: .forTests)
         XCTAssertEqual(try store.loadTasks().tasks.map(\.group), [0])
         XCTAssertEqual(try store.loadGroups(), [])
     }

@@ -37,7 +37,7 @@ final class UploadStoreTests: XCTestCase {
     }
 
     func testAnUploadAndItsReplyRoundTrip() throws {
-        let store = try DownloadStore(DatabaseQueue(path: path))
+        let store = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
         var record = upload()
         XCTAssertEqual(record.kind, "upload")
         XCTAssertEqual(
@@ -52,7 +52,7 @@ final class UploadStoreTests: XCTestCase {
         record.upload?.replyHeaders = ["location": "/photos/9", "set-cookie": "a=1, b=2"]
         record.upload?.newReplyBody = Array("{\"id\": 9}".utf8)
         try store.save(record)
-        let reopened = try DownloadStore(DatabaseQueue(path: path))
+        let reopened = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
         let reloaded = try reopened.loadTasks().tasks
         XCTAssertNil(reloaded.first?.upload?.newReplyBody, "the body is not loaded with the task")
         record.upload?.newReplyBody = nil
@@ -88,7 +88,7 @@ final class UploadStoreTests: XCTestCase {
     /// One user's kept replies take at most `maxReplyBytesPerOwner`: the oldest go first; another
     /// user's are untouched.
     func testRepliesBeyondTheBudgetDropTheOldestFirst() throws {
-        let store = try DownloadStore(DatabaseQueue(path: path))
+        let store = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
         let megabyte = [UInt8](repeating: 7, count: 1 << 20)
         let count = DownloadStore.maxReplyBytesPerOwner / megabyte.count + 2
         var other = upload()

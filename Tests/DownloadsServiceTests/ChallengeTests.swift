@@ -248,6 +248,9 @@ final class ChallengeTests: TLSDaemonTestCase {
         let served = requests.reduce(0) { $0 + $1.bodyBytesSent }
         XCTAssertLessThan(served, content.count + 1_500_000, "served \(served) for \(content.count)")
         try assertNoFileHolds("Bearer two")
+        // The token the task was started with is kept, sealed: neither it nor its name is in clear.
+        try assertNoFileHolds("Bearer one")
+        try assertNoFileHolds("Authorization")
     }
 
     func testTasksMeetingTheSameLoginAtOnceAskItOnceAndAllGoOn() async throws {

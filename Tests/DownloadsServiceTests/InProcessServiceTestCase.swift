@@ -53,7 +53,8 @@ class InProcessServiceTestCase: XCTestCase {
         configuration.checkpointBytes = 64 * 1024
         let engine = SessionManager(configuration: configuration, resumeDataKey: key)
         let service = DownloadsService(
-            connection: connection, engine: engine, store: try DownloadStore(path: databasePath),
+            connection: connection, engine: engine,
+            store: try DownloadStore(path: databasePath, secrets: StoreSecrets(rootKey: key)),
             configuration: serviceConfiguration
         )
         try await service.start()
