@@ -28,6 +28,10 @@ public struct Challenge: Sendable, Hashable {
     public var url = ""
     public var host = ""
     public var port = 0
+    /// For `server-trust`: the chain the server presented (DER, its own certificate first) and
+    /// why this system refused it.
+    public var certificates: [[UInt8]] = []
+    public var error = ""
 
     public init(kind: Kind, scheme: String, realm: String, status: Int) {
         self.kind = kind
@@ -46,9 +50,17 @@ public struct Challenge: Sendable, Hashable {
         return copy
     }
 
+    /// A TLS server this system does not trust (its chain as it sent it, and why).
+    public static func serverTrust(chain: [[UInt8]], error: String) -> Challenge {
+        var challenge = Challenge(kind: .serverTrust, scheme: "", realm: "", status: 0)
+        challenge.certificates = chain
+        challenge.error = error
+        return challenge
+    }
+
     /// Whether `other` asks the same thing of the same server (an answer to one answers both).
     public func sameQuestion(as other: Challenge) -> Bool {
         kind == other.kind && scheme.lowercased() == other.scheme.lowercased() && realm == other.realm
-            && host == other.host && port == other.port
+            && host == other.host && port == other.port && certificates.first == other.certificates.first
     }
 }

@@ -18,11 +18,15 @@ public enum ChallengeAnswer: Sendable, Hashable {
         public var user: String?
         public var password: String?
         public var headers: [String: String]
+        /// For `server-trust`: trust the certificate the server presented, for this task's life.
+        public var trust: Bool
 
-        public init(user: String? = nil, password: String? = nil, headers: [String: String] = [:]) {
+        public init(user: String? = nil, password: String? = nil, headers: [String: String] = [:], trust: Bool = false)
+        {
             self.user = user
             self.password = password
             self.headers = headers
+            self.trust = trust
         }
     }
 }

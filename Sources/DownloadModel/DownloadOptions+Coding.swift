@@ -33,6 +33,8 @@ extension DownloadOptions: Codable {
         case lowSpeedTime = "low_speed_time"
         case proxy
         case background
+        case pinnedPublicKeys = "pinned_public_keys"
+        case trustPinnedOnly = "trust_pinned_only"
     }
 
     public init(from decoder: Decoder) throws {
@@ -91,6 +93,8 @@ extension DownloadOptions: Codable {
         lowSpeedLimit = try container.decodeIfPresent(UInt64.self, forKey: .lowSpeedLimit)
         lowSpeedTime = try container.decodeIfPresent(Double.self, forKey: .lowSpeedTime)
         background = try container.decodeIfPresent(Bool.self, forKey: .background) ?? false
+        pinnedPublicKeys = try container.decodeIfPresent([String].self, forKey: .pinnedPublicKeys) ?? []
+        trustPinnedOnly = try container.decodeIfPresent(Bool.self, forKey: .trustPinnedOnly) ?? false
         if let text = try container.decodeIfPresent(String.self, forKey: .proxy) {
             do {
                 proxy = try ProxySetting.parse(text)
@@ -135,6 +139,8 @@ extension DownloadOptions: Codable {
         try container.encodeIfPresent(lowSpeedTime, forKey: .lowSpeedTime)
         try container.encodeIfPresent(proxy?.text, forKey: .proxy)
         if background { try container.encode(background, forKey: .background) }
+        if !pinnedPublicKeys.isEmpty { try container.encode(pinnedPublicKeys, forKey: .pinnedPublicKeys) }
+        if trustPinnedOnly { try container.encode(trustPinnedOnly, forKey: .trustPinnedOnly) }
     }
 
     /// `pieces` as written: `{"algorithm": "sha1", "length": 262144, "hashes": "<hex digests, one after another>"}`.

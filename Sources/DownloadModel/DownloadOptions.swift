@@ -13,6 +13,12 @@ public struct DownloadOptions: Sendable, Hashable {
 
     /// Extra request headers (checked for CR/LF and forbidden names).
     public var headers: [String: String] = [:]
+    /// `sha256//BASE64` of the SubjectPublicKeyInfo the server's certificate must have (curl's
+    /// `--pinnedpubkey`), checked besides the system's store; empty: no pin.
+    public var pinnedPublicKeys: [String] = []
+    /// With `pinnedPublicKeys`: a self-signed server whose key is pinned is trusted instead of
+    /// checked against the system's store and the host name.
+    public var trustPinnedOnly = false
     /// The expected digest of the whole file (`checksum`, or the older `sha256`).
     public var checksum: Checksum?
     public var priority: Priority = .normal
@@ -252,5 +258,26 @@ public struct DownloadOptions: Sendable, Hashable {
                 throw DownloadError.invalidArgument("\(name) must be between 0 and 604800 seconds")
             }
         }
+        guard pinnedPublicKeys.count <= DownloadOptions.maxPinnedKeys else {
+            throw DownloadError.invalidArgument("at most \(DownloadOptions.maxPinnedKeys) pinned_public_keys")
+        }
+        for pin in pinnedPublicKeys where DownloadOptions.pinnedKeyDigest(pin) == nil {
+            throw DownloadError.invalidArgument(
+                "pinned_public_keys takes sha256//BASE64 (the SHA-256 of the key's SubjectPublicKeyInfo, as curl's --pinnedpubkey), not '\(DisplayText.quoted(pin, limit: 60))'"
+            )
+        }
+        if trustPinnedOnly && pinnedPublicKeys.isEmpty {
+            throw DownloadError.invalidArgument("trust_pinned_only needs pinned_public_keys")
+        }
+    }
+
+    /// Most `pinned_public_keys` a task takes.
+    public static let maxPinnedKeys = 16
+
+    /// The 32 bytes a `sha256//BASE64` pin names; nil when it is not one.
+    public static func pinnedKeyDigest(_ pin: String) -> [UInt8]? {
+        guard pin.hasPrefix("sha256//"), let digest = Data(base64Encoded: String(pin.dropFirst(8))), digest.count == 32
+        else { return nil }
+        return Array(digest)
     }
 }

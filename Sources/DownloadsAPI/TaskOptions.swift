@@ -40,6 +40,10 @@ public struct TaskOptions: Sendable, Hashable {
         case transferProtocol = "protocol"
         case ietfVersion = "ietf_version"
         case terminateOnCancel = "terminate_on_cancel"
+        /// v1.4: the server's public key must be one of these (`sha256//BASE64`, curl's `--pinnedpubkey`).
+        case pinnedPublicKeys = "pinned_public_keys"
+        /// v1.4: trust a self-signed server by its pinned key alone.
+        case trustPinnedOnly = "trust_pinned_only"
 
         public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
     }
@@ -120,6 +124,10 @@ public struct TaskOptions: Sendable, Hashable {
     public var earliestBegin: UInt64?
     /// More URLs of the same file (checked by the service as the URL is).
     public var mirrors: [String]?
+    /// `sha256//BASE64` of the public keys the server's certificate may have (checked by the service).
+    public var pinnedPublicKeys: [String]?
+    /// With `pinnedPublicKeys`: a self-signed server is trusted by its key instead of the system's store.
+    public var trustPinnedOnly: Bool?
     /// false: ignore `Link: rel=duplicate` and `Digest` headers (default true).
     public var useMetalinkHeaders: Bool?
     /// A Metalink v4 document (the bytes of a `.meta4`): its URLs, by priority, become the URL
@@ -275,6 +283,12 @@ public struct TaskOptions: Sendable, Hashable {
             case .mirrors:
                 guard let urls = value.stringArrayValue else { throw wrongType("as") }
                 mirrors = urls
+            case .pinnedPublicKeys:
+                guard let pins = value.stringArrayValue else { throw wrongType("as") }
+                pinnedPublicKeys = pins
+            case .trustPinnedOnly:
+                guard case .boolean(let flag) = value else { throw wrongType("b") }
+                trustPinnedOnly = flag
             case .useMetalinkHeaders:
                 guard case .boolean(let flag) = value else { throw wrongType("b") }
                 useMetalinkHeaders = flag
@@ -450,6 +464,8 @@ public struct TaskOptions: Sendable, Hashable {
         if let checksum { result[Key.checksum.rawValue] = .string(checksum) }
         if let earliestBegin { result[Key.earliestBegin.rawValue] = .uint64(earliestBegin) }
         if let mirrors { result[Key.mirrors.rawValue] = .strings(mirrors) }
+        if let pinnedPublicKeys { result[Key.pinnedPublicKeys.rawValue] = .strings(pinnedPublicKeys) }
+        if let trustPinnedOnly { result[Key.trustPinnedOnly.rawValue] = .boolean(trustPinnedOnly) }
         if let useMetalinkHeaders { result[Key.useMetalinkHeaders.rawValue] = .boolean(useMetalinkHeaders) }
         if let metalink { result[Key.metalink.rawValue] = .bytes(metalink) }
         if let metalinkPath { result[Key.metalink.rawValue] = .string(metalinkPath) }

@@ -9,7 +9,7 @@ import DownloadsAPI
 /// goes): the engine's `ChallengeAgent`.
 extension DownloadsService: ChallengeAgent {
     /// The kinds an answer may give now; the others are refused (the task fails as `default`).
-    static let answerKeys: Set<String> = ["user", "password", "headers"]
+    static let answerKeys: Set<String> = ["user", "password", "headers", "trust"]
     /// The most an answer's texts may hold together (a token is a few KiB at most).
     static let maximumAnswerBytes = 64 * 1024
 
@@ -60,11 +60,20 @@ extension DownloadsService: ChallengeAgent {
 
     /// `HandleChallenge`'s `details`.
     static func details(of challenge: Challenge, refused: Int) -> [String: DBusValue] {
-        [
-            "scheme": .string(challenge.scheme), "realm": .string(challenge.realm), "host": .string(challenge.host),
-            "port": .uint16(UInt16(clamping: challenge.port)), "url": .string(challenge.url),
-            "status": .uint32(UInt32(clamping: challenge.status)), "failures": .uint32(UInt32(clamping: refused)),
+        var details: [String: DBusValue] = [
+            "host": .string(challenge.host), "port": .uint16(UInt16(clamping: challenge.port)),
+            "url": .string(challenge.url), "failures": .uint32(UInt32(clamping: refused)),
         ]
+        switch challenge.kind {
+        case .serverTrust:
+            details["certificates"] = .array(element: .array(.byte), challenge.certificates.map { .bytes($0) })
+            details["error"] = .string(challenge.error)
+        default:
+            details["scheme"] = .string(challenge.scheme)
+            details["realm"] = .string(challenge.realm)
+            details["status"] = .uint32(UInt32(clamping: challenge.status))
+        }
+        return details
     }
 
     /// The reply `(s disposition, a{sv} answer)` as an answer; throws why it is refused.
@@ -91,6 +100,11 @@ extension DownloadsService: ChallengeAgent {
                 )
             }
             switch key {
+            case "trust":
+                guard case .boolean(let flag) = value else {
+                    throw DownloadsErrorName.invalidArgument.error("the answer's trust must be a boolean (b)")
+                }
+                credentials.trust = flag
             case "user", "password":
                 guard case .string(let text) = value else {
                     throw DownloadsErrorName.invalidArgument.error("the answer's \(key) must be a string (s)")

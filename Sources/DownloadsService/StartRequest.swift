@@ -95,6 +95,8 @@ enum StartRequest {
         if let requires = options.requiresACPower { result.requiresACPower = requires }
         result.lowSpeedLimit = options.lowSpeedLimit
         result.lowSpeedTime = options.lowSpeedTime.map(Double.init)
+        if let pins = options.pinnedPublicKeys { result.pinnedPublicKeys = pins }
+        if let only = options.trustPinnedOnly { result.trustPinnedOnly = only }
         do {
             try result.validate()
         } catch {

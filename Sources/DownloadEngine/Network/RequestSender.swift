@@ -3,6 +3,7 @@ import Foundation
 import DownloadModel
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 
 /// Sends one request of a task, whatever the route: the headers every request carries, the
 /// client lease from the owner (shared, pinned to a checked address, or through the task's
@@ -73,6 +74,32 @@ struct RequestSender: Sendable {
         }
     }
 
+    /// A failed certificate check, explained; a self-signed server's asks its app (`server-trust`).
+    static func failure(explained why: TLSDiagnosis.Explanation) -> DownloadError {
+        let error = DownloadError.tls(why.text)
+        return why.selfSigned ? error.asking(.serverTrust(chain: why.chain, error: why.text)) : error
+    }
+
+    /// The TLS configuration of `request` when its task trusts the server in its own way
+    /// (`ServerTrust`): checked on the direct connection only.
+    private func trust(
+        _ request: HTTPClient.Request, to url: String, through connection: HTTPClients.Lease, connectTimeout: Double
+    ) async -> Result<TLSConfiguration?, DownloadError> {
+        let record = task.record
+        let trusted = task.trusted
+        guard !record.options.pinnedPublicKeys.isEmpty || trusted != nil else { return .success(nil) }
+        if let proxy = connection.proxy, proxy != .direct {
+            return .failure(
+                .tls(
+                    "pinned_public_keys and a trusted certificate are checked on direct connections only, and this task goes through the proxy \(proxy)"
+                ))
+        }
+        return await ServerTrust.configuration(
+            for: record.options, trusted: trusted, base: owner.tlsConfiguration, origin: Source(url)?.origin,
+            host: request.host, port: request.port, address: connection.pinnedAddress,
+            timeout: .milliseconds(Int64(connectTimeout * 1000)))
+    }
+
     /// `send` for any delegate: `forward` makes the request that goes through an HTTP proxy to a
     /// plain http URL (nil: tunnelled by AsyncHTTPClient, as https is).
     func exchange<Delegate: ResponseReceiver>(
@@ -106,6 +133,13 @@ struct RequestSender: Sendable {
             }
             defer { owner.release(connection) }
             guard cleanup != nil || task.stopReason == nil else { return .failure(.cancelled) }
+            var request = request
+            if request.scheme == "https" {
+                switch await trust(request, to: url, through: connection, connectTimeout: connectTimeout) {
+                case .success(let configuration): request.tlsConfiguration = configuration
+                case .failure(let error): return .failure(error.met(at: url))
+                }
+            }
             let outgoing: any OutgoingRequest<Delegate.Response>
             if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, request.scheme == "http",
                 let forward, let target = Forwarding.target(of: url)
@@ -168,7 +202,7 @@ struct RequestSender: Sendable {
                     host: request.host, port: request.port, address: connection.pinnedAddress,
                     configuration: owner.tlsConfiguration, timeout: .milliseconds(Int64(connectTimeout * 1000))
                 )
-                return .failure(why.map { DownloadError.tls($0) } ?? error)
+                return .failure((why.map { RequestSender.failure(explained: $0) } ?? error).met(at: url))
             }
             guard let result else { return .failure(.invalidResponse("no response")) }
             return .success(result)

@@ -20,117 +20,72 @@ import ShownText
 ///
 /// Nothing read here is trusted or kept: the connections carry no request and are closed.
 enum TLSDiagnosis {
+    /// What the handshakes found: why, in words, and the chain the server presented.
+    struct Explanation {
+        let text: String
+        /// DER, the server's own certificate first.
+        var chain: [[UInt8]] = []
+        /// The server's own certificate is self-signed and within its dates: what an app may trust
+        /// by its key (`server-trust`, `trust_pinned_only`).
+        var selfSigned = false
+    }
+
     /// What the certificate and handshakes showed (`nil`: the failure did not happen again).
     static func explain(
         host: String, port: Int, address: String?, configuration: TLSConfiguration, timeout: TimeAmount
-    ) async -> String? {
-        var unchecked = configuration
-        unchecked.certificateVerification = .none
-        let first: Handshake
+    ) async -> Explanation? {
+        let first: TLSProbe.Handshake
         do {
-            first = try await handshake(
-                host: host, port: port, address: address, configuration: unchecked, timeout: timeout)
+            first = try await TLSProbe.handshake(
+                host: host, port: port, address: address, configuration: configuration, timeout: timeout,
+                presented: true)
         } catch {
-            return handshakeFailure(error, at: "\(host):\(port)")
+            return Explanation(text: handshakeFailure(error, at: "\(host):\(port)"))
         }
-        guard let certificate = first.certificate else {
-            return "the server at \(host):\(port) sent no certificate"
+        guard let certificate = first.chain.first ?? first.certificate else {
+            return Explanation(text: "the server at \(host):\(port) sent no certificate")
         }
+        let chain = first.chain.compactMap { try? $0.toDERBytes() }
         let now = time(nil)
         if certificate.notValidAfter < now {
-            return "the server's certificate for \(host) expired on \(date(certificate.notValidAfter))"
+            return Explanation(
+                text: "the server's certificate for \(host) expired on \(date(certificate.notValidAfter))", chain: chain
+            )
         }
         if certificate.notValidBefore > now {
-            return
-                "the server's certificate for \(host) is not valid before \(date(certificate.notValidBefore)); check this computer's clock"
+            return Explanation(
+                text:
+                    "the server's certificate for \(host) is not valid before \(date(certificate.notValidBefore)); check this computer's clock",
+                chain: chain)
         }
         var chainOnly = configuration
         chainOnly.certificateVerification = .noHostnameVerification
         do {
-            _ = try await handshake(
+            _ = try await TLSProbe.handshake(
                 host: host, port: port, address: address, configuration: chainOnly, timeout: timeout)
         } catch {
             let issuer = name(certificate.issuerName)
             // Its own issuer: a test or home server's certificate, which no CA vouches for.
             if certificate.issuerName == certificate.subjectName {
-                return
-                    "the server's certificate for \(host) is self-signed (\(issuer)), which this system does not trust"
-                    + " (trust it for this service alone with downloadsd --ca-file, or for the system with update-ca-certificates)"
+                return Explanation(
+                    text:
+                        "the server's certificate for \(host) is self-signed (\(issuer)), which this system does not trust"
+                        + " (trust it for this service alone with downloadsd --ca-file, or for the system with update-ca-certificates)",
+                    chain: chain, selfSigned: true)
             }
-            return "the server's certificate for \(host) is issued by \(issuer), which this system does not trust"
-                + " (an organisation's CA is added with update-ca-certificates)"
+            return Explanation(
+                text: "the server's certificate for \(host) is issued by \(issuer), which this system does not trust"
+                    + " (an organisation's CA is added with update-ca-certificates)", chain: chain)
         }
         do {
-            _ = try await handshake(
+            _ = try await TLSProbe.handshake(
                 host: host, port: port, address: address, configuration: configuration, timeout: timeout)
             return nil
         } catch {
-            return
-                "the server's certificate is not issued for the host name \(host) (its subject is \(name(certificate.subjectName)))"
-        }
-    }
-
-    private struct Handshake {
-        let certificate: NIOSSLCertificate?
-    }
-
-    private static func handshake(
-        host: String, port: Int, address: String?, configuration: TLSConfiguration, timeout: TimeAmount
-    ) async throws -> Handshake {
-        let context = try NIOSSLContext(configuration: configuration)
-        let group = MultiThreadedEventLoopGroup.singleton
-        let done = group.next().makePromise(of: Handshake.self)
-        let serverName = NetworkRange.parse(host) == nil ? host : nil
-        let bootstrap = ClientBootstrap(group: group)
-            .connectTimeout(timeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let tls = try NIOSSLClientHandler(context: context, serverHostname: serverName)
-                    try channel.pipeline.syncOperations.addHandler(tls)
-                    try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(promise: done, tls: tls))
-                }
-            }
-        let channel: Channel
-        do {
-            channel = try await bootstrap.connect(host: address ?? host, port: port).get()
-        } catch {
-            done.fail(error)
-            throw error
-        }
-        let timer = channel.eventLoop.scheduleTask(in: timeout) { done.fail(ChannelError.connectTimeout(timeout)) }
-        defer {
-            timer.cancel()
-            channel.close(promise: nil)
-        }
-        return try await done.futureResult.get()
-    }
-
-    /// Completes `promise` when the handshake ends, either way.
-    private final class HandshakeWaiter: ChannelInboundHandler, @unchecked Sendable {
-        typealias InboundIn = ByteBuffer
-        let promise: EventLoopPromise<Handshake>
-        let tls: NIOSSLClientHandler
-
-        init(promise: EventLoopPromise<Handshake>, tls: NIOSSLClientHandler) {
-            self.promise = promise
-            self.tls = tls
-        }
-
-        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-            if case TLSUserEvent.handshakeCompleted = event {
-                promise.succeed(Handshake(certificate: tls.peerCertificate))
-            }
-            context.fireUserInboundEventTriggered(event)
-        }
-
-        func errorCaught(context: ChannelHandlerContext, error: Error) {
-            promise.fail(error)
-            context.close(promise: nil)
-        }
-
-        func channelInactive(context: ChannelHandlerContext) {
-            promise.fail(ChannelError.ioOnClosedChannel)
-            context.fireChannelInactive()
+            return Explanation(
+                text:
+                    "the server's certificate is not issued for the host name \(host) (its subject is \(name(certificate.subjectName)))",
+                chain: chain)
         }
     }
 
@@ -165,7 +120,7 @@ enum TLSDiagnosis {
         }
     }
 
-    private static func name(_ names: [SSLCertificateName]) -> String {
+    static func name(_ names: [SSLCertificateName]) -> String {
         let common = names.first { $0.type == .commonName }?.value
         let organization = names.first { $0.type == .organization }?.value
         let text = [common.map { "CN=\($0)" }, organization.map { "O=\($0)" }].compactMap { $0 }.joined(separator: ", ")

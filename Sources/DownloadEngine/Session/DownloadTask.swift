@@ -70,6 +70,8 @@ final class DownloadTask: Sendable {
         /// What its app answered (`AnsweredCredentials`): kept here, beside the record and never
         /// in it, so no snapshot carries it to an observer, the store or resume data.
         var answered: AnsweredCredentials?
+        /// The certificate its app trusted (`server-trust`), kept as `answered` is.
+        var trusted: TrustedServer?
 
         var snapshot: TaskSnapshot {
             TaskSnapshot(

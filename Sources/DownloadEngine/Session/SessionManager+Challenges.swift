@@ -29,7 +29,14 @@ extension SessionManager {
             if let answered = state.answered, answered.challenge.sameQuestion(as: challenge) {
                 state.refusedAnswers += 1
             }
-            state.answered = nil
+            // A server that asks to be trusted again after its app trusted it (another certificate).
+            if challenge.kind == .serverTrust, let trusted = state.trusted,
+                trusted.origin == Source(challenge.url)?.origin
+            {
+                state.refusedAnswers += 1
+                state.trusted = nil
+            }
+            if challenge.kind != .serverTrust { state.answered = nil }
             return state.refusedAnswers
         }
         guard refused < Self.maxRefusedAnswers else {
@@ -73,6 +80,33 @@ extension SessionManager {
         return snapshot
     }
 
+    /// The task that waited for its app takes its answer (`keep`) and is queued again, when it
+    /// still waits for that answer (`open`).
+    private func goOn(
+        _ task: DownloadTask, open: @escaping @Sendable (DownloadTask.State) -> Bool,
+        keep: @escaping (inout DownloadTask.State) -> Void
+    ) {
+        let conditions = state.withLockedValue { $0.scheduler.conditions }
+        var taken = false
+        report(
+            task,
+            { state in
+                guard open(state) else { return }
+                state.asking = nil
+                keep(&state)
+                state.wait(on: conditions)
+                taken = true
+            },
+            events: { [self] delegate, task, snapshot in
+                // Queued again in the task's event order, as a Resume queues it.
+                guard taken else { return }
+                delegate.waitingChanged(task, snapshot)
+                state.withLockedValue { $0.scheduler.enqueue(snapshot.record) }
+            })
+        logger.info("task \(task.id): its app answered; it goes on")
+        schedule()
+    }
+
     /// The app answered `question` of `task` (nothing, when the task no longer waits for it).
     private func answered(
         _ task: DownloadTask, question: UInt64, _ challenge: Challenge, _ answer: ChallengeAnswer,
@@ -82,6 +116,15 @@ extension SessionManager {
             state.record.state == .queued && state.asking != nil && state.question == question
         }
         var answer = answer
+        if case .use(let credentials) = answer, challenge.kind == .serverTrust {
+            if credentials.trust, let certificate = challenge.certificates.first,
+                let origin = Source(challenge.url)?.origin
+            {
+                goOn(task, open: open) { $0.trusted = TrustedServer(origin: origin, certificate: certificate) }
+                return
+            }
+            answer = .performDefault(why: "its answer is refused: a server-trust question is answered with trust true")
+        }
         if case .use(let credentials) = answer {
             do {
                 let headers = try credentials.headers(answering: challenge)
@@ -95,26 +138,10 @@ extension SessionManager {
                     }
                     proxy = ProxySetting.Credentials(user: user, password: password)
                 }
-                let conditions = state.withLockedValue { $0.scheduler.conditions }
-                var taken = false
-                report(
-                    task,
-                    { state in
-                        guard open(state) else { return }
-                        state.asking = nil
-                        state.answered = AnsweredCredentials(
-                            origin: origin, headers: headers, challenge: challenge, proxy: proxy)
-                        state.wait(on: conditions)
-                        taken = true
-                    },
-                    events: { [self] delegate, task, snapshot in
-                        // Queued again in the task's event order, as a Resume queues it.
-                        guard taken else { return }
-                        delegate.waitingChanged(task, snapshot)
-                        state.withLockedValue { $0.scheduler.enqueue(snapshot.record) }
-                    })
-                logger.info("task \(task.id): its app answered; it goes on")
-                schedule()
+                goOn(task, open: open) {
+                    $0.answered = AnsweredCredentials(
+                        origin: origin, headers: headers, challenge: challenge, proxy: proxy)
+                }
                 return
             } catch let refusal as DownloadError {
                 answer = .performDefault(why: "its answer is refused: \(refusal.message)")

@@ -36,6 +36,7 @@ extension SessionManager {
                         // the next run asks again (a wait for the network keeps it).
                         if next.isTerminal || next == .paused {
                             state.answered = nil
+                            state.trusted = nil
                             state.refusedAnswers = 0
                         }
                         state.wait(on: conditions)
