@@ -32,6 +32,8 @@ public struct Challenge: Sendable, Hashable {
     /// why this system refused it.
     public var certificates: [[UInt8]] = []
     public var error = ""
+    /// For `client-certificate`: the DER names of the CAs the server takes (empty: it named none).
+    public var issuers: [[UInt8]] = []
 
     public init(kind: Kind, scheme: String, realm: String, status: Int) {
         self.kind = kind

@@ -20,13 +20,18 @@ public enum ChallengeAnswer: Sendable, Hashable {
         public var headers: [String: String]
         /// For `server-trust`: trust the certificate the server presented, for this task's life.
         public var trust: Bool
+        /// For `client-certificate`: the certificate and key to present (read from the app's descriptor).
+        public var certificate: ClientCertificate?
 
-        public init(user: String? = nil, password: String? = nil, headers: [String: String] = [:], trust: Bool = false)
-        {
+        public init(
+            user: String? = nil, password: String? = nil, headers: [String: String] = [:], trust: Bool = false,
+            certificate: ClientCertificate? = nil
+        ) {
             self.user = user
             self.password = password
             self.headers = headers
             self.trust = trust
+            self.certificate = certificate
         }
     }
 }

@@ -19,6 +19,9 @@ public struct DownloadOptions: Sendable, Hashable {
     /// With `pinnedPublicKeys`: a self-signed server whose key is pinned is trusted instead of
     /// checked against the system's store and the host name.
     public var trustPinnedOnly = false
+    /// The certificate and key a TLS server that asks for one is given (`client_certificate`).
+    /// A secret: never in the options' written form (`Codable`); the store and resume data seal it.
+    public var clientCertificate: ClientCertificate?
     /// The expected digest of the whole file (`checksum`, or the older `sha256`).
     public var checksum: Checksum?
     public var priority: Priority = .normal
@@ -211,6 +214,10 @@ public struct DownloadOptions: Sendable, Hashable {
         }
         if case .http(let host, let port, _?)? = proxy {
             proxy = .http(host: host, port: port, credentials: nil)
+            erased = true
+        }
+        if clientCertificate != nil {
+            clientCertificate = nil
             erased = true
         }
         return erased

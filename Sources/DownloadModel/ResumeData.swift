@@ -101,6 +101,14 @@ public struct ResumeData: Sendable, Hashable {
         var sealed_headers: String?
         /// The same over the `proxy` option's text (it may hold a password); absent without one.
         var sealed_proxy: String?
+        /// The same over the client certificate (`SealedCertificate`'s JSON); absent without one.
+        var sealed_client_certificate: String?
+    }
+
+    /// A client certificate as resume data seals it.
+    private struct SealedCertificate: Codable {
+        var bytes: Data
+        var passphrase: String?
     }
 
     private static func headerKey(_ key: SymmetricKey) -> SymmetricKey {
@@ -114,6 +122,7 @@ public struct ResumeData: Sendable, Hashable {
         var visible = options
         visible.headers = [:]
         visible.proxy = nil
+        visible.clientCertificate = nil
         var sealed: String?
         if !options.headers.isEmpty {
             let plain = try JSONEncoder().encode(options.headers)
@@ -122,13 +131,17 @@ public struct ResumeData: Sendable, Hashable {
         let sealedProxy = try options.proxy.map {
             try ChaChaPoly.seal(Array($0.text.utf8), using: ResumeData.headerKey(key)).combined.base64EncodedString()
         }
+        let sealedCertificate = try options.clientCertificate.map {
+            let plain = try JSONEncoder().encode(SealedCertificate(bytes: Data($0.bytes), passphrase: $0.passphrase))
+            return try ChaChaPoly.seal(plain, using: ResumeData.headerKey(key)).combined.base64EncodedString()
+        }
         let body = Body(
             task_id: taskID, owner_uid: owner, app: app.isEmpty ? nil : app,
             writes_in_place: writesInPlace ? true : nil,
             session: session, url: url, final_url: finalURL, destination: destination,
             destination_is_directory: destinationIsDirectory, resolved_path: resolvedPath, offset: offset,
             validator: validator, expected_length: expectedLength, segments: segments, options: visible, upload: upload,
-            sealed_headers: sealed, sealed_proxy: sealedProxy
+            sealed_headers: sealed, sealed_proxy: sealedProxy, sealed_client_certificate: sealedCertificate
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -190,6 +203,17 @@ public struct ResumeData: Sendable, Hashable {
                 throw DownloadError.invalidResumeData("the resume data's sealed proxy does not open")
             }
             options.proxy = proxy
+        }
+        if let sealed = body.sealed_client_certificate {
+            guard let combined = Data(base64Encoded: sealed),
+                let box = try? ChaChaPoly.SealedBox(combined: combined),
+                let plain = try? ChaChaPoly.open(box, using: headerKey(key)),
+                let certificate = try? JSONDecoder().decode(SealedCertificate.self, from: plain)
+            else {
+                throw DownloadError.invalidResumeData("the resume data's sealed client certificate does not open")
+            }
+            options.clientCertificate = ClientCertificate(
+                bytes: Array(certificate.bytes), passphrase: certificate.passphrase)
         }
         var record = DownloadTaskRecord(
             id: body.task_id, owner: body.owner_uid, session: body.session, url: body.url,

@@ -4,7 +4,8 @@ import Foundation
 import ProxyRules
 
 /// What of a task's options is a secret in the store: its request headers (an `Authorization`,
-/// a `Cookie`, a token) and its `proxy` (which may hold a password). A row's `options` column
+/// a `Cookie`, a token), its `proxy` (which may hold a password) and its client certificate
+/// (with its private key and passphrase). A row's `options` column
 /// keeps them sealed (ChaCha20-Poly1305, under a key derived from the daemon's
 /// `resume-data.key`, which lives in its own file beside the database), bound to the task's id:
 /// a copy of the database alone shows neither their values nor their names, and a sealed value
@@ -25,16 +26,25 @@ public struct StoreSecrets: Sendable {
     private struct Sealed: Codable {
         var headers: [String: String]?
         var proxy: String?
+        /// base64 of the client certificate's file, and its passphrase.
+        var client_certificate: String?
+        var client_certificate_passphrase: String?
     }
 
     /// `options` without its secrets, and those sealed for task `id` (nil: it has none).
     func seal(_ options: DownloadOptions, task id: UInt64) throws -> (visible: DownloadOptions, sealed: String?) {
-        guard !options.headers.isEmpty || options.proxy != nil else { return (options, nil) }
+        guard !options.headers.isEmpty || options.proxy != nil || options.clientCertificate != nil else {
+            return (options, nil)
+        }
         var visible = options
         visible.headers = [:]
         visible.proxy = nil
+        visible.clientCertificate = nil
         let plain = try JSONEncoder().encode(
-            Sealed(headers: options.headers.isEmpty ? nil : options.headers, proxy: options.proxy?.text))
+            Sealed(
+                headers: options.headers.isEmpty ? nil : options.headers, proxy: options.proxy?.text,
+                client_certificate: options.clientCertificate.map { Data($0.bytes).base64EncodedString() },
+                client_certificate_passphrase: options.clientCertificate?.passphrase))
         let box = try ChaChaPoly.seal(plain, using: key, authenticating: StoreSecrets.binding(id))
         return (visible, box.combined.base64EncodedString())
     }
@@ -49,6 +59,13 @@ public struct StoreSecrets: Sendable {
             throw StoreError("its sealed headers and proxy do not open (was resume-data.key replaced?)")
         }
         options.headers = secrets.headers ?? [:]
+        if let text = secrets.client_certificate {
+            guard let bytes = Data(base64Encoded: text) else {
+                throw StoreError("its sealed client certificate is damaged")
+            }
+            options.clientCertificate = ClientCertificate(
+                bytes: Array(bytes), passphrase: secrets.client_certificate_passphrase)
+        }
         options.proxy = try secrets.proxy.map { text in
             do {
                 return try ProxySetting.parse(text)

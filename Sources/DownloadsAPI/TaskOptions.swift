@@ -44,6 +44,9 @@ public struct TaskOptions: Sendable, Hashable {
         case pinnedPublicKeys = "pinned_public_keys"
         /// v1.4: trust a self-signed server by its pinned key alone.
         case trustPinnedOnly = "trust_pinned_only"
+        /// v1.4: a descriptor of a PEM file with the client certificate (chain) and its private key.
+        case clientCertificate = "client_certificate"
+        case clientCertificatePassphrase = "client_certificate_passphrase"
 
         public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
     }
@@ -128,6 +131,10 @@ public struct TaskOptions: Sendable, Hashable {
     public var pinnedPublicKeys: [String]?
     /// With `pinnedPublicKeys`: a self-signed server is trusted by its key instead of the system's store.
     public var trustPinnedOnly: Bool?
+    /// A PEM file with the certificate a TLS server that asks for one is given, and its key (read by the service).
+    public var clientCertificate: UnixFD?
+    /// The passphrase of `clientCertificate`'s encrypted key.
+    public var clientCertificatePassphrase: String?
     /// false: ignore `Link: rel=duplicate` and `Digest` headers (default true).
     public var useMetalinkHeaders: Bool?
     /// A Metalink v4 document (the bytes of a `.meta4`): its URLs, by priority, become the URL
@@ -289,6 +296,15 @@ public struct TaskOptions: Sendable, Hashable {
             case .trustPinnedOnly:
                 guard case .boolean(let flag) = value else { throw wrongType("b") }
                 trustPinnedOnly = flag
+            case .clientCertificate:
+                guard case .unixFD(let fd) = value else { throw wrongType("h") }
+                clientCertificate = fd
+            case .clientCertificatePassphrase:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                guard text.utf8.count <= 1024 else {
+                    throw DownloadsErrorName.invalidArgument.error("client_certificate_passphrase is over 1024 bytes")
+                }
+                clientCertificatePassphrase = text
             case .useMetalinkHeaders:
                 guard case .boolean(let flag) = value else { throw wrongType("b") }
                 useMetalinkHeaders = flag
@@ -466,6 +482,10 @@ public struct TaskOptions: Sendable, Hashable {
         if let mirrors { result[Key.mirrors.rawValue] = .strings(mirrors) }
         if let pinnedPublicKeys { result[Key.pinnedPublicKeys.rawValue] = .strings(pinnedPublicKeys) }
         if let trustPinnedOnly { result[Key.trustPinnedOnly.rawValue] = .boolean(trustPinnedOnly) }
+        if let clientCertificate { result[Key.clientCertificate.rawValue] = .unixFD(clientCertificate) }
+        if let clientCertificatePassphrase {
+            result[Key.clientCertificatePassphrase.rawValue] = .string(clientCertificatePassphrase)
+        }
         if let useMetalinkHeaders { result[Key.useMetalinkHeaders.rawValue] = .boolean(useMetalinkHeaders) }
         if let metalink { result[Key.metalink.rawValue] = .bytes(metalink) }
         if let metalinkPath { result[Key.metalink.rawValue] = .string(metalinkPath) }

@@ -9,7 +9,7 @@ import DownloadsAPI
 /// goes): the engine's `ChallengeAgent`.
 extension DownloadsService: ChallengeAgent {
     /// The kinds an answer may give now; the others are refused (the task fails as `default`).
-    static let answerKeys: Set<String> = ["user", "password", "headers", "trust"]
+    static let answerKeys: Set<String> = ["user", "password", "headers", "trust", "certificate", "passphrase"]
     /// The most an answer's texts may hold together (a token is a few KiB at most).
     static let maximumAnswerBytes = 64 * 1024
 
@@ -65,6 +65,8 @@ extension DownloadsService: ChallengeAgent {
             "url": .string(challenge.url), "failures": .uint32(UInt32(clamping: refused)),
         ]
         switch challenge.kind {
+        case .clientCertificate:
+            details["issuers"] = .array(element: .array(.byte), challenge.issuers.map { .bytes($0) })
         case .serverTrust:
             details["certificates"] = .array(element: .array(.byte), challenge.certificates.map { .bytes($0) })
             details["error"] = .string(challenge.error)
@@ -93,6 +95,8 @@ extension DownloadsService: ChallengeAgent {
         }
         var credentials = ChallengeAnswer.Credentials()
         var bytes = 0
+        var certificate: UnixFD?
+        var passphrase: String?
         for (key, value) in answer {
             guard answerKeys.contains(key) else {
                 throw DownloadsErrorName.invalidArgument.error(
@@ -100,6 +104,17 @@ extension DownloadsService: ChallengeAgent {
                 )
             }
             switch key {
+            case "certificate":
+                guard case .unixFD(let fd) = value else {
+                    throw DownloadsErrorName.invalidArgument.error("the answer's certificate must be a descriptor (h)")
+                }
+                certificate = fd
+            case "passphrase":
+                guard case .string(let text) = value else {
+                    throw DownloadsErrorName.invalidArgument.error("the answer's passphrase must be a string (s)")
+                }
+                bytes += text.utf8.count
+                passphrase = text
             case "trust":
                 guard case .boolean(let flag) = value else {
                     throw DownloadsErrorName.invalidArgument.error("the answer's trust must be a boolean (b)")
@@ -121,6 +136,9 @@ extension DownloadsService: ChallengeAgent {
             guard bytes <= maximumAnswerBytes else {
                 throw DownloadsErrorName.invalidArgument.error("the answer holds over \(maximumAnswerBytes) bytes")
             }
+        }
+        if let certificate {
+            credentials.certificate = try ClientCertificateFile.read(certificate, passphrase: passphrase)
         }
         return .use(credentials)
     }

@@ -220,6 +220,12 @@ extension DownloadsService {
         if caller.isSandboxed {
             engineOptions.desktopEntry = try Self.desktopEntry(engineOptions.desktopEntry, app: caller.app)
         }
+        if let fd = options.clientCertificate {
+            engineOptions.clientCertificate = try ClientCertificateFile.read(
+                fd, passphrase: options.clientCertificatePassphrase)
+        } else if options.clientCertificatePassphrase != nil {
+            throw DownloadsErrorName.invalidArgument.error("client_certificate_passphrase needs client_certificate")
+        }
         // The URL's credentials, unless the caller's own Authorization header says otherwise.
         if let authorization, !engineOptions.headers.keys.contains(where: { $0.lowercased() == "authorization" }) {
             engineOptions.headers["Authorization"] = authorization

@@ -23,6 +23,9 @@ public final class TLSTestServer: @unchecked Sendable {
         case expired
         /// A certificate for other.example.
         case otherHost
+        /// The good certificate; it asks every client for a certificate from the test CA
+        /// (`ssl_verify_client on`: nginx answers a request without one `400`).
+        case clientCertificate
     }
 
     /// One line of the access log.
@@ -124,10 +127,12 @@ public final class TLSTestServer: @unchecked Sendable {
         let c = certificates
         func server(_ site: Site, certificate: String, http2: Bool) -> String {
             let address = site == .ipv6 ? "[::1]" : "127.0.0.1"
+            let verify =
+                site == .clientCertificate ? "ssl_verify_client on; ssl_client_certificate \(c.caFile);" : ""
             return """
                   server {
                     listen \(address):\(port(site)) ssl\(http2 ? " http2" : "");
-                    ssl_certificate \(certificate); ssl_certificate_key \(c.serverKey);
+                    ssl_certificate \(certificate); ssl_certificate_key \(c.serverKey); \(verify)
                     root \(www);
                     location /limited/ { alias \(www)/; limit_rate \(limitRate); }
                     location /redirect/ { rewrite ^/redirect/(.*)$ https://localhost:\(port(.http1))/$1 redirect; }
@@ -145,7 +150,7 @@ public final class TLSTestServer: @unchecked Sendable {
               access_log \(work)/access.log tests;
               sendfile on; keepalive_requests 100000; http2_max_concurrent_streams 128;
               client_body_temp_path \(work); proxy_temp_path \(work); fastcgi_temp_path \(work); uwsgi_temp_path \(work); scgi_temp_path \(work);
-            \(server(.http2, certificate: c.good, http2: true))\(server(.http1, certificate: c.good, http2: false))\(server(.ipv6, certificate: c.good, http2: true))\(server(.untrusted, certificate: c.untrusted, http2: true))\(server(.selfSigned, certificate: c.selfSigned, http2: true))\(server(.expired, certificate: c.expired, http2: true))\(server(.otherHost, certificate: c.otherHost, http2: true))}
+            \(server(.http2, certificate: c.good, http2: true))\(server(.http1, certificate: c.good, http2: false))\(server(.ipv6, certificate: c.good, http2: true))\(server(.untrusted, certificate: c.untrusted, http2: true))\(server(.selfSigned, certificate: c.selfSigned, http2: true))\(server(.expired, certificate: c.expired, http2: true))\(server(.otherHost, certificate: c.otherHost, http2: true))\(server(.clientCertificate, certificate: c.good, http2: true))}
 
             """
     }

@@ -13,6 +13,11 @@ public struct TestCertificates: Sendable {
     public var selfSigned: String { directory + "/self-signed.pem" }
     public var expired: String { directory + "/expired.pem" }
     public var otherHost: String { directory + "/other-host.pem" }
+    /// A client's certificate from the test CA and its key in one PEM file, as `client_certificate` takes it.
+    public var client: String { directory + "/client-bundle.pem" }
+    /// The same with its key encrypted under `clientPassphrase`.
+    public var clientEncrypted: String { directory + "/client-encrypted.pem" }
+    public static let clientPassphrase = "s3cret-Phrase-9"
 
     /// Makes every file in `directory` (which must exist).
     public init(in directory: String) throws {
@@ -31,6 +36,13 @@ public struct TestCertificates: Sendable {
             openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3 -extfile other.ext -out other-host.pem 2>/dev/null
             openssl x509 -req -in server.csr -CA untrusted-ca.pem -CAkey untrusted-ca.key -CAcreateserial -days 3 -extfile good.ext -out untrusted.pem 2>/dev/null
             openssl x509 -req -in server.csr -key server.key -days 3 -extfile good.ext -out self-signed.pem 2>/dev/null
+            key client.key
+            openssl req -new -key client.key -out client.csr -subj "/CN=Downloads Test Client"
+            printf 'extendedKeyUsage=clientAuth\n' > client.ext
+            openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3 -extfile client.ext -out client.pem 2>/dev/null
+            cat client.pem client.key > client-bundle.pem
+            openssl pkey -in client.key -aes256 -passout pass:s3cret-Phrase-9 -out client-encrypted.key
+            cat client.pem client-encrypted.key > client-encrypted.pem
             # Expired: only `openssl ca` takes a start and end date.
             mkdir -p db; : > db/index.txt; echo 1000 > db/serial
             cat > ca.cnf <<CONF

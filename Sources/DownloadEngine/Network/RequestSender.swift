@@ -81,23 +81,57 @@ struct RequestSender: Sendable {
     }
 
     /// The TLS configuration of `request` when its task trusts the server in its own way
-    /// (`ServerTrust`): checked on the direct connection only.
+    /// (`ServerTrust`: checked on the direct connection only) or has a client certificate
+    /// (`ClientIdentity`); nil: the client's own.
     private func trust(
         _ request: HTTPClient.Request, to url: String, through connection: HTTPClients.Lease, connectTimeout: Double
     ) async -> Result<TLSConfiguration?, DownloadError> {
         let record = task.record
         let trusted = task.trusted
-        guard !record.options.pinnedPublicKeys.isEmpty || trusted != nil else { return .success(nil) }
+        let certificate = record.options.clientCertificate ?? task.answeredCertificate
+        guard !record.options.pinnedPublicKeys.isEmpty || trusted != nil else {
+            guard let certificate else { return .success(nil) }
+            do {
+                return .success(try ClientIdentity.configuration(owner.tlsConfiguration, presenting: certificate))
+            } catch {
+                return .failure(error)
+            }
+        }
         if let proxy = connection.proxy, proxy != .direct {
             return .failure(
                 .tls(
                     "pinned_public_keys and a trusted certificate are checked on direct connections only, and this task goes through the proxy \(proxy)"
                 ))
         }
-        return await ServerTrust.configuration(
+        let trust = await ServerTrust.configuration(
             for: record.options, trusted: trusted, base: owner.tlsConfiguration, origin: Source(url)?.origin,
             host: request.host, port: request.port, address: connection.pinnedAddress,
             timeout: .milliseconds(Int64(connectTimeout * 1000)))
+        guard let certificate, case .success(let configuration) = trust else { return trust }
+        do {
+            return .success(
+                try ClientIdentity.configuration(configuration ?? owner.tlsConfiguration, presenting: certificate))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Whether the TLS server of `url` asks for a client certificate (`CertificateRequestProbe`),
+    /// reached as the task's requests are (its checked address); nil through a proxy.
+    func certificateRequest(at url: String) async -> CertificateRequestProbe.Asked? {
+        guard let source = Source(url), source.isSecure else { return nil }
+        let record = task.record
+        let connectTimeout = record.options.connectTimeout ?? owner.configuration.connectTimeout
+        guard
+            let (connection, _) = try? await lease(
+                .multiplexed, for: record.owner, scheme: source.scheme, host: source.host, port: source.port,
+                proxy: record.options.proxy, connectTimeout: record.options.connectTimeout)
+        else { return nil }
+        defer { owner.release(connection) }
+        if let proxy = connection.proxy, proxy != .direct { return nil }
+        return await CertificateRequestProbe.probe(
+            host: source.host, port: source.port, address: connection.pinnedAddress,
+            configuration: owner.tlsConfiguration, timeout: .milliseconds(Int64(connectTimeout * 1000)))
     }
 
     /// `send` for any delegate: `forward` makes the request that goes through an HTTP proxy to a

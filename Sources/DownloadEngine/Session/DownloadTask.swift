@@ -72,6 +72,8 @@ final class DownloadTask: Sendable {
         var answered: AnsweredCredentials?
         /// The certificate its app trusted (`server-trust`), kept as `answered` is.
         var trusted: TrustedServer?
+        /// The client certificate its app gave (`client-certificate`), kept as `answered` is.
+        var answeredCertificate: ClientCertificate?
 
         var snapshot: TaskSnapshot {
             TaskSnapshot(

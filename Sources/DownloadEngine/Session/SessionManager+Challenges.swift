@@ -24,6 +24,7 @@ extension SessionManager {
     ) -> TaskSnapshot? {
         guard let agent = challengeAgent.withLockedValue({ $0 }), agent.answers(challenge.kind, for: task.snapshot)
         else { return nil }
+        if challenge.kind == .clientCertificate, Source(challenge.url)?.isSecure != true { return nil }
         // The same question again after an answer: the server refused it.
         let refused = task.withState { state -> Int in
             if let answered = state.answered, answered.challenge.sameQuestion(as: challenge) {
@@ -36,7 +37,12 @@ extension SessionManager {
                 state.refusedAnswers += 1
                 state.trusted = nil
             }
-            if challenge.kind != .serverTrust { state.answered = nil }
+            // A server that refuses the certificate its app gave.
+            if challenge.kind == .clientCertificate, state.answeredCertificate != nil {
+                state.refusedAnswers += 1
+                state.answeredCertificate = nil
+            }
+            if challenge.kind == .httpAuth || challenge.kind == .proxyAuth { state.answered = nil }
             return state.refusedAnswers
         }
         guard refused < Self.maxRefusedAnswers else {
@@ -70,7 +76,19 @@ extension SessionManager {
         )
         guard first else { return snapshot }
         Task { [self] in
-            let answer = await agent.ask(challenge, refused: refused, for: snapshot)
+            let answer: ChallengeAnswer
+            if challenge.kind == .clientCertificate {
+                // Only a server that asks for a certificate is answered with one.
+                if let asked = await RequestSender(task: task, owner: self).certificateRequest(at: challenge.url) {
+                    var question = challenge
+                    question.issuers = asked.issuers
+                    answer = await agent.ask(question, refused: refused, for: snapshot)
+                } else {
+                    answer = .performDefault(why: "its server does not ask for a client certificate")
+                }
+            } else {
+                answer = await agent.ask(challenge, refused: refused, for: snapshot)
+            }
             let waiters = state.withLockedValue { $0.questions.removeValue(forKey: key)?.waiters ?? [] }
             for waiter in waiters {
                 await answered(
@@ -116,6 +134,14 @@ extension SessionManager {
             state.record.state == .queued && state.asking != nil && state.question == question
         }
         var answer = answer
+        if case .use(let credentials) = answer, challenge.kind == .clientCertificate {
+            if let certificate = credentials.certificate {
+                goOn(task, open: open) { $0.answeredCertificate = certificate }
+                return
+            }
+            answer = .performDefault(
+                why: "its answer is refused: a client-certificate question is answered with a certificate")
+        }
         if case .use(let credentials) = answer, challenge.kind == .serverTrust {
             if credentials.trust, let certificate = challenge.certificates.first,
                 let origin = Source(challenge.url)?.origin

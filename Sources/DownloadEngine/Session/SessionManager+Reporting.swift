@@ -37,6 +37,7 @@ extension SessionManager {
                         if next.isTerminal || next == .paused {
                             state.answered = nil
                             state.trusted = nil
+                            state.answeredCertificate = nil
                             state.refusedAnswers = 0
                         }
                         state.wait(on: conditions)

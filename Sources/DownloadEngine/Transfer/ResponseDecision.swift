@@ -95,6 +95,13 @@ enum ResponseDecision: Equatable, Sendable {
             let failure = DownloadError.http(status: status, reason: reason)
             guard let (scheme, realm) = HTTPHeaderRules.authChallenge(headers) else { return .fail(failure) }
             return .fail(failure.asking(Challenge(kind: .httpAuth, scheme: scheme, realm: realm, status: status)))
+        case 400, 403:
+            // A TLS server that wants a client certificate may refuse the request instead of the
+            // handshake (nginx's `400`): asked of the app only once a handshake shows the server
+            // asks for one (`CertificateRequestProbe`).
+            return .fail(
+                DownloadError.http(status: status, reason: reason).asking(
+                    Challenge(kind: .clientCertificate, scheme: "", realm: "", status: status)))
         case 400...499:
             return .fail(.http(status: status, reason: reason))
         default:
