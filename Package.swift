@@ -203,6 +203,7 @@ let package = Package(
             "CrashPoints", "DownloadsService", "DownloadsAPI", "DownloadsClient", "DownloadStore", "DownloadModel", "DownloadEngine", "TestHTTPServer",
             "TestSupport", "DBus",
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
     ]
 )

@@ -87,6 +87,27 @@ struct TaskOptionArguments: ParsableArguments {
     var noProxy = false
     @Flag(help: "Use only the bandwidth nobody else is using: give way to other traffic (shown as yielding).")
     var background = false
+    @Option(
+        name: .customLong("pinnedpubkey"),
+        help: ArgumentHelp(
+            "The server's public key must be one of these: sha256//BASE64, several joined by ';' (curl's --pinnedpubkey).",
+            valueName: "hashes"))
+    var pinnedPublicKeys: String?
+    @Flag(
+        name: .customLong("trust-pinned-only"),
+        help: "With --pinnedpubkey: trust a self-signed server by its pinned key instead of the system's certificates.")
+    var trustPinnedOnly = false
+    @Option(
+        help: ArgumentHelp(
+            "A client certificate for a server that asks for one: a PEM file (with its key unless --key), and the key's passphrase after ':' (curl's --cert). Read here, as you.",
+            valueName: "file[:passphrase]"))
+    var cert: String?
+    @Option(help: ArgumentHelp("The private key of --cert, when it is a file of its own (PEM).", valueName: "file"))
+    var key: String?
+    @Option(
+        name: .customLong("pass"), help: ArgumentHelp("The passphrase of the key (curl's --pass).", valueName: "phrase")
+    )
+    var passphrase: String?
 
     /// The URL argument of `get` and `start`: a URL, or a Metalink file (`.meta4`, `.metalink`)
     /// read here, as the caller, and sent as the `metalink` option (the URL is then its first).
@@ -124,6 +145,24 @@ struct TaskOptionArguments: ParsableArguments {
             parsed[Self.trimmed(header[..<colon])] = Self.trimmed(header[header.index(after: colon)...])
         }
         return parsed
+    }
+
+    /// `FILE[:PASSPHRASE]`, as curl's `--cert` (a colon in the file name is written `\:`).
+    static func certificateArgument(_ argument: String) -> (file: String, passphrase: String?) {
+        var file = ""
+        var rest = Substring(argument)
+        while let character = rest.first {
+            rest = rest.dropFirst()
+            if character == "\\", rest.first == ":" {
+                file.append(":")
+                rest = rest.dropFirst()
+            } else if character == ":" {
+                return (file, String(rest))
+            } else {
+                file.append(character)
+            }
+        }
+        return (file, nil)
     }
 
     static func trimmed(_ text: Substring) -> String {
@@ -167,6 +206,17 @@ struct TaskOptionArguments: ParsableArguments {
             options.proxy = noProxy ? "direct://" : proxy
             if background { options.background = true }
             if !headers.isEmpty { options.headers = try Self.headers(headers) }
+            if let pinnedPublicKeys {
+                options.pinnedPublicKeys = pinnedPublicKeys.split(separator: ";").map { Self.trimmed($0) }
+            }
+            if trustPinnedOnly { options.trustPinnedOnly = true }
+            if let cert {
+                let (file, phrase) = Self.certificateArgument(cert)
+                options.clientCertificate = try ClientCertificateArgument.descriptor(certificate: file, key: key)
+                options.clientCertificatePassphrase = passphrase ?? phrase
+            } else if key != nil || passphrase != nil {
+                throw ValidationError("--key and --pass go with --cert")
+            }
             return options
         }
     }

@@ -1,5 +1,8 @@
+import Crypto
 import DBus
+import DownloadStore
 import Foundation
+import GRDB
 import NIOConcurrencyHelpers
 import TestHTTPServer
 import TestSupport
@@ -177,7 +180,15 @@ extension AbuseTests {
                 XCTAssertFalse(text.contains(secret), "\(secret) is still in the store")
             }
         }
-        XCTAssertTrue(text.contains("token-3-c4f1"), "a failed task keeps its credentials for Resume")
+        // Sealed: no task's secrets are in clear, and the failed one's open with the daemon's key.
+        XCTAssertFalse(text.contains("token-3-c4f1"), "a secret is in clear in the store")
+        let key = SymmetricKey(data: try Data(contentsOf: URL(fileURLWithPath: stateDirectory + "/resume-data.key")))
+        let store = try DownloadStore(
+            DatabaseQueue(path: stateDirectory + "/downloads.sqlite"), secrets: StoreSecrets(rootKey: key))
+        let tasks = try store.loadTasks().tasks
+        let kept = tasks.first { $0.options.headers["Authorization"] == "Bearer token-3-c4f1" }
+        XCTAssertEqual(kept?.state, .failed, "a failed task keeps its credentials for Resume")
+        XCTAssertEqual(tasks.filter { $0.options.headers["Authorization"] != nil }.count, 1)
     }
 
     /// A task removed while callers read it (Cancel of an ended task removes it) answers as a

@@ -155,3 +155,44 @@ extension ChallengeTests {
         XCTAssertEqual(tls.requests(for: "/hostile.bin", on: .clientCertificate).map(\.status), [400, 400, 400, 400])
     }
 }
+
+extension ChallengeTests {
+    func downloadsctl(_ arguments: [String]) async throws -> ProcessRunner.Output {
+        try await ProcessRunner.run(
+            [DownloadsctlTests.ctl, "--address", bus.address] + arguments, environment: bus.environment, timeout: 60)
+    }
+
+    func testDownloadsctlGetTakesCurlsCertKeyAndPinnedKeyOptions() async throws {
+        let content = Self.content(120_000)
+        try tls.file("ctl.bin", content)
+        let certificates = tls.certificates
+        // A certificate and its key in one file, then in two (the key encrypted, its passphrase after ':').
+        let one = directory.file("one.bin")
+        var out = try await downloadsctl(
+            ["get", "--cert", certificates.client, tls.url(.clientCertificate, "/ctl.bin"), "-o", one])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(sha256(ofFile: one), Self.sha256(content))
+        let two = directory.file("two.bin")
+        out = try await downloadsctl([
+            "get", "--cert", certificates.directory + "/client.pem:" + TestCertificates.clientPassphrase, "--key",
+            certificates.directory + "/client-encrypted.key", tls.url(.clientCertificate, "/ctl.bin"), "-o", two,
+        ])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(sha256(ofFile: two), Self.sha256(content))
+        // A self-signed server by its pinned key, as curl's --pinnedpubkey; another key fails.
+        let pin = try pin(ofCertificate: certificates.selfSigned)
+        let pinned = directory.file("pinned.bin")
+        out = try await downloadsctl([
+            "get", "--pinnedpubkey", "\(Self.otherPin);\(pin)", "--trust-pinned-only", tls.url(.selfSigned, "/ctl.bin"),
+            "-o", pinned,
+        ])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(sha256(ofFile: pinned), Self.sha256(content))
+        out = try await downloadsctl([
+            "get", "--pinnedpubkey", Self.otherPin, "--trust-pinned-only", tls.url(.selfSigned, "/ctl.bin"), "-o",
+            directory.file("refused.bin"),
+        ])
+        XCTAssertNotEqual(out.status, 0)
+        XCTAssertTrue(out.stderr.contains("is not one of the task's pinned_public_keys"), out.description)
+    }
+}

@@ -31,8 +31,9 @@ final class ContractTests: XCTestCase {
             [
                 "session", "url", "destination_fd", "metalink", "method", "content_type", "form", "reply_destination",
                 "snapshot",
-                "protocol", "ietf_version", "terminate_on_cancel",
-            ], "bus options the store keeps elsewhere (the record, the upload) or not at all")
+                "protocol", "ietf_version", "terminate_on_cancel", "client_certificate",
+                "client_certificate_passphrase",
+            ], "bus options the store keeps elsewhere (the record, the upload, sealed) or not at all")
     }
 
     /// What `downloadsctl` calls worth resuming is what the engine retries (curl's set).
