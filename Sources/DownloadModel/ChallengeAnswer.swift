@@ -22,11 +22,14 @@ public enum ChallengeAnswer: Sendable, Hashable {
         public var trust: Bool
         /// For `client-certificate`: the certificate and key to present (read from the app's descriptor).
         public var certificate: ClientCertificate?
+        /// For `link-expired`: the task's new URL (as `SetURL`), already checked.
+        public var url: String?
 
         public init(
             user: String? = nil, password: String? = nil, headers: [String: String] = [:], trust: Bool = false,
-            certificate: ClientCertificate? = nil
+            certificate: ClientCertificate? = nil, url: String? = nil
         ) {
+            self.url = url
             self.user = user
             self.password = password
             self.headers = headers

@@ -13,6 +13,14 @@ public struct DownloadChallenge: Sendable, Hashable {
     /// Answers of this app the server already refused for this task
     /// (`previousFailureCount`).
     public let previousFailureCount: UInt32
+    /// `server-trust`: the chain the server presented (DER, its own first) and why this system
+    /// refused it (`URLProtectionSpace.serverTrust`'s role).
+    public var serverCertificates: [[UInt8]] = []
+    public var serverTrustError = ""
+    /// `client-certificate`: the DER names of the CAs the server takes (`distinguishedNames`).
+    public var acceptedIssuers: [[UInt8]] = []
+    /// `link-expired` and `http-auth`: the status that asked.
+    public var status: UInt32 = 0
 
     public init(
         kind: String, scheme: String, realm: String, host: String, port: UInt16, url: String,

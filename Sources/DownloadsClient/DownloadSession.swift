@@ -459,10 +459,14 @@ public final class DownloadSession: Sendable {
             let kind = call.arguments[1].stringValue, let details = call.arguments[2].vardictValue,
             let delegate, let task = await task(for: path)
         else { return .performDefaultHandling }
-        let challenge = DownloadChallenge(
+        var challenge = DownloadChallenge(
             kind: kind, scheme: details["scheme"]?.stringValue ?? "", realm: details["realm"]?.stringValue ?? "",
             host: details["host"]?.stringValue ?? "", port: details["port"]?.uint16Value ?? 0,
             url: details["url"]?.stringValue ?? "", previousFailureCount: details["failures"]?.uint32Value ?? 0)
+        challenge.serverCertificates = details["certificates"]?.arrayValue?.compactMap(\.bytesValue) ?? []
+        challenge.serverTrustError = details["error"]?.stringValue ?? ""
+        challenge.acceptedIssuers = details["issuers"]?.arrayValue?.compactMap(\.bytesValue) ?? []
+        challenge.status = details["status"]?.uint32Value ?? 0
         return await delegate.downloadSession(self, task: task, didReceive: challenge)
     }
 }

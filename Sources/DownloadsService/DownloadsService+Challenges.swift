@@ -9,7 +9,7 @@ import DownloadsAPI
 /// goes): the engine's `ChallengeAgent`.
 extension DownloadsService: ChallengeAgent {
     /// The kinds an answer may give now; the others are refused (the task fails as `default`).
-    static let answerKeys: Set<String> = ["user", "password", "headers", "trust", "certificate", "passphrase"]
+    static let answerKeys: Set<String> = ["user", "password", "headers", "trust", "certificate", "passphrase", "url"]
     /// The most an answer's texts may hold together (a token is a few KiB at most).
     static let maximumAnswerBytes = 64 * 1024
 
@@ -65,6 +65,8 @@ extension DownloadsService: ChallengeAgent {
             "url": .string(challenge.url), "failures": .uint32(UInt32(clamping: refused)),
         ]
         switch challenge.kind {
+        case .linkExpired:
+            details["status"] = .uint32(UInt32(clamping: challenge.status))
         case .clientCertificate:
             details["issuers"] = .array(element: .array(.byte), challenge.issuers.map { .bytes($0) })
         case .serverTrust:
@@ -115,6 +117,12 @@ extension DownloadsService: ChallengeAgent {
                 }
                 bytes += text.utf8.count
                 passphrase = text
+            case "url":
+                guard case .string(let text) = value else {
+                    throw DownloadsErrorName.invalidArgument.error("the answer's url must be a string (s)")
+                }
+                bytes += text.utf8.count
+                credentials.url = try StartRequest.checkURL(text)
             case "trust":
                 guard case .boolean(let flag) = value else {
                     throw DownloadsErrorName.invalidArgument.error("the answer's trust must be a boolean (b)")

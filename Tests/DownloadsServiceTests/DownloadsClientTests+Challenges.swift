@@ -74,3 +74,50 @@ extension DownloadsClientTests {
         XCTAssertTrue(delegate.challenges.withLockedValue { $0 }.isEmpty, "the delegate was not asked")
     }
 }
+
+extension DownloadsClientTests {
+    /// A delegate that gives a fresh link when the old one expired.
+    final class Renewing: DownloadSessionDelegate {
+        let fresh: String
+        let challenges = NIOLockedValueBox([DownloadChallenge]())
+        let completed = NIOLockedValueBox([String]())
+
+        init(fresh: String) { self.fresh = fresh }
+
+        func downloadSession(
+            _ session: DownloadSession, task: BackgroundDownloadTask, didReceive challenge: DownloadChallenge
+        ) async -> ChallengeDisposition {
+            challenges.withLockedValue { $0.append(challenge) }
+            return challenge.kind == "link-expired" ? .useURL(fresh) : .performDefaultHandling
+        }
+
+        func downloadSession(
+            _ session: DownloadSession, task: BackgroundDownloadTask, didCompleteWithError error: DownloadsClientError?
+        ) {
+            completed.withLockedValue { $0.append(error.map { "\($0.name)" } ?? "ok") }
+        }
+    }
+
+    func testTheDelegateRenewsAnExpiredLink() async throws {
+        let content = Self.content(200_000, seed: 34)
+        var expired = Route(content: content)
+        expired.failFirst = (100, 410, nil)
+        http.set("/expired", expired)
+        http.set("/fresh", Route(content: content))
+        let delegate = Renewing(fresh: http.url("/fresh"))
+        var configuration = DownloadSession.Configuration.background(identifier: "links")
+        configuration.bus = .address(bus.address)
+        configuration.challengeKinds = ["link-expired"]
+        let session = try await DownloadSession(configuration: configuration, delegate: delegate)
+        defer { session.invalidate() }
+        let target = directory.file("renewed.bin")
+        let task = session.downloadTask(with: try XCTUnwrap(URL(string: http.url("/expired"))), to: target)
+        try await task.resume()
+        try await waitUntil { !delegate.completed.withLockedValue { $0 }.isEmpty }
+        XCTAssertEqual(delegate.completed.withLockedValue { $0 }, ["ok"])
+        XCTAssertEqual(sha256(ofFile: target), Self.sha256(content))
+        let challenges = delegate.challenges.withLockedValue { $0 }
+        XCTAssertEqual(challenges.map(\.kind), ["link-expired"])
+        XCTAssertEqual(challenges.first?.status, 410)
+    }
+}

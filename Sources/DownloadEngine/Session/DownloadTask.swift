@@ -74,6 +74,8 @@ final class DownloadTask: Sendable {
         var trusted: TrustedServer?
         /// The client certificate its app gave (`client-certificate`), kept as `answered` is.
         var answeredCertificate: ClientCertificate?
+        /// Its app gave it a new URL (`link-expired`): the same question again is a refusal.
+        var renewedLink = false
 
         var snapshot: TaskSnapshot {
             TaskSnapshot(

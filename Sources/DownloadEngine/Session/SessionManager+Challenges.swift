@@ -22,9 +22,23 @@ extension SessionManager {
     func ask(
         _ task: DownloadTask, _ challenge: Challenge, error: DownloadError, failing change: TaskChange
     ) -> TaskSnapshot? {
-        guard let agent = challengeAgent.withLockedValue({ $0 }), agent.answers(challenge.kind, for: task.snapshot)
+        guard let agent = challengeAgent.withLockedValue({ $0 }) else { return nil }
+        let secure = Source(challenge.url)?.isSecure == true
+        // A 403 of a TLS server may be a refusal of a client without a certificate.
+        let mayWantCertificate =
+            secure
+            && (challenge.kind == .clientCertificate || (challenge.kind == .linkExpired && challenge.status == 403))
+            && agent.answers(.clientCertificate, for: task.snapshot)
+        // A link expired only when it is the task's own URL (not a redirect's target or a mirror).
+        let ownLink =
+            challenge.kind == .linkExpired
+            && Source(challenge.url)?.withoutCredentials == Source(task.record.url)?.withoutCredentials
+            && agent.answers(.linkExpired, for: task.snapshot)
+        guard
+            mayWantCertificate || ownLink
+                || (challenge.kind != .linkExpired && challenge.kind != .clientCertificate
+                    && agent.answers(challenge.kind, for: task.snapshot))
         else { return nil }
-        if challenge.kind == .clientCertificate, Source(challenge.url)?.isSecure != true { return nil }
         // The same question again after an answer: the server refused it.
         let refused = task.withState { state -> Int in
             if let answered = state.answered, answered.challenge.sameQuestion(as: challenge) {
@@ -38,9 +52,14 @@ extension SessionManager {
                 state.trusted = nil
             }
             // A server that refuses the certificate its app gave.
-            if challenge.kind == .clientCertificate, state.answeredCertificate != nil {
+            if mayWantCertificate, state.answeredCertificate != nil {
                 state.refusedAnswers += 1
                 state.answeredCertificate = nil
+            }
+            // The new link its app gave is refused too.
+            if challenge.kind == .linkExpired, state.renewedLink {
+                state.refusedAnswers += 1
+                state.renewedLink = false
             }
             if challenge.kind == .httpAuth || challenge.kind == .proxyAuth { state.answered = nil }
             return state.refusedAnswers
@@ -77,15 +96,18 @@ extension SessionManager {
         guard first else { return snapshot }
         Task { [self] in
             let answer: ChallengeAnswer
-            if challenge.kind == .clientCertificate {
+            if mayWantCertificate,
+                let asked = await RequestSender(task: task, owner: self).certificateRequest(at: challenge.url)
+            {
                 // Only a server that asks for a certificate is answered with one.
-                if let asked = await RequestSender(task: task, owner: self).certificateRequest(at: challenge.url) {
-                    var question = challenge
-                    question.issuers = asked.issuers
-                    answer = await agent.ask(question, refused: refused, for: snapshot)
-                } else {
-                    answer = .performDefault(why: "its server does not ask for a client certificate")
-                }
+                var question = challenge
+                question.kind = .clientCertificate
+                question.issuers = asked.issuers
+                answer = await agent.ask(question, refused: refused, for: snapshot)
+            } else if ownLink {
+                answer = await agent.ask(challenge, refused: refused, for: snapshot)
+            } else if challenge.kind == .clientCertificate || challenge.kind == .linkExpired {
+                answer = .performDefault(why: "its server does not ask for a client certificate")
             } else {
                 answer = await agent.ask(challenge, refused: refused, for: snapshot)
             }
@@ -134,7 +156,20 @@ extension SessionManager {
             state.record.state == .queued && state.asking != nil && state.question == question
         }
         var answer = answer
-        if case .use(let credentials) = answer, challenge.kind == .clientCertificate {
+        if case .use(let credentials) = answer, challenge.kind == .linkExpired, credentials.certificate == nil {
+            if let url = credentials.url, task.withState({ open($0) }) {
+                do {
+                    _ = try await setURL(task.id, to: url)
+                    goOn(task, open: open) { $0.renewedLink = true }
+                    return
+                } catch {
+                    answer = .performDefault(why: "its answer is refused: \(error)")
+                }
+            } else {
+                answer = .performDefault(why: "its answer is refused: a link-expired question is answered with a url")
+            }
+        }
+        if case .use(let credentials) = answer, challenge.kind == .clientCertificate || challenge.kind == .linkExpired {
             if let certificate = credentials.certificate {
                 goOn(task, open: open) { $0.answeredCertificate = certificate }
                 return

@@ -38,6 +38,7 @@ extension SessionManager {
                             state.answered = nil
                             state.trusted = nil
                             state.answeredCertificate = nil
+                            state.renewedLink = false
                             state.refusedAnswers = 0
                         }
                         state.wait(on: conditions)

@@ -93,15 +93,24 @@ enum ResponseDecision: Equatable, Sendable {
         case 401:
             // A question the app may answer (`Challenge`): the failure it is when nobody does.
             let failure = DownloadError.http(status: status, reason: reason)
-            guard let (scheme, realm) = HTTPHeaderRules.authChallenge(headers) else { return .fail(failure) }
+            guard let (scheme, realm) = HTTPHeaderRules.authChallenge(headers) else {
+                // No login asked for: a signed link that expired.
+                return .fail(failure.asking(Challenge(kind: .linkExpired, scheme: "", realm: "", status: status)))
+            }
             return .fail(failure.asking(Challenge(kind: .httpAuth, scheme: scheme, realm: realm, status: status)))
-        case 400, 403:
+        case 400:
             // A TLS server that wants a client certificate may refuse the request instead of the
             // handshake (nginx's `400`): asked of the app only once a handshake shows the server
             // asks for one (`CertificateRequestProbe`).
             return .fail(
                 DownloadError.http(status: status, reason: reason).asking(
                     Challenge(kind: .clientCertificate, scheme: "", realm: "", status: status)))
+        case 403, 410:
+            // A signed link that expired (`link-expired`); a 403 may also be a TLS server's
+            // refusal of a client without a certificate (`SessionManager.ask` tells them apart).
+            return .fail(
+                DownloadError.http(status: status, reason: reason).asking(
+                    Challenge(kind: .linkExpired, scheme: "", realm: "", status: status)))
         case 400...499:
             return .fail(.http(status: status, reason: reason))
         default:
