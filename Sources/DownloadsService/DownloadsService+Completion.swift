@@ -67,7 +67,7 @@ extension DownloadsService {
         }
         try requireRoom()
         let handler = CompletionHandler(
-            owner: owner, session: name, connection: call.sender, objectPath: object.rawValue, busName: busName,
+            owner: owner, session: session.name, connection: call.sender, objectPath: object.rawValue, busName: busName,
             busID: try await connection.busID(), challenges: challenges, challengeTimeout: challengeTimeout
         )
         // A write waits for the database (another write, a slow sync): off the pool every call runs on.

@@ -188,6 +188,55 @@ final class SandboxedAppTests: DaemonTestCase {
         try await until("a host connection of the user hears it") { signalNames(for: task).contains("Finished") }
     }
 
+    /// Two apps register an object for the same session name: a login one app's task meets is
+    /// asked of that app's object alone, through its proxy, and its answer is the one used.
+    func testAnAppsChallengeIsAskedOfItsOwnObjectAloneThroughTheSandbox() async throws {
+        let player = try await launch("org.example.Player")
+        let snoop = try await launch("org.example.Snoop")
+        let content = Self.content(300_000, seed: 9)
+        var route = Route(content: content)
+        route.requiredAuthorization = "Basic " + Data("amy:pw-Player-7".utf8).base64EncodedString()
+        http.set("/private", route)
+        for (app, answer) in [
+            (snoop, ["user": "snoop", "password": "stolen"]), (player, ["user": "amy", "password": "pw-Player-7"]),
+        ] {
+            let registered = try await app.send([
+                "op": "agent", "session": "media", "challenges": ["http-auth"], "answer": answer,
+            ])
+            XCTAssertNil(registered.error, "\(registered)")
+        }
+        let task = try path(
+            await player.send([
+                "op": "startat", "url": http.url("/private"), "dir": player.home + "/Downloads", "name": "p.bin",
+                "options": ["session": ["s", "media"]],
+            ]))
+        try await waitState(task, ["finished"])
+        XCTAssertEqual(sha256(ofFile: player.home + "/Downloads/p.bin"), Self.sha256(content))
+        let askedPlayer = try await player.send(["op": "asked"]).value as? [[String]] ?? []
+        XCTAssertEqual(askedPlayer.map { $0[0] }, [task.rawValue])
+        XCTAssertEqual(askedPlayer.first?[1], "http-auth")
+        let askedSnoop = try await snoop.send(["op": "asked"]).value as? [[String]] ?? []
+        XCTAssertEqual(askedSnoop.count, 0, "another app's object was asked: \(askedSnoop)")
+        XCTAssertEqual(http.requests(for: "/private").map(\.status), [401, 200])
+        // The host's session of the same name is the host's: its object is asked, no app's.
+        let host = try ChallengeTests.Agent(connection: try await Connection.open(.address(bus.address))) { _ in
+            ChallengeTests.use(["user": .string("amy"), "password": .string("pw-Player-7")])
+        }
+        defer { host.connection.close() }
+        _ = try await host.connection.call(
+            destination: "org.example.Downloads", path: "/org/example/Downloads", interface: "org.example.Downloads",
+            method: "RegisterCompletionHandler",
+            arguments: [
+                .string("media"), .objectPath("/app"), .vardict(["challenges": .strings(["http-auth"])]),
+            ])
+        let hostTask = try await start(
+            http.url("/private"), directory.file("host.bin"), ["session": .string("media")])
+        try await waitState(hostTask, ["finished"])
+        XCTAssertEqual(host.questions.map(\.task), [hostTask.rawValue])
+        let askedAfter = try await snoop.send(["op": "asked"]).value as? [[String]] ?? []
+        XCTAssertEqual(askedAfter.count, 0, "an app was asked about the host's task: \(askedAfter)")
+    }
+
     func testTheHostSeesEveryAppsTasksWithTheirApp() async throws {
         let a = try await launch("org.example.Player")
         let b = try await launch("org.example.Maps")

@@ -16,6 +16,9 @@ Commands ({"op": ...}):
   resume    blob (base64), options, dir (optional: destination_fd)
   resumegroup blob (base64), options, dir (optional: destination_fd) -> ResumeGroupWithData
   signals                            -> [[member, first argument as text, path], ...] heard so far
+  agent     session, challenges, answer ({"user": …, "password": …} or none: default)
+                                     -> exports /app (org.example.Downloads.Client) and registers it
+  asked                              -> [[task, kind, realm], ...] HandleChallenge calls heard so far
 Options are {"key": ["SIG", value]}: "s", "b", "u", "t", "ay" (base64).
 Replies: {"ok": value} or {"error": dbus error name, "message": text}.
 """
@@ -26,6 +29,7 @@ import sys
 
 import dbus
 import dbus.mainloop.glib
+import dbus.service
 from gi.repository import GLib
 
 dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
@@ -85,8 +89,39 @@ def plain(value):
     return str(value)
 
 
+asked = []
+agent = None
+
+
+class Agent(dbus.service.Object):
+    """The app's object for the service's calls: records each question and answers `answer`."""
+    answer = ("default", {})
+
+    @dbus.service.method("org.example.Downloads.Client", in_signature="osa{sv}", out_signature="sa{sv}")
+    def HandleChallenge(self, task, kind, details):
+        asked.append([str(task), str(kind), str(details.get("realm", ""))])
+        disposition, answer = Agent.answer
+        return (disposition, dbus.Dictionary({k: dbus.String(v, variant_level=1) for k, v in answer.items()}, signature="sv"))
+
+    @dbus.service.method("org.example.Downloads.Client", in_signature="s", out_signature="")
+    def HandleEventsForBackgroundSession(self, session):
+        pass
+
+
 def run(command):
+    global agent
     op = command["op"]
+    if op == "agent":
+        # Exports /app and registers it for `session`'s questions of `challenges`; answers
+        # `use` with `answer` (strings), or `default` without one.
+        if agent is None:
+            agent = Agent(bus, "/app")
+        Agent.answer = ("use", command["answer"]) if command.get("answer") else ("default", {})
+        registered = dbus.Dictionary({"challenges": dbus.Array(command["challenges"], signature="s", variant_level=1)},
+                                     signature="sv")
+        return manager().RegisterCompletionHandler(command["session"], dbus.ObjectPath("/app"), registered)
+    if op == "asked":
+        return asked
     if op == "startat":
         fd = os.open(command["dir"], os.O_RDONLY | os.O_DIRECTORY)
         try:
