@@ -120,6 +120,15 @@ extension DownloadsService {
             logger.warning("completion handler of uid \(handler.owner): \(unique) belongs to another user; not called")
             return nil
         }
+        // And to the session's app: an app's session calls that app, the host's a host client
+        // (a row an earlier version stored under the plain name for an app is never called).
+        let app = SessionKey.app(handler.session)
+        guard let receiver = try? await caller(unique, credentials: credentials), receiver.app == app else {
+            logger.warning(
+                "completion handler of \(LogText.escaped(SessionID(owner: handler.owner, name: handler.session).shownDescription)): \(unique) is not \(app.isEmpty ? "a host client" : "app " + LogText.escaped(app)); not called"
+            )
+            return nil
+        }
         return unique
     }
 

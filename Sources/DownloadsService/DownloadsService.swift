@@ -164,6 +164,12 @@ public final class DownloadsService: Sendable {
         } catch {
             throw DownloadsErrorName.accessDenied.error("cannot tell who is calling: \(error)")
         }
+        return try await caller(call.sender, credentials: credentials)
+    }
+
+    /// The uid and app of the connection `sender`, whose credentials the bus gave.
+    func caller(_ sender: String, credentials: Credentials) async throws -> Caller {
+        if let known = state.withLockedValue({ $0.clients[sender] }) { return known }
         let app: String
         do {
             // `/.flatpak-info` is opened with the caller's own rights (as xdg-desktop-portal,
@@ -187,12 +193,12 @@ public final class DownloadsService: Sendable {
             }
         } catch {
             logger.warning(
-                "call from \(call.sender) (uid \(credentials.uid)) refused: cannot tell which app it is: \(error)")
+                "call from \(sender) (uid \(credentials.uid)) refused: cannot tell which app it is: \(error)")
             throw DownloadsErrorName.accessDenied.error("cannot tell which app is calling: \(error)")
         }
         let caller = Caller(uid: credentials.uid, app: app)
-        state.withLockedValue { $0.clients[call.sender] = caller }
-        if caller.isSandboxed { logger.info("\(call.sender) is app \(LogText.escaped(app)) of uid \(caller.uid)") }
+        state.withLockedValue { $0.clients[sender] = caller }
+        if caller.isSandboxed { logger.info("\(sender) is app \(LogText.escaped(app)) of uid \(caller.uid)") }
         return caller
     }
 
