@@ -125,3 +125,22 @@ extension DownloadsctlTests {
         XCTAssertEqual(sha256(ofFile: target), Self.sha256(Self.content(3_000_000, seed: 47)))
     }
 }
+
+extension DownloadsctlTests {
+    func testUploadWithALoginAnswersTheServersQuestion() async throws {
+        let content = Self.content(150_000, seed: 46)
+        let source = directory.file("report.txt")
+        try Data(content).write(to: URL(fileURLWithPath: source))
+        var route = Route.receiving(status: 201, reply: "{\"id\": 7}")
+        route.requiredAuthorization = Self.members
+        http.set("/reports", route)
+        let out = try await ctl([
+            "upload", "-u", "dana:opensesame", "--method", "POST", "--protocol", "plain", source, http.url("/reports"),
+        ])
+        XCTAssertEqual(out.status, 0, out.description)
+        XCTAssertEqual(http.requests(for: "/reports").map(\.status), [401, 201])
+        let received = try XCTUnwrap(http.received("/reports").last)
+        XCTAssertEqual(Self.sha256(received.body), Self.sha256(content))
+        XCTAssertTrue(out.stdout.contains("\"id\": 7"), out.description)
+    }
+}

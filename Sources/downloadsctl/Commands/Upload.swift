@@ -81,6 +81,13 @@ struct Upload: AsyncParsableCommand {
     var ietfVersion: UInt32?
     @Flag(name: .customLong("keep-on-cancel"), help: "On cancel, leave the upload resource on the server (no DELETE).")
     var keepOnCancel = false
+    @Option(
+        name: [.customShort("u"), .customLong("login")],
+        help: ArgumentHelp(
+            "For a server that asks for a login (401, Basic): the user and password, answered as get's -u (asked on the terminal without ':PASSWORD').",
+            valueName: "user[:password]"
+        ))
+    var login: String?
 
     func validate() throws {
         if form == nil && (!fields.isEmpty || filename != nil) {
@@ -122,8 +129,15 @@ struct Upload: AsyncParsableCommand {
     func run() async throws {
         let source = Paths.absolute(file)
         let options = try taskOptions
+        if login != nil && detach {
+            throw ValidationError("-u answers while the upload is followed: not with --detach")
+        }
+        let answerer = login.map { ChallengeAnswerer(server: ChallengeAnswerer.Login($0), proxy: nil) }
         try await service.run { [options] proxy in
+            // Registered before the task starts: its first request may be the one that asks.
+            try await answerer?.register(on: proxy, session: options.session ?? session)
             let path = try await proxy.upload(url: url, source: source, options: options)
+            answerer?.follow(path)
             if detach { return print(Paths.id(path)) }
             _ = try await TaskFollower(proxy: proxy, path: path, service: service).follow()
             if options.replyDestination == nil {
