@@ -8,9 +8,15 @@ public struct TaskSnapshot: Sendable, Hashable {
     public let waitingFor: WaitingFor
     /// Bytes a second over the last few seconds while running (`Speed`); 0 otherwise.
     public let speed: UInt64
+    /// The question its app is asked while it waits for it (`WaitingFor` `app`); nil otherwise.
+    public let asking: Challenge?
 
-    public init(record: DownloadTaskRecord, bytesWritten: Int64, waitingFor: WaitingFor = .nothing, speed: UInt64 = 0) {
+    public init(
+        record: DownloadTaskRecord, bytesWritten: Int64, waitingFor: WaitingFor = .nothing, speed: UInt64 = 0,
+        asking: Challenge? = nil
+    ) {
         self.record = record
+        self.asking = record.state == .queued && waitingFor == .app ? asking : nil
         self.bytesWritten = bytesWritten
         self.speed = speed
         self.waitingFor =

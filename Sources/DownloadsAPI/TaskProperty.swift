@@ -40,6 +40,9 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     case maxBytesPerSecond = "MaxBytesPerSecond"
     /// v1.3: bytes a second over the last few seconds while running, 0 otherwise.
     case speed = "Speed"
+    /// v1.4: while `WaitingFor` is `app`, the question its app is asked: `kind` s, `realm` s
+    /// (the server's words, for a sign-in prompt), `host` s; empty otherwise.
+    case question = "Question"
 
     public var name: String { rawValue }
 
@@ -54,7 +57,7 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
         case .bytesWritten, .bytesExpected, .bytesConfirmed: return .int64
         case .background: return .boolean
         case .title, .description: return .string
-        case .metadata: return .dictionary(key: .string, value: .variant)
+        case .metadata, .question: return .dictionary(key: .string, value: .variant)
         }
     }
 

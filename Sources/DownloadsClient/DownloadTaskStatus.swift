@@ -46,6 +46,9 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
     public var speed: UInt64 = 0
     /// The app's own data (`metadata`), values of D-Bus basic types. Not in the Codable form.
     public var metadata: [String: DBusValue] = [:]
+    /// While `waitingFor` is `app`: the question its app is asked (`kind`, `realm`, `host`). Not
+    /// in the Codable form.
+    public var question: [String: String] = [:]
 
     enum CodingKeys: String, CodingKey {
         case id, session, url, destination, state
@@ -114,6 +117,11 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         priority = properties[TaskProperty.priority.name]?.stringValue ?? "normal"
         maxBytesPerSecond = properties[TaskProperty.maxBytesPerSecond.name]?.uint64Value ?? 0
         speed = properties[TaskProperty.speed.name]?.uint64Value ?? 0
+        question = Self.question(properties[TaskProperty.question.name])
+    }
+
+    private static func question(_ value: DBusValue?) -> [String: String] {
+        (value?.vardictValue ?? [:]).compactMapValues(\.stringValue)
     }
 
     /// The title, else the file's name (what a person is shown).
@@ -145,6 +153,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
             case .title: title = value.stringValue ?? title
             case .description: taskDescription = value.stringValue ?? taskDescription
             case .metadata: metadata = value.vardictValue ?? metadata
+            case .question: question = Self.question(value)
             case .id, .kind, .source, .session, .desktopEntry, .app: break
             }
         }

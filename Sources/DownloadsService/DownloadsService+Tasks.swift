@@ -105,6 +105,11 @@ extension DownloadsService {
         case .error: return .string(record.errorName.map { DownloadsErrorName.prefix + $0 } ?? "")
         case .errorMessage: return .string(record.errorMessage ?? "")
         case .waitingFor: return .string(snapshot.waitingFor.rawValue)
+        case .question:
+            guard let asking = snapshot.asking else { return .vardict([:]) }
+            return .vardict([
+                "kind": .string(asking.kind.rawValue), "realm": .string(asking.realm), "host": .string(asking.host),
+            ])
         case .desktopEntry: return .string(record.options.desktopEntry ?? "")
         case .background: return .boolean(record.options.background)
         case .title: return .string(record.options.title ?? "")

@@ -55,7 +55,7 @@ final class EngineObserver: DownloadObserver, @unchecked Sendable {
 
     func task(_ task: TaskSnapshot, isWaitingFor reason: WaitingFor) {
         guard let service, service.sendsTaskSignals(task) else { return }
-        service.emitTaskProperties(task, [.waitingFor])
+        service.emitTaskProperties(task, [.waitingFor, .question])
     }
 
     /// `Progress` always; the `BytesWritten`/`BytesExpected` change only when no state change

@@ -42,10 +42,12 @@ enum AgentText {
     /// The body of an ended task's notification, as markup (everything escaped): its title (or
     /// file name), the error of a failed one, and the app's description on a line of its own.
     /// The body of the notification that asks the user to sign in through the task's app
-    /// (markup: the name escaped).
+    /// ("Sign in to REALM to continue downloading NAME"; markup: the realm and name escaped).
     static func signInBody(_ status: DownloadTaskStatus) -> String {
-        "Sign in to continue " + (status.isUpload ? "uploading " : "downloading ")
-            + DisplayText.markup(status.displayName)
+        // The realm is the server's words: cut, and escaped as the name is.
+        let realm = String((status.question["realm"] ?? "").prefix(80))
+        return "Sign in " + (realm.isEmpty ? "" : "to " + DisplayText.markup(realm) + " ") + "to continue "
+            + (status.isUpload ? "uploading " : "downloading ") + DisplayText.markup(status.displayName)
     }
 
     static func notificationBody(_ status: DownloadTaskStatus) -> String {

@@ -511,6 +511,8 @@ class DownloadsAgentTests: DaemonTestCase {
         try await startAgent()
         var route = Route(content: Self.content(50_000, seed: 16))
         route.requiredAuthorization = "Basic " + Data("gus:pw".utf8).base64EncodedString()
+        // The realm is the server's words: markup in it is shown as text.
+        route.authenticate = #"Basic realm="<b>Bank & Co</b>""#
         http.set("/statement.pdf", route)
         let release = NIOLockedValueBox(false)
         let app = try ChallengeTests.Agent(connection: try await Connection.open(.address(bus.address))) { _ in
@@ -529,10 +531,17 @@ class DownloadsAgentTests: DaemonTestCase {
             http.url("/statement.pdf"), directory.file("statement.pdf"),
             ["session": .string("bank"), "desktop_entry": .string("org.example.Bank.desktop")])
         try await until("the sign-in notification", log: agentLog) {
-            self.notificationLog.contains("Sign in to continue")
+            self.notificationLog.contains("Sign in to")
         }
-        let asking = try XCTUnwrap(notificationLog.split(separator: "\n").first { $0.contains("Sign in to continue") })
-        XCTAssertTrue(asking.contains("Sign in to continue downloading statement.pdf"), String(asking))
+        let asking = try XCTUnwrap(notificationLog.split(separator: "\n").first { $0.contains("Sign in to") })
+        XCTAssertTrue(
+            asking.contains("Sign in to &lt;b&gt;Bank &amp; Co&lt;/b&gt; to continue downloading statement.pdf"),
+            String(asking))
+        // What the agent read: the task's Question, while it waits for its app.
+        let question = try await property(task, "Question")?.vardictValue ?? [:]
+        XCTAssertEqual(question["kind"]?.stringValue, "http-auth")
+        XCTAssertEqual(question["realm"]?.stringValue, "<b>Bank & Co</b>")
+        XCTAssertEqual(question["host"]?.stringValue, "127.0.0.1")
         XCTAssertTrue(asking.contains("\"desktop-entry\": \"org.example.Bank\""), String(asking))
         XCTAssertTrue(asking.contains("[\"default\", \"Sign in\""), String(asking))
         // Its action starts the app, by its desktop file, where the user signs in.

@@ -80,7 +80,7 @@ final class DownloadTask: Sendable {
         var snapshot: TaskSnapshot {
             TaskSnapshot(
                 record: record, bytesWritten: bytesWritten, waitingFor: waitingFor,
-                speed: record.state == .running ? speedMeter.speed() : 0
+                speed: record.state == .running ? speedMeter.speed() : 0, asking: asking
             )
         }
 
