@@ -13,15 +13,18 @@ public struct AnsweredCredentials: Sendable, Hashable {
     public var challenge: Challenge
     /// For `proxy-auth`: what the proxy at `origin` is given.
     public var proxy: ProxySetting.Credentials?
+    /// For a `Digest` server: the user and password, an `Authorization` made for each request.
+    public var digest: DigestCredentials?
 
     public init(
         origin: Source.Origin, headers: [String: String], challenge: Challenge,
-        proxy: ProxySetting.Credentials? = nil
+        proxy: ProxySetting.Credentials? = nil, digest: DigestCredentials? = nil
     ) {
         self.origin = origin
         self.headers = challenge.kind == .proxyAuth ? [:] : headers
         self.challenge = challenge
         self.proxy = proxy
+        self.digest = challenge.kind == .httpAuth ? digest : nil
     }
 
     /// `proxy` with the answered user and password when it is the proxy that asked for them.

@@ -34,6 +34,9 @@ public struct Challenge: Sendable, Hashable {
     public var error = ""
     /// For `client-certificate`: the DER names of the CAs the server takes (empty: it named none).
     public var issuers: [[UInt8]] = []
+    /// The challenge's auth-params, names lower-cased (a Digest's `nonce`, `opaque`, `qop`,
+    /// `algorithm`): what an answer is computed with, not part of the question.
+    public var parameters: [String: String] = [:]
 
     public init(kind: Kind, scheme: String, realm: String, status: Int) {
         self.kind = kind

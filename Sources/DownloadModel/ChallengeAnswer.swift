@@ -41,14 +41,16 @@ public enum ChallengeAnswer: Sendable, Hashable {
 
 extension ChallengeAnswer.Credentials {
     /// The headers these credentials are sent as to the server that asked `challenge`: a user
-    /// and password as `Basic` (RFC 7617; the only scheme they are sent in), then `headers`
-    /// (replacing the task's own of the same names). Throws a reason when they cannot answer it.
+    /// and password as `Basic` (RFC 7617; for `Digest` they are `DigestCredentials`, made per
+    /// request), then `headers` (replacing the task's own of the same names). Throws a reason
+    /// when they cannot answer it.
     public func headers(answering challenge: Challenge) throws(DownloadError) -> [String: String] {
         var result = headers
-        if user != nil || password != nil {
+        let digest = challenge.kind == .httpAuth && challenge.scheme.lowercased() == "digest"
+        if user != nil || password != nil, !digest {
             guard challenge.scheme.lowercased() == "basic" else {
                 throw .invalidArgument(
-                    "the server asks for \(DisplayText.quoted(challenge.scheme, limit: 40)); a user and password are sent only to Basic (give headers instead)"
+                    "the server asks for \(DisplayText.quoted(challenge.scheme, limit: 40)); a user and password are sent only to Basic and Digest (give headers instead)"
                 )
             }
             let pair = "\(user ?? ""):\(password ?? "")"
@@ -63,7 +65,7 @@ extension ChallengeAnswer.Credentials {
                 throw .invalidArgument("header '\(DisplayText.quoted(name, limit: 60))' is not a valid HTTP field")
             }
         }
-        guard !result.isEmpty else {
+        guard !result.isEmpty || (digest && user != nil) else {
             throw .invalidArgument("the answer holds no credentials (user, password, headers)")
         }
         return result

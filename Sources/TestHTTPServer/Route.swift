@@ -63,6 +63,8 @@ public struct Route: Sendable {
     public var requiredAuthorization: String?
     /// The `WWW-Authenticate` of that 401 (default `Basic realm="test"`).
     public var authenticate: String?
+    /// Answer 401 (with its `Digest` challenge) to a request that does not answer this login.
+    public var digest: DigestLogin?
     /// Give that 401 as soon as the head came, and close the connection without reading the body
     /// (as nginx refuses an upload).
     public var refusesEarly = false

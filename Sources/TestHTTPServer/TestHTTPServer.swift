@@ -255,6 +255,15 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             sendSimple(context: context, status: HTTPResponseStatus(statusCode: status), body: "expired\n")
             return
         }
+        if let digest = route.digest,
+            !digest.accepts(head.headers.first(name: "authorization"), method: head.method.rawValue, uri: head.uri)
+        {
+            _ = record(401)
+            sendSimple(
+                context: context, status: .unauthorized, body: "who are you?\n",
+                headers: ["WWW-Authenticate": digest.challenge()])
+            return
+        }
         if let required = route.requiredAuthorization, head.headers.first(name: "authorization") != required {
             _ = record(401)
             sendSimple(

@@ -107,6 +107,29 @@ extension ChallengeTests {
         try assertNoFileHolds(try keyLine(file))
     }
 
+    func testAnUploadToAServerThatWantsACertificateIsSentWithTheAppsAnswer() async throws {
+        let source = directory.file("mtls-upload.bin")
+        let content = Self.content(250_000)
+        try Data(content).write(to: URL(fileURLWithPath: source))
+        let file = tls.certificates.client
+        let app = try await agent(options: ["challenges": .strings(["client-certificate"])]) { _ in
+            guard let fd = try? Self.descriptor(file) else { return [.string("default"), .vardict([:])] }
+            return Self.use(["certificate": fd])
+        }
+        defer { app.connection.close() }
+        let reply = try await call(
+            "Upload",
+            [
+                .string(tls.url(.clientCertificate, "/put/mtls.bin")), .string(source),
+                .vardict(["session": .string("app"), "method": .string("PUT"), "protocol": .string("plain")]),
+            ])
+        let task = try XCTUnwrap(reply.first?.objectPathValue)
+        try await assertFinished(task)
+        XCTAssertEqual(app.questions.map(\.kind), ["client-certificate"])
+        XCTAssertEqual(sha256(ofFile: tls.www + "/put/mtls.bin"), Self.sha256(content))
+        XCTAssertEqual(tls.requests(for: "/put/mtls.bin", on: .clientCertificate).map(\.status), [400, 201])
+    }
+
     func testARefusalFromAServerThatAsksForNoCertificateIsNotAQuestion() async throws {
         try FileManager.default.createDirectory(atPath: tls.www + "/listing", withIntermediateDirectories: true)
         let app = try await agent(options: ["challenges": .strings(["client-certificate"])]) { _ in

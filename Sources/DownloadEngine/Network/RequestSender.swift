@@ -49,6 +49,8 @@ struct RequestSender: Sendable {
     /// Where a plain http request forwarded through an HTTP proxy goes (`ForwardedRequest`).
     struct Forwarding {
         var target: String
+        /// The request's headers as it goes (with a Digest answer's `Authorization` for it).
+        var headers: HTTPHeaders
         var proxyHost: String
         var proxyPort: Int
         var proxyAuthorization: (user: String, password: String)?
@@ -72,6 +74,14 @@ struct RequestSender: Sendable {
             if components.percentEncodedPath.isEmpty { components.percentEncodedPath = "/" }
             return components.string
         }
+    }
+
+    /// The origin-form request target of `url` (its path and query as sent), what a Digest
+    /// response is computed over.
+    static func requestTarget(of url: String) -> String {
+        guard let components = URLComponents(string: url) else { return "/" }
+        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        return components.percentEncodedQuery.map { path + "?" + $0 } ?? path
     }
 
     /// A failed certificate check, explained; a self-signed server's asks its app (`server-trust`).
@@ -174,6 +184,12 @@ struct RequestSender: Sendable {
                 case .failure(let error): return .failure(error.met(at: url))
                 }
             }
+            // A Digest answer: an `Authorization` of its own for this request, to the server that asked.
+            if let answered = task.answered, let digest = answered.digest, Source(url)?.origin == answered.origin {
+                request.headers.replaceOrAdd(
+                    name: "Authorization",
+                    value: digest.authorization(method: request.method.rawValue, uri: Self.requestTarget(of: url)))
+            }
             let outgoing: any OutgoingRequest<Delegate.Response>
             if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, request.scheme == "http",
                 let forward, let target = Forwarding.target(of: url)
@@ -181,7 +197,8 @@ struct RequestSender: Sendable {
                 // A plain http URL through an HTTP proxy is forwarded, as curl does, not tunnelled.
                 outgoing = forward(
                     Forwarding(
-                        target: target, proxyHost: connection.proxyAddress ?? proxyHost, proxyPort: proxyPort,
+                        target: target, headers: request.headers, proxyHost: connection.proxyAddress ?? proxyHost,
+                        proxyPort: proxyPort,
                         proxyAuthorization: credentials.map { ($0.user, $0.password) },
                         connectTimeout: .milliseconds(Int64(connectTimeout * 1000)), deadline: deadline
                     ))

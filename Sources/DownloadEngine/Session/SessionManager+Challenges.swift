@@ -199,9 +199,14 @@ extension SessionManager {
                     }
                     proxy = ProxySetting.Credentials(user: user, password: password)
                 }
-                goOn(task, open: open) {
+                var digest: DigestCredentials?
+                if challenge.kind == .httpAuth, challenge.scheme.lowercased() == "digest", let user = credentials.user {
+                    digest = try DigestCredentials(
+                        user: user, password: credentials.password ?? "", answering: challenge)
+                }
+                goOn(task, open: open) { [digest] in
                     $0.answered = AnsweredCredentials(
-                        origin: origin, headers: headers, challenge: challenge, proxy: proxy)
+                        origin: origin, headers: headers, challenge: challenge, proxy: proxy, digest: digest)
                 }
                 return
             } catch let refusal as DownloadError {

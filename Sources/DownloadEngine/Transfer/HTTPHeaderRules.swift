@@ -136,45 +136,20 @@ public enum HTTPHeaderRules {
     }
 
     /// The first challenge of a `WWW-Authenticate` (or `Proxy-Authenticate`) field (RFC 9110
-    /// §11.6.1): its scheme as written and its `realm` ("" when none); nil when the field is
-    /// absent or names no scheme.
+    /// §11.6.1): its scheme as written, its `realm` ("" when none) and its parameters
+    /// (`AuthParameters`: a Digest's nonce, opaque, qop, algorithm); nil when the field is absent
+    /// or names no scheme.
     public static func authChallenge(
         _ headers: HTTPHeaders, field: String = "www-authenticate"
     ) -> (
-        scheme: String, realm: String
+        scheme: String, realm: String, parameters: [String: String]
     )? {
         guard let value = headers.first(name: field)?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
             return nil
         }
         let scheme = String(value.prefix { !$0.isWhitespace && $0 != "," })
         guard !scheme.isEmpty, HTTPFieldRules.isToken(scheme) else { return nil }
-        var realm = ""
-        let rest = value.dropFirst(scheme.count)
-        if let found = rest.range(of: "realm", options: .caseInsensitive) {
-            var tail = rest[found.upperBound...].drop { $0 == " " }
-            if tail.first == "=" {
-                tail = tail.dropFirst().drop { $0 == " " }
-                if tail.first == "\"" {
-                    var text = ""
-                    var escaped = false
-                    for character in tail.dropFirst() {
-                        if escaped {
-                            text.append(character)
-                            escaped = false
-                        } else if character == "\\" {
-                            escaped = true
-                        } else if character == "\"" {
-                            break
-                        } else {
-                            text.append(character)
-                        }
-                    }
-                    realm = text
-                } else {
-                    realm = String(tail.prefix { $0 != "," && !$0.isWhitespace })
-                }
-            }
-        }
-        return (scheme, String(realm.prefix(200)))
+        let parameters = AuthParameters.parse(value.dropFirst(scheme.count))
+        return (scheme, String((parameters["realm"] ?? "").prefix(200)), parameters)
     }
 }

@@ -18,7 +18,7 @@ extension RequestSender {
             request, to: url, delegate: delegate, kind: kind, seat: seat, afterwards: afterwards
         ) { forwarding in
             ForwardedRequest(
-                target: forwarding.target, host: request.host, port: request.port, headers: request.headers,
+                target: forwarding.target, host: request.host, port: request.port, headers: forwarding.headers,
                 proxyHost: forwarding.proxyHost, proxyPort: forwarding.proxyPort,
                 proxyAuthorization: forwarding.proxyAuthorization, delegate: delegate,
                 connectTimeout: forwarding.connectTimeout, deadline: forwarding.deadline

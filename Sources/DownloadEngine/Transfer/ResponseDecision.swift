@@ -93,11 +93,13 @@ enum ResponseDecision: Equatable, Sendable {
         case 401:
             // A question the app may answer (`Challenge`): the failure it is when nobody does.
             let failure = DownloadError.http(status: status, reason: reason)
-            guard let (scheme, realm) = HTTPHeaderRules.authChallenge(headers) else {
+            guard let (scheme, realm, parameters) = HTTPHeaderRules.authChallenge(headers) else {
                 // No login asked for: a signed link that expired.
                 return .fail(failure.asking(Challenge(kind: .linkExpired, scheme: "", realm: "", status: status)))
             }
-            return .fail(failure.asking(Challenge(kind: .httpAuth, scheme: scheme, realm: realm, status: status)))
+            var challenge = Challenge(kind: .httpAuth, scheme: scheme, realm: realm, status: status)
+            challenge.parameters = parameters
+            return .fail(failure.asking(challenge))
         case 400:
             // A TLS server that wants a client certificate may refuse the request instead of the
             // handshake (nginx's `400`): asked of the app only once a handshake shows the server

@@ -248,18 +248,33 @@ final class UploadRun: Sendable {
     }
 
     /// The error a final status other than 2xx is.
-    /// The failure a status the upload cannot go on with is, asking the app (`Challenge`) when it
-    /// is a 401 with `WWW-Authenticate` from `url` (the task's URL unless given).
+    /// The failure a status the upload cannot go on with is, asking the app (`Challenge`) as a
+    /// download's would: a 401 with `WWW-Authenticate` (a login), a 400 or 403 of a TLS server
+    /// that wants a client certificate, a 401, 403 or 410 of an expired link, from `url` (the
+    /// task's URL unless given).
     func refusal(_ result: UploadDelegate.Result, at url: String? = nil) -> DownloadError {
         let failure = DownloadError.http(
             status: result.status, reason: HTTPResponseStatus(statusCode: result.status).reasonPhrase,
             retryAfter: HTTPHeaderRules.retryAfter(result.headers, cap: owner.configuration.retry.retryAfterCap)
         )
-        guard result.status == 401, let (scheme, realm) = HTTPHeaderRules.authChallenge(result.headers) else {
+        let at = url ?? task.record.url
+        switch result.status {
+        case 401:
+            guard let (scheme, realm, parameters) = HTTPHeaderRules.authChallenge(result.headers) else {
+                // No login asked for: a signed link that expired (asked only of the task's own URL).
+                return failure.asking(Challenge(kind: .linkExpired, scheme: "", realm: "", status: 401).at(at))
+            }
+            var challenge = Challenge(kind: .httpAuth, scheme: scheme, realm: realm, status: 401)
+            challenge.parameters = parameters
+            return failure.asking(challenge.at(at))
+        case 400:
+            // As a download's (`ResponseDecision`): a TLS server's refusal of a client without a certificate.
+            return failure.asking(Challenge(kind: .clientCertificate, scheme: "", realm: "", status: 400).at(at))
+        case 403, 410:
+            return failure.asking(Challenge(kind: .linkExpired, scheme: "", realm: "", status: result.status).at(at))
+        default:
             return failure
         }
-        return failure.asking(
-            Challenge(kind: .httpAuth, scheme: scheme, realm: realm, status: 401).at(url ?? task.record.url))
     }
 
     // MARK: One attempt
@@ -398,7 +413,7 @@ final class UploadRun: Sendable {
             // A plain http URL through an HTTP proxy: forwarded with its body, as curl does.
             ForwardedRequest(
                 target: forwarding.target, method: request.method, host: request.host, port: request.port,
-                headers: request.headers,
+                headers: forwarding.headers,
                 body: request.body, proxyHost: forwarding.proxyHost, proxyPort: forwarding.proxyPort,
                 proxyAuthorization: forwarding.proxyAuthorization, delegate: delegate,
                 connectTimeout: forwarding.connectTimeout, deadline: forwarding.deadline
