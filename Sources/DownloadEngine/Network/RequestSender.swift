@@ -98,26 +98,26 @@ struct RequestSender: Sendable {
     ) async -> Result<TLSConfiguration?, DownloadError> {
         let record = task.record
         let trusted = task.trusted
-        let certificate = record.options.clientCertificate ?? task.answeredCertificate
-        guard !record.options.pinnedPublicKeys.isEmpty || trusted != nil else {
-            guard let certificate else { return .success(nil) }
-            do {
-                return .success(try ClientIdentity.configuration(owner.tlsConfiguration, presenting: certificate))
-            } catch {
-                return .failure(error)
+        var configuration: TLSConfiguration?
+        if !record.options.pinnedPublicKeys.isEmpty || trusted != nil {
+            if let proxy = connection.proxy, proxy != .direct {
+                return .failure(
+                    .tls(
+                        "pinned_public_keys and a trusted certificate are checked on direct connections only, and this task goes through the proxy \(proxy)"
+                    ))
+            }
+            switch await ServerTrust.configuration(
+                for: record.options, trusted: trusted, base: owner.tlsConfiguration, origin: Source(url)?.origin,
+                host: request.host, port: request.port, address: connection.pinnedAddress,
+                timeout: .milliseconds(Int64(connectTimeout * 1000)))
+            {
+            case .success(let trusting): configuration = trusting
+            case .failure(let error): return .failure(error)
             }
         }
-        if let proxy = connection.proxy, proxy != .direct {
-            return .failure(
-                .tls(
-                    "pinned_public_keys and a trusted certificate are checked on direct connections only, and this task goes through the proxy \(proxy)"
-                ))
+        guard let certificate = record.options.clientCertificate ?? task.answeredCertificate else {
+            return .success(configuration)
         }
-        let trust = await ServerTrust.configuration(
-            for: record.options, trusted: trusted, base: owner.tlsConfiguration, origin: Source(url)?.origin,
-            host: request.host, port: request.port, address: connection.pinnedAddress,
-            timeout: .milliseconds(Int64(connectTimeout * 1000)))
-        guard let certificate, case .success(let configuration) = trust else { return trust }
         do {
             return .success(
                 try ClientIdentity.configuration(configuration ?? owner.tlsConfiguration, presenting: certificate))
