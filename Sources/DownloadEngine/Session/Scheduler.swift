@@ -99,9 +99,27 @@ struct Scheduler: Sendable {
     /// Places taken: the connections of the running tasks.
     var connectionCount: Int { running.values.reduce(0) { $0 + $1.weight } }
 
-    /// Queued tasks that wait for a begin time, and that time (a few at most: kept apart so
-    /// the next time is found without scanning the queue).
+    /// Queued tasks that wait for a begin time, and that time; `beginOrder` holds the same in
+    /// the order of the times, so the next one is found without a scan of a million.
     private var beginTimes: [UInt64: UInt64] = [:]
+    private var beginOrder: [BeginTime] = []
+    /// Queued tasks whose begin time has not come (entries of `queued` to be): `next` moves each
+    /// in when its time comes, so a look at the queue never passes over a day's worth of tasks.
+    private var notYet: [UInt64: Entry] = [:]
+    /// Where each entry of `queued` is in its order (its priority and sequence): finding one
+    /// is a binary search, not a scan.
+    private var queuedKeys: [UInt64: OrderKey] = [:]
+
+    private struct BeginTime: Comparable {
+        let at: UInt64
+        let id: UInt64
+        static func < (a: BeginTime, b: BeginTime) -> Bool { a.at != b.at ? a.at < b.at : a.id < b.id }
+    }
+
+    private struct OrderKey {
+        let priority: DownloadOptions.Priority
+        let sequence: UInt64
+    }
 
     /// `app`: the sandboxed app the task belongs to ("" for a host caller's), its party with its owner.
     mutating func enqueue(
@@ -110,29 +128,84 @@ struct Scheduler: Sendable {
         requiresACPower: Bool = false, background: Bool = false, connections: Int = 1, notBefore: UInt64? = nil,
         group: UInt64 = 0
     ) {
-        guard running[id] == nil, !queued.contains(where: { $0.id == id }) else { return }
+        guard running[id] == nil, queuedKeys[id] == nil, notYet[id] == nil else { return }
         sequence += 1
-        let party = SessionParty(owner: session.owner, app: app)
-        queuedPerSession[session, default: 0] += 1
-        queuedPerParty[party, default: 0] += 1
-        insert(
-            Entry(
-                id: id, session: session, party: party, priority: priority, allowMetered: allowMetered,
-                requiresACPower: requiresACPower, background: background, notBefore: notBefore,
-                weight: max(1, min(connections, maxConnections)), sequence: sequence, group: group
-            ))
-        if let notBefore { beginTimes[id] = notBefore }
+        let entry = Entry(
+            id: id, session: session, party: SessionParty(owner: session.owner, app: app), priority: priority,
+            allowMetered: allowMetered, requiresACPower: requiresACPower, background: background, notBefore: notBefore,
+            weight: max(1, min(connections, maxConnections)), sequence: sequence, group: group
+        )
+        if let notBefore {
+            beginTimes[id] = notBefore
+            // Mostly the last: a group's files share one time and come in id order.
+            let time = BeginTime(at: notBefore, id: id)
+            let last = beginOrder.last.map { $0 < time } ?? true
+            beginOrder.insert(time, at: last ? beginOrder.count : place(of: time))
+            if notBefore > WallClock.now {
+                notYet[id] = entry
+                return
+            }
+        }
+        insert(entry)
     }
 
     /// Puts `entry` in `queued` at its place in the order of `before` (a binary search: the
-    /// usual new entry, the last to come, goes after every entry of its priority or higher).
+    /// usual new entry, the last to come, goes after every entry of its priority or higher),
+    /// counting it.
     private mutating func insert(_ entry: Entry) {
+        queued.insert(entry, at: place(of: entry))
+        queuedKeys[entry.id] = OrderKey(priority: entry.priority, sequence: entry.sequence)
+        queuedPerSession[entry.session, default: 0] += 1
+        queuedPerParty[entry.party, default: 0] += 1
+    }
+
+    /// The first index of `queued` whose entry does not come before `entry`.
+    private func place(of entry: Entry) -> Int {
         var low = 0, high = queued.count
         while low < high {
             let middle = (low + high) / 2
             if Scheduler.before(queued[middle], entry) { low = middle + 1 } else { high = middle }
         }
-        queued.insert(entry, at: low)
+        return low
+    }
+
+    /// The first index of `beginOrder` not before `time`.
+    private func place(of time: BeginTime) -> Int {
+        var low = 0, high = beginOrder.count
+        while low < high {
+            let middle = (low + high) / 2
+            if beginOrder[middle] < time { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// The index in `queued` of task `id`, if it is there.
+    private func queuedIndex(of id: UInt64) -> Int? {
+        guard let key = queuedKeys[id] else { return nil }
+        var low = 0, high = queued.count
+        while low < high {
+            let middle = (low + high) / 2
+            let entry = queued[middle]
+            let earlier = entry.priority != key.priority ? entry.priority > key.priority : entry.sequence < key.sequence
+            if earlier { low = middle + 1 } else { high = middle }
+        }
+        return low < queued.count && queued[low].id == id ? low : nil
+    }
+
+    /// Moves the entries whose begin time has come by `now` into `queued`.
+    private mutating func admit(by now: UInt64) {
+        guard !notYet.isEmpty else { return }
+        for time in beginOrder {
+            guard time.at <= now else { break }
+            if let entry = notYet.removeValue(forKey: time.id) { insert(entry) }
+        }
+    }
+
+    /// Forgets task `id`'s begin time.
+    private mutating func forgetBeginTime(_ id: UInt64) {
+        guard let at = beginTimes.removeValue(forKey: id) else { return }
+        let index = place(of: BeginTime(at: at, id: id))
+        if index < beginOrder.count, beginOrder[index].id == id { beginOrder.remove(at: index) }
     }
 
     /// A task as its record says: its session, app and options.
@@ -148,30 +221,40 @@ struct Scheduler: Sendable {
 
     /// Queued tasks whose begin time has come by `now` and that have not started yet.
     func beginTimesCome(by now: UInt64) -> [UInt64] {
-        beginTimes.filter { $0.value <= now }.map(\.key)
+        beginOrder.prefix { $0.at <= now }.map(\.id)
     }
 
     /// The earliest begin time after `now` of a queued task (when to look again), if any.
     func nextBeginTime(after now: UInt64) -> UInt64? {
-        beginTimes.values.filter { $0 > now }.min()
+        let index = place(of: BeginTime(at: now, id: .max))
+        return index < beginOrder.count ? beginOrder[index].at : nil
     }
 
     /// A queued task's options changed (its priority moves it within the order).
     mutating func update(_ id: UInt64, _ options: DownloadOptions) {
-        guard let index = queued.firstIndex(where: { $0.id == id }) else { return }
-        var entry = queued.remove(at: index)
-        entry.priority = options.priority
-        entry.allowMetered = options.allowMetered
-        entry.requiresACPower = options.requiresACPower
-        entry.background = options.background
+        func changed(_ entry: inout Entry) {
+            entry.priority = options.priority
+            entry.allowMetered = options.allowMetered
+            entry.requiresACPower = options.requiresACPower
+            entry.background = options.background
+        }
+        if var entry = notYet[id] {
+            changed(&entry)
+            notYet[id] = entry
+            return
+        }
+        guard let index = queuedIndex(of: id) else { return }
+        var entry = dequeue(at: index)
+        changed(&entry)
         insert(entry)
     }
 
     /// Forgets a task, queued or running.
     mutating func remove(_ id: UInt64) {
-        if let index = queued.firstIndex(where: { $0.id == id }) { dequeue(at: index) }
+        if let index = queuedIndex(of: id) { dequeue(at: index) }
+        notYet[id] = nil
         forgetRunning(id)
-        beginTimes[id] = nil
+        forgetBeginTime(id)
     }
 
     /// Forgets a start that did not take effect, unless the task runs under another ticket now.
@@ -186,6 +269,7 @@ struct Scheduler: Sendable {
     /// from starting; priority then FIFO order only that user's own tasks.
     mutating func next(now: UInt64 = WallClock.now) -> [UInt64] {
         var started: [UInt64] = []
+        admit(by: now)
         guard network.online, !queued.isEmpty else { return started }
         // Tallies made once and kept up to date as tasks start (this runs for every change of
         // every task: with a thousand small files, once per event; see Benchmarks/RESULTS.md).
@@ -241,7 +325,7 @@ struct Scheduler: Sendable {
                 ticket: entry.sequence, group: entry.group
             )
             if entry.group != 0 { runningPerGroup[entry.group, default: 0] += 1 }
-            beginTimes[entry.id] = nil
+            forgetBeginTime(entry.id)
             runningPerSession[entry.session, default: 0] += 1
             runningPerOwner[entry.party, default: 0] += weight
             transfers += 1
@@ -291,6 +375,7 @@ struct Scheduler: Sendable {
     /// share, keep what they have. Returns the places each task gives back: its run ends that
     /// many connections (their ranges go to its others).
     mutating func reclaim(now: UInt64 = WallClock.now) -> [UInt64: Int] {
+        admit(by: now)
         guard network.online, !queued.isEmpty, connectionCount >= maxConnections, runningCount < maxRunning else {
             return [:]
         }
@@ -362,6 +447,7 @@ struct Scheduler: Sendable {
     @discardableResult
     private mutating func dequeue(at index: Int) -> Entry {
         let entry = queued.remove(at: index)
+        queuedKeys[entry.id] = nil
         let left = (queuedPerSession[entry.session] ?? 1) - 1
         queuedPerSession[entry.session] = left > 0 ? left : nil
         let partyLeft = (queuedPerParty[entry.party] ?? 1) - 1

@@ -135,6 +135,51 @@ final class SchedulerTests: XCTestCase {
         XCTAssertEqual(scheduler.beginTimesCome(by: 5_000), [])
     }
 
+    /// Tasks whose begin time is ahead of the wall clock wait apart from the queue (a look at the
+    /// queue does not pass over them): they keep their place in the order, take a priority
+    /// change, are removed, and start when their time comes, as tasks in the queue do.
+    func testTasksBeginningAheadKeepTheirPlace() {
+        var scheduler = Scheduler(maxRunning: 1, maxRunningPerSession: 1)
+        let session = SessionID(owner: 1, name: "a")
+        let ahead = WallClock.now + 86_400
+        for id in UInt64(1)...1_000 { scheduler.enqueue(id, session: session, priority: .normal, notBefore: ahead) }
+        scheduler.enqueue(2_000, session: session, priority: .low)
+        scheduler.enqueue(1, session: session, priority: .normal, notBefore: ahead)  // once only
+        XCTAssertEqual(scheduler.nextBeginTime(after: WallClock.now), ahead)
+        var high = DownloadOptions()
+        high.priority = .high
+        scheduler.update(500, high)
+        scheduler.remove(7)
+        XCTAssertEqual(scheduler.next(), [2_000], "only the task without a begin time")
+        scheduler.remove(2_000)
+        XCTAssertEqual(scheduler.next(now: ahead), [500], "at their time, the higher priority first")
+        scheduler.remove(500)
+        var order: [UInt64] = []
+        for _ in 1...998 {
+            guard let id = scheduler.next(now: ahead).first else { break }
+            order.append(id)
+            scheduler.remove(id)
+        }
+        XCTAssertEqual(order, (UInt64(1)...1_000).filter { $0 != 7 && $0 != 500 }, "then first come, first started")
+        XCTAssertEqual(scheduler.next(now: ahead), [])
+        XCTAssertNil(scheduler.nextBeginTime(after: 0), "nothing left to look again for")
+    }
+
+    /// A hundred thousand queued tasks are taken and removed one by one without a scan each.
+    func testAHundredThousandQueuedTasksTakeNoScanEach() {
+        var scheduler = Scheduler(maxRunning: 4, maxRunningPerSession: 4)
+        let session = SessionID(owner: 1, name: "a")
+        let ahead = WallClock.now + 86_400
+        for id in UInt64(1)...100_000 {
+            scheduler.enqueue(id, session: session, priority: .normal, notBefore: id % 2 == 0 ? ahead : nil)
+        }
+        XCTAssertEqual(scheduler.next(), [1, 3, 5, 7])
+        for id in stride(from: UInt64(100_000), through: 9, by: -1) { scheduler.remove(id) }
+        XCTAssertEqual(scheduler.next(now: ahead), [], "the places are taken")
+        for id in [1, 3, 5, 7] as [UInt64] { scheduler.remove(id) }
+        XCTAssertEqual(scheduler.next(now: ahead), [2, 4, 6, 8])
+    }
+
     func testSchedulerStartsOnlyWhatTheNetworkAllows() {
         var scheduler = Scheduler(maxRunning: 4, maxRunningPerSession: 4)
         let session = SessionID(owner: 1, name: "a")
