@@ -7,7 +7,7 @@ processes. Runs are alternated between tools, `sync` before each; figures are me
 number of runs, and ratios against the reference measured in the same run (the machine is
 shared and noisy). Prints a table and writes Benchmarks/RESULTS.md. Asserts nothing.
 
-    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors,upload]
+    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors,upload,queued] [--queued N]
 """
 import argparse
 import hashlib
@@ -1368,6 +1368,57 @@ def section_background(work, runs):
     return table
 
 
+def section_queued(nginx, work, disk, count, group=10_000):
+    """`count` tasks queued by StartGroups of `group` files that begin a day ahead (a dataset's
+    images, a model hub's shards): the time to take them, the daemon's RSS holding them, a
+    restart's time to its first answered call and the answer times of ListTasks and FindTasks."""
+    nginx.file("queued.bin", 1024)
+    table = Table(f"Queued: {count:,} tasks in StartGroups of {group:,}, beginning a day ahead", "")
+    service = Service(os.path.join(work, "queued"), ["--max-tasks-per-user", str(count * 2)])
+    url = nginx.url("queued.bin")
+    options = dbus.Dictionary({"earliest_begin": dbus.UInt64(int(time.time()) + 86400)}, signature="sv")
+    manager = service.manager
+
+    def timed(call, *arguments):
+        started = time.monotonic()
+        answer = call(*arguments, timeout=3600)
+        return time.monotonic() - started, answer
+
+    try:
+        started, cpu = time.monotonic(), service.cpu()
+        for first in range(0, count, group):
+            files = dbus.Array([dbus.Struct((url, os.path.join(disk, f"q{first + i}.bin"), dbus.Dictionary({}, signature="sv")),
+                                            signature="ssa{sv}") for i in range(min(group, count - first))], signature="(ssa{sv})")
+            manager.StartGroup(files, options, timeout=3600)
+        wall = time.monotonic() - started
+        table.add(f"{count // group} StartGroups of {group:,}", 1, f"{wall:.2f}", f"{service.cpu() - cpu:.2f}",
+                  f"{service.status('VmRSS'):.1f}", f"{count / wall:.0f} tasks/s; RSS with them queued "
+                  f"({service.status('VmRSS') * 1024 * 1024 / count:.0f} B a task)")
+        seconds, tasks = timed(manager.ListTasks, "")
+        table.add(f"ListTasks of {len(tasks):,}", 1, f"{seconds:.2f}", "", f"{service.status('VmRSS'):.1f}", "")
+        seconds, found = timed(manager.FindTasks, dbus.Dictionary({"absent": "x"}, signature="sv"))
+        table.add("FindTasks (no match)", 1, f"{seconds:.2f}", "", "", "")
+        service.stop_daemon()
+        started = time.monotonic()
+        service.start_daemon()
+        first = None
+        while first is None:
+            try:
+                manager = service.manager
+                manager.ListTasks("nosuchsession", timeout=3600)
+                first = time.monotonic() - started
+            except dbus.DBusException:
+                time.sleep(0.005)
+        table.add(f"restart holding {count:,} tasks: its first answered call", 1, f"{first:.2f}", f"{service.cpu():.2f}",
+                  f"{service.status('VmRSS'):.1f}", "exec to a ListTasks answer")
+        seconds, tasks = timed(manager.ListTasks, "")
+        table.add(f"ListTasks of {len(tasks):,} after the restart", 1, f"{seconds:.2f}", f"{service.cpu():.2f}",
+                  f"{service.status('VmRSS'):.1f}", f"{service.status('VmHWM'):.1f} MiB peak")
+    finally:
+        service.stop()
+    return table
+
+
 def section_memory(nginx, work):
     nginx.file("four.bin", 4 * GiB)
     shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
@@ -1386,8 +1437,9 @@ def section_memory(nginx, work):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors,upload")
+    parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors,upload,queued")
     parser.add_argument("--tasks", type=int, default=10000)
+    parser.add_argument("--queued", type=int, default=100_000, help="tasks of the queued section")
     parser.add_argument("--client", help=argparse.SUPPRESS)  # a bus address: run start_many on --jobs, print the wall time
     parser.add_argument("--jobs", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -1431,6 +1483,8 @@ def main():
             tables.append(section_mirrors(nginx, work, max(1, min(args.runs, 3))))
         if "upload" in sections:
             tables.append(section_upload(work, max(1, min(args.runs, 3))))
+        if "queued" in sections:
+            tables.append(section_queued(nginx, work, disk, args.queued))
     finally:
         nginx.stop()
         shutil.rmtree(work, ignore_errors=True)
