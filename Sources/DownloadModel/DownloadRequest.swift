@@ -10,14 +10,15 @@ public struct DownloadRequest: Sendable, Hashable {
     /// A file path, or a directory (then `destinationIsDirectory`).
     public var destination: String
     public var destinationIsDirectory: Bool
-    public var options: DownloadOptions
+    /// Behind one reference (`Shared`): copies of the record share it.
+    @Shared public var options: DownloadOptions
     /// The finished file's mode (from the caller's umask); nil leaves it 0600.
     public var fileMode: UInt32?
     /// The file's name in a destination directory when the caller's description gives one (a
     /// Metalink document's, already made safe); nil: the response names it.
     public var fileName: String?
     /// An upload's file and form (nil: a download).
-    public var upload: UploadSpec?
+    @SharedIfAny public var upload: UploadSpec? = nil
 
     public init(
         owner: UInt32, session: String, url: String, destination: String, destinationIsDirectory: Bool,
@@ -31,5 +32,19 @@ public struct DownloadRequest: Sendable, Hashable {
         self.destinationIsDirectory = destinationIsDirectory
         self.options = options
         self.fileMode = fileMode
+    }
+
+    /// Makes consecutive requests with equal options share one copy of them (a group's files,
+    /// which mostly have the group's options alone): a hundred thousand queued files hold a
+    /// reference each, not a copy each.
+    public static func shareOptions(_ requests: inout [DownloadRequest]) {
+        guard var last = requests.first?.$options else { return }
+        for index in requests.indices.dropFirst() {
+            if requests[index].$options == last {
+                requests[index].$options = last
+            } else {
+                last = requests[index].$options
+            }
+        }
     }
 }

@@ -9,7 +9,7 @@ public struct TaskSnapshot: Sendable, Hashable {
     /// Bytes a second over the last few seconds while running (`Speed`); 0 otherwise.
     public let speed: UInt64
     /// The question its app is asked while it waits for it (`WaitingFor` `app`); nil otherwise.
-    public let asking: Challenge?
+    @SharedIfAny public private(set) var asking: Challenge?
 
     public init(
         record: DownloadTaskRecord, bytesWritten: Int64, waitingFor: WaitingFor = .nothing, speed: UInt64 = 0,

@@ -31,7 +31,7 @@ final class DownloadTask: Sendable {
         var runner: Task<Void, Never>?
         /// The requests the current run has out (a stop, or the end of a segmented attempt,
         /// cancels them all); a new one for each run.
-        var requests = RequestsOut()
+        var requests = RequestsOut.beforeFirstRun
         var stopReason: StopReason?
         /// Which run `runner` is: a run that ended clears only its own handle.
         var runID: UInt64 = 0
@@ -61,17 +61,19 @@ final class DownloadTask: Sendable {
         var speedMeter = SpeedMeter()
 
         /// The question its app is asked now (queued, `WaitingFor` `app`); nil: none.
-        var asking: Challenge?
+        @SharedIfAny var asking: Challenge? = nil
         /// Which question that is: an answer to an earlier one (before a Pause and a Resume) is
         /// not this one's.
         var question: UInt64 = 0
+        /// The task's I/O queue (`DownloadTask.io`), once made.
+        var io: DispatchQueue?
         /// Answers the server refused for this task (the same question asked again after one).
         var refusedAnswers = 0
         /// What its app answered (`AnsweredCredentials`): kept here, beside the record and never
         /// in it, so no snapshot carries it to an observer, the store or resume data.
-        var answered: AnsweredCredentials?
+        @SharedIfAny var answered: AnsweredCredentials? = nil
         /// The certificate its app trusted (`server-trust`), kept as `answered` is.
-        var trusted: TrustedServer?
+        @SharedIfAny var trusted: TrustedServer? = nil
         /// The client certificate its app gave (`client-certificate`), kept as `answered` is.
         var answeredCertificate: ClientCertificate?
         /// Its app gave it a new URL (`link-expired`): the same question again is a refusal.
@@ -105,8 +107,16 @@ final class DownloadTask: Sendable {
     /// through `inEventOrder`. Lock order: see `SessionManager`.
     private let eventOrder = NIOLock()
     /// Every blocking call on this task's files runs here, in order: open, pwrite, ftruncate,
-    /// fdatasync, rename, unlink, the SHA-256. Never on an event loop.
-    let io: DispatchQueue
+    /// fdatasync, rename, unlink, the SHA-256. Never on an event loop. Made when first needed
+    /// (`State.io`): a queued task that never ran holds none.
+    var io: DispatchQueue {
+        state.withLockedValue { state in
+            if let queue = state.io { return queue }
+            let queue = DispatchQueue(label: "org.example.Downloads.task.\(id).io")
+            state.io = queue
+            return queue
+        }
+    }
 
     init(record: DownloadTaskRecord) {
         id = record.id
@@ -114,7 +124,6 @@ final class DownloadTask: Sendable {
             State(
                 record: record, bytesWritten: record.durableOffset, progressDelivered: record.durableOffset
             ))
-        io = DispatchQueue(label: "org.example.Downloads.task.\(record.id).io")
     }
 
     /// Reads or changes the task's state under its lock: bookkeeping only (no I/O, no wait, no
