@@ -254,11 +254,12 @@ public final class DownloadStore: Sendable {
                 segments[row["taskID"], default: []].append(ByteRange(start: row["start"], end: row["end"]))
             }
             // Every column but the replies' bodies: they are read one at a time, on `GetReply`.
-            for row in try Row.fetchAll(db, sql: "SELECT \(DownloadStore.taskColumnsButReplies) FROM task ORDER BY id")
-            {
-                let id: Int64 = row["id"] ?? 0
+            var loader = TaskLoader(secrets: secrets)
+            let rows = try Row.fetchCursor(db, sql: "SELECT \(TaskLoader.columns) FROM task ORDER BY id")
+            while let row = try rows.next() {
+                let id: Int64 = row[0] ?? 0
                 do {
-                    var record = try TaskRow(row: row).record(secrets: secrets)
+                    var record = try loader.record(row)
                     if let ranges = segments[id] {
                         guard ByteRange.valid(ranges, length: record.expectedLength) else {
                             throw StoreError("its segments do not fit a file of \(record.expectedLength) bytes")
@@ -451,13 +452,6 @@ extension DownloadStore {
     /// new one would pass it, the oldest are dropped (their status and headers stay; `GetReply`
     /// then gives an empty body).
     public static let maxReplyBytesPerOwner = 64 << 20
-
-    /// The columns of `task` less `replyBody`.
-    static let taskColumnsButReplies = """
-        id, ownerUID, app, writesInPlace, groupID, session, url, finalURL, destination, destinationIsDirectory, resolvedPath,
-        state, durableOffset, expectedLength, validator, options, errorName, errorMessage, partialDevice, partialInode,
-        fileMode, upload, createdAt, updatedAt, endedAt
-        """
 
     /// Drops `owner`'s oldest kept replies beyond `maxReplyBytesPerOwner` (in the transaction of
     /// the write that kept a new one).

@@ -12,6 +12,9 @@ struct StoredOptions: Codable {
         case sealed = "sealed_secrets"
     }
 
+    /// The key of the sealed part as it appears in the column's text.
+    static let sealedKey = "\"\(CodingKeys.sealed.rawValue)\""
+
     init(options: DownloadOptions, sealed: String?) {
         self.options = options
         self.sealed = sealed

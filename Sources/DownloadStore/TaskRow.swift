@@ -113,42 +113,4 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
     mutating func didInsert(_ inserted: InsertionSuccess) {
         id = inserted.rowID
     }
-
-    /// The engine's record; throws (with the reason) when the row cannot be one.
-    func record(secrets: StoreSecrets) throws -> DownloadTaskRecord {
-        guard let id, id > 0 else { throw StoreError("row without an id") }
-        guard let owner = UInt32(exactly: ownerUID) else { throw StoreError("owner uid \(ownerUID) is out of range") }
-        guard let state = DownloadState(rawValue: state) else { throw StoreError("unknown state '\(state)'") }
-        let decoded = try TaskRow.decode(options, task: UInt64(id), secrets: secrets)
-        var record = DownloadTaskRecord(
-            id: UInt64(id), owner: owner, session: session, url: url, destination: destination,
-            destinationIsDirectory: destinationIsDirectory, options: decoded,
-            state: state, durableOffset: durableOffset,
-            expectedLength: expectedLength, validator: validator, finalURL: finalURL, resolvedPath: resolvedPath
-        )
-        record.errorName = errorName
-        record.errorMessage = errorMessage
-        record.app = app
-        record.writesInPlace = writesInPlace
-        record.group = UInt64(max(0, groupID))
-        if let partialDevice, let partialInode {
-            record.partialFile = FileIdentity(
-                device: UInt64(bitPattern: partialDevice), inode: UInt64(bitPattern: partialInode))
-        }
-        if let upload {
-            do {
-                // The reply's body stays in the store (`DownloadStore.replyBody`).
-                record.upload = try JSONDecoder().decode(UploadSpec.self, from: Data(upload.utf8))
-            } catch {
-                throw StoreError("the upload does not decode: \(error)")
-            }
-        }
-        if let fileMode {
-            guard let mode = UInt32(exactly: fileMode), mode <= 0o777 else {
-                throw StoreError("file mode \(fileMode) is out of range")
-            }
-            record.fileMode = mode
-        }
-        return record
-    }
 }

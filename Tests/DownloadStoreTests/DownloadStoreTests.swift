@@ -132,6 +132,30 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(count, 3, "nothing was deleted")
     }
 
+    /// Rows with the same options (a group's files) load as records that share one copy of them;
+    /// rows whose options have sealed secrets (bound to their task) each have their own, opened
+    /// for that task; every field reads back as it was written.
+    func testRowsWithTheSameOptionsLoadSharingOneCopy() throws {
+        let store = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
+        let plain = { (record: inout DownloadTaskRecord) in
+            record.options.headers = [:]
+            record.resolvedPath = record.destination
+            record.group = 0
+        }
+        for id in UInt64(1)...3 { try store.insertTask(record(id, change: plain)) }
+        try store.insertTask(record(4))
+        try store.insertTask(record(5))
+        try store.insertTask(record(6) { $0.app = "org.example.App"; $0.fileMode = 0o640; $0.validator = "\"v\"" })
+        let loaded = try store.loadTasks().tasks
+        XCTAssertEqual(loaded.map(\.id), [1, 2, 3, 4, 5, 6])
+        XCTAssertTrue(loaded[0].request.$options.sharesStorage(with: loaded[2].request.$options))
+        XCTAssertFalse(loaded[3].request.$options.sharesStorage(with: loaded[4].request.$options), "sealed: its own")
+        XCTAssertEqual(loaded[4].options.headers, ["X-Token": "t"])
+        XCTAssertEqual(loaded[0].options.maxBytesPerSecond, 5000)
+        XCTAssertEqual(loaded[0], record(1, change: plain))
+        XCTAssertEqual(loaded[5], record(6) { $0.app = "org.example.App"; $0.fileMode = 0o640; $0.validator = "\"v\"" })
+    }
+
     func testSegmentsAreSavedWithTheTaskAndCheckedWhenLoaded() throws {
         let store = try DownloadStore(DatabaseQueue(path: path), secrets: .forTests)
         let ranges = [ByteRange(start: 100, end: 250), ByteRange(start: 500, end: 1000)]
