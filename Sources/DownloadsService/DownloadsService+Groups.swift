@@ -53,10 +53,13 @@ extension DownloadsService {
             try checkMayAddTasks(files.count, caller: caller)
             var requests: [DownloadRequest] = []
             var directories: [String] = []
-            for file in files {
+            let checked = anchor == nil ? await checkDestinations(files, owner: caller.uid) : []
+            for (index, file) in files.enumerated() {
                 do {
                     let place: Destination =
-                        anchor.map { .below($0, name: file.destination, nested: true) } ?? .path(file.destination)
+                        anchor.map { .below($0, name: file.destination, nested: true) }
+                        ?? .checkedPath(
+                            file.destination, overwrite: file.options.overwrite ?? false, isDirectory: checked[index])
                     let (request, _) = try await prepareStart(
                         url: file.url, destination: place, options: file.options, caller: caller, fileMode: fileMode,
                         metalinkFile: file.metalinkFile
@@ -81,13 +84,14 @@ extension DownloadsService {
                 }
             }
             try requireRoom()
+            DownloadRequest.shareOptions(&requests)
             let session = SessionKey.stored(shared.session ?? "default", app: caller.app)
             let (group, tasks) = try engine.createGroup(
                 requests, owner: caller.uid, app: caller.app, session: session, title: shared.title ?? "",
                 atomic: atomic,
                 taskSignals: taskSignals, parallel: parallel, maxBytesPerSecond: groupRate, anchor: anchor
             )
-            await eventsDelivered(ofGroup: group.id)
+            await engine.eventsDelivered(ofGroup: group.id)
             let app = caller.isSandboxed ? " (app \(LogText.escaped(caller.app)))" : ""
             let place = anchor.map { " below \(LogText.escaped($0.path))" } ?? ""
             logger.info(
@@ -141,6 +145,20 @@ extension DownloadsService {
                 )
             }
             seen[path] = label
+        }
+    }
+
+    /// Each file's destination checked as `Start` checks it (`SessionManager.checkDestination`,
+    /// as its owner), all in one call off the pool: whether it is a directory, or why not.
+    private func checkDestinations(_ files: [GroupFile], owner: UInt32) async -> [Result<Bool, any Error>] {
+        let wanted = files.map { ($0.destination, $0.options.overwrite ?? false) }
+        return await BlockingWork.run { [engine] in
+            wanted.map { destination, overwrite in
+                Result {
+                    try engine.checkDestination(
+                        StartRequest.checkDestination(destination), overwrite: overwrite, owner: owner)
+                }
+            }
         }
     }
 
@@ -308,7 +326,7 @@ extension DownloadsService {
         let (group, tasks) = try await engine.adoptGroup(
             data, change: try StartRequest.change(options), fileMode: fileMode, anchor: anchor)
         forgetGroupEnd(group.id)
-        await eventsDelivered(ofGroup: group.id)
+        await engine.eventsDelivered(ofGroup: group.id)
         for task in tasks { try requireStored(task.id) }
         logger.info("group \(group.id) of uid \(caller.uid): resumed from the resume data of group \(data.group.id)")
         return [
@@ -318,10 +336,6 @@ extension DownloadsService {
 
     /// Returns once every event of the group's files so far is in the store (a call's reply
     /// means its effect is).
-    private func eventsDelivered(ofGroup id: UInt64) async {
-        for task in engine.groupTasks(id) { await engine.eventsDelivered(task.id) }
-    }
-
     /// `parallel` u: files of the group at once (0 or absent: as the daemon's limits allow).
     private static func parallel(_ value: DBusValue?) throws -> Int {
         guard let value else { return 0 }
@@ -375,20 +389,20 @@ extension DownloadsService {
             "Pause": handler { [self] group in
                 try requireRoom(forNewWork: false)
                 try await engine.pauseGroup(group.id)
-                await eventsDelivered(ofGroup: group.id)
+                await engine.eventsDelivered(ofGroup: group.id)
                 return [.bytes(try engine.groupResumeData(group.id))]
             },
             "Resume": handler { [self] group in
                 try requireRoom()
                 forgetGroupEnd(group.id)
                 try engine.resumeGroup(group.id)
-                await eventsDelivered(ofGroup: group.id)
+                await engine.eventsDelivered(ofGroup: group.id)
                 return []
             },
             "Cancel": handler { [self] group in
                 try requireRoom(forNewWork: false)
                 try await engine.cancelGroup(group.id)
-                await eventsDelivered(ofGroup: group.id)
+                await engine.eventsDelivered(ofGroup: group.id)
                 return []
             },
         ]

@@ -290,6 +290,10 @@ extension DownloadsService {
     enum Destination {
         case path(String)
         case below(DescriptorAnchor, name: String, nested: Bool = false)
+        /// A path whose check (`SessionManager.checkDestination` with `overwrite`) was made
+        /// already, with its answer: a group's files are checked in one go off the pool, not
+        /// with a hop to another thread and back for each.
+        case checkedPath(String, overwrite: Bool, isDirectory: Result<Bool, any Error>)
     }
 
     func start(
@@ -369,6 +373,15 @@ extension DownloadsService {
             let isDirectory = try await BlockingWork.run { [engine] in
                 try engine.checkDestination(destination, overwrite: overwrite, owner: owner)
             }
+            place = (destination, isDirectory, false, nil)
+        case .checkedPath(let given, let checkedOverwrite, let checked):
+            let destination = try StartRequest.checkDestination(given)
+            let isDirectory =
+                checkedOverwrite == overwrite
+                ? try checked.get()
+                : try await BlockingWork.run { [engine] in
+                    try engine.checkDestination(destination, overwrite: overwrite, owner: owner)
+                }
             place = (destination, isDirectory, false, nil)
         case .below(let anchor, let name, let nested):
             let (destination, isDirectory) = try Self.destination(below: anchor, name: name, nested: nested)

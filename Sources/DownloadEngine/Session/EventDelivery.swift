@@ -113,6 +113,17 @@ public final class EventDelivery: Sendable {
         }
     }
 
+    /// Returns once every event of each of `tasks` queued so far has been delivered: one wait
+    /// for all (a group's ten thousand files), not one each. Each task's eventOrder is taken
+    /// and let go first, so a change visible before has queued its events ahead of the wait's
+    /// own delivery, and the queue is one for every task.
+    func eventsDelivered(after tasks: [DownloadTask]) async {
+        for task in tasks { task.inEventOrder {} }
+        await withCheckedContinuation { continuation in
+            enqueue(Delivery(calls: { [] }, delivered: { continuation.resume() }))
+        }
+    }
+
     // MARK: Task events (called under the task's eventOrder)
 
     func created(_ task: DownloadTask, _ snapshot: TaskSnapshot) {

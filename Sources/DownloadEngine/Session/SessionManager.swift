@@ -144,6 +144,12 @@ public final class SessionManager: Sendable {
         await delegate.eventsDelivered(after: task)
     }
 
+    /// `eventsDelivered` for every file of group `id`, waited for once.
+    public func eventsDelivered(ofGroup id: UInt64) async {
+        let tasks = state.withLockedValue { state in (state.groups[id]?.tasks ?? []).compactMap { state.tasks[$0] } }
+        await delegate.eventsDelivered(after: tasks)
+    }
+
     func task(_ id: UInt64) throws -> DownloadTask {
         guard let task = state.withLockedValue({ $0.tasks[id] }) else {
             throw DownloadError.notFound("no task \(id)")
