@@ -10,19 +10,7 @@ final class RequestsOut: Sendable {
         var cancels: [ObjectIdentifier: @Sendable () -> Void] = [:]
     }
 
-    private let held: NIOLockedValueBox<Held>
-
-    init() {
-        held = NIOLockedValueBox(Held())
-    }
-
-    private init(stopped: Bool) {
-        held = NIOLockedValueBox(Held(stopped: stopped))
-    }
-
-    /// A task's before its first run: stopped, so it keeps nothing (no run is there to hold a
-    /// request); one for every such task, so a hundred thousand queued tasks make none.
-    static let beforeFirstRun = RequestsOut(stopped: true)
+    private let held = NIOLockedValueBox(Held())
 
     /// Keeps `cancel` as what stops the request `id`; false, keeping nothing, once stopped: the
     /// caller cancels it then.

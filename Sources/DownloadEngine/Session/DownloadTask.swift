@@ -28,56 +28,110 @@ final class DownloadTask: Sendable {
         var record: DownloadTaskRecord
         /// Bytes received and handed to the file writer (may be ahead of the durable offset).
         var bytesWritten: Int64
-        var runner: Task<Void, Never>?
-        /// The requests the current run has out (a stop, or the end of a segmented attempt,
-        /// cancels them all); a new one for each run.
-        var requests = RequestsOut.beforeFirstRun
-        var stopReason: StopReason?
-        /// Which run `runner` is: a run that ended clears only its own handle.
-        var runID: UInt64 = 0
-        /// A progress delivery is queued and has not run yet.
-        var progressQueued = false
         /// `bytesWritten` at the last progress delivery.
         var progressDelivered: Int64
-        /// When the last progress delivery ran (`DispatchTime.uptimeNanoseconds`).
-        var progressDeliveredAt: UInt64 = 0
         /// Why it waits while queued (kept by the manager).
         var waitingFor: WaitingFor = .nothing
-        /// The run transferring now, for checkpoints asked from outside (before sleep) and the
-        /// scheduler's places.
-        var transfer: (any RunHandle)?
-        /// A background transfer's rate now (bytes a second, `BackgroundPacer`); 0: not paced.
-        var pacedRate: UInt64 = 0
-        /// Its share of its group's bandwidth (the group's limit over its running files; 0: none).
-        var groupShare: UInt64 = 0
-        /// The descriptor the caller handed over (`StartAt`), while this daemon holds it: every
-        /// file of the task is made below it. Not kept across a restart.
-        var anchor: DescriptorAnchor?
-        /// The file an upload sends, when the caller handed it over by descriptor (`UploadAt`),
-        /// while this daemon holds it. Not kept across a restart.
-        var source: SourceFile?
+        /// The rest (`TaskRunState`), made the first time one of its fields is set: a queued
+        /// task that never ran, was never asked anything and holds no descriptor has none.
+        private var more: TaskRunState?
 
-        /// The speed of what it transfers now (`Speed`), from the progress deliveries.
-        var speedMeter = SpeedMeter()
+        init(record: DownloadTaskRecord, bytesWritten: Int64, progressDelivered: Int64) {
+            self.record = record
+            self.bytesWritten = bytesWritten
+            self.progressDelivered = progressDelivered
+        }
 
-        /// The question its app is asked now (queued, `WaitingFor` `app`); nil: none.
-        @SharedIfAny var asking: Challenge? = nil
-        /// Which question that is: an answer to an earlier one (before a Pause and a Resume) is
-        /// not this one's.
-        var question: UInt64 = 0
-        /// The task's I/O queue (`DownloadTask.io`), once made.
-        var io: DispatchQueue?
-        /// Answers the server refused for this task (the same question asked again after one).
-        var refusedAnswers = 0
-        /// What its app answered (`AnsweredCredentials`): kept here, beside the record and never
-        /// in it, so no snapshot carries it to an observer, the store or resume data.
-        @SharedIfAny var answered: AnsweredCredentials? = nil
-        /// The certificate its app trusted (`server-trust`), kept as `answered` is.
-        @SharedIfAny var trusted: TrustedServer? = nil
-        /// The client certificate its app gave (`client-certificate`), kept as `answered` is.
-        var answeredCertificate: ClientCertificate?
-        /// Its app gave it a new URL (`link-expired`): the same question again is a refusal.
-        var renewedLink = false
+        private mutating func made() -> TaskRunState {
+            if let more { return more }
+            let made = TaskRunState()
+            more = made
+            return made
+        }
+
+        // `TaskRunState`'s fields (documented there); a nil set on a task without one makes none.
+
+        var runner: Task<Void, Never>? {
+            get { more?.runner }
+            set { if more != nil || newValue != nil { made().runner = newValue } }
+        }
+        /// Made with the rest on first use: a run keeps its requests in it.
+        var requests: RequestsOut {
+            mutating get { made().requests }
+            set { made().requests = newValue }
+        }
+        var stopReason: StopReason? {
+            get { more?.stopReason }
+            set { if more != nil || newValue != nil { made().stopReason = newValue } }
+        }
+        var runID: UInt64 {
+            get { more?.runID ?? 0 }
+            set { made().runID = newValue }
+        }
+        var progressQueued: Bool {
+            get { more?.progressQueued ?? false }
+            set { made().progressQueued = newValue }
+        }
+        var progressDeliveredAt: UInt64 {
+            get { more?.progressDeliveredAt ?? 0 }
+            set { made().progressDeliveredAt = newValue }
+        }
+        var transfer: (any RunHandle)? {
+            get { more?.transfer }
+            set { if more != nil || newValue != nil { made().transfer = newValue } }
+        }
+        var pacedRate: UInt64 {
+            get { more?.pacedRate ?? 0 }
+            set { made().pacedRate = newValue }
+        }
+        var groupShare: UInt64 {
+            get { more?.groupShare ?? 0 }
+            set { made().groupShare = newValue }
+        }
+        var anchor: DescriptorAnchor? {
+            get { more?.anchor }
+            set { if more != nil || newValue != nil { made().anchor = newValue } }
+        }
+        var source: SourceFile? {
+            get { more?.source }
+            set { if more != nil || newValue != nil { made().source = newValue } }
+        }
+        var speedMeter: SpeedMeter {
+            get { more?.speedMeter ?? SpeedMeter() }
+            set { made().speedMeter = newValue }
+        }
+        var asking: Challenge? {
+            get { more?.asking }
+            set { if more != nil || newValue != nil { made().asking = newValue } }
+        }
+        var question: UInt64 {
+            get { more?.question ?? 0 }
+            set { made().question = newValue }
+        }
+        var io: DispatchQueue? {
+            get { more?.io }
+            set { if more != nil || newValue != nil { made().io = newValue } }
+        }
+        var refusedAnswers: Int {
+            get { more?.refusedAnswers ?? 0 }
+            set { made().refusedAnswers = newValue }
+        }
+        var answered: AnsweredCredentials? {
+            get { more?.answered }
+            set { if more != nil || newValue != nil { made().answered = newValue } }
+        }
+        var trusted: TrustedServer? {
+            get { more?.trusted }
+            set { if more != nil || newValue != nil { made().trusted = newValue } }
+        }
+        var answeredCertificate: ClientCertificate? {
+            get { more?.answeredCertificate }
+            set { if more != nil || newValue != nil { made().answeredCertificate = newValue } }
+        }
+        var renewedLink: Bool {
+            get { more?.renewedLink ?? false }
+            set { made().renewedLink = newValue }
+        }
 
         var snapshot: TaskSnapshot {
             TaskSnapshot(
