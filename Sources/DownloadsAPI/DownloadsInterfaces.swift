@@ -31,6 +31,10 @@ public enum DownloadsInterfaces {
                 ],
                 out: [.init("task", .objectPath)]),
             .init("ListTasks", in: [.init("session", .string)], out: [.init("tasks", .array(.objectPath))]),
+            // v1.4: ListTasks a page at a time (a million paths are more than a system bus message).
+            .init(
+                "ListTasksPage", in: [.init("session", .string), .init("after", .uint64), .init("limit", .uint32)],
+                out: [.init("tasks", .array(.objectPath)), .init("next", .uint64)]),
             // v1.2: the caller's tasks whose metadata has every key of `match` with its value (type and value).
             .init(
                 "FindTasks", in: [.init("match", .dictionary(key: .string, value: .variant))],

@@ -173,14 +173,23 @@ public final class DownloadsProxy: Sendable {
         try path(try await manager("ResumeWithData", [.bytes(Array(resumeData)), .vardict(options.dictionary)]))
     }
 
-    /// The caller's tasks (of one session, or all with "").
     /// The caller's tasks whose `metadata` has every key of `match` with that value (same type).
     public func findTasks(matching match: [String: DBusValue]) async throws -> [ObjectPath] {
         try await manager("FindTasks", [.vardict(match)]).first?.objectPathArrayValue ?? []
     }
 
+    /// The caller's tasks (of one session, or all with "").
     public func listTasks(session: String = "") async throws -> [ObjectPath] {
         try await manager("ListTasks", [.string(session)]).first?.objectPathArrayValue ?? []
+    }
+
+    /// One page of `listTasks` (`ListTasksPage`): at most `limit` tasks with an id after `after`,
+    /// in id order, and the `after` of the next page (0: none follows).
+    public func listTasksPage(
+        session: String = "", after: UInt64 = 0, limit: UInt32 = 1_000
+    ) async throws -> (tasks: [ObjectPath], next: UInt64) {
+        let reply = try await manager("ListTasksPage", [.string(session), .uint64(after), .uint32(limit)])
+        return (reply.first?.objectPathArrayValue ?? [], reply.dropFirst().first?.uint64Value ?? 0)
     }
 
     public func registerCompletionHandler(

@@ -89,6 +89,9 @@ extension DownloadsService {
                         .map { DownloadsAPI.taskPath($0.id) }
                     return [.objectPaths(paths)]
                 },
+                "ListTasksPage": handler { [self] call, caller in
+                    try listTasksPage(call.arguments, caller: caller)
+                },
                 "FindTasks": handler { [self] call, caller in
                     let match = MetadataValue.dictionary(
                         try TaskOptions.checkedMetadata(call.arguments[0], option: "match"))
@@ -167,6 +170,27 @@ extension DownloadsService {
     }
 
     /// The tasks this caller sees (its user's; only its own app's when it is sandboxed).
+    /// The most tasks one `ListTasksPage` answers.
+    static let maxPageTasks: UInt32 = 10_000
+
+    /// `ListTasksPage(s session, t after, u limit) → (ao tasks, t next)`: `ListTasks`' tasks with
+    /// an id after `after`, in id order, at most `limit`; `next` is the `after` of the next page,
+    /// 0 when none follows. A million paths are 40 MB, more than a system bus carries in one
+    /// message (32 MiB by default); a page is any size up to `maxPageTasks`.
+    private func listTasksPage(_ arguments: [DBusValue], caller: Caller) throws -> [DBusValue] {
+        let session = arguments[0].stringValue ?? ""
+        guard let after = arguments[1].uint64Value, let limit = arguments[2].uint32Value,
+            (1...Self.maxPageTasks).contains(limit)
+        else {
+            throw DownloadsErrorName.invalidArgument.error("limit is 1 to \(Self.maxPageTasks) tasks")
+        }
+        let (ids, more) = engine.taskIDs(after: after, limit: Int(limit)) { record in
+            record.owner == caller.uid && caller.sees(owner: record.owner, app: record.app)
+                && (session.isEmpty || SessionKey.shown(record.session) == session)
+        }
+        return [.objectPaths(ids.map(DownloadsAPI.taskPath)), .uint64(more ? ids.last ?? 0 : 0)]
+    }
+
     func snapshots(for caller: Caller) -> [TaskSnapshot] {
         engine.snapshots(owner: caller.uid).filter { caller.sees($0) }
     }

@@ -166,6 +166,13 @@ final class SandboxedAppTests: DaemonTestCase {
             "method": "ListTasks", "sig": "s", "args": [""],
         ])
         XCTAssertEqual(listed.value as? [String], [], "another app lists nothing")
+        let paged = try await b.send([
+            "op": "call", "path": "/org/example/Downloads", "iface": "org.example.Downloads",
+            "method": "ListTasksPage", "sig": "stu", "args": ["", 0, 100],
+        ])
+        let page = paged.value as? [Any]
+        XCTAssertEqual((page?.first as? [Any])?.count, 0, "nor pages: \(paged)")
+        XCTAssertEqual(page?.last as? Int, 0)
         // A pauses and gets resume data; B's ResumeWithData of it is refused.
         let paused = try await a.send([
             "op": "call", "path": task.rawValue, "iface": "org.example.Downloads.Task", "method": "Pause",

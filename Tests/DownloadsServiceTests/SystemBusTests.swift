@@ -39,6 +39,8 @@ final class SystemBusTests: SystemBusTestCase {
                 out['own'] = e.get_dbus_name()
             m = dbus.Interface(bus.get_object('org.example.Downloads', '/org/example/Downloads'), 'org.example.Downloads')
             out['list'] = [str(p) for p in m.ListTasks('')]
+            page = m.ListTasksPage('', dbus.UInt64(0), dbus.UInt32(100))
+            out['page'] = [[str(p) for p in page[0]], int(page[1])]
             task = bus.get_object('org.example.Downloads', '\(path.rawValue)')
             for name, call in [('pause', lambda: m.Pause('\(path.rawValue)')),
                                ('get', lambda: task.Get('org.example.Downloads.Task', 'URL', dbus_interface='org.freedesktop.DBus.Properties')),
@@ -67,6 +69,9 @@ final class SystemBusTests: SystemBusTestCase {
         XCTAssertEqual(
             result?["own"] as? String, "org.freedesktop.DBus.Error.AccessDenied", "only root may own the name")
         XCTAssertEqual(result?["list"] as? [String], [], "another user's tasks are not listed")
+        let page = result?["page"] as? [Any]
+        XCTAssertEqual((page?.first as? [Any])?.count, 0, "nor paged: \(String(describing: page))")
+        XCTAssertEqual(page?.last as? Int, 0)
         // Another user's task does not exist for the caller: exactly a missing task's answer.
         XCTAssertEqual(result?["pause"] as? String, "org.example.Downloads.Error.NotFound")
         XCTAssertEqual(

@@ -133,6 +133,21 @@ public final class SessionManager: Sendable {
         state.withLockedValue { Array($0.tasks.values) }.map(\.snapshot).sorted { $0.id < $1.id }
     }
 
+    /// Up to `limit` ids of the tasks after id `after` whose record `include` takes (read in
+    /// place, under each task's lock: no snapshot made), in id order, and whether another follows.
+    public func taskIDs(
+        after: UInt64, limit: Int, where include: (DownloadTaskRecord) -> Bool
+    ) -> (ids: [UInt64], more: Bool) {
+        let candidates = state.withLockedValue { state in state.tasks.compactMap { $0.key > after ? $0.value : nil } }
+            .sorted { $0.id < $1.id }
+        var ids: [UInt64] = []
+        for task in candidates where task.withState({ include($0.record) }) {
+            if ids.count == limit { return (ids, true) }
+            ids.append(task.id)
+        }
+        return (ids, false)
+    }
+
     public func snapshots(owner: UInt32) -> [TaskSnapshot] {
         snapshots().filter { $0.owner == owner }
     }
