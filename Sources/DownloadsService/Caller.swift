@@ -19,6 +19,13 @@ struct Caller: Sendable, Hashable {
 
     func sees(_ task: TaskSnapshot) -> Bool { sees(owner: task.owner, app: task.record.app) }
 
+    /// Whether `ListTasks(session)` lists the task: its own user's (root too lists only its own),
+    /// seen by it, of `session` as its app shows it ("" for every session).
+    func lists(_ record: DownloadTaskRecord, session: String) -> Bool {
+        record.owner == uid && sees(owner: record.owner, app: record.app)
+            && (session.isEmpty || SessionKey.shown(record.session) == session)
+    }
+
     /// Whether this caller hears the signals of a task of `owner` and `app` sent by unicast: its
     /// owner's host connections and that app's own. (Root's connections hear only their own.)
     func hears(owner: UInt32, app taskApp: String) -> Bool {

@@ -285,7 +285,7 @@ extension DownloadsService {
             )
         }
         if caller.isSandboxed {
-            let own = engine.snapshots(owner: caller.uid).reduce(0) { $0 + ($1.record.app == caller.app ? 1 : 0) }
+            let own = engine.countTasks { $0.owner == caller.uid && $0.app == caller.app }
             guard own + count <= configuration.maxTasksPerApp else {
                 throw DownloadsErrorName.quotaExceeded.error(
                     "a group of \(count) files would take this app over its \(configuration.maxTasksPerApp) tasks"

@@ -84,10 +84,8 @@ extension DownloadsService {
                 },
                 "ListTasks": handler { [self] call, caller in
                     let session = call.arguments[0].stringValue ?? ""
-                    let paths = snapshots(for: caller)
-                        .filter { session.isEmpty || SessionKey.shown($0.session) == session }
-                        .map { DownloadsAPI.taskPath($0.id) }
-                    return [.objectPaths(paths)]
+                    let (ids, _) = engine.taskIDs(after: 0, limit: .max) { caller.lists($0, session: session) }
+                    return [.objectPaths(ids.map(DownloadsAPI.taskPath))]
                 },
                 "ListTasksPage": handler { [self] call, caller in
                     try listTasksPage(call.arguments, caller: caller)
@@ -95,10 +93,11 @@ extension DownloadsService {
                 "FindTasks": handler { [self] call, caller in
                     let match = MetadataValue.dictionary(
                         try TaskOptions.checkedMetadata(call.arguments[0], option: "match"))
-                    let paths = snapshots(for: caller)
-                        .filter { task in match.allSatisfy { task.record.options.metadata[$0.key] == $0.value } }
-                        .map { DownloadsAPI.taskPath($0.id) }
-                    return [.objectPaths(paths)]
+                    let (ids, _) = engine.taskIDs(after: 0, limit: .max) { record in
+                        caller.lists(record, session: "")
+                            && match.allSatisfy { record.options.metadata[$0.key] == $0.value }
+                    }
+                    return [.objectPaths(ids.map(DownloadsAPI.taskPath))]
                 },
                 "StartGroup": handler { [self] call, caller in
                     try await startGroup(
@@ -184,15 +183,8 @@ extension DownloadsService {
         else {
             throw DownloadsErrorName.invalidArgument.error("limit is 1 to \(Self.maxPageTasks) tasks")
         }
-        let (ids, more) = engine.taskIDs(after: after, limit: Int(limit)) { record in
-            record.owner == caller.uid && caller.sees(owner: record.owner, app: record.app)
-                && (session.isEmpty || SessionKey.shown(record.session) == session)
-        }
+        let (ids, more) = engine.taskIDs(after: after, limit: Int(limit)) { caller.lists($0, session: session) }
         return [.objectPaths(ids.map(DownloadsAPI.taskPath)), .uint64(more ? ids.last ?? 0 : 0)]
-    }
-
-    func snapshots(for caller: Caller) -> [TaskSnapshot] {
-        engine.snapshots(owner: caller.uid).filter { caller.sees($0) }
     }
 
     /// A descriptor a caller handed over, checked (a directory, or a regular file open for
@@ -215,7 +207,7 @@ extension DownloadsService {
     func checkMayAddTask(_ caller: Caller) throws {
         let owner = caller.uid
         if caller.isSandboxed {
-            let count = engine.snapshots(owner: owner).reduce(0) { $0 + ($1.record.app == caller.app ? 1 : 0) }
+            let count = engine.countTasks { $0.owner == owner && $0.app == caller.app }
             guard count < configuration.maxTasksPerApp else {
                 throw DownloadsErrorName.quotaExceeded.error(
                     "this app has \(configuration.maxTasksPerApp) tasks; cancel finished ones (Cancel removes them) or wait for them to expire"

@@ -148,6 +148,12 @@ public final class SessionManager: Sendable {
         return (ids, false)
     }
 
+    /// How many tasks' records `include` takes (read in place, as `taskIDs` reads them).
+    public func countTasks(where include: (DownloadTaskRecord) -> Bool) -> Int {
+        let tasks = state.withLockedValue { Array($0.tasks.values) }
+        return tasks.reduce(0) { count, task in count + (task.withState { include($0.record) } ? 1 : 0) }
+    }
+
     public func snapshots(owner: UInt32) -> [TaskSnapshot] {
         snapshots().filter { $0.owner == owner }
     }
