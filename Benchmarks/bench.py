@@ -1398,6 +1398,18 @@ def section_queued(nginx, work, disk, count, group=10_000):
         table.add(f"ListTasks of {len(tasks):,}", 1, f"{seconds:.2f}", "", f"{service.status('VmRSS'):.1f}", "")
         seconds, found = timed(manager.FindTasks, dbus.Dictionary({"absent": "x"}, signature="sv"))
         table.add("FindTasks (no match)", 1, f"{seconds:.2f}", "", "", "")
+        try:
+            seconds, (page, _) = timed(manager.ListTasksPage, "", dbus.UInt64(0), dbus.UInt32(1000))
+            table.add(f"ListTasksPage: the first {len(page):,}", 1, f"{seconds:.2f}", "", "", "")
+            started, after, listed = time.monotonic(), 0, 0
+            while True:
+                page, after = manager.ListTasksPage("", dbus.UInt64(after), dbus.UInt32(10_000), timeout=3600)
+                listed += len(page)
+                if after == 0:
+                    break
+            table.add(f"ListTasksPage: all {listed:,} in pages of 10,000", 1, f"{time.monotonic() - started:.2f}", "", "", "")
+        except dbus.DBusException as error:  # a build before ListTasksPage
+            table.notes.append(f"ListTasksPage: {error.get_dbus_name()}")
         service.stop_daemon()
         started = time.monotonic()
         service.start_daemon()

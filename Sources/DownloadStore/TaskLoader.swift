@@ -39,7 +39,8 @@ struct TaskLoader {
         let destination: String = row[8]
         let resolved: String? = row[10]
         var record = DownloadTaskRecord(
-            id: id, owner: owner, session: TaskLoader.shared(row[5], &lastSession), url: row[6], destination: destination,
+            id: id, owner: owner, session: TaskLoader.shared(row[5], &lastSession), url: row[6],
+            destination: destination,
             destinationIsDirectory: row[9], options: DownloadOptions(),
             state: state, durableOffset: row[12], expectedLength: row[13], validator: row[14], finalURL: row[7],
             // The same text as the destination's, most often: one copy of it.

@@ -145,7 +145,10 @@ final class DownloadStoreTests: XCTestCase {
         for id in UInt64(1)...3 { try store.insertTask(record(id, change: plain)) }
         try store.insertTask(record(4))
         try store.insertTask(record(5))
-        try store.insertTask(record(6) { $0.app = "org.example.App"; $0.fileMode = 0o640; $0.validator = "\"v\"" })
+        try store.insertTask(
+            record(6) {
+                $0.app = "org.example.App"; $0.fileMode = 0o640; $0.validator = "\"v\""
+            })
         let loaded = try store.loadTasks().tasks
         XCTAssertEqual(loaded.map(\.id), [1, 2, 3, 4, 5, 6])
         XCTAssertTrue(loaded[0].request.$options.sharesStorage(with: loaded[2].request.$options))
@@ -153,7 +156,11 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(loaded[4].options.headers, ["X-Token": "t"])
         XCTAssertEqual(loaded[0].options.maxBytesPerSecond, 5000)
         XCTAssertEqual(loaded[0], record(1, change: plain))
-        XCTAssertEqual(loaded[5], record(6) { $0.app = "org.example.App"; $0.fileMode = 0o640; $0.validator = "\"v\"" })
+        XCTAssertEqual(
+            loaded[5],
+            record(6) {
+                $0.app = "org.example.App"; $0.fileMode = 0o640; $0.validator = "\"v\""
+            })
     }
 
     func testSegmentsAreSavedWithTheTaskAndCheckedWhenLoaded() throws {
