@@ -100,9 +100,16 @@ struct Scheduler: Sendable {
     var connectionCount: Int { running.values.reduce(0) { $0 + $1.weight } }
 
     /// Queued tasks that wait for a begin time, and that time; `beginOrder` holds the same in
-    /// the order of the times, so the next one is found without a scan of a million.
+    /// the order of the times, so the next one is found without a scan of a million. A task that
+    /// starts or goes leaves `beginTimes` at once and `beginOrder` later (an entry whose time
+    /// `beginTimes` no longer has is stale: `staleBeginTimes` counts them, and the order is made
+    /// again once they are half of it), so a hundred thousand tasks starting one after another do
+    /// not each move the rest of the array.
     private var beginTimes: [UInt64: UInt64] = [:]
     private var beginOrder: [BeginTime] = []
+    private var staleBeginTimes = 0
+    /// No entry of `beginOrder` before this index is in `notYet`: `admit` goes on from here.
+    private var admitFrom = 0
     /// Queued tasks whose begin time has not come (entries of `queued` to be): `next` moves each
     /// in when its time comes, so a look at the queue never passes over a day's worth of tasks.
     private var notYet: [UInt64: Entry] = [:]
@@ -140,11 +147,14 @@ struct Scheduler: Sendable {
             // Mostly the last: a group's files share one time and come in id order.
             let time = BeginTime(at: notBefore, id: id)
             let last = beginOrder.last.map { $0 < time } ?? true
-            beginOrder.insert(time, at: last ? beginOrder.count : place(of: time))
+            let index = last ? beginOrder.count : place(of: time)
+            beginOrder.insert(time, at: index)
             if notBefore > WallClock.now {
                 notYet[id] = entry
+                admitFrom = min(admitFrom, index)
                 return
             }
+            if index < admitFrom { admitFrom += 1 }
         }
         insert(entry)
     }
@@ -192,20 +202,27 @@ struct Scheduler: Sendable {
         return low < queued.count && queued[low].id == id ? low : nil
     }
 
-    /// Moves the entries whose begin time has come by `now` into `queued`.
+    /// Moves the entries whose begin time has come by `now` into `queued` (each once: `admitFrom`
+    /// passes it).
     private mutating func admit(by now: UInt64) {
         guard !notYet.isEmpty else { return }
-        for time in beginOrder {
-            guard time.at <= now else { break }
-            if let entry = notYet.removeValue(forKey: time.id) { insert(entry) }
+        while admitFrom < beginOrder.count, beginOrder[admitFrom].at <= now {
+            if let entry = notYet.removeValue(forKey: beginOrder[admitFrom].id) { insert(entry) }
+            admitFrom += 1
         }
     }
 
-    /// Forgets task `id`'s begin time.
+    /// Whether `time` is still a queued task's begin time (not a stale entry of `beginOrder`).
+    private func isCurrent(_ time: BeginTime) -> Bool { beginTimes[time.id] == time.at }
+
+    /// Forgets task `id`'s begin time; its entry in `beginOrder` goes stale.
     private mutating func forgetBeginTime(_ id: UInt64) {
-        guard let at = beginTimes.removeValue(forKey: id) else { return }
-        let index = place(of: BeginTime(at: at, id: id))
-        if index < beginOrder.count, beginOrder[index].id == id { beginOrder.remove(at: index) }
+        guard beginTimes.removeValue(forKey: id) != nil else { return }
+        staleBeginTimes += 1
+        guard staleBeginTimes > 64, staleBeginTimes * 2 > beginOrder.count else { return }
+        beginOrder = beginTimes.map { BeginTime(at: $0.value, id: $0.key) }.sorted()
+        staleBeginTimes = 0
+        admitFrom = beginOrder.firstIndex { notYet[$0.id] != nil } ?? beginOrder.count
     }
 
     /// A task as its record says: its session, app and options.
@@ -221,13 +238,12 @@ struct Scheduler: Sendable {
 
     /// Queued tasks whose begin time has come by `now` and that have not started yet.
     func beginTimesCome(by now: UInt64) -> [UInt64] {
-        beginOrder.prefix { $0.at <= now }.map(\.id)
+        beginOrder.prefix { $0.at <= now }.filter(isCurrent).map(\.id)
     }
 
     /// The earliest begin time after `now` of a queued task (when to look again), if any.
     func nextBeginTime(after now: UInt64) -> UInt64? {
-        let index = place(of: BeginTime(at: now, id: .max))
-        return index < beginOrder.count ? beginOrder[index].at : nil
+        beginOrder[place(of: BeginTime(at: now, id: .max))...].first(where: isCurrent)?.at
     }
 
     /// A queued task's options changed (its priority moves it within the order).

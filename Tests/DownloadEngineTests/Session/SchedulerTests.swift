@@ -165,6 +165,35 @@ final class SchedulerTests: XCTestCase {
         XCTAssertNil(scheduler.nextBeginTime(after: 0), "nothing left to look again for")
     }
 
+    /// Begin times of tasks that started or went are forgotten lazily and the order is made
+    /// again once they are half of it: what is left still begins in order, and a task whose time
+    /// comes before ones already admitted is admitted too.
+    func testBeginTimesOfTasksThatWentAreForgottenAndTheRestBeginInOrder() {
+        var scheduler = Scheduler(maxRunning: 1, maxRunningPerSession: 1)
+        let session = SessionID(owner: 1, name: "a")
+        let ahead = WallClock.now + 86_400
+        for id in UInt64(1)...200 {
+            scheduler.enqueue(id, session: session, priority: .normal, notBefore: ahead + id % 2)
+        }
+        for id in UInt64(1)...150 { scheduler.remove(id) }
+        XCTAssertEqual(scheduler.nextBeginTime(after: WallClock.now), ahead)
+        XCTAssertEqual(scheduler.nextBeginTime(after: ahead), ahead + 1)
+        XCTAssertEqual(scheduler.beginTimesCome(by: ahead), (UInt64(152)...200).filter { $0 % 2 == 0 })
+        XCTAssertEqual(scheduler.next(now: ahead), [152], "the first of those left whose time came")
+        scheduler.enqueue(300, session: session, priority: .high, notBefore: ahead - 1)
+        scheduler.remove(152)
+        XCTAssertEqual(scheduler.next(now: ahead), [300], "admitted though its time is before those admitted")
+        scheduler.remove(300)
+        var order: [UInt64] = []
+        while let id = scheduler.next(now: ahead + 1).first {
+            order.append(id)
+            scheduler.remove(id)
+        }
+        XCTAssertEqual(order, Array(UInt64(151)...200).filter { $0 != 152 })
+        XCTAssertNil(scheduler.nextBeginTime(after: 0))
+        XCTAssertEqual(scheduler.beginTimesCome(by: ahead + 1), [])
+    }
+
     /// A hundred thousand queued tasks are taken and removed one by one without a scan each.
     func testAHundredThousandQueuedTasksTakeNoScanEach() {
         var scheduler = Scheduler(maxRunning: 4, maxRunningPerSession: 4)
