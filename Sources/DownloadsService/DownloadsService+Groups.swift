@@ -58,8 +58,9 @@ extension DownloadsService {
                 do {
                     let place: Destination =
                         anchor.map { .below($0, name: file.destination, nested: true) }
-                        ?? .checkedPath(
-                            file.destination, overwrite: file.options.overwrite ?? false, isDirectory: checked[index])
+                        ?? .path(
+                            file.destination,
+                            checked: (overwrite: file.options.overwrite ?? false, isDirectory: checked[index]))
                     let (request, _) = try await prepareStart(
                         url: file.url, destination: place, options: file.options, caller: caller, fileMode: fileMode,
                         metalinkFile: file.metalinkFile
@@ -334,8 +335,6 @@ extension DownloadsService {
         ]
     }
 
-    /// Returns once every event of the group's files so far is in the store (a call's reply
-    /// means its effect is).
     /// `parallel` u: files of the group at once (0 or absent: as the daemon's limits allow).
     private static func parallel(_ value: DBusValue?) throws -> Int {
         guard let value else { return 0 }

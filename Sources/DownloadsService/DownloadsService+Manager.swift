@@ -168,7 +168,6 @@ extension DownloadsService {
         return dict
     }
 
-    /// The tasks this caller sees (its user's; only its own app's when it is sandboxed).
     /// The most tasks one `ListTasksPage` answers.
     static let maxPageTasks: UInt32 = 10_000
 
@@ -304,12 +303,11 @@ extension DownloadsService {
     /// handed over (`StartAt`: `name` in a directory, "" for the server's name or a file written
     /// in place; `StartGroupAt`: `nested`, a relative path of plain names).
     enum Destination {
-        case path(String)
+        /// `checked`: its check (`SessionManager.checkDestination` with `overwrite`) made already,
+        /// with its answer: a group's files are checked in one go off the pool, not with a hop
+        /// to another thread and back for each.
+        case path(String, checked: (overwrite: Bool, isDirectory: Result<Bool, any Error>)? = nil)
         case below(DescriptorAnchor, name: String, nested: Bool = false)
-        /// A path whose check (`SessionManager.checkDestination` with `overwrite`) was made
-        /// already, with its answer: a group's files are checked in one go off the pool, not
-        /// with a hop to another thread and back for each.
-        case checkedPath(String, overwrite: Bool, isDirectory: Result<Bool, any Error>)
     }
 
     func start(
@@ -383,21 +381,18 @@ extension DownloadsService {
         let overwrite = engineOptions.overwrite
         let place: (destination: String, isDirectory: Bool, inPlace: Bool, anchor: DescriptorAnchor?)
         switch destination {
-        case .path(let given):
+        case .path(let given, let checked):
             let destination = try StartRequest.checkDestination(given)
-            // Asked of the owner's file helper, off the cooperative pool (a hung mount blocks it).
-            let isDirectory = try await BlockingWork.run { [engine] in
-                try engine.checkDestination(destination, overwrite: overwrite, owner: owner)
-            }
-            place = (destination, isDirectory, false, nil)
-        case .checkedPath(let given, let checkedOverwrite, let checked):
-            let destination = try StartRequest.checkDestination(given)
-            let isDirectory =
-                checkedOverwrite == overwrite
-                ? try checked.get()
-                : try await BlockingWork.run { [engine] in
+            // Asked of the owner's file helper, off the cooperative pool (a hung mount blocks it),
+            // unless a group's check asked it already with the same `overwrite`.
+            let isDirectory: Bool
+            if let checked, checked.overwrite == overwrite {
+                isDirectory = try checked.isDirectory.get()
+            } else {
+                isDirectory = try await BlockingWork.run { [engine] in
                     try engine.checkDestination(destination, overwrite: overwrite, owner: owner)
                 }
+            }
             place = (destination, isDirectory, false, nil)
         case .below(let anchor, let name, let nested):
             let (destination, isDirectory) = try Self.destination(below: anchor, name: name, nested: nested)

@@ -165,7 +165,8 @@ public final class SessionManager: Sendable {
         await delegate.eventsDelivered(after: task)
     }
 
-    /// `eventsDelivered` for every file of group `id`, waited for once.
+    /// `eventsDelivered` for every file of group `id`, waited for once: a call's reply then means
+    /// its effect on every file is in the store.
     public func eventsDelivered(ofGroup id: UInt64) async {
         let tasks = state.withLockedValue { state in (state.groups[id]?.tasks ?? []).compactMap { state.tasks[$0] } }
         await delegate.eventsDelivered(after: tasks)
