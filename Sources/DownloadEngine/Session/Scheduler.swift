@@ -36,6 +36,8 @@ struct Scheduler: Sendable {
         let sequence: UInt64
         /// Its group (0: none).
         let group: UInt64
+
+        var key: OrderKey { OrderKey(priority: priority, sequence: sequence) }
     }
 
     /// In the order of `before` (higher priority first, then first come), so a user's first
@@ -123,9 +125,13 @@ struct Scheduler: Sendable {
         static func < (a: BeginTime, b: BeginTime) -> Bool { a.at != b.at ? a.at < b.at : a.id < b.id }
     }
 
-    private struct OrderKey {
+    /// An entry's place in `queued`: within one user, higher priority first, then first come.
+    fileprivate struct OrderKey: Comparable {
         let priority: DownloadOptions.Priority
         let sequence: UInt64
+        static func < (a: OrderKey, b: OrderKey) -> Bool {
+            a.priority != b.priority ? a.priority > b.priority : a.sequence < b.sequence
+        }
     }
 
     /// `app`: the sandboxed app the task belongs to ("" for a host caller's), its party with its owner.
@@ -144,10 +150,8 @@ struct Scheduler: Sendable {
         )
         if let notBefore {
             beginTimes[id] = notBefore
-            // Mostly the last: a group's files share one time and come in id order.
             let time = BeginTime(at: notBefore, id: id)
-            let last = beginOrder.last.map { $0 < time } ?? true
-            let index = last ? beginOrder.count : place(of: time)
+            let index = Scheduler.firstIndex(in: beginOrder) { $0 < time }
             beginOrder.insert(time, at: index)
             if notBefore > WallClock.now {
                 notYet[id] = entry
@@ -163,28 +167,19 @@ struct Scheduler: Sendable {
     /// usual new entry, the last to come, goes after every entry of its priority or higher),
     /// counting it.
     private mutating func insert(_ entry: Entry) {
-        queued.insert(entry, at: place(of: entry))
-        queuedKeys[entry.id] = OrderKey(priority: entry.priority, sequence: entry.sequence)
+        queued.insert(entry, at: Scheduler.firstIndex(in: queued) { $0.key < entry.key })
+        queuedKeys[entry.id] = entry.key
         queuedPerSession[entry.session, default: 0] += 1
         queuedPerParty[entry.party, default: 0] += 1
     }
 
-    /// The first index of `queued` whose entry does not come before `entry`.
-    private func place(of entry: Entry) -> Int {
-        var low = 0, high = queued.count
+    /// The first index of `array` whose element `comesBefore` is false for (it is true for a
+    /// prefix of `array` and false for the rest): a binary search.
+    private static func firstIndex<T>(in array: [T], where comesBefore: (T) -> Bool) -> Int {
+        var low = 0, high = array.count
         while low < high {
             let middle = (low + high) / 2
-            if Scheduler.before(queued[middle], entry) { low = middle + 1 } else { high = middle }
-        }
-        return low
-    }
-
-    /// The first index of `beginOrder` not before `time`.
-    private func place(of time: BeginTime) -> Int {
-        var low = 0, high = beginOrder.count
-        while low < high {
-            let middle = (low + high) / 2
-            if beginOrder[middle] < time { low = middle + 1 } else { high = middle }
+            if comesBefore(array[middle]) { low = middle + 1 } else { high = middle }
         }
         return low
     }
@@ -192,14 +187,8 @@ struct Scheduler: Sendable {
     /// The index in `queued` of task `id`, if it is there.
     private func queuedIndex(of id: UInt64) -> Int? {
         guard let key = queuedKeys[id] else { return nil }
-        var low = 0, high = queued.count
-        while low < high {
-            let middle = (low + high) / 2
-            let entry = queued[middle]
-            let earlier = entry.priority != key.priority ? entry.priority > key.priority : entry.sequence < key.sequence
-            if earlier { low = middle + 1 } else { high = middle }
-        }
-        return low < queued.count && queued[low].id == id ? low : nil
+        let index = Scheduler.firstIndex(in: queued) { $0.key < key }
+        return index < queued.count && queued[index].id == id ? index : nil
     }
 
     /// Moves the entries whose begin time has come by `now` into `queued` (each once: `admitFrom`
@@ -243,7 +232,8 @@ struct Scheduler: Sendable {
 
     /// The earliest begin time after `now` of a queued task (when to look again), if any.
     func nextBeginTime(after now: UInt64) -> UInt64? {
-        beginOrder[place(of: BeginTime(at: now, id: .max))...].first(where: isCurrent)?.at
+        let time = BeginTime(at: now, id: .max)
+        return beginOrder[Scheduler.firstIndex(in: beginOrder) { $0 < time }...].first(where: isCurrent)?.at
     }
 
     /// A queued task's options changed (its priority moves it within the order).
@@ -471,10 +461,6 @@ struct Scheduler: Sendable {
         return entry
     }
 
-    /// Within one user: higher priority first, then first come.
-    private static func before(_ a: Entry, _ b: Entry) -> Bool {
-        a.priority != b.priority ? a.priority > b.priority : a.sequence < b.sequence
-    }
 }
 
 private extension RunConditions {
