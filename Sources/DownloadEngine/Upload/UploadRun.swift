@@ -353,9 +353,11 @@ final class UploadRun: Sendable {
     ) async -> Outcome {
         let record = task.record
         let request: HTTPClient.Request
+        let waits = BodyWaits()
+        defer { waits.end() }
         do {
             request = try HTTPClient.Request(
-                url: url, method: HTTPMethod(rawValue: method), headers: headers, body: body)
+                url: url, method: HTTPMethod(rawValue: method), headers: headers, body: body.map(waits.guarding))
         } catch {
             return .failed(.invalidArgument("cannot request \(url): \(error)"), reply: nil)
         }
