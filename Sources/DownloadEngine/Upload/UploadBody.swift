@@ -7,8 +7,9 @@ import NIOCore
 /// future is the backpressure), the form's end. The bandwidth limit (the task's own, a
 /// background transfer's pace, its group's share: `DownloadTask.maxBytesPerSecond`, read per
 /// chunk) holds the next chunk back. A file that ends before the size recorded at `Upload`
-/// ends the body with `SourceChanged`. (File regions through `sendfile(2)` were measured and left
-/// out: Benchmarks/RESULTS.md, "Uploads".)
+/// ends the body with `SourceChanged`. On a plain `http://` connection the file's bytes go as
+/// file regions instead (`FileRegions`: the kernel copies them from the page cache to the socket
+/// with `sendfile(2)`, as nginx sends files); over TLS they must pass through the process.
 enum UploadBody {
     static let largestChunk = 256 * 1024
     static let smallestChunk = 4 * 1024
@@ -38,20 +39,27 @@ enum UploadBody {
         return .byteBuffer(buffer)
     }
 
-    /// The whole body; or, with `range`, only those bytes of the file (a resumable upload's
-    /// part: no form around it).
+    /// The whole body, sent to `url`; or, with `range`, only those bytes of the file (a resumable
+    /// upload's part: no form around it).
     static func make(
-        _ spec: UploadSpec, from source: SourceFile, task: DownloadTask, range: Range<Int64>? = nil
+        _ spec: UploadSpec, from source: SourceFile, task: DownloadTask, to url: String, range: Range<Int64>? = nil
     ) -> HTTPClient.Body {
         let prefix = range == nil ? spec.bodyPrefix : [], suffix = range == nil ? spec.bodySuffix : []
         let first = range?.lowerBound ?? 0, size = range?.upperBound ?? spec.identity.size, path = spec.source
         let length = range.map { $0.upperBound - $0.lowerBound } ?? spec.bodyLength
+        let regions = FileRegions.apply(to: url)
         return .stream(contentLength: length) { writer in
             // AsyncHTTPClient does not say which loop the request is on: an empty write tells.
             writer.write(.byteBuffer(ByteBuffer())).flatMapWithEventLoop { _, loop in
                 let promise = loop.makePromise(of: Void.self)
                 promise.completeWithTask {
                     if !prefix.isEmpty { try await writer.write(.byteBuffer(ByteBuffer(bytes: prefix))).get() }
+                    if regions, FileRegions.canSend(from: source) {
+                        let sender = FileRegions(source: source, path: path, recordedSize: spec.identity.size)
+                        try await sender.send(first..<size, through: writer, on: loop, task: task)
+                        if !suffix.isEmpty { try await writer.write(.byteBuffer(ByteBuffer(bytes: suffix))).get() }
+                        return
+                    }
                     var pace = Pace()
                     var offset = first
                     // The next chunk is read while this one is written (one read ahead): the

@@ -305,7 +305,7 @@ final class UploadRun: Sendable {
             do {
                 body =
                     try await UploadBody.whole(spec, from: source, task: task)
-                    ?? UploadBody.make(spec, from: source, task: task)
+                    ?? UploadBody.make(spec, from: source, task: task, to: url)
             } catch {
                 return .failed(DownloadError.classify(error), reply: nil)
             }
