@@ -359,7 +359,7 @@ def section_single(nginx, work, disk, runs):
     source = os.path.join(nginx.www, "single.bin")
     shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
     service = Service(os.path.join(work, "single"))
-    results = {k: [] for k in ("svc-tmpfs", "curl-null", "dd-tmpfs", "svc-disk", "curl", "curl-sync", "wget", "aria2c", "dd")}
+    results = {k: [] for k in ("svc-tmpfs", "curl-null", "dd-tmpfs", "curl-tmpfs", "svc-disk", "curl", "curl-sync", "wget", "aria2c", "dd")}
     signal_rates, checkpoints = [], []
     try:
         for run in range(runs):
@@ -380,7 +380,8 @@ def section_single(nginx, work, disk, runs):
                     wall, cpu, rss = tool(["dd", "if=/dev/zero", f"of={target}", "bs=1M", f"count={size // MiB}", "status=none"])
                     os.unlink(target)
                     target = None
-                elif case == "curl":
+                elif case in ("curl", "curl-tmpfs"):
+                    # curl-tmpfs: the service's own work (receive, write the file) by curl, one process.
                     wall, cpu, rss = tool(["curl", "-sS", "-o", target, url])
                 elif case == "curl-sync":
                     # curl -o and then the fdatasync the service does before it says Finished.
@@ -403,7 +404,7 @@ def section_single(nginx, work, disk, runs):
         os.unlink(source)
     table = Table("Single stream, 1 GiB", "")
     ref = {"svc-tmpfs": "curl-null", "svc-disk": "curl"}
-    names = {"svc-tmpfs": "service → tmpfs", "curl-null": "curl -o /dev/null", "dd-tmpfs": "dd /dev/zero → tmpfs",
+    names = {"svc-tmpfs": "service → tmpfs", "curl-null": "curl -o /dev/null", "dd-tmpfs": "dd /dev/zero → tmpfs", "curl-tmpfs": "curl -o (tmpfs)",
              "svc-disk": "service → disk",
              "curl": "curl -o (disk)", "curl-sync": "curl -o, sync --data (disk)", "wget": "wget -O (disk)", "aria2c": "aria2c -x1 (disk)", "dd": "dd conv=fdatasync (disk)"}
     for case, values in results.items():
@@ -418,6 +419,10 @@ def section_single(nginx, work, disk, runs):
             floor = [c + dc for (_, c, _), (_, dc, _) in zip(results["curl-null"], values)]
             ratio = [sc / max(f, 0.01) for (_, sc, _), f in zip(results["svc-tmpfs"], floor)]
             versus = f"with curl -o /dev/null: {median(floor):.2f} CPU s, the floor; the service {median(ratio):.2f}× of it"
+        elif case == "curl-tmpfs":
+            speed = [w / sw for (w, _, _), (sw, _, _) in zip(values, results["svc-tmpfs"])]
+            cpu_ratio = [sc / max(c, 0.01) for (_, c, _), (_, sc, _) in zip(values, results["svc-tmpfs"])]
+            versus = f"the same work: the service is {median(speed):.2f}× as fast, at {median(cpu_ratio):.2f}× its CPU"
         elif case in ("curl-sync", "wget", "aria2c", "dd"):
             speed = [w / sw for (w, _, _), (sw, _, _) in zip(values, results["svc-disk"])]
             versus = f"the service is {median(speed):.2f}× as fast"
