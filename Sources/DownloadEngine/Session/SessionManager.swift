@@ -138,14 +138,20 @@ public final class SessionManager: Sendable {
     public func taskIDs(
         after: UInt64, limit: Int, where include: (DownloadTaskRecord) -> Bool
     ) -> (ids: [UInt64], more: Bool) {
-        let candidates = state.withLockedValue { state in state.tasks.compactMap { $0.key > after ? $0.value : nil } }
-            .sorted { $0.id < $1.id }
+        // Taken from the table in id order a batch at a time, each record read outside the
+        // manager's lock (a task's lock is never taken under it).
+        let batch = max(limit, 1024)
         var ids: [UInt64] = []
-        for task in candidates where task.withState({ include($0.record) }) {
-            if ids.count == limit { return (ids, true) }
-            ids.append(task.id)
+        var from = after
+        while true {
+            let candidates = state.withLockedValue { $0.tasks(after: from, limit: batch) }
+            for task in candidates where task.withState({ include($0.record) }) {
+                if ids.count == limit { return (ids, true) }
+                ids.append(task.id)
+            }
+            guard candidates.count == batch, let last = candidates.last else { return (ids, false) }
+            from = last.id
         }
-        return (ids, false)
     }
 
     /// How many tasks' records `include` takes (read in place, as `taskIDs` reads them).

@@ -3,7 +3,12 @@ import DownloadModel
 /// active tasks per session, the scheduler, the next id. Pure: no I/O, no events, no task locks
 /// (Alamofire's request map, with the counts a quota check needs kept beside it).
 struct TaskTable {
-    var tasks: [UInt64: DownloadTask] = [:]
+    private(set) var tasks: [UInt64: DownloadTask] = [:]
+    /// Every task's id in ascending order (`ids(after:limit:)`: a page of a million tasks costs
+    /// its own length, not a sort of all). A removed task's id stays until the next compaction
+    /// (`stale`), made once the stale ids are half of the list.
+    private var order: [UInt64] = []
+    private var stale = 0
     /// Per owner: how many tasks, in which sessions (name → tasks). Kept with `tasks`, so
     /// Start's quota checks cost the same with ten thousand tasks as with ten.
     var owners: [UInt32: OwnerTasks] = [:]
@@ -27,6 +32,10 @@ struct TaskTable {
     /// waiting for its delay goes at once when this changes.
     var reconnectGeneration: UInt64 = 0
 
+    init(scheduler: Scheduler) {
+        self.scheduler = scheduler
+    }
+
     struct OwnerTasks: Equatable {
         var count = 0
         var sessions: [String: Int] = [:]
@@ -40,7 +49,19 @@ struct TaskTable {
 
     /// Adds `task` (whose record is `record`), counting it; ids after it are never given again.
     mutating func add(_ task: DownloadTask, _ record: DownloadTaskRecord) {
-        tasks[record.id] = task
+        if tasks.updateValue(task, forKey: record.id) == nil {
+            // Ids are given in ascending order: almost always an append.
+            if let last = order.last, record.id <= last {
+                let index = Self.firstIndex(in: order) { $0 < record.id }
+                if index == order.count || order[index] != record.id {
+                    order.insert(record.id, at: index)
+                } else {
+                    stale -= 1
+                }
+            } else {
+                order.append(record.id)
+            }
+        }
         if record.group != 0 { groups[record.group]?.tasks.append(record.id) }
         counted(record, active: record.state.isActive, by: 1)
         nextID = max(nextID, record.id + 1)
@@ -51,6 +72,11 @@ struct TaskTable {
     mutating func remove(_ record: DownloadTaskRecord) -> Bool {
         scheduler.remove(record.id)
         guard tasks.removeValue(forKey: record.id) != nil else { return false }
+        stale += 1
+        if stale > 64, stale > order.count / 2 {
+            order.removeAll { tasks[$0] == nil }
+            stale = 0
+        }
         counted(record, active: record.state.isActive, by: -1)
         if record.group != 0, var entry = groups[record.group] {
             entry.tasks.removeAll { $0 == record.id }
@@ -61,6 +87,27 @@ struct TaskTable {
             }
         }
         return true
+    }
+
+    /// Up to `limit` tasks whose ids come after `after`, in id order.
+    func tasks(after: UInt64, limit: Int) -> [DownloadTask] {
+        var found: [DownloadTask] = []
+        var index = Self.firstIndex(in: order) { $0 <= after }
+        while index < order.count, found.count < limit {
+            if let task = tasks[order[index]] { found.append(task) }
+            index += 1
+        }
+        return found
+    }
+
+    /// The place of the first id of `ids` (ascending) that `before` does not hold for.
+    private static func firstIndex(in ids: [UInt64], where before: (UInt64) -> Bool) -> Int {
+        var low = 0, high = ids.count
+        while low < high {
+            let middle = (low + high) / 2
+            if before(ids[middle]) { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 
     /// The group the last `remove` emptied (and forgot), for the caller to report; taken once.

@@ -71,4 +71,33 @@ final class TaskTableTests: XCTestCase {
         }
         XCTAssertFalse(table.reportedIdle.contains(a1.sessionID))
     }
+
+    /// Pages of tasks in id order (`ListTasksPage`): ids added out of order (a restore) find
+    /// their place, removed ones are skipped and compacted away, the last page says so.
+    func testTasksAfterAnIdComeInIdOrderThroughRemovalsAndCompaction() {
+        var table = TaskTable(scheduler: Scheduler(maxRunning: 4, maxRunningPerSession: 2))
+        for id in [5, 1, 3] as [UInt64] {
+            let r = record(id, owner: 1, session: "a")
+            table.add(DownloadTask(record: r), r)
+        }
+        for id in UInt64(6)...1000 {
+            let r = record(id, owner: 1, session: "a")
+            table.add(DownloadTask(record: r), r)
+        }
+        XCTAssertEqual(table.tasks(after: 0, limit: 4).map(\.id), [1, 3, 5, 6])
+        XCTAssertEqual(table.tasks(after: 3, limit: 2).map(\.id), [5, 6])
+        XCTAssertEqual(table.tasks(after: 999, limit: 10).map(\.id), [1000])
+        XCTAssertEqual(table.tasks(after: .max, limit: 10).map(\.id), [])
+        // Most of them removed: the rest still in order, through the compaction.
+        for id in UInt64(6)...990 where id % 100 != 0 {
+            XCTAssertTrue(table.remove(record(id, owner: 1, session: "a")))
+        }
+        XCTAssertEqual(
+            table.tasks(after: 0, limit: 100).map(\.id),
+            [1, 3, 5, 100, 200, 300, 400, 500, 600, 700, 800, 900] + Array(991...1000))
+        // A removed id added again (a task restored after its row came back) is in its place once.
+        let again = record(7, owner: 1, session: "a")
+        table.add(DownloadTask(record: again), again)
+        XCTAssertEqual(table.tasks(after: 5, limit: 3).map(\.id), [7, 100, 200])
+    }
 }
