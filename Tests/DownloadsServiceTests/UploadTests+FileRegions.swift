@@ -55,12 +55,9 @@ extension UploadTests {
     /// looked at while a region is out), not at the stall timeout, and nothing spins.
     func testAFileCutShortWhileItsRegionsAreOutIsSourceChangedSoon() async throws {
         let size = 24_000_000
-        let (path, _) = try makeFile("shrinking.bin", size: size, seed: 86)
-        var slow = Route.receiving()
-        slow.readBytesPerSecond = 3_000_000
-        http.set("/shrink", slow)
-        let task = try await upload(http.url("/shrink"), path, ["stall_timeout": .uint32(600)])
-        try await until("the server read 3 MB") { (self.http.received("/shrink").first?.bytes ?? 0) >= 3_000_000 }
+        let (task, path, _) = try await uploadToASlowReader(
+            "shrinking.bin", size: size, seed: 86, at: "/shrink", readingPerSecond: 3_000_000, until: 3_000_000,
+            ["stall_timeout": .uint32(600)])
         XCTAssertEqual(truncate(path, 1_000_000), 0)
         let started = Date()
         let state = try await waitState(task, ["failed", "finished"], seconds: 60)
@@ -81,12 +78,8 @@ extension UploadTests {
     /// its write ended, none before (the second attempt's bytes are the file's).
     func testACancelAndACutLeaveNoDescriptorAndTheRetryIsTheFile() async throws {
         let size = 20_000_000
-        let (path, content) = try makeFile("cancelled.bin", size: size, seed: 87)
-        var slow = Route.receiving()
-        slow.readBytesPerSecond = 4_000_000
-        http.set("/cancel", slow)
-        let task = try await upload(http.url("/cancel"), path)
-        try await until("the server read 2 MB") { (self.http.received("/cancel").first?.bytes ?? 0) >= 2_000_000 }
+        let (task, path, content) = try await uploadToASlowReader(
+            "cancelled.bin", size: size, seed: 87, at: "/cancel", readingPerSecond: 4_000_000, until: 2_000_000)
         XCTAssertGreaterThan(try daemonDescriptors(of: path), 0, "the file is open while it is sent")
         _ = try await client.call(
             destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
@@ -106,6 +99,23 @@ extension UploadTests {
         XCTAssertEqual(bodies.last?.bytes, size)
         XCTAssertEqual(bodies.last.map { Self.sha256($0.body) }, Self.sha256(content))
         try await until("no descriptor of the file is left open") { try self.daemonDescriptors(of: path) == 0 }
+    }
+
+    /// A file of `size` bytes uploaded to `route`, whose server reads `rate` bytes a second;
+    /// returns once the server has read `received` of them.
+    func uploadToASlowReader(
+        _ name: String, size: Int, seed: UInt32, at route: String, readingPerSecond rate: Int, until received: Int,
+        _ options: [String: DBusValue] = [:]
+    ) async throws -> (task: ObjectPath, path: String, content: [UInt8]) {
+        let (path, content) = try makeFile(name, size: size, seed: seed)
+        var slow = Route.receiving()
+        slow.readBytesPerSecond = rate
+        http.set(route, slow)
+        let task = try await upload(http.url(route), path, options)
+        try await until("the server read \(received) bytes") {
+            (self.http.received(route).first?.bytes ?? 0) >= received
+        }
+        return (task, path, content)
     }
 
     /// How many of the daemon's descriptors name `path`.
