@@ -39,4 +39,24 @@ extension MultiUserTests {
         XCTAssertTrue(refused.hasPrefix("org.example.Downloads.Error.FileError"), refused)
         XCTAssertEqual(http.received("/backup").count, 1, "B's call sent nothing")
     }
+
+    /// A file larger than one whole body goes as `sendfile` regions from the descriptor the
+    /// user's file helper opened: the bytes are the file's.
+    func testALargeFileOfTheUserGoesFromTheHelpersDescriptorByteForByte() async throws {
+        let home = try makeDirectory("a", owner: users.a, mode: 0o700)
+        let content = Self.content(3_000_000, seed: 95)
+        let secret = home + "/photos.tar"
+        try Data(content).write(to: URL(fileURLWithPath: secret))
+        chown(secret, users.a.uid, users.a.gid)
+        chmod(secret, 0o600)
+        http.set("/large", Route.receiving(status: 201))
+        let mine = try await python(
+            as: users.a,
+            """
+            path = str(m.Upload('\(http.url("/large"))', '\(secret)', dbus.Dictionary({}, signature='sv')))
+            out['state'] = wait(path, ['finished', 'failed'])
+            """)
+        XCTAssertEqual(mine["state"] as? String, "finished", daemonLogText)
+        XCTAssertEqual(http.received("/large").map { Self.sha256($0.body) }, [Self.sha256(content)])
+    }
 }

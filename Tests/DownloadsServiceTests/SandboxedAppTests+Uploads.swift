@@ -50,4 +50,17 @@ extension SandboxedAppTests {
                 other.error ?? ""),
             "another app's upload does not exist for it: \(other)")
     }
+
+    /// A file larger than one whole body goes as `sendfile` regions from the descriptor the app
+    /// handed over: the bytes are the file's.
+    func testALargeFileTheAppOpenedGoesByteForByte() async throws {
+        let app = try await launch("org.example.Player")
+        let content = Self.content(3_000_000, seed: 96)
+        let file = app.home + "/Downloads/album.flac"
+        try Data(content).write(to: URL(fileURLWithPath: file))
+        http.set("/large", Route.receiving(status: 201))
+        let task = try path(await app.send(["op": "uploadat", "url": http.url("/large"), "file": file]))
+        try await waitState(task, ["finished"])
+        XCTAssertEqual(http.received("/large").map { Self.sha256($0.body) }, [Self.sha256(content)])
+    }
 }
