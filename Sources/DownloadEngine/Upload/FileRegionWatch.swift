@@ -3,14 +3,18 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 /// The descriptor one upload body's file regions read (`FileRegions`), and the one place it is
-/// closed. Looked at on the body's event loop every `interval` from the first region on:
-/// - once nothing but the watch holds it (the channel and AsyncHTTPClient let go of a region when
-///   its write ended, succeeded or failed), it is closed and the watch stops;
+/// closed. Looked at on the body's event loop every `interval` once started:
+/// - once the sender is done (`done()`) and nothing but the watch holds the descriptor (the
+///   channel and AsyncHTTPClient let go of a region when its write ended, succeeded or failed),
+///   it is closed and the watch stops. Not before the sender is done: between two regions the
+///   watch may be the only holder while more are still to come.
 /// - when the file no longer reaches the end of the regions handed out (cut short while sent),
 ///   it is closed at once: `sendfile` would send nothing and NIO would try again for ever, and a
-///   closed handle fails the region's write instead, which ends the connection.
+///   closed handle fails the region's write instead, which ends the connection; no region is
+///   made after that.
 /// A close NIO refuses because it is reading the descriptor that moment (EBUSY) is tried again at
-/// the next look.
+/// the next look. The lock is a leaf and covers bookkeeping only: the size is read and the
+/// descriptor closed outside it.
 final class FileRegionWatch: Sendable {
     static let interval = TimeAmount.milliseconds(100)
 
@@ -18,7 +22,10 @@ final class FileRegionWatch: Sendable {
         var handle: NIOFileHandle?
         /// The end of the regions handed out.
         var end: Int64 = 0
-        var looking: RepeatedTask?
+        /// The sender made its last region (or stopped).
+        var done = false
+        /// Closed, or being closed: no more regions.
+        var closed = false
     }
 
     private let state: NIOLockedValueBox<State>
@@ -32,43 +39,58 @@ final class FileRegionWatch: Sendable {
         self.loop = loop
     }
 
+    /// Starts the looks; each holds the watch until the descriptor is closed.
+    func start() {
+        loop.scheduleRepeatedTask(initialDelay: Self.interval, delay: Self.interval) { task in
+            self.look(task)
+        }
+    }
+
     /// A region of the file's `bytes`, on the watched descriptor; nil once the file was found
     /// cut short.
     func region(_ bytes: Range<Int64>) -> FileRegion? {
         state.withLockedValue { state in
-            guard let handle = state.handle else { return nil }
+            guard !state.closed, let handle = state.handle else { return nil }
             state.end = max(state.end, bytes.upperBound)
-            if state.looking == nil {
-                // The look holds the watch until it stops (below).
-                state.looking = loop.scheduleRepeatedTask(initialDelay: Self.interval, delay: Self.interval) { _ in
-                    self.look()
-                }
-            }
             return FileRegion(fileHandle: handle, readerIndex: Int(bytes.lowerBound), endIndex: Int(bytes.upperBound))
         }
     }
 
-    private func look() {
+    /// The sender made its last region or stopped.
+    func done() {
+        state.withLockedValue { $0.done = true }
+    }
+
+    private func look(_ task: RepeatedTask) {
         let size = source.identity?.size ?? 0
-        state.withLockedValue { state in
-            guard var handle = state.handle else { return }
+        let closing: NIOFileHandle? = state.withLockedValue { state in
+            guard !state.closed, var handle = state.handle else { return nil }
             state.handle = nil
-            if isKnownUniquelyReferenced(&handle) || size < state.end {
-                do {
-                    try handle.close()
-                    state.looking?.cancel()
-                    state.looking = nil
-                    return
-                } catch {
-                    // EBUSY: NIO is reading it this moment; the next look tries again.
-                }
+            if (state.done && isKnownUniquelyReferenced(&handle)) || size < state.end {
+                state.closed = true
+                return handle
             }
             state.handle = handle
+            return nil
+        }
+        guard let closing else {
+            if state.withLockedValue({ $0.closed && $0.handle == nil }) { task.cancel() }
+            return
+        }
+        do {
+            try closing.close()
+            task.cancel()
+        } catch {
+            // EBUSY: NIO is reading it this moment; the next look tries again.
+            state.withLockedValue { state in
+                state.handle = closing
+                state.closed = false
+            }
         }
     }
 
     deinit {
-        // Only reached once every region and the look let go: close what is left.
+        // Only reached once the looks let go (or never started): close what is left.
         if let handle = state.withLockedValue({ $0.handle }) { try? handle.close() }
     }
 }

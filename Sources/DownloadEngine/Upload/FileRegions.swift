@@ -67,6 +67,8 @@ struct FileRegions {
         let copy = fcntl(source.descriptor, F_DUPFD_CLOEXEC, 3)
         guard copy >= 0 else { throw DownloadError.file("cannot send the file to upload: \(errnoText())") }
         let watch = FileRegionWatch(descriptor: copy, source: source, on: loop)
+        watch.start()
+        defer { watch.done() }
         var pace = UploadBody.Pace()
         var offset = range.lowerBound
         let started = NIODeadline.now()
