@@ -17,9 +17,9 @@ import Glibc
 ///   HTTP proxy, a SOCKS tunnel; a proxy is never reached over TLS: `ProxySetting`).
 /// - A body writer's future is AsyncHTTPClient's backpressure (the connection can take more),
 ///   not the write's end: a region may still wait in the channel's queue after it. So the
-///   regions' descriptor (one duplicate a body) is closed by `FileRegionWatch` only once nothing
-///   but the watch holds it (NIO and AsyncHTTPClient let go of a region when its write ended
-///   either way), never at a future.
+///   regions' descriptor (one duplicate a body) is closed by `FileRegionWatch` only once the last
+///   region was made and nothing but the watch holds it (NIO and AsyncHTTPClient let go of a
+///   region when its write ended either way), never at a future.
 /// - `sendfile` at the file's end sends nothing and NIO tries again at once, for ever: a file cut
 ///   short while it is sent would spin the loop. The watch looks at the file's size while regions
 ///   are out and closes the descriptor when the file no longer reaches them: NIO's next write of
