@@ -121,7 +121,7 @@ let package = Package(
         .executableTarget(
             name: "downloads-agent",
             dependencies: [
-                "DownloadsClient", "DownloadsAPI", "DBus", "TerminalOutput", "ShownText",
+                "DownloadsClient", "DownloadsAPI", "DBus", "TerminalOutput", "ShownText", "RecentFiles",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -129,6 +129,9 @@ let package = Package(
         ),
         // GIO (GDBus) through a module map, for the GLib example client.
         .systemLibrary(name: "CGio", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
+        // The user's recently used files (`recently-used.xbel`), through GLib's GBookmarkFile as
+        // GTK's own recent manager writes it: the per-user daemon and the agent add finished files.
+        .target(name: "RecentFiles", dependencies: ["CGio"]),
         // One line per task event, on GDBus: an independent D-Bus implementation against ours.
         .executableTarget(name: "downloads-monitor", dependencies: ["CGio", "TerminalOutput", "ShownText"]),
         // org.example.Downloads objects <-> engine: the only place D-Bus and downloads meet.
@@ -147,6 +150,7 @@ let package = Package(
             name: "downloadsd",
             dependencies: [
                 "DownloadsService", "DownloadsAPI", "DownloadEngine", "DownloadModel", "DownloadStore", "DBus", "ProxyRules",
+                "RecentFiles", "ShownText",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -36,6 +37,10 @@ int uf_open_beneath(int dirfd, const char *name, int flags, mode_t mode) {
 
 int uf_renameat2(int olddirfd, const char *oldname, int newdirfd, const char *newname, int noreplace) {
     return renameat2(olddirfd, oldname, newdirfd, newname, noreplace ? RENAME_NOREPLACE : 0);
+}
+
+int uf_set_attribute(int fd, const char *name, const void *value, size_t length) {
+    return fsetxattr(fd, name, value, length, 0);
 }
 
 ssize_t uf_send(int socket, const void *buffer, size_t length, int passfd) {

@@ -35,6 +35,9 @@ extension DownloadOptions: Codable {
         case background
         case pinnedPublicKeys = "pinned_public_keys"
         case trustPinnedOnly = "trust_pinned_only"
+        case referrer
+        case originAttributes = "origin_attributes"
+        case addToRecent = "add_to_recent"
     }
 
     public init(from decoder: Decoder) throws {
@@ -95,6 +98,9 @@ extension DownloadOptions: Codable {
         background = try container.decodeIfPresent(Bool.self, forKey: .background) ?? false
         pinnedPublicKeys = try container.decodeIfPresent([String].self, forKey: .pinnedPublicKeys) ?? []
         trustPinnedOnly = try container.decodeIfPresent(Bool.self, forKey: .trustPinnedOnly) ?? false
+        referrer = try container.decodeIfPresent(String.self, forKey: .referrer)
+        originAttributes = try container.decodeIfPresent(Bool.self, forKey: .originAttributes) ?? true
+        addToRecent = try container.decodeIfPresent(Bool.self, forKey: .addToRecent) ?? false
         if let text = try container.decodeIfPresent(String.self, forKey: .proxy) {
             do {
                 proxy = try ProxySetting.parse(text)
@@ -138,6 +144,9 @@ extension DownloadOptions: Codable {
         try container.encodeIfPresent(lowSpeedLimit, forKey: .lowSpeedLimit)
         try container.encodeIfPresent(lowSpeedTime, forKey: .lowSpeedTime)
         try container.encodeIfPresent(proxy?.text, forKey: .proxy)
+        try container.encodeIfPresent(referrer, forKey: .referrer)
+        if !originAttributes { try container.encode(originAttributes, forKey: .originAttributes) }
+        if addToRecent { try container.encode(addToRecent, forKey: .addToRecent) }
         if background { try container.encode(background, forKey: .background) }
         if !pinnedPublicKeys.isEmpty { try container.encode(pinnedPublicKeys, forKey: .pinnedPublicKeys) }
         if trustPinnedOnly { try container.encode(trustPinnedOnly, forKey: .trustPinnedOnly) }

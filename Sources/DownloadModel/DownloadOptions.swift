@@ -86,6 +86,16 @@ public struct DownloadOptions: Sendable, Hashable {
     /// Not before this time (Unix seconds, URLSession's `earliestBeginDate`): the task stays
     /// queued (`WaitingFor` `begin-time`) until then.
     public var earliestBegin: UInt64?
+    /// The page the download was found on (`referrer`, a checked http(s) URL without
+    /// credentials): sent as `Referer` (unless the app's headers carry one) and written on the
+    /// finished file as `user.xdg.referrer.url`.
+    public var referrer: String?
+    /// false: the finished file carries no `user.xdg.origin.url` / `user.xdg.referrer.url` (an
+    /// app that must not record where a file came from; `OriginAttributes`).
+    public var originAttributes = true
+    /// On `Finished`, the file is added to its owner's recently used files
+    /// (`recently-used.xbel`), by a process of that user (`RecentFiles`).
+    public var addToRecent = false
 
     public init() {}
 

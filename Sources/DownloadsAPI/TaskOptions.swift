@@ -47,6 +47,12 @@ public struct TaskOptions: Sendable, Hashable {
         /// v1.4: a descriptor of a PEM file with the client certificate (chain) and its private key.
         case clientCertificate = "client_certificate"
         case clientCertificatePassphrase = "client_certificate_passphrase"
+        /// v1.4: the page the download was found on (`Referer`, `user.xdg.referrer.url`).
+        case referrer
+        /// v1.4: false: no `user.xdg.origin.url` on the finished file.
+        case originAttributes = "origin_attributes"
+        /// v1.4: the finished file goes into the owner's recently used files.
+        case addToRecent = "add_to_recent"
 
         public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
     }
@@ -61,7 +67,8 @@ public struct TaskOptions: Sendable, Hashable {
     ]
     /// What only a download takes (refused on an upload with a reason).
     public static let downloadOnlyKeys: Set<Key> = [
-        .sha256, .checksum, .connections, .overwrite, .mirrors, .useMetalinkHeaders, .metalink,
+        .sha256, .checksum, .connections, .overwrite, .mirrors, .useMetalinkHeaders, .metalink, .referrer,
+        .originAttributes, .addToRecent,
     ]
     /// What `Start` takes.
     public static let startKeys = Set(Key.allCases).subtracting([.url, .destinationFD]).subtracting(uploadOnlyKeys)
@@ -158,6 +165,12 @@ public struct TaskOptions: Sendable, Hashable {
     public var ietfVersion: UInt32?
     /// Upload: `DELETE` the upload resource on `Cancel` (default true).
     public var terminateOnCancel: Bool?
+    /// The page the download was found on (an http(s) URL, checked by the service).
+    public var referrer: String?
+    /// false: the finished file records nothing of where it came from (default true).
+    public var originAttributes: Bool?
+    /// Add the finished file to the owner's recently used files (default false).
+    public var addToRecent: Bool?
 
     /// The `form` option: the file as the part `field` (named `filename`; default the source's
     /// name), after the text parts `fields`.
@@ -341,6 +354,15 @@ public struct TaskOptions: Sendable, Hashable {
             case .terminateOnCancel:
                 guard case .boolean(let flag) = value else { throw wrongType("b") }
                 terminateOnCancel = flag
+            case .referrer:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                referrer = text
+            case .originAttributes:
+                guard case .boolean(let flag) = value else { throw wrongType("b") }
+                originAttributes = flag
+            case .addToRecent:
+                guard case .boolean(let flag) = value else { throw wrongType("b") }
+                addToRecent = flag
             case .form:
                 form = try TaskOptions.checkedForm(value)
             case .connectTimeout, .stallTimeout, .resourceTimeout:
@@ -496,6 +518,9 @@ public struct TaskOptions: Sendable, Hashable {
         if let transferProtocol { result[Key.transferProtocol.rawValue] = .string(transferProtocol) }
         if let ietfVersion { result[Key.ietfVersion.rawValue] = .uint32(ietfVersion) }
         if let terminateOnCancel { result[Key.terminateOnCancel.rawValue] = .boolean(terminateOnCancel) }
+        if let referrer { result[Key.referrer.rawValue] = .string(referrer) }
+        if let originAttributes { result[Key.originAttributes.rawValue] = .boolean(originAttributes) }
+        if let addToRecent { result[Key.addToRecent.rawValue] = .boolean(addToRecent) }
         if let form {
             var parts: [String: DBusValue] = ["field": .string(form.field)]
             if let filename = form.filename { parts["filename"] = .string(filename) }

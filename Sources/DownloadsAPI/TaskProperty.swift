@@ -43,6 +43,9 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     /// v1.4: while `WaitingFor` is `app`, the question its app is asked: `kind` s, `realm` s
     /// (the server's words, for a sign-in prompt), `host` s; empty otherwise.
     case question = "Question"
+    /// v1.4: the `add_to_recent` option: the desktop agent adds the finished file to the user's
+    /// recently used files when the system daemon ran it (root never writes a user's files).
+    case addToRecent = "AddToRecent"
 
     public var name: String { rawValue }
 
@@ -55,7 +58,7 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
         case .session, .url, .destination, .state, .error, .errorMessage, .waitingFor, .desktopEntry, .app:
             return .string
         case .bytesWritten, .bytesExpected, .bytesConfirmed: return .int64
-        case .background: return .boolean
+        case .background, .addToRecent: return .boolean
         case .title, .description: return .string
         case .metadata, .question: return .dictionary(key: .string, value: .variant)
         }
@@ -64,7 +67,7 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     /// Never changes while the task exists (not in PropertiesChanged).
     public var isConstant: Bool {
         switch self {
-        case .id, .session, .desktopEntry, .app, .kind, .source: return true
+        case .id, .session, .desktopEntry, .app, .kind, .source, .addToRecent: return true
         default: return false
         }
     }

@@ -49,6 +49,9 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
     /// While `waitingFor` is `app`: the question its app is asked (`kind`, `realm`, `host`). Not
     /// in the Codable form.
     public var question: [String: String] = [:]
+    /// The task asked for its finished file to go into the user's recently used files
+    /// (`add_to_recent`). Not in the Codable form.
+    public var addToRecent = false
 
     enum CodingKeys: String, CodingKey {
         case id, session, url, destination, state
@@ -118,6 +121,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         maxBytesPerSecond = properties[TaskProperty.maxBytesPerSecond.name]?.uint64Value ?? 0
         speed = properties[TaskProperty.speed.name]?.uint64Value ?? 0
         question = Self.question(properties[TaskProperty.question.name])
+        addToRecent = properties[TaskProperty.addToRecent.name]?.boolValue ?? false
     }
 
     private static func question(_ value: DBusValue?) -> [String: String] {
@@ -154,7 +158,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
             case .description: taskDescription = value.stringValue ?? taskDescription
             case .metadata: metadata = value.vardictValue ?? metadata
             case .question: question = Self.question(value)
-            case .id, .kind, .source, .session, .desktopEntry, .app: break
+            case .id, .kind, .source, .session, .desktopEntry, .app, .addToRecent: break
             }
         }
     }

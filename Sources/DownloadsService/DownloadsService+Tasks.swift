@@ -112,6 +112,7 @@ extension DownloadsService {
             ])
         case .desktopEntry: return .string(record.options.desktopEntry ?? "")
         case .background: return .boolean(record.options.background)
+        case .addToRecent: return .boolean(record.options.addToRecent)
         case .title: return .string(record.options.title ?? "")
         case .description: return .string(record.options.taskDescription ?? "")
         case .metadata: return .vardict(record.options.metadata.mapValues(\.dbusValue))

@@ -1,3 +1,4 @@
+import DBus
 import DownloadEngine
 import DownloadModel
 import DownloadsAPI
@@ -40,6 +41,17 @@ enum StartRequest {
             )
         }
         return text
+    }
+
+    /// The `referrer` option: an http(s) URL, its `user:password@` taken out (it is sent to
+    /// servers and written on files: a browser's referrer never carries them either).
+    static func checkReferrer(_ text: String) throws -> String {
+        let plain = Source(text)?.withoutCredentials ?? text
+        do {
+            return try checkURL(plain)
+        } catch let error as BusError {
+            throw BusError(name: error.name, message: "referrer: " + error.message)
+        }
     }
 
     /// An absolute path without `..` (`what` names it in the refusal: a destination, an
@@ -97,6 +109,9 @@ enum StartRequest {
         result.lowSpeedTime = options.lowSpeedTime.map(Double.init)
         if let pins = options.pinnedPublicKeys { result.pinnedPublicKeys = pins }
         if let only = options.trustPinnedOnly { result.trustPinnedOnly = only }
+        result.referrer = try options.referrer.map(checkReferrer)
+        if let origin = options.originAttributes { result.originAttributes = origin }
+        if let recent = options.addToRecent { result.addToRecent = recent }
         do {
             try result.validate()
         } catch {

@@ -113,7 +113,8 @@ public struct RequestRecord: Sendable, Hashable {
     public let range: String?
     public let ifRange: String?
     public let acceptEncoding: String?
-    /// `X-*` headers and the credential headers (Authorization, Cookie, Proxy-Authorization), lowercased names.
+    /// `X-*` headers, the credential headers (Authorization, Cookie, Proxy-Authorization) and
+    /// `Referer`, lowercased names.
     public let userHeaders: [String: String]
     public let status: Int
     /// Body bytes the server wrote (or tried to) for this request.

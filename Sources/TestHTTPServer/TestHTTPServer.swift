@@ -219,7 +219,7 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             return (state.routes[path], state.counts[path] ?? 1)
         }
         var userHeaders: [String: String] = [:]
-        let credentials: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+        let credentials: Set<String> = ["authorization", "cookie", "proxy-authorization", "referer"]
         for (name, value) in head.headers
         where name.lowercased().hasPrefix("x-") || credentials.contains(name.lowercased()) {
             userHeaders[name.lowercased()] = value

@@ -49,9 +49,10 @@ public final class PrivateBus: @unchecked Sendable {
             """
         let configPath = directory.file("bus.conf")
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        process = try ChildProcess([
-            "dbus-daemon", "--config-file=\(configPath)", "--nofork", "--nopidfile", "--print-address=1",
-        ])
+        // What it starts by activation writes the user's data (Recent) where the test's programs do.
+        process = try ChildProcess(
+            ["dbus-daemon", "--config-file=\(configPath)", "--nofork", "--nopidfile", "--print-address=1"],
+            environment: ["XDG_DATA_HOME": directory.file("data")])
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
             let chunk = process.stdout.availableData
@@ -69,14 +70,21 @@ public final class PrivateBus: @unchecked Sendable {
 
     /// Environment for a client program that should use this bus as its session (and system) bus.
     /// Proxy variables of the machine running the tests are blanked (an empty one counts as
-    /// unset): tests reach only their own servers, and set a proxy where they test one.
+    /// unset): tests reach only their own servers, and set a proxy where they test one. The
+    /// user's data directory (`XDG_DATA_HOME`: the recently used files) is the bus's own
+    /// (`dataDirectory`), never the account's running the tests.
     public var environment: [String: String] {
-        var environment = ["DBUS_SESSION_BUS_ADDRESS": address, "DBUS_SYSTEM_BUS_ADDRESS": address]
+        var environment = [
+            "DBUS_SESSION_BUS_ADDRESS": address, "DBUS_SYSTEM_BUS_ADDRESS": address, "XDG_DATA_HOME": dataDirectory,
+        ]
         for name in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] {
             environment[name] = ""
         }
         return environment
     }
+
+    /// `XDG_DATA_HOME` of the programs on this bus (made by the first that writes there).
+    public var dataDirectory: String { directory.file("data") }
 
     public func stop() {
         process.stop()

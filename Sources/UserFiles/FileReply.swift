@@ -8,6 +8,8 @@ public enum FileReply: Sendable {
     case failed(FileOperationError)
     /// The first datagram of a helper: it runs as this uid and gid now.
     case ready(uid: UInt32, gid: UInt32)
+    /// A publish was done; what became of the origin attributes it carried.
+    case published(AttributeWrite)
 
     func encoded() -> [UInt8] {
         var writer = WireWriter()
@@ -31,6 +33,15 @@ public enum FileReply: Sendable {
             writer.byte(4)
             writer.u32(uid)
             writer.u32(gid)
+        case .published(let attributes):
+            writer.byte(5)
+            switch attributes {
+            case .notAsked: writer.byte(0)
+            case .written: writer.byte(1)
+            case .refused(let code):
+                writer.byte(2)
+                writer.u32(UInt32(bitPattern: code))
+            }
         }
         return writer.bytes
     }
@@ -49,6 +60,13 @@ public enum FileReply: Sendable {
             let code = Int32(bitPattern: try reader.u32())
             reply = .failed(FileOperationError(kind, code: code, try reader.string()))
         case 4: reply = .ready(uid: try reader.u32(), gid: try reader.u32())
+        case 5:
+            switch try reader.byte() {
+            case 0: reply = .published(.notAsked)
+            case 1: reply = .published(.written)
+            case 2: reply = .published(.refused(Int32(bitPattern: try reader.u32())))
+            default: throw WireReader.Malformed()
+            }
         default: throw WireReader.Malformed()
         }
         guard reader.isAtEnd else { throw WireReader.Malformed() }

@@ -2,7 +2,9 @@ import FileIdentities
 /// One operation asked of a user's file helper (one datagram).
 public enum FileRequest: Sendable, Equatable {
     case openPartial(path: String, reuse: PartialReuse)
-    case publish(partial: String, identity: FileIdentity?, destination: String, replace: Bool, mode: UInt32?)
+    case publish(
+        partial: String, identity: FileIdentity?, destination: String, replace: Bool, mode: UInt32?,
+        origin: OriginAttributes?)
     case remove(path: String)
     case isDirectory(path: String)
     case exists(path: String)
@@ -34,7 +36,7 @@ public enum FileRequest: Sendable, Equatable {
                 writer.u64(identity.device)
                 writer.u64(identity.inode)
             }
-        case .publish(let partial, let identity, let destination, let replace, let mode):
+        case .publish(let partial, let identity, let destination, let replace, let mode, let origin):
             writer.byte(2)
             writer.string(partial)
             writer.bool(identity != nil)
@@ -44,6 +46,10 @@ public enum FileRequest: Sendable, Equatable {
             writer.bool(replace)
             writer.bool(mode != nil)
             writer.u32(mode ?? 0)
+            writer.bool(origin != nil)
+            writer.string(origin?.url ?? "")
+            writer.bool(origin?.referrer != nil)
+            writer.string(origin?.referrer ?? "")
         case .remove(let path):
             writer.byte(3)
             writer.string(path)
@@ -129,9 +135,14 @@ public enum FileRequest: Sendable, Equatable {
             let replace = try reader.bool()
             let hasMode = try reader.bool()
             let mode = try reader.u32()
+            let hasOrigin = try reader.bool()
+            let url = try reader.string()
+            let hasReferrer = try reader.bool()
+            let referrer = try reader.string()
             request = .publish(
                 partial: partial, identity: hasIdentity ? identity : nil, destination: destination, replace: replace,
-                mode: hasMode ? mode : nil
+                mode: hasMode ? mode : nil,
+                origin: hasOrigin ? OriginAttributes(url: url, referrer: hasReferrer ? referrer : nil) : nil
             )
         case 3: request = .remove(path: try reader.string())
         case 4: request = .isDirectory(path: try reader.string())
@@ -163,9 +174,10 @@ public enum FileRequest: Sendable, Equatable {
             case .openPartial(let path, let reuse):
                 let opened = try operations.openPartial(path, reuse: reuse)
                 return (.opened(opened.identity, created: opened.created), opened.descriptor)
-            case .publish(let partial, let identity, let destination, let replace, let mode):
-                try operations.publish(partial, identity: identity, to: destination, replace: replace, mode: mode)
-                return (.done, -1)
+            case .publish(let partial, let identity, let destination, let replace, let mode, let origin):
+                let attributes = try operations.publish(
+                    partial, identity: identity, to: destination, replace: replace, mode: mode, origin: origin)
+                return (.published(attributes), -1)
             case .remove(let path):
                 try operations.remove(path)
                 return (.done, -1)

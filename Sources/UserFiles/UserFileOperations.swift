@@ -167,17 +167,31 @@ public struct UserFileOperations: Sendable {
     /// Moves the partial file to `destination` in one rename (`RENAME_NOREPLACE` unless
     /// `replace`), after checking that it is still `identity` and setting its `mode`. Syncs the
     /// destination's directory.
+    /// `origin`: the attributes written on the file before it is renamed (`OriginAttributes`);
+    /// a file written in place gets them where it is. Returns what became of them.
+    @discardableResult
     public func publish(
-        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?
-    ) throws {
+        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?,
+        origin: OriginAttributes? = nil
+    ) throws -> AttributeWrite {
         // The caller's own file was written where it is: nothing to move, its mode is the caller's.
-        if let anchor, anchor.kind == .file, partial == anchor.path, destination == anchor.path { return }
+        if let anchor, anchor.kind == .file, partial == anchor.path, destination == anchor.path {
+            return origin?.write(to: anchor.descriptor) ?? .notAsked
+        }
         // Written in place and found again by path after a restart: it is where it belongs.
         if partial == destination {
             guard let identity, isFile(partial, identity: identity) else {
                 throw FileOperationError(.other, "\(partial) was replaced by another file while downloading")
             }
-            return
+            guard let origin else { return .notAsked }
+            let (directory, name) = try openDirectory(of: partial)
+            defer { close(directory) }
+            let fd = uf_open_beneath(directory, name, O_RDONLY | O_NONBLOCK, 0)
+            guard fd >= 0 else { return .refused(errno) }
+            defer { close(fd) }
+            var info = stat()
+            guard fstat(fd, &info) == 0, Self.identity(info) == identity else { return .refused(ESTALE) }
+            return origin.write(to: fd)
         }
         let (sourcePath, sourceName) = try split(partial)
         let (targetPath, targetName) = try split(destination)
@@ -199,6 +213,8 @@ public struct UserFileOperations: Sendable {
         if let mode, fchmod(fd, mode_t(mode & 0o777)) != 0 {
             throw FileOperationError.system("cannot set the mode of \(partial)")
         }
+        // Before the rename: the file is never in place without them.
+        let attributes = origin?.write(to: fd) ?? .notAsked
         if uf_renameat2(source, sourceName, target, targetName, replace ? 0 : 1) != 0 {
             let code = errno
             guard code == EINVAL || code == ENOSYS, !replace else {
@@ -215,6 +231,7 @@ public struct UserFileOperations: Sendable {
             fsync(sync)
             close(sync)
         }
+        return attributes
     }
 
     // MARK: Paths

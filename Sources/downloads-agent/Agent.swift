@@ -1,8 +1,10 @@
 import DBus
+import Dispatch
 import DownloadsAPI
 import DownloadsClient
 import TerminalOutput
 import Logging
+import RecentFiles
 import ShownText
 
 /// Follows the user's tasks on the service's bus and shows them on the desktop's session bus:
@@ -38,10 +40,16 @@ final class Agent: @unchecked Sendable {
     var groupMembers: Set<ObjectPath> = []
     var groupViews: [ObjectPath: ObjectPath] = [:]
 
-    init(proxy: DownloadsProxy, desktop: Connection, logger: Logger) {
+    /// The user's recently used files, when the agent adds to them (for the system service).
+    private let recent: RecentFiles?
+    /// One add at a time, off the agent's loop (each reads and writes the whole file).
+    private let recentQueue = DispatchQueue(label: "org.example.Downloads.Agent.recent")
+
+    init(proxy: DownloadsProxy, desktop: Connection, logger: Logger, recent: RecentFiles? = nil) {
         self.proxy = proxy
         self.desktop = desktop
         self.logger = logger
+        self.recent = recent
         (events, inbox) = AsyncStream.makeStream(of: AgentEvent.self)
         jobViews = JobViews(connection: desktop)
         dock = DockProgress(connection: desktop)
@@ -119,6 +127,7 @@ final class Agent: @unchecked Sendable {
             case .finished(_, let location):
                 tasks[path]?.status.destination = location
                 tasks[path]?.status.state = "finished"
+                if let task = tasks[path], task.status.addToRecent, !task.status.isUpload { addToRecent(task.status) }
                 await ended(path)
             case .failed(_, let name, let message, _):
                 let cancelled = name == DownloadsErrorName.cancelled.fullName
@@ -177,11 +186,16 @@ final class Agent: @unchecked Sendable {
                 logger.info("opening the app \(task.status.desktopEntry) to sign in")
                 return Opener.launch(desktopEntry: task.status.desktopEntry)
             }
-            guard let path = notifications[id], let task = tasks[path], task.status.state == "finished",
-                key == "default" || key == "open"
-            else { return }
-            logger.info("opening \(task.status.destination)")
-            Opener.open(task.status.destination)
+            guard let path = notifications[id], let task = tasks[path], task.status.state == "finished" else { return }
+            switch key {
+            case "default", "open":
+                logger.info("opening \(DisplayText.escaped(task.status.destination))")
+                Opener.open(task.status.destination)
+            case "show-in-folder":
+                await showInFolder(task.status.destination)
+            default:
+                break
+            }
         }
     }
 
@@ -286,12 +300,44 @@ final class Agent: @unchecked Sendable {
             category: finished ? "transfer.complete" : "transfer.error",
             desktopEntry: task.status.desktopEntry.isEmpty ? nil : task.status.desktopEntry,
             // An upload's file was there before: nothing new to open.
-            actions: finished && !task.status.isUpload ? ["default", "Open", "open", "Open"] : []
+            actions: finished && !task.status.isUpload
+                ? ["default", "Open", "open", "Open", "show-in-folder", "Show in folder"] : []
         )
         guard id != 0 else { return }
         if let old = task.notification { notifications[old] = nil }
         tasks[path]?.notification = id
         notifications[id] = path
+    }
+
+    /// "Show in folder": the desktop's file manager opens the file's folder with it selected
+    /// (`FileManager1.ShowItems`); without one, the folder is opened as any file is.
+    private func showInFolder(_ file: String) async {
+        do {
+            try await FileManagerWindow.show(file, on: desktop)
+            logger.info("showing \(DisplayText.escaped(file)) in its folder")
+        } catch {
+            let folder = String(file[..<(file.lastIndex(of: "/") ?? file.endIndex)])
+            logger.info("no file manager answers ShowItems (\(error)); opening \(DisplayText.escaped(folder))")
+            Opener.open(folder.isEmpty ? "/" : folder)
+        }
+    }
+
+    /// The system service (root) never writes a user's files: the user's own agent adds the
+    /// finished file to their recently used files, for the app that started it.
+    private func addToRecent(_ status: DownloadTaskStatus) {
+        guard let recent else { return }
+        let logger = self.logger
+        recentQueue.async {
+            do {
+                try recent.add(
+                    status.destination, desktopEntry: status.desktopEntry.isEmpty ? nil : status.desktopEntry,
+                    fallbackName: "org.example.Downloads")
+                logger.info("added \(DisplayText.escaped(status.destination)) to the recently used files")
+            } catch {
+                logger.warning(
+                    "\(DisplayText.escaped(status.destination)) not added to the recently used files: \(error)")
+            }
+        }
     }
 
     /// The task waits for its app to answer a login (`WaitingFor` `app`): a notification whose

@@ -4,6 +4,7 @@ import DownloadsAPI
 import DownloadsClient
 import Dispatch
 import Logging
+import RecentFiles
 import TerminalOutput
 #if canImport(Glibc)
 import Glibc
@@ -29,6 +30,12 @@ struct DownloadsAgent: AsyncParsableCommand {
         name: .customLong("address"),
         help: ArgumentHelp("Follow the service on the bus at this D-Bus address.", valueName: "address"))
     var address: String?
+    @Flag(
+        inversion: .prefixedNo,
+        help: ArgumentHelp(
+            "Add finished downloads that asked for it (add_to_recent) to your recently used files. Default: when following the system service, which runs as root and leaves your files to you (a service on your session bus adds them itself)."
+        ))
+    var recent: Bool?
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
 
     func validate() throws {
@@ -68,7 +75,8 @@ struct DownloadsAgent: AsyncParsableCommand {
         } catch {
             fail("downloads-agent: cannot reach the service's bus: \(error)")
         }
-        let agent = Agent(proxy: proxy, desktop: desktop, logger: logger)
+        let agent = Agent(
+            proxy: proxy, desktop: desktop, logger: logger, recent: (recent ?? (bus == .system)) ? RecentFiles() : nil)
         do {
             try await agent.start()
         } catch {

@@ -42,7 +42,8 @@ struct JobViews {
             state["descriptionValue1"] = .string(DisplayText.escaped(status.url))
             state["descriptionLabel2"] = .string("Destination")
             state["descriptionValue2"] = .string(DisplayText.escaped(status.destination))
-            state["destUrl"] = .string("file://" + status.destination)
+            // Plasma's finished job offers "Open Folder" from it.
+            state["destUrl"] = .string(FileURI.of(status.destination))
         }
         if status.bytesExpected > 0 {
             state["totalBytes"] = .uint64(UInt64(status.bytesExpected))

@@ -14,8 +14,8 @@ struct Downloadsctl: AsyncParsableCommand {
             error; 69 the service cannot be reached; 130 interrupted (get pauses its task first).
             """,
         subcommands: [
-            Get.self, Upload.self, Start.self, List.self, Status.self, SetTask.self, Pause.self, Resume.self,
-            Cancel.self, Wait.self, Watch.self, Group.self,
+            Get.self, Upload.self, Start.self, List.self, Status.self, Show.self, SetTask.self, Pause.self,
+            Resume.self, Cancel.self, Wait.self, Watch.self, Group.self,
         ]
     )
 

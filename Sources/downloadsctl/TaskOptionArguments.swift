@@ -108,6 +108,16 @@ struct TaskOptionArguments: ParsableArguments {
         name: .customLong("pass"), help: ArgumentHelp("The passphrase of the key (curl's --pass).", valueName: "phrase")
     )
     var passphrase: String?
+    @Option(
+        name: [.customShort("e"), .customLong("referer")],
+        help: ArgumentHelp(
+            "The page the file was found on (curl's and wget's --referer): sent as Referer, and kept on the file as user.xdg.referrer.url.",
+            valueName: "url"))
+    var referrer: String?
+    @Flag(
+        name: .customLong("no-origin-attributes"),
+        help: "Do not write where the file came from on it (user.xdg.origin.url and user.xdg.referrer.url).")
+    var noOriginAttributes = false
 
     /// The URL argument of `get` and `start`: a URL, or a Metalink file (`.meta4`, `.metalink`)
     /// read here, as the caller, and sent as the `metalink` option (the URL is then its first).
@@ -210,6 +220,8 @@ struct TaskOptionArguments: ParsableArguments {
                 options.pinnedPublicKeys = pinnedPublicKeys.split(separator: ";").map { Self.trimmed($0) }
             }
             if trustPinnedOnly { options.trustPinnedOnly = true }
+            options.referrer = referrer
+            if noOriginAttributes { options.originAttributes = false }
             if let cert {
                 let (file, phrase) = Self.certificateArgument(cert)
                 options.clientCertificate = try ClientCertificateArgument.descriptor(certificate: file, key: key)

@@ -74,6 +74,12 @@ struct Downloadsd: AsyncParsableCommand {
             "Follow logind (a sleep inhibitor while transfers run), NetworkManager (tasks wait offline and, with allow_metered false, on metered networks), UPower (with requires_ac_power, on battery) and power-profiles-daemon (background tasks under power-saver) on the system bus."
     )
     var desktop = true
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Write where each finished download came from on its file (user.xdg.origin.url and user.xdg.referrer.url, the freedesktop Common Extended Attributes that file managers show), unless its task's origin_attributes is false; --no-origin-attributes writes them for nobody."
+    )
+    var originAttributes = true
     @Option(
         help: ArgumentHelp(
             "Exit after this many seconds with nothing to do: no task queued, running or retrying, no completion call to make, no call for that long (D-Bus activation starts the daemon again at the next call); 0: never. Default: 30 when D-Bus started the daemon (DBUS_STARTER_BUS_TYPE is set; the shipped units and activation files pass 30 themselves), else 0: a daemon started by hand stays.",
@@ -164,6 +170,7 @@ struct Downloadsd: AsyncParsableCommand {
         engineConfiguration.checkpointInterval = checkpointInterval
         engineConfiguration.checkpointBytes = checkpointBytes
         engineConfiguration.caFile = caFile
+        engineConfiguration.originAttributes = originAttributes
         engineConfiguration.progressInterval = 1 / Double(progressRate)
         engineConfiguration.deniedNetworks =
             denyNetwork.isEmpty
@@ -213,6 +220,9 @@ struct Downloadsd: AsyncParsableCommand {
         let service = DownloadsService(
             connection: connection, engine: engine, store: store, configuration: serviceConfiguration, logger: logger
         )
+        // The user's own process adds finished files to the user's Recent; root on the system
+        // bus never writes a user's files (their agent does it there).
+        if !system { engine.delegate.add(RecentFilesObserver(logger: logger)) }
         // Before the tasks are restored, so none starts on a network it may not use.
         let desktop = self.desktop ? await DesktopWatchers.start(engine: engine, logger: logger) : nil
         do {

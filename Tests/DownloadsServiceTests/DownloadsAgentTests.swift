@@ -56,7 +56,7 @@ class DownloadsAgentTests: DaemonTestCase {
     var daemonLauncher: [String] = []
     override var launcher: [String] { daemonLauncher }
 
-    private var desktopEnvironment: [String: String] {
+    var desktopEnvironment: [String: String] {
         [
             "DBUS_SESSION_BUS_ADDRESS": desktop.address, "DBUS_SYSTEM_BUS_ADDRESS": bus.address,
             "PATH": directory.file("bin") + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
@@ -64,7 +64,7 @@ class DownloadsAgentTests: DaemonTestCase {
         ]
     }
 
-    private func startAgent() async throws {
+    func startAgent() async throws {
         let log = agentLog
         agent = try ChildProcess(
             ["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)", Self.agentBinary] + agentBusArguments,
@@ -74,14 +74,14 @@ class DownloadsAgentTests: DaemonTestCase {
         }
     }
 
-    private func startOnDesktop(_ arguments: [String], name: String) async throws -> ChildProcess {
+    func startOnDesktop(_ arguments: [String], name: String) async throws -> ChildProcess {
         let child = try ChildProcess(arguments, environment: desktopEnvironment)
         children.append(child)
         try await until("\(name) on the desktop bus") { try await self.desktopClient.nameOwner(name) != nil }
         return child
     }
 
-    private func startNotificationDaemon() async throws {
+    func startNotificationDaemon() async throws {
         _ = try await startOnDesktop(
             [
                 "/usr/bin/python3", "-m", "dbusmock", "--template", "notification_daemon", "-l",
@@ -90,11 +90,11 @@ class DownloadsAgentTests: DaemonTestCase {
             name: "org.freedesktop.Notifications")
     }
 
-    private var notificationLog: String {
+    var notificationLog: String {
         (try? String(contentsOfFile: directory.file("notifications.log"), encoding: .utf8)) ?? ""
     }
 
-    private var agentLog: String { directory.file("agent.log") }
+    var agentLog: String { directory.file("agent.log") }
 
     // MARK: Without a job-view server: dock progress and notifications
 

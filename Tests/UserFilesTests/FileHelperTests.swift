@@ -36,8 +36,10 @@ final class FileHelperTests: XCTestCase {
         write("hello", to: descriptor)
         close(descriptor)
         let (published, _) = try client.perform(
-            .publish(partial: partial, identity: identity, destination: destination, replace: false, mode: 0o640))
-        guard case .done = published else { return XCTFail("\(published)") }
+            .publish(
+                partial: partial, identity: identity, destination: destination, replace: false, mode: 0o640, origin: nil
+            ))
+        guard case .published = published else { return XCTFail("\(published)") }
         XCTAssertEqual(try String(contentsOfFile: destination, encoding: .utf8), "hello")
         var info = stat()
         XCTAssertEqual(stat(destination, &info), 0)
@@ -57,7 +59,9 @@ final class FileHelperTests: XCTestCase {
         if secondDescriptor >= 0 { close(secondDescriptor) }
         guard case .opened(let secondIdentity, _) = second else { return XCTFail("\(second)") }
         let (refused, _) = try client.perform(
-            .publish(partial: partial, identity: secondIdentity, destination: destination, replace: false, mode: nil))
+            .publish(
+                partial: partial, identity: secondIdentity, destination: destination, replace: false, mode: nil,
+                origin: nil))
         guard case .failed(let error) = refused else { return XCTFail("\(refused)") }
         XCTAssertEqual(error.kind, .exists)
         XCTAssertEqual(try String(contentsOfFile: destination, encoding: .utf8), "hello")
@@ -66,7 +70,7 @@ final class FileHelperTests: XCTestCase {
         let (swapped, _) = try client.perform(
             .publish(
                 partial: partial, identity: FileIdentity(device: 1, inode: 1), destination: directory.file("other"),
-                replace: false, mode: nil
+                replace: false, mode: nil, origin: nil
             ))
         guard case .failed(let swapError) = swapped else { return XCTFail("\(swapped)") }
         XCTAssertTrue(swapError.message.contains("was replaced"), swapError.message)
@@ -91,8 +95,9 @@ final class FileHelperTests: XCTestCase {
         write("after", to: descriptor)
         close(descriptor)
         let (published, _) = try client.perform(
-            .publish(partial: partial, identity: identity, destination: destination, replace: false, mode: nil))
-        guard case .done = published else { return XCTFail("\(published)") }
+            .publish(
+                partial: partial, identity: identity, destination: destination, replace: false, mode: nil, origin: nil))
+        guard case .published = published else { return XCTFail("\(published)") }
         XCTAssertEqual(try String(contentsOfFile: destination, encoding: .utf8), "after")
         XCTAssertFalse(FileManager.default.fileExists(atPath: partial))
     }
@@ -183,7 +188,7 @@ final class FileHelperTests: XCTestCase {
         return fields.count > 2 && Int32(fields[1]) == getpid()
     }
 
-    func testMalformedDatagramsAreRefusedNotTrusted() {
+    func testMalformedDatagramsAreRefusedNotTrusted() throws {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {
             let length = Int.random(in: 0..<64, using: &generator)
@@ -193,8 +198,22 @@ final class FileHelperTests: XCTestCase {
         }
         let request = FileRequest.publish(
             partial: "/a/b", identity: FileIdentity(device: 7, inode: .max), destination: "/a/c", replace: true,
-            mode: 0o644)
+            mode: 0o644, origin: nil)
         XCTAssertEqual(try FileRequest.decode(request.encoded()), request)
+        for origin in [
+            OriginAttributes(url: "https://example.org/a.iso"),
+            OriginAttributes(url: "https://example.org/a.iso", referrer: "https://example.org/"),
+        ] {
+            let withOrigin = FileRequest.publish(
+                partial: "/a/b", identity: nil, destination: "/a/c", replace: false, mode: nil, origin: origin)
+            XCTAssertEqual(try FileRequest.decode(withOrigin.encoded()), withOrigin)
+        }
+        for write in [AttributeWrite.notAsked, .written, .refused(95)] {
+            guard case .published(let decoded) = try FileReply.decode(FileReply.published(write).encoded()) else {
+                return XCTFail("not a publish reply")
+            }
+            XCTAssertEqual(decoded, write)
+        }
         let isFile = FileRequest.isFile(path: "/a/c", identity: FileIdentity(device: 3, inode: 4))
         XCTAssertEqual(try FileRequest.decode(isFile.encoded()), isFile)
         for mode in [UInt32?.none, 0o640] {
@@ -246,9 +265,10 @@ final class FileHelperTests: XCTestCase {
                     close(descriptor)
                     let (published, _) = try client.perform(
                         .publish(
-                            partial: partial, identity: identity, destination: destination, replace: false, mode: 0o644
+                            partial: partial, identity: identity, destination: destination, replace: false, mode: 0o644,
+                            origin: nil
                         ))
-                    guard case .done = published else { throw FileOperationError(.other, "\(published)") }
+                    guard case .published = published else { throw FileOperationError(.other, "\(published)") }
                 } catch {
                     failures.withLock { failed.append("\(worker)/\(n): \(error)") }
                 }

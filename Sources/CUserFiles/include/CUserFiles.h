@@ -14,6 +14,10 @@ int uf_open_beneath(int dirfd, const char *name, int flags, mode_t mode);
 /// renameat2(2); `noreplace` adds RENAME_NOREPLACE. Returns -1 with errno set.
 int uf_renameat2(int olddirfd, const char *oldname, int newdirfd, const char *newname, int noreplace);
 
+/// fsetxattr(2) of `name` to the `length` bytes at `value` on the open file `fd`. Returns -1
+/// with errno set (ENOTSUP where the file system keeps no user attributes).
+int uf_set_attribute(int fd, const char *name, const void *value, size_t length);
+
 /// Sends one datagram on a SOCK_SEQPACKET socket, with `passfd` (if >= 0) as SCM_RIGHTS.
 ssize_t uf_send(int socket, const void *buffer, size_t length, int passfd);
 

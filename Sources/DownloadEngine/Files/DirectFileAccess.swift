@@ -22,10 +22,12 @@ public struct DirectFileAccess: FileAccess, FileAccessProvider {
     }
 
     public func publish(
-        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?
-    ) throws {
+        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?,
+        origin: OriginAttributes?
+    ) throws -> AttributeWrite {
         try mapped(destination) {
-            try operations.publish(partial, identity: identity, to: destination, replace: replace, mode: mode)
+            try operations.publish(
+                partial, identity: identity, to: destination, replace: replace, mode: mode, origin: origin)
         }
     }
 

@@ -11,9 +11,13 @@ public protocol FileAccess: Sendable {
     func openPartial(_ path: String, reuse: PartialReuse) throws -> OpenedPartial
     /// Renames the partial file to `destination` atomically (never replacing a file unless
     /// `replace`: then `FileExists`), after checking it is still `identity`; sets `mode` and
-    /// syncs the directory.
+    /// `origin` (what became of those is returned: a file system without user attributes is no
+    /// error) and syncs the directory.
+    @discardableResult
     func publish(
-        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?) throws
+        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?,
+        origin: OriginAttributes?
+    ) throws -> AttributeWrite
     /// Removes a file, or a directory only when it is empty (one that holds anything stays); a
     /// missing one is not an error.
     func remove(_ path: String) throws
@@ -33,6 +37,15 @@ public protocol FileAccess: Sendable {
     /// `/.flatpak-info` of the owner's process `pid`, opened as the owner (nil: none, a host
     /// process); the caller closes the descriptor and checks what it is.
     func openAppInfo(pid: UInt32) throws -> Int32?
+}
+
+extension FileAccess {
+    /// A publish with no origin attributes (a file put back, an upload's reply).
+    func publish(
+        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?
+    ) throws {
+        try publish(partial, identity: identity, to: destination, replace: replace, mode: mode, origin: nil)
+    }
 }
 
 extension FileOperationError {

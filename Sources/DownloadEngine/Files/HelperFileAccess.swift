@@ -22,11 +22,19 @@ struct HelperFileAccess: FileAccess {
     }
 
     func publish(
-        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?
-    ) throws {
-        _ = try perform(
-            .publish(partial: partial, identity: identity, destination: destination, replace: replace, mode: mode),
+        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?,
+        origin: OriginAttributes?
+    ) throws -> AttributeWrite {
+        let (reply, descriptor) = try perform(
+            .publish(
+                partial: partial, identity: identity, destination: destination, replace: replace, mode: mode,
+                origin: origin),
             path: destination)
+        if descriptor >= 0 { close(descriptor) }
+        guard case .published(let attributes) = reply else {
+            throw DownloadError.file("the file helper for uid \(helper.uid) answered out of turn")
+        }
+        return attributes
     }
 
     func remove(_ path: String) throws {

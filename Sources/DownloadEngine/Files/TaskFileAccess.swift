@@ -27,9 +27,10 @@ struct TaskFileAccess: FileAccess {
     }
 
     func publish(
-        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?
-    ) throws {
-        try base.publish(partial, identity: identity, to: destination, replace: replace, mode: mode)
+        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?,
+        origin: OriginAttributes?
+    ) throws -> AttributeWrite {
+        try base.publish(partial, identity: identity, to: destination, replace: replace, mode: mode, origin: origin)
     }
 
     func remove(_ path: String) throws {

@@ -39,6 +39,13 @@ struct RequestSender: Sendable {
         }
         headers.replaceOrAdd(name: "User-Agent", value: "org.example.Downloads/1")
         headers.replaceOrAdd(name: "Accept-Encoding", value: "identity")
+        // The `referrer` option, unless the app's headers name one; never an https page to a
+        // plain http server (a browser's `no-referrer-when-downgrade`).
+        if let referrer = record.options.referrer, !headers.contains(name: "Referer"),
+            !(Source(referrer)?.isSecure ?? false) || (Source(url)?.isSecure ?? false)
+        {
+            headers.add(name: "Referer", value: referrer)
+        }
         if let range {
             headers.replaceOrAdd(name: "Range", value: "bytes=\(range.start)-\(range.end.map { String($0 - 1) } ?? "")")
             if let validator { headers.replaceOrAdd(name: "If-Range", value: validator) }

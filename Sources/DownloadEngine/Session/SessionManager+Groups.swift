@@ -170,7 +170,7 @@ extension SessionManager {
         var placed: [(DownloadTask, String)] = []
         var refusal: (UInt64, DownloadError)?
         for task in members {
-            let finalizer = TransferFinalizer(fileAccess: fileAccess(for: task))
+            let finalizer = finalizer(for: task)
             let record = task.record
             do {
                 placed.append((task, try await task.onIOQueue { try finalizer.publishRecorded(record) }))

@@ -1,5 +1,6 @@
 import DownloadModel
 import NIOSSL
+import ShownText
 
 /// The manager as the owner of its transfer runs: what a run may ask of it (`TransferRunOwner`),
 /// each answered with the manager's own locks, never the run's. What a run reports of its task
@@ -13,4 +14,13 @@ extension SessionManager: TransferRunOwner {
     }
 
     func release(_ lease: HTTPClients.Lease) { clients.release(lease) }
+
+    /// Said once per reason for the daemon's life: a file system without user attributes
+    /// refuses them for every file, and each download is still a success.
+    func originAttributesRefused(_ code: Int32, at path: String) {
+        guard attributeRefusals.withLockedValue({ $0.insert(code).inserted }) else { return }
+        logger.notice(
+            "\(DisplayText.quoted(path, limit: 200)) is published without user.xdg.origin.url: \(errnoText(code)) (said once for this reason)"
+        )
+    }
 }

@@ -16,7 +16,7 @@ import UserFiles
 /// transitions and events (`+Reporting`), what its transfer runs may ask of it
 /// (`+TransferRunOwner`: a run reaches the manager only through `TransferRunOwner`).
 ///
-/// Every lock of the engine, in order (the one place it is written down: 30 of them, each private
+/// Every lock of the engine, in order (the one place it is written down: 31 of them, each private
 /// to its type or, for the manager's and a run's, reached only from that type's own files;
 /// `LockListTests` counts their declarations against this number). A thread holding one may
 /// take a later one, never an earlier one. Each is held for bookkeeping only: no I/O, no
@@ -33,7 +33,7 @@ import UserFiles
 /// 5. `PartialFileWriter`'s lock: the queue of file operations (starting a drain on `io`).
 /// 6. `TransferRun.segmentState` (`SegmentState`): a segmented run's phase and places (takes 7).
 /// 7. `SegmentWorkers`' state: the connections running.
-/// Leaves (nothing is taken under them), 23: `SessionManager.challengeAgent`, a run's `RequestsOut` (its requests' cancels: a
+/// Leaves (nothing is taken under them), 24: `SessionManager.challengeAgent`, `SessionManager.attributeRefusals`, a run's `RequestsOut` (its requests' cancels: a
 /// stop sets its reason under 3, then stops them), `PartialFileWriter.generation` (the file's version:
 /// a finished sync reads it, then records with no lock held), `TransferRun.checkpoints`,
 /// `SessionManager.beginTimer`, a segmented attempt's `Attempt`, a `SegmentWorkers.Seat`'s state,
@@ -87,6 +87,9 @@ public final class SessionManager: Sendable {
         /// The proxy of tasks that give none of their own: the daemon's environment
         /// (`http_proxy`, `https_proxy`, `all_proxy`, `no_proxy`), as an administrator sets it.
         public var proxyEnvironment = ProxyEnvironment.none
+        /// false: no finished file records where it came from, whatever its task asks
+        /// (`downloadsd --no-origin-attributes`; `OriginAttributes`).
+        public var originAttributes = true
         public init() {}
     }
 
@@ -102,6 +105,8 @@ public final class SessionManager: Sendable {
     let beginTimer = NIOLockedValueBox(BeginTimer())
     /// Who answers the questions tasks meet (`+Challenges`).
     let challengeAgent = NIOLockedValueBox<(any ChallengeAgent)?>(nil)
+    /// The reasons (errno) origin attributes were refused for, each logged once.
+    let attributeRefusals = NIOLockedValueBox(Set<Int32>())
 
     public init(
         configuration: Configuration = Configuration(), resumeDataKey: SymmetricKey,

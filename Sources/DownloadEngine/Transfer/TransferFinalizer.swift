@@ -10,6 +10,21 @@ import FileIdentities
 /// comes after every queued write.
 struct TransferFinalizer: Sendable {
     let fileAccess: any FileAccess
+    /// Written on the file before its rename (nil: none; see `origin(of:configuration:)`).
+    var origin: OriginAttributes?
+    /// Told when the file system would not keep them (the file is published without).
+    var attributesRefused: @Sendable (_ code: Int32, _ path: String) -> Void = { _, _ in }
+
+    /// Where `record`'s file came from, as its finished file records it: the task's URL and
+    /// referrer without credentials, unless the task or the daemon says none.
+    static func origin(
+        of record: DownloadTaskRecord, configuration: SessionManager.Configuration
+    ) -> OriginAttributes? {
+        guard configuration.originAttributes, record.options.originAttributes else { return nil }
+        let url = Source(record.url)?.withoutCredentials ?? record.url
+        return OriginAttributes(
+            url: url, referrer: record.options.referrer.map { Source($0)?.withoutCredentials ?? $0 })
+    }
 
     /// Makes the whole file durable and checks it. A checksum mismatch removes the partial file.
     func complete(_ record: DownloadTaskRecord, length: Int64, writer: PartialFileWriter) throws {
@@ -95,10 +110,11 @@ struct TransferFinalizer: Sendable {
 
     private func publish(_ record: DownloadTaskRecord, from partial: String, identity: FileIdentity?) throws -> String {
         guard record.destinationIsDirectory else {
-            try fileAccess.publish(
-                partial, identity: identity, to: record.destination, replace: record.options.overwrite,
-                mode: record.fileMode
-            )
+            noteAttributes(
+                try fileAccess.publish(
+                    partial, identity: identity, to: record.destination, replace: record.options.overwrite,
+                    mode: record.fileMode, origin: origin
+                ), record.destination)
             return record.destination
         }
         // The name from the response, or the next free one: each try is a rename that refuses to
@@ -106,14 +122,21 @@ struct TransferFinalizer: Sendable {
         let name = Self.name(of: record)
         for candidate in Self.candidates(in: record.destination, name: name) {
             do {
-                try fileAccess.publish(
-                    partial, identity: identity, to: candidate, replace: false, mode: record.fileMode)
+                noteAttributes(
+                    try fileAccess.publish(
+                        partial, identity: identity, to: candidate, replace: false, mode: record.fileMode,
+                        origin: origin
+                    ), candidate)
                 return candidate
             } catch let error as DownloadError where error.code == .fileExists {
                 continue
             }
         }
         throw DownloadError.file("no free file name for \(name) in \(record.destination)")
+    }
+
+    private func noteAttributes(_ write: AttributeWrite, _ path: String) {
+        if case .refused(let code) = write { attributesRefused(code, path) }
     }
 
     /// The name a download into a directory is published under (before the ` (n)` of a taken one).

@@ -146,7 +146,7 @@ extension TransferRun {
     func finalize() async throws {
         let record = task.record
         let length = task.position
-        let finalizer = TransferFinalizer(fileAccess: owner.fileAccess(for: task))
+        let finalizer = owner.finalizer(for: task)
         let destination: String
         do {
             // Step 4 wants the record naming the partial file committed before the rename. The
@@ -218,7 +218,7 @@ extension TransferRun {
     func publishedBeforeCrash() async throws -> String? {
         let record = task.record
         guard record.partialFile != nil else { return nil }
-        let finalizer = TransferFinalizer(fileAccess: owner.fileAccess(for: task))
+        let finalizer = owner.finalizer(for: task)
         return try await writer.perform { _ in try finalizer.publishedBeforeCrash(record) }
     }
 

@@ -51,9 +51,19 @@ protocol TransferRunOwner: ConnectionLender, AnyObject {
     func fileAccess(for task: DownloadTask) -> any FileAccess
     /// Removes the task's partial file on its I/O queue.
     func removePartialFile(of task: DownloadTask) async
+    /// A file was published without its origin attributes: the file system refused them (`code`).
+    func originAttributesRefused(_ code: Int32, at path: String)
 }
 
 extension TransferRunOwner {
+    /// What turns the task's complete file into its destination, with its origin attributes.
+    func finalizer(for task: DownloadTask) -> TransferFinalizer {
+        TransferFinalizer(
+            fileAccess: fileAccess(for: task),
+            origin: TransferFinalizer.origin(of: task.record, configuration: configuration),
+            attributesRefused: { [weak self] code, path in self?.originAttributesRefused(code, at: path) })
+    }
+
     /// The one back-off of the engine (a download's retries and restarts, each connection of a
     /// segmented one, an upload's retries): `delay` seconds, ended early by a stop (which
     /// cancels the run's Task and so this wait), by `unless` (another connection ended the

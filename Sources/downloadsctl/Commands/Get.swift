@@ -59,6 +59,12 @@ struct Get: AsyncParsableCommand {
             valueName: "user:password"
         ))
     var proxyUser: String?
+    @Flag(
+        name: .customLong("no-recent"),
+        help:
+            "Do not add the finished file to your recently used files (the file chooser's Recent; a list's files never are)."
+    )
+    var noRecent = false
     @OptionGroup var options: TaskOptionArguments
 
     func validate() throws {
@@ -112,6 +118,9 @@ struct Get: AsyncParsableCommand {
             return
         }
         let source = urls[0]
+        // A file you fetched yourself belongs in Recent, as a browser's download does (a list's
+        // thousands of files would push everything else out of it: those are left out).
+        if !noRecent { taskOptions.addToRecent = true }
         let url = try TaskOptionArguments.source(source, into: &taskOptions)
         let answerer =
             login != nil || proxyUser != nil

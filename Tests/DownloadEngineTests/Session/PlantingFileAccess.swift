@@ -19,8 +19,9 @@ final class PlantingFileAccess: FileAccess, FileAccessProvider {
     func files(for owner: UInt32, below anchor: DescriptorAnchor) -> any FileAccess { self }
 
     func publish(
-        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?
-    ) throws {
+        _ partial: String, identity: FileIdentity?, to destination: String, replace: Bool, mode: UInt32?,
+        origin: OriginAttributes?
+    ) throws -> AttributeWrite {
         if destination == plantAt,
             !planted.withLockedValue({ done in
                 defer { done = true }; return done
@@ -28,7 +29,8 @@ final class PlantingFileAccess: FileAccess, FileAccessProvider {
         {
             FileManager.default.createFile(atPath: destination, contents: Data(Self.plantedBytes))
         }
-        try direct.publish(partial, identity: identity, to: destination, replace: replace, mode: mode)
+        return try direct.publish(
+            partial, identity: identity, to: destination, replace: replace, mode: mode, origin: origin)
     }
 
     func openPartial(_ path: String, reuse: PartialReuse) throws -> OpenedPartial {
