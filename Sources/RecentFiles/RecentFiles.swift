@@ -68,25 +68,6 @@ public struct RecentFiles: Sendable {
         }
     }
 
-    /// Whether `file` is listed, and the applications it is listed for (for tests and `status`).
-    public func applications(of file: String) throws -> [String]? {
-        var error: UnsafeMutablePointer<GError>?
-        guard let uriPointer = g_filename_to_uri(file, nil, &error) else {
-            throw Self.failure(error, "\(file) has no file URI")
-        }
-        defer { g_free(uriPointer) }
-        let bookmarks = g_bookmark_file_new()
-        defer { g_bookmark_file_free(bookmarks) }
-        guard boolean(g_bookmark_file_load_from_file(bookmarks, path, &error)) else {
-            throw Self.failure(error, "\(path) cannot be read")
-        }
-        guard boolean(g_bookmark_file_has_item(bookmarks, uriPointer)) else { return nil }
-        var count: gsize = 0
-        guard let names = g_bookmark_file_get_applications(bookmarks, uriPointer, &count, &error) else { return [] }
-        defer { g_strfreev(names) }
-        return (0..<Int(count)).compactMap { names[$0].map { String(cString: $0) } }
-    }
-
     /// GIO's guess from the name and the first 4 KiB (`g_content_type_guess`), as a MIME type.
     static func mimeType(of file: String) -> String {
         var head = [UInt8](repeating: 0, count: 4096)

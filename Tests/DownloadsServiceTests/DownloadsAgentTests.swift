@@ -96,6 +96,17 @@ class DownloadsAgentTests: DaemonTestCase {
 
     var agentLog: String { directory.file("agent.log") }
 
+    /// The user clicks `action` of notification `id` (python-dbusmock's server emits its
+    /// `ActionInvoked`, as a real one does).
+    func click(notification id: UInt32, action: String) async throws {
+        let emitted = try await run([
+            "busctl", "--address=\(desktop.address)", "call", "org.freedesktop.Notifications",
+            "/org/freedesktop/Notifications", "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
+            "org.freedesktop.Notifications", "ActionInvoked", "us", "2", "u", "\(id)", "s", action,
+        ])
+        XCTAssertEqual(emitted.status, 0, emitted.stderr)
+    }
+
     // MARK: Without a job-view server: dock progress and notifications
 
     func testDockProgressAndNotificationsWithAnActionThatOpensTheFile() async throws {
@@ -140,14 +151,7 @@ class DownloadsAgentTests: DaemonTestCase {
         XCTAssertTrue(finished.contains("[\"default\", \"Open\""), String(finished))
 
         // Clicking it opens the file with the desktop's opener.
-        let emitted = try await run([
-            "busctl", "--address=\(desktop.address)", "call", "org.freedesktop.Notifications",
-            "/org/freedesktop/Notifications",
-            "org.freedesktop.DBus.Mock", "EmitSignal", "sssav", "org.freedesktop.Notifications", "ActionInvoked", "us",
-            "2",
-            "u", "1", "s", "default",
-        ])
-        XCTAssertEqual(emitted.status, 0, emitted.stderr)
+        try await click(notification: 1, action: "default")
         try await until("xdg-open called", log: agentLog) {
             (try? String(contentsOfFile: self.directory.file("opened"), encoding: .utf8)) == target
         }
@@ -549,12 +553,7 @@ class DownloadsAgentTests: DaemonTestCase {
         try FileManager.default.createDirectory(atPath: applications, withIntermediateDirectories: true)
         try "[Desktop Entry]\nType=Application\nName=Bank\nExec=true\n".write(
             toFile: applications + "/org.example.Bank.desktop", atomically: true, encoding: .utf8)
-        let emitted = try await run([
-            "busctl", "--address=\(desktop.address)", "call", "org.freedesktop.Notifications",
-            "/org/freedesktop/Notifications", "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
-            "org.freedesktop.Notifications", "ActionInvoked", "us", "2", "u", "1", "s", "default",
-        ])
-        XCTAssertEqual(emitted.status, 0, emitted.stderr)
+        try await click(notification: 1, action: "default")
         try await until("the app launched", log: agentLog) {
             (try? String(contentsOfFile: self.directory.file("launched"), encoding: .utf8))
                 == "launch \(applications)/org.example.Bank.desktop"
