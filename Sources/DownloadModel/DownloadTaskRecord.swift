@@ -30,6 +30,11 @@ public struct DownloadTaskRecord: Sendable, Hashable {
     public var partialFile: FileIdentity?
     public var errorName: String?
     public var errorMessage: String?
+    /// Where its time went (`GetMetrics`): nil until it first runs.
+    public var metrics: TaskMetrics?
+    /// When this daemon made it (Unix microseconds, whole milliseconds: the store's `createdAt`
+    /// keeps milliseconds); 0 for a task read from the store (its `createdAt` says).
+    public var queuedAt: Int64 = 0
 
     // MARK: The request's fields
 
@@ -136,6 +141,12 @@ public struct DownloadTaskRecord: Sendable, Hashable {
             errorName = nil
             errorMessage = nil
         }
+        if next == .running, state != .retrying {
+            // A run begins (the first, or one after a pause or a failure): it has not ended.
+            if metrics == nil { metrics = TaskMetrics(startedAt: TaskMetrics.now) }
+            metrics?.endedAt = nil
+        }
+        if next.isTerminal { metrics?.endedAt = TaskMetrics.now }
         state = next
     }
 

@@ -210,6 +210,14 @@ extension DownloadStore {
                     t.add(column: "challengeTimeout", .integer).notNull().defaults(to: 120)
                 }
             })
+        migrator.registerMigration(
+            "v13-metrics",
+            migrate: Self.crashable { db in
+                try db.alter(table: "task") { t in
+                    // Where its time went (`TaskMetrics`' JSON, GetMetrics); NULL until it ran.
+                    t.add(column: "metrics", .text)
+                }
+            })
         return migrator
     }
 

@@ -176,6 +176,8 @@ public final class DownloadStore: Sendable {
         let encodedOptions = options ? try TaskRow.encode(record.options, task: record.id, secrets: secrets) : nil
         // An upload's reply changes only as it ends; a download has none (NULL, nothing encoded).
         let (upload, replyBody) = try TaskRow.encode(record.upload)
+        // Where its time went, at each change of state (not each checkpoint of a running task).
+        let metrics = record.state == .running ? nil : try record.metrics.map(TaskRow.encode)
         let now = StoredTime.now
         return StoreWrite(mayUseReserve: mayUseReserve) { db in
             let id = Int64(record.id)
@@ -192,7 +194,8 @@ public final class DownloadStore: Sendable {
                 sql: """
                     UPDATE task SET options = coalesce(?, options), url = ?, finalURL = ?, resolvedPath = ?, state = ?,
                     durableOffset = ?, expectedLength = ?, validator = ?, errorName = ?, errorMessage = ?,
-                    partialDevice = ?, partialInode = ?, fileMode = ?, groupID = ?, upload = ?, replyBody = coalesce(?, replyBody), updatedAt = ?,
+                    partialDevice = ?, partialInode = ?, fileMode = ?, groupID = ?, upload = ?, replyBody = coalesce(?, replyBody),
+                    metrics = coalesce(?, metrics), updatedAt = ?,
                     endedAt = CASE WHEN ? THEN coalesce(endedAt, ?) ELSE NULL END
                     WHERE id = ?
                     """
@@ -201,7 +204,7 @@ public final class DownloadStore: Sendable {
                 max(0, record.durableOffset), max(-1, record.expectedLength), record.validator, record.errorName,
                 record.errorMessage, record.partialFile.map { Int64(bitPattern: $0.device) },
                 record.partialFile.map { Int64(bitPattern: $0.inode) }, record.fileMode.map { Int64($0) },
-                Int64(record.group), upload, replyBody, now,
+                Int64(record.group), upload, replyBody, metrics, now,
                 record.state.isTerminal, now, id,
             ])
             guard db.changesCount > 0 else { return }
@@ -475,6 +478,13 @@ extension DownloadStore {
     }
 
     /// The body of task `id`'s reply as kept for `GetReply` (empty: none, or dropped for the budget).
+    /// When the task was made (its row written), for `GetMetrics`' `queued_at`; nil: no row.
+    public func createdAt(of id: UInt64) throws -> Date? {
+        try database.read { db in
+            try Date.fetchOne(db, sql: "SELECT createdAt FROM task WHERE id = ?", arguments: [Int64(id)])
+        }
+    }
+
     public func replyBody(of id: UInt64) throws -> [UInt8] {
         try database.read { db in
             let data = try Data.fetchOne(db, sql: "SELECT replyBody FROM task WHERE id = ?", arguments: [Int64(id)])

@@ -13,7 +13,7 @@ struct TaskLoader {
     static let columns = """
         id, ownerUID, app, writesInPlace, groupID, session, url, finalURL, destination, destinationIsDirectory, resolvedPath,
         state, durableOffset, expectedLength, validator, options, errorName, errorMessage, partialDevice, partialInode,
-        fileMode, upload
+        fileMode, upload, metrics
         """
 
     let secrets: StoreSecrets
@@ -66,6 +66,11 @@ struct TaskLoader {
             } catch {
                 throw StoreError("the upload does not decode: \(error)")
             }
+        }
+        let metrics: String? = row[22]
+        if let metrics {
+            // A row whose metrics no longer decode keeps its task: they are a report, not its state.
+            record.metrics = try? JSONDecoder().decode(TaskMetrics.self, from: Data(metrics.utf8))
         }
         let fileMode: Int64? = row[20]
         if let fileMode {

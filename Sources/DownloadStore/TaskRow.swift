@@ -51,8 +51,9 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         state = record.state.rawValue
         durableOffset = 0
         expectedLength = -1
-        createdAt = Date()
-        updatedAt = createdAt
+        // When the engine made it, as GetMetrics' `queued_at` says (else now).
+        createdAt = record.queuedAt > 0 ? Date(timeIntervalSince1970: Double(record.queuedAt) / 1_000_000) : Date()
+        updatedAt = Date()
         try update(from: record, secrets: secrets)
     }
 
@@ -84,6 +85,13 @@ struct TaskRow: Codable, FetchableRecord, MutablePersistableRecord {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return (String(decoding: try encoder.encode(spec), as: UTF8.self), spec.newReplyBody.map { Data($0) })
+    }
+
+    /// A task's metrics as the `metrics` column keeps them (`TaskMetrics`' JSON).
+    static func encode(_ metrics: TaskMetrics) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(metrics), as: UTF8.self)
     }
 
     /// Takes what the engine knows now; returns whether the task has just ended.

@@ -144,6 +144,14 @@ public enum DownloadsInterfaces {
                     .init("status", .uint32), .init("headers", .dictionary(key: .string, value: .string)),
                     .init("body", .array(.byte)),
                 ]),
+            // v1.4: where its time went: the task's times and counts, and its last 50 requests
+            // (URLSessionTaskMetrics' shape; times in Unix microseconds, a phase not seen absent).
+            .init(
+                "GetMetrics",
+                out: [
+                    .init("task", .dictionary(key: .string, value: .variant)),
+                    .init("transactions", .array(.dictionary(key: .string, value: .variant))),
+                ]),
         ],
         properties: TaskProperty.allCases.map(\.declaration)
     )

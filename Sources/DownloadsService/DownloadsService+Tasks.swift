@@ -31,6 +31,7 @@ extension DownloadsService {
                 return []
             },
             "GetReply": handler { [self] task in try await reply(of: task) },
+            "GetMetrics": handler { [self] task in try await metrics(of: task) },
             "Update": { [self] call in
                 do {
                     let task = try await task(call.path, for: call, caller: try await caller(call), asAdmin: false)

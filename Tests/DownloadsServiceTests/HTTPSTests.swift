@@ -20,6 +20,24 @@ final class HTTPSTests: TLSDaemonTestCase {
         }
     }
 
+    /// `GetMetrics` says which protocol answered each request, as nginx saw it.
+    func testMetricsNameTheProtocolThatAnswered() async throws {
+        let content = Self.content(200_000, seed: 4)
+        try tls.file("m.bin", content)
+        for site in [TLSTestServer.Site.http2, .http1] {
+            let task = try await download(
+                tls.url(site, "/m.bin"), to: directory.file("m-\(site).bin"), expecting: content)
+            let reply = try await client.call(
+                destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
+                method: "GetMetrics")
+            guard reply.count == 2, case .array(_, let transactions) = reply[1] else { return XCTFail("\(reply)") }
+            let versions = transactions.compactMap { $0.vardictValue?["protocol"]?.stringValue }
+            XCTAssertEqual(versions, [site == .http2 ? "h2" : "http/1.1"])
+            XCTAssertEqual(
+                tls.requests(for: "/m.bin", on: site).map(\.httpVersion), [site == .http2 ? "HTTP/2.0" : "HTTP/1.1"])
+        }
+    }
+
     func testConnectionsFourOpensFourTCPConnectionsOverHTTPS() async throws {
         // 16 MiB at 2 MB/s per request: four connections stay busy long enough to be seen.
         let content = Self.content(16 << 20, seed: 4)

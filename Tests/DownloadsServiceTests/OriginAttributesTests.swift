@@ -75,6 +75,35 @@ final class OriginAttributesTests: DaemonTestCase {
         XCTAssertEqual(http.requests(for: "/own").map { $0.userHeaders["referer"] }, ["http://127.0.0.1/b"])
     }
 
+    /// An atomic group's files are placed by the group, each by the same publish: each says
+    /// where it came from, and a per-file `referrer` is its own.
+    func testAnAtomicGroupsFilesSayWhereTheyCameFrom() async throws {
+        http.set("/a.bin", Route(content: Self.content(20_000, seed: 66)))
+        http.set("/b.bin", Route(content: Self.content(30_000, seed: 67)))
+        let folder = directory.file("set")
+        let entries: [DBusValue] = [
+            .structure([.string(http.url("/a.bin")), .string(folder + "/a.bin"), .vardict([:])]),
+            .structure([
+                .string(http.url("/b.bin")), .string(folder + "/b.bin"),
+                .vardict(["referrer": .string("http://127.0.0.1/b-page")]),
+            ]),
+        ]
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        let reply = try await call(
+            "StartGroup",
+            [
+                .array(element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]), entries),
+                .vardict(["atomic": .boolean(true)]),
+            ])
+        guard reply.count == 2, case .array(_, let tasks) = reply[1] else { return XCTFail("\(reply)") }
+        for task in tasks.compactMap(\.objectPathValue) { try await waitState(task, ["finished"]) }
+        let a = try await attributes(folder + "/a.bin")
+        let b = try await attributes(folder + "/b.bin")
+        XCTAssertEqual(a, ["user.xdg.origin.url": http.url("/a.bin")])
+        XCTAssertEqual(
+            b, ["user.xdg.origin.url": http.url("/b.bin"), "user.xdg.referrer.url": "http://127.0.0.1/b-page"])
+    }
+
     func testAnAppThatOptsOutAndADaemonToldNotToLeaveNone() async throws {
         http.set("/private", Route(content: Self.content(50_000, seed: 62)))
         let task = try await start(

@@ -1,3 +1,4 @@
+import DownloadModel
 import Logging
 import NIOSSL
 
@@ -13,4 +14,7 @@ protocol ConnectionLender: Sendable {
     func release(_ lease: HTTPClients.Lease)
     /// The trust the clients use (for explaining a failed certificate check).
     var tlsConfiguration: TLSConfiguration { get }
+    /// One request of `task` ended, as it went (`GetMetrics`); `source`: the URL or mirror its
+    /// bytes count for.
+    func requestEnded(_ transaction: TransactionMetrics, source: String, of task: DownloadTask)
 }

@@ -151,6 +151,29 @@ struct RequestSender: Sendable {
             configuration: owner.tlsConfiguration, timeout: .milliseconds(Int64(connectTimeout * 1000)))
     }
 
+    /// Reports one request as it went (`TransactionMetrics`): its phases as measured, its bytes
+    /// counted for the mirror it went to, else for the task's URL.
+    private func report(
+        _ request: HTTPClient.Request, to url: String, marks: RequestMarks, fetchStart: Int64, lookupEnd: Int64?,
+        address: String?, thrown: Error?
+    ) {
+        let mirrors = task.record.options.mirrors
+        let mirror = mirrors.contains(url)
+        let failure: String =
+            switch thrown {
+            case nil, is DecisionReached: ""
+            case let error?: DownloadError.classify(error).name
+            }
+        let transaction = TransactionMetrics(
+            url: Source(url)?.withoutCredentials ?? url, source: mirror ? "mirror" : "url",
+            range: request.headers.first(name: "Range") ?? "", protocol: marks.version, status: marks.status,
+            remoteAddress: address, fetchStart: fetchStart, lookupStart: lookupEnd.map { _ in fetchStart },
+            lookupEnd: lookupEnd, requestStart: marks.requestStart, responseStart: marks.responseStart,
+            responseEnd: TaskMetrics.now, bytesSent: marks.bytesSent, bytesReceived: marks.bytesReceived,
+            error: failure)
+        owner.requestEnded(transaction, source: mirror ? url : task.record.url, of: task)
+    }
+
     /// `send` for any delegate: `forward` makes the request that goes through an HTTP proxy to a
     /// plain http URL (nil: tunnelled by AsyncHTTPClient, as https is).
     func exchange<Delegate: ResponseReceiver>(
@@ -170,6 +193,7 @@ struct RequestSender: Sendable {
         // refused or times out before anything was sent (Happy Eyeballs' fallback, RFC 8305).
         var refused: Set<String> = []
         while true {
+            let fetchStart = TaskMetrics.now
             let connection: HTTPClients.Lease
             let untried: Int
             do {
@@ -182,6 +206,8 @@ struct RequestSender: Sendable {
             } catch {
                 return .failure(DownloadError.classify(error))
             }
+            // The service's own name lookup, when it made one (a pinned route).
+            let lookupEnd = connection.pinnedAddress != nil ? TaskMetrics.now : nil
             defer { owner.release(connection) }
             guard cleanup != nil || task.stopReason == nil else { return .failure(.cancelled) }
             var request = request
@@ -234,6 +260,9 @@ struct RequestSender: Sendable {
                 thrown = error
             }
             task.forgetRequest(ObjectIdentifier(outgoing))
+            report(
+                request, to: url, marks: delegate.marks, fetchStart: fetchStart, lookupEnd: lookupEnd,
+                address: connection.pinnedAddress, thrown: thrown)
             if let thrown, result == nil, delegate.partialResult == nil, !delegate.requestHeadSent, untried > 0,
                 let address = connection.pinnedAddress, connection.proxy == nil, DownloadError.isConnectFailure(thrown),
                 cleanup != nil || task.stopReason == nil

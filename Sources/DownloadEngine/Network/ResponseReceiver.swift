@@ -10,6 +10,9 @@ protocol ResponseReceiver: HTTPClientResponseDelegate, Sendable where Response: 
     var partialResult: Response? { get }
     /// Whether the request's head went out (through a proxy, only once the tunnel was open).
     var requestHeadSent: Bool { get }
+    /// When its head went out and the response's came, and what answered (read once the
+    /// request's future completed).
+    var marks: RequestMarks { get }
     /// Ends a wait of the delegate's own (a rate limit's) so a cancelled request ends now.
     func interrupt(on eventLoop: EventLoop)
 }

@@ -21,8 +21,11 @@ extension SessionManager {
         anchor: DescriptorAnchor? = nil, source: SourceFile? = nil, scheduling: Bool = true,
         _ makeRecord: (UInt64) -> DownloadTaskRecord
     ) -> TaskSnapshot {
+        // Whole milliseconds, rounded down, as the store keeps it: never after the task starts.
+        let queuedAt = TaskMetrics.now / 1000 * 1000
         let task = state.withLockedValue { state -> DownloadTask in
-            let record = makeRecord(state.takeID())
+            var record = makeRecord(state.takeID())
+            record.queuedAt = queuedAt
             let task = DownloadTask(record: record)
             if anchor != nil || source != nil {
                 task.update { state in

@@ -86,6 +86,7 @@ extension TaskChange {
                 state.record.durableOffset = 0
                 state.record.segments = nil
                 if reset == .version {
+                    state.record.metrics?.restarts += 1
                     state.bytesWritten = 0
                     state.record.validator = nil
                     state.record.expectedLength = -1
@@ -100,6 +101,8 @@ extension TaskChange {
                 state.record.upload?.sentWhole = true
                 return true
             }
+        case .transaction(let transaction, let source):
+            return .quiet { state in state.record.metrics?.add(transaction, from: source) }
         case .answered:
             return .quiet { state in
                 if state.record.upload?.sentWhole == true { state.record.upload?.sentWhole = nil }

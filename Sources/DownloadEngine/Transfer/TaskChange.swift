@@ -53,6 +53,8 @@ enum TaskChange: Sendable {
     case paced(UInt64)
     /// The file the caller handed over is let go (an upload is done with it).
     case sourceReleased
+    /// One request ended, as it went (`GetMetrics`); `source`: the URL or mirror its bytes count for.
+    case transaction(TransactionMetrics, source: String)
 
     // MARK: Transitions
 

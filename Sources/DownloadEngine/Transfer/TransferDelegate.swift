@@ -85,6 +85,13 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     /// Whether the request's head went out: through a proxy, only once the tunnel was open (read,
     /// like `partialResult`, after the request's future completed).
     private(set) var requestHeadSent = false
+    /// For its `TransactionMetrics` (read after the request's future completed).
+    private var marked = RequestMarks()
+    var marks: RequestMarks {
+        var marks = marked
+        marks.bytesReceived = result?.bodyBytes ?? 0
+        return marks
+    }
 
     init(
         writer: PartialFileWriter, requestedOffset: Int64, knownLength: Int64, validator: String?, hooks: Hooks,
@@ -120,6 +127,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
 
     func sentHead(_ task: InFlightRequest) {
         requestHeadSent = true
+        marked.sentHead()
         progress.requestSent(at: .now())
         guard watchdog == nil else { return }
         watchdog = task.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) {
@@ -129,6 +137,7 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     }
 
     func receivedHead(_ head: HTTPResponseHead, _ task: InFlightRequest) -> EventLoopFuture<Void> {
+        marked.receivedHead(head)
         let status = Int(head.status.code)
         let decision = ResponseDecision.decide(
             status: status, reason: head.status.reasonPhrase, headers: head.headers, requestedOffset: requestedOffset,
@@ -188,18 +197,16 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         let written: EventLoopFuture<Void>
         let held: Int64
         let position = progress.position
+        /// The range is complete and the response goes on into another one's: it ends once this
+        /// part is counted (whoever waits for the request reads the count when it ends).
+        var rangeDone = false
         if let segment {
             let handed = segment.table.write(
                 segment.id, source: segment.source, buffer, writer: writer, eventLoop: task.eventLoop)
             count = handed.accepted
             written = handed.written
             held = handed.held
-            if handed.complete && (position + count < responseEnd || responseEnd < 0) {
-                // The range is complete and the response goes on into another one's: end it.
-                failed = true
-                watchdog?.cancel()
-                task.fail(DecisionReached())
-            }
+            rangeDone = handed.complete && (position + count < responseEnd || responseEnd < 0)
         } else {
             written = writer.write(buffer, at: position, eventLoop: task.eventLoop)
             held = position + count
@@ -212,6 +219,12 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         if checkpointDue {
             hooks.checkpoint(held)
             progress.limitChanged(to: hooks.maxBytesPerSecond(), at: now)
+        }
+        if rangeDone {
+            failed = true
+            watchdog?.cancel()
+            task.fail(DecisionReached())
+            return written
         }
         // Most parts of a transfer under its limit need no wait: no promise, no lock.
         guard progress.throttle(count, at: now) != nil else { return written }

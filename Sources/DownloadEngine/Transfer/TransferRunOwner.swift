@@ -56,6 +56,10 @@ protocol TransferRunOwner: ConnectionLender, AnyObject {
 }
 
 extension TransferRunOwner {
+    func requestEnded(_ transaction: TransactionMetrics, source: String, of task: DownloadTask) {
+        apply(.transaction(transaction, source: source), to: task)
+    }
+
     /// What turns the task's complete file into its destination, with its origin attributes.
     func finalizer(for task: DownloadTask) -> TransferFinalizer {
         TransferFinalizer(

@@ -53,6 +53,14 @@ final class UploadDelegate: RequestEvents, @unchecked Sendable {
     private var progress: BodyProgress?
     private var watchdog: RepeatedTask?
     private let headSent = NIOLockedValueBox(false)
+    /// For its `TransactionMetrics` (read after the request ended).
+    private var marked = RequestMarks()
+    var marks: RequestMarks {
+        var marks = marked
+        marks.bytesSent = sentBytes
+        marks.bytesReceived = bodyBytes
+        return marks
+    }
 
     /// `sent`: the body's bytes written so far (called on the event loop, each part);
     /// `sink`: for a final status, where its body goes instead of memory (nil: kept).
@@ -102,6 +110,7 @@ final class UploadDelegate: RequestEvents, @unchecked Sendable {
 
     func sentHead(_ request: InFlightRequest) {
         headSent.withLockedValue { $0 = true }
+        marked.sentHead()
         let now = NIODeadline.now()
         lastMoved = now
         // The body is measured as a download's is (`BodyProgress`): nothing sent or heard for
@@ -140,6 +149,7 @@ final class UploadDelegate: RequestEvents, @unchecked Sendable {
     }
 
     func receivedHead(_ head: HTTPResponseHead, _ request: InFlightRequest) -> EventLoopFuture<Void> {
+        marked.receivedHead(head)
         lastMoved = .now()
         // The answer came: what is left is its body, a sign of life with each part.
         progress?.bodyWent(at: lastMoved)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DownloadsClient
 import TerminalOutput
 import ShownText
 
@@ -8,6 +9,12 @@ struct Status: AsyncParsableCommand {
     @OptionGroup var service: ServiceOptions
     @Argument(help: "A task id or object path.") var task: TaskArgument
     @Flag(help: "One JSON object.") var json = false
+    @Flag(
+        name: [.customShort("v"), .customLong("timings")],
+        help:
+            "Also where the time went: when it started, got its first byte and ended, what each source served, and each of its last 50 requests as a waterfall (GetMetrics; curl -w's timings)."
+    )
+    var timings = false
 
     func run() async throws {
         try await service.run { proxy in
@@ -69,7 +76,59 @@ struct Status: AsyncParsableCommand {
             if !status.error.isEmpty {
                 lines.append("error:       \(DisplayText.escaped(status.errorMessage)) (\(status.error))")
             }
+            if timings { lines += Self.timings(try await proxy.metrics(task.path)) }
             print(lines.joined(separator: "\n"))
         }
+    }
+
+    /// `GetMetrics` for a person: the task's times from its start, what each source served, and
+    /// one line a request with its phases from the request's start (what the service saw).
+    static func timings(_ timings: TaskTimings) -> [String] {
+        var lines: [String] = []
+        let summary = timings.task
+        let start = TaskTimings.time("started_at", in: summary)
+        func since(_ key: String) -> String? {
+            guard let start, let time = TaskTimings.time(key, in: summary) else { return nil }
+            return Self.milliseconds(Double(Int64(time) - Int64(start)) / 1000)
+        }
+        var times: [String] = []
+        if let first = since("first_byte_at") { times.append("first byte \(first)") }
+        if let end = since("ended_at") { times.append("ended \(end)") }
+        let counts = ["attempts", "redirects", "restarts"].map { "\($0) \(summary[$0]?.uint32Value ?? 0)" }
+        lines.append("timings:     " + (times + counts).joined(separator: ", "))
+        if case .dictionary(_, _, let sources)? = summary["bytes_by_source"] {
+            for source in sources {
+                lines.append(
+                    "served:      \(ByteCount.format(Int64(clamping: source.value.uint64Value ?? 0))) by \(DisplayText.escaped(source.key.stringValue ?? ""))"
+                )
+            }
+        }
+        for (index, transaction) in timings.transactions.enumerated() {
+            let status = transaction["status"]?.uint32Value ?? 0
+            let version = transaction["protocol"]?.stringValue ?? ""
+            let range = transaction["range"]?.stringValue ?? ""
+            var head = "#\(index + 1) \(status == 0 ? "---" : String(status)) \(version.isEmpty ? "-" : version)"
+            head += " \(DisplayText.escaped(transaction["url"]?.stringValue ?? ""))"
+            if !range.isEmpty { head += " (\(range))" }
+            if transaction["source"]?.stringValue == "mirror" { head += " [mirror]" }
+            if let address = transaction["remote_address"]?.stringValue { head += " at \(address)" }
+            lines.append("request:     " + head)
+            let phases = TaskTimings.phases(of: transaction).map { "\($0.name) \(Self.milliseconds($0.milliseconds))" }
+            var detail = phases.joined(separator: ", ")
+            let received = Int64(clamping: transaction["bytes_received"]?.uint64Value ?? 0)
+            let sent = Int64(clamping: transaction["bytes_sent"]?.uint64Value ?? 0)
+            if received > 0 { detail += "; \(ByteCount.format(received)) received" }
+            if sent > 0 { detail += "; \(ByteCount.format(sent)) sent" }
+            if let error = transaction["error"]?.stringValue { detail += "; \(DisplayText.escaped(error))" }
+            lines.append("             " + detail)
+        }
+        return lines
+    }
+
+    /// `+12.3 ms`.
+    static func milliseconds(_ value: Double) -> String {
+        let tenths = Int64((value * 10).rounded())
+        let sign = tenths < 0 ? "-" : "+"
+        return "\(sign)\(abs(tenths) / 10).\(abs(tenths) % 10) ms"
     }
 }

@@ -1,0 +1,71 @@
+/// One request of a task as it went (`URLSessionTaskTransactionMetrics`' shape): what was asked
+/// of which source, what came back, and when each phase began and ended, in Unix microseconds.
+/// Only what the service saw is here: a phase it cannot see (the name lookup, the connection and
+/// the TLS handshake AsyncHTTPClient makes inside its pool) is nil, never guessed.
+public struct TransactionMetrics: Sendable, Hashable, Codable {
+    /// The request's URL, without credentials.
+    public var url: String
+    /// `url` (the task's URL, or where it redirected to) or `mirror`.
+    public var source: String
+    /// The `Range` asked for (`bytes=N-`), "" for the whole.
+    public var range: String
+    /// `http/1.1`, `http/1.0` or `h2`, from the response; "" when none came.
+    public var `protocol`: String
+    /// The response's status, 0 when none came.
+    public var status: Int
+    /// The address the connection was pinned to, when the service resolved the name itself
+    /// (a user held to `--deny-network`, a `socks5://` proxy); nil otherwise.
+    public var remoteAddress: String?
+    /// The request was handed to the HTTP client (or, with `lookupStart`, to the service's own
+    /// name lookup first).
+    public var fetchStart: Int64
+    public var lookupStart: Int64?
+    public var lookupEnd: Int64?
+    /// The request's head was written to the connection (after any connection and handshake).
+    public var requestStart: Int64?
+    /// The response's head arrived.
+    public var responseStart: Int64?
+    /// The response ended, or the request failed.
+    public var responseEnd: Int64
+    /// Body bytes each way.
+    public var bytesSent: Int64
+    public var bytesReceived: Int64
+    /// Why it ended short ("" when a response came whole): the error's name.
+    public var error: String
+
+    public init(
+        url: String, source: String, range: String, protocol: String, status: Int, remoteAddress: String?,
+        fetchStart: Int64, lookupStart: Int64?, lookupEnd: Int64?, requestStart: Int64?, responseStart: Int64?,
+        responseEnd: Int64, bytesSent: Int64, bytesReceived: Int64, error: String
+    ) {
+        self.url = url
+        self.source = source
+        self.range = range
+        self.protocol = `protocol`
+        self.status = status
+        self.remoteAddress = remoteAddress
+        self.fetchStart = fetchStart
+        self.lookupStart = lookupStart
+        self.lookupEnd = lookupEnd
+        self.requestStart = requestStart
+        self.responseStart = responseStart
+        self.responseEnd = responseEnd
+        self.bytesSent = bytesSent
+        self.bytesReceived = bytesReceived
+        self.error = error
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case url, source, range, `protocol`, status
+        case remoteAddress = "remote_address"
+        case fetchStart = "fetch_start"
+        case lookupStart = "lookup_start"
+        case lookupEnd = "lookup_end"
+        case requestStart = "request_start"
+        case responseStart = "response_start"
+        case responseEnd = "response_end"
+        case bytesSent = "bytes_sent"
+        case bytesReceived = "bytes_received"
+        case error
+    }
+}

@@ -1,0 +1,174 @@
+import DBus
+import Foundation
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// `GetMetrics`: where a task's time went, measured, through the bus: a plain download, a
+/// redirect, a retry and a mirrored download, each phase in order and within the task's own
+/// times, the bytes each source served adding up to the file, kept through a restart; read by
+/// busctl and shown by `downloadsctl status -v`.
+final class MetricsTests: DaemonTestCase {
+    struct Metrics {
+        var task: [String: DBusValue]
+        var transactions: [[String: DBusValue]]
+
+        func time(_ name: String) -> UInt64? { task[name]?.uint64Value }
+        func count(_ name: String) -> UInt32? { task[name]?.uint32Value }
+        var bySource: [String: UInt64] {
+            guard case .dictionary(_, _, let entries)? = task["bytes_by_source"] else { return [:] }
+            return Dictionary(
+                entries.compactMap { entry in entry.key.stringValue.map { ($0, entry.value.uint64Value ?? 0) } },
+                uniquingKeysWith: +)
+        }
+    }
+
+    func metrics(_ task: ObjectPath) async throws -> Metrics {
+        let reply = try await client.call(
+            destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
+            method: "GetMetrics")
+        guard reply.count == 2, let summary = reply[0].vardictValue, case .array(_, let list) = reply[1] else {
+            throw XCTSkip("GetMetrics answered \(reply)")
+        }
+        return Metrics(task: summary, transactions: list.compactMap(\.vardictValue))
+    }
+
+    /// Every phase a request has is in order, within the task's start and end.
+    func assertInOrder(_ metrics: Metrics, file: StaticString = #filePath, line: UInt = #line) {
+        let start = metrics.time("started_at") ?? 0
+        let end = metrics.time("ended_at") ?? .max
+        XCTAssertLessThanOrEqual(
+            metrics.time("queued_at") ?? 0, start, "queued before it started", file: file, line: line)
+        if let first = metrics.time("first_byte_at") {
+            XCTAssertTrue(start <= first && first <= end, "first byte within the run", file: file, line: line)
+        }
+        var previousEnd: UInt64 = 0
+        for transaction in metrics.transactions {
+            let phases = [
+                "fetch_start", "lookup_start", "lookup_end", "request_start", "response_start", "response_end",
+            ]
+            .compactMap { transaction[$0]?.uint64Value }
+            XCTAssertEqual(phases, phases.sorted(), "phases in order: \(transaction)", file: file, line: line)
+            XCTAssertGreaterThanOrEqual(phases.first ?? 0, start, "after the task started", file: file, line: line)
+            XCTAssertLessThanOrEqual(phases.last ?? .max, end, "response_end ≤ ended_at", file: file, line: line)
+            XCTAssertGreaterThanOrEqual(phases.first ?? 0, previousEnd, "one after the other", file: file, line: line)
+            previousEnd = transaction["response_end"]?.uint64Value ?? previousEnd
+            for unseen in ["reused_connection", "connect_start", "tls_start"] {
+                XCTAssertNil(
+                    transaction[unseen], "\(unseen) is not measured: absent, not guessed", file: file, line: line)
+            }
+        }
+    }
+
+    func testAPlainDownloadsTimesAndBytes() async throws {
+        let content = Self.content(300_000, seed: 71)
+        http.set("/f.bin", Route(content: content))
+        let task = try await start(http.url("/f.bin"), directory.file("f.bin"))
+        try await waitState(task, ["finished"])
+        let found = try await metrics(task)
+        assertInOrder(found)
+        XCTAssertNotNil(found.time("queued_at"))
+        XCTAssertNotNil(found.time("first_byte_at"))
+        XCTAssertNotNil(found.time("ended_at"))
+        XCTAssertEqual(found.count("attempts"), 1)
+        XCTAssertEqual(found.count("redirects"), 0)
+        XCTAssertEqual(found.count("restarts"), 0)
+        XCTAssertEqual(found.bySource, [http.url("/f.bin"): UInt64(content.count)])
+        XCTAssertEqual(found.transactions.count, 1)
+        let only = try XCTUnwrap(found.transactions.first)
+        XCTAssertEqual(only["status"]?.uint32Value, 200)
+        XCTAssertEqual(only["protocol"]?.stringValue, "http/1.1")
+        XCTAssertEqual(only["url"]?.stringValue, http.url("/f.bin"))
+        XCTAssertEqual(only["source"]?.stringValue, "url")
+        XCTAssertEqual(only["range"]?.stringValue, "")
+        XCTAssertEqual(only["bytes_received"]?.uint64Value, UInt64(content.count))
+        XCTAssertNotNil(only["request_start"])
+        XCTAssertNotNil(only["response_start"])
+        XCTAssertNil(only["lookup_start"], "AsyncHTTPClient looked the name up: not seen here")
+
+        // The same after a restart: kept in the store.
+        stopDaemon()
+        try await startDaemon()
+        let again = try await metrics(task)
+        XCTAssertEqual(again.task, found.task)
+        XCTAssertEqual(again.transactions, found.transactions)
+
+        // busctl reads it; downloadsctl shows it as a waterfall.
+        let busctl = try await run([
+            "busctl", "--address=\(bus.address)", "call", "org.example.Downloads", task.rawValue,
+            "org.example.Downloads.Task", "GetMetrics",
+        ])
+        XCTAssertEqual(busctl.status, 0, busctl.description)
+        XCTAssertTrue(busctl.stdout.hasPrefix("a{sv}aa{sv} "), busctl.stdout)
+        let shown = try await run([
+            PackageRoot.debugBinary("downloadsctl"), "--address", bus.address, "status", "-v", task.rawValue,
+        ])
+        XCTAssertEqual(shown.status, 0, shown.description)
+        XCTAssertTrue(shown.stdout.contains("attempts 1, redirects 0, restarts 0"), shown.stdout)
+        XCTAssertTrue(shown.stdout.contains("request:     #1 200 http/1.1 \(http.url("/f.bin"))"), shown.stdout)
+        XCTAssertTrue(shown.stdout.contains("first byte +"), shown.stdout)
+        XCTAssertTrue(shown.stdout.contains("293 KiB received"), shown.stdout)
+    }
+
+    func testARedirectAndARetryAreRequestsOfTheirOwn() async throws {
+        let content = Self.content(100_000, seed: 72)
+        var moved = Route(content: [])
+        moved.redirect = (status: 302, location: http.url("/new.bin"))
+        http.set("/old.bin", moved)
+        var flaky = Route(content: content)
+        flaky.failFirst = (count: 1, status: 503, retryAfter: "0")
+        http.set("/new.bin", flaky)
+        let task = try await start(http.url("/old.bin"), directory.file("new.bin"))
+        try await waitState(task, ["finished"])
+        XCTAssertEqual(sha256(ofFile: directory.file("new.bin")), Self.sha256(content))
+        let found = try await metrics(task)
+        assertInOrder(found)
+        let statuses = found.transactions.map { $0["status"]?.uint32Value ?? 0 }
+        // The 503 is retried (from the task's URL or where it led: either way a request each).
+        XCTAssertEqual(statuses.filter { $0 == 503 }.count, 1, "\(statuses)")
+        XCTAssertEqual(statuses.last, 200, "\(statuses)")
+        XCTAssertEqual(statuses.first, 302, "\(statuses)")
+        XCTAssertEqual(found.count("attempts"), UInt32(found.transactions.count))
+        XCTAssertEqual(found.count("redirects"), UInt32(statuses.filter { $0 == 302 }.count))
+        XCTAssertGreaterThanOrEqual(found.count("redirects") ?? 0, 1)
+        XCTAssertEqual(found.transactions.last?["url"]?.stringValue, http.url("/new.bin"))
+        XCTAssertEqual(found.bySource.values.reduce(0, +), UInt64(content.count), "\(found.bySource)")
+    }
+
+    func testAMirroredDownloadSaysWhatEachSourceServed() async throws {
+        let content = Self.content(6_000_000, seed: 73)
+        for path in ["/a.iso", "/b.iso"] {
+            var route = Route(content: content)
+            route.bytesPerSecond = 4_000_000
+            http.set(path, route)
+        }
+        let task = try await start(
+            http.url("/a.iso"), directory.file("m.iso"),
+            ["mirrors": .strings([http.url("/b.iso")]), "connections": .uint32(4)])
+        try await waitState(task, ["finished"])
+        XCTAssertEqual(sha256(ofFile: directory.file("m.iso")), Self.sha256(content))
+        let found = try await metrics(task)
+        XCTAssertEqual(found.bySource.values.reduce(0, +), UInt64(content.count), "\(found.bySource)")
+        XCTAssertEqual(Set(found.bySource.keys), [http.url("/a.iso"), http.url("/b.iso")], "both served")
+        XCTAssertTrue(found.transactions.contains { $0["source"]?.stringValue == "mirror" })
+        XCTAssertTrue(found.transactions.contains { ($0["range"]?.stringValue ?? "").hasPrefix("bytes=") })
+        XCTAssertEqual(found.count("attempts"), UInt32(found.transactions.count))
+    }
+
+    func testAQueuedTaskHasNothingYetAndAStrangersTaskDoesNotExist() async throws {
+        let task = try await start(
+            http.url("/later"), directory.file("later"),
+            ["earliest_begin": .uint64(UInt64(Date().timeIntervalSince1970) + 3600)])
+        let found = try await metrics(task)
+        XCTAssertEqual(found.transactions.count, 0)
+        XCTAssertNil(found.time("started_at"), "not started")
+        XCTAssertNotNil(found.time("queued_at"))
+        XCTAssertEqual(found.count("attempts"), 0)
+        do {
+            _ = try await metrics(try ObjectPath("/org/example/Downloads/tasks/99999"))
+            XCTFail("a missing task answered")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, "org.example.Downloads.Error.NotFound")
+        }
+    }
+}
