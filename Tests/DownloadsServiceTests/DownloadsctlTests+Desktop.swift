@@ -61,6 +61,24 @@ extension DownloadsctlTests {
         XCTAssertEqual(flag?.boolValue, true)
     }
 
+    /// A recently-used.xbel GLib cannot read (another program's half-written file, or garbage) is
+    /// never replaced by one holding only our item: left as it was, the download still finished,
+    /// and the daemon says why.
+    func testARecentFileThatDoesNotParseIsLeftAlone() async throws {
+        try FileManager.default.createDirectory(atPath: bus.dataDirectory, withIntermediateDirectories: true)
+        let garbage = "<?xml version=\"1.0\"?>\n<xbel version=\"1.0\"><bookmark href=\"file:///a\">"
+        try garbage.write(toFile: recentFile, atomically: true, encoding: .utf8)
+        http.set("/f", Route(content: Self.content(2000)))
+        let got = try await ctl(["get", http.url("/f"), "-o", directory.file("f")])
+        XCTAssertEqual(got.status, 0, got.description)
+        XCTAssertEqual(sha256(ofFile: directory.file("f")), Self.sha256(Self.content(2000)))
+        try await until("the daemon says why it added nothing") {
+            ((try? String(contentsOfFile: self.daemonLog, encoding: .utf8)) ?? "").contains(
+                "not added to the recently used files")
+        }
+        XCTAssertEqual(try String(contentsOfFile: recentFile, encoding: .utf8), garbage, "left as it was")
+    }
+
     func testShowAsksTheFileManagerToShowTheFile() async throws {
         // No file manager: a clear failure, not a hang.
         http.set("/ab.txt", Route(content: Self.content(2000)))
