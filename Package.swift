@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", exact: "2.101.3"),
         // Already under AsyncHTTPClient; named so TLS errors are classified by type.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", exact: "2.37.6"),
+        // Already under AsyncHTTPClient; named so an h2 stream's codec can be found in its pipeline.
+        .package(url: "https://github.com/apple/swift-nio-http2.git", exact: "1.46.0"),
         // The test server only: NIOResumableUpload, the IETF resumable-upload draft's reference server.
         .package(url: "https://github.com/apple/swift-nio-extras.git", exact: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", exact: "1.8.0"),
@@ -77,6 +79,7 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOTLS", package: "swift-nio"),
             ]
         ),

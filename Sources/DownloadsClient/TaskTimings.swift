@@ -20,7 +20,8 @@ public struct TaskTimings: Sendable {
     public static func phases(of transaction: [String: DBusValue]) -> [(name: String, milliseconds: Double)] {
         guard let start = time("fetch_start", in: transaction) else { return [] }
         let steps: [(String, String)] = [
-            ("lookup_end", "name looked up"), ("request_start", "request sent"),
+            ("lookup_end", "name looked up"), ("connect_end", "connected"), ("tls_end", "TLS done"),
+            ("request_start", "request sent"),
             ("response_start", "first byte"), ("response_end", "done"),
         ]
         return steps.compactMap { key, name in

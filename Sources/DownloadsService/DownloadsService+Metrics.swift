@@ -49,10 +49,14 @@ extension DownloadsService {
         ]
         let phases: [(String, Int64?)] = [
             ("lookup_start", transaction.lookupStart), ("lookup_end", transaction.lookupEnd),
-            ("request_start", transaction.requestStart), ("response_start", transaction.responseStart),
+            ("connect_start", transaction.connectStart), ("connect_end", transaction.connectEnd),
+            ("tls_end", transaction.tlsEnd), ("request_start", transaction.requestStart),
+            ("response_start", transaction.responseStart),
         ]
         for (name, value) in phases { if let value { entry[name] = time(value) } }
         if let address = transaction.remoteAddress { entry["remote_address"] = .string(address) }
+        if let reused = transaction.reusedConnection { entry["reused_connection"] = .boolean(reused) }
+        if let version = transaction.tlsVersion { entry["tls_version"] = .string(version) }
         if !transaction.error.isEmpty { entry["error"] = .string(DownloadsErrorName.prefix + transaction.error) }
         return .vardict(entry)
     }

@@ -36,6 +36,8 @@ public final class TLSTestServer: @unchecked Sendable {
         public let status: Int
         /// `HTTP/2.0` or `HTTP/1.1`.
         public let httpVersion: String
+        /// The connection's TLS version as nginx names it (`TLSv1.2`, `TLSv1.3`).
+        public let tlsVersion: String
         public let range: String?
         /// Body bytes nginx sent.
         public let bodyBytes: Int
@@ -100,14 +102,14 @@ public final class TLSTestServer: @unchecked Sendable {
         let text = (try? String(contentsOfFile: work + "/access.log", encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 8, let connection = Int(fields[0]), let port = Int(fields[1]),
+            guard fields.count == 9, let connection = Int(fields[0]), let port = Int(fields[1]),
                 let status = Int(fields[3])
             else {
                 return nil
             }
             return Request(
                 connection: connection, port: port, path: fields[2], status: status, httpVersion: fields[4],
-                range: fields[5] == "-" ? nil : fields[5], bodyBytes: Int(fields[6]) ?? 0
+                tlsVersion: fields[8], range: fields[5] == "-" ? nil : fields[5], bodyBytes: Int(fields[6]) ?? 0
             )
         }
     }
@@ -146,7 +148,7 @@ public final class TLSTestServer: @unchecked Sendable {
             daemon off; master_process off; worker_processes 1; pid \(work)/nginx.pid; error_log \(work)/error.log;
             events { worker_connections 1024; }
             http {
-              log_format tests '$connection $server_port $uri $status $server_protocol $http_range $body_bytes_sent $request_time';
+              log_format tests '$connection $server_port $uri $status $server_protocol $http_range $body_bytes_sent $request_time $ssl_protocol';
               access_log \(work)/access.log tests;
               sendfile on; keepalive_requests 100000; http2_max_concurrent_streams 128;
               client_body_temp_path \(work); proxy_temp_path \(work); fastcgi_temp_path \(work); uwsgi_temp_path \(work); scgi_temp_path \(work);

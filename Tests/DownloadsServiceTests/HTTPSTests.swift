@@ -25,16 +25,40 @@ final class HTTPSTests: TLSDaemonTestCase {
         let content = Self.content(200_000, seed: 4)
         try tls.file("m.bin", content)
         for site in [TLSTestServer.Site.http2, .http1] {
-            let task = try await download(
-                tls.url(site, "/m.bin"), to: directory.file("m-\(site).bin"), expecting: content)
-            let reply = try await client.call(
-                destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
-                method: "GetMetrics")
-            guard reply.count == 2, case .array(_, let transactions) = reply[1] else { return XCTFail("\(reply)") }
-            let versions = transactions.compactMap { $0.vardictValue?["protocol"]?.stringValue }
-            XCTAssertEqual(versions, [site == .http2 ? "h2" : "http/1.1"])
+            // Two tasks to the same server, one after the other: the second goes on the
+            // connection the first made (an h2 stream of it, or HTTP/1.1 keep-alive).
+            var seen: [[String: DBusValue]] = []
+            for name in ["m", "n"] {
+                let task = try await download(
+                    tls.url(site, "/m.bin"), to: directory.file("\(name)-\(site).bin"), expecting: content)
+                let reply = try await client.call(
+                    destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
+                    method: "GetMetrics")
+                guard reply.count == 2, case .array(_, let transactions) = reply[1] else { return XCTFail("\(reply)") }
+                let list = transactions.compactMap(\.vardictValue)
+                XCTAssertEqual(list.map { $0["protocol"]?.stringValue }, [site == .http2 ? "h2" : "http/1.1"])
+                seen += list
+            }
+            let (first, second) = (seen[0], seen[1])
+            let requests = tls.requests(for: "/m.bin", on: site)
+            for transaction in seen {
+                // As nginx names it (Debian 12's nginx offers TLSv1.2 unless told otherwise).
+                XCTAssertEqual(
+                    transaction["tls_version"]?.stringValue, requests.first?.tlsVersion, "\(site): \(transaction)")
+                XCTAssertTrue(["TLSv1.2", "TLSv1.3"].contains(requests.first?.tlsVersion ?? ""))
+                XCTAssertEqual(transaction["remote_address"]?.stringValue, "127.0.0.1", "\(site)")
+                XCTAssertNil(transaction["connect_end"], "\(site): under TLS, when TCP was up is not seen")
+                XCTAssertNil(transaction["tls_start"], "\(site)")
+            }
+            XCTAssertEqual(first["reused_connection"]?.boolValue, false, "\(site): \(first)")
+            let ready = try XCTUnwrap(first["tls_end"]?.uint64Value, "\(site): \(first)")
+            XCTAssertLessThanOrEqual(first["fetch_start"]?.uint64Value ?? .max, ready)
+            XCTAssertLessThanOrEqual(ready, first["request_start"]?.uint64Value ?? 0)
+            XCTAssertEqual(second["reused_connection"]?.boolValue, true, "\(site): \(second)")
+            XCTAssertNil(second["tls_end"], "\(site): no handshake for it")
             XCTAssertEqual(
-                tls.requests(for: "/m.bin", on: site).map(\.httpVersion), [site == .http2 ? "HTTP/2.0" : "HTTP/1.1"])
+                requests.map(\.httpVersion), Array(repeating: site == .http2 ? "HTTP/2.0" : "HTTP/1.1", count: 2))
+            XCTAssertEqual(Set(requests.map(\.connection)).count, 1, "\(site): nginx saw one connection")
         }
     }
 

@@ -45,7 +45,8 @@ final class MetricsTests: DaemonTestCase {
         var previousEnd: UInt64 = 0
         for transaction in metrics.transactions {
             let phases = [
-                "fetch_start", "lookup_start", "lookup_end", "request_start", "response_start", "response_end",
+                "fetch_start", "lookup_start", "lookup_end", "connect_start", "connect_end", "tls_end",
+                "request_start", "response_start", "response_end",
             ]
             .compactMap { transaction[$0]?.uint64Value }
             XCTAssertEqual(phases, phases.sorted(), "phases in order: \(transaction)", file: file, line: line)
@@ -53,7 +54,8 @@ final class MetricsTests: DaemonTestCase {
             XCTAssertLessThanOrEqual(phases.last ?? .max, end, "response_end ≤ ended_at", file: file, line: line)
             XCTAssertGreaterThanOrEqual(phases.first ?? 0, previousEnd, "one after the other", file: file, line: line)
             previousEnd = transaction["response_end"]?.uint64Value ?? previousEnd
-            for unseen in ["reused_connection", "connect_start", "tls_start"] {
+            // Inside AsyncHTTPClient's pool or NIOSSL: when TCP was up under TLS.
+            for unseen in ["tls_start"] {
                 XCTAssertNil(
                     transaction[unseen], "\(unseen) is not measured: absent, not guessed", file: file, line: line)
             }
@@ -85,6 +87,16 @@ final class MetricsTests: DaemonTestCase {
         XCTAssertNotNil(only["request_start"])
         XCTAssertNotNil(only["response_start"])
         XCTAssertNil(only["lookup_start"], "AsyncHTTPClient looked the name up: not seen here")
+        // Its connection: new, made for it (connected after the fetch began, before the head
+        // went), to the server's address, plain.
+        XCTAssertEqual(only["reused_connection"]?.boolValue, false)
+        XCTAssertEqual(only["remote_address"]?.stringValue, "127.0.0.1")
+        let connected = try XCTUnwrap(only["connect_end"]?.uint64Value, "\(only)")
+        XCTAssertLessThanOrEqual(only["fetch_start"]?.uint64Value ?? .max, connected)
+        XCTAssertLessThanOrEqual(connected, only["request_start"]?.uint64Value ?? 0)
+        XCTAssertNil(only["connect_start"], "inside AsyncHTTPClient's pool: not seen")
+        XCTAssertNil(only["tls_end"])
+        XCTAssertNil(only["tls_version"])
 
         // The same after a restart: kept in the store.
         stopDaemon()
@@ -105,7 +117,11 @@ final class MetricsTests: DaemonTestCase {
         ])
         XCTAssertEqual(shown.status, 0, shown.description)
         XCTAssertTrue(shown.stdout.contains("attempts 1, redirects 0, restarts 0"), shown.stdout)
-        XCTAssertTrue(shown.stdout.contains("request:     #1 200 http/1.1 \(http.url("/f.bin"))"), shown.stdout)
+        XCTAssertTrue(
+            shown.stdout.contains(
+                "request:     #1 200 http/1.1 \(http.url("/f.bin")) at 127.0.0.1, new connection"),
+            shown.stdout)
+        XCTAssertTrue(shown.stdout.contains("connected +"), shown.stdout)
         XCTAssertTrue(shown.stdout.contains("first byte +"), shown.stdout)
         XCTAssertTrue(shown.stdout.contains("293 KiB received"), shown.stdout)
     }
@@ -153,6 +169,57 @@ final class MetricsTests: DaemonTestCase {
         XCTAssertTrue(found.transactions.contains { $0["source"]?.stringValue == "mirror" })
         XCTAssertTrue(found.transactions.contains { ($0["range"]?.stringValue ?? "").hasPrefix("bytes=") })
         XCTAssertEqual(found.count("attempts"), UInt32(found.transactions.count))
+    }
+
+    func testASecondTaskToTheServerGoesOnTheConnectionTheFirstLeft() async throws {
+        let content = Self.content(50_000, seed: 74)
+        http.set("/one.bin", Route(content: content))
+        http.set("/two.bin", Route(content: content))
+        // A caller's header of the tag's name changes nothing: never sent, never believed.
+        let forged = ["headers": DBusValue.stringDict(["X-Org-Example-Downloads-Transaction": "1"])]
+        var found: [Metrics] = []
+        for name in ["one", "two"] {
+            let task = try await start(http.url("/\(name).bin"), directory.file("\(name).bin"), forged)
+            try await waitState(task, ["finished"])
+            XCTAssertEqual(sha256(ofFile: directory.file("\(name).bin")), Self.sha256(content))
+            found.append(try await metrics(task))
+        }
+        let (first, second) = (try XCTUnwrap(found[0].transactions.first), try XCTUnwrap(found[1].transactions.first))
+        XCTAssertEqual(first["reused_connection"]?.boolValue, false, "\(first)")
+        XCTAssertEqual(second["reused_connection"]?.boolValue, true, "\(second)")
+        XCTAssertNotNil(first["connect_end"])
+        XCTAssertNil(second["connect_end"], "a reused connection was not made for it")
+        XCTAssertEqual(second["remote_address"]?.stringValue, "127.0.0.1")
+        // The server's own count agrees: one connection carried both.
+        let connections = http.requests.filter { ["/one.bin", "/two.bin"].contains($0.path) }.map(\.connection)
+        XCTAssertEqual(connections.count, 2)
+        XCTAssertEqual(Set(connections).count, 1, "\(connections)")
+        // The tag that tells a request its connection never leaves the service.
+        XCTAssertTrue(
+            http.requests.allSatisfy { $0.userHeaders["x-org-example-downloads-transaction"] == nil },
+            "\(http.requests.map(\.userHeaders))")
+    }
+
+    func testAnHTTP10ServerClosesEachConnection() async throws {
+        let old = try HTTP10Server(in: directory.path)
+        defer { old.stop() }
+        for name in ["a", "b"] {
+            let task = try await start(
+                old.url("/login/\(name)"), directory.file("old-\(name).bin"),
+                ["headers": .stringDict(["Authorization": "Basic aGFsOjkwMDA="])])
+            try await waitState(task, ["finished"])
+            let found = try await metrics(task)
+            assertInOrder(found)
+            let last = try XCTUnwrap(found.transactions.last)
+            XCTAssertEqual(last["protocol"]?.stringValue, "http/1.0")
+            XCTAssertEqual(last["status"]?.uint32Value, 200)
+            XCTAssertEqual(last["bytes_received"]?.uint64Value, 1 << 20)
+            XCTAssertEqual(found.bySource.values.reduce(0, +), 1 << 20)
+            // It closes after each answer: every request has a connection of its own.
+            XCTAssertTrue(
+                found.transactions.allSatisfy { $0["reused_connection"]?.boolValue == false }, "\(found.transactions)")
+            XCTAssertTrue(found.transactions.allSatisfy { $0["connect_end"] != nil }, "\(found.transactions)")
+        }
     }
 
     func testAQueuedTaskHasNothingYetAndAStrangersTaskDoesNotExist() async throws {

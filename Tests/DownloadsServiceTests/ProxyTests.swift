@@ -84,6 +84,52 @@ final class ProxyTests: TLSDaemonTestCase {
         XCTAssertFalse(log.contains("s3cret") || log.contains("wrong@"), "the daemon's log holds no proxy password")
     }
 
+    /// `GetMetrics` through a proxy: a forwarded request's own connection to the proxy is timed
+    /// (`connect_start`, `connect_end`); a tunnel's readiness holds the proxy's handshake, so it
+    /// is left out; the tag that tells a request its connection reaches neither proxy nor server.
+    func testMetricsThroughAProxyTimeOnlyWhatIsTheServices() async throws {
+        let open = try TinyProxy(in: directory.path)
+        defer { open.stop() }
+        let content = Self.content(100_000)
+        http.set("/m", Route(content: content))
+        try tls.file("m.bin", content)
+        func transactions(_ task: ObjectPath) async throws -> [[String: DBusValue]] {
+            let reply = try await client.call(
+                destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
+                method: "GetMetrics")
+            guard reply.count == 2, case .array(_, let list) = reply[1] else { throw XCTSkip("\(reply)") }
+            return list.compactMap(\.vardictValue)
+        }
+        let forged = ["X-Org-Example-Downloads-Transaction": "7"]
+        let forwarded = try await download(
+            http.url("/m"), to: directory.file("f.bin"), expecting: content,
+            options: ["proxy": .string(open.url), "headers": .stringDict(forged)])
+        let plainList = try await transactions(forwarded)
+        let plain = try XCTUnwrap(plainList.last)
+        let started = try XCTUnwrap(plain["connect_start"]?.uint64Value, "\(plain)")
+        let connected = try XCTUnwrap(plain["connect_end"]?.uint64Value, "\(plain)")
+        XCTAssertTrue(
+            (plain["fetch_start"]?.uint64Value ?? .max) <= started && started <= connected
+                && connected <= (plain["request_start"]?.uint64Value ?? 0), "\(plain)")
+        XCTAssertEqual(plain["reused_connection"]?.boolValue, false)
+        XCTAssertEqual(plain["remote_address"]?.stringValue, "127.0.0.1")
+
+        let tunnelled = try await download(
+            tls.url(.http1, "/m.bin"), to: directory.file("t.bin"), expecting: content,
+            options: ["proxy": .string(open.url), "headers": .stringDict(forged)])
+        let secureList = try await transactions(tunnelled)
+        let secure = try XCTUnwrap(secureList.last)
+        XCTAssertEqual(secure["reused_connection"]?.boolValue, false, "\(secure)")
+        XCTAssertEqual(secure["tls_version"]?.stringValue, tls.requests(for: "/m.bin", on: .http1).last?.tlsVersion)
+        for unseen in ["connect_start", "connect_end", "tls_end"] {
+            XCTAssertNil(secure[unseen], "\(unseen): the tunnel's readiness is the proxy's too")
+        }
+        XCTAssertEqual(open.connectRequests.count, 1)
+        XCTAssertTrue(
+            http.requests(for: "/m").allSatisfy { $0.userHeaders["x-org-example-downloads-transaction"] == nil },
+            "\(http.requests(for: "/m").map(\.userHeaders))")
+    }
+
     /// Forwarded requests behave as direct ones: four ranged connections, a redirect followed
     /// through the proxy, a body cut short and fetched again from where it was durable, a stall
     /// caught by the watchdog, a 404 failing without a file, a chunked body.

@@ -25,10 +25,13 @@ final class ForwardedRequest<Delegate: RequestEvents>: OutgoingRequest {
     private let channel = NIOLockedValueBox<Channel?>(nil)
     /// Set once the request ended (its promise completed), so a late event changes nothing.
     private let ended = NIOLockedValueBox(false)
+    /// Its connection to the proxy, once made (a leaf lock).
+    private let connected = NIOLockedValueBox<ConnectionUse?>(nil)
     /// The `resource_timeout`'s end, cancelled when the request ends first (event loop only).
     private let deadlineTask = NIOLockedValueBox<Scheduled<Void>?>(nil)
 
     var futureResult: EventLoopFuture<Delegate.Response> { promise.futureResult }
+    var connectionUse: ConnectionUse? { connected.withLockedValue { $0 } }
 
     /// `target`: the absolute URL (no fragment); `headers` the request's own (Host, Proxy-
     /// Authorization, Connection and the body's Content-Length are added here).
@@ -62,6 +65,7 @@ final class ForwardedRequest<Delegate: RequestEvents>: OutgoingRequest {
             }
             deadlineTask.withLockedValue { $0 = scheduled }
         }
+        let connectStart = TaskMetrics.now
         ClientBootstrap(group: eventLoop)
             .connectTimeout(connectTimeout)
             .channelOption(ChannelOptions.autoRead, value: false)
@@ -75,6 +79,11 @@ final class ForwardedRequest<Delegate: RequestEvents>: OutgoingRequest {
             .whenComplete { [self] result in
                 switch result {
                 case .success(let made):
+                    // One connection a request: never reused; its peer is the proxy.
+                    let use = ConnectionUse(
+                        reused: false, remoteAddress: made.remoteAddress?.ipAddress, tlsVersion: nil,
+                        connectStart: connectStart, readyAt: TaskMetrics.now, secure: false)
+                    connected.withLockedValue { $0 = use }
                     let endedMeanwhile = ended.withLockedValue { ended in
                         if !ended { channel.withLockedValue { $0 = made } }
                         return ended

@@ -57,6 +57,8 @@ final class HTTPClients: Sendable {
     struct Lease: Sendable {
         let client: HTTPClient
         fileprivate let key: PinKey?
+        /// What tells a request which connection it went on (`ConnectionWatch`).
+        let watch: ConnectionWatch
         /// The address a pinned client connects to (nil: the host name is looked up as usual).
         var pinnedAddress: String? { key?.route.address }
         /// The proxy the request goes through, if any.
@@ -87,6 +89,8 @@ final class HTTPClients: Sendable {
     private let separateClient: HTTPClient
     private let state = NIOLockedValueBox(State())
     let idleTimeout: TimeAmount
+    /// Every client's connections report to it, so a request's metrics say which it went on.
+    let watch: ConnectionWatch
     let tlsConfiguration: TLSConfiguration
 
     /// - Parameters:
@@ -99,16 +103,20 @@ final class HTTPClients: Sendable {
         idleTimeout: TimeAmount = HTTPClientSettings.idleTimeout
     ) {
         let tls = HTTPClientSettings.tls(caFile: caFile)
+        let watch = ConnectionWatch()
+        self.watch = watch
         tlsConfiguration = tls
         self.idleTimeout = idleTimeout
-        let multiplexed = HTTPClientSettings.configuration(
+        var multiplexed = HTTPClientSettings.configuration(
             http1Only: false, tls: tls, connectTimeout: connectTimeout, connectionsPerHost: connectionsPerHost,
             idleTimeout: idleTimeout
         )
-        let separate = HTTPClientSettings.configuration(
+        var separate = HTTPClientSettings.configuration(
             http1Only: true, tls: tls, connectTimeout: connectTimeout, connectionsPerHost: connectionsPerHost,
             idleTimeout: idleTimeout
         )
+        watch.install(in: &multiplexed, proxied: false)
+        watch.install(in: &separate, proxied: false)
         multiplexedConfiguration = multiplexed
         separateConfiguration = separate
         multiplexedClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: multiplexed)
@@ -117,7 +125,7 @@ final class HTTPClients: Sendable {
 
     /// The shared client of `kind`.
     func lease(_ kind: Kind) -> Lease {
-        Lease(client: kind == .multiplexed ? multiplexedClient : separateClient, key: nil)
+        Lease(client: kind == .multiplexed ? multiplexedClient : separateClient, key: nil, watch: watch)
     }
 
     /// The client of `route`: the one already open, or a new one; the shared one for a route
@@ -136,7 +144,7 @@ final class HTTPClients: Sendable {
             return (nil, expired)
         }
         Self.shutDown(expired)
-        if let client { return Lease(client: client, key: key) }
+        if let client { return Lease(client: client, key: key, watch: watch) }
         var configuration = kind == .multiplexed ? multiplexedConfiguration : separateConfiguration
         if let address = route.address { configuration.dnsOverride = [route.host: address] }
         if let seconds = route.connectTimeout { configuration.timeout.connect = .milliseconds(Int64(seconds * 1000)) }
@@ -151,6 +159,7 @@ final class HTTPClients: Sendable {
         case .direct, nil:
             break
         }
+        if route.proxy != nil && route.proxy != .direct { watch.install(in: &configuration, proxied: true) }
         let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         // Another request of the same owner may have made one meanwhile: keep the first.
         let (chosen, surplus) = state.withLockedValue { state -> (HTTPClient, HTTPClient?) in
@@ -165,7 +174,7 @@ final class HTTPClients: Sendable {
             return (made, nil)
         }
         if let surplus { Self.shutDown([surplus]) }
-        return Lease(client: chosen, key: key)
+        return Lease(client: chosen, key: key, watch: watch)
     }
 
     /// Hands a lease back. A pinned client left unused is shut down after `idleTimeout`.

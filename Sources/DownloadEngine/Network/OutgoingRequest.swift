@@ -10,6 +10,11 @@ protocol OutgoingRequest<Response>: AnyObject, Sendable {
     /// The response's result, once the delegate finished it (or the request's failure).
     var futureResult: EventLoopFuture<Response> { get }
     func cancel()
+    /// The connection, where the request makes its own (`ForwardedRequest`); nil for
+    /// AsyncHTTPClient's, which `ConnectionWatch` tells of instead.
+    var connectionUse: ConnectionUse? { get }
 }
 
-extension HTTPClient.Task: OutgoingRequest {}
+extension HTTPClient.Task: OutgoingRequest {
+    var connectionUse: ConnectionUse? { nil }
+}

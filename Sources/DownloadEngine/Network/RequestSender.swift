@@ -30,6 +30,8 @@ struct RequestSender: Sendable {
         var headers = HTTPHeaders()
         for (name, value) in record.options.headers.sorted(by: { $0.key < $1.key }) {
             guard sendsCredentials || !RedirectRules.credentialHeaders.contains(name.lowercased()) else { continue }
+            // The service's own tag (`ConnectionWatch`), never a caller's.
+            guard name.lowercased() != ConnectionWatch.header else { continue }
             headers.add(name: name, value: value)
         }
         if let answered, Source(url)?.origin == answered.origin {
@@ -155,7 +157,7 @@ struct RequestSender: Sendable {
     /// counted for the mirror it went to, else for the task's URL.
     private func report(
         _ request: HTTPClient.Request, to url: String, marks: RequestMarks, fetchStart: Int64, lookupEnd: Int64?,
-        address: String?, thrown: Error?
+        address: String?, went use: ConnectionUse?, thrown: Error?
     ) {
         let mirrors = task.record.options.mirrors
         let mirror = mirrors.contains(url)
@@ -164,13 +166,18 @@ struct RequestSender: Sendable {
             case nil, is DecisionReached: ""
             case let error?: DownloadError.classify(error).name
             }
+        // A connection ready before this request asked (opened for another that did not take
+        // it) was not waited for: its time is no phase of this request.
+        let ready = use?.readyAt.flatMap { $0 >= fetchStart ? $0 : nil }
         let transaction = TransactionMetrics(
             url: Source(url)?.withoutCredentials ?? url, source: mirror ? "mirror" : "url",
             range: request.headers.first(name: "Range") ?? "", protocol: marks.version, status: marks.status,
-            remoteAddress: address, fetchStart: fetchStart, lookupStart: lookupEnd.map { _ in fetchStart },
-            lookupEnd: lookupEnd, requestStart: marks.requestStart, responseStart: marks.responseStart,
-            responseEnd: TaskMetrics.now, bytesSent: marks.bytesSent, bytesReceived: marks.bytesReceived,
-            error: failure)
+            remoteAddress: use?.remoteAddress ?? address, fetchStart: fetchStart,
+            lookupStart: lookupEnd.map { _ in fetchStart }, lookupEnd: lookupEnd, requestStart: marks.requestStart,
+            responseStart: marks.responseStart, responseEnd: TaskMetrics.now, bytesSent: marks.bytesSent,
+            bytesReceived: marks.bytesReceived, error: failure, reusedConnection: use?.reused,
+            tlsVersion: use?.tlsVersion, connectStart: use?.connectStart,
+            connectEnd: use?.secure == false ? ready : nil, tlsEnd: use?.secure == true ? ready : nil)
         owner.requestEnded(transaction, source: mirror ? url : task.record.url, of: task)
     }
 
@@ -224,6 +231,7 @@ struct RequestSender: Sendable {
                     value: digest.authorization(method: request.method.rawValue, uri: Self.requestTarget(of: url)))
             }
             let outgoing: any OutgoingRequest<Delegate.Response>
+            var tag: String?
             if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, request.scheme == "http",
                 let forward, let target = Forwarding.target(of: url)
             {
@@ -236,6 +244,10 @@ struct RequestSender: Sendable {
                         connectTimeout: .milliseconds(Int64(connectTimeout * 1000)), deadline: deadline
                     ))
             } else {
+                // Tagged, so the connection it goes on tells of itself (`ConnectionWatch`); the
+                // tag is taken out of the head before it leaves the process.
+                tag = connection.watch.open()
+                request.headers.replaceOrAdd(name: ConnectionWatch.header, value: tag ?? "")
                 outgoing = connection.client.execute(request: request, delegate: delegate, deadline: deadline)
             }
             let cancel: @Sendable () -> Void = {
@@ -262,7 +274,8 @@ struct RequestSender: Sendable {
             task.forgetRequest(ObjectIdentifier(outgoing))
             report(
                 request, to: url, marks: delegate.marks, fetchStart: fetchStart, lookupEnd: lookupEnd,
-                address: connection.pinnedAddress, thrown: thrown)
+                address: connection.pinnedAddress, went: tag.flatMap(connection.watch.close) ?? outgoing.connectionUse,
+                thrown: thrown)
             if let thrown, result == nil, delegate.partialResult == nil, !delegate.requestHeadSent, untried > 0,
                 let address = connection.pinnedAddress, connection.proxy == nil, DownloadError.isConnectFailure(thrown),
                 cleanup != nil || task.stopReason == nil

@@ -111,7 +111,13 @@ struct Status: AsyncParsableCommand {
             head += " \(DisplayText.escaped(transaction["url"]?.stringValue ?? ""))"
             if !range.isEmpty { head += " (\(range))" }
             if transaction["source"]?.stringValue == "mirror" { head += " [mirror]" }
-            if let address = transaction["remote_address"]?.stringValue { head += " at \(address)" }
+            if let address = transaction["remote_address"]?.stringValue {
+                head += " at \(DisplayText.escaped(address))"
+            }
+            if let version = transaction["tls_version"]?.stringValue { head += " \(DisplayText.escaped(version))" }
+            if let reused = transaction["reused_connection"]?.boolValue {
+                head += reused ? ", reused connection" : ", new connection"
+            }
             lines.append("request:     " + head)
             let phases = TaskTimings.phases(of: transaction).map { "\($0.name) \(Self.milliseconds($0.milliseconds))" }
             var detail = phases.joined(separator: ", ")

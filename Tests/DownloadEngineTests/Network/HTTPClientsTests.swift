@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Crypto
 import NIOConcurrencyHelpers
 @testable import DownloadModel
@@ -11,6 +12,38 @@ import XCTest
 /// Which client a request takes: pinned clients kept per (owner, host, port, address, kind) and
 /// shared while they are used, shut down once idle; IPv6 loopback.
 final class HTTPClientsTests: EngineTestCase {
+    /// A tagged request learns its connection (new, then reused by the next); the tag is taken
+    /// out before the head leaves; a tag is kept only while open, and a late note is dropped.
+    func testATaggedRequestLearnsItsConnectionAndTheTagStaysHome() async throws {
+        server.set("/w", Route(content: Array(repeating: 1, count: 1000)))
+        let clients = HTTPClients(connectTimeout: 5, caFile: nil, connectionsPerHost: 4)
+        var uses: [ConnectionUse] = []
+        for _ in 0..<2 {
+            let lease = clients.lease(.multiplexed)
+            let tag = lease.watch.open()
+            var request = try HTTPClient.Request(url: server.url("/w"))
+            request.headers.add(name: ConnectionWatch.header, value: tag)
+            let response = try await lease.client.execute(request: request).get()
+            XCTAssertEqual(response.status.code, 200)
+            uses.append(try XCTUnwrap(lease.watch.close(tag), "the connection told of itself"))
+            clients.release(lease)
+        }
+        XCTAssertEqual(uses.map(\.reused), [false, true])
+        XCTAssertEqual(uses.map(\.remoteAddress), ["127.0.0.1", "127.0.0.1"])
+        XCTAssertNotNil(uses[0].readyAt)
+        XCTAssertNil(uses[1].readyAt, "a reused connection was not made for it")
+        XCTAssertEqual(Set(server.requests(for: "/w").map(\.connection)).count, 1)
+        XCTAssertTrue(server.requests(for: "/w").allSatisfy { $0.userHeaders.isEmpty }, "no tag reached the server")
+        XCTAssertEqual(clients.watch.openCount, 0, "nothing kept once closed")
+        let late = clients.watch.open()
+        _ = clients.watch.close(late)
+        clients.watch.note(late, uses[0])
+        XCTAssertEqual(clients.watch.openCount, 0, "a note after the close is dropped")
+        clients.watch.note("not a number", uses[0])
+        XCTAssertNil(clients.watch.close("not a number"))
+        await clients.shutdown()
+    }
+
     func testAPinnedClientIsSharedByItsOwnersRequestsAndShutDownOnceIdle() async throws {
         let clients = HTTPClients(connectTimeout: 5, caFile: nil, connectionsPerHost: 4, idleTimeout: .milliseconds(50))
         let a = clients.lease(
