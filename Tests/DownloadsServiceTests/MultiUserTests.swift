@@ -325,6 +325,7 @@ final class MultiUserTests: SystemBusTestCase {
             out['all'] = err(lambda: [str(p) for p in m.ListAllTasks()])
             out['url'] = err(lambda: prop('\(path)', 'URL'))
             out['pause'] = err(lambda: m.Pause('\(path)'))
+            out['metrics'] = err(lambda: call('\(path)', 'GetMetrics'))
             out['cancel'] = err(lambda: m.Cancel('\(path)'))
             """
         let noPolkit = try await python(as: users.b, probe)
@@ -332,6 +333,9 @@ final class MultiUserTests: SystemBusTestCase {
             (noPolkit["all"] as? String ?? "").hasPrefix("org.example.Downloads.Error.AccessDenied"), "\(noPolkit)")
         XCTAssertTrue(
             (noPolkit["cancel"] as? String ?? "").hasPrefix("org.example.Downloads.Error.NotFound"), "\(noPolkit)")
+        XCTAssertTrue(
+            (noPolkit["metrics"] as? String ?? "").hasPrefix("org.example.Downloads.Error.NotFound"),
+            "another user's timings (its URLs, its servers' addresses) are not shown: \(noPolkit)")
         _ = try await startMock("polkitd", name: "org.freedesktop.PolicyKit1")
         let saysNo = try await python(as: users.b, probe)
         XCTAssertTrue(
@@ -350,6 +354,9 @@ final class MultiUserTests: SystemBusTestCase {
         XCTAssertTrue(
             (admin["pause"] as? String ?? "").hasPrefix("org.example.Downloads.Error.NotFound"),
             "pausing stays the owner's: \(admin)")
+        XCTAssertTrue(
+            (admin["metrics"] as? String ?? "").hasPrefix("org.example.Downloads.Error.NotFound"),
+            "timings stay the owner's: \(admin)")
         XCTAssertEqual(admin["cancel"] as? String, "ok:None")
         let state = try await property(ObjectPath(path), "State")?.stringValue
         XCTAssertEqual(state, "cancelled")

@@ -142,6 +142,7 @@ final class SandboxedAppTests: DaemonTestCase {
             ("org.freedesktop.DBus.Properties", "Get", "ss", ["org.example.Downloads.Task", "URL"]),
             ("org.example.Downloads.Task", "Pause", "", []),
             ("org.example.Downloads.Task", "Cancel", "", []),
+            ("org.example.Downloads.Task", "GetMetrics", "", []),
         ] as [(String, String, String, [String])] {
             let reply = try await b.send([
                 "op": "call", "path": task.rawValue, "iface": iface, "method": method, "sig": sig, "args": args,
