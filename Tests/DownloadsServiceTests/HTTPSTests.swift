@@ -173,7 +173,12 @@ final class HTTPSTests: TLSDaemonTestCase {
     func testIPv6LoopbackOverHTTPS() async throws {
         let content = Self.content(200_000, seed: 8)
         try tls.file("six.bin", content)
-        try await download(tls.url(.ipv6, "/six.bin"), to: directory.file("six.bin"), expecting: content)
+        let task = try await download(tls.url(.ipv6, "/six.bin"), to: directory.file("six.bin"), expecting: content)
+        let reply = try await client.call(
+            destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
+            method: "GetMetrics")
+        guard reply.count == 2, case .array(_, let list) = reply[1] else { return XCTFail("\(reply)") }
+        XCTAssertEqual(list.last?.vardictValue?["remote_address"]?.stringValue, "::1", "\(list)")
     }
 
     func testFiveHundredSmallFilesShareOneHTTP2Connection() async throws {
@@ -202,5 +207,18 @@ final class HTTPSTests: TLSDaemonTestCase {
         XCTAssertEqual(requests.count, count)
         XCTAssertTrue(requests.allSatisfy { $0.httpVersion == "HTTP/2.0" })
         XCTAssertEqual(Set(requests.map(\.connection)).count, 1, "connections: \(Set(requests.map(\.connection)))")
+        // Each task's metrics agree: one request opened the connection, every other was a
+        // stream of it.
+        var reused: [Bool?] = []
+        for path in paths {
+            let reply = try await client.call(
+                destination: "org.example.Downloads", path: path, interface: "org.example.Downloads.Task",
+                method: "GetMetrics")
+            guard reply.count == 2, case .array(_, let list) = reply[1] else { return XCTFail("\(reply)") }
+            reused += list.map { $0.vardictValue?["reused_connection"]?.boolValue }
+        }
+        XCTAssertEqual(reused.count, count)
+        XCTAssertEqual(reused.filter { $0 == false }.count, 1, "the one that made it")
+        XCTAssertEqual(reused.filter { $0 == true }.count, count - 1, "streams of it")
     }
 }
