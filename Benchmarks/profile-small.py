@@ -7,7 +7,7 @@ what the tool printed or where it wrote. Asserts nothing; run it alternated with
 
     Benchmarks/profile-small.py stat     # perf stat: context switches, migrations, task clock
     Benchmarks/profile-small.py record   # perf record -g into ./profile-small.perf.data
-    Benchmarks/profile-small.py futex    # perf record of futex calls with their stacks
+    Benchmarks/profile-small.py futex    # perf record of futex calls with their stacks; prints their count a task by kind of thread
     Benchmarks/profile-small.py strace   # strace -c -f: system calls counted per kind
     Benchmarks/profile-small.py none     # no tool: the figures alone
     Benchmarks/profile-small.py record --group   # the 1,000 as one StartGroup instead of 64 Starts in flight
@@ -68,12 +68,33 @@ def main():
         if tool:
             tool.send_signal(2)
             tool.wait()
+        if mode == "futex":
+            print_futex_counts(len(names))
     finally:
         if service:
             service.stop()
         nginx.stop()
         for directory in (work, state, out):
             shutil.rmtree(directory, ignore_errors=True)
+
+
+def print_futex_counts(tasks):
+    """The futex calls recorded, a task, and by the kind of thread that made them: libdispatch's
+    (its queues: a task's I/O queue, the delivery queue, BlockingWork), Swift's cooperative pool,
+    NIO's event loops, the rest."""
+    script = subprocess.run(
+        ["perf", "script", "-i", "profile-small.futex.data", "-F", "comm"],
+        capture_output=True, text=True, check=False)
+    kinds = {}
+    for line in script.stdout.splitlines():
+        comm = line.strip()
+        kind = ("dispatch queues" if "overcommit" in comm else "Swift's pool" if "default-qos" in comm
+                else "NIO event loops" if comm.startswith("NIO-") else "other")
+        kinds[kind] = kinds.get(kind, 0) + 1
+    total = sum(kinds.values())
+    print(f"{total} futex calls, {total / tasks:.1f} a task (the warm-up excluded, 1 s idle included)")
+    for kind, count in sorted(kinds.items(), key=lambda item: -item[1]):
+        print(f"  {kind}: {count / tasks:.1f} a task ({count * 100 / max(1, total):.0f} %)")
 
 
 if __name__ == "__main__":
