@@ -8,13 +8,20 @@ import XCTest
 /// so a file only its user may read is sent for them and for nobody else, and the reply's file
 /// is made as them.
 extension MultiUserTests {
-    func testAFileOnlyItsUserMayReadIsUploadedForThemAndNobodyElse() async throws {
+    /// A file of `size` bytes only user A may read (0600, in A's 0700 home): the home, the
+    /// file's path and its bytes.
+    func privateFile(_ name: String, size: Int, seed: UInt32) throws -> (home: String, path: String, content: [UInt8]) {
         let home = try makeDirectory("a", owner: users.a, mode: 0o700)
-        let content = Self.content(600_000, seed: 94)
-        let secret = home + "/diary.txt"
-        try Data(content).write(to: URL(fileURLWithPath: secret))
-        chown(secret, users.a.uid, users.a.gid)
-        chmod(secret, 0o600)
+        let content = Self.content(size, seed: seed)
+        let path = home + "/" + name
+        try Data(content).write(to: URL(fileURLWithPath: path))
+        chown(path, users.a.uid, users.a.gid)
+        chmod(path, 0o600)
+        return (home, path, content)
+    }
+
+    func testAFileOnlyItsUserMayReadIsUploadedForThemAndNobodyElse() async throws {
+        let (home, secret, content) = try privateFile("diary.txt", size: 600_000, seed: 94)
         http.set("/backup", Route.receiving(status: 201, reply: "kept\n"))
         let mine = try await python(
             as: users.a, umask: 0o027,
@@ -43,12 +50,7 @@ extension MultiUserTests {
     /// A file larger than one whole body goes as `sendfile` regions from the descriptor the
     /// user's file helper opened: the bytes are the file's.
     func testALargeFileOfTheUserGoesFromTheHelpersDescriptorByteForByte() async throws {
-        let home = try makeDirectory("a", owner: users.a, mode: 0o700)
-        let content = Self.content(3_000_000, seed: 95)
-        let secret = home + "/photos.tar"
-        try Data(content).write(to: URL(fileURLWithPath: secret))
-        chown(secret, users.a.uid, users.a.gid)
-        chmod(secret, 0o600)
+        let (_, secret, content) = try privateFile("photos.tar", size: 3_000_000, seed: 95)
         http.set("/large", Route.receiving(status: 201))
         let mine = try await python(
             as: users.a,

@@ -64,7 +64,7 @@ struct FileRegions {
     func send(
         _ range: Range<Int64>, through writer: HTTPClient.Body.StreamWriter, on loop: EventLoop, task: DownloadTask
     ) async throws {
-        let copy = fcntl(source.descriptor, F_DUPFD_CLOEXEC, 3)
+        let copy = SourceFile.duplicate(source.descriptor)
         guard copy >= 0 else { throw DownloadError.file("cannot send the file to upload: \(errnoText())") }
         let watch = FileRegionWatch(descriptor: copy, source: source, on: loop)
         watch.start()
@@ -88,7 +88,7 @@ struct FileRegions {
 
     /// The next region's size: a quarter of the limit, or a quarter second at the rate so far.
     private func size(limit: UInt64, sent: Int64, since started: NIODeadline) -> Int {
-        if limit > 0 { return Int(min(UInt64(Self.largest), max(4 * 1024, limit / 4))) }
+        if limit > 0 { return UploadBody.paced(limit, ceiling: Self.largest) }
         guard sent > 0 else { return Self.first }
         let seconds = max(Double((NIODeadline.now() - started).nanoseconds) / 1e9, 0.001)
         let quarter = Int(Double(sent) / seconds / 4)

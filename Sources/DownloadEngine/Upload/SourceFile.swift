@@ -34,10 +34,14 @@ final class SourceFile: Sendable {
         guard SourceIdentity.of(descriptor: fd) != nil else {
             throw DownloadError.file("the source descriptor is not a regular file")
         }
-        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 3)
+        let copy = duplicate(fd)
         guard copy >= 0 else { throw DownloadError.file("the source descriptor cannot be duplicated: \(errnoText())") }
         return SourceFile(owning: copy)
     }
+
+    /// A new descriptor of the same open file, close-on-exec and above the standard three; -1
+    /// with `errno` set when there is none.
+    static func duplicate(_ fd: Int32) -> Int32 { fcntl(fd, F_DUPFD_CLOEXEC, 3) }
 
     /// Linux's `O_PATH` (Glibc's module does not export it).
     static let pathOnly: Int32 = 0o10_000_000

@@ -14,6 +14,13 @@ enum UploadBody {
     static let largestChunk = 256 * 1024
     static let smallestChunk = 4 * 1024
 
+    /// What goes at once under a rate limit of `limit` bytes a second: a quarter of it, at least
+    /// `smallestChunk`, at most `ceiling` (a read's chunk, a file region), so the pace is kept
+    /// a few times a second.
+    static func paced(_ limit: UInt64, ceiling: Int) -> Int {
+        Int(min(UInt64(ceiling), max(UInt64(smallestChunk), limit / 4)))
+    }
+
     /// A body this small goes whole, with its head, when no rate limit holds it back.
     static let wholeLimit: Int64 = 1 << 20
 
@@ -67,9 +74,7 @@ enum UploadBody {
                     // thread would keep them.
                     func read(at start: Int64, limit: UInt64) -> Task<ByteBuffer, Error>? {
                         guard start < size else { return nil }
-                        let chunk =
-                            limit == 0
-                            ? largestChunk : Int(min(UInt64(largestChunk), max(UInt64(smallestChunk), limit / 4)))
+                        let chunk = limit == 0 ? largestChunk : paced(limit, ceiling: largestChunk)
                         let count = Int(min(Int64(chunk), size - start))
                         return Task { try await task.onIOQueue { try source.read(count, at: start) } }
                     }
