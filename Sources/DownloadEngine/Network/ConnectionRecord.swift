@@ -31,7 +31,7 @@ final class ConnectionRecord: Sendable {
         }
         return ConnectionUse(
             reused: earlier > 0, remoteAddress: remoteAddress, tlsVersion: tlsVersion, connectStart: nil,
-            readyAt: earlier == 0 && !proxied ? readyAt : nil, secure: tlsVersion != nil)
+            readyAt: earlier == 0 && !proxied ? readyAt : nil)
     }
 
     /// OpenSSL's and curl's names.

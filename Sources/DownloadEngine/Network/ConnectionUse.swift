@@ -15,6 +15,7 @@ struct ConnectionUse: Sendable, Equatable {
     /// handshake done (https), and for h2 the server's first SETTINGS read too. nil on a reused
     /// connection, and through a proxy (where it would hold the proxy's handshake as well).
     var readyAt: Int64?
+
     /// The connection carries TLS to the server: `readyAt` ends the handshake, not the connect.
-    var secure: Bool
+    var secure: Bool { tlsVersion != nil }
 }

@@ -82,7 +82,7 @@ final class ForwardedRequest<Delegate: RequestEvents>: OutgoingRequest {
                     // One connection a request: never reused; its peer is the proxy.
                     let use = ConnectionUse(
                         reused: false, remoteAddress: made.remoteAddress?.ipAddress, tlsVersion: nil,
-                        connectStart: connectStart, readyAt: TaskMetrics.now, secure: false)
+                        connectStart: connectStart, readyAt: TaskMetrics.now)
                     connected.withLockedValue { $0 = use }
                     let endedMeanwhile = ended.withLockedValue { ended in
                         if !ended { channel.withLockedValue { $0 = made } }

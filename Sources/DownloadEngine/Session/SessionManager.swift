@@ -39,7 +39,8 @@ import UserFiles
 /// `SessionManager.beginTimer`, a segmented attempt's `Attempt`, a `SegmentWorkers.Seat`'s state,
 /// `HTTPClients`' state, `FileHelperPool`'s helpers, `EventDelivery`'s observers and its pending
 /// deliveries, `AddressResolver`'s continuation, a `ForwardedRequest`'s channel, connection, end
-/// mark and deadline, `ConnectionWatch`'s open tags, a `ConnectionRecord`'s count of requests, `PlainServers`' answers, a `ReplyFile`'s open file, an `UploadDelegate`'s head mark,
+/// mark and deadline, `ConnectionWatch`'s open tags, a `ConnectionRecord`'s count of requests,
+/// `PlainServers`' answers, a `ReplyFile`'s open file, an `UploadDelegate`'s head mark,
 /// an upload request's three marks (short, sent whole, the mark's task: `UploadRun.exchange`),
 /// a `BodyWaits`' open waits, a `FileRegionWatch`'s descriptor and marks.
 /// Queues: observers on `EventDelivery`'s one delivery queue, in batches; file calls on each task's `io` queue
