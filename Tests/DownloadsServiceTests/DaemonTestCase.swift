@@ -134,6 +134,18 @@ class DaemonTestCase: XCTestCase {
         ).first?.variantValue
     }
 
+    /// A task's `GetMetrics` reply: its own times and counts, and one dictionary a request.
+    func getMetrics(_ task: ObjectPath) async throws -> (task: [String: DBusValue], transactions: [[String: DBusValue]])
+    {
+        let reply = try await client.call(
+            destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
+            method: "GetMetrics")
+        guard reply.count == 2, let summary = reply[0].vardictValue, case .array(_, let list) = reply[1] else {
+            throw BusError(name: "org.freedesktop.DBus.Error.InvalidSignature", message: "GetMetrics answered \(reply)")
+        }
+        return (summary, list.compactMap(\.vardictValue))
+    }
+
     /// Waits (bounded) until the task's State is one of `states`.
     @discardableResult
     func waitState(_ path: ObjectPath, _ states: Set<String>, seconds: Double = 60) async throws -> String {

@@ -31,11 +31,7 @@ final class HTTPSTests: TLSDaemonTestCase {
             for name in ["m", "n"] {
                 let task = try await download(
                     tls.url(site, "/m.bin"), to: directory.file("\(name)-\(site).bin"), expecting: content)
-                let reply = try await client.call(
-                    destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
-                    method: "GetMetrics")
-                guard reply.count == 2, case .array(_, let transactions) = reply[1] else { return XCTFail("\(reply)") }
-                let list = transactions.compactMap(\.vardictValue)
+                let list = try await getMetrics(task).transactions
                 XCTAssertEqual(list.map { $0["protocol"]?.stringValue }, [site == .http2 ? "h2" : "http/1.1"])
                 seen += list
             }
@@ -174,11 +170,8 @@ final class HTTPSTests: TLSDaemonTestCase {
         let content = Self.content(200_000, seed: 8)
         try tls.file("six.bin", content)
         let task = try await download(tls.url(.ipv6, "/six.bin"), to: directory.file("six.bin"), expecting: content)
-        let reply = try await client.call(
-            destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
-            method: "GetMetrics")
-        guard reply.count == 2, case .array(_, let list) = reply[1] else { return XCTFail("\(reply)") }
-        XCTAssertEqual(list.last?.vardictValue?["remote_address"]?.stringValue, "::1", "\(list)")
+        let list = try await getMetrics(task).transactions
+        XCTAssertEqual(list.last?["remote_address"]?.stringValue, "::1", "\(list)")
     }
 
     func testFiveHundredSmallFilesShareOneHTTP2Connection() async throws {
@@ -211,11 +204,7 @@ final class HTTPSTests: TLSDaemonTestCase {
         // stream of it.
         var reused: [Bool?] = []
         for path in paths {
-            let reply = try await client.call(
-                destination: "org.example.Downloads", path: path, interface: "org.example.Downloads.Task",
-                method: "GetMetrics")
-            guard reply.count == 2, case .array(_, let list) = reply[1] else { return XCTFail("\(reply)") }
-            reused += list.map { $0.vardictValue?["reused_connection"]?.boolValue }
+            reused += try await getMetrics(path).transactions.map { $0["reused_connection"]?.boolValue }
         }
         XCTAssertEqual(reused.count, count)
         XCTAssertEqual(reused.filter { $0 == false }.count, 1, "the one that made it")

@@ -24,13 +24,8 @@ final class MetricsTests: DaemonTestCase {
     }
 
     func metrics(_ task: ObjectPath) async throws -> Metrics {
-        let reply = try await client.call(
-            destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
-            method: "GetMetrics")
-        guard reply.count == 2, let summary = reply[0].vardictValue, case .array(_, let list) = reply[1] else {
-            throw XCTSkip("GetMetrics answered \(reply)")
-        }
-        return Metrics(task: summary, transactions: list.compactMap(\.vardictValue))
+        let (summary, transactions) = try await getMetrics(task)
+        return Metrics(task: summary, transactions: transactions)
     }
 
     /// Every phase a request has is in order, within the task's start and end.

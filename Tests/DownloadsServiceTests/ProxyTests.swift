@@ -93,18 +93,11 @@ final class ProxyTests: TLSDaemonTestCase {
         let content = Self.content(100_000)
         http.set("/m", Route(content: content))
         try tls.file("m.bin", content)
-        func transactions(_ task: ObjectPath) async throws -> [[String: DBusValue]] {
-            let reply = try await client.call(
-                destination: "org.example.Downloads", path: task, interface: "org.example.Downloads.Task",
-                method: "GetMetrics")
-            guard reply.count == 2, case .array(_, let list) = reply[1] else { throw XCTSkip("\(reply)") }
-            return list.compactMap(\.vardictValue)
-        }
         let forged = ["X-Org-Example-Downloads-Transaction": "7"]
         let forwarded = try await download(
             http.url("/m"), to: directory.file("f.bin"), expecting: content,
             options: ["proxy": .string(open.url), "headers": .stringDict(forged)])
-        let plainList = try await transactions(forwarded)
+        let plainList = try await getMetrics(forwarded).transactions
         let plain = try XCTUnwrap(plainList.last)
         let started = try XCTUnwrap(plain["connect_start"]?.uint64Value, "\(plain)")
         let connected = try XCTUnwrap(plain["connect_end"]?.uint64Value, "\(plain)")
@@ -117,7 +110,7 @@ final class ProxyTests: TLSDaemonTestCase {
         let tunnelled = try await download(
             tls.url(.http1, "/m.bin"), to: directory.file("t.bin"), expecting: content,
             options: ["proxy": .string(open.url), "headers": .stringDict(forged)])
-        let secureList = try await transactions(tunnelled)
+        let secureList = try await getMetrics(tunnelled).transactions
         let secure = try XCTUnwrap(secureList.last)
         XCTAssertEqual(secure["reused_connection"]?.boolValue, false, "\(secure)")
         XCTAssertEqual(secure["tls_version"]?.stringValue, tls.requests(for: "/m.bin", on: .http1).last?.tlsVersion)
