@@ -201,7 +201,8 @@ let package = Package(
             name: "DownloadEngineTests",
             dependencies: [
                 "DownloadModel", "DownloadEngine", "FileIdentities", "Metalink", "ProxyRules", "TestHTTPServer", "TestSupport",
-                "UserFiles",
+                "UserFiles", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
         .testTarget(name: "DownloadStoreTests", dependencies: [
             "DownloadStore", "DownloadModel", "DownloadEngine", "TestSupport", "ProxyRules", .product(name: "GRDB", package: "GRDB.swift"),

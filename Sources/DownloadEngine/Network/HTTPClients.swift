@@ -83,8 +83,8 @@ final class HTTPClients: Sendable {
         var shutDown = false
     }
 
-    private let multiplexedConfiguration: HTTPClient.Configuration
-    private let separateConfiguration: HTTPClient.Configuration
+    let multiplexedConfiguration: HTTPClient.Configuration
+    let separateConfiguration: HTTPClient.Configuration
     private let multiplexedClient: HTTPClient
     private let separateClient: HTTPClient
     private let state = NIOLockedValueBox(State())
@@ -115,12 +115,19 @@ final class HTTPClients: Sendable {
             http1Only: true, tls: tls, connectTimeout: connectTimeout, connectionsPerHost: connectionsPerHost,
             idleTimeout: idleTimeout
         )
-        watch.install(in: &multiplexed, proxied: false)
-        watch.install(in: &separate, proxied: false)
+        Self.prepare(&multiplexed, watch: watch, proxied: false)
+        Self.prepare(&separate, watch: watch, proxied: false)
         multiplexedConfiguration = multiplexed
         separateConfiguration = separate
         multiplexedClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: multiplexed)
         separateClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: separate)
+    }
+
+    /// What every client's connections are given: the watch, and reads that may grow (`ReceiveBuffer`).
+    private static func prepare(_ configuration: inout HTTPClient.Configuration, watch: ConnectionWatch, proxied: Bool)
+    {
+        watch.install(in: &configuration, proxied: proxied)
+        ReceiveBuffer.install(in: &configuration)
     }
 
     /// The shared client of `kind`.
@@ -159,7 +166,7 @@ final class HTTPClients: Sendable {
         case .direct, nil:
             break
         }
-        if route.proxy != nil && route.proxy != .direct { watch.install(in: &configuration, proxied: true) }
+        if route.proxy != nil && route.proxy != .direct { Self.prepare(&configuration, watch: watch, proxied: true) }
         let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         // Another request of the same owner may have made one meanwhile: keep the first.
         let (chosen, surplus) = state.withLockedValue { state -> (HTTPClient, HTTPClient?) in

@@ -1,6 +1,9 @@
 import AsyncHTTPClient
 import Crypto
 import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
 @testable import DownloadModel
 @testable import DownloadEngine
 import Foundation
@@ -41,6 +44,25 @@ final class HTTPClientsTests: EngineTestCase {
         XCTAssertEqual(clients.watch.openCount, 0, "a note after the close is dropped")
         clients.watch.note("not a number", uses[0])
         XCTAssertNil(clients.watch.close("not a number"))
+        await clients.shutdown()
+    }
+
+    /// Every client's connections read up to `ReceiveBuffer.maximum` at once (NIO's own ceiling is
+    /// 64 KiB), and the watch is still installed beside it (a proxy's client is prepared the same way).
+    func testEveryClientsConnectionsReadUpToTheReceiveBuffersMaximum() async throws {
+        let clients = HTTPClients(connectTimeout: 5, caFile: nil, connectionsPerHost: 4)
+        for configuration in [clients.multiplexedConfiguration, clients.separateConfiguration] {
+            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(host: "127.0.0.1", port: server.port).get()
+            try await channel.pipeline.addHandler(HTTPRequestEncoder()).get()
+            let initializer = try XCTUnwrap(configuration.http1_1ConnectionDebugInitializer)
+            try await initializer(channel).get()
+            let allocator = try await channel.getOption(ChannelOptions.recvAllocator).get()
+            XCTAssertEqual((allocator as? AdaptiveRecvByteBufferAllocator)?.maximum, ReceiveBuffer.maximum)
+            XCTAssertGreaterThan(ReceiveBuffer.maximum, 64 << 10)
+            _ = try await channel.pipeline.handler(type: TransactionTagHandler.self).get()
+            try await channel.close()
+        }
         await clients.shutdown()
     }
 

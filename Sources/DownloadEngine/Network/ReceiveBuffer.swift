@@ -1,0 +1,34 @@
+import AsyncHTTPClient
+import NIOCore
+
+/// How much a connection reads from its socket at once.
+///
+/// NIO's default (`AdaptiveRecvByteBufferAllocator`) grows a channel's reads to 64 KiB at most.
+/// A body arriving faster than that is handed on in 64 KiB parts, each one hand-off from the
+/// event loop to the file writer's queue: at a loopback's speed, a fifth of a 1 GiB download's
+/// daemon CPU (Benchmarks/RESULTS.md, "The 1 GiB download against the limit"). Reads that may grow
+/// to `maximum` quarter those hand-offs; the allocator still starts small and shrinks again, so a
+/// connection that carries small responses never holds more than it reads.
+enum ReceiveBuffer {
+    /// The largest read (curl reads at most 10 MiB, aria2 16 KiB; 256 KiB measured as good as 1 MiB).
+    static let maximum = 256 << 10
+
+    /// Sets the allocator on every connection `configuration`'s client makes, before (and as well
+    /// as) the debug initializers already there.
+    static func install(in configuration: inout HTTPClient.Configuration) {
+        let http1 = configuration.http1_1ConnectionDebugInitializer
+        configuration.http1_1ConnectionDebugInitializer = { channel in
+            grow(channel).flatMap { http1?(channel) ?? channel.eventLoop.makeSucceededVoidFuture() }
+        }
+        let http2 = configuration.http2ConnectionDebugInitializer
+        configuration.http2ConnectionDebugInitializer = { channel in
+            grow(channel).flatMap { http2?(channel) ?? channel.eventLoop.makeSucceededVoidFuture() }
+        }
+    }
+
+    private static func grow(_ channel: Channel) -> EventLoopFuture<Void> {
+        channel.setOption(
+            ChannelOptions.recvAllocator,
+            value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: maximum))
+    }
+}
