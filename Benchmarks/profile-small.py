@@ -11,6 +11,7 @@ what the tool printed or where it wrote. Asserts nothing; run it alternated with
     Benchmarks/profile-small.py strace   # strace -c -f: system calls counted per kind
     Benchmarks/profile-small.py none     # no tool: the figures alone
     Benchmarks/profile-small.py record --group   # the 1,000 as one StartGroup instead of 64 Starts in flight
+    Benchmarks/profile-small.py none --disk      # the files onto the disk (/var/tmp) instead of a tmpfs
 
 Extra daemon arguments after `--` (e.g. `-- --log-level warning`).
 """
@@ -37,7 +38,8 @@ TOOLS = {
 def main():
     arguments = sys.argv[1:]
     as_group = "--group" in arguments
-    arguments = [a for a in arguments if a != "--group"]
+    on_disk = "--disk" in arguments
+    arguments = [a for a in arguments if a not in ("--group", "--disk")]
     extra = arguments[arguments.index("--") + 1:] if "--" in arguments else []
     mode = arguments[0] if arguments and arguments[0] != "--" else "stat"
     if mode not in TOOLS:
@@ -45,7 +47,7 @@ def main():
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     work = tempfile.mkdtemp(prefix="profile-small-")
     state = tempfile.mkdtemp(prefix="profile-small-state-", dir="/var/tmp")
-    out = tempfile.mkdtemp(prefix="profile-small-out-", dir="/dev/shm")
+    out = tempfile.mkdtemp(prefix="profile-small-out-", dir="/var/tmp" if on_disk else "/dev/shm")
     nginx = bench.Nginx(work)
     service = None
     try:

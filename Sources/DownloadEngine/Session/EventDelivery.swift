@@ -106,10 +106,16 @@ public final class EventDelivery: Sendable {
     /// Returns once every event of `task` queued so far has been delivered to every observer.
     func eventsDelivered(after task: DownloadTask) async {
         await withCheckedContinuation { continuation in
-            // Under eventOrder: a change already visible has queued its events by then.
-            task.inEventOrder {
-                enqueue(Delivery(calls: { [] }, delivered: { continuation.resume() }))
-            }
+            whenDelivered(after: task) { continuation.resume() }
+        }
+    }
+
+    /// Calls `then` on the delivery queue once every event of `task` queued so far has been
+    /// delivered to every observer: for a caller that goes on elsewhere without waiting here.
+    func whenDelivered(after task: DownloadTask, _ then: @escaping @Sendable () -> Void) {
+        // Under eventOrder: a change already visible has queued its events by then.
+        task.inEventOrder {
+            enqueue(Delivery(calls: { [] }, delivered: then))
         }
     }
 

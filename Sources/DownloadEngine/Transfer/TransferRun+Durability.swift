@@ -149,26 +149,15 @@ extension TransferRun {
         let finalizer = owner.finalizer(for: task)
         let destination: String
         do {
-            // Step 4 wants the record naming the partial file committed before the rename. The
-            // file is open and named already (its first write opened it): that is waited for
-            // first, and the sync, the check and the rename are one trip to the I/O queue. A file
-            // the sync had to open (nothing written in this run) may be another one: its record
-            // is waited for between the two, as the order says.
             // A body of unknown length has nothing recorded that says how long it is (no
             // checkpoint of a small one): its length is recorded between the sync and the
             // rename, as a checkpoint is, so a restart that finds it published reports it whole.
-            await owner.events.eventsDelivered(after: task)
-            let named = task.record.partialFile
             let lengthRecorded = record.expectedLength >= 0
             // A file of an atomic group waits for the others, complete and recorded so.
             let withGroup = owner.publishesWithGroup(task)
+            let published = try await syncedThenPublished(
+                record, length: length, finalizer: finalizer, publishes: !withGroup && lengthRecorded)
             let task = self.task
-            let published: String? = try await writer.perform { writer in
-                try finalizer.complete(record, length: length, writer: writer)
-                guard !withGroup, lengthRecorded, let named, writer.identity == named else { return nil }
-                CrashPoint.fileSynced.reached()
-                return try finalizer.publish(task.record, writer: writer)
-            }
             if let published {
                 destination = published
             } else {
@@ -205,6 +194,47 @@ extension TransferRun {
             "task \(task.id) finished: \(length) bytes, \(checkpoints.withLockedValue { $0 }) checkpoint(s) in its last run\(pieces)"
         )
         finished(at: destination, length: length)
+    }
+
+    /// Step 4 and, when `publishes`, step 5, waited for once. Step 4 wants the record naming the
+    /// partial file committed before the rename; the file is open and named already (its first
+    /// write opened it). So the sync and the check run on the I/O queue while the events so far
+    /// are delivered (the store commits them), and the rename follows on the I/O queue once both
+    /// are done, without a trip back to the run in between. Nil when the file is left for the
+    /// caller's slower way: a file of a group, a length not recorded, or a file the record did not
+    /// name when the wait began (the sync had to open it: nothing was written in this run), whose
+    /// record the caller waits for between the two, as the order says.
+    private func syncedThenPublished(
+        _ record: DownloadTaskRecord, length: Int64, finalizer: TransferFinalizer, publishes: Bool
+    ) async throws -> String? {
+        let task = self.task
+        let writer = self.writer
+        let events = owner.events
+        // Read before the wait: a change visible now has queued its events ahead of the wait's.
+        let named = task.record.partialFile
+        return try await withCheckedThrowingContinuation { continuation in
+            let waits = TwoWaits { failure in
+                if let failure { return continuation.resume(throwing: failure) }
+                // On the queue that was second: the rename goes after the sync, on the I/O queue.
+                writer.enqueue { writer in
+                    continuation.resume(
+                        with: Result {
+                            guard publishes, let named, writer.identity == named else { return nil }
+                            CrashPoint.fileSynced.reached()
+                            return try finalizer.publish(task.record, writer: writer)
+                        })
+                }
+            }
+            writer.enqueue { writer in
+                do {
+                    try finalizer.complete(record, length: length, writer: writer)
+                    waits.done()
+                } catch {
+                    waits.failed(error)
+                }
+            }
+            events.whenDelivered(after: task) { waits.done() }
+        }
     }
 
     /// Where the file is now: the task is finished.
