@@ -16,8 +16,8 @@ import NIOCore
 ///    (`recordSegments`) go to the observers; `StoreObserver` commits them in one SQLite
 ///    transaction (`segments-saving` is inside it: a crash there rolls it back to step 2's case).
 ///    The record also names the partial file (device and inode) from its opening on.
-/// 4. **Finish the file**: the whole file `fdatasync`ed and checked against `sha256`; the events
-///    so far are delivered, so the record naming the partial file is committed (with, for a
+/// 4. **Finish the file**: the whole file `fdatasync`ed and checked against `sha256` while the
+///    events so far are delivered, so the record naming the partial file is committed (with, for a
 ///    body of unknown length, the length it holds). *Crash here
 ///    (`file-synced`)*: the restart finds the file whole at its recorded offset and finishes it.
 /// 5. **Rename**: the atomic publish (`TransferFinalizer.publish`, never replacing a file unless
