@@ -215,11 +215,13 @@ extension TransferRun {
         return try await withCheckedThrowingContinuation { continuation in
             let waits = TwoWaits { failure in
                 if let failure { return continuation.resume(throwing: failure) }
+                // Nothing to rename here: no trip to the I/O queue only to say so.
+                guard publishes, let named else { return continuation.resume(returning: nil) }
                 // On the queue that was second: the rename goes after the sync, on the I/O queue.
                 writer.enqueue { writer in
                     continuation.resume(
                         with: Result {
-                            guard publishes, let named, writer.identity == named else { return nil }
+                            guard writer.identity == named else { return nil }
                             CrashPoint.fileSynced.reached()
                             return try finalizer.publish(task.record, writer: writer)
                         })
