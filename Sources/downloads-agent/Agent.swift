@@ -115,14 +115,19 @@ final class Agent: @unchecked Sendable {
             await synchronise()
         case .service(let signal):
             guard let path = signal.task else { return await handleGroup(signal) }
+            // A task first seen with this signal is read whole (`known`) after the signal was
+            // sent: its state and bytes are newer than the signal's, which would move them back.
+            let readAfterSignal = tasks[path] == nil
             guard await known(path) else { return }
             switch signal {
             case .stateChanged(_, let state):
-                tasks[path]?.status.state = state
+                if !readAfterSignal { tasks[path]?.status.state = state }
                 present(path)
             case .progress(_, _, let total, let expected):
-                tasks[path]?.recordProgress(total, at: .now)
-                tasks[path]?.status.bytesExpected = expected
+                if !readAfterSignal {
+                    tasks[path]?.recordProgress(total, at: .now)
+                    tasks[path]?.status.bytesExpected = expected
+                }
                 present(path)
             case .finished(_, let location):
                 tasks[path]?.status.destination = location
