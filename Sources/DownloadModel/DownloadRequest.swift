@@ -1,19 +1,20 @@
 /// What a new download is asked to do, before the engine gives it an id.
 public struct DownloadRequest: Sendable, Hashable {
+    // The small fields first, together: a hundred thousand queued tasks each hold this inline.
     public var owner: UInt32
-    /// The sandboxed app asking ("" for a host caller).
-    public var app: String = ""
+    /// The finished file's mode (from the caller's umask); nil leaves it 0600.
+    public var fileMode: UInt32?
     /// `destination` is the caller's own file, written in place (`StartAt` with a file descriptor).
     public var writesInPlace = false
+    public var destinationIsDirectory: Bool
+    /// The sandboxed app asking ("" for a host caller).
+    public var app: String = ""
     public var session: String
     public var url: String
     /// A file path, or a directory (then `destinationIsDirectory`).
     public var destination: String
-    public var destinationIsDirectory: Bool
     /// Behind one reference (`Shared`): copies of the record share it.
     @Shared public var options: DownloadOptions
-    /// The finished file's mode (from the caller's umask); nil leaves it 0600.
-    public var fileMode: UInt32?
     /// The file's name in a destination directory when the caller's description gives one (a
     /// Metalink document's, already made safe); nil: the response names it.
     public var fileName: String?

@@ -11,7 +11,10 @@ public struct DownloadTaskRecord: Sendable, Hashable {
     /// The group the task is a file of (`DownloadGroupRecord.id`), 0 for none.
     public var group: UInt64 = 0
     /// The file that will exist on success (known once the name is chosen).
-    public var resolvedPath: String?
+    public var resolvedPath: String? {
+        get { details.resolvedPath }
+        set { if newValue != nil || $details.isBoxed { details.resolvedPath = newValue } }
+    }
     public var state: DownloadState
     /// Bytes of the partial file that are fsynced: what a restart keeps. With one stream the
     /// file's first `durableOffset` bytes; for a segmented download the count of bytes outside
@@ -19,22 +22,47 @@ public struct DownloadTaskRecord: Sendable, Hashable {
     public var durableOffset: Int64
     /// A segmented download's ranges still to fetch (everything else of `expectedLength` is
     /// fsynced); nil for one stream.
-    public var segments: [ByteRange]?
+    public var segments: [ByteRange]? {
+        get { details.segments }
+        set { if newValue != nil || $details.isBoxed { details.segments = newValue } }
+    }
     /// -1 when unknown.
     public var expectedLength: Int64
     /// A strong validator for If-Range (an ETag, or an HTTP-date).
-    public var validator: String?
-    public var finalURL: String?
+    public var validator: String? {
+        get { details.validator }
+        set { if newValue != nil || $details.isBoxed { details.validator = newValue } }
+    }
+    public var finalURL: String? {
+        get { details.finalURL }
+        set { if newValue != nil || $details.isBoxed { details.finalURL = newValue } }
+    }
     /// The partial file the task created (device, inode): only this file is ever resumed or
     /// published, never one put in its place.
-    public var partialFile: FileIdentity?
-    public var errorName: String?
-    public var errorMessage: String?
+    public var partialFile: FileIdentity? {
+        get { details.partialFile }
+        set { if newValue != nil || $details.isBoxed { details.partialFile = newValue } }
+    }
+    public var errorName: String? {
+        get { details.errorName }
+        set { if newValue != nil || $details.isBoxed { details.errorName = newValue } }
+    }
+    public var errorMessage: String? {
+        get { details.errorMessage }
+        set { if newValue != nil || $details.isBoxed { details.errorMessage = newValue } }
+    }
     /// Where its time went (`GetMetrics`): nil until it first runs.
-    public var metrics: TaskMetrics?
+    public var metrics: TaskMetrics? {
+        get { details.metrics }
+        set { if newValue != nil || $details.isBoxed { details.metrics = newValue } }
+    }
     /// When this daemon made it (Unix microseconds, whole milliseconds: the store's `createdAt`
     /// keeps milliseconds); 0 for a task read from the store (its `createdAt` says).
     public var queuedAt: Int64 = 0
+    /// The fields above a run sets (from `resolvedPath` to `metrics`), behind one reference made
+    /// when the first of them is given a value (a nil set on a task without one makes none): a
+    /// queued task that never ran holds a nil pointer for all eight.
+    @Sparse public var details = RunDetails()
 
     // MARK: The request's fields
 
