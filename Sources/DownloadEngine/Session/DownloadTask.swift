@@ -1,13 +1,19 @@
 import AsyncHTTPClient
 import Dispatch
 import DownloadModel
-import NIOConcurrencyHelpers
 import UserFiles
 
 /// One download: its record, its live counters and the handles that stop it. All mutable state
 /// sits in one `State` behind one lock, and every state change goes through
 /// `DownloadState.canTransition(to:)`, so concurrent pause/resume/cancel cannot corrupt it.
-final class DownloadTask: Sendable {
+///
+/// A task is one allocation (`TaskStorage`: its id and `State` beside the lock that guards the
+/// state) reached through this one reference: a hundred thousand queued tasks took a 48-byte
+/// object each beside their state's box (Benchmarks/RESULTS.md, issue 61's fourth sitting).
+/// Copies of it are the same task. Sendable because the storage's state is reached only under
+/// its lock (`withState` and the operations below) and its id never changes.
+struct DownloadTask: @unchecked Sendable {
+
     enum StopReason: Sendable, Equatable {
         case pause, cancel, shutdown
         /// The network or power no longer allows the task: back to the queue until it does.
@@ -26,27 +32,33 @@ final class DownloadTask: Sendable {
 
     struct State {
         var record: DownloadTaskRecord
-        /// Bytes received and handed to the file writer (may be ahead of the durable offset).
-        var bytesWritten: Int64
-        /// `bytesWritten` at the last progress delivery.
-        var progressDelivered: Int64
         /// Why it waits while queued (kept by the manager).
         var waitingFor: WaitingFor = .nothing
         /// The rest (`TaskRunState`), made the first time one of its fields is set: a queued
         /// task that never ran, was never asked anything and holds no descriptor has none.
         private var more: TaskRunState?
 
-        init(record: DownloadTaskRecord, bytesWritten: Int64, progressDelivered: Int64) {
+        init(record: DownloadTaskRecord) {
             self.record = record
-            self.bytesWritten = bytesWritten
-            self.progressDelivered = progressDelivered
         }
 
         private mutating func made() -> TaskRunState {
             if let more { return more }
-            let made = TaskRunState()
+            let made = TaskRunState(bytesWritten: record.durableOffset)
             more = made
             return made
+        }
+
+        /// Bytes received and handed to the file writer (may be ahead of the durable offset):
+        /// the durable offset until a run (or a change) says otherwise.
+        var bytesWritten: Int64 {
+            get { more?.bytesWritten ?? record.durableOffset }
+            set { if more != nil || newValue != record.durableOffset { made().bytesWritten = newValue } }
+        }
+        /// `bytesWritten` at the last progress delivery (the durable offset, as `bytesWritten`).
+        var progressDelivered: Int64 {
+            get { more?.progressDelivered ?? record.durableOffset }
+            set { if more != nil || newValue != record.durableOffset { made().progressDelivered = newValue } }
         }
 
         // `TaskRunState`'s fields (documented there); a nil set on a task without one makes none.
@@ -152,19 +164,22 @@ final class DownloadTask: Sendable {
         }
     }
 
-    let id: UInt64
-    /// The task's state (a leaf lock: nothing else is taken, nothing waits, under it). Reached
-    /// only through `withState`, `update`, `transition` and the counters below.
-    private let state: NIOLockedValueBox<State>
-    /// Held while a change is made and its events are queued, so the delivery queue holds one
-    /// task's changes in the order they happened even when two threads change it. Taken only
-    /// through `inEventOrder`. Lock order: see `SessionManager`.
-    private let eventOrder = NIOLock()
+    private let storage: TaskStorage
+
+    /// Read without the lock: it never changes.
+    var id: UInt64 { storage.id }
+
+    /// Runs `body` on the state under the task's lock (`DownloadTask.state` in `SessionManager`'s
+    /// order: a leaf, nothing else is taken and nothing waits under it). Reached only through
+    /// `withState`, `update`, `transition` and the counters below.
+    private func withLockedValue<T>(_ body: (inout State) throws -> T) rethrows -> T {
+        try storage.withLockedState(body)
+    }
     /// Every blocking call on this task's files runs here, in order: open, pwrite, ftruncate,
     /// fdatasync, rename, unlink, the SHA-256. Never on an event loop. Made when first needed
     /// (`State.io`): a queued task that never ran holds none.
     var io: DispatchQueue {
-        state.withLockedValue { state in
+        withLockedValue { state in
             if let queue = state.io { return queue }
             let queue = DispatchQueue(label: "org.example.Downloads.task.\(id).io")
             state.io = queue
@@ -173,37 +188,38 @@ final class DownloadTask: Sendable {
     }
 
     init(record: DownloadTaskRecord) {
-        id = record.id
-        state = NIOLockedValueBox(
-            State(
-                record: record, bytesWritten: record.durableOffset, progressDelivered: record.durableOffset
-            ))
+        storage = TaskStorage.make(
+            id: record.id,
+            state: State(record: record))
     }
 
     /// Reads or changes the task's state under its lock: bookkeeping only (no I/O, no wait, no
     /// other lock); what must happen because of it happens after.
     func withState<T>(_ body: (inout State) throws -> T) rethrows -> T {
-        try state.withLockedValue(body)
+        try withLockedValue(body)
     }
 
     /// Runs `body` in the task's event order: a change and the events that describe it, queued
-    /// together (see `EventDelivery`). Only the task's own lock and the manager's are taken inside.
+    /// together (see `EventDelivery`), so the delivery queue holds one task's changes in the order
+    /// they happened even when two threads change it. Its lock (`eventOrder`, shared with other
+    /// tasks: `EventOrderLocks`) is lock 1 of `SessionManager`'s order: only the task's own lock
+    /// and the manager's are taken inside, never another event order.
     func inEventOrder<T>(_ body: () throws -> T) rethrows -> T {
-        try eventOrder.withLock(body)
+        try EventOrderLocks.withLock(of: id, body)
     }
 
     var snapshot: TaskSnapshot {
-        state.withLockedValue { $0.snapshot }
+        withLockedValue { $0.snapshot }
     }
 
-    var record: DownloadTaskRecord { state.withLockedValue { $0.record } }
+    var record: DownloadTaskRecord { withLockedValue { $0.record } }
 
     /// Moves to `next` if allowed (and, with `from`, only out of those states); returns the
     /// state before and the snapshot after the change, or nil when refused.
     func transition(
         to next: DownloadState, from allowed: Set<DownloadState>? = nil, _ change: (inout State) -> Void = { _ in }
     ) -> (DownloadState, TaskSnapshot)? {
-        state.withLockedValue { state in
+        withLockedValue { state in
             let previous = state.record.state
             guard previous.canTransition(to: next), allowed?.contains(previous) ?? true else { return nil }
             state.record.enter(next)
@@ -219,7 +235,7 @@ final class DownloadTask: Sendable {
 
     @discardableResult
     func update(_ change: (inout State) -> Void) -> TaskSnapshot {
-        state.withLockedValue { state in
+        withLockedValue { state in
             change(&state)
             return state.snapshot
         }
@@ -229,7 +245,7 @@ final class DownloadTask: Sendable {
     /// progress (`interval` nanoseconds after the last delivery, or now), or nil when a delivery
     /// is queued already: one lock per chunk, one queue hop per delivery.
     func wrote(upTo position: Int64, interval: UInt64) -> DispatchTime? {
-        state.withLockedValue { state in
+        withLockedValue { state in
             state.bytesWritten = position
             guard !state.progressQueued else { return nil }
             state.progressQueued = true
@@ -240,7 +256,7 @@ final class DownloadTask: Sendable {
     /// The newest counters and the bytes since the last delivery; nil when nothing moved.
     /// `endsQueued`: called by the queued delivery, so the next chunk may queue another.
     func takeProgress(endsQueued: Bool) -> (TaskSnapshot, Int64)? {
-        state.withLockedValue { state in
+        withLockedValue { state in
             if endsQueued { state.progressQueued = false }
             let delta = state.bytesWritten - state.progressDelivered
             guard delta != 0 else { return nil }
@@ -256,7 +272,7 @@ final class DownloadTask: Sendable {
     /// progress an event delivers before itself. Only forward: a lower position is an older
     /// snapshot, or a restart, which the queued delivery reports.
     func takeProgress(upTo position: Int64) -> Int64? {
-        state.withLockedValue { state in
+        withLockedValue { state in
             let delta = position - state.progressDelivered
             guard delta > 0 else { return nil }
             state.progressDelivered = position
@@ -269,7 +285,7 @@ final class DownloadTask: Sendable {
     /// The limit reads are paced to: the lowest of the task's own, a background transfer's pace
     /// and its share of its group's (0: none).
     var maxBytesPerSecond: UInt64 {
-        state.withLockedValue { state in
+        withLockedValue { state in
             [state.record.options.maxBytesPerSecond, state.pacedRate, state.groupShare].filter { $0 > 0 }.min() ?? 0
         }
     }

@@ -21,21 +21,43 @@ struct Scheduler: Sendable {
     var conditions = RunConditions()
     var network: NetworkStatus { conditions.network }
 
+    /// Laid out small: a day's worth of queued tasks each hold one (80 bytes).
     fileprivate struct Entry: Sendable {
         let id: UInt64
-        let session: SessionID
-        let party: SessionParty
-        var priority: DownloadOptions.Priority
-        var allowMetered: Bool
-        var requiresACPower: Bool
-        var background: Bool
-        /// `earliest_begin` (Unix seconds): not started before.
-        var notBefore: UInt64?
-        /// Connections it opens when it runs.
-        var weight: Int
         let sequence: UInt64
         /// Its group (0: none).
         let group: UInt64
+        let session: SessionID
+        /// The sandboxed app it belongs to ("" for a host caller's): its `party` with the session's owner.
+        let app: String
+        /// `earliest_begin` (Unix seconds): not started before.
+        var notBefore: UInt64?
+        var allowMetered: Bool
+        var requiresACPower: Bool
+        var background: Bool
+        var priority: DownloadOptions.Priority
+        /// Connections it opens when it runs (at most `maxConnections`).
+        private let places: Int32
+
+        init(
+            id: UInt64, session: SessionID, app: String, priority: DownloadOptions.Priority, allowMetered: Bool,
+            requiresACPower: Bool, background: Bool, notBefore: UInt64?, weight: Int, sequence: UInt64, group: UInt64
+        ) {
+            self.id = id
+            self.sequence = sequence
+            self.group = group
+            self.session = session
+            self.app = app
+            self.notBefore = notBefore
+            self.allowMetered = allowMetered
+            self.requiresACPower = requiresACPower
+            self.background = background
+            self.priority = priority
+            self.places = Int32(clamping: weight)
+        }
+
+        var party: SessionParty { SessionParty(owner: session.owner, app: app) }
+        var weight: Int { Int(places) }
 
         var key: OrderKey { OrderKey(priority: priority, sequence: sequence) }
     }
@@ -114,7 +136,11 @@ struct Scheduler: Sendable {
     private var admitFrom = 0
     /// Queued tasks whose begin time has not come (entries of `queued` to be): `next` moves each
     /// in when its time comes, so a look at the queue never passes over a day's worth of tasks.
-    private var notYet: [UInt64: Entry] = [:]
+    /// Kept in an array, with each one's place in it by id (`notYet`): a hundred thousand entries
+    /// inline in a dictionary took 294 bytes each with its room to grow, the array and the
+    /// places about 150 (Benchmarks/RESULTS.md, issue 61's fourth sitting).
+    private var notYetEntries: [Entry] = []
+    private var notYet: [UInt64: Int32] = [:]
     /// Where each entry of `queued` is in its order (its priority and sequence): finding one
     /// is a binary search, not a scan.
     private var queuedKeys: [UInt64: OrderKey] = [:]
@@ -144,7 +170,7 @@ struct Scheduler: Sendable {
         guard running[id] == nil, queuedKeys[id] == nil, notYet[id] == nil else { return }
         sequence += 1
         let entry = Entry(
-            id: id, session: session, party: SessionParty(owner: session.owner, app: app), priority: priority,
+            id: id, session: session, app: app, priority: priority,
             allowMetered: allowMetered, requiresACPower: requiresACPower, background: background, notBefore: notBefore,
             weight: max(1, min(connections, maxConnections)), sequence: sequence, group: group
         )
@@ -154,13 +180,29 @@ struct Scheduler: Sendable {
             let index = Scheduler.firstIndex(in: beginOrder) { $0 < time }
             beginOrder.insert(time, at: index)
             if notBefore > WallClock.now {
-                notYet[id] = entry
+                notYet[id] = Int32(notYetEntries.count)
+                notYetEntries.append(entry)
                 admitFrom = min(admitFrom, index)
                 return
             }
             if index < admitFrom { admitFrom += 1 }
         }
         insert(entry)
+    }
+
+    /// Takes task `id`'s entry out of `notYet` (the last entry takes its place in the array).
+    private mutating func takeNotYet(_ id: UInt64) -> Entry? {
+        guard let place = notYet.removeValue(forKey: id) else { return nil }
+        let index = Int(place)
+        let entry = notYetEntries[index]
+        let last = notYetEntries.removeLast()
+        if index < notYetEntries.count {
+            notYetEntries[index] = last
+            notYet[last.id] = place
+        } else if notYetEntries.isEmpty {
+            notYetEntries = []  // the room a day's worth of tasks took goes back
+        }
+        return entry
     }
 
     /// Puts `entry` in `queued` at its place in the order of `before` (a binary search: the
@@ -196,7 +238,7 @@ struct Scheduler: Sendable {
     private mutating func admit(by now: UInt64) {
         guard !notYet.isEmpty else { return }
         while admitFrom < beginOrder.count, beginOrder[admitFrom].at <= now {
-            if let entry = notYet.removeValue(forKey: beginOrder[admitFrom].id) { insert(entry) }
+            if let entry = takeNotYet(beginOrder[admitFrom].id) { insert(entry) }
             admitFrom += 1
         }
     }
@@ -244,9 +286,8 @@ struct Scheduler: Sendable {
             entry.requiresACPower = options.requiresACPower
             entry.background = options.background
         }
-        if var entry = notYet[id] {
-            changed(&entry)
-            notYet[id] = entry
+        if let place = notYet[id] {
+            changed(&notYetEntries[Int(place)])
             return
         }
         guard let index = queuedIndex(of: id) else { return }
@@ -258,7 +299,7 @@ struct Scheduler: Sendable {
     /// Forgets a task, queued or running.
     mutating func remove(_ id: UInt64) {
         if let index = queuedIndex(of: id) { dequeue(at: index) }
-        notYet[id] = nil
+        _ = takeNotYet(id)
         forgetRunning(id)
         forgetBeginTime(id)
     }

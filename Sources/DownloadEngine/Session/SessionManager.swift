@@ -24,7 +24,8 @@ import UserFiles
 /// stop sets its reason under the lock and cancels requests and the runner after it; the one
 /// exception, named at 3, only enqueues).
 /// 1. `DownloadTask.eventOrder` (`inEventOrder`): held while a task changes and its events are
-///    queued (only queued: observers run later, on `EventDelivery`'s delivery queue).
+///    queued (only queued: observers run later, on `EventDelivery`'s delivery queue). One of
+///    `EventOrderLocks`' 256, shared by the tasks whose ids fall on it: never two held at once.
 /// 2. `SessionManager.state` (`TaskTable`): the tasks, the counts, the scheduler, the next id.
 /// 3. `DownloadTask.state` (`withState`, `update`, `transition`): one task's record and counters.
 ///    The run's `Task` is created under 1–3 (creating it only enqueues it), so a stop never

@@ -7,6 +7,9 @@ import UserFiles
 /// hundred thousand queued tasks do not each carry it. Reached only through `DownloadTask.State`,
 /// under the task's lock.
 final class TaskRunState: @unchecked Sendable {
+    /// `DownloadTask.State.bytesWritten` and `progressDelivered` once the task has this.
+    var bytesWritten: Int64
+    var progressDelivered: Int64
     var runner: Task<Void, Never>? = nil
     /// The requests the current run has out (a stop, or the end of a segmented attempt,
     /// cancels them all); a new one for each run.
@@ -51,4 +54,10 @@ final class TaskRunState: @unchecked Sendable {
     var answeredCertificate: ClientCertificate? = nil
     /// Its app gave it a new URL (`link-expired`): the same question again is a refusal.
     var renewedLink: Bool = false
+
+    /// Made with the counters where the task's record left them (its durable offset).
+    init(bytesWritten: Int64) {
+        self.bytesWritten = bytesWritten
+        progressDelivered = bytesWritten
+    }
 }
