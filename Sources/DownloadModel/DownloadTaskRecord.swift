@@ -13,7 +13,7 @@ public struct DownloadTaskRecord: Sendable, Hashable {
     /// The file that will exist on success (known once the name is chosen).
     public var resolvedPath: String? {
         get { details.resolvedPath }
-        set { if newValue != nil || $details.isBoxed { details.resolvedPath = newValue } }
+        _modify { yield &details.resolvedPath }
     }
     public var state: DownloadState
     /// Bytes of the partial file that are fsynced: what a restart keeps. With one stream the
@@ -24,44 +24,44 @@ public struct DownloadTaskRecord: Sendable, Hashable {
     /// fsynced); nil for one stream.
     public var segments: [ByteRange]? {
         get { details.segments }
-        set { if newValue != nil || $details.isBoxed { details.segments = newValue } }
+        _modify { yield &details.segments }
     }
     /// -1 when unknown.
     public var expectedLength: Int64
     /// A strong validator for If-Range (an ETag, or an HTTP-date).
     public var validator: String? {
         get { details.validator }
-        set { if newValue != nil || $details.isBoxed { details.validator = newValue } }
+        _modify { yield &details.validator }
     }
     public var finalURL: String? {
         get { details.finalURL }
-        set { if newValue != nil || $details.isBoxed { details.finalURL = newValue } }
+        _modify { yield &details.finalURL }
     }
     /// The partial file the task created (device, inode): only this file is ever resumed or
     /// published, never one put in its place.
     public var partialFile: FileIdentity? {
         get { details.partialFile }
-        set { if newValue != nil || $details.isBoxed { details.partialFile = newValue } }
+        _modify { yield &details.partialFile }
     }
     public var errorName: String? {
         get { details.errorName }
-        set { if newValue != nil || $details.isBoxed { details.errorName = newValue } }
+        _modify { yield &details.errorName }
     }
     public var errorMessage: String? {
         get { details.errorMessage }
-        set { if newValue != nil || $details.isBoxed { details.errorMessage = newValue } }
+        _modify { yield &details.errorMessage }
     }
     /// Where its time went (`GetMetrics`): nil until it first runs.
     public var metrics: TaskMetrics? {
         get { details.metrics }
-        set { if newValue != nil || $details.isBoxed { details.metrics = newValue } }
+        _modify { yield &details.metrics }
     }
     /// When this daemon made it (Unix microseconds, whole milliseconds: the store's `createdAt`
     /// keeps milliseconds); 0 for a task read from the store (its `createdAt` says).
     public var queuedAt: Int64 = 0
     /// The fields above a run sets (from `resolvedPath` to `metrics`), behind one reference made
-    /// when the first of them is given a value (a nil set on a task without one makes none): a
-    /// queued task that never ran holds a nil pointer for all eight.
+    /// when the first of them is given a value (`Sparse`: a nil set on a task without one makes
+    /// none): a queued task that never ran holds a nil pointer for all eight.
     @Sparse public var details = RunDetails()
 
     // MARK: The request's fields

@@ -3,7 +3,8 @@ public protocol EmptyInitializable {
     init()
 }
 
-/// A value that is mostly empty kept behind one reference, made the first time it is changed:
+/// A value that is mostly empty kept behind one reference, made the first time a change leaves
+/// it not empty (a change that leaves it empty, such as a nil set on an empty one, makes none):
 /// copies of the struct that holds it share the box, and a change is made in place while this
 /// copy is the box's only holder, in a new box otherwise (copy on write, as `Array` does). For
 /// what a task's run learns (its validator, final URL, partial file, error, metrics): a hundred
@@ -26,17 +27,24 @@ public struct Sparse<Value: Sendable & Hashable & EmptyInitializable>: Sendable,
     public var wrappedValue: Value {
         get { box?.value ?? Value() }
         _modify {
-            if !isKnownUniquelyReferenced(&box) { box = Box(box?.value ?? Value()) }
-            let held = box ?? Box(Value())
-            box = held
-            yield &held.value
+            if box == nil {
+                // No box yet: the change is made on an empty value, boxed only if it is one no more.
+                var value = Value()
+                defer { if value != Value() { box = Box(value) } }
+                yield &value
+            } else {
+                if !isKnownUniquelyReferenced(&box), let shared = box { box = Box(shared.value) }
+                let held = box ?? Box(Value())
+                box = held
+                yield &held.value
+            }
         }
     }
 
     /// The wrapper itself (`$name`): whether it holds a box.
     public var projectedValue: Sparse<Value> { self }
 
-    /// Whether a box is held: an empty value set on a wrapper without one takes none.
+    /// Whether a box is held: a change that leaves an unboxed value empty takes none.
     public var isBoxed: Bool { box != nil }
 
     public static func == (a: Sparse<Value>, b: Sparse<Value>) -> Bool {
