@@ -13,7 +13,6 @@ import UserFiles
 /// Copies of it are the same task. Sendable because the storage's state is reached only under
 /// its lock (`withState` and the operations below) and its id never changes.
 struct DownloadTask: @unchecked Sendable {
-
     enum StopReason: Sendable, Equatable {
         case pause, cancel, shutdown
         /// The network or power no longer allows the task: back to the queue until it does.
@@ -169,17 +168,11 @@ struct DownloadTask: @unchecked Sendable {
     /// Read without the lock: it never changes.
     var id: UInt64 { storage.id }
 
-    /// Runs `body` on the state under the task's lock (`DownloadTask.state` in `SessionManager`'s
-    /// order: a leaf, nothing else is taken and nothing waits under it). Reached only through
-    /// `withState`, `update`, `transition` and the counters below.
-    private func withLockedValue<T>(_ body: (inout State) throws -> T) rethrows -> T {
-        try storage.withLockedState(body)
-    }
     /// Every blocking call on this task's files runs here, in order: open, pwrite, ftruncate,
     /// fdatasync, rename, unlink, the SHA-256. Never on an event loop. Made when first needed
     /// (`State.io`): a queued task that never ran holds none.
     var io: DispatchQueue {
-        withLockedValue { state in
+        withState { state in
             if let queue = state.io { return queue }
             let queue = DispatchQueue(label: "org.example.Downloads.task.\(id).io")
             state.io = queue
@@ -188,15 +181,15 @@ struct DownloadTask: @unchecked Sendable {
     }
 
     init(record: DownloadTaskRecord) {
-        storage = TaskStorage.make(
-            id: record.id,
-            state: State(record: record))
+        storage = TaskStorage.make(id: record.id, state: State(record: record))
     }
 
-    /// Reads or changes the task's state under its lock: bookkeeping only (no I/O, no wait, no
-    /// other lock); what must happen because of it happens after.
+    /// Reads or changes the task's state under its lock (`DownloadTask.state` in `SessionManager`'s
+    /// order: a leaf): bookkeeping only (no I/O, no wait, no other lock); what must happen
+    /// because of it happens after. The state is reached only through this and the operations
+    /// below, which use it.
     func withState<T>(_ body: (inout State) throws -> T) rethrows -> T {
-        try withLockedValue(body)
+        try storage.withLockedState(body)
     }
 
     /// Runs `body` in the task's event order: a change and the events that describe it, queued
@@ -209,17 +202,17 @@ struct DownloadTask: @unchecked Sendable {
     }
 
     var snapshot: TaskSnapshot {
-        withLockedValue { $0.snapshot }
+        withState { $0.snapshot }
     }
 
-    var record: DownloadTaskRecord { withLockedValue { $0.record } }
+    var record: DownloadTaskRecord { withState { $0.record } }
 
     /// Moves to `next` if allowed (and, with `from`, only out of those states); returns the
     /// state before and the snapshot after the change, or nil when refused.
     func transition(
         to next: DownloadState, from allowed: Set<DownloadState>? = nil, _ change: (inout State) -> Void = { _ in }
     ) -> (DownloadState, TaskSnapshot)? {
-        withLockedValue { state in
+        withState { state in
             let previous = state.record.state
             guard previous.canTransition(to: next), allowed?.contains(previous) ?? true else { return nil }
             state.record.enter(next)
@@ -235,7 +228,7 @@ struct DownloadTask: @unchecked Sendable {
 
     @discardableResult
     func update(_ change: (inout State) -> Void) -> TaskSnapshot {
-        withLockedValue { state in
+        withState { state in
             change(&state)
             return state.snapshot
         }
@@ -245,7 +238,7 @@ struct DownloadTask: @unchecked Sendable {
     /// progress (`interval` nanoseconds after the last delivery, or now), or nil when a delivery
     /// is queued already: one lock per chunk, one queue hop per delivery.
     func wrote(upTo position: Int64, interval: UInt64) -> DispatchTime? {
-        withLockedValue { state in
+        withState { state in
             state.bytesWritten = position
             guard !state.progressQueued else { return nil }
             state.progressQueued = true
@@ -256,7 +249,7 @@ struct DownloadTask: @unchecked Sendable {
     /// The newest counters and the bytes since the last delivery; nil when nothing moved.
     /// `endsQueued`: called by the queued delivery, so the next chunk may queue another.
     func takeProgress(endsQueued: Bool) -> (TaskSnapshot, Int64)? {
-        withLockedValue { state in
+        withState { state in
             if endsQueued { state.progressQueued = false }
             let delta = state.bytesWritten - state.progressDelivered
             guard delta != 0 else { return nil }
@@ -272,7 +265,7 @@ struct DownloadTask: @unchecked Sendable {
     /// progress an event delivers before itself. Only forward: a lower position is an older
     /// snapshot, or a restart, which the queued delivery reports.
     func takeProgress(upTo position: Int64) -> Int64? {
-        withLockedValue { state in
+        withState { state in
             let delta = position - state.progressDelivered
             guard delta > 0 else { return nil }
             state.progressDelivered = position
@@ -285,7 +278,7 @@ struct DownloadTask: @unchecked Sendable {
     /// The limit reads are paced to: the lowest of the task's own, a background transfer's pace
     /// and its share of its group's (0: none).
     var maxBytesPerSecond: UInt64 {
-        withLockedValue { state in
+        withState { state in
             [state.record.options.maxBytesPerSecond, state.pacedRate, state.groupShare].filter { $0 > 0 }.min() ?? 0
         }
     }

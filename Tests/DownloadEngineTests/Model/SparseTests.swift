@@ -6,27 +6,21 @@ import XCTest
 /// holds none, a nil set makes none, copies share the box until one of them changes, and two
 /// records are equal by their values, not by their boxes.
 final class SparseTests: XCTestCase {
-    private func record(_ id: UInt64) -> DownloadTaskRecord {
-        DownloadTaskRecord(
-            id: id, owner: 1000, session: "s", url: "http://127.0.0.1/\(id)", destination: "/tmp/\(id)",
-            destinationIsDirectory: false, options: DownloadOptions())
-    }
-
     func testAQueuedRecordHoldsNoBoxAndANilSetMakesNone() {
-        var queued = record(1)
+        var queued = DownloadTaskRecord.plain(1)
         XCTAssertFalse(queued.$details.isBoxed)
         queued.errorName = nil
         queued.validator = nil
         queued.metrics = nil
         queued.segments = nil
         XCTAssertFalse(queued.$details.isBoxed, "setting nil on a record without details makes none")
-        XCTAssertEqual(queued, record(1))
+        XCTAssertEqual(queued, DownloadTaskRecord.plain(1))
         queued.enter(.cancelled)
         XCTAssertFalse(queued.$details.isBoxed, "a task cancelled before it ran learned nothing")
     }
 
     func testARunsFieldsReadBackAndCopiesAreIndependent() {
-        var running = record(2)
+        var running = DownloadTaskRecord.plain(2)
         running.enter(.running)
         XCTAssertTrue(running.$details.isBoxed, "a run's metrics are its first detail")
         running.validator = "\"v1\""
@@ -55,17 +49,17 @@ final class SparseTests: XCTestCase {
     }
 
     func testEqualDetailsInTwoBoxesAreEqualAndHashAlike() {
-        var a = record(3)
-        var b = record(3)
+        var a = DownloadTaskRecord.plain(3)
+        var b = DownloadTaskRecord.plain(3)
         a.validator = "\"v\""
         b.validator = "\"v\""
         XCTAssertEqual(a, b)
         XCTAssertEqual(a.hashValue, b.hashValue)
-        var emptied = record(3)
+        var emptied = DownloadTaskRecord.plain(3)
         emptied.validator = "\"v\""
         emptied.validator = nil
         XCTAssertTrue(emptied.$details.isBoxed)
-        XCTAssertEqual(emptied, record(3), "an emptied box equals no box")
-        XCTAssertEqual(emptied.hashValue, record(3).hashValue)
+        XCTAssertEqual(emptied, DownloadTaskRecord.plain(3), "an emptied box equals no box")
+        XCTAssertEqual(emptied.hashValue, DownloadTaskRecord.plain(3).hashValue)
     }
 }

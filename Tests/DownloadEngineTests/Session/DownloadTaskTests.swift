@@ -8,15 +8,9 @@ import XCTest
 /// by one thread at a time, the id reads at any time, tasks on one event-order lock do not hold
 /// each other up beyond their bookkeeping, and a task goes with its last reference.
 final class DownloadTaskTests: XCTestCase {
-    private func record(_ id: UInt64) -> DownloadTaskRecord {
-        DownloadTaskRecord(
-            id: id, owner: 1000, session: "s", url: "http://127.0.0.1/\(id)", destination: "/tmp/\(id)",
-            destinationIsDirectory: false, options: DownloadOptions())
-    }
-
     func testTheStateChangesOneThreadAtATimeOnTasksSharingAnEventOrderLock() {
         // 1, 257 and 513 fall on one of EventOrderLocks' 256 locks.
-        let tasks = [1, 257, 513, 2].map { DownloadTask(record: record($0)) }
+        let tasks = [1, 257, 513, 2].map { DownloadTask(record: DownloadTaskRecord.plain($0)) }
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
             for round in 0..<5_000 {
                 let task = tasks[(worker + round) % tasks.count]
@@ -32,7 +26,7 @@ final class DownloadTaskTests: XCTestCase {
     }
 
     func testATaskIsOneReferenceHoweverOftenItIsCopied() {
-        let task = DownloadTask(record: record(9))
+        let task = DownloadTask(record: DownloadTaskRecord.plain(9))
         let copy = task
         copy.withState { $0.record.validator = "\"v\"" }
         XCTAssertEqual(task.snapshot.record.validator, "\"v\"", "a copy of a task is the same task")

@@ -61,11 +61,7 @@ final class EventDeliveryTests: XCTestCase {
     }
 
     static func task(_ id: UInt64) -> DownloadTask {
-        DownloadTask(
-            record: DownloadTaskRecord(
-                id: id, owner: 1000, session: "s", url: "http://127.0.0.1/\(id)", destination: "/tmp/\(id)",
-                destinationIsDirectory: false, options: DownloadOptions(), state: .running
-            ))
+        DownloadTask(record: .plain(id, state: .running))
     }
 
     /// Posts checkpoint `n` of `task` as the engine does: the change and its event under eventOrder.
