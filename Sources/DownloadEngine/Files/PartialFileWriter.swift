@@ -67,13 +67,16 @@ final class PartialFileWriter: @unchecked Sendable {
     private var waiters: [EventLoopPromise<Void>] = []
     private var sharedFailure: DownloadError?
 
-    private let gatherBytes: Int
+    /// The bytes gathered before the queue is woken: fixed when given, else `WriteGathering`'s
+    /// share of the moment.
+    private let gatherBytes: Int?
+    private let gatherCeiling: Int
 
     /// `reuse` says whether an existing file may be kept when the file is opened; `opened` hears
     /// which file was opened (to record it).
     init(
         path: String, fileAccess: any FileAccess, queue: DispatchQueue, highWater: Int = 4 << 20,
-        gatherBytes: Int = 512 << 10,
+        gatherBytes: Int? = nil,
         digest: Checksum.Algorithm? = nil,
         reuse: @escaping @Sendable () -> PartialReuse = { .ifOwned },
         opened: @escaping @Sendable (FileIdentity) -> Void = { _ in }
@@ -81,7 +84,9 @@ final class PartialFileWriter: @unchecked Sendable {
         self.reuse = reuse
         self.opened = opened
         self.digest = digest.map { RunningDigest($0) }
-        self.gatherBytes = min(gatherBytes, highWater / 2)
+        gatherCeiling = highWater / 2
+        self.gatherBytes = gatherBytes.map { min($0, highWater / 2) }
+        WriteGathering.writerMade()
         self.path = path
         self.fileAccess = fileAccess
         self.queue = queue
@@ -90,6 +95,7 @@ final class PartialFileWriter: @unchecked Sendable {
     }
 
     deinit {
+        WriteGathering.writerGone()
         if descriptor >= 0 { Glibc.close(descriptor) }
     }
 
@@ -104,7 +110,7 @@ final class PartialFileWriter: @unchecked Sendable {
             // Writes gather until `gatherBytes` wait: one wake-up and one pwritev for many
             // chunks. Every other operation (a checkpoint, the end of a request, a stop) wakes
             // the queue at once, so nothing is left behind.
-            if pendingBytes >= gatherBytes { scheduleDrainLocked() }
+            if pendingBytes >= gatherBytes ?? WriteGathering.bytes(ceiling: gatherCeiling) { scheduleDrainLocked() }
             guard pendingBytes > highWater else { return (nil, nil) }
             let promise = eventLoop.makePromise(of: Void.self)
             waiters.append(promise)
