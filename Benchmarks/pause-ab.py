@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """How long a running download stops while large calls are taken beside it, for two builds
 alternated: each run starts a download from a server on 127.0.0.1 that sends 64 KiB every 4 ms
-(about 16 MB/s, steady), watches its partial file grow every 2 ms, and after 3 s sends three
-StartGroups of 10,000 files (beginning a day ahead, as bench.py's `queued` section does). Prints
-the largest time the file did not grow in the 2.5 s before the groups, while they were taken and
-in the 2 s after, and the medians. A daemon whose event loops also run the calls' work shows
-it as a longer pause while the groups are taken. Asserts nothing.
+(about 16 MB/s, steady), reads the task's `BytesWritten` (what the event loop has handed to the
+file's writer, counted as each part of the body arrives) every 2 ms over a connection of its own,
+and after 3 s sends three StartGroups of 10,000 files (beginning a day ahead, as bench.py's `queued`
+section does). Prints the largest time the count did not grow in the 2.5 s before the groups,
+while they were taken and in the 2 s after, and the medians. A daemon whose event loops also run
+the calls' work shows it as a longer pause while the groups are taken. Asserts nothing.
 
     Benchmarks/pause-ab.py BEFORE_DAEMON AFTER_DAEMON [RUNS]
 """
@@ -46,8 +47,8 @@ class SteadyHandler(http.server.BaseHTTPRequestHandler):
 
 
 def largest_pause(samples, start, end):
-    """The longest time between two changes of the size within [start, end]."""
-    changes = [t for (t, size), (_, before) in zip(samples[1:], samples) if size != before and start <= t <= end]
+    """The longest time between two changes of the count within [start, end]."""
+    changes = [t for (t, count), (_, before) in zip(samples[1:], samples) if count != before and start <= t <= end]
     return max((b - a for a, b in zip(changes, changes[1:])), default=0.0)
 
 
@@ -57,15 +58,17 @@ def one_run(binary, work, server):
     service = bench.Service(os.path.join(work, "state-" + str(time.monotonic_ns())), ["--max-tasks-per-user", "100000"])
     try:
         manager = service.manager
-        manager.Start(f"http://127.0.0.1:{server.server_address[1]}/steady.bin", os.path.join(out, "steady.bin"),
-                      dbus.Dictionary({}, signature="sv"))
+        path = manager.Start(f"http://127.0.0.1:{server.server_address[1]}/steady.bin",
+                             os.path.join(out, "steady.bin"), dbus.Dictionary({}, signature="sv"))
         samples, stop = [], threading.Event()
+        watcher_bus = dbus.bus.BusConnection(service.address)
+        properties = dbus.Interface(watcher_bus.get_object("org.example.Downloads", path),
+                                    "org.freedesktop.DBus.Properties")
 
         def watch():
             while not stop.is_set():
-                size = sum(os.path.getsize(os.path.join(out, name)) for name in os.listdir(out)
-                           if name == "steady.bin" or name.endswith(".part"))
-                samples.append((time.monotonic(), size))
+                written = int(properties.Get("org.example.Downloads.Task", "BytesWritten"))
+                samples.append((time.monotonic(), written))
                 time.sleep(0.002)
 
         watcher = threading.Thread(target=watch)
@@ -84,6 +87,7 @@ def one_run(binary, work, server):
         time.sleep(2)
         stop.set()
         watcher.join()
+        watcher_bus.close()
         return (largest_pause(samples, began - 2.5, began), largest_pause(samples, began, ended),
                 largest_pause(samples, ended, ended + 2), ended - began)
     finally:
