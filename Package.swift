@@ -51,6 +51,8 @@ let package = Package(
         ),
         // openat2, renameat2, SCM_RIGHTS and privilege dropping: what Swift cannot call directly.
         .target(name: "CUserFiles"),
+        // downloadsd's malloc settings, made by a constructor before any thread starts.
+        .target(name: "CMallocTuning"),
         // Named places where a debug build kills itself on request (DOWNLOADSD_CRASH_AT): the crash tests.
         .target(name: "CrashPoints"),
         // Which app a calling process belongs to (Flatpak, Snap, or the host), from the kernel.
@@ -153,7 +155,7 @@ let package = Package(
             name: "downloadsd",
             dependencies: [
                 "DownloadsService", "DownloadsAPI", "DownloadEngine", "DownloadModel", "DownloadStore", "DBus", "ProxyRules",
-                "RecentFiles", "ShownText",
+                "RecentFiles", "ShownText", "CMallocTuning",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CMallocTuning
 import Crypto
 import DBus
 import Dispatch
@@ -137,7 +138,7 @@ struct Downloadsd: AsyncParsableCommand {
 
         // Everything the daemon creates is its own alone: the database, its WAL, the key.
         umask(0o077)
-        MallocTuning.apply()
+        if downloadsd_malloc_tuned() == 0 { logger.warning("glibc refused a malloc setting (CMallocTuning)") }
         do {
             for note in try StateDirectory.prepare(directory) { logger.warning("\(note)") }
         } catch {

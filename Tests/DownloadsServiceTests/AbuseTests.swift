@@ -46,7 +46,7 @@ final class AbuseTests: DaemonTestCase {
                 XCTAssertTrue(error.message.contains("takes 's', got 'as'"), error.message)
             }
         }
-        // The daemon's malloc returns large blocks (MallocTuning): not even one message stays.
+        // The daemon's malloc returns large blocks (CMallocTuning): not even one message stays.
         // The last one is freed just after its refusal is sent, so the reply can come before
         // the memory goes back (seen here: 48 MiB, then 46 a tenth of a second later; a CI run
         // sampled 62 once): waited for, with a deadline, not sampled once.

@@ -1,0 +1,9 @@
+#ifndef CMALLOCTUNING_H
+#define CMALLOCTUNING_H
+
+/// The malloc settings downloadsd runs with (see CMallocTuning.c). They are made by a
+/// constructor, before the Swift runtime and any thread start; this returns whether glibc took
+/// all of them (the daemon logs it), and referring to it keeps the constructor linked.
+int downloadsd_malloc_tuned(void);
+
+#endif
