@@ -67,16 +67,13 @@ final class PartialFileWriter: @unchecked Sendable {
     private var waiters: [EventLoopPromise<Void>] = []
     private var sharedFailure: DownloadError?
 
-    /// The bytes gathered before the queue is woken: fixed when given, else `WriteGathering`'s
-    /// share of the moment.
-    private let gatherBytes: Int?
+    /// The most gathered before the queue is woken (`WriteGathering` says how much, now).
     private let gatherCeiling: Int
 
     /// `reuse` says whether an existing file may be kept when the file is opened; `opened` hears
     /// which file was opened (to record it).
     init(
         path: String, fileAccess: any FileAccess, queue: DispatchQueue, highWater: Int = 4 << 20,
-        gatherBytes: Int? = nil,
         digest: Checksum.Algorithm? = nil,
         reuse: @escaping @Sendable () -> PartialReuse = { .ifOwned },
         opened: @escaping @Sendable (FileIdentity) -> Void = { _ in }
@@ -85,7 +82,6 @@ final class PartialFileWriter: @unchecked Sendable {
         self.opened = opened
         self.digest = digest.map { RunningDigest($0) }
         gatherCeiling = highWater / 2
-        self.gatherBytes = gatherBytes.map { min($0, highWater / 2) }
         WriteGathering.writerMade()
         self.path = path
         self.fileAccess = fileAccess
@@ -107,10 +103,10 @@ final class PartialFileWriter: @unchecked Sendable {
             if let sharedFailure { return (sharedFailure, nil) }
             operations.append(.write(buffer, at: offset))
             pendingBytes += buffer.readableBytes
-            // Writes gather until `gatherBytes` wait: one wake-up and one pwritev for many
+            // Writes gather until `WriteGathering`'s share waits: one wake-up and one pwritev for many
             // chunks. Every other operation (a checkpoint, the end of a request, a stop) wakes
             // the queue at once, so nothing is left behind.
-            if pendingBytes >= gatherBytes ?? WriteGathering.bytes(ceiling: gatherCeiling) { scheduleDrainLocked() }
+            if pendingBytes >= WriteGathering.bytes(ceiling: gatherCeiling) { scheduleDrainLocked() }
             guard pendingBytes > highWater else { return (nil, nil) }
             let promise = eventLoop.makePromise(of: Void.self)
             waiters.append(promise)
