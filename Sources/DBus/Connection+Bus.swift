@@ -61,8 +61,11 @@ extension Connection {
     }
 
     /// Subscribes to signals matching `rule`. The handler runs on the connection's queue: keep it short.
+    /// A well-known `sender` is followed to the unique name that owns it (`follow`), so a signal
+    /// another connection sends in the name's interface is not taken for the owner's.
     @discardableResult
     public func subscribe(_ rule: MatchRule, handler: @escaping @Sendable (Message) -> Void) async throws -> UInt64 {
+        if let sender = rule.sender, MatchRule.isWellKnown(sender) { try await follow(sender) }
         let id = state.withLockedValue { state -> UInt64 in
             let id = state.nextSubscriptionID
             state.nextSubscriptionID += 1
@@ -73,6 +76,7 @@ extension Connection {
             _ = try await callBus("AddMatch", [.string(rule.text)])
         } catch {
             _ = state.withLockedValue { $0.subscriptions.removeValue(forKey: id) }
+            if let sender = rule.sender, MatchRule.isWellKnown(sender) { await unfollow(sender) }
             throw error
         }
         return id
@@ -81,6 +85,68 @@ extension Connection {
     public func unsubscribe(_ id: UInt64) async {
         guard let subscription = state.withLockedValue({ $0.subscriptions.removeValue(forKey: id) }) else { return }
         _ = try? await callBus("RemoveMatch", [.string(subscription.rule.text)])
+        if let sender = subscription.rule.sender, MatchRule.isWellKnown(sender) { await unfollow(sender) }
+    }
+
+    /// The unique name that owns `name` as this connection last heard, for a name some
+    /// subscription follows; nil when nobody owns it or it is not followed.
+    public func followedOwner(of name: String) -> String? {
+        state.withLockedValue { $0.followedNames[name]?.owner }
+    }
+
+    /// Starts following who owns `name` (GDBus's way for a subscription to a well-known name):
+    /// `NameOwnerChanged` of that name first, then `GetNameOwner`, whose answer is kept unless a
+    /// change came meanwhile (the change is newer). Signals are taken only from that owner.
+    private func follow(_ name: String) async throws {
+        let first = state.withLockedValue { state -> Bool in
+            if state.followedNames[name] != nil {
+                state.followedNames[name]?.users += 1
+                return false
+            }
+            state.followedNames[name] = FollowedName()
+            return true
+        }
+        guard first else { return }
+        do {
+            let watch = try await subscribe(
+                MatchRule(sender: Connection.busName, interface: Connection.busName, member: "NameOwnerChanged", arg0: name)
+            ) { [weak self] message in
+                guard let values = try? message.arguments(), values.count == 3, values[0].stringValue == name,
+                    let new = values[2].stringValue
+                else { return }
+                self?.state.withLockedValue { state in
+                    state.followedNames[name]?.owner = new.isEmpty ? nil : new
+                    state.followedNames[name]?.changedSinceAsked = true
+                }
+            }
+            let stillFollowed = state.withLockedValue { state -> Bool in
+                state.followedNames[name]?.watch = watch
+                return state.followedNames[name] != nil
+            }
+            guard stillFollowed else { return await unsubscribe(watch) }
+            let owner = try await nameOwner(name)
+            state.withLockedValue { state in
+                guard state.followedNames[name]?.changedSinceAsked == false else { return }
+                state.followedNames[name]?.owner = owner
+            }
+        } catch {
+            await unfollow(name)
+            throw error
+        }
+    }
+
+    private func unfollow(_ name: String) async {
+        let watch = state.withLockedValue { state -> UInt64?? in
+            guard var followed = state.followedNames[name] else { return nil }
+            followed.users -= 1
+            guard followed.users <= 0 else {
+                state.followedNames[name] = followed
+                return nil
+            }
+            state.followedNames[name] = nil
+            return .some(followed.watch)
+        }
+        if case .some(.some(let watch)) = watch { await unsubscribe(watch) }
     }
 
     /// Calls `handler(name, oldOwner, newOwner)` for every `NameOwnerChanged` the bus emits.

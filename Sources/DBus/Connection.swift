@@ -33,6 +33,8 @@ public final class Connection: @unchecked Sendable {
         var nextSubscriptionID: UInt64 = 1
         var credentials: [String: Credentials] = [:]
         var nameWatchInstalled = false
+        /// Well-known senders of subscriptions, and their owners (`Connection+NameOwners`).
+        var followedNames: [String: FollowedName] = [:]
         var disconnectHandlers: [@Sendable () -> Void] = []
         var closed = false
         var disconnected = false
@@ -297,7 +299,9 @@ public final class Connection: @unchecked Sendable {
 
     private func deliverSignal(_ message: Message) {
         let handlers = state.withLockedValue { state in
-            state.subscriptions.values.filter { $0.rule.matches(message) }.map(\.handler)
+            state.subscriptions.values.filter { subscription in
+                subscription.rule.matches(message) { state.followedNames[$0]?.owner }
+            }.map(\.handler)
         }
         for handler in handlers { handler(message) }
     }

@@ -253,6 +253,49 @@ final class ConnectionTests: BusTestCase {
         XCTAssertEqual(bobGot.withLockedValue { $0 }, 1)
     }
 
+    /// A subscription naming a well-known sender takes signals only from the unique name that
+    /// owns it now (as GDBus does): another connection's unicast signal in the service's interface
+    /// is dropped, and when the name moves, the old owner's signals are dropped too.
+    func testASignalFromAnotherConnectionIsNotTakenForTheNamesOwners() async throws {
+        let victim = try await client()
+        let forger = try await client()
+        defer { victim.close(); forger.close() }
+        let got = NIOLockedValueBox([String]())
+        try await victim.subscribe(MatchRule(sender: TestService.name, interface: "org.example.Test")) { message in
+            got.withLockedValue { $0.append((try? message.arguments().first?.stringValue) ?? "") }
+        }
+        XCTAssertEqual(victim.followedOwner(of: TestService.name), service.uniqueName)
+        func emit(_ from: Connection, _ text: String) throws {
+            try from.emitSignal(
+                path: TestService.path, interface: "org.example.Test", name: "Finished", arguments: [.string(text)],
+                destination: victim.uniqueName)
+        }
+        try emit(forger, "forged")
+        try emit(service, "real")
+        try await waitUntil { got.withLockedValue { $0 } == ["real"] }
+        // The name moves to another connection: the old owner is a stranger now.
+        let successor = try await client()
+        defer { successor.close() }
+        try await service.releaseName(TestService.name)
+        try await successor.requestName(TestService.name)
+        try await waitUntil { victim.followedOwner(of: TestService.name) == successor.uniqueName }
+        try emit(service, "old owner")
+        try emit(forger, "forged again")
+        try emit(successor, "new owner")
+        try await waitUntil { got.withLockedValue { $0 }.count >= 2 }
+        // A round trip through the bus orders us after anything else in flight.
+        _ = try await victim.nameOwner(TestService.name)
+        XCTAssertEqual(got.withLockedValue { $0 }, ["real", "new owner"])
+    }
+
+    private func waitUntil(_ condition: @escaping () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return XCTFail("the condition did not hold within 10 s") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     func testObjectManagerAndPropertiesChangedSignals() async throws {
         let client = try await client()
         defer { client.close() }
