@@ -30,6 +30,8 @@ public struct BusError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Nobody owns the name called and the bus could not start anyone for it.
     public static let serviceUnknownName = "org.freedesktop.DBus.Error.ServiceUnknown"
     public static let nameHasNoOwnerName = "org.freedesktop.DBus.Error.NameHasNoOwner"
+    /// The bus refused the message for a limit of its own (a connection's pending replies).
+    public static let limitsExceededName = "org.freedesktop.DBus.Error.LimitsExceeded"
 
     public static func failed(_ message: String) -> BusError { BusError(name: failedName, message: message) }
     public static func invalidArgs(_ message: String) -> BusError { BusError(name: invalidArgsName, message: message) }

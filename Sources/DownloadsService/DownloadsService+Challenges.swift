@@ -41,15 +41,14 @@ extension DownloadsService: ChallengeAgent {
             guard let receiver = try await receiver(of: handler) else {
                 return .performDefault(why: "the app of \(LogText.escaped(session)) is not there to ask")
             }
-            let reply = try await connection.call(
-                destination: receiver, path: try ObjectPath(handler.objectPath),
-                interface: DownloadsInterfaces.client.name, method: "HandleChallenge",
+            let reply = try await callClient(
+                handler, receiver: receiver, method: "HandleChallenge",
                 arguments: [
                     .objectPath(DownloadsAPI.taskPath(task.id)), .string(challenge.kind.rawValue),
                     .vardict(Self.details(of: challenge, refused: refused)),
                 ],
-                timeout: .seconds(Int(handler.challengeTimeout)), autoStart: false)
-            return try Self.answer(from: reply)
+                timeout: .seconds(Int(handler.challengeTimeout)))
+            return try await Self.answer(from: reply, owner: handler.owner, reads: callerReads)
         } catch let error as BusError {
             return .performDefault(
                 why: "the app gave no answer: \(LogText.escaped(error.name)): \(LogText.escaped(error.message))")
@@ -81,7 +80,7 @@ extension DownloadsService: ChallengeAgent {
     }
 
     /// The reply `(s disposition, a{sv} answer)` as an answer; throws why it is refused.
-    static func answer(from reply: [DBusValue]) throws -> ChallengeAnswer {
+    static func answer(from reply: [DBusValue], owner: UInt32, reads: CallerFileReads) async throws -> ChallengeAnswer {
         guard reply.count == 2, let disposition = reply[0].stringValue, case .string = reply[0],
             let answer = reply[1].vardictValue
         else {
@@ -146,7 +145,9 @@ extension DownloadsService: ChallengeAgent {
             }
         }
         if let certificate {
-            credentials.certificate = try ClientCertificateFile.read(certificate, passphrase: passphrase)
+            credentials.certificate = try await reads.run(owner: owner, what: "the answer's certificate") {
+                [passphrase] in try ClientCertificateFile.read(certificate, passphrase: passphrase)
+            }
         }
         return .use(credentials)
     }

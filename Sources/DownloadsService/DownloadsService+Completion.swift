@@ -142,14 +142,10 @@ extension DownloadsService {
             guard try store.isPending(session), let handler = try store.handler(session),
                 !engine.hasActiveTasks(in: session)
             else { return }
-            let path = try ObjectPath(handler.objectPath)
             guard let receiver = try await receiver(of: handler) else { return }
-            _ = try await connection.call(
-                destination: receiver, path: path,
-                interface: DownloadsInterfaces.client.name, method: "HandleEventsForBackgroundSession",
-                arguments: [.string(SessionKey.shown(session.name))], timeout: configuration.completionTimeout,
-                autoStart: false
-            )
+            _ = try await callClient(
+                handler, receiver: receiver, method: "HandleEventsForBackgroundSession",
+                arguments: [.string(SessionKey.shown(session.name))], timeout: configuration.completionTimeout)
             CrashPoint.completionAnswered.reached()
             try await BlockingWork.run { [store] in try store.completionDelivered(session) }
             logger.info("completion handler of \(LogText.escaped(session.shownDescription)) called")

@@ -309,18 +309,19 @@ extension DownloadsService {
         if engine.group(data.group.id) == nil {
             try checkMayAddTasks(data.files.count, caller: Caller(uid: caller.uid, app: data.group.app))
         }
-        let anchor = try options.destinationFD.map { fd -> DescriptorAnchor in
-            let anchor = try Self.anchor(fd)
-            guard anchor.kind == .directory,
+        var anchor: DescriptorAnchor?
+        if let fd = options.destinationFD {
+            let given = try await self.anchor(fd, owner: caller.uid)
+            guard given.kind == .directory,
                 data.files.allSatisfy({
-                    $0.destination == anchor.path
-                        || $0.destination.hasPrefix(anchor.path == "/" ? "/" : anchor.path + "/")
+                    $0.destination == given.path
+                        || $0.destination.hasPrefix(given.path == "/" ? "/" : given.path + "/")
                 })
             else {
                 throw DownloadsErrorName.invalidArgument.error(
                     "destination_fd must be the directory the group was started below")
             }
-            return anchor
+            anchor = given
         }
         try requireRoom()
         let fileMode = CallerUmask.fileMode(pid: try? await call.credentials().pid)

@@ -47,7 +47,7 @@ extension DownloadsService {
                     guard let fd = call.arguments[1].unixFDValue else {
                         throw DownloadsErrorName.invalidArgument.error("destination must be a file descriptor (h)")
                     }
-                    let anchor = try Self.anchor(fd)
+                    let anchor = try await anchor(fd, owner: caller.uid)
                     let pid = try? await call.credentials().pid
                     let path = try await start(
                         url: call.arguments[0].stringValue ?? "",
@@ -107,7 +107,7 @@ extension DownloadsService {
                     guard let fd = call.arguments[0].unixFDValue else {
                         throw DownloadsErrorName.invalidArgument.error("directory must be a file descriptor (h)")
                     }
-                    let anchor = try Self.anchor(fd)
+                    let anchor = try await anchor(fd, owner: caller.uid)
                     guard anchor.kind == .directory else {
                         throw DownloadsErrorName.invalidArgument.error(
                             "directory must be an open directory, not a file")
@@ -187,10 +187,13 @@ extension DownloadsService {
     }
 
     /// A descriptor a caller handed over, checked (a directory, or a regular file open for
-    /// writing; not on a read-only mount) and duplicated for the task.
-    static func anchor(_ fd: UnixFD) throws -> DescriptorAnchor {
+    /// writing; not on a read-only mount) and duplicated for the task; its `fstat` and
+    /// `fstatfs` off the shared pool, with a deadline (`CallerFileReads`).
+    func anchor(_ fd: UnixFD, owner: UInt32) async throws -> DescriptorAnchor {
         do {
-            return try DescriptorAnchor.make(duplicating: fd.fd)
+            return try await callerReads.run(owner: owner, what: "destination") {
+                try DescriptorAnchor.make(duplicating: fd.fd)
+            }
         } catch let error as FileOperationError {
             if error.code == EROFS {
                 throw DownloadsErrorName.fileError.error("destination: \(error.message); nothing can be created there")
@@ -228,7 +231,9 @@ extension DownloadsService {
     /// What a new task's URL and options (`Start`'s, `Upload`'s) come to: the URL checked, its
     /// `user:password@` taken out into an Authorization header (unless the caller gave one), the
     /// options the engine's, a sandboxed app's desktop entry its own.
-    func checkedTask(url given: String, options: TaskOptions, caller: Caller) throws -> (String, DownloadOptions) {
+    func checkedTask(
+        url given: String, options: TaskOptions, caller: Caller
+    ) async throws -> (String, DownloadOptions) {
         let (stripped, authorization) = URLCredentials.split(given)
         let url = try StartRequest.checkURL(stripped)
         var engineOptions = try StartRequest.downloadOptions(options)
@@ -236,8 +241,10 @@ extension DownloadsService {
             engineOptions.desktopEntry = try Self.desktopEntry(engineOptions.desktopEntry, app: caller.app)
         }
         if let fd = options.clientCertificate {
-            engineOptions.clientCertificate = try ClientCertificateFile.read(
-                fd, passphrase: options.clientCertificatePassphrase)
+            let passphrase = options.clientCertificatePassphrase
+            engineOptions.clientCertificate = try await callerReads.run(owner: caller.uid, what: "client_certificate") {
+                try ClientCertificateFile.read(fd, passphrase: passphrase)
+            }
         } else if options.clientCertificatePassphrase != nil {
             throw DownloadsErrorName.invalidArgument.error("client_certificate_passphrase needs client_certificate")
         }
@@ -290,7 +297,7 @@ extension DownloadsService {
                 "metalink must be the document's bytes (ay) or an absolute path (s)")
         }
         do {
-            return try await BlockingWork.run { [engine] in
+            return try await callerReads.run(owner: owner, what: "the Metalink document") { [engine] in
                 try engine.readFile(path, owner: owner, atMost: MetalinkDocument.maximumSize)
             }
         } catch let error as DownloadError {
@@ -375,7 +382,7 @@ extension DownloadsService {
                 ? try StartRequest.applyingMetalink(url, checked)
                 : try await BlockingWork.run { try StartRequest.applyingMetalink(url, checked) }
         }()
-        var (url, engineOptions) = try checkedTask(url: given, options: options, caller: caller)
+        var (url, engineOptions) = try await checkedTask(url: given, options: options, caller: caller)
         engineOptions.pieces = pieces
         let session = try admitNewTask(session: options.session, caller: caller)
         let overwrite = engineOptions.overwrite
@@ -561,17 +568,18 @@ extension DownloadsService {
             try checkMayAddTask(Caller(uid: owner, app: data.app))
         }
         // A new descriptor for the task's files: the directory (or the file) it was started in.
-        let anchor = try options.destinationFD.map { fd -> DescriptorAnchor in
-            let anchor = try Self.anchor(fd)
+        var anchor: DescriptorAnchor?
+        if let fd = options.destinationFD {
+            let given = try await self.anchor(fd, owner: owner)
             let expected =
                 data.writesInPlace || data.destinationIsDirectory
                 ? data.destination : FilePaths.directory(of: data.destination)
-            guard anchor.path == expected, (anchor.kind == .file) == data.writesInPlace else {
+            guard given.path == expected, (given.kind == .file) == data.writesInPlace else {
                 throw DownloadsErrorName.invalidArgument.error(
                     "destination_fd must be \(data.writesInPlace ? "the file" : "the directory") the download was started in (\(expected))"
                 )
             }
-            return anchor
+            anchor = given
         }
         try requireRoom()
         if let spec = data.upload, spec.snapshot == nil, spec.reopensByPath {

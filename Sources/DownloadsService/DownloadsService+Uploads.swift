@@ -36,7 +36,7 @@ extension DownloadsService {
         url given: String, source: UploadSource, options: TaskOptions, caller: Caller, fileMode: UInt32?
     ) async throws -> ObjectPath {
         let owner = caller.uid
-        let (url, engineOptions) = try checkedTask(url: given, options: options, caller: caller)
+        let (url, engineOptions) = try await checkedTask(url: given, options: options, caller: caller)
         let method = (options.method ?? "PUT").uppercased()
         guard UploadSpec.methods.contains(method) else {
             throw DownloadsErrorName.invalidArgument.error(
@@ -72,7 +72,9 @@ extension DownloadsService {
         case .descriptor(let fd):
             shownSource = DescriptorAnchor.path(of: fd.fd)
             descriptor = fd.fd
-            identity = try SessionManager.inspectSource(descriptor: fd.fd)
+            identity = try await callerReads.run(owner: owner, what: "source") {
+                try SessionManager.inspectSource(descriptor: fd.fd)
+            }
         }
         if let replyDestination {
             let isDirectory = try await BlockingWork.run { [engine] in

@@ -63,6 +63,10 @@ public final class DownloadsService: Sendable {
     let logger: Logger
     let state = NIOLockedValueBox(State())
     let snapshotBudget: SnapshotBudget
+    /// The service's own calls to clients in flight, capped per user and app.
+    let clientCalls = ClientCallSlots()
+    /// Reads of callers' files, off the shared pool with a deadline.
+    let callerReads = CallerFileReads()
     private let timers = TimerList()
 
     public init(

@@ -1,0 +1,33 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// `SystemBusTestCase` with the two real users of `TestUsers` (made once for the class, removed
+/// after it) and a home each below the test's directory.
+class TwoUsersTestCase: SystemBusTestCase {
+    nonisolated(unsafe) static var madeUsers: TestUsers?
+
+    override class func tearDown() {
+        if madeUsers != nil { TestUsers.remove() }
+        madeUsers = nil
+        super.tearDown()
+    }
+
+    var users: TestUsers { Self.madeUsers! }
+
+    override func setUp() async throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root: creates users and runs the daemon as root") }
+        if Self.madeUsers == nil { Self.madeUsers = try TestUsers.create() }
+        try await super.setUp()
+        chmod(directory.path, 0o755)
+    }
+
+    /// A directory `user` owns, mode 0700, below the test's directory.
+    func home(_ name: String, _ user: TestUsers.User) throws -> String {
+        let path = directory.file(name)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        chown(path, user.uid, user.gid)
+        chmod(path, 0o700)
+        return path
+    }
+}
