@@ -61,7 +61,8 @@ public struct Route: Sendable {
     public var replyDelay: Double?
     /// Answer 401 to a request whose `Authorization` is not this.
     public var requiredAuthorization: String?
-    /// The `WWW-Authenticate` of that 401 (default `Basic realm="test"`).
+    /// The `WWW-Authenticate` of that 401 (default `Basic realm="test"`); `{n}` in it becomes the
+    /// route's count of requests (a realm that changes on every 401).
     public var authenticate: String?
     /// Answer 401 (with its `Digest` challenge) to a request that does not answer this login.
     public var digest: DigestLogin?

@@ -268,7 +268,10 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             _ = record(401)
             sendSimple(
                 context: context, status: .unauthorized, body: "who are you?\n",
-                headers: ["WWW-Authenticate": route.authenticate ?? "Basic realm=\"test\""])
+                headers: [
+                    "WWW-Authenticate": (route.authenticate ?? "Basic realm=\"test\"").replacingOccurrences(
+                        of: "{n}", with: "\(count)")
+                ])
             return
         }
         if let (status, location) = route.redirect {

@@ -5,7 +5,9 @@ import DownloadModel
 /// answer is tried on each of them.
 struct OpenQuestion {
     /// What makes two questions one: the session (its app answers), the kind, the scheme, the
-    /// realm and the server.
+    /// realm and the server; and for a link that expired, the task: a fresh link is one task's
+    /// own (two tasks of a session on one server asked once took one answer's URL for both, and
+    /// the second file became the first's bytes).
     struct Key: Hashable {
         var session: SessionID
         var kind: Challenge.Kind
@@ -13,14 +15,16 @@ struct OpenQuestion {
         var realm: String
         var host: String
         var port: Int
+        var task: UInt64?
 
-        init(_ challenge: Challenge, of session: SessionID) {
+        init(_ challenge: Challenge, of session: SessionID, task: UInt64) {
             self.session = session
             kind = challenge.kind
             scheme = challenge.scheme.lowercased()
             realm = challenge.realm
             host = challenge.host
             port = challenge.port
+            self.task = challenge.kind == .linkExpired ? task : nil
         }
     }
 

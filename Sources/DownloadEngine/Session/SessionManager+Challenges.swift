@@ -9,6 +9,8 @@ import ShownText
 extension SessionManager {
     /// Answers refused for one task before it fails as it would have (the third is the last).
     static let maxRefusedAnswers = 3
+    /// The pause before asking again after a refused answer, doubled for each one after.
+    static let refusedAnswerPause: Duration = .milliseconds(500)
 
     /// Who answers the questions (the service); none until set.
     public func setChallengeAgent(_ agent: any ChallengeAgent) {
@@ -39,9 +41,10 @@ extension SessionManager {
                 || (challenge.kind != .linkExpired && challenge.kind != .clientCertificate
                     && agent.answers(challenge.kind, for: task.snapshot))
         else { return nil }
-        // The same question again after an answer: the server refused it.
+        // A login asked again after an answer: the server refused it, whatever realm it names now
+        // (a server that changes its realm on every 401 made a task ask forever, 3,288 times in 20 s).
         let refused = task.withState { state -> Int in
-            if let answered = state.answered, answered.challenge.sameQuestion(as: challenge) {
+            if state.answered != nil, challenge.kind == .httpAuth || challenge.kind == .proxyAuth {
                 state.refusedAnswers += 1
             }
             // A server that asks to be trusted again after its app trusted it (another certificate).
@@ -80,7 +83,7 @@ extension SessionManager {
         guard let snapshot = moved else { return nil }
         // The same question out already (another task of the session met the same login): this
         // task waits for that answer.
-        let key = OpenQuestion.Key(challenge, of: snapshot.sessionID)
+        let key = OpenQuestion.Key(challenge, of: snapshot.sessionID, task: task.id)
         let waiter = OpenQuestion.Waiter(task: task, question: question, challenge: challenge, failing: change)
         let first = state.withLockedValue { table -> Bool in
             if table.questions[key] != nil {
@@ -95,6 +98,9 @@ extension SessionManager {
         )
         guard first else { return snapshot }
         Task { [self] in
+            // After a refusal, a pause before the app is asked again: a server refusing at once
+            // never makes the task a loop of requests and questions.
+            if refused > 0 { try? await Task.sleep(for: Self.refusedAnswerPause * (1 << (refused - 1))) }
             let answer: ChallengeAnswer
             if mayWantCertificate,
                 let asked = await RequestSender(task: task, owner: self).certificateRequest(at: challenge.url)
