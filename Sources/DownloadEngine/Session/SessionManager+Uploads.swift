@@ -112,6 +112,11 @@ extension SessionManager {
                 try writeFully(fd, raw, at: offset, failure: "cannot copy \(path) for the upload")
             }
             offset += Int64(chunk.readableBytes)
+            // A file changed (grown, cut, rewritten) while it is copied stops the copy within a
+            // chunk, not after the whole recorded size.
+            if offset < size, let why = changed() {
+                throw DownloadError.sourceChanged(path, why + " while it was copied")
+            }
         }
         // Exactly what was recorded: the same file, still that size and unmodified.
         if let why = changed() { throw DownloadError.sourceChanged(path, why + " while it was copied") }

@@ -105,7 +105,7 @@ extension TransferRun {
                 length: record.expectedLength, remaining: remaining, connections: connections, attempt: attempt)
             let workers = SegmentWorkers(live: connections)
             // The validator's source is the run's, from the split that recorded these ranges.
-            segmentState.withLockedValue { state in
+            _ = segmentState.withLockedValue { state in
                 state.move(to: .split(.init(table: table, workers: workers, validatorSource: state.validatorSource)))
             }
             owner.logger.info("task \(task.id): \(remaining.count) range(s) left, \(connections) connection(s)")
@@ -123,7 +123,7 @@ extension TransferRun {
         segmentState.withLockedValue { $0.attemptEnded() }
         if case .restartFromZero = outcome {
             // From now on this run fetches on one stream, from the start.
-            segmentState.withLockedValue { $0.move(to: .settled) }
+            _ = segmentState.withLockedValue { $0.move(to: .settled) }
             settleOnOneStream()
         }
         return outcome
@@ -141,7 +141,7 @@ extension TransferRun {
         _ request: TransferStateMachine.Request, attempt: NIOLockedValueBox<Attempt>
     ) async -> TransferStateMachine.Outcome {
         guard maySplit else { return await stream(request) }
-        segmentState.withLockedValue { $0.move(to: .probing(.init())) }
+        _ = segmentState.withLockedValue { $0.move(to: .probing(.init())) }
         let (splits, decided) = AsyncStream<SplitMade?>.makeStream()
         let split = splitter(attempt: attempt, decided: decided)
         return await withTaskGroup(of: TransferStateMachine.Outcome?.self) { group in
