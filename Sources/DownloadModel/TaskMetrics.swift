@@ -7,6 +7,10 @@ import Foundation
 public struct TaskMetrics: Sendable, Hashable, Codable {
     /// How many requests are kept, the newest.
     public static let kept = 50
+    /// The most bytes of a URL kept (a request's, a source's name): a server's redirect chooses
+    /// the URL, and 10 redirects of 70 KB each a task took a thousand tasks' metrics to 824 MB in
+    /// memory and 774 MB in the database. A longer one is cut and says so (`shortened`).
+    public static let maxURLBytes = 512
 
     /// Unix microseconds.
     public var startedAt: Int64
@@ -33,11 +37,30 @@ public struct TaskMetrics: Sendable, Hashable, Codable {
         attempts += 1
         if (300..<400).contains(transaction.status) { redirects += 1 }
         if transaction.bytesReceived > 0 {
-            bytesBySource[source, default: 0] += transaction.bytesReceived
+            bytesBySource[Self.shortened(source), default: 0] += transaction.bytesReceived
             if firstByteAt == nil { firstByteAt = transaction.responseStart ?? transaction.responseEnd }
         }
+        var transaction = transaction
+        transaction.url = Self.shortened(transaction.url)
         transactions.append(transaction)
         if transactions.count > Self.kept { transactions.removeFirst(transactions.count - Self.kept) }
+    }
+
+    /// `url` when it is at most `maxURLBytes` long; else its first bytes (whole characters) and
+    /// `…[N bytes]`, N its whole length.
+    public static func shortened(_ url: String) -> String {
+        let length = url.utf8.count
+        guard length > maxURLBytes else { return url }
+        let mark = "…[\(length) bytes]"
+        let room = maxURLBytes - mark.utf8.count
+        var kept = ""
+        var used = 0
+        for character in url {
+            used += character.utf8.count
+            guard used <= room else { break }
+            kept.append(character)
+        }
+        return kept + mark
     }
 
     enum CodingKeys: String, CodingKey {

@@ -234,3 +234,45 @@ final class MetricsTests: DaemonTestCase {
         }
     }
 }
+
+extension MetricsTests {
+    /// The fourth trust round's fifth finding: a server chooses the URLs a task's metrics keep.
+    /// Ten redirects with 70 KB `Location`s each: every URL kept is cut to `maxURLBytes` and says
+    /// its length, so twenty such tasks leave the database a few hundred KiB, not 15 MB.
+    func testRedirectURLsAServerChoseAreKeptCutAndMarked() async throws {
+        let content = Self.content(2000, seed: 74)
+        let pad = String(repeating: "a", count: 70_000)
+        for hop in 0..<10 {
+            var route = Route(content: [])
+            route.redirect = (status: 302, location: http.url("/hop\(hop + 1)") + "?pad=\(hop)" + pad)
+            http.set("/hop\(hop)", route)
+        }
+        http.set("/hop10", Route(content: content))
+        var tasks: [ObjectPath] = []
+        for index in 0..<20 {
+            tasks.append(try await start(http.url("/hop0"), directory.file("hop\(index).bin")))
+        }
+        for task in tasks { try await waitState(task, ["finished"]) }
+        XCTAssertEqual(sha256(ofFile: directory.file("hop0.bin")), Self.sha256(content))
+        let found = try await metrics(tasks[0])
+        XCTAssertEqual(found.count("redirects"), 10)
+        let urls = found.transactions.compactMap { $0["url"]?.stringValue }
+        XCTAssertEqual(urls.count, 11)
+        for url in urls.dropFirst() {
+            XCTAssertLessThanOrEqual(url.utf8.count, 512, String(url.prefix(80)))
+            XCTAssertTrue(url.hasSuffix("bytes]"), String(url.suffix(40)))
+            XCTAssertTrue(url.contains("…[700"), String(url.suffix(40)))
+        }
+        XCTAssertEqual(urls.first, http.url("/hop0"), "a short URL is kept whole")
+        // What the database holds for them (its file and WAL): the tasks' final URLs (1.4 MB), not
+        // the 14 MB of whole URLs the metrics kept before.
+        var stored = 0
+        var sizes: [String: Int] = [:]
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: stateDirectory)) ?? [] {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: stateDirectory + "/" + name)
+            sizes[name] = (attributes?[.size] as? Int) ?? 0
+            if name.hasPrefix("downloads.sqlite") { stored += sizes[name] ?? 0 }
+        }
+        XCTAssertLessThan(stored, 7_000_000, "the database holds \(stored) bytes: \(sizes)")
+    }
+}
