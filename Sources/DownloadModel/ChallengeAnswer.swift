@@ -60,11 +60,7 @@ extension ChallengeAnswer.Credentials {
             let field = challenge.kind == .proxyAuth ? "Proxy-Authorization" : "Authorization"
             result[field] = "Basic " + Data(pair.utf8).base64EncodedString()
         }
-        for (name, value) in result {
-            guard HTTPFieldRules.isToken(name), HTTPFieldRules.isFieldValue(value) else {
-                throw .invalidArgument("header '\(DisplayText.quoted(name, limit: 60))' is not a valid HTTP field")
-            }
-        }
+        for (name, value) in result { try HTTPFieldRules.checkCallerHeader(name: name, value: value) }
         guard !result.isEmpty || (digest && user != nil) else {
             throw .invalidArgument("the answer holds no credentials (user, password, headers)")
         }

@@ -176,11 +176,6 @@ public struct DownloadOptions: Sendable, Hashable {
     /// The most ranged connections one download may open.
     public static let maxConnections = 16
 
-    /// Headers a caller may not set: the engine owns them.
-    static let reservedHeaders: Set<String> = [
-        "range", "if-range", "accept-encoding", "host", "content-length", "transfer-encoding", "connection",
-    ]
-
     /// C0, DEL and C1: a title is one line a person reads.
     static func hasControlCharacters(_ text: String) -> Bool {
         text.unicodeScalars.contains { $0.properties.generalCategory == .control }
@@ -235,20 +230,7 @@ public struct DownloadOptions: Sendable, Hashable {
 
     /// Checks headers, texts, metadata and limits; throws InvalidArgument with a reason.
     public func validate() throws {
-        for (name, value) in headers {
-            guard HTTPFieldRules.isToken(name) else {
-                throw DownloadError.invalidArgument(
-                    "header name '\(DisplayText.quoted(name, limit: 60))' is not a valid HTTP token")
-            }
-            guard HTTPFieldRules.isFieldValue(value) else {
-                throw DownloadError.invalidArgument(
-                    "header '\(name)' contains a control character (CR, LF, NUL, VT, C1, U+2028…): RFC 9110 allows only visible characters, spaces and tabs"
-                )
-            }
-            guard !DownloadOptions.reservedHeaders.contains(name.lowercased()) else {
-                throw DownloadError.invalidArgument("header '\(name)' is set by the service and cannot be given")
-            }
-        }
+        for (name, value) in headers { try HTTPFieldRules.checkCallerHeader(name: name, value: value) }
         guard (1...DownloadOptions.maxConnections).contains(connections) else {
             throw DownloadError.invalidArgument("connections must be between 1 and \(DownloadOptions.maxConnections)")
         }

@@ -1,6 +1,35 @@
+import ShownText
+
 /// What RFC 9110 allows in a field (§5.1, §5.5) and a media type (§8.3.1), as pure checks of
 /// what a caller gives (`headers`, `content_type`) before anything goes on the wire or in a log.
 public enum HTTPFieldRules {
+    /// The request header that carries a request's tag from its sender to its connection's
+    /// handler, which takes it out of the head (`ConnectionWatch`): never a caller's.
+    public static let serviceTagHeader = "x-org-example-downloads-transaction"
+
+    /// Headers a caller may not set, in an option, an update or an app's answer: the service
+    /// owns them (ranges, validators, the connection, the body's framing, its own tag).
+    public static let reservedHeaders: Set<String> = [
+        "range", "if-range", "accept-encoding", "host", "content-length", "transfer-encoding", "connection",
+        "expect", "te", "upgrade", "keep-alive", "proxy-connection", serviceTagHeader,
+    ]
+
+    /// The one rule for a header a caller gives (`headers` of Start, of Update, of an answer to
+    /// `HandleChallenge`): a token name, a value of visible characters, spaces and tabs, and not
+    /// one of `reservedHeaders`.
+    public static func checkCallerHeader(name: String, value: String) throws(DownloadError) {
+        guard isToken(name) else {
+            throw .invalidArgument("header name '\(DisplayText.quoted(name, limit: 60))' is not a valid HTTP token")
+        }
+        guard isFieldValue(value) else {
+            throw .invalidArgument(
+                "header '\(name)' contains a control character (CR, LF, NUL, VT, C1, U+2028…): RFC 9110 allows only visible characters, spaces and tabs"
+            )
+        }
+        guard !reservedHeaders.contains(name.lowercased()) else {
+            throw .invalidArgument("header '\(name)' is set by the service and cannot be given")
+        }
+    }
     /// `tchar`: `!#$%&'*+-.^_`|~`, digits and letters.
     static let tokenPunctuation = Set("!#$%&'*+-.^_`|~".utf8)
 

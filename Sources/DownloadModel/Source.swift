@@ -52,6 +52,18 @@ public struct Source: Sendable, Hashable {
         return components.string ?? url.absoluteString
     }
 
+    /// The URL without its credentials, query and fragment: where a file came from as its origin
+    /// attributes record it for every user who can read the file (a signed URL's query,
+    /// `X-Amz-Signature=…&token=…`, is a bearer token).
+    public var withoutCredentialsOrQuery: String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return server }
+        components.user = nil
+        components.password = nil
+        components.query = nil
+        components.fragment = nil
+        return components.string ?? server
+    }
+
     /// `scheme://host:port`, lower case, the scheme's port when the URL has none: the server a
     /// source's connections go to. A download's connections to one server are counted against
     /// its per-server limit (`MirrorSet`), and a validator is trusted only from the server it

@@ -239,6 +239,13 @@ extension DownloadsService {
         var engineOptions = try StartRequest.downloadOptions(options)
         if caller.isSandboxed {
             engineOptions.desktopEntry = try Self.desktopEntry(engineOptions.desktopEntry, app: caller.app)
+            // The desktop agent adds to the host user's Recent, where a path inside the app's
+            // private directory means nothing and tells the host of what the app keeps.
+            guard !engineOptions.addToRecent else {
+                throw DownloadsErrorName.accessDenied.error(
+                    "add_to_recent is for host callers: a sandboxed app's Recent is its own (GtkRecentManager in the app)"
+                )
+            }
         }
         if let fd = options.clientCertificate {
             let passphrase = options.clientCertificatePassphrase

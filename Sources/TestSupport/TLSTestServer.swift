@@ -4,7 +4,7 @@ import Foundation
 /// certificates of `TestCertificates`, one port per kind of site, for tests of HTTPS as users meet
 /// it. Each site serves `/` as fast as it can, `/limited/` at `limitRate` bytes a second per
 /// request, and `/redirect/NAME` with a 302 to `https://localhost:<http1 port>/NAME` (another
-/// host and port). Every request is logged with nginx's connection serial number, so a test
+/// host and port), `/elsewhere/NAME` likewise to the `certificateOptional` site. Every request is logged with nginx's connection serial number, so a test
 /// counts the TCP connections a download really opened. `/private/NAME` asks for a login
 /// (`auth_basic`, `user` and `password`).
 public final class TLSTestServer: @unchecked Sendable {
@@ -26,6 +26,9 @@ public final class TLSTestServer: @unchecked Sendable {
         /// The good certificate; it asks every client for a certificate from the test CA
         /// (`ssl_verify_client on`: nginx answers a request without one `400`).
         case clientCertificate
+        /// The good certificate; it asks every client for a certificate and serves one without
+        /// (`ssl_verify_client optional_no_ca`): the log says whether one was presented.
+        case certificateOptional
     }
 
     /// One line of the access log.
@@ -41,6 +44,8 @@ public final class TLSTestServer: @unchecked Sendable {
         public let range: String?
         /// Body bytes nginx sent.
         public let bodyBytes: Int
+        /// The SHA-1 fingerprint of the client certificate presented, nil when none was.
+        public let clientCertificate: String?
     }
 
     public let certificates: TestCertificates
@@ -102,14 +107,15 @@ public final class TLSTestServer: @unchecked Sendable {
         let text = (try? String(contentsOfFile: work + "/access.log", encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 9, let connection = Int(fields[0]), let port = Int(fields[1]),
+            guard fields.count == 10, let connection = Int(fields[0]), let port = Int(fields[1]),
                 let status = Int(fields[3])
             else {
                 return nil
             }
             return Request(
                 connection: connection, port: port, path: fields[2], status: status, httpVersion: fields[4],
-                tlsVersion: fields[8], range: fields[5] == "-" ? nil : fields[5], bodyBytes: Int(fields[6]) ?? 0
+                tlsVersion: fields[8], range: fields[5] == "-" ? nil : fields[5], bodyBytes: Int(fields[6]) ?? 0,
+                clientCertificate: ["-", ""].contains(fields[9]) ? nil : fields[9]
             )
         }
     }
@@ -130,7 +136,11 @@ public final class TLSTestServer: @unchecked Sendable {
         func server(_ site: Site, certificate: String, http2: Bool) -> String {
             let address = site == .ipv6 ? "[::1]" : "127.0.0.1"
             let verify =
-                site == .clientCertificate ? "ssl_verify_client on; ssl_client_certificate \(c.caFile);" : ""
+                switch site {
+                case .clientCertificate: "ssl_verify_client on; ssl_client_certificate \(c.caFile);"
+                case .certificateOptional: "ssl_verify_client optional_no_ca;"
+                default: ""
+                }
             return """
                   server {
                     listen \(address):\(port(site)) ssl\(http2 ? " http2" : "");
@@ -138,6 +148,7 @@ public final class TLSTestServer: @unchecked Sendable {
                     root \(www);
                     location /limited/ { alias \(www)/; limit_rate \(limitRate); }
                     location /redirect/ { rewrite ^/redirect/(.*)$ https://localhost:\(port(.http1))/$1 redirect; }
+                    location /elsewhere/ { rewrite ^/elsewhere/(.*)$ https://localhost:\(port(.certificateOptional))/$1 redirect; }
                     location /private/ { alias \(www)/; auth_basic "\(Self.realm)"; auth_basic_user_file \(work)/htpasswd; }
                     location /put/ { alias \(www)/put/; dav_methods PUT; create_full_put_path on; client_max_body_size 0; }
                   }
@@ -148,11 +159,11 @@ public final class TLSTestServer: @unchecked Sendable {
             daemon off; master_process off; worker_processes 1; pid \(work)/nginx.pid; error_log \(work)/error.log;
             events { worker_connections 1024; }
             http {
-              log_format tests '$connection $server_port $uri $status $server_protocol $http_range $body_bytes_sent $request_time $ssl_protocol';
+              log_format tests '$connection $server_port $uri $status $server_protocol $http_range $body_bytes_sent $request_time $ssl_protocol $ssl_client_fingerprint';
               access_log \(work)/access.log tests;
               sendfile on; keepalive_requests 100000; http2_max_concurrent_streams 128;
               client_body_temp_path \(work); proxy_temp_path \(work); fastcgi_temp_path \(work); uwsgi_temp_path \(work); scgi_temp_path \(work);
-            \(server(.http2, certificate: c.good, http2: true))\(server(.http1, certificate: c.good, http2: false))\(server(.ipv6, certificate: c.good, http2: true))\(server(.untrusted, certificate: c.untrusted, http2: true))\(server(.selfSigned, certificate: c.selfSigned, http2: true))\(server(.expired, certificate: c.expired, http2: true))\(server(.otherHost, certificate: c.otherHost, http2: true))\(server(.clientCertificate, certificate: c.good, http2: true))}
+            \(server(.http2, certificate: c.good, http2: true))\(server(.http1, certificate: c.good, http2: false))\(server(.ipv6, certificate: c.good, http2: true))\(server(.untrusted, certificate: c.untrusted, http2: true))\(server(.selfSigned, certificate: c.selfSigned, http2: true))\(server(.expired, certificate: c.expired, http2: true))\(server(.otherHost, certificate: c.otherHost, http2: true))\(server(.clientCertificate, certificate: c.good, http2: true))\(server(.certificateOptional, certificate: c.good, http2: true))}
 
             """
     }

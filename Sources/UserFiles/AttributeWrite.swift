@@ -6,6 +6,6 @@ public enum AttributeWrite: Sendable, Equatable {
     /// None were asked for.
     case notAsked
     case written
-    /// The errno of the first that failed.
-    case refused(Int32)
+    /// The errno of the first that failed, and that attribute's name (`OriginAttributes`).
+    case refused(Int32, attribute: String)
 }

@@ -38,9 +38,10 @@ public enum FileReply: Sendable {
             switch attributes {
             case .notAsked: writer.byte(0)
             case .written: writer.byte(1)
-            case .refused(let code):
+            case .refused(let code, let attribute):
                 writer.byte(2)
                 writer.u32(UInt32(bitPattern: code))
+                writer.byte(attribute == OriginAttributes.referrerName ? 1 : 0)
             }
         }
         return writer.bytes
@@ -64,7 +65,10 @@ public enum FileReply: Sendable {
             switch try reader.byte() {
             case 0: reply = .published(.notAsked)
             case 1: reply = .published(.written)
-            case 2: reply = .published(.refused(Int32(bitPattern: try reader.u32())))
+            case 2:
+                let code = Int32(bitPattern: try reader.u32())
+                let attribute = try reader.byte() == 1 ? OriginAttributes.referrerName : OriginAttributes.originName
+                reply = .published(.refused(code, attribute: attribute))
             default: throw WireReader.Malformed()
             }
         default: throw WireReader.Malformed()

@@ -32,7 +32,7 @@ public struct OriginAttributes: Sendable, Equatable {
     func write(to fd: Int32) -> AttributeWrite {
         for (name, value) in attributes {
             let result = Array(value.utf8).withUnsafeBytes { uf_set_attribute(fd, name, $0.baseAddress, $0.count) }
-            if result != 0 { return .refused(errno) }
+            if result != 0 { return .refused(errno, attribute: name) }
         }
         return .written
     }

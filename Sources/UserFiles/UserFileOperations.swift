@@ -187,10 +187,10 @@ public struct UserFileOperations: Sendable {
             let (directory, name) = try openDirectory(of: partial)
             defer { close(directory) }
             let fd = uf_open_beneath(directory, name, O_RDONLY | O_NONBLOCK, 0)
-            guard fd >= 0 else { return .refused(errno) }
+            guard fd >= 0 else { return .refused(errno, attribute: OriginAttributes.originName) }
             defer { close(fd) }
             var info = stat()
-            guard fstat(fd, &info) == 0, Self.identity(info) == identity else { return .refused(ESTALE) }
+            guard fstat(fd, &info) == 0, Self.identity(info) == identity else { return .refused(ESTALE, attribute: OriginAttributes.originName) }
             return origin.write(to: fd)
         }
         let (sourcePath, sourceName) = try split(partial)

@@ -219,3 +219,29 @@ extension ChallengeTests {
         XCTAssertTrue(out.stderr.contains("is not one of the task's pinned_public_keys"), out.description)
     }
 }
+
+extension ChallengeTests {
+    /// The fourth trust round's seventh finding: the certificate an app gave for one origin is
+    /// presented to that origin alone. A server that asks for one redirects to another origin that
+    /// asks too but serves without (`certificateOptional`): the certificate is not presented there.
+    func testAnAnsweredCertificateGoesOnlyToTheOriginThatAskedForIt() async throws {
+        let content = Self.content(120_000, seed: 61)
+        try tls.file("away.bin", content)
+        let file = tls.certificates.client
+        let app = try await agent(options: ["challenges": .strings(["client-certificate"])]) { _ in
+            guard let fd = try? Self.descriptor(file) else { return [.string("default"), .vardict([:])] }
+            return Self.use(["certificate": fd])
+        }
+        defer { app.connection.close() }
+        try await download(
+            tls.url(.clientCertificate, "/elsewhere/away.bin"), to: directory.file("away.bin"), expecting: content,
+            options: ["session": .string("app")])
+        XCTAssertEqual(app.questions.count, 1)
+        let asking = tls.requests(for: "/elsewhere/away.bin", on: .clientCertificate)
+        XCTAssertEqual(asking.map(\.status), [400, 302])
+        XCTAssertNotNil(asking.last?.clientCertificate, "the origin that asked got the certificate")
+        let elsewhere = tls.requests(for: "/away.bin", on: .certificateOptional)
+        XCTAssertEqual(elsewhere.map(\.status), [200])
+        XCTAssertEqual(elsewhere.map(\.clientCertificate), [nil], "another origin is never shown it")
+    }
+}

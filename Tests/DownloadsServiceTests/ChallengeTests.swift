@@ -201,6 +201,12 @@ final class ChallengeTests: TLSDaemonTestCase {
             [.string("use"), .vardict(["trust": .boolean(true)])],
             [.string("use"), .vardict(["headers": .stringDict(["Bad Name": "x"])])],
             [.string("use"), .vardict(["headers": .stringDict(["Authorization": "Bearer a\r\nX-Injected: 1"])])],
+            // Start's header rules hold for an answer's headers too: none the service owns.
+            [.string("use"), .vardict(["headers": .stringDict(["Host": "evil.example"])])],
+            [.string("use"), .vardict(["headers": .stringDict(["Range": "bytes=0-1"])])],
+            [.string("use"), .vardict(["headers": .stringDict(["Expect": "100-continue"])])],
+            [.string("use"), .vardict(["headers": .stringDict(["Connection": "close"])])],
+            [.string("use"), .vardict(["headers": .stringDict(["X-Org-Example-Downloads-Transaction": "1"])])],
             [.string("sure")],
             [.uint32(1), .vardict([:])],
         ]

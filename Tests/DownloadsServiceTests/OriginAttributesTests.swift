@@ -39,9 +39,11 @@ final class OriginAttributesTests: DaemonTestCase {
         let content = Self.content(200_000, seed: 61)
         http.set("/iso/debian.iso", Route(content: content))
         http.set("/named", Route(content: content))
-        // The URL's user and password go out as Authorization (Start takes them out), never onto the file.
-        let withCredentials = http.url("/iso/debian.iso").replacingOccurrences(
-            of: "http://", with: "http://ann:s3cret@")
+        // The URL's user and password go out as Authorization (Start takes them out), never onto the
+        // file; nor does a signed URL's query, a bearer token every user who reads the file would see.
+        let withCredentials =
+            http.url("/iso/debian.iso").replacingOccurrences(of: "http://", with: "http://ann:s3cret@")
+            + "?X-Amz-Signature=abc123&token=t0ps3cret#part"
         let task = try await start(
             withCredentials, directory.file("debian.iso"),
             ["referrer": .string("http://bob:hunter2@127.0.0.1/releases/?page=2")])
@@ -56,8 +58,8 @@ final class OriginAttributesTests: DaemonTestCase {
             found,
             [
                 "user.xdg.origin.url": http.url("/iso/debian.iso"),
-                "user.xdg.referrer.url": "http://127.0.0.1/releases/?page=2",
-            ], "the task's URL and the page, credentials taken out")
+                "user.xdg.referrer.url": "http://127.0.0.1/releases/",
+            ], "the task's URL and the page, credentials, query and fragment taken out")
         let other = try await attributes(directory.file("named"))
         XCTAssertEqual(other["user.xdg.origin.url"], http.url("/named"))
         XCTAssertEqual(other["user.xdg.referrer.url"], "https://example.org/downloads")

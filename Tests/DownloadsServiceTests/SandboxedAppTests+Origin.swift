@@ -47,5 +47,13 @@ extension SandboxedAppTests {
         XCTAssertEqual(own, http.url("/song.ogg"), "the app's own file, written in place")
         XCTAssertNil(ownPage)
         XCTAssertNil(quiet, "origin_attributes false")
+        // The host user's Recent is not the app's: add_to_recent is refused, and nothing starts.
+        let recent = try await app.send([
+            "op": "startat", "url": http.url("/song.ogg"), "dir": app.home + "/Downloads", "name": "recent.ogg",
+            "options": ["add_to_recent": ["b", true]],
+        ])
+        XCTAssertEqual(recent.error, "org.example.Downloads.Error.AccessDenied", "\(recent)")
+        XCTAssertTrue(recent.message?.contains("a sandboxed app's Recent is its own") == true, "\(recent)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: app.home + "/Downloads/recent.ogg"))
     }
 }

@@ -208,7 +208,10 @@ final class FileHelperTests: XCTestCase {
                 partial: "/a/b", identity: nil, destination: "/a/c", replace: false, mode: nil, origin: origin)
             XCTAssertEqual(try FileRequest.decode(withOrigin.encoded()), withOrigin)
         }
-        for write in [AttributeWrite.notAsked, .written, .refused(95)] {
+        for write in [
+            AttributeWrite.notAsked, .written, .refused(95, attribute: OriginAttributes.originName),
+            .refused(7, attribute: OriginAttributes.referrerName),
+        ] {
             guard case .published(let decoded) = try FileReply.decode(FileReply.published(write).encoded()) else {
                 return XCTFail("not a publish reply")
             }

@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
+import DownloadModel
 
 /// What a request learns of the connection AsyncHTTPClient's pool gave it (`ConnectionUse`:
 /// reused or new, the peer, TLS, when a new one was ready), for its `TransactionMetrics`.
@@ -19,7 +20,7 @@ import NIOHTTP2
 /// never reached a connection leaves nothing behind.
 final class ConnectionWatch: Sendable {
     /// The request header that carries a tag from `RequestSender` to `TransactionTagHandler`.
-    static let header = "x-org-example-downloads-transaction"
+    static let header = HTTPFieldRules.serviceTagHeader
 
     private struct State {
         var next: UInt64 = 0

@@ -124,7 +124,9 @@ struct RequestSender: Sendable {
             case .failure(let error): return .failure(error)
             }
         }
-        guard let certificate = record.options.clientCertificate ?? task.answeredCertificate else {
+        // The app's answer goes only to the origin that asked for it, not where a redirect led.
+        let answered = task.answeredCertificate.flatMap { $0.origin == Source(url)?.origin ? $0.certificate : nil }
+        guard let certificate = record.options.clientCertificate ?? answered else {
             return .success(configuration)
         }
         do {

@@ -14,7 +14,7 @@ extension DownloadTask {
     /// What its app answered to a challenge (credentials for the server or proxy that asked).
     var answered: AnsweredCredentials? { withState { $0.answered } }
     var trusted: TrustedServer? { withState { $0.trusted } }
-    var answeredCertificate: ClientCertificate? { withState { $0.answeredCertificate } }
+    var answeredCertificate: AnsweredCertificate? { withState { $0.answeredCertificate } }
 
     /// The file the caller handed over by descriptor (`UploadAt`), while this daemon holds it.
     var heldSource: SourceFile? { withState { $0.source } }

@@ -135,7 +135,7 @@ struct DownloadTask: @unchecked Sendable {
             get { more?.trusted }
             set { if more != nil || newValue != nil { made().trusted = newValue } }
         }
-        var answeredCertificate: ClientCertificate? {
+        var answeredCertificate: AnsweredCertificate? {
             get { more?.answeredCertificate }
             set { if more != nil || newValue != nil { made().answeredCertificate = newValue } }
         }

@@ -176,8 +176,10 @@ extension SessionManager {
             }
         }
         if case .use(let credentials) = answer, challenge.kind == .clientCertificate || challenge.kind == .linkExpired {
-            if let certificate = credentials.certificate {
-                goOn(task, open: open) { $0.answeredCertificate = certificate }
+            if let certificate = credentials.certificate, let origin = Source(challenge.url)?.origin {
+                goOn(task, open: open) {
+                    $0.answeredCertificate = AnsweredCertificate(origin: origin, certificate: certificate)
+                }
                 return
             }
             answer = .performDefault(

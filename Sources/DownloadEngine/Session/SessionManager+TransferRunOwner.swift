@@ -17,10 +17,10 @@ extension SessionManager: TransferRunOwner {
 
     /// Said once per reason for the daemon's life: a file system without user attributes
     /// refuses them for every file, and each download is still a success.
-    func originAttributesRefused(_ code: Int32, at path: String) {
+    func originAttributesRefused(_ code: Int32, attribute: String, at path: String) {
         guard attributeRefusals.withLockedValue({ $0.insert(code).inserted }) else { return }
         logger.notice(
-            "\(DisplayText.quoted(path, limit: 200)) is published without user.xdg.origin.url: \(errnoText(code)) (said once for this reason)"
+            "\(DisplayText.quoted(path, limit: 200)) is published without \(attribute): \(errnoText(code)) (said once for this reason)"
         )
     }
 }

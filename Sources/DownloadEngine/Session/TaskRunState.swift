@@ -50,8 +50,9 @@ final class TaskRunState: @unchecked Sendable {
     var answered: AnsweredCredentials? = nil
     /// The certificate its app trusted (`server-trust`), kept as `answered` is.
     var trusted: TrustedServer? = nil
-    /// The client certificate its app gave (`client-certificate`), kept as `answered` is.
-    var answeredCertificate: ClientCertificate? = nil
+    /// The client certificate its app gave (`client-certificate`) and the origin that asked for
+    /// it, kept as `answered` is.
+    var answeredCertificate: AnsweredCertificate? = nil
     /// Its app gave it a new URL (`link-expired`): the same question again is a refusal.
     var renewedLink: Bool = false
 

@@ -13,17 +13,19 @@ struct TransferFinalizer: Sendable {
     /// Written on the file before its rename (nil: none; see `origin(of:configuration:)`).
     var origin: OriginAttributes?
     /// Told when the file system would not keep them (the file is published without).
-    var attributesRefused: @Sendable (_ code: Int32, _ path: String) -> Void = { _, _ in }
+    var attributesRefused: @Sendable (_ code: Int32, _ attribute: String, _ path: String) -> Void = { _, _, _ in }
 
     /// Where `record`'s file came from, as its finished file records it: the task's URL and
-    /// referrer without credentials, unless the task or the daemon says none.
+    /// referrer without credentials, query or fragment (a signed URL's query is its bearer
+    /// token, and every user who can read the file reads its attributes), unless the task or
+    /// the daemon says none.
     static func origin(
         of record: DownloadTaskRecord, configuration: SessionManager.Configuration
     ) -> OriginAttributes? {
         guard configuration.originAttributes, record.options.originAttributes else { return nil }
-        let url = Source(record.url)?.withoutCredentials ?? record.url
+        guard let url = Source(record.url)?.withoutCredentialsOrQuery else { return nil }
         return OriginAttributes(
-            url: url, referrer: record.options.referrer.map { Source($0)?.withoutCredentials ?? $0 })
+            url: url, referrer: record.options.referrer.flatMap { Source($0)?.withoutCredentialsOrQuery })
     }
 
     /// Makes the whole file durable and checks it. A checksum mismatch removes the partial file.
@@ -136,7 +138,7 @@ struct TransferFinalizer: Sendable {
     }
 
     private func noteAttributes(_ write: AttributeWrite, _ path: String) {
-        if case .refused(let code) = write { attributesRefused(code, path) }
+        if case .refused(let code, let attribute) = write { attributesRefused(code, attribute, path) }
     }
 
     /// The name a download into a directory is published under (before the ` (n)` of a taken one).

@@ -52,7 +52,7 @@ protocol TransferRunOwner: ConnectionLender, AnyObject {
     /// Removes the task's partial file on its I/O queue.
     func removePartialFile(of task: DownloadTask) async
     /// A file was published without its origin attributes: the file system refused them (`code`).
-    func originAttributesRefused(_ code: Int32, at path: String)
+    func originAttributesRefused(_ code: Int32, attribute: String, at path: String)
 }
 
 extension TransferRunOwner {
@@ -65,7 +65,9 @@ extension TransferRunOwner {
         TransferFinalizer(
             fileAccess: fileAccess(for: task),
             origin: TransferFinalizer.origin(of: task.record, configuration: configuration),
-            attributesRefused: { [weak self] code, path in self?.originAttributesRefused(code, at: path) })
+            attributesRefused: { [weak self] code, attribute, path in
+                self?.originAttributesRefused(code, attribute: attribute, at: path)
+            })
     }
 
     /// The one back-off of the engine (a download's retries and restarts, each connection of a

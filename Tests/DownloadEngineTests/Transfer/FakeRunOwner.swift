@@ -95,7 +95,7 @@ final class FakeRunOwner: TransferRunOwner {
     var tlsConfiguration: TLSConfiguration { clients.tlsConfiguration }
 
     func fileAccess(for task: DownloadTask) -> any FileAccess { DirectFileAccess() }
-    func originAttributesRefused(_ code: Int32, at path: String) {}
+    func originAttributesRefused(_ code: Int32, attribute: String, at path: String) {}
 
     func removePartialFile(of task: DownloadTask) async {
         let path = task.record.partialPath
