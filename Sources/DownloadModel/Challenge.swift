@@ -63,6 +63,19 @@ public struct Challenge: Sendable, Hashable {
         return challenge
     }
 
+    /// A TLS server that ended the handshake for want of a client certificate (Apache's
+    /// `SSLVerifyClient require`, Go's `RequireAndVerifyClientCert`, Python's `CERT_REQUIRED`): TLS
+    /// 1.3's `certificate_required` alert says so outright (`error` names it); a
+    /// `handshake_failure` does only after the server asked for one, which the engine's probe checks.
+    public static func clientCertificate(refusedHandshake alert: String) -> Challenge {
+        var challenge = Challenge(kind: .clientCertificate, scheme: "", realm: "", status: 0)
+        challenge.error = alert
+        return challenge
+    }
+
+    /// The alert of TLS 1.3 (RFC 8446 §6.2) that says a certificate was required.
+    public static let certificateRequiredAlert = "certificate_required"
+
     /// Whether `other` asks the same thing of the same server (an answer to one answers both).
     public func sameQuestion(as other: Challenge) -> Bool {
         kind == other.kind && scheme.lowercased() == other.scheme.lowercased() && realm == other.realm

@@ -299,6 +299,14 @@ struct RequestSender: Sendable {
                 }
                 let error = DownloadError.classify(thrown)
                 guard error.code == .tlsError, result == nil, connection.proxy == nil else { return .failure(error) }
+                // A server that ends the handshake for want of a client certificate asks the app
+                // for one, as nginx's 400 does (`SessionManager.ask` probes before it asks).
+                if let alert = TLSDiagnosis.clientCertificateAlert(thrown) {
+                    return .failure(
+                        DownloadError.tls(
+                            "the server at \(request.host):\(request.port) ended the TLS handshake (\(alert)): it wants a client certificate"
+                        ).asking(.clientCertificate(refusedHandshake: alert)).met(at: url))
+                }
                 // BoringSSL says only "CERTIFICATE_VERIFY_FAILED": find out which check failed.
                 let why = await TLSDiagnosis.explain(
                     host: request.host, port: request.port, address: connection.pinnedAddress,

@@ -120,6 +120,32 @@ enum TLSDiagnosis {
         }
     }
 
+    /// The alert a server ended the handshake with when it may be for want of a client
+    /// certificate: `certificate_required` (TLS 1.3) or `handshake_failure` (TLS 1.2 after a
+    /// `CertificateRequest`), from BoringSSL's reason names (the only place NIOSSL gives them);
+    /// nil for any other failure.
+    static func clientCertificateAlert(_ error: Error) -> String? {
+        guard case NIOSSLError.handshakeFailed(.sslError(let errors)) = error else {
+            // A TLS 1.3 client has sent its request when the server's alert comes: a read fails.
+            if let error = error as? BoringSSLError, case .sslError(let errors) = error {
+                return clientCertificateAlert(in: errors)
+            }
+            return nil
+        }
+        return clientCertificateAlert(in: errors)
+    }
+
+    private static func clientCertificateAlert(in errors: [BoringSSLInternalError]) -> String? {
+        for error in errors {
+            let text = "\(error)"
+            if text.contains("TLSV1_ALERT_CERTIFICATE_REQUIRED") { return Challenge.certificateRequiredAlert }
+            if text.contains("SSLV3_ALERT_HANDSHAKE_FAILURE") || text.contains("SSLV3_ALERT_BAD_CERTIFICATE") {
+                return "handshake_failure"
+            }
+        }
+        return nil
+    }
+
     static func name(_ names: [SSLCertificateName]) -> String {
         let common = names.first { $0.type == .commonName }?.value
         let organization = names.first { $0.type == .organization }?.value

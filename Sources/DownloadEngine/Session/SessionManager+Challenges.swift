@@ -102,13 +102,16 @@ extension SessionManager {
             // never makes the task a loop of requests and questions.
             if refused > 0 { try? await Task.sleep(for: Self.refusedAnswerPause * (1 << (refused - 1))) }
             let answer: ChallengeAnswer
-            if mayWantCertificate,
-                let asked = await RequestSender(task: task, owner: self).certificateRequest(at: challenge.url)
-            {
+            let asked = mayWantCertificate
+                ? await RequestSender(task: task, owner: self).certificateRequest(at: challenge.url) : nil
+            // TLS 1.3's `certificate_required` says so even where the probe (TLS 1.2) cannot look.
+            let required = challenge.kind == .clientCertificate && challenge.error == Challenge.certificateRequiredAlert
+            if mayWantCertificate, asked != nil || required {
                 // Only a server that asks for a certificate is answered with one.
                 var question = challenge
                 question.kind = .clientCertificate
-                question.issuers = asked.issuers
+                question.issuers = asked?.issuers ?? []
+                question.error = ""
                 answer = await agent.ask(question, refused: refused, for: snapshot)
             } else if ownLink {
                 answer = await agent.ask(challenge, refused: refused, for: snapshot)
