@@ -80,3 +80,41 @@ extension SystemBusAgentTests {
         XCTAssertFalse(FileManager.default.fileExists(atPath: daemonRecent), "root's daemon wrote no Recent")
     }
 }
+
+extension DownloadsAgentTests {
+    /// The fourth trust round's first finding, for the agent: another connection's `Finished` and
+    /// `Failed` for a running task, broadcast and sent to every connection, show nothing (before,
+    /// "Download finished" at 20 %, and a "sign in again at https://evil.example" the attacker wrote).
+    func testForgedSignalsShowNoNotification() async throws {
+        try await startNotificationDaemon()
+        try await startAgent()
+        var slow = Route(content: Self.content(1_200_000, seed: 9))
+        slow.bytesPerSecond = 600_000
+        http.set("/slow.bin", slow)
+        let task = try await start(http.url("/slow.bin"), directory.file("slow.bin"))
+        try await waitBytes(task, atLeast: 200_000)
+        let forger = try await Connection.open(.address(bus.address))
+        defer { forger.close() }
+        let names = try await forger.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            method: "ListNames"
+        ).first?.stringArrayValue ?? []
+        for destination in [nil] + names.filter({ $0.hasPrefix(":") }) {
+            try forger.emitSignal(
+                path: "/org/example/Downloads", interface: "org.example.Downloads", name: "Finished",
+                arguments: [.objectPath(task), .string("/etc/shadow")], destination: destination)
+            try forger.emitSignal(
+                path: "/org/example/Downloads", interface: "org.example.Downloads", name: "Failed",
+                arguments: [
+                    .objectPath(task), .string("org.example.Downloads.Error.HTTPError"),
+                    .string("sign in again at https://evil.example"), .bytes([]),
+                ], destination: destination)
+        }
+        try await waitState(task, ["finished"], seconds: 30)
+        try await until("the real notification", log: agentLog) { self.notificationLog.contains("Download finished") }
+        let log = notificationLog
+        XCTAssertFalse(log.contains("evil.example"), log)
+        XCTAssertFalse(log.contains("shadow"), log)
+        XCTAssertEqual(log.components(separatedBy: "Download finished").count - 1, 1, log)
+    }
+}

@@ -87,3 +87,36 @@ final class DownloadsMonitorTests: DaemonTestCase {
         XCTAssertEqual(lines.last, "upload 1 finished", "\(lines)")
     }
 }
+
+extension DownloadsMonitorTests {
+    /// The fourth trust round's first finding, for the client that is GDBus's: another connection's
+    /// `Finished` in the service's interface, broadcast and sent to every connection, is not the
+    /// service's (GDBus follows the name's owner, as our own clients now do).
+    func testAForgedSignalIsNotTakenForTheServices() async throws {
+        let child = try ChildProcess([Self.monitor, "--address", bus.address])
+        let ready = await Task.detached { String(decoding: child.stderr.availableData, as: UTF8.self) }.value
+        XCTAssertTrue(ready.contains("watching org.example.Downloads"), ready)
+        let forger = try await Connection.open(.address(bus.address))
+        defer { forger.close() }
+        let names = try await forger.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            method: "ListNames"
+        ).first?.stringArrayValue ?? []
+        for destination in [nil] + names.filter({ $0.hasPrefix(":") }) {
+            try forger.emitSignal(
+                path: "/org/example/Downloads", interface: "org.example.Downloads", name: "Finished",
+                arguments: [.objectPath("/org/example/Downloads/tasks/1"), .string("/etc/shadow")],
+                destination: destination)
+        }
+        http.set("/real.bin", Route(content: Self.content(20_000)))
+        let path = try await start(http.url("/real.bin"), directory.file("real.bin"))
+        try await waitState(path, ["finished"])
+        let output = OutputCollector(child.stdout)
+        try await until("the monitor reports task 1 finished") { output.text.contains("task 1 finished") }
+        child.signal(SIGTERM)
+        XCTAssertEqual(child.wait(), 0)
+        let text = await output.finish()
+        XCTAssertFalse(text.contains("shadow"), text)
+        XCTAssertTrue(text.contains("task 1 finished: \(directory.file("real.bin"))"), text)
+    }
+}
