@@ -62,7 +62,7 @@ fuzz: deps
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-20000} swift test --skip-build --disable-swift-testing --filter FuzzTests
 
 # The toolchain's swift-format with .swift-format (4 spaces, 120 columns, formatting rules only):
-# `make lint` fails on any file it would change (seconds; not part of CI's run), `make format`
+# `make lint` fails on any file it would change (seconds; .ci/run runs it first), `make format`
 # changes them.
 SWIFT_FORMAT ?= $(shell command -v swift-format || echo /opt/swift/usr/bin/swift-format)
 lint:

@@ -109,7 +109,8 @@ extension Connection {
         guard first else { return }
         do {
             let watch = try await subscribe(
-                MatchRule(sender: Connection.busName, interface: Connection.busName, member: "NameOwnerChanged", arg0: name)
+                MatchRule(
+                    sender: Connection.busName, interface: Connection.busName, member: "NameOwnerChanged", arg0: name)
             ) { [weak self] message in
                 guard let values = try? message.arguments(), values.count == 3, values[0].stringValue == name,
                     let new = values[2].stringValue

@@ -190,7 +190,9 @@ public struct UserFileOperations: Sendable {
             guard fd >= 0 else { return .refused(errno, attribute: OriginAttributes.originName) }
             defer { close(fd) }
             var info = stat()
-            guard fstat(fd, &info) == 0, Self.identity(info) == identity else { return .refused(ESTALE, attribute: OriginAttributes.originName) }
+            guard fstat(fd, &info) == 0, Self.identity(info) == identity else {
+                return .refused(ESTALE, attribute: OriginAttributes.originName)
+            }
             return origin.write(to: fd)
         }
         let (sourcePath, sourceName) = try split(partial)

@@ -93,7 +93,8 @@ extension ChallengeTests {
         release.withLockedValue { $0 = true }
         for (index, task) in tasks.enumerated() {
             try await assertFinished(task)
-            XCTAssertEqual(sha256(ofFile: directory.file("link\(index)")), Self.sha256(contents[index]), "file \(index)")
+            XCTAssertEqual(
+                sha256(ofFile: directory.file("link\(index)")), Self.sha256(contents[index]), "file \(index)")
             let url = try await property(task, "URL")?.stringValue
             XCTAssertEqual(url, http.url("/fresh\(index)"))
         }

@@ -95,10 +95,11 @@ extension DownloadsAgentTests {
         try await waitBytes(task, atLeast: 200_000)
         let forger = try await Connection.open(.address(bus.address))
         defer { forger.close() }
-        let names = try await forger.call(
-            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-            method: "ListNames"
-        ).first?.stringArrayValue ?? []
+        let names =
+            try await forger.call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                method: "ListNames"
+            ).first?.stringArrayValue ?? []
         for destination in [nil] + names.filter({ $0.hasPrefix(":") }) {
             try forger.emitSignal(
                 path: "/org/example/Downloads", interface: "org.example.Downloads", name: "Finished",

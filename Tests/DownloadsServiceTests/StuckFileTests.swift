@@ -76,8 +76,10 @@ final class StuckFileTests: TwoUsersTestCase {
             try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: replies))) as? [[Any]])
         let texts = got.compactMap { $0.last as? String }
         XCTAssertEqual(
-            texts.filter { $0.hasPrefix("org.example.Downloads.Error.FileError: client_certificate did not answer within 10 s") }
-                .count, 4, "\(got)")
+            texts.filter {
+                $0.hasPrefix("org.example.Downloads.Error.FileError: client_certificate did not answer within 10 s")
+            }
+            .count, 4, "\(got)")
         XCTAssertEqual(
             texts.filter { $0.contains("4 reads of your files have not returned yet") }.count, 1, "\(got)")
     }

@@ -102,7 +102,8 @@ extension SessionManager {
             // never makes the task a loop of requests and questions.
             if refused > 0 { try? await Task.sleep(for: Self.refusedAnswerPause * (1 << (refused - 1))) }
             let answer: ChallengeAnswer
-            let asked = mayWantCertificate
+            let asked =
+                mayWantCertificate
                 ? await RequestSender(task: task, owner: self).certificateRequest(at: challenge.url) : nil
             // TLS 1.3's `certificate_required` says so even where the probe (TLS 1.2) cannot look.
             let required = challenge.kind == .clientCertificate && challenge.error == Challenge.certificateRequiredAlert
