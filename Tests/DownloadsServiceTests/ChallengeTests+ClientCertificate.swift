@@ -227,11 +227,7 @@ extension ChallengeTests {
     func testAnAnsweredCertificateGoesOnlyToTheOriginThatAskedForIt() async throws {
         let content = Self.content(120_000, seed: 61)
         try tls.file("away.bin", content)
-        let file = tls.certificates.client
-        let app = try await agent(options: ["challenges": .strings(["client-certificate"])]) { _ in
-            guard let fd = try? Self.descriptor(file) else { return [.string("default"), .vardict([:])] }
-            return Self.use(["certificate": fd])
-        }
+        let app = try await certificateAgent()
         defer { app.connection.close() }
         try await download(
             tls.url(.clientCertificate, "/elsewhere/away.bin"), to: directory.file("away.bin"), expecting: content,

@@ -27,9 +27,8 @@ final class ClientCallLimitTests: TwoUsersTestCase {
         http.set("/bee", bRoute)
         // a: a handler that takes every question and never answers, and 140 tasks that ask.
         let asked = aHome + "/asked"
-        let aHandler = try ChildProcess([
-            "setpriv", "--reuid=\(users.a.uid)", "--regid=\(users.a.gid)", "--init-groups", "--reset-env",
-            "/usr/bin/python3", "-c",
+        let aHandler = try pythonProcess(
+            as: users.a,
             """
             import dbus, dbus.service, dbus.mainloop.glib
             from gi.repository import GLib
@@ -56,8 +55,7 @@ final class ClientCallLimitTests: TwoUsersTestCase {
             loop = GLib.MainLoop()
             GLib.timeout_add(120000, loop.quit)
             loop.run()
-            """,
-        ])
+            """)
         defer { aHandler.stop() }
         func askedOfA() -> Int { Int((try? String(contentsOfFile: asked, encoding: .utf8)) ?? "") ?? 0 }
         try await until("a's 140 tasks started and its handler asked", seconds: 60) {

@@ -163,6 +163,24 @@ class DaemonTestCase: XCTestCase {
         return last
     }
 
+    /// What another connection on the bus can do to every client: a manager signal in the
+    /// service's interface (`member` with `arguments`), broadcast and sent to each connection.
+    func forgeManagerSignal(_ member: String, _ arguments: [DBusValue]) async throws {
+        let forger = try await Connection.open(.address(bus.address))
+        defer { forger.close() }
+        let names =
+            try await forger.call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                method: "ListNames"
+            ).first?.stringArrayValue ?? []
+        for destination in [nil] + names.filter({ $0.hasPrefix(":") }) {
+            try forger.emitSignal(
+                path: "/org/example/Downloads", interface: "org.example.Downloads", name: member,
+                arguments: arguments, destination: destination)
+        }
+        forger.flush()
+    }
+
     /// Waits (bounded) until `condition` holds; on a timeout the failure shows `log` (default: the daemon's).
     func until(
         _ what: String, seconds: Double = 20, log: String? = nil, _ condition: () async throws -> Bool

@@ -93,24 +93,13 @@ extension DownloadsAgentTests {
         http.set("/slow.bin", slow)
         let task = try await start(http.url("/slow.bin"), directory.file("slow.bin"))
         try await waitBytes(task, atLeast: 200_000)
-        let forger = try await Connection.open(.address(bus.address))
-        defer { forger.close() }
-        let names =
-            try await forger.call(
-                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                method: "ListNames"
-            ).first?.stringArrayValue ?? []
-        for destination in [nil] + names.filter({ $0.hasPrefix(":") }) {
-            try forger.emitSignal(
-                path: "/org/example/Downloads", interface: "org.example.Downloads", name: "Finished",
-                arguments: [.objectPath(task), .string("/etc/shadow")], destination: destination)
-            try forger.emitSignal(
-                path: "/org/example/Downloads", interface: "org.example.Downloads", name: "Failed",
-                arguments: [
-                    .objectPath(task), .string("org.example.Downloads.Error.HTTPError"),
-                    .string("sign in again at https://evil.example"), .bytes([]),
-                ], destination: destination)
-        }
+        try await forgeManagerSignal("Finished", [.objectPath(task), .string("/etc/shadow")])
+        try await forgeManagerSignal(
+            "Failed",
+            [
+                .objectPath(task), .string("org.example.Downloads.Error.HTTPError"),
+                .string("sign in again at https://evil.example"), .bytes([]),
+            ])
         try await waitState(task, ["finished"], seconds: 30)
         try await until("the real notification", log: agentLog) { self.notificationLog.contains("Download finished") }
         let log = notificationLog

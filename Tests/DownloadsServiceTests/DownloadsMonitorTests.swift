@@ -96,19 +96,8 @@ extension DownloadsMonitorTests {
         let child = try ChildProcess([Self.monitor, "--address", bus.address])
         let ready = await Task.detached { String(decoding: child.stderr.availableData, as: UTF8.self) }.value
         XCTAssertTrue(ready.contains("watching org.example.Downloads"), ready)
-        let forger = try await Connection.open(.address(bus.address))
-        defer { forger.close() }
-        let names =
-            try await forger.call(
-                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                method: "ListNames"
-            ).first?.stringArrayValue ?? []
-        for destination in [nil] + names.filter({ $0.hasPrefix(":") }) {
-            try forger.emitSignal(
-                path: "/org/example/Downloads", interface: "org.example.Downloads", name: "Finished",
-                arguments: [.objectPath("/org/example/Downloads/tasks/1"), .string("/etc/shadow")],
-                destination: destination)
-        }
+        try await forgeManagerSignal(
+            "Finished", [.objectPath("/org/example/Downloads/tasks/1"), .string("/etc/shadow")])
         http.set("/real.bin", Route(content: Self.content(20_000)))
         let path = try await start(http.url("/real.bin"), directory.file("real.bin"))
         try await waitState(path, ["finished"])

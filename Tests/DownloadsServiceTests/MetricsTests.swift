@@ -170,11 +170,17 @@ final class MetricsTests: DaemonTestCase {
         let content = Self.content(50_000, seed: 74)
         http.set("/one.bin", Route(content: content))
         http.set("/two.bin", Route(content: content))
-        // A caller's header of the tag's name changes nothing: never sent, never believed.
+        // A caller's header of the tag's name is refused, as every header the service sets is.
         let forged = ["headers": DBusValue.stringDict(["X-Org-Example-Downloads-Transaction": "1"])]
+        do {
+            _ = try await start(http.url("/one.bin"), directory.file("forged.bin"), forged)
+            XCTFail("the service's own tag header is not a caller's")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
+        }
         var found: [Metrics] = []
         for name in ["one", "two"] {
-            let task = try await start(http.url("/\(name).bin"), directory.file("\(name).bin"), forged)
+            let task = try await start(http.url("/\(name).bin"), directory.file("\(name).bin"))
             try await waitState(task, ["finished"])
             XCTAssertEqual(sha256(ofFile: directory.file("\(name).bin")), Self.sha256(content))
             found.append(try await metrics(task))

@@ -27,9 +27,8 @@ final class StuckFileTests: TwoUsersTestCase {
         let aHome = try home("a", users.a)
         let replies = aHome + "/replies"
         // a: five Starts at once, each with the stuck file as its client certificate.
-        let caller = try ChildProcess([
-            "setpriv", "--reuid=\(users.a.uid)", "--regid=\(users.a.gid)", "--init-groups", "--reset-env",
-            "/usr/bin/python3", "-c",
+        let caller = try pythonProcess(
+            as: users.a,
             """
             import dbus, dbus.mainloop.glib, json, os, time
             from gi.repository import GLib
@@ -53,8 +52,7 @@ final class StuckFileTests: TwoUsersTestCase {
                         timeout=60)
             GLib.timeout_add(60000, loop.quit)
             loop.run()
-            """,
-        ])
+            """)
         defer { caller.stop() }
         try await until("four of a's reads are stuck", seconds: 20) {
             ((try? String(contentsOfFile: reads, encoding: .utf8)) ?? "").split(separator: "\n").count >= 4

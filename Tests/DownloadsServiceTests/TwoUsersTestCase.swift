@@ -22,6 +22,15 @@ class TwoUsersTestCase: SystemBusTestCase {
         chmod(directory.path, 0o755)
     }
 
+    /// `script` in python3 as `user`, left running (stop it when done): a client whose main loop
+    /// answers the service while the test goes on.
+    func pythonProcess(as user: TestUsers.User, _ script: String) throws -> ChildProcess {
+        try ChildProcess([
+            "setpriv", "--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups", "--reset-env",
+            "/usr/bin/python3", "-c", script,
+        ])
+    }
+
     /// A directory `user` owns, mode 0700, below the test's directory.
     func home(_ name: String, _ user: TestUsers.User) throws -> String {
         let path = directory.file(name)

@@ -119,8 +119,9 @@ struct Get: AsyncParsableCommand {
         }
         let source = urls[0]
         // A file you fetched yourself belongs in Recent, as a browser's download does (a list's
-        // thousands of files would push everything else out of it: those are left out).
-        if !noRecent { taskOptions.addToRecent = true }
+        // thousands of files would push everything else out of it: those are left out). Inside a
+        // sandbox the host's Recent is not the app's: the service refuses it there.
+        if !noRecent, !DownloadsProxy.isSandboxed { taskOptions.addToRecent = true }
         let url = try TaskOptionArguments.source(source, into: &taskOptions)
         let answerer =
             login != nil || proxyUser != nil
