@@ -1,7 +1,5 @@
 import NIOCore
-import NIOPosix
 import NIOSSL
-import ProxyRules
 
 /// Whether a TLS server asks its clients for a certificate, and which CAs it names for it.
 /// A server that wants one may still finish the handshake and refuse the request instead
@@ -23,28 +21,15 @@ enum CertificateRequestProbe {
         configuration.maximumTLSVersion = .tlsv12
         configuration.certificateVerification = .none
         guard let context = try? NIOSSLContext(configuration: configuration) else { return nil }
-        let group = MultiThreadedEventLoopGroup.singleton
-        let done = group.next().makePromise(of: Asked?.self)
-        let serverName = NetworkRange.parse(host) == nil ? host : nil
-        let bootstrap = ClientBootstrap(group: group)
-            .connectTimeout(timeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(FlightReader(promise: done))
-                    try channel.pipeline.syncOperations.addHandler(
-                        try NIOSSLClientHandler(context: context, serverHostname: serverName))
-                }
-            }
-        guard let channel = try? await bootstrap.connect(host: address ?? host, port: port).get() else {
-            done.succeed(nil)
-            return nil
+        let serverName = TLSProbeConnection.serverName(host)
+        let asked = try? await TLSProbeConnection.run(
+            host: host, port: port, address: address, timeout: timeout, onTimeout: { $0.succeed(nil) }
+        ) { (channel, done: EventLoopPromise<Asked?>) in
+            try channel.pipeline.syncOperations.addHandler(FlightReader(promise: done))
+            try channel.pipeline.syncOperations.addHandler(
+                try NIOSSLClientHandler(context: context, serverHostname: serverName))
         }
-        let timer = channel.eventLoop.scheduleTask(in: timeout) { done.succeed(nil) }
-        defer {
-            timer.cancel()
-            channel.close(promise: nil)
-        }
-        return (try? await done.futureResult.get()) ?? nil
+        return asked ?? nil
     }
 
     /// Reads the TLS records the server sends until its first flight ends (`ServerHelloDone`),

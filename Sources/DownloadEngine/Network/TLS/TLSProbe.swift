@@ -1,8 +1,6 @@
 import NIOCore
-import NIOPosix
 import NIOSSL
 import NIOTLS
-import ProxyRules
 
 /// A TLS handshake that carries no request: what a server presents, to explain a failed check
 /// (`TLSDiagnosis`) or to check a task's pinned keys and trusted certificate (`ServerTrust`)
@@ -25,40 +23,22 @@ enum TLSProbe {
         var configuration = configuration
         if presented { configuration.certificateVerification = .noHostnameVerification }
         let context = try NIOSSLContext(configuration: configuration)
-        let group = MultiThreadedEventLoopGroup.singleton
-        let done = group.next().makePromise(of: Handshake.self)
-        let serverName = NetworkRange.parse(host) == nil ? host : nil
-        let bootstrap = ClientBootstrap(group: group)
-            .connectTimeout(timeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let chain = NIOLockedChain()
-                    let tls =
-                        presented
-                        ? try NIOSSLClientHandler(context: context, serverHostname: serverName) {
-                            certificates, promise in
-                            chain.set(certificates)
-                            promise.succeed(.certificateVerified)
-                        }
-                        : try NIOSSLClientHandler(context: context, serverHostname: serverName)
-                    try channel.pipeline.syncOperations.addHandler(tls)
-                    try channel.pipeline.syncOperations.addHandler(
-                        HandshakeWaiter(promise: done, tls: tls, chain: chain))
+        let serverName = TLSProbeConnection.serverName(host)
+        return try await TLSProbeConnection.run(
+            host: host, port: port, address: address, timeout: timeout,
+            onTimeout: { $0.fail(ChannelError.connectTimeout(timeout)) }
+        ) { channel, done in
+            let chain = NIOLockedChain()
+            let tls =
+                presented
+                ? try NIOSSLClientHandler(context: context, serverHostname: serverName) { certificates, promise in
+                    chain.set(certificates)
+                    promise.succeed(.certificateVerified)
                 }
-            }
-        let channel: Channel
-        do {
-            channel = try await bootstrap.connect(host: address ?? host, port: port).get()
-        } catch {
-            done.fail(error)
-            throw error
+                : try NIOSSLClientHandler(context: context, serverHostname: serverName)
+            try channel.pipeline.syncOperations.addHandler(tls)
+            try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(promise: done, tls: tls, chain: chain))
         }
-        let timer = channel.eventLoop.scheduleTask(in: timeout) { done.fail(ChannelError.connectTimeout(timeout)) }
-        defer {
-            timer.cancel()
-            channel.close(promise: nil)
-        }
-        return try await done.futureResult.get()
     }
 
     /// The chain the verification callback saw (set on the channel's event loop, read there).
