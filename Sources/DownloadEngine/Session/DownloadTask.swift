@@ -29,6 +29,9 @@ struct DownloadTask: @unchecked Sendable {
         }
     }
 
+    /// What a task holds under its lock: 24 fields (the record, `waitingFor` and `TaskRunState`'s;
+    /// `TaskStateFieldsTests` counts them against this number), 7 of them an app's challenge
+    /// answers that belong to an origin and a session rather than to the task.
     struct State {
         var record: DownloadTaskRecord
         /// Why it waits while queued (kept by the manager).
