@@ -12,51 +12,33 @@ public final class NetworkMonitor: Sendable {
     static let busName = "org.freedesktop.NetworkManager"
     static let path: ObjectPath = "/org/freedesktop/NetworkManager"
 
-    private let connection: Connection
     private let engine: SessionManager
-    private let logger: Logger
-    private let readings = WorkTrigger()
+    private let follower: SystemServiceFollower<NetworkStatus>
 
     public init(connection: Connection, engine: SessionManager, logger: Logger) {
-        self.connection = connection
         self.engine = engine
-        self.logger = logger
+        follower = SystemServiceFollower(connection: connection, services: [(Self.busName, Self.path)], logger: logger)
     }
 
     /// Subscribes, reads the network once (returning after the engine has it) and keeps
-    /// following it.
+    /// following it, NetworkManager's own older signals too (StateChanged, PropertiesChanged of
+    /// its interface).
     public func start() async throws {
-        try await readings.follow([(Self.busName, Self.path)], on: connection)
-        // NetworkManager's own older signals (StateChanged, PropertiesChanged of its interface).
-        try await connection.subscribe(MatchRule(sender: Self.busName, interface: Self.busName, path: Self.path)) {
-            [readings] _ in
-            readings.poke()
-        }
-        readings.run { [weak self] in
-            guard let self else { return }
-            await self.engine.setNetwork(await self.read())
-        }
-        await engine.setNetwork(await read())
+        try await follower.start(
+            also: [MatchRule(sender: Self.busName, interface: Self.busName, path: Self.path)],
+            read: { [follower] in await Self.read(follower) }, apply: { [engine] in await engine.setNetwork($0) })
     }
 
     public func stop() {
-        readings.finish()
+        follower.stop()
     }
 
-    private func read() async -> NetworkStatus {
-        let properties: [String: DBusValue]
-        do {
-            let reply = try await connection.call(
-                destination: Self.busName, path: Self.path, interface: "org.freedesktop.DBus.Properties",
-                method: "GetAll",
-                arguments: [.string(Self.busName)], timeout: .seconds(10), autoStart: false
-            )
-            properties = reply.first?.vardictValue ?? [:]
-        } catch {
-            logger.debug("NetworkManager is not answering (\(error)): the network counts as full and unmetered")
+    private static func read(_ follower: SystemServiceFollower<NetworkStatus>) async -> NetworkStatus {
+        guard let properties = await follower.properties(of: busName, at: path, interface: busName) else {
+            // Without NetworkManager, the network counts as full and unmetered.
             return NetworkStatus()
         }
-        return Self.status(
+        return status(
             state: properties["State"]?.uint32Value, connectivity: properties["Connectivity"]?.uint32Value,
             metered: properties["Metered"]?.uint32Value
         )

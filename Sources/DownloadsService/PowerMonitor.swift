@@ -19,52 +19,32 @@ public final class PowerMonitor: Sendable {
         ("net.hadess.PowerProfiles", "/net/hadess/PowerProfiles"),
     ]
 
-    private let connection: Connection
     private let engine: SessionManager
-    private let logger: Logger
-    private let readings = WorkTrigger()
+    private let follower: SystemServiceFollower<PowerStatus>
 
     public init(connection: Connection, engine: SessionManager, logger: Logger) {
-        self.connection = connection
         self.engine = engine
-        self.logger = logger
+        follower = SystemServiceFollower(
+            connection: connection, services: [(Self.upower, Self.upowerPath)] + Self.profiles, logger: logger)
     }
 
     /// Subscribes, reads the power once (returning after the engine has it) and keeps following it.
     public func start() async throws {
-        try await readings.follow([(Self.upower, Self.upowerPath)] + Self.profiles, on: connection)
-        readings.run { [weak self] in
-            guard let self else { return }
-            await self.engine.setPower(await self.read())
-        }
-        await engine.setPower(await read())
+        try await follower.start(
+            read: { [follower] in await Self.read(follower) }, apply: { [engine] in await engine.setPower($0) })
     }
 
     public func stop() {
-        readings.finish()
+        follower.stop()
     }
 
-    private func read() async -> PowerStatus {
-        let onBattery = await property("OnBattery", of: Self.upower, at: Self.upowerPath)?.boolValue ?? false
+    private static func read(_ follower: SystemServiceFollower<PowerStatus>) async -> PowerStatus {
+        let onBattery = await follower.property("OnBattery", of: upower, at: upowerPath)?.boolValue ?? false
         var profile: String?
-        for (name, path) in Self.profiles {
-            profile = await property("ActiveProfile", of: name, at: path)?.stringValue
+        for (name, path) in profiles {
+            profile = await follower.property("ActiveProfile", of: name, at: path)?.stringValue
             if profile != nil { break }
         }
         return PowerStatus(onBattery: onBattery, powerSaver: profile == "power-saver")
-    }
-
-    /// One property of a service that may not be there (nil then: it is not started for this).
-    private func property(_ property: String, of name: String, at path: ObjectPath) async -> DBusValue? {
-        do {
-            let reply = try await connection.call(
-                destination: name, path: path, interface: "org.freedesktop.DBus.Properties", method: "Get",
-                arguments: [.string(name), .string(property)], timeout: .seconds(10), autoStart: false
-            )
-            return reply.first?.variantValue
-        } catch {
-            logger.debug("\(name) is not answering (\(error)): \(property) is not known")
-            return nil
-        }
     }
 }
