@@ -16,7 +16,12 @@ public final class CertificateRequiringServer: @unchecked Sendable {
     private let directory: String
     private var process: ChildProcess?
 
-    public init(_ kind: Kind, certificates: TestCertificates, tls12Only: Bool = false) throws {
+    /// `alertOnly` (Python only): a server that asks for no certificate and answers every
+    /// ClientHello with a fatal `handshake_failure` alert, as one that wanted a certificate ends
+    /// its handshake: a server that only looks like one.
+    public init(
+        _ kind: Kind, certificates: TestCertificates, tls12Only: Bool = false, alertOnly: Bool = false
+    ) throws {
         self.kind = kind
         port = try FreePort.pick()
         // Apache serves as `nobody`, who must reach the tree: one of its own in /tmp.
@@ -72,7 +77,17 @@ public final class CertificateRequiringServer: @unchecked Sendable {
                 server.socket = context.wrap_socket(server.socket, server_side=True)
                 server.serve_forever()
                 """
-            arguments = ["/usr/bin/python3", "-c", script]
+            let alerting = """
+                import socket, threading
+                listener = socket.create_server(('127.0.0.1', \(port)))
+                def answer(connection):
+                    with connection:
+                        connection.recv(65536)
+                        connection.sendall(bytes([21, 3, 3, 0, 2, 2, 40]))
+                while True:
+                    threading.Thread(target=answer, args=(listener.accept()[0],), daemon=True).start()
+                """
+            arguments = ["/usr/bin/python3", "-c", alertOnly ? alerting : script]
         }
         process = try ChildProcess(arguments)
         let deadline = Date().addingTimeInterval(20)

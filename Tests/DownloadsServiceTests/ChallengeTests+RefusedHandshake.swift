@@ -56,6 +56,20 @@ extension ChallengeTests {
             options: ["client_certificate": try Self.descriptor(tls.certificates.client)])
     }
 
+    /// A hostile (or merely broken) server whose every handshake ends in `handshake_failure`
+    /// without asking for a certificate: the probe sees no `CertificateRequest`, the app is not
+    /// asked, and the task fails `TLSError` as before.
+    func testAHandshakeFailureWithoutACertificateRequestIsNotAQuestion() async throws {
+        let server = try CertificateRequiringServer(.python, certificates: tls.certificates, alertOnly: true)
+        defer { server.stop() }
+        let app = try await certificateAgent()
+        defer { app.connection.close() }
+        let task = try await start(server.url("x.bin"), directory.file("x.bin"), ["session": .string("app")])
+        let ended = try await outcome(of: task)
+        XCTAssertEqual(ended, "failed org.example.Downloads.Error.TLSError")
+        XCTAssertEqual(app.questions.count, 0, "a server that asks for nothing is not the app's question")
+    }
+
     func testWithoutAnAppARefusedHandshakeFailsAsTLSErrorAndSaysWhy() async throws {
         let server = try CertificateRequiringServer(.apache, certificates: tls.certificates)
         defer { server.stop() }
