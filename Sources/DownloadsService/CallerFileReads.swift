@@ -7,37 +7,46 @@ import NIOConcurrencyHelpers
 /// for as long as the file's file system wants: a FUSE file whose read never answers, a stuck NFS
 /// mount. It runs on a thread of its own, never on the cooperative pool every call shares (two
 /// threads on two cores: two stuck reads there left every user's calls unanswered), and the call
-/// fails after `deadline` while the read stays stuck on its thread. A user holds at most
-/// `perOwner` such reads, the stuck ones included, so one user's stuck files stall that user's
-/// calls alone and cannot pile up threads.
+/// fails after `deadline` while the read stays stuck on its thread. A caller (a user's app, or
+/// its host processes) holds at most `perCaller` such reads and a user `perUser`, the stuck ones
+/// included, so one caller's stuck files stall that caller's calls alone (another app of the same
+/// user keeps its own) and cannot pile up threads.
 final class CallerFileReads: Sendable {
     static let deadline: Duration = .seconds(10)
 
-    let perOwner: Int
-    private let inFlight = NIOLockedValueBox([UInt32: Int]())
+    let perCaller: Int
+    let perUser: Int
+    private struct Counts {
+        var byCaller: [Caller: Int] = [:]
+        var byUser: [UInt32: Int] = [:]
+    }
+    private let inFlight = NIOLockedValueBox(Counts())
 
-    init(perOwner: Int = 4) {
-        self.perOwner = perOwner
+    init(perCaller: Int = 4, perUser: Int = 8) {
+        self.perCaller = perCaller
+        self.perUser = perUser
     }
 
-    /// Reads of `owner`'s files not yet returned (a stuck one counts until its file answers).
-    func count(owner: UInt32) -> Int { inFlight.withLockedValue { $0[owner, default: 0] } }
+    /// Reads of `caller`'s files not yet returned (a stuck one counts until its file answers).
+    func count(_ caller: Caller) -> Int { inFlight.withLockedValue { $0.byCaller[caller, default: 0] } }
 
-    /// `body`'s result, run on a thread of its own for `owner`; `what` names the file in errors
+    /// `body`'s result, run on a thread of its own for `caller`; `what` names the file in errors
     /// ("client_certificate"). Throws `FileError` when the file does not answer within
-    /// `deadline`, or when `owner` has `perOwner` reads that have not returned.
+    /// `deadline`, or when `caller` (or its user) has as many reads as it may that have not returned.
     func run<T: Sendable>(
-        owner: UInt32, what: String, deadline: Duration = CallerFileReads.deadline,
+        for caller: Caller, what: String, deadline: Duration = CallerFileReads.deadline,
         _ body: @escaping @Sendable () throws -> T
     ) async throws -> T {
         let admitted = inFlight.withLockedValue { counts -> Bool in
-            guard counts[owner, default: 0] < perOwner else { return false }
-            counts[owner, default: 0] += 1
+            guard counts.byCaller[caller, default: 0] < perCaller, counts.byUser[caller.uid, default: 0] < perUser
+            else { return false }
+            counts.byCaller[caller, default: 0] += 1
+            counts.byUser[caller.uid, default: 0] += 1
             return true
         }
         guard admitted else {
             throw DownloadsErrorName.fileError.error(
-                "\(what): \(perOwner) reads of your files have not returned yet (a network or FUSE mount that does not answer?); nothing was changed"
+                "\(what): \(perCaller) reads of your files have not returned yet (a network or FUSE mount that does not answer?); nothing was changed"
             )
         }
         let outcome = Outcome<T>()
@@ -46,8 +55,10 @@ final class CallerFileReads: Sendable {
             DispatchQueue(label: "org.example.Downloads.caller-file").async { [inFlight] in
                 let result = Result { try body() }
                 inFlight.withLockedValue { counts in
-                    counts[owner, default: 1] -= 1
-                    if counts[owner] == 0 { counts[owner] = nil }
+                    counts.byCaller[caller, default: 1] -= 1
+                    if counts.byCaller[caller] == 0 { counts.byCaller[caller] = nil }
+                    counts.byUser[caller.uid, default: 1] -= 1
+                    if counts.byUser[caller.uid] == 0 { counts.byUser[caller.uid] = nil }
                 }
                 outcome.resume(with: result)
             }

@@ -48,7 +48,9 @@ extension DownloadsService: ChallengeAgent {
                     .vardict(Self.details(of: challenge, refused: refused)),
                 ],
                 timeout: .seconds(Int(handler.challengeTimeout)))
-            return try await Self.answer(from: reply, owner: handler.owner, reads: callerReads)
+            return try await Self.answer(
+                from: reply, caller: Caller(uid: handler.owner, app: SessionKey.app(handler.session)),
+                reads: callerReads)
         } catch let error as BusError {
             return .performDefault(
                 why: "the app gave no answer: \(LogText.escaped(error.name)): \(LogText.escaped(error.message))")
@@ -80,7 +82,8 @@ extension DownloadsService: ChallengeAgent {
     }
 
     /// The reply `(s disposition, a{sv} answer)` as an answer; throws why it is refused.
-    static func answer(from reply: [DBusValue], owner: UInt32, reads: CallerFileReads) async throws -> ChallengeAnswer {
+    static func answer(from reply: [DBusValue], caller: Caller, reads: CallerFileReads) async throws -> ChallengeAnswer
+    {
         guard reply.count == 2, let disposition = reply[0].stringValue, case .string = reply[0],
             let answer = reply[1].vardictValue
         else {
@@ -145,7 +148,7 @@ extension DownloadsService: ChallengeAgent {
             }
         }
         if let certificate {
-            credentials.certificate = try await reads.run(owner: owner, what: "the answer's certificate") {
+            credentials.certificate = try await reads.run(for: caller, what: "the answer's certificate") {
                 [passphrase] in try ClientCertificateFile.read(certificate, passphrase: passphrase)
             }
         }

@@ -311,7 +311,7 @@ extension DownloadsService {
         }
         var anchor: DescriptorAnchor?
         if let fd = options.destinationFD {
-            let given = try await self.anchor(fd, owner: caller.uid)
+            let given = try await self.anchor(fd, for: caller)
             guard given.kind == .directory,
                 data.files.allSatisfy({
                     $0.destination == given.path

@@ -47,7 +47,7 @@ extension DownloadsService {
                     guard let fd = call.arguments[1].unixFDValue else {
                         throw DownloadsErrorName.invalidArgument.error("destination must be a file descriptor (h)")
                     }
-                    let anchor = try await anchor(fd, owner: caller.uid)
+                    let anchor = try await anchor(fd, for: caller)
                     let pid = try? await call.credentials().pid
                     let path = try await start(
                         url: call.arguments[0].stringValue ?? "",
@@ -107,7 +107,7 @@ extension DownloadsService {
                     guard let fd = call.arguments[0].unixFDValue else {
                         throw DownloadsErrorName.invalidArgument.error("directory must be a file descriptor (h)")
                     }
-                    let anchor = try await anchor(fd, owner: caller.uid)
+                    let anchor = try await anchor(fd, for: caller)
                     guard anchor.kind == .directory else {
                         throw DownloadsErrorName.invalidArgument.error(
                             "directory must be an open directory, not a file")
@@ -189,9 +189,9 @@ extension DownloadsService {
     /// A descriptor a caller handed over, checked (a directory, or a regular file open for
     /// writing; not on a read-only mount) and duplicated for the task; its `fstat` and
     /// `fstatfs` off the shared pool, with a deadline (`CallerFileReads`).
-    func anchor(_ fd: UnixFD, owner: UInt32) async throws -> DescriptorAnchor {
+    func anchor(_ fd: UnixFD, for caller: Caller) async throws -> DescriptorAnchor {
         do {
-            return try await callerReads.run(owner: owner, what: "destination") {
+            return try await callerReads.run(for: caller, what: "destination") {
                 try DescriptorAnchor.make(duplicating: fd.fd)
             }
         } catch let error as FileOperationError {
@@ -249,7 +249,7 @@ extension DownloadsService {
         }
         if let fd = options.clientCertificate {
             let passphrase = options.clientCertificatePassphrase
-            engineOptions.clientCertificate = try await callerReads.run(owner: caller.uid, what: "client_certificate") {
+            engineOptions.clientCertificate = try await callerReads.run(for: caller, what: "client_certificate") {
                 try ClientCertificateFile.read(fd, passphrase: passphrase)
             }
         } else if options.clientCertificatePassphrase != nil {
@@ -304,7 +304,9 @@ extension DownloadsService {
                 "metalink must be the document's bytes (ay) or an absolute path (s)")
         }
         do {
-            return try await callerReads.run(owner: owner, what: "the Metalink document") { [engine] in
+            // Only a host caller names a document by path (a sandboxed app's is refused before).
+            return try await callerReads.run(for: Caller(uid: owner, app: ""), what: "the Metalink document") {
+                [engine] in
                 try engine.readFile(path, owner: owner, atMost: MetalinkDocument.maximumSize)
             }
         } catch let error as DownloadError {
@@ -577,7 +579,7 @@ extension DownloadsService {
         // A new descriptor for the task's files: the directory (or the file) it was started in.
         var anchor: DescriptorAnchor?
         if let fd = options.destinationFD {
-            let given = try await self.anchor(fd, owner: owner)
+            let given = try await self.anchor(fd, for: caller)
             let expected =
                 data.writesInPlace || data.destinationIsDirectory
                 ? data.destination : FilePaths.directory(of: data.destination)

@@ -72,7 +72,7 @@ extension DownloadsService {
         case .descriptor(let fd):
             shownSource = DescriptorAnchor.path(of: fd.fd)
             descriptor = fd.fd
-            identity = try await callerReads.run(owner: owner, what: "source") {
+            identity = try await callerReads.run(for: caller, what: "source") {
                 try SessionManager.inspectSource(descriptor: fd.fd)
             }
         }
