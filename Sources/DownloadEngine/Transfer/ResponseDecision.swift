@@ -90,29 +90,10 @@ enum ResponseDecision: Equatable, Sendable {
                     status: status, reason: reason,
                     retryAfter: HTTPHeaderRules.retryAfter(headers, cap: retryAfterCap)
                 ))
-        case 401:
-            // A question the app may answer (`Challenge`): the failure it is when nobody does.
+        case 400, 401, 403, 410:
+            // A question the app may answer (`Challenge.asked`): the failure it is when nobody does.
             let failure = DownloadError.http(status: status, reason: reason)
-            guard let (scheme, realm, parameters) = HTTPHeaderRules.authChallenge(headers) else {
-                // No login asked for: a signed link that expired.
-                return .fail(failure.asking(Challenge(kind: .linkExpired, scheme: "", realm: "", status: status)))
-            }
-            var challenge = Challenge(kind: .httpAuth, scheme: scheme, realm: realm, status: status)
-            challenge.parameters = parameters
-            return .fail(failure.asking(challenge))
-        case 400:
-            // A TLS server that wants a client certificate may refuse the request instead of the
-            // handshake (nginx's `400`): asked of the app only once a handshake shows the server
-            // asks for one (`CertificateRequestProbe`).
-            return .fail(
-                DownloadError.http(status: status, reason: reason).asking(
-                    Challenge(kind: .clientCertificate, scheme: "", realm: "", status: status)))
-        case 403, 410:
-            // A signed link that expired (`link-expired`); a 403 may also be a TLS server's
-            // refusal of a client without a certificate (`SessionManager.ask` tells them apart).
-            return .fail(
-                DownloadError.http(status: status, reason: reason).asking(
-                    Challenge(kind: .linkExpired, scheme: "", realm: "", status: status)))
+            return .fail(Challenge.asked(by: status, headers: headers).map { failure.asking($0) } ?? failure)
         case 400...499:
             return .fail(.http(status: status, reason: reason))
         default:

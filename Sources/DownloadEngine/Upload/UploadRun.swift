@@ -257,24 +257,9 @@ final class UploadRun: Sendable {
             status: result.status, reason: HTTPResponseStatus(statusCode: result.status).reasonPhrase,
             retryAfter: HTTPHeaderRules.retryAfter(result.headers, cap: owner.configuration.retry.retryAfterCap)
         )
-        let at = url ?? task.record.url
-        switch result.status {
-        case 401:
-            guard let (scheme, realm, parameters) = HTTPHeaderRules.authChallenge(result.headers) else {
-                // No login asked for: a signed link that expired (asked only of the task's own URL).
-                return failure.asking(Challenge(kind: .linkExpired, scheme: "", realm: "", status: 401).at(at))
-            }
-            var challenge = Challenge(kind: .httpAuth, scheme: scheme, realm: realm, status: 401)
-            challenge.parameters = parameters
-            return failure.asking(challenge.at(at))
-        case 400:
-            // As a download's (`ResponseDecision`): a TLS server's refusal of a client without a certificate.
-            return failure.asking(Challenge(kind: .clientCertificate, scheme: "", realm: "", status: 400).at(at))
-        case 403, 410:
-            return failure.asking(Challenge(kind: .linkExpired, scheme: "", realm: "", status: result.status).at(at))
-        default:
-            return failure
-        }
+        // As a download's (`Challenge.asked`, one mapping for both).
+        guard let challenge = Challenge.asked(by: result.status, headers: result.headers) else { return failure }
+        return failure.asking(challenge.at(url ?? task.record.url))
     }
 
     // MARK: One attempt
