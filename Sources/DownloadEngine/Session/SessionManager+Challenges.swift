@@ -25,22 +25,12 @@ extension SessionManager {
         _ task: DownloadTask, _ challenge: Challenge, error: DownloadError, failing change: TaskChange
     ) -> TaskSnapshot? {
         guard let agent = challengeAgent.withLockedValue({ $0 }) else { return nil }
-        let secure = Source(challenge.url)?.isSecure == true
-        // A 403 of a TLS server may be a refusal of a client without a certificate.
-        let mayWantCertificate =
-            secure
-            && (challenge.kind == .clientCertificate || (challenge.kind == .linkExpired && challenge.status == 403))
-            && agent.answers(.clientCertificate, for: task.snapshot)
-        // A link expired only when it is the task's own URL (not a redirect's target or a mirror).
-        let ownLink =
-            challenge.kind == .linkExpired
-            && Source(challenge.url)?.withoutCredentials == Source(task.record.url)?.withoutCredentials
-            && agent.answers(.linkExpired, for: task.snapshot)
+        let asking = task.snapshot
         guard
-            mayWantCertificate || ownLink
-                || (challenge.kind != .linkExpired && challenge.kind != .clientCertificate
-                    && agent.answers(challenge.kind, for: task.snapshot))
+            let route = QuestionRoute.decide(
+                challenge, taskURL: task.record.url, answers: { agent.answers($0, for: asking) })
         else { return nil }
+        let mayWantCertificate = if case .certificate = route { true } else { false }
         // A login asked again after an answer: the server refused it, whatever realm it names now
         // (a server that changes its realm on every 401 made a task ask forever, 3,288 times in 20 s).
         let refused = task.withState { state -> Int in
@@ -102,24 +92,25 @@ extension SessionManager {
             // never makes the task a loop of requests and questions.
             if refused > 0 { try? await Task.sleep(for: Self.refusedAnswerPause * (1 << (refused - 1))) }
             let answer: ChallengeAnswer
-            let asked =
-                mayWantCertificate
-                ? await RequestSender(task: task, owner: self).certificateRequest(at: challenge.url) : nil
-            // TLS 1.3's `certificate_required` says so even where the probe (TLS 1.2) cannot look.
-            let required = challenge.kind == .clientCertificate && challenge.error == Challenge.certificateRequiredAlert
-            if mayWantCertificate, asked != nil || required {
-                // Only a server that asks for a certificate is answered with one.
-                var question = challenge
-                question.kind = .clientCertificate
-                question.issuers = asked?.issuers ?? []
-                question.error = ""
-                answer = await agent.ask(question, refused: refused, for: snapshot)
-            } else if ownLink {
+            switch route {
+            case .asIs:
                 answer = await agent.ask(challenge, refused: refused, for: snapshot)
-            } else if challenge.kind == .clientCertificate || challenge.kind == .linkExpired {
-                answer = .performDefault(why: "its server does not ask for a client certificate")
-            } else {
-                answer = await agent.ask(challenge, refused: refused, for: snapshot)
+            case .certificate(let orAsIs):
+                let asked = await RequestSender(task: task, owner: self).certificateRequest(at: challenge.url)
+                // TLS 1.3's `certificate_required` says so even where the probe (TLS 1.2) cannot look.
+                let required = challenge.error == Challenge.certificateRequiredAlert
+                if asked != nil || required {
+                    // Only a server that asks for a certificate is answered with one.
+                    var question = challenge
+                    question.kind = .clientCertificate
+                    question.issuers = asked?.issuers ?? []
+                    question.error = ""
+                    answer = await agent.ask(question, refused: refused, for: snapshot)
+                } else if orAsIs {
+                    answer = await agent.ask(challenge, refused: refused, for: snapshot)
+                } else {
+                    answer = .performDefault(why: "its server does not ask for a client certificate")
+                }
             }
             let waiters = state.withLockedValue { $0.questions.removeValue(forKey: key)?.waiters ?? [] }
             for waiter in waiters {
