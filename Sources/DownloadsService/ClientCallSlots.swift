@@ -5,15 +5,20 @@ import NIOConcurrencyHelpers
 /// only so many (the system bus: 128, `max_replies_per_connection`): one user whose handler never
 /// answers would otherwise hold them all, and every other user's questions and completion calls
 /// would fail `LimitsExceeded`. So a party (a user's app, or its host clients) holds at most
-/// `perParty` calls, a user at most `perUser`, everyone together at most `total`; a call beyond
-/// waits, unasked and holding no reply, and takes the first slot that ends and fits it (another
-/// user's waiting calls never queue behind a user at its cap).
+/// `perParty` calls, a user at most `perUser`, everyone together at most `total`; past `total`,
+/// `reserve` more are kept for users that hold fewer than `reservePerUser` (so users who fill
+/// the rest between them still leave a newcomer its calls). A call beyond waits, unasked and
+/// holding no reply, and takes the first slot that ends and fits it (another user's waiting
+/// calls never queue behind a user at its cap).
 final class ClientCallSlots: Sendable {
     struct Limits: Sendable {
         var perParty = 12
         var perUser = 16
-        /// Below the system bus's 128, leaving room for the service's calls to the bus itself.
         var total = 96
+        /// `total` + `reserve` stays below the system bus's 128, leaving room for the service's
+        /// calls to the bus itself.
+        var reserve = 16
+        var reservePerUser = 2
     }
 
     struct Party: Hashable, Sendable {
@@ -35,8 +40,9 @@ final class ClientCallSlots: Sendable {
         var nextID: UInt64 = 1
 
         func fits(_ party: Party, _ limits: Limits) -> Bool {
-            byParty[party, default: 0] < limits.perParty && byUser[party.uid, default: 0] < limits.perUser
-                && total < limits.total
+            let user = byUser[party.uid, default: 0]
+            guard byParty[party, default: 0] < limits.perParty, user < limits.perUser else { return false }
+            return total < limits.total || (total < limits.total + limits.reserve && user < limits.reservePerUser)
         }
 
         mutating func take(_ party: Party) {

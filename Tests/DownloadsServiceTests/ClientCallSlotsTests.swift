@@ -29,7 +29,7 @@ final class ClientCallSlotsTests: XCTestCase {
     }
 
     func testAUserAtItsCapWaitsAndOthersGoOn() async throws {
-        let slots = ClientCallSlots(limits: .init(perParty: 3, perUser: 4, total: 6))
+        let slots = ClientCallSlots(limits: .init(perParty: 3, perUser: 4, total: 6, reserve: 0))
         let gate = NIOLockedValueBox(false)
         let a = Party(uid: 1000, app: "")
         let aApp = Party(uid: 1000, app: "org.example.App")
@@ -58,5 +58,24 @@ final class ClientCallSlotsTests: XCTestCase {
         for task in held + heldApp { try await task.value }
         XCTAssertEqual(slots.inFlight(), 0)
         XCTAssertEqual(slots.waiting, 0)
+    }
+
+    /// Users who fill every ordinary slot between them still leave a newcomer the reserve.
+    func testUsersWhoFillTheSlotsLeaveANewcomerTheReserve() async throws {
+        let slots = ClientCallSlots(limits: .init(perParty: 5, perUser: 5, total: 8, reserve: 2, reservePerUser: 1))
+        let gate = NIOLockedValueBox(false)
+        let a = Party(uid: 1000, app: ""), b = Party(uid: 1001, app: "")
+        let held = hold(slots, a, 4, until: gate) + hold(slots, b, 4, until: gate)
+        try await waitUntil { slots.inFlight() == 8 }
+        // A user that already holds its share of the reserve waits; a newcomer goes through.
+        let waiting = hold(slots, a, 1, until: gate)
+        try await waitUntil { slots.waiting == 1 }
+        let answered = NIOLockedValueBox(0)
+        try await slots.withSlot(Party(uid: 1002, app: "")) { answered.withLockedValue { $0 += 1 } }
+        XCTAssertEqual(answered.withLockedValue { $0 }, 1)
+        XCTAssertEqual(slots.waiting, 1)
+        gate.withLockedValue { $0 = true }
+        for task in held + waiting { try await task.value }
+        XCTAssertEqual(slots.inFlight(), 0)
     }
 }
