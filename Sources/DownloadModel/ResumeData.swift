@@ -97,51 +97,40 @@ public struct ResumeData: Sendable, Hashable {
         var options: DownloadOptions
         /// An upload's file and form; absent for a download.
         var upload: UploadSpec?
-        /// base64 of ChaCha20-Poly1305 (nonce, ciphertext, tag) over the headers' JSON; absent without headers.
+        /// The headers, `proxy` and client certificate, sealed together as the store seals them
+        /// (`SealedSecrets`, bound to the task's id); absent without any.
+        var sealed_secrets: String?
+        /// Blobs made before: base64 of ChaCha20-Poly1305 (nonce, ciphertext, tag) over the
+        /// headers' JSON, the `proxy` option's text, the client certificate (`SealedCertificate`'s
+        /// JSON), each alone and unbound. Read, never written.
         var sealed_headers: String?
-        /// The same over the `proxy` option's text (it may hold a password); absent without one.
         var sealed_proxy: String?
-        /// The same over the client certificate (`SealedCertificate`'s JSON); absent without one.
         var sealed_client_certificate: String?
     }
 
-    /// A client certificate as resume data seals it.
+    /// A client certificate as blobs made before sealed it.
     private struct SealedCertificate: Codable {
         var bytes: Data
         var passphrase: String?
     }
 
-    private static func headerKey(_ key: SymmetricKey) -> SymmetricKey {
-        HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: key, info: Array("org.example.Downloads resume-data headers".utf8), outputByteCount: 32
-        )
+    /// The secrets' sealing for resume data (its own derived key, as before).
+    private static func secrets(_ key: SymmetricKey) -> SealedSecrets {
+        SealedSecrets(rootKey: key, purpose: "org.example.Downloads resume-data headers")
     }
+
+    private static func binding(_ id: UInt64) -> [UInt8] { Array("resume data of task \(id)".utf8) }
 
     /// The blob: header line, JSON line, `hmac-sha256:<hex>` line.
     public func encoded(key: SymmetricKey) throws -> [UInt8] {
-        var visible = options
-        visible.headers = [:]
-        visible.proxy = nil
-        visible.clientCertificate = nil
-        var sealed: String?
-        if !options.headers.isEmpty {
-            let plain = try JSONEncoder().encode(options.headers)
-            sealed = try ChaChaPoly.seal(plain, using: ResumeData.headerKey(key)).combined.base64EncodedString()
-        }
-        let sealedProxy = try options.proxy.map {
-            try ChaChaPoly.seal(Array($0.text.utf8), using: ResumeData.headerKey(key)).combined.base64EncodedString()
-        }
-        let sealedCertificate = try options.clientCertificate.map {
-            let plain = try JSONEncoder().encode(SealedCertificate(bytes: Data($0.bytes), passphrase: $0.passphrase))
-            return try ChaChaPoly.seal(plain, using: ResumeData.headerKey(key)).combined.base64EncodedString()
-        }
+        let (visible, sealed) = try Self.secrets(key).seal(options, binding: Self.binding(taskID))
         let body = Body(
             task_id: taskID, owner_uid: owner, app: app.isEmpty ? nil : app,
             writes_in_place: writesInPlace ? true : nil,
             session: session, url: url, final_url: finalURL, destination: destination,
             destination_is_directory: destinationIsDirectory, resolved_path: resolvedPath, offset: offset,
             validator: validator, expected_length: expectedLength, segments: segments, options: visible, upload: upload,
-            sealed_headers: sealed, sealed_proxy: sealedProxy, sealed_client_certificate: sealedCertificate
+            sealed_secrets: sealed
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -183,10 +172,17 @@ public struct ResumeData: Sendable, Hashable {
             }
         }
         var options = body.options
+        let secrets = secrets(key)
+        if let sealed = body.sealed_secrets {
+            do {
+                try secrets.open(sealed, into: &options, binding: binding(body.task_id))
+            } catch {
+                throw DownloadError.invalidResumeData("the resume data's \(error.message.dropFirst("its ".count))")
+            }
+        }
+        // A blob made before: each secret sealed alone.
         if let sealed = body.sealed_headers {
-            guard let combined = Data(base64Encoded: sealed),
-                let box = try? ChaChaPoly.SealedBox(combined: combined),
-                let plain = try? ChaChaPoly.open(box, using: headerKey(key)),
+            guard let plain = secrets.openBytes(sealed),
                 let headers = try? JSONDecoder().decode([String: String].self, from: plain)
             else {
                 throw DownloadError.invalidResumeData("the resume data's sealed headers do not open")
@@ -194,10 +190,7 @@ public struct ResumeData: Sendable, Hashable {
             options.headers = headers
         }
         if let sealed = body.sealed_proxy {
-            guard let combined = Data(base64Encoded: sealed),
-                let box = try? ChaChaPoly.SealedBox(combined: combined),
-                let plain = try? ChaChaPoly.open(box, using: headerKey(key)),
-                let text = String(bytes: plain, encoding: .utf8),
+            guard let plain = secrets.openBytes(sealed), let text = String(bytes: plain, encoding: .utf8),
                 let proxy = try? ProxySetting.parse(text)
             else {
                 throw DownloadError.invalidResumeData("the resume data's sealed proxy does not open")
@@ -205,9 +198,7 @@ public struct ResumeData: Sendable, Hashable {
             options.proxy = proxy
         }
         if let sealed = body.sealed_client_certificate {
-            guard let combined = Data(base64Encoded: sealed),
-                let box = try? ChaChaPoly.SealedBox(combined: combined),
-                let plain = try? ChaChaPoly.open(box, using: headerKey(key)),
+            guard let plain = secrets.openBytes(sealed),
                 let certificate = try? JSONDecoder().decode(SealedCertificate.self, from: plain)
             else {
                 throw DownloadError.invalidResumeData("the resume data's sealed client certificate does not open")
