@@ -232,26 +232,9 @@ struct RequestSender: Sendable {
                     name: "Authorization",
                     value: digest.authorization(method: request.method.rawValue, uri: Self.requestTarget(of: url)))
             }
-            let outgoing: any OutgoingRequest<Delegate.Response>
-            var tag: String?
-            if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, request.scheme == "http",
-                let forward, let target = Forwarding.target(of: url)
-            {
-                // A plain http URL through an HTTP proxy is forwarded, as curl does, not tunnelled.
-                outgoing = forward(
-                    Forwarding(
-                        target: target, headers: request.headers, proxyHost: connection.proxyAddress ?? proxyHost,
-                        proxyPort: proxyPort,
-                        proxyAuthorization: credentials.map { ($0.user, $0.password) },
-                        connectTimeout: .milliseconds(Int64(connectTimeout * 1000)), deadline: deadline
-                    ))
-            } else {
-                // Tagged, so the connection it goes on tells of itself (`ConnectionWatch`); the
-                // tag is taken out of the head before it leaves the process.
-                tag = connection.watch.open()
-                request.headers.replaceOrAdd(name: ConnectionWatch.header, value: tag ?? "")
-                outgoing = connection.client.execute(request: request, delegate: delegate, deadline: deadline)
-            }
+            let (outgoing, tag) = start(
+                request, to: url, on: connection, delegate: delegate, deadline: deadline,
+                connectTimeout: connectTimeout, forward: forward)
             let cancel: @Sendable () -> Void = {
                 outgoing.cancel()
                 // A response that has ended waits for its delegate, which may be in a rate
@@ -290,32 +273,68 @@ struct RequestSender: Sendable {
             }
             if let failure = await afterwards() { return .failure(failure) }
             if let thrown {
-                // Before any response through a proxy, a failure to connect or to open the tunnel is the proxy's.
-                if let proxy = connection.proxy, result == nil, delegate.partialResult == nil,
-                    let error = DownloadError.classify(
-                        thrown, through: proxy, to: request.host, headSent: delegate.requestHeadSent)
-                {
-                    return .failure(error)
-                }
-                let error = DownloadError.classify(thrown)
-                guard error.code == .tlsError, result == nil, connection.proxy == nil else { return .failure(error) }
-                // A server that ends the handshake for want of a client certificate asks the app
-                // for one, as nginx's 400 does (`SessionManager.ask` probes before it asks).
-                if let alert = TLSDiagnosis.clientCertificateAlert(thrown) {
-                    return .failure(
-                        DownloadError.tls(
-                            "the server at \(request.host):\(request.port) ended the TLS handshake (\(alert)): it wants a client certificate"
-                        ).asking(.clientCertificate(refusedHandshake: alert)).met(at: url))
-                }
-                // BoringSSL says only "CERTIFICATE_VERIFY_FAILED": find out which check failed.
-                let why = await TLSDiagnosis.explain(
-                    host: request.host, port: request.port, address: connection.pinnedAddress,
-                    configuration: owner.tlsConfiguration, timeout: .milliseconds(Int64(connectTimeout * 1000))
-                )
-                return .failure((why.map { RequestSender.failure(explained: $0) } ?? error).met(at: url))
+                return .failure(
+                    await failure(
+                        thrown, of: request, to: url, on: connection, responded: result != nil,
+                        answered: result != nil || delegate.partialResult != nil, headSent: delegate.requestHeadSent,
+                        connectTimeout: connectTimeout))
             }
             guard let result else { return .failure(.invalidResponse("no response")) }
             return .success(result)
         }
+    }
+
+    /// Puts `request` on its way on `connection`: forwarded to an HTTP proxy for a plain http URL
+    /// (as curl does, not tunnelled), else through AsyncHTTPClient, tagged so the connection it
+    /// goes on tells of itself (`ConnectionWatch`: the tag is taken out of the head before it
+    /// leaves the process). Returns it and its tag.
+    private func start<Delegate: ResponseReceiver>(
+        _ request: HTTPClient.Request, to url: String, on connection: HTTPClients.Lease, delegate: Delegate,
+        deadline: NIODeadline?, connectTimeout: Double,
+        forward: ((Forwarding) -> any OutgoingRequest<Delegate.Response>)?
+    ) -> (any OutgoingRequest<Delegate.Response>, String?) {
+        if case .http(let proxyHost, let proxyPort, let credentials)? = connection.proxy, request.scheme == "http",
+            let forward, let target = Forwarding.target(of: url)
+        {
+            return (
+                forward(
+                    Forwarding(
+                        target: target, headers: request.headers, proxyHost: connection.proxyAddress ?? proxyHost,
+                        proxyPort: proxyPort, proxyAuthorization: credentials.map { ($0.user, $0.password) },
+                        connectTimeout: .milliseconds(Int64(connectTimeout * 1000)), deadline: deadline
+                    )), nil
+            )
+        }
+        var request = request
+        let tag = connection.watch.open()
+        request.headers.replaceOrAdd(name: ConnectionWatch.header, value: tag)
+        return (connection.client.execute(request: request, delegate: delegate, deadline: deadline), tag)
+    }
+
+    /// What `thrown` (the request's failure) is: before any response through a proxy, a failure
+    /// to connect or to open the tunnel is the proxy's; a TLS failure on a direct connection is
+    /// explained (a server that ended the handshake for want of a client certificate asks the app
+    /// for one, as nginx's 400 does; a failed check says which check, BoringSSL saying only
+    /// `CERTIFICATE_VERIFY_FAILED`).
+    private func failure(
+        _ thrown: Error, of request: HTTPClient.Request, to url: String, on connection: HTTPClients.Lease,
+        responded: Bool, answered: Bool, headSent: Bool, connectTimeout: Double
+    ) async -> DownloadError {
+        if let proxy = connection.proxy, !answered,
+            let error = DownloadError.classify(thrown, through: proxy, to: request.host, headSent: headSent)
+        {
+            return error
+        }
+        let error = DownloadError.classify(thrown)
+        guard error.code == .tlsError, !responded, connection.proxy == nil else { return error }
+        if let alert = TLSDiagnosis.clientCertificateAlert(thrown) {
+            return DownloadError.tls(
+                "the server at \(request.host):\(request.port) ended the TLS handshake (\(alert)): it wants a client certificate"
+            ).asking(.clientCertificate(refusedHandshake: alert)).met(at: url)
+        }
+        let why = await TLSDiagnosis.explain(
+            host: request.host, port: request.port, address: connection.pinnedAddress,
+            configuration: owner.tlsConfiguration, timeout: .milliseconds(Int64(connectTimeout * 1000)))
+        return (why.map { RequestSender.failure(explained: $0) } ?? error).met(at: url)
     }
 }
