@@ -33,7 +33,7 @@ public final class Connection: @unchecked Sendable {
         var nextSubscriptionID: UInt64 = 1
         var credentials: [String: Credentials] = [:]
         var nameWatchInstalled = false
-        /// Well-known senders of subscriptions, and their owners (`Connection+NameOwners`).
+        /// Well-known senders of subscriptions, and their owners (`Connection+Bus`: `follow`).
         var followedNames: [String: FollowedName] = [:]
         var disconnectHandlers: [@Sendable () -> Void] = []
         var closed = false

@@ -1,5 +1,5 @@
 /// A well-known name some subscription takes signals from, and the unique name that owns it now
-/// (`Connection+NameOwners`): `GetNameOwner` once, then every `NameOwnerChanged` of it.
+/// (`Connection+Bus`: `follow`): `GetNameOwner` once, then every `NameOwnerChanged` of it.
 struct FollowedName: Sendable {
     /// The unique name owning it; nil while nobody does (or before the first answer).
     var owner: String?
