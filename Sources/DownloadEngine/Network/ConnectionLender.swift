@@ -1,12 +1,11 @@
-import DownloadModel
 import Logging
 import NIOSSL
 
 /// What `RequestSender` needs of whoever sends a task's requests, and nothing of a run: the
-/// service's settings (timeouts, proxies, the networks a user may not reach), a log, and the
-/// connections of its pool. `TransferRunOwner` is one (the manager, a test's fake owner).
+/// service's network settings (timeouts, proxies, the networks a user may not reach), a log, and
+/// the connections of its pool. `TransferRunOwner` is one (the manager, a test's fake owner).
 protocol ConnectionLender: Sendable {
-    var configuration: SessionManager.Configuration { get }
+    var network: NetworkSettings { get }
     var logger: Logger { get }
     /// A client of the pool for `route` (chosen by `RequestSender`: direct, pinned to a checked
     /// address, or through a proxy); handed back with `release` after the request.
@@ -14,7 +13,4 @@ protocol ConnectionLender: Sendable {
     func release(_ lease: HTTPClients.Lease)
     /// The trust the clients use (for explaining a failed certificate check).
     var tlsConfiguration: TLSConfiguration { get }
-    /// One request of `task` ended, as it went (`GetMetrics`); `source`: the URL or mirror its
-    /// bytes count for.
-    func requestEnded(_ transaction: TransactionMetrics, source: String, of task: DownloadTask)
 }

@@ -30,7 +30,7 @@ extension RequestSender {
         proxy option: ProxySetting?, answered: AnsweredCredentials? = nil,
         connectTimeout: Double? = nil, avoiding: Set<String> = []
     ) async throws -> (lease: HTTPClients.Lease, untried: Int) {
-        let configuration = owner.configuration
+        let configuration = owner.network
         var route = HTTPClients.Route()
         // The app's answer to the proxy's 407 (`proxy-auth`), for that proxy alone.
         let proxy = configuration.proxyEnvironment.proxy(own: option, scheme: scheme, host: host, port: port).map {

@@ -7,8 +7,8 @@ import NIOSSL
 
 /// Sends one request of a task, whatever the route: the headers every request carries, the
 /// client lease from the owner (shared, pinned to a checked address, or through the task's
-/// proxy), forward-or-tunnel through an HTTP proxy, registration with the task so a stop (or a
-/// connection the scheduler takes back) cancels it, and the classification of what went wrong
+/// proxy), forward-or-tunnel through an HTTP proxy, registration with the run's requests so a
+/// stop (or a connection the scheduler takes back) cancels it, and the classification of what went wrong
 /// (the proxy's fault before any response, a failed certificate check explained). The response
 /// itself is the delegate's (`ResponseReceiver`): this type never looks at a body.
 ///
@@ -17,18 +17,19 @@ import NIOSSL
 /// (which client and route). The clients' own per-host limit is the scheduler's total
 /// (`maxConnections`), which the places it grants never exceed, so it never binds.
 struct RequestSender: Sendable {
-    let task: DownloadTask
     let owner: any ConnectionLender
+    /// Whose request it is and what it goes with (`RequestContext`): no task is read here.
+    let context: RequestContext
 
-    /// The headers of a GET for `record` to `url` (its own headers, credentials only where they
+    /// The headers of a GET with a task's `options` to `url` (its own headers, credentials only where they
     /// may go, an app's answer to a challenge only to the server that asked, no content coding,
     /// and `Range`/`If-Range` when `range` is given).
     static func headers(
-        for record: DownloadTaskRecord, answered: AnsweredCredentials?, to url: String, sendsCredentials: Bool,
+        with options: DownloadOptions, answered: AnsweredCredentials?, to url: String, sendsCredentials: Bool,
         range: (start: Int64, end: Int64?)?, validator: String?
     ) -> HTTPHeaders {
         var headers = HTTPHeaders()
-        for (name, value) in record.options.headers.sorted(by: { $0.key < $1.key }) {
+        for (name, value) in options.headers.sorted(by: { $0.key < $1.key }) {
             guard sendsCredentials || !RedirectRules.credentialHeaders.contains(name.lowercased()) else { continue }
             // The service's own tag (`ConnectionWatch`), never a caller's.
             guard name.lowercased() != ConnectionWatch.header else { continue }
@@ -43,7 +44,7 @@ struct RequestSender: Sendable {
         headers.replaceOrAdd(name: "Accept-Encoding", value: "identity")
         // The `referrer` option, unless the app's headers name one; never an https page to a
         // plain http server (a browser's `no-referrer-when-downgrade`).
-        if let referrer = record.options.referrer, !headers.contains(name: "Referer"),
+        if let referrer = options.referrer, !headers.contains(name: "Referer"),
             !(Source(referrer)?.isSecure ?? false) || (Source(url)?.isSecure ?? false)
         {
             headers.add(name: "Referer", value: referrer)
@@ -105,10 +106,10 @@ struct RequestSender: Sendable {
     private func trust(
         _ request: HTTPClient.Request, to url: String, through connection: HTTPClients.Lease, connectTimeout: Double
     ) async -> Result<TLSConfiguration?, DownloadError> {
-        let record = task.record
-        let trusted = task.trusted
+        let options = context.options
+        let trusted = context.answers.trusted
         var configuration: TLSConfiguration?
-        if !record.options.pinnedPublicKeys.isEmpty || trusted != nil {
+        if !options.pinnedPublicKeys.isEmpty || trusted != nil {
             if let proxy = connection.proxy, proxy != .direct {
                 return .failure(
                     .tls(
@@ -116,7 +117,7 @@ struct RequestSender: Sendable {
                     ))
             }
             switch await ServerTrust.configuration(
-                for: record.options, trusted: trusted, base: owner.tlsConfiguration, origin: Source(url)?.origin,
+                for: options, trusted: trusted, base: owner.tlsConfiguration, origin: Source(url)?.origin,
                 host: request.host, port: request.port, address: connection.pinnedAddress,
                 timeout: .milliseconds(Int64(connectTimeout * 1000)))
             {
@@ -125,8 +126,7 @@ struct RequestSender: Sendable {
             }
         }
         // The app's answer goes only to the origin that asked for it, not where a redirect led.
-        let answered = task.answeredCertificate.flatMap { $0.origin == Source(url)?.origin ? $0.certificate : nil }
-        guard let certificate = record.options.clientCertificate ?? answered else {
+        guard let certificate = options.clientCertificate ?? context.answers.certificate(for: url) else {
             return .success(configuration)
         }
         do {
@@ -141,12 +141,12 @@ struct RequestSender: Sendable {
     /// reached as the task's requests are (its checked address); nil through a proxy.
     func certificateRequest(at url: String) async -> CertificateRequestProbe.Asked? {
         guard let source = Source(url), source.isSecure else { return nil }
-        let record = task.record
-        let connectTimeout = record.options.connectTimeout ?? owner.configuration.connectTimeout
+        let options = context.options
+        let connectTimeout = options.connectTimeout ?? owner.network.connectTimeout
         guard
             let (connection, _) = try? await lease(
-                .multiplexed, for: record.owner, scheme: source.scheme, host: source.host, port: source.port,
-                proxy: record.options.proxy, connectTimeout: record.options.connectTimeout)
+                .multiplexed, for: context.user, scheme: source.scheme, host: source.host, port: source.port,
+                proxy: options.proxy, connectTimeout: options.connectTimeout)
         else { return nil }
         defer { owner.release(connection) }
         if let proxy = connection.proxy, proxy != .direct { return nil }
@@ -161,8 +161,7 @@ struct RequestSender: Sendable {
         _ request: HTTPClient.Request, to url: String, marks: RequestMarks, fetchStart: Int64, lookupEnd: Int64?,
         address: String?, went use: ConnectionUse?, thrown: Error?
     ) {
-        let mirrors = task.record.options.mirrors
-        let mirror = mirrors.contains(url)
+        let mirror = context.options.mirrors.contains(url)
         let failure: String =
             switch thrown {
             case nil, is DecisionReached: ""
@@ -180,7 +179,7 @@ struct RequestSender: Sendable {
             bytesReceived: marks.bytesReceived, error: failure, reusedConnection: use?.reused,
             tlsVersion: use?.tlsVersion, connectStart: use?.connectStart,
             connectEnd: use?.secure == false ? ready : nil, tlsEnd: use?.secure == true ? ready : nil)
-        owner.requestEnded(transaction, source: mirror ? url : task.record.url, of: task)
+        context.ended(transaction, mirror ? url : context.taskURL)
     }
 
     /// `send` for any delegate: `forward` makes the request that goes through an HTTP proxy to a
@@ -190,14 +189,13 @@ struct RequestSender: Sendable {
         seat: (any RequestHolder)? = nil, afterwards: () async -> DownloadError? = { nil }, cleanup: TimeAmount? = nil,
         within limit: TimeAmount? = nil, forward: ((Forwarding) -> any OutgoingRequest<Delegate.Response>)?
     ) async -> Result<Delegate.Response, DownloadError> {
-        let record = task.record
-        let configuration = owner.configuration
-        let connectTimeout = record.options.connectTimeout ?? configuration.connectTimeout
+        let options = context.options
+        let connectTimeout = options.connectTimeout ?? owner.network.connectTimeout
         // A cleanup request (an upload resource's DELETE after Cancel) goes although the task
         // is stopping, within its own deadline; a probe has a deadline of its own too.
         let deadline =
             (cleanup ?? limit).map { NIODeadline.now() + $0 }
-            ?? record.options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
+            ?? options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
         // A pinned name's next checked address is tried at once when a connection to one is
         // refused or times out before anything was sent (Happy Eyeballs' fallback, RFC 8305).
         var refused: Set<String> = []
@@ -207,9 +205,9 @@ struct RequestSender: Sendable {
             let untried: Int
             do {
                 (connection, untried) = try await lease(
-                    kind, for: record.owner, scheme: request.scheme, host: request.host, port: request.port,
-                    proxy: record.options.proxy, answered: task.answered,
-                    connectTimeout: record.options.connectTimeout,
+                    kind, for: context.user, scheme: request.scheme, host: request.host, port: request.port,
+                    proxy: options.proxy, answered: context.answers.credentials,
+                    connectTimeout: options.connectTimeout,
                     avoiding: refused
                 )
             } catch {
@@ -218,7 +216,7 @@ struct RequestSender: Sendable {
             // The service's own name lookup, when it made one (a pinned route).
             let lookupEnd = connection.pinnedAddress != nil ? TaskMetrics.now : nil
             defer { owner.release(connection) }
-            guard cleanup != nil || task.stopReason == nil else { return .failure(.cancelled) }
+            guard cleanup != nil || !context.requests.isStopped else { return .failure(.cancelled) }
             var request = request
             if request.scheme == "https" {
                 switch await trust(request, to: url, through: connection, connectTimeout: connectTimeout) {
@@ -227,7 +225,9 @@ struct RequestSender: Sendable {
                 }
             }
             // A Digest answer: an `Authorization` of its own for this request, to the server that asked.
-            if let answered = task.answered, let digest = answered.digest, Source(url)?.origin == answered.origin {
+            if let answered = context.answers.credentials, let digest = answered.digest,
+                Source(url)?.origin == answered.origin
+            {
                 request.headers.replaceOrAdd(
                     name: "Authorization",
                     value: digest.authorization(method: request.method.rawValue, uri: Self.requestTarget(of: url)))
@@ -241,9 +241,9 @@ struct RequestSender: Sendable {
                 // limit's wait: AsyncHTTPClient fails the request only once that wait is over.
                 delegate.interrupt(on: outgoing.eventLoop)
             }
-            // Kept by the task, or cancelled here when a stop came first: a stop cancels what is
+            // Kept by the run, or cancelled here when a stop came first: a stop cancels what is
             // kept when it sets its reason, so no request outlives it.
-            if cleanup == nil, !task.keepRequest(ObjectIdentifier(outgoing), cancel: cancel) { cancel() }
+            if cleanup == nil, !context.requests.keep(ObjectIdentifier(outgoing), cancel: cancel) { cancel() }
             // A connection the scheduler takes back (`SegmentWorkers.retire`) cancels its request.
             seat?.holds(cancel)
             defer { seat?.holds(nil) }
@@ -256,17 +256,17 @@ struct RequestSender: Sendable {
             } catch {
                 thrown = error
             }
-            task.forgetRequest(ObjectIdentifier(outgoing))
+            context.requests.forget(ObjectIdentifier(outgoing))
             report(
                 request, to: url, marks: delegate.marks, fetchStart: fetchStart, lookupEnd: lookupEnd,
                 address: connection.pinnedAddress, went: tag.flatMap(connection.watch.close) ?? outgoing.connectionUse,
                 thrown: thrown)
             if let thrown, result == nil, delegate.partialResult == nil, !delegate.requestHeadSent, untried > 0,
                 let address = connection.pinnedAddress, connection.proxy == nil, DownloadError.isConnectFailure(thrown),
-                cleanup != nil || task.stopReason == nil
+                cleanup != nil || !context.requests.isStopped
             {
                 owner.logger.info(
-                    "task \(task.id): \(DownloadError.classify(thrown).message); trying the next address of \(request.host)"
+                    "task \(context.taskID): \(DownloadError.classify(thrown).message); trying the next address of \(request.host)"
                 )
                 refused.insert(address)
                 continue

@@ -22,6 +22,9 @@ final class RequestsOut: Sendable {
         }
     }
 
+    /// Whether the run was stopped: no request goes any more.
+    var isStopped: Bool { held.withLockedValue { $0.stopped } }
+
     /// The request `id` ended: nothing to cancel any more.
     func forget(_ id: ObjectIdentifier) {
         _ = held.withLockedValue { $0.cancels.removeValue(forKey: id) }

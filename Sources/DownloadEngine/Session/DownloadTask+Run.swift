@@ -11,26 +11,10 @@ extension DownloadTask {
     /// Bytes received and handed to the file writer (an upload's: sent), ahead of the durable offset.
     var position: Int64 { withState { $0.bytesWritten } }
 
-    /// What its app answered to a challenge (credentials for the server or proxy that asked).
-    var answered: AnsweredCredentials? { withState { $0.answered } }
-    var trusted: TrustedServer? { withState { $0.trusted } }
-    var answeredCertificate: AnsweredCertificate? { withState { $0.answeredCertificate } }
-
     /// The file the caller handed over by descriptor (`UploadAt`), while this daemon holds it.
     var heldSource: SourceFile? { withState { $0.source } }
 
-    /// Keeps `cancel` as what stops the request `id` of the current run (a stop, or the end of a
-    /// segmented attempt, calls every one kept); false, keeping nothing, when a stop came first:
-    /// the caller cancels it then, so no request outlives a stop.
-    func keepRequest(_ id: ObjectIdentifier, cancel: @escaping @Sendable () -> Void) -> Bool {
-        withState { $0.requests }.keep(id, cancel: cancel)
-    }
-
-    /// The request `id` ended: nothing to cancel any more.
-    func forgetRequest(_ id: ObjectIdentifier) {
-        withState { $0.requests }.forget(id)
-    }
-
-    /// What cancels each request out now (called by the caller, after every lock).
-    var requestCancels: [@Sendable () -> Void] { withState { $0.requests }.cancels }
+    /// The requests the current run has out (`RequestsOut`: a stop, or the end of a segmented
+    /// attempt, cancels every one kept), taken by the run when it starts: a new one for each run.
+    var runRequests: RequestsOut { withState { $0.requests } }
 }

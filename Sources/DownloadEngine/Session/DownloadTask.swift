@@ -29,9 +29,9 @@ struct DownloadTask: @unchecked Sendable {
         }
     }
 
-    /// What a task holds under its lock: 24 fields (the record, `waitingFor` and `TaskRunState`'s;
-    /// `TaskStateFieldsTests` counts them against this number), 7 of them an app's challenge
-    /// answers that belong to an origin and a session rather than to the task.
+    /// What a task holds under its lock: 17 fields (the record, `waitingFor` and `TaskRunState`'s;
+    /// `TaskStateFieldsTests` counts them against this number). An app's answers to its
+    /// questions are not among them: they belong to an origin and a session (`AnswerBook`).
     struct State {
         var record: DownloadTaskRecord
         /// Why it waits while queued (kept by the manager).
@@ -103,54 +103,34 @@ struct DownloadTask: @unchecked Sendable {
             set { made().groupShare = newValue }
         }
         var anchor: DescriptorAnchor? {
-            get { more?.anchor }
-            set { if more != nil || newValue != nil { made().anchor = newValue } }
+            get { if case .directory(let anchor)? = more?.held { anchor } else { nil } }
+            set {
+                if let newValue { made().held = .directory(newValue) } else if anchor != nil { more?.held = nil }
+            }
         }
         var source: SourceFile? {
-            get { more?.source }
-            set { if more != nil || newValue != nil { made().source = newValue } }
+            get { if case .file(let file)? = more?.held { file } else { nil } }
+            set {
+                if let newValue { made().held = .file(newValue) } else if source != nil { more?.held = nil }
+            }
         }
         var speedMeter: SpeedMeter {
             get { more?.speedMeter ?? SpeedMeter() }
             set { made().speedMeter = newValue }
         }
-        var asking: Challenge? {
+        var asking: AskedQuestion? {
             get { more?.asking }
             set { if more != nil || newValue != nil { made().asking = newValue } }
-        }
-        var question: UInt64 {
-            get { more?.question ?? 0 }
-            set { made().question = newValue }
         }
         var io: DispatchQueue? {
             get { more?.io }
             set { if more != nil || newValue != nil { made().io = newValue } }
         }
-        var refusedAnswers: Int {
-            get { more?.refusedAnswers ?? 0 }
-            set { made().refusedAnswers = newValue }
-        }
-        var answered: AnsweredCredentials? {
-            get { more?.answered }
-            set { if more != nil || newValue != nil { made().answered = newValue } }
-        }
-        var trusted: TrustedServer? {
-            get { more?.trusted }
-            set { if more != nil || newValue != nil { made().trusted = newValue } }
-        }
-        var answeredCertificate: AnsweredCertificate? {
-            get { more?.answeredCertificate }
-            set { if more != nil || newValue != nil { made().answeredCertificate = newValue } }
-        }
-        var renewedLink: Bool {
-            get { more?.renewedLink ?? false }
-            set { made().renewedLink = newValue }
-        }
 
         var snapshot: TaskSnapshot {
             TaskSnapshot(
                 record: record, bytesWritten: bytesWritten, waitingFor: waitingFor,
-                speed: record.state == .running ? speedMeter.speed() : 0, asking: asking
+                speed: record.state == .running ? speedMeter.speed() : 0, asking: asking?.challenge
             )
         }
 

@@ -31,44 +31,20 @@ extension SessionManager {
                 challenge, taskURL: task.record.url, answers: { agent.answers($0, for: asking) })
         else { return nil }
         let mayWantCertificate = if case .certificate = route { true } else { false }
-        // A login asked again after an answer: the server refused it, whatever realm it names now
-        // (a server that changes its realm on every 401 made a task ask forever, 3,288 times in 20 s).
-        let refused = task.withState { state -> Int in
-            if state.answered != nil, challenge.kind == .httpAuth || challenge.kind == .proxyAuth {
-                state.refusedAnswers += 1
-            }
-            // A server that asks to be trusted again after its app trusted it (another certificate).
-            if challenge.kind == .serverTrust, let trusted = state.trusted,
-                trusted.origin == Source(challenge.url)?.origin
-            {
-                state.refusedAnswers += 1
-                state.trusted = nil
-            }
-            // A server that refuses the certificate its app gave.
-            if mayWantCertificate, state.answeredCertificate != nil {
-                state.refusedAnswers += 1
-                state.answeredCertificate = nil
-            }
-            // The new link its app gave is refused too.
-            if challenge.kind == .linkExpired, state.renewedLink {
-                state.refusedAnswers += 1
-                state.renewedLink = false
-            }
-            if challenge.kind == .httpAuth || challenge.kind == .proxyAuth { state.answered = nil }
-            return state.refusedAnswers
+        let session = asking.sessionID
+        let (refused, question) = state.withLockedValue { table in
+            (
+                table.answers.refused(challenge, mayWantCertificate: mayWantCertificate, task: task.id, in: session),
+                table.answers.nextQuestion()
+            )
         }
         guard refused < Self.maxRefusedAnswers else {
             logger.info("task \(task.id): the server refused \(refused) answers of its app; it fails")
             return nil
         }
-        var question: UInt64 = 0
         let moved = move(
             task, to: .queued, from: [.running, .retrying],
-            { state in
-                state.question += 1
-                question = state.question
-                state.asking = challenge
-            },
+            { state in state.asking = AskedQuestion(challenge: challenge, number: question) },
             then: { delegate, task, snapshot in delegate.waitingChanged(task, snapshot) })
         guard let snapshot = moved else { return nil }
         // The same question out already (another task of the session met the same login): this
@@ -96,7 +72,8 @@ extension SessionManager {
             case .asIs:
                 answer = await agent.ask(challenge, refused: refused, for: snapshot)
             case .certificate(let orAsIs):
-                let asked = await RequestSender(task: task, owner: self).certificateRequest(at: challenge.url)
+                let context = requestContext(of: task, task.record, answers: .none, requests: RequestsOut())
+                let asked = await RequestSender(owner: self, context: context).certificateRequest(at: challenge.url)
                 // TLS 1.3's `certificate_required` says so even where the probe (TLS 1.2) cannot look.
                 let required = challenge.error == Challenge.certificateRequiredAlert
                 if asked != nil || required {
@@ -121,11 +98,11 @@ extension SessionManager {
         return snapshot
     }
 
-    /// The task that waited for its app takes its answer (`keep`) and is queued again, when it
-    /// still waits for that answer (`open`).
+    /// The task that waited for its app takes its answer (`keep`, in the book before any run
+    /// can read it) and is queued again, when it still waits for that answer (`open`).
     private func goOn(
         _ task: DownloadTask, open: @escaping @Sendable (DownloadTask.State) -> Bool,
-        keep: @escaping (inout DownloadTask.State) -> Void
+        keep: @escaping (inout AnswerBook, SessionID) -> Void
     ) {
         let conditions = state.withLockedValue { $0.scheduler.conditions }
         var taken = false
@@ -134,7 +111,6 @@ extension SessionManager {
             { state in
                 guard open(state) else { return }
                 state.asking = nil
-                keep(&state)
                 state.wait(on: conditions)
                 taken = true
             },
@@ -142,7 +118,10 @@ extension SessionManager {
                 // Queued again in the task's event order, as a Resume queues it.
                 guard taken else { return }
                 delegate.waitingChanged(task, snapshot)
-                state.withLockedValue { $0.scheduler.enqueue(snapshot.record) }
+                state.withLockedValue { table in
+                    keep(&table.answers, snapshot.sessionID)
+                    table.scheduler.enqueue(snapshot.record)
+                }
             })
         logger.info("task \(task.id): its app answered; it goes on")
         schedule()
@@ -154,14 +133,14 @@ extension SessionManager {
         failing change: TaskChange
     ) async {
         let open: @Sendable (DownloadTask.State) -> Bool = { state in
-            state.record.state == .queued && state.asking != nil && state.question == question
+            state.record.state == .queued && state.asking?.number == question
         }
         var answer = answer
         if case .use(let credentials) = answer, challenge.kind == .linkExpired, credentials.certificate == nil {
             if let url = credentials.url, task.withState({ open($0) }) {
                 do {
                     _ = try await setURL(task.id, to: url)
-                    goOn(task, open: open) { $0.renewedLink = true }
+                    goOn(task, open: open) { book, _ in book.renewedLink(of: task.id) }
                     return
                 } catch {
                     answer = .performDefault(why: "its answer is refused: \(error)")
@@ -172,9 +151,8 @@ extension SessionManager {
         }
         if case .use(let credentials) = answer, challenge.kind == .clientCertificate || challenge.kind == .linkExpired {
             if let certificate = credentials.certificate, let origin = Source(challenge.url)?.origin {
-                goOn(task, open: open) {
-                    $0.answeredCertificate = AnsweredCertificate(origin: origin, certificate: certificate)
-                }
+                let answer = AnsweredCertificate(origin: origin, certificate: certificate)
+                goOn(task, open: open) { book, session in book.take(.certificate(answer), task: task.id, in: session) }
                 return
             }
             answer = .performDefault(
@@ -184,7 +162,8 @@ extension SessionManager {
             if credentials.trust, let certificate = challenge.certificates.first,
                 let origin = Source(challenge.url)?.origin
             {
-                goOn(task, open: open) { $0.trusted = TrustedServer(origin: origin, certificate: certificate) }
+                let answer = TrustedServer(origin: origin, certificate: certificate)
+                goOn(task, open: open) { book, session in book.take(.trusted(answer), task: task.id, in: session) }
                 return
             }
             answer = .performDefault(why: "its answer is refused: a server-trust question is answered with trust true")
@@ -207,10 +186,9 @@ extension SessionManager {
                     digest = try DigestCredentials(
                         user: user, password: credentials.password ?? "", answering: challenge)
                 }
-                goOn(task, open: open) { [digest] in
-                    $0.answered = AnsweredCredentials(
-                        origin: origin, headers: headers, challenge: challenge, proxy: proxy, digest: digest)
-                }
+                let answer = AnsweredCredentials(
+                    origin: origin, headers: headers, challenge: challenge, proxy: proxy, digest: digest)
+                goOn(task, open: open) { book, session in book.take(.credentials(answer), task: task.id, in: session) }
                 return
             } catch let refusal as DownloadError {
                 answer = .performDefault(why: "its answer is refused: \(refusal.message)")

@@ -32,15 +32,6 @@ extension SessionManager {
                         change(&state)
                         // A question is open only while the task waits queued for its answer.
                         if next != .queued { state.asking = nil }
-                        // An app's answer lasts while the task runs: after an end or a Pause,
-                        // the next run asks again (a wait for the network keeps it).
-                        if next.isTerminal || next == .paused {
-                            state.answered = nil
-                            state.trusted = nil
-                            state.answeredCertificate = nil
-                            state.renewedLink = false
-                            state.refusedAnswers = 0
-                        }
                         state.wait(on: conditions)
                         // A task ended for good needs no credentials: none stay in memory or in the store.
                         if next == .finished || next == .cancelled { state.record.options.eraseSecrets() }
@@ -48,6 +39,11 @@ extension SessionManager {
             else { return nil }
             if previous.holdsTransfer && !next.holdsTransfer {
                 state.withLockedValue { $0.scheduler.remove(task.id) }
+            }
+            // An app's answer lasts while the task runs: after an end or a Pause, the next run
+            // asks again (a wait for the network keeps it).
+            if next.isTerminal || next == .paused {
+                state.withLockedValue { $0.answers.forget(task.id, in: snapshot.sessionID) }
             }
             if previous.isActive != next.isActive {
                 state.withLockedValue { state in

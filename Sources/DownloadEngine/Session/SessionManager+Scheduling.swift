@@ -127,10 +127,12 @@ extension SessionManager {
     }
 
     func run(_ task: DownloadTask, runID: UInt64, connections: Int) async {
-        if task.record.upload != nil {
-            await UploadRun(task: task, owner: self).run()
+        let record = task.record
+        let answers = state.withLockedValue { $0.answers.answers(for: task.id, in: record.sessionID) }
+        if record.upload != nil {
+            await UploadRun(task: task, owner: self, answers: answers).run()
         } else {
-            await TransferRun(task: task, owner: self, connections: connections).run()
+            await TransferRun(task: task, owner: self, connections: connections, answers: answers).run()
         }
         // The scheduler let go of the task when it left running (in `move`); a new run may
         // have started since: its handles are not ours to clear.

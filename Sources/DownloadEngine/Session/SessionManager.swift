@@ -93,6 +93,12 @@ public final class SessionManager: Sendable {
         /// (`downloadsd --no-origin-attributes`; `OriginAttributes`).
         public var originAttributes = true
         public init() {}
+
+        /// The part of them Network/ takes.
+        var network: NetworkSettings {
+            NetworkSettings(
+                connectTimeout: connectTimeout, proxyEnvironment: proxyEnvironment, deniedNetworks: deniedNetworks)
+        }
     }
 
     let configuration: Configuration

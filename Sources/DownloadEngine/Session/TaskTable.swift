@@ -19,6 +19,8 @@ struct TaskTable {
     var activePerGroup: [UInt64: Int] = [:]
     /// The questions out to apps, each with the tasks waiting for its answer (`OpenQuestion`).
     var questions: [OpenQuestion.Key: OpenQuestion] = [:]
+    /// What apps answered them, per session and origin (`AnswerBook`).
+    var answers = AnswerBook()
     /// Sessions whose becoming idle was reported and that have had nothing active since: two
     /// tasks' ends that both find the session idle report it once.
     private(set) var reportedIdle: Set<SessionID> = []

@@ -276,6 +276,3 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         task.fail(error)
     }
 }
-
-/// Ends a request whose head was enough (redirect, 416, error status).
-struct DecisionReached: Error {}

@@ -13,6 +13,10 @@ import NIOHTTP1
 final class TransferRun: RunHandle {
     let task: DownloadTask
     let owner: any TransferRunOwner
+    /// What the task's app answered, taken when the run started (`AppAnswers`).
+    let answers: AppAnswers
+    /// The run's requests out (a stop cancels them all), taken when it started.
+    let requests: RequestsOut
     let writer: PartialFileWriter
     /// Checkpoints asked for during this run (logged at the end: their cost is a benchmark's figure).
     let checkpoints = NIOLockedValueBox(0)
@@ -21,10 +25,12 @@ final class TransferRun: RunHandle {
 
     /// `connections`: the places the scheduler granted (at most the task's `connections`;
     /// it may grant more while the run goes on, see `addConnections`).
-    init(task: DownloadTask, owner: any TransferRunOwner, connections: Int = 1) {
+    init(task: DownloadTask, owner: any TransferRunOwner, connections: Int = 1, answers: AppAnswers = .none) {
         segmentState = NIOLockedValueBox(SegmentState(connections: max(1, connections)))
         self.task = task
         self.owner = owner
+        self.answers = answers
+        requests = task.runRequests
         let record = task.record
         writer = PartialFileWriter(
             path: record.partialPath, fileAccess: owner.fileAccess(for: task), queue: task.io,
@@ -213,7 +219,8 @@ final class TransferRun: RunHandle {
     ) async -> Sent {
         let record = task.record
         let headers = RequestSender.headers(
-            for: record, answered: task.answered, to: url, sendsCredentials: sendsCredentials, range: range,
+            with: record.options, answered: answers.credentials, to: url, sendsCredentials: sendsCredentials,
+            range: range,
             validator: validator)
         let httpRequest: HTTPClient.Request
         do {
@@ -232,7 +239,8 @@ final class TransferRun: RunHandle {
             ),
             ranged: range != nil, segment: segment, split: split
         )
-        return await RequestSender(task: task, owner: owner).send(
+        let context = owner.requestContext(of: task, record, answers: answers, requests: requests)
+        return await RequestSender(owner: owner, context: context).send(
             httpRequest, to: url, delegate: transfer, kind: segment != nil || split != nil ? .separate : .multiplexed,
             seat: seat,
             afterwards: { [writer] in

@@ -10,8 +10,10 @@ import NIOSSL
 ///
 /// Every call may take the owner's locks, so none is made under a lock of the run's.
 protocol TransferRunOwner: ConnectionLender, AnyObject {
-    // MARK: Settings and the events' way out (the configuration and the log: `ConnectionLender`)
+    // MARK: Settings and the events' way out (the log: `ConnectionLender`)
 
+    /// The service's settings (the network's part of them is `ConnectionLender.network`).
+    var configuration: SessionManager.Configuration { get }
     /// Where the task's progress is queued (observers hear it later, in order with its changes).
     var events: EventDelivery { get }
 
@@ -56,8 +58,20 @@ protocol TransferRunOwner: ConnectionLender, AnyObject {
 }
 
 extension TransferRunOwner {
-    func requestEnded(_ transaction: TransactionMetrics, source: String, of task: DownloadTask) {
-        apply(.transaction(transaction, source: source), to: task)
+    var network: NetworkSettings { configuration.network }
+
+    /// What a request of `task`'s run is sent with (`RequestContext`): the task's options and URL
+    /// as `record` holds them now, its app's `answers` as the run took them, the run's `requests`;
+    /// its metrics come back as a `TaskChange`.
+    func requestContext(
+        of task: DownloadTask, _ record: DownloadTaskRecord, answers: AppAnswers, requests: RequestsOut
+    ) -> RequestContext {
+        RequestContext(
+            taskID: task.id, user: record.owner, options: record.options, taskURL: record.url, answers: answers,
+            requests: requests,
+            ended: { [weak self] transaction, source in
+                self?.apply(.transaction(transaction, source: source), to: task)
+            })
     }
 
     /// What turns the task's complete file into its destination, with its origin attributes.

@@ -190,7 +190,7 @@ extension UploadRun {
     private func headers(to url: String) -> HTTPHeaders {
         let record = task.record
         var headers = RequestSender.headers(
-            for: record, answered: task.answered, to: url,
+            with: record.options, answered: answers.credentials, to: url,
             sendsCredentials: RedirectRules.sameOrigin(record.credentialsOrigin, url), range: nil,
             validator: nil
         )

@@ -25,10 +25,16 @@ import ShownText
 final class UploadRun: Sendable {
     let task: DownloadTask
     let owner: any TransferRunOwner
+    /// What the task's app answered, taken when the run started (`AppAnswers`).
+    let answers: AppAnswers
+    /// The run's requests out (a stop cancels them all), taken when it started.
+    let requests: RequestsOut
 
-    init(task: DownloadTask, owner: any TransferRunOwner) {
+    init(task: DownloadTask, owner: any TransferRunOwner, answers: AppAnswers = .none) {
         self.task = task
         self.owner = owner
+        self.answers = answers
+        requests = task.runRequests
     }
 
     var stopReason: DownloadTask.StopReason? { task.stopReason }
@@ -279,7 +285,8 @@ final class UploadRun: Sendable {
         // Progress counts what this attempt sent: a retry starts again from 0.
         owner.apply(.position(0), to: task)
         var headers = RequestSender.headers(
-            for: record, answered: task.answered, to: url, sendsCredentials: sendsCredentials, range: nil,
+            with: record.options, answered: answers.credentials, to: url, sendsCredentials: sendsCredentials,
+            range: nil,
             validator: nil)
         headers.remove(name: "Accept-Encoding")
         if withBody, spec.form != nil || spec.contentType != nil || !headers.contains(name: "Content-Type") {
@@ -394,7 +401,8 @@ final class UploadRun: Sendable {
                 return { buffer, eventLoop in reply.append(buffer, on: eventLoop) }
             }
         )
-        let sent = await RequestSender(task: task, owner: owner).exchange(
+        let context = owner.requestContext(of: task, task.record, answers: answers, requests: requests)
+        let sent = await RequestSender(owner: owner, context: context).exchange(
             request, to: url, delegate: delegate, kind: .multiplexed, cleanup: cleanup, within: probe
         ) { forwarding in
             // A plain http URL through an HTTP proxy: forwarded with its body, as curl does.

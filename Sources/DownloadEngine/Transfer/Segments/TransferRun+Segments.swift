@@ -613,7 +613,7 @@ extension TransferRun {
         guard first else { return }
         owner.logger.info("task \(task.id): segmented download ends: \(outcome)")
         // Taken under the task's lock, cancelled after it (bookkeeping only under a lock).
-        for cancel in task.requestCancels { cancel() }
+        for cancel in requests.cancels { cancel() }
     }
 
     /// The hooks of a range's request: progress is the bytes the download holds; the head
