@@ -34,5 +34,4 @@ extension RequestSender {
     }
 }
 
-extension TransferDelegate: ResponseReceiver {}
-extension TransferDelegate: RequestEvents {}
+

@@ -12,7 +12,9 @@ import NIOHTTP1
 /// `ResponseDecision`'s to say; when a checkpoint is due, how long the limit holds a part back
 /// and when the request is stalled or too slow, `BodyProgress`'s: this class feeds them the
 /// request's events and performs their verdicts.
-final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
+final class TransferDelegate: RequestEvents, @unchecked Sendable {
+    typealias Response = Result
+
     struct Result: Sendable {
         var decision: ResponseDecision
         var status: Int
@@ -111,19 +113,8 @@ final class TransferDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         self.followsMetalink = settings.followsMetalink
     }
 
-    // MARK: AsyncHTTPClient's callbacks, each the request-independent one below
-
-    func didSendRequestHead(task: HTTPClient.Task<Result>, _ head: HTTPRequestHead) { sentHead(InFlightRequest(task)) }
-    func didReceiveHead(task: HTTPClient.Task<Result>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        receivedHead(head, InFlightRequest(task))
-    }
-    func didReceiveBodyPart(task: HTTPClient.Task<Result>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-        receivedBodyPart(buffer, InFlightRequest(task))
-    }
-    func didReceiveError(task: HTTPClient.Task<Result>, _ error: Error) { receivedError() }
-    func didFinishRequest(task: HTTPClient.Task<Result>) throws -> Result { try finished() }
-
-    // MARK: The request's events (on its event loop)
+    // MARK: The request's events (on its event loop; AsyncHTTPClient's callbacks are
+    // `RequestEvents+AsyncHTTPClient`'s, a forwarded request calls these itself)
 
     func sentHead(_ task: InFlightRequest) {
         requestHeadSent = true

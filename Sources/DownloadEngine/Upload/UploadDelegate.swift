@@ -11,6 +11,8 @@ import NIOHTTP1
 /// stall timeout, or whose body goes slower than `low_speed_limit` for `low_speed_time`, is
 /// ended (`Timeout`), as a download's is (`BodyProgress`).
 final class UploadDelegate: RequestEvents, @unchecked Sendable {
+    typealias Response = Result
+
     struct Result: Sendable {
         var status: Int
         var headers: HTTPHeaders
@@ -89,24 +91,8 @@ final class UploadDelegate: RequestEvents, @unchecked Sendable {
         eventLoop.execute { self.stopWatchdog() }
     }
 
-    // MARK: AsyncHTTPClient's callbacks, each the request-independent one below
-
-    func didSendRequestHead(task: HTTPClient.Task<Result>, _ head: HTTPRequestHead) {
-        sentHead(InFlightRequest(task))
-    }
-    func didSendRequestPart(task: HTTPClient.Task<Result>, _ part: IOData) {
-        sentBodyPart(part.readableBytes, InFlightRequest(task))
-    }
-    func didReceiveHead(task: HTTPClient.Task<Result>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        receivedHead(head, InFlightRequest(task))
-    }
-    func didReceiveBodyPart(task: HTTPClient.Task<Result>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-        receivedBodyPart(buffer, InFlightRequest(task))
-    }
-    func didReceiveError(task: HTTPClient.Task<Result>, _ error: Error) { receivedError() }
-    func didFinishRequest(task: HTTPClient.Task<Result>) throws -> Result { try finished() }
-
-    // MARK: The request's events (on its event loop; a forwarded request's too)
+    // MARK: The request's events (on its event loop; AsyncHTTPClient's callbacks are
+    // `RequestEvents+AsyncHTTPClient`'s, a forwarded request calls these itself)
 
     func sentHead(_ request: InFlightRequest) {
         headSent.withLockedValue { $0 = true }
