@@ -10,6 +10,16 @@ public struct Source: Sendable, Hashable {
     /// The schemes a source may have.
     public static let schemes: Set<String> = ["http", "https"]
 
+    /// What a source is to its transfer: the task's own URL and where its redirects lead
+    /// (`origin`: the server the caller named), another server of the same file (`mirror`: the
+    /// option `mirrors`, a Metalink document or head), or a machine of the local network that has
+    /// the file by its hash (`peer`, the LAN peers issue: any certificate, the hash checks the
+    /// bytes, no credentials ever).
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        case origin, mirror, peer
+    }
+
+    public let kind: Kind
     public let url: URL
     /// Lower-cased.
     public let scheme: String
@@ -19,18 +29,19 @@ public struct Source: Sendable, Hashable {
     public let port: Int
 
     /// nil unless `url` is absolute, http or https, and has a host.
-    public init?(_ url: URL) {
+    public init?(_ url: URL, kind: Kind = .origin) {
         guard let scheme = url.scheme?.lowercased(), Self.schemes.contains(scheme), let host = url.host, !host.isEmpty
         else { return nil }
+        self.kind = kind
         self.url = url
         self.scheme = scheme
         self.host = host.lowercased()
         port = url.port ?? (scheme == "https" ? 443 : 80)
     }
 
-    public init?(_ text: String) {
+    public init?(_ text: String, kind: Kind = .origin) {
         guard let url = URL(string: text) else { return nil }
-        self.init(url)
+        self.init(url, kind: kind)
     }
 
     /// Whether a scheme (any case) is one a source may have.

@@ -1,3 +1,4 @@
+@testable import DownloadEngine
 @testable import DownloadModel
 import XCTest
 
@@ -22,5 +23,14 @@ final class SourceTests: XCTestCase {
         XCTAssertTrue(secure.isSecure)
         XCTAssertEqual(Source("http://example.org:80/")?.origin, plain.origin)
         XCTAssertNotEqual(Source("http://example.org:8080/")?.origin, plain.origin)
+    }
+
+    func testASourceSaysWhatItIsToItsTransferAndAMirrorSetsEntriesToo() throws {
+        XCTAssertEqual(Source("https://a.example/f")?.kind, .origin)
+        XCTAssertEqual(Source("https://b.example/f", kind: .mirror)?.kind, .mirror)
+        // Its kind is no part of where it is: the same origin and server.
+        XCTAssertEqual(Source("https://b.example/f", kind: .peer)?.origin, Source("https://b.example/f")?.origin)
+        let set = MirrorSet(primary: "https://a.example/f", mirrors: ["https://b.example/f"], perServer: 2)
+        XCTAssertEqual(set.sources.map(\.kind), [.origin, .mirror])
     }
 }

@@ -9,10 +9,12 @@ import Foundation
 /// fastest is dropped for the rest of the run (its ranges go to the others); the last one left
 /// is never dropped. Pure bookkeeping, tested without I/O.
 struct MirrorSet: Sendable {
-    struct Source: Sendable, Equatable {
+    /// One source of the download and how it fares.
+    struct Entry: Sendable, Equatable {
         var url: String
-        /// The first URL the caller gave (the download's own URL) rather than a mirror.
-        let isPrimary: Bool
+        /// `origin`: the first URL the caller gave (the download's own URL, where its redirects
+        /// lead); `mirror`: one of the same file's mirrors (a `peer` comes with the LAN peers).
+        let kind: Source.Kind
         var connections = 0
         /// Why it was dropped; nil while it is used.
         var dropped: String?
@@ -27,11 +29,12 @@ struct MirrorSet: Sendable {
         /// A piece it wrote matched its hash (with piece hashes; until then it gets one piece a request).
         var proven = false
 
-        var server: String { DownloadModel.Source.server(of: url) }
+        var isPrimary: Bool { kind == .origin }
+        var server: String { Source.server(of: url) }
         var rate: Double { seconds > 0 ? Double(bytes) / seconds : 0 }
     }
 
-    private(set) var sources: [Source]
+    private(set) var sources: [Entry]
     let perServer: Int
     /// A source is dropped as slow when it runs below `slowFraction` of the fastest one's speed:
     /// measured over finished requests of at least `slowAfter` seconds, or by a connection's
@@ -41,8 +44,8 @@ struct MirrorSet: Sendable {
 
     init(primary: String, mirrors: [String], perServer: Int) {
         sources =
-            [Source(url: primary, isPrimary: true)]
-            + mirrors.filter { $0 != primary }.map { Source(url: $0, isPrimary: false) }
+            [Entry(url: primary, kind: .origin)]
+            + mirrors.filter { $0 != primary }.map { Entry(url: $0, kind: .mirror) }
         self.perServer = max(1, perServer)
     }
 
