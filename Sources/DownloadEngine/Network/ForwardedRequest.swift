@@ -21,17 +21,21 @@ final class ForwardedRequest<Delegate: RequestEvents>: OutgoingRequest {
     let eventLoop: EventLoop
     private let promise: EventLoopPromise<Delegate.Response>
     private let delegate: Delegate
-    /// The connection, once made (a leaf lock).
-    private let channel = NIOLockedValueBox<Channel?>(nil)
-    /// Set once the request ended (its promise completed), so a late event changes nothing.
-    private let ended = NIOLockedValueBox(false)
-    /// Its connection to the proxy, once made (a leaf lock).
-    private let connected = NIOLockedValueBox<ConnectionUse?>(nil)
-    /// The `resource_timeout`'s end, cancelled when the request ends first (event loop only).
-    private let deadlineTask = NIOLockedValueBox<Scheduled<Void>?>(nil)
+    /// What changes as the request goes, behind one leaf lock.
+    private struct State {
+        /// The connection, once made.
+        var channel: Channel?
+        /// Set once the request ended (its promise completed), so a late event changes nothing.
+        var ended = false
+        /// Its connection to the proxy, once made.
+        var connected: ConnectionUse?
+        /// The `resource_timeout`'s end, cancelled when the request ends first.
+        var deadline: Scheduled<Void>?
+    }
+    private let state = NIOLockedValueBox(State())
 
     var futureResult: EventLoopFuture<Delegate.Response> { promise.futureResult }
-    var connectionUse: ConnectionUse? { connected.withLockedValue { $0 } }
+    var connectionUse: ConnectionUse? { state.withLockedValue { $0.connected } }
 
     /// `target`: the absolute URL (no fragment); `headers` the request's own (Host, Proxy-
     /// Authorization, Connection and the body's Content-Length are added here).
@@ -63,7 +67,7 @@ final class ForwardedRequest<Delegate: RequestEvents>: OutgoingRequest {
             let scheduled = eventLoop.scheduleTask(deadline: deadline) { [weak self] () -> Void in
                 self?.end(.failure(HTTPClientError.deadlineExceeded))
             }
-            deadlineTask.withLockedValue { $0 = scheduled }
+            state.withLockedValue { $0.deadline = scheduled }
         }
         let connectStart = TaskMetrics.now
         ClientBootstrap(group: eventLoop)
@@ -83,10 +87,10 @@ final class ForwardedRequest<Delegate: RequestEvents>: OutgoingRequest {
                     let use = ConnectionUse(
                         reused: false, remoteAddress: made.remoteAddress?.ipAddress, tlsVersion: nil,
                         connectStart: connectStart, readyAt: TaskMetrics.now)
-                    connected.withLockedValue { $0 = use }
-                    let endedMeanwhile = ended.withLockedValue { ended in
-                        if !ended { channel.withLockedValue { $0 = made } }
-                        return ended
+                    let endedMeanwhile = state.withLockedValue { state in
+                        state.connected = use
+                        if !state.ended { state.channel = made }
+                        return state.ended
                     }
                     if endedMeanwhile { made.close(promise: nil) }
                 case .failure(let error):
@@ -112,18 +116,18 @@ final class ForwardedRequest<Delegate: RequestEvents>: OutgoingRequest {
     /// connection closes.
     fileprivate func end(_ result: Result<Delegate.Response, Error>) {
         eventLoop.preconditionInEventLoop()
-        let first = ended.withLockedValue { ended in
-            defer { ended = true }
-            return !ended
+        let first = state.withLockedValue { state in
+            defer { state.ended = true }
+            return !state.ended
         }
         guard first else { return }
-        deadlineTask.withLockedValue { $0 }?.cancel()
+        state.withLockedValue { $0.deadline }?.cancel()
         if case .failure = result { delegate.receivedError() }
         promise.completeWith(result)
-        channel.withLockedValue { $0 }?.close(promise: nil)
+        state.withLockedValue { $0.channel }?.close(promise: nil)
     }
 
-    fileprivate var isEnded: Bool { ended.withLockedValue { $0 } }
+    fileprivate var isEnded: Bool { state.withLockedValue { $0.ended } }
 
     /// Sends the request, then hands the response to the delegate one part at a time.
     private final class Handler: ChannelInboundHandler {

@@ -24,20 +24,17 @@ extension RequestSender {
     /// resolver's order (RFC 6724: IPv6 first); `untried` says how many checked ones are left
     /// after it, for the sender to go on with (`exchange`).
     ///
-    /// `connectTimeout`: the task's own, which a proxied route's client takes for its handshakes.
+    /// The source's `rules` give the user, the proxy (with its app's answer to that proxy's 407)
+    /// and the task's connect timeout, which a proxied route's client takes for its handshakes.
     func lease(
-        _ kind: HTTPClients.Kind, for user: UInt32, scheme: String, host: String, port: Int,
-        proxy option: ProxySetting?, answered: AnsweredCredentials? = nil,
-        connectTimeout: Double? = nil, avoiding: Set<String> = []
+        _ kind: HTTPClients.Kind, _ rules: SourceRules, host: String, port: Int, avoiding: Set<String> = []
     ) async throws -> (lease: HTTPClients.Lease, untried: Int) {
         let configuration = owner.network
         var route = HTTPClients.Route()
-        // The app's answer to the proxy's 407 (`proxy-auth`), for that proxy alone.
-        let proxy = configuration.proxyEnvironment.proxy(own: option, scheme: scheme, host: host, port: port).map {
-            answered?.applied(to: $0) ?? $0
-        }
+        let proxy = rules.proxy(in: configuration)
         route.proxy = proxy
-        if let proxy, proxy != .direct { route.connectTimeout = connectTimeout }
+        if let proxy, proxy != .direct { route.connectTimeout = rules.connectTimeout }
+        let user = rules.user
         let denied = user == 0 ? [] : configuration.deniedNetworks
         func deniedRange(_ address: String) -> NetworkRange? { denied.first { $0.contains(address) } }
         if let proxy, let proxyHost = proxy.host, let proxyPort = proxy.port, !denied.isEmpty {

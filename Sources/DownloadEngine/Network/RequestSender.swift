@@ -100,16 +100,15 @@ struct RequestSender: Sendable {
         return why.selfSigned ? error.asking(.serverTrust(chain: why.chain, error: why.text)) : error
     }
 
-    /// The TLS configuration of `request` when its task trusts the server in its own way
-    /// (`ServerTrust`: checked on the direct connection only) or has a client certificate
+    /// The TLS configuration of `request` when its source's rules trust the server in their own
+    /// way (`ServerTrust`: checked on the direct connection only) or present a client certificate
     /// (`ClientIdentity`); nil: the client's own.
     private func trust(
-        _ request: HTTPClient.Request, to url: String, through connection: HTTPClients.Lease, connectTimeout: Double
+        _ request: HTTPClient.Request, _ rules: SourceRules, through connection: HTTPClients.Lease,
+        connectTimeout: Double
     ) async -> Result<TLSConfiguration?, DownloadError> {
-        let options = context.options
-        let trusted = context.answers.trusted
         var configuration: TLSConfiguration?
-        if !options.pinnedPublicKeys.isEmpty || trusted != nil {
+        if rules.checksOwnTrust {
             if let proxy = connection.proxy, proxy != .direct {
                 return .failure(
                     .tls(
@@ -117,7 +116,7 @@ struct RequestSender: Sendable {
                     ))
             }
             switch await ServerTrust.configuration(
-                for: options, trusted: trusted, base: owner.tlsConfiguration, origin: Source(url)?.origin,
+                for: rules, base: owner.tlsConfiguration,
                 host: request.host, port: request.port, address: connection.pinnedAddress,
                 timeout: .milliseconds(Int64(connectTimeout * 1000)))
             {
@@ -125,8 +124,7 @@ struct RequestSender: Sendable {
             case .failure(let error): return .failure(error)
             }
         }
-        // The app's answer goes only to the origin that asked for it, not where a redirect led.
-        guard let certificate = options.clientCertificate ?? context.answers.certificate(for: url) else {
+        guard let certificate = rules.clientCertificate else {
             return .success(configuration)
         }
         do {
@@ -141,12 +139,9 @@ struct RequestSender: Sendable {
     /// reached as the task's requests are (its checked address); nil through a proxy.
     func certificateRequest(at url: String) async -> CertificateRequestProbe.Asked? {
         guard let source = Source(url), source.isSecure else { return nil }
-        let options = context.options
-        let connectTimeout = options.connectTimeout ?? owner.network.connectTimeout
-        guard
-            let (connection, _) = try? await lease(
-                .multiplexed, for: context.user, scheme: source.scheme, host: source.host, port: source.port,
-                proxy: options.proxy, connectTimeout: options.connectTimeout)
+        let rules = SourceRules(for: source, context)
+        let connectTimeout = rules.connectTimeout ?? owner.network.connectTimeout
+        guard let (connection, _) = try? await lease(.multiplexed, rules, host: source.host, port: source.port)
         else { return nil }
         defer { owner.release(connection) }
         if let proxy = connection.proxy, proxy != .direct { return nil }
@@ -189,13 +184,15 @@ struct RequestSender: Sendable {
         seat: (any RequestHolder)? = nil, afterwards: () async -> DownloadError? = { nil }, cleanup: TimeAmount? = nil,
         within limit: TimeAmount? = nil, forward: ((Forwarding) -> any OutgoingRequest<Delegate.Response>)?
     ) async -> Result<Delegate.Response, DownloadError> {
-        let options = context.options
-        let connectTimeout = options.connectTimeout ?? owner.network.connectTimeout
+        guard let source = Source(url, kind: context.options.mirrors.contains(url) ? .mirror : .origin) else {
+            return .failure(.invalidArgument("cannot request \(url): it is not an http or https URL with a host"))
+        }
+        let rules = SourceRules(for: source, context)
+        let connectTimeout = rules.connectTimeout ?? owner.network.connectTimeout
         // A cleanup request (an upload resource's DELETE after Cancel) goes although the task
         // is stopping, within its own deadline; a probe has a deadline of its own too.
-        let deadline =
-            (cleanup ?? limit).map { NIODeadline.now() + $0 }
-            ?? options.resourceTimeout.map { NIODeadline.now() + .milliseconds(Int64($0 * 1000)) }
+        let deadline = (cleanup ?? limit ?? context.options.resourceTimeout.map { .milliseconds(Int64($0 * 1000)) })
+            .map { NIODeadline.now() + $0 }
         // A pinned name's next checked address is tried at once when a connection to one is
         // refused or times out before anything was sent (Happy Eyeballs' fallback, RFC 8305).
         var refused: Set<String> = []
@@ -205,11 +202,7 @@ struct RequestSender: Sendable {
             let untried: Int
             do {
                 (connection, untried) = try await lease(
-                    kind, for: context.user, scheme: request.scheme, host: request.host, port: request.port,
-                    proxy: options.proxy, answered: context.answers.credentials,
-                    connectTimeout: options.connectTimeout,
-                    avoiding: refused
-                )
+                    kind, rules, host: request.host, port: request.port, avoiding: refused)
             } catch {
                 return .failure(DownloadError.classify(error))
             }
@@ -217,57 +210,22 @@ struct RequestSender: Sendable {
             let lookupEnd = connection.pinnedAddress != nil ? TaskMetrics.now : nil
             defer { owner.release(connection) }
             guard cleanup != nil || !context.requests.isStopped else { return .failure(.cancelled) }
-            var request = request
-            if request.scheme == "https" {
-                switch await trust(request, to: url, through: connection, connectTimeout: connectTimeout) {
-                case .success(let configuration): request.tlsConfiguration = configuration
-                case .failure(let error): return .failure(error.met(at: url))
-                }
-            }
-            // A Digest answer: an `Authorization` of its own for this request, to the server that asked.
-            if let answered = context.answers.credentials, let digest = answered.digest,
-                Source(url)?.origin == answered.origin
-            {
-                request.headers.replaceOrAdd(
-                    name: "Authorization",
-                    value: digest.authorization(method: request.method.rawValue, uri: Self.requestTarget(of: url)))
+            let ready: HTTPClient.Request
+            switch await prepared(request, to: url, rules, on: connection, connectTimeout: connectTimeout) {
+            case .success(let prepared): ready = prepared
+            case .failure(let error): return .failure(error)
             }
             let (outgoing, tag) = start(
-                request, to: url, on: connection, delegate: delegate, deadline: deadline,
+                ready, to: url, on: connection, delegate: delegate, deadline: deadline,
                 connectTimeout: connectTimeout, forward: forward)
-            let cancel: @Sendable () -> Void = {
-                outgoing.cancel()
-                // A response that has ended waits for its delegate, which may be in a rate
-                // limit's wait: AsyncHTTPClient fails the request only once that wait is over.
-                delegate.interrupt(on: outgoing.eventLoop)
-            }
-            // Kept by the run, or cancelled here when a stop came first: a stop cancels what is
-            // kept when it sets its reason, so no request outlives it.
-            if cleanup == nil, !context.requests.keep(ObjectIdentifier(outgoing), cancel: cancel) { cancel() }
-            // A connection the scheduler takes back (`SegmentWorkers.retire`) cancels its request.
-            seat?.holds(cancel)
-            defer { seat?.holds(nil) }
-            var result: Delegate.Response?
-            var thrown: Error?
-            do {
-                result = try await outgoing.futureResult.get()
-            } catch is DecisionReached {
-                result = delegate.partialResult
-            } catch {
-                thrown = error
-            }
-            context.requests.forget(ObjectIdentifier(outgoing))
+            let (result, thrown) = await outcome(of: outgoing, delegate: delegate, seat: seat, kept: cleanup == nil)
             report(
-                request, to: url, marks: delegate.marks, fetchStart: fetchStart, lookupEnd: lookupEnd,
+                ready, to: url, marks: delegate.marks, fetchStart: fetchStart, lookupEnd: lookupEnd,
                 address: connection.pinnedAddress, went: tag.flatMap(connection.watch.close) ?? outgoing.connectionUse,
                 thrown: thrown)
-            if let thrown, result == nil, delegate.partialResult == nil, !delegate.requestHeadSent, untried > 0,
-                let address = connection.pinnedAddress, connection.proxy == nil, DownloadError.isConnectFailure(thrown),
-                cleanup != nil || !context.requests.isStopped
+            if let thrown, result == nil, untried > 0, cleanup != nil || !context.requests.isStopped,
+                let address = nextAddress(after: thrown, to: request.host, on: connection, delegate: delegate)
             {
-                owner.logger.info(
-                    "task \(context.taskID): \(DownloadError.classify(thrown).message); trying the next address of \(request.host)"
-                )
                 refused.insert(address)
                 continue
             }
@@ -275,12 +233,75 @@ struct RequestSender: Sendable {
             if let thrown {
                 return .failure(
                     await failure(
-                        thrown, of: request, to: url, on: connection, responded: result != nil,
-                        answered: result != nil || delegate.partialResult != nil, headSent: delegate.requestHeadSent,
-                        connectTimeout: connectTimeout))
+                        thrown, of: ready, to: url, on: connection, answered: delegate.partialResult != nil,
+                        headSent: delegate.requestHeadSent, connectTimeout: connectTimeout))
             }
-            guard let result else { return .failure(.invalidResponse("no response")) }
-            return .success(result)
+            return result.map { .success($0) } ?? .failure(.invalidResponse("no response"))
+        }
+    }
+
+    /// `request` as it goes to `url` on `connection`: with the TLS configuration its source's
+    /// rules make (pins, a trusted certificate, a client certificate) and a Digest answer's
+    /// `Authorization` of its own.
+    private func prepared(
+        _ request: HTTPClient.Request, to url: String, _ rules: SourceRules, on connection: HTTPClients.Lease,
+        connectTimeout: Double
+    ) async -> Result<HTTPClient.Request, DownloadError> {
+        var request = request
+        if request.scheme == "https" {
+            switch await trust(request, rules, through: connection, connectTimeout: connectTimeout) {
+            case .success(let configuration): request.tlsConfiguration = configuration
+            case .failure(let error): return .failure(error.met(at: url))
+            }
+        }
+        if let digest = rules.digestAuthorization(method: request.method.rawValue, target: Self.requestTarget(of: url))
+        {
+            request.headers.replaceOrAdd(name: "Authorization", value: digest)
+        }
+        return .success(request)
+    }
+
+    /// The address `thrown` (a connection refused or timed out before anything was sent on a
+    /// pinned route) gives up, so the next checked one is tried (Happy Eyeballs' fallback).
+    private func nextAddress<Delegate: ResponseReceiver>(
+        after thrown: Error, to host: String, on connection: HTTPClients.Lease, delegate: Delegate
+    ) -> String? {
+        guard delegate.partialResult == nil, !delegate.requestHeadSent, let address = connection.pinnedAddress,
+            connection.proxy == nil, DownloadError.isConnectFailure(thrown)
+        else { return nil }
+        owner.logger.info(
+            "task \(context.taskID): \(DownloadError.classify(thrown).message); trying the next address of \(host) than \(address)"
+        )
+        return address
+    }
+
+    /// Waits for `outgoing`: kept by the run while it is out (`kept`; a cleanup request is not),
+    /// so a stop cancels it, or cancelled at once when a stop came first; a connection the
+    /// scheduler takes back (`seat`, `SegmentWorkers.retire`) cancels it too. The response (the
+    /// delegate's partial one when its head was enough), or what the request threw.
+    private func outcome<Delegate: ResponseReceiver>(
+        of outgoing: any OutgoingRequest<Delegate.Response>, delegate: Delegate, seat: (any RequestHolder)?,
+        kept: Bool
+    ) async -> (Delegate.Response?, Error?) {
+        let cancel: @Sendable () -> Void = {
+            outgoing.cancel()
+            // A response that has ended waits for its delegate, which may be in a rate
+            // limit's wait: AsyncHTTPClient fails the request only once that wait is over.
+            delegate.interrupt(on: outgoing.eventLoop)
+        }
+        // A stop cancels what is kept when it sets its reason, so no request outlives it.
+        if kept, !context.requests.keep(ObjectIdentifier(outgoing), cancel: cancel) { cancel() }
+        seat?.holds(cancel)
+        defer {
+            seat?.holds(nil)
+            context.requests.forget(ObjectIdentifier(outgoing))
+        }
+        do {
+            return (try await outgoing.futureResult.get(), nil)
+        } catch is DecisionReached {
+            return (delegate.partialResult, nil)
+        } catch {
+            return (nil, error)
         }
     }
 
@@ -318,7 +339,7 @@ struct RequestSender: Sendable {
     /// `CERTIFICATE_VERIFY_FAILED`).
     private func failure(
         _ thrown: Error, of request: HTTPClient.Request, to url: String, on connection: HTTPClients.Lease,
-        responded: Bool, answered: Bool, headSent: Bool, connectTimeout: Double
+        answered: Bool, headSent: Bool, connectTimeout: Double
     ) async -> DownloadError {
         if let proxy = connection.proxy, !answered,
             let error = DownloadError.classify(thrown, through: proxy, to: request.host, headSent: headSent)
@@ -326,7 +347,7 @@ struct RequestSender: Sendable {
             return error
         }
         let error = DownloadError.classify(thrown)
-        guard error.code == .tlsError, !responded, connection.proxy == nil else { return error }
+        guard error.code == .tlsError, connection.proxy == nil else { return error }
         if let alert = TLSDiagnosis.clientCertificateAlert(thrown) {
             return DownloadError.tls(
                 "the server at \(request.host):\(request.port) ended the TLS handshake (\(alert)): it wants a client certificate"

@@ -30,26 +30,27 @@ public final class EventDelivery: Sendable {
         var delivered: (@Sendable () -> Void)?
     }
 
+    /// The observers and the deliveries waiting for them, behind one leaf lock.
     private struct Pending {
+        var observers: [any DownloadObserver]
         var deliveries: [Delivery] = []
         /// A drain is queued or running: a new delivery joins it without waking anyone.
         var draining = false
     }
 
-    private let observers: NIOLockedValueBox<[any DownloadObserver]>
-    private let pending = NIOLockedValueBox(Pending())
+    private let pending: NIOLockedValueBox<Pending>
     /// Where the observers run, on libdispatch's overcommitting pool (the store's commit blocks it).
     private let queue = DispatchQueue(label: "org.example.Downloads.events")
 
     public init(observers: [any DownloadObserver] = []) {
-        self.observers = NIOLockedValueBox(observers)
+        pending = NIOLockedValueBox(Pending(observers: observers))
     }
 
     public func add(_ observer: any DownloadObserver) {
-        observers.withLockedValue { $0.append(observer) }
+        pending.withLockedValue { $0.observers.append(observer) }
     }
 
-    private var all: [any DownloadObserver] { observers.withLockedValue { $0 } }
+    private var all: [any DownloadObserver] { pending.withLockedValue { $0.observers } }
 
     // MARK: The queue
 

@@ -14,7 +14,7 @@ extension SessionManager {
 
     /// Who answers the questions (the service); none until set.
     public func setChallengeAgent(_ agent: any ChallengeAgent) {
-        challengeAgent.withLockedValue { $0 = agent }
+        state.withLockedValue { $0.challengeAgent = agent }
     }
 
     /// `task`'s run ended with `error`, which asks `challenge`: when its app answers such
@@ -24,7 +24,7 @@ extension SessionManager {
     func ask(
         _ task: DownloadTask, _ challenge: Challenge, error: DownloadError, failing change: TaskChange
     ) -> TaskSnapshot? {
-        guard let agent = challengeAgent.withLockedValue({ $0 }) else { return nil }
+        guard let agent = state.withLockedValue({ $0.challengeAgent }) else { return nil }
         let asking = task.snapshot
         guard
             let route = QuestionRoute.decide(

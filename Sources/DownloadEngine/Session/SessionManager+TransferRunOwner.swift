@@ -18,7 +18,7 @@ extension SessionManager: TransferRunOwner {
     /// Said once per reason for the daemon's life: a file system without user attributes
     /// refuses them for every file, and each download is still a success.
     func originAttributesRefused(_ code: Int32, attribute: String, at path: String) {
-        guard attributeRefusals.withLockedValue({ $0.insert(code).inserted }) else { return }
+        guard state.withLockedValue({ $0.attributeRefusals.insert(code).inserted }) else { return }
         logger.notice(
             "\(DisplayText.quoted(path, limit: 200)) is published without \(attribute): \(errnoText(code)) (said once for this reason)"
         )

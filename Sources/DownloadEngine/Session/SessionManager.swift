@@ -16,7 +16,7 @@ import UserFiles
 /// transitions and events (`+Reporting`), what its transfer runs may ask of it
 /// (`+TransferRunOwner`: a run reaches the manager only through `TransferRunOwner`).
 ///
-/// Every lock of the engine, in order (the one place it is written down: 35 of them, each private
+/// Every lock of the engine, in order (the one place it is written down: 24 of them, each private
 /// to its type or, for the manager's and a run's, reached only from that type's own files;
 /// `LockListTests` counts their declarations against this number). A thread holding one may
 /// take a later one, never an earlier one. Each is held for bookkeeping only: no I/O, no
@@ -34,16 +34,18 @@ import UserFiles
 /// 5. `PartialFileWriter`'s lock: the queue of file operations (starting a drain on `io`).
 /// 6. `TransferRun.segmentState` (`SegmentState`): a segmented run's phase and places (takes 7).
 /// 7. `SegmentWorkers`' state: the connections running.
-/// Leaves (nothing is taken under them), 28: `SessionManager.challengeAgent`, `SessionManager.attributeRefusals`, a run's `RequestsOut` (its requests' cancels: a
+/// Leaves (nothing is taken under them), 17: a run's `RequestsOut` (its requests' cancels: a
 /// stop sets its reason under 3, then stops them), `PartialFileWriter.generation` (the file's version:
-/// a finished sync reads it, then records with no lock held), `TransferRun.checkpoints`,
-/// `SessionManager.beginTimer`, a segmented attempt's `Attempt`, a `SegmentWorkers.Seat`'s state,
-/// `HTTPClients`' state, `FileHelperPool`'s helpers, `EventDelivery`'s observers and its pending
-/// deliveries, `AddressResolver`'s continuation, a `ForwardedRequest`'s channel, connection, end
-/// mark and deadline, `ConnectionWatch`'s open tags, a `ConnectionRecord`'s count of requests,
-/// `PlainServers`' answers, a `ReplyFile`'s open file, an `UploadDelegate`'s head mark,
-/// an upload request's three marks (short, sent whole, the mark's task: `UploadRun.exchange`),
-/// a `BodyWaits`' open waits, a `FileRegionWatch`'s descriptor and marks, a finish's `TwoWaits`.
+/// a finished sync reads it, then records with no lock held), `SessionManager.beginTimer`, a
+/// segmented attempt's `Attempt`, a `SegmentWorkers.Seat`'s state, `HTTPClients`' state,
+/// `FileHelperPool`'s helpers, `EventDelivery`'s observers and pending deliveries (one lock),
+/// `AddressResolver`'s continuation, a `ForwardedRequest`'s state (its channel, connection, end
+/// mark and deadline: one lock), `ConnectionWatch`'s open tags, `PlainServers`' answers, a
+/// `ReplyFile`'s open file, an upload request's marks (short, sent whole, the mark's task: one
+/// lock, `UploadRun.exchange`), a `BodyWaits`' open waits, a `FileRegionWatch`'s descriptor and
+/// marks, a finish's `TwoWaits`. The manager's answer agent and its logged attribute refusals
+/// are `TaskTable`'s (lock 2); a run's checkpoint count, a `ConnectionRecord`'s count of
+/// requests and an `UploadDelegate`'s head mark are atomics (`Synchronization.Atomic`), no lock.
 /// Queues: observers on `EventDelivery`'s one delivery queue, in batches; file calls on each task's `io` queue
 /// (through `PartialFileWriter`), its checkpoint syncs on the writer's `syncQueue`; the HTTP
 /// client's event loops only parse, hand buffers to the writer and take 2–6 briefly.
@@ -111,10 +113,6 @@ public final class SessionManager: Sendable {
     let state: NIOLockedValueBox<TaskTable>
     /// The timer for tasks waiting for their `earliest_begin` (`+BeginTime`).
     let beginTimer = NIOLockedValueBox(BeginTimer())
-    /// Who answers the questions tasks meet (`+Challenges`).
-    let challengeAgent = NIOLockedValueBox<(any ChallengeAgent)?>(nil)
-    /// The reasons (errno) origin attributes were refused for, each logged once.
-    let attributeRefusals = NIOLockedValueBox(Set<Int32>())
 
     public init(
         configuration: Configuration = Configuration(), resumeDataKey: SymmetricKey,

@@ -21,6 +21,10 @@ struct TaskTable {
     var questions: [OpenQuestion.Key: OpenQuestion] = [:]
     /// What apps answered them, per session and origin (`AnswerBook`).
     var answers = AnswerBook()
+    /// Who answers the questions tasks meet (`SessionManager+Challenges`).
+    var challengeAgent: (any ChallengeAgent)?
+    /// The reasons (errno) origin attributes were refused for, each logged once.
+    var attributeRefusals: Set<Int32> = []
     /// Sessions whose becoming idle was reported and that have had nothing active since: two
     /// tasks' ends that both find the session idle report it once.
     private(set) var reportedIdle: Set<SessionID> = []

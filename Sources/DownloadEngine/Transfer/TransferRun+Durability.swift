@@ -34,7 +34,7 @@ extension TransferRun {
 
     /// Counts a checkpoint asked for (one-stream or segmented), for the log line at the end.
     func countCheckpoint() {
-        checkpoints.withLockedValue { $0 += 1 }
+        checkpoints.add(1, ordering: .relaxed)
     }
 
     /// Queues an fdatasync after the writes before `position` and records `position` as durable
@@ -191,7 +191,7 @@ extension TransferRun {
         let again = piecesFetchedAgain
         let pieces = again.pieces > 0 ? ", \(again.pieces) corrupt piece(s) fetched again (\(again.bytes) bytes)" : ""
         owner.logger.info(
-            "task \(task.id) finished: \(length) bytes, \(checkpoints.withLockedValue { $0 }) checkpoint(s) in its last run\(pieces)"
+            "task \(task.id) finished: \(length) bytes, \(checkpoints.load(ordering: .relaxed)) checkpoint(s) in its last run\(pieces)"
         )
         finished(at: destination, length: length)
     }

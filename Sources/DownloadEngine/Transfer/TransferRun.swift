@@ -3,6 +3,7 @@ import DownloadModel
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// One run of a task, from the scheduler starting it to finished, failed or stopped. It owns
 /// the partial file's writer (the descriptor), the `TransferStateMachine` (retry and restart
@@ -19,7 +20,7 @@ final class TransferRun: RunHandle {
     let requests: RequestsOut
     let writer: PartialFileWriter
     /// Checkpoints asked for during this run (logged at the end: their cost is a benchmark's figure).
-    let checkpoints = NIOLockedValueBox(0)
+    let checkpoints = Atomic<Int>(0)
     /// A segmented download's ranges and how this run fetches (see TransferRun+Segments).
     let segmentState: NIOLockedValueBox<SegmentState>
 

@@ -1,8 +1,8 @@
 import AsyncHTTPClient
 import DownloadModel
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// One request of an upload as it goes: counts the body's bytes as they are written to the
 /// connection (the task's progress), and keeps the response: its status and headers, and its
@@ -54,7 +54,8 @@ final class UploadDelegate: RequestEvents, @unchecked Sendable {
     private var lastMoved = NIODeadline.now()
     private var progress: BodyProgress?
     private var watchdog: RepeatedTask?
-    private let headSent = NIOLockedValueBox(false)
+    /// Whether the head went out (set on the event loop, read after the request ended: an atomic flag).
+    private let headSent = Atomic<Bool>(false)
     /// For its `TransactionMetrics` (read after the request ended).
     private var marked = RequestMarks()
     var marks: RequestMarks {
@@ -78,7 +79,7 @@ final class UploadDelegate: RequestEvents, @unchecked Sendable {
         self.limit = limit
     }
 
-    var requestHeadSent: Bool { headSent.withLockedValue { $0 } }
+    var requestHeadSent: Bool { headSent.load(ordering: .acquiring) }
 
     /// Bytes of the request's body written to the connection (read after the request ended).
     var bodySent: Int64 { sentBytes }
@@ -95,7 +96,7 @@ final class UploadDelegate: RequestEvents, @unchecked Sendable {
     // `RequestEvents+AsyncHTTPClient`'s, a forwarded request calls these itself)
 
     func sentHead(_ request: InFlightRequest) {
-        headSent.withLockedValue { $0 = true }
+        headSent.store(true, ordering: .releasing)
         marked.sentHead()
         let now = NIODeadline.now()
         lastMoved = now

@@ -358,7 +358,9 @@ final class UploadRun: Sendable {
         // With little left to send, the upload stops counting as a transfer (as a download with
         // little left to fetch does): a thousand small files are not sent two at a time.
         let short = record.upload.map { $0.bodyLength - owner.configuration.shortTransfer } ?? 0
-        let markedShort = NIOLockedValueBox(false)
+        // Marked once each, behind one leaf lock: little left to send, the body sent whole, and
+        // the task recording the latter.
+        let marks = NIOLockedValueBox((short: false, whole: false, marking: Task<Void, Never>?.none))
         // A request that may not go twice: recorded once its body went out whole.
         let bodyLength = body?.contentLength ?? 0
         let marksSentWhole =
@@ -368,28 +370,26 @@ final class UploadRun: Sendable {
                     method: method, headers: headers.map(\.name), headSent: true, bodyLength: bodyLength,
                     bodySent: bodyLength), lost: .interrupted("")
             ) != nil
-        let markedWhole = NIOLockedValueBox(false)
-        let marking = NIOLockedValueBox<Task<Void, Never>?>(nil)
         let delegate = UploadDelegate(
             settings: .of(record.options, owner.configuration), limit: { [task] in task.maxBytesPerSecond },
             headOnly: probe != nil,
             bodyLength: bodyLength,
             sent: { [task, self] sent in
                 if marksSentWhole, sent >= bodyLength,
-                    !markedWhole.withLockedValue({ marked in
-                        defer { marked = true }; return marked
+                    !marks.withLockedValue({ marked in
+                        defer { marked.whole = true }; return marked.whole
                     })
                 {
                     let mark = markSentWhole()
-                    marking.withLockedValue { $0 = mark }
+                    marks.withLockedValue { $0.marking = mark }
                 }
                 guard sent > 0 else { return }
                 if let deadline = task.wrote(upTo: base + sent, interval: interval) {
                     owner.events.wroteData(task, at: deadline)
                 }
                 if base + sent >= short,
-                    !markedShort.withLockedValue({ marked in
-                        defer { marked = true }; return marked
+                    !marks.withLockedValue({ marked in
+                        defer { marked.short = true }; return marked.short
                     })
                 {
                     // Off the event loop: starting what may start takes the owner's locks.
@@ -415,7 +415,7 @@ final class UploadRun: Sendable {
             )
         }
         // The mark of a body sent whole is in the task before its outcome is (see `markSentWhole`).
-        await marking.withLockedValue { $0 }?.value
+        await marks.withLockedValue { $0.marking }?.value
         switch sent {
         case .success(let result): return .response(result)
         case .failure(let error):

@@ -1,7 +1,7 @@
 import DownloadModel
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOSSL
+import Synchronization
 
 /// One connection of AsyncHTTPClient's pool, as `ConnectionWatch` saw it once the pool had made
 /// it: when it was ready, its peer and TLS version, and how many requests went on it, so each
@@ -11,8 +11,9 @@ final class ConnectionRecord: Sendable {
     let remoteAddress: String?
     let tlsVersion: String?
     let proxied: Bool
-    /// Requests that went on it so far (a leaf lock: h2 streams of one connection share it).
-    private let served = NIOLockedValueBox(0)
+    /// Requests that went on it so far (an atomic counter, no lock: h2 streams of one connection
+    /// share it).
+    private let served = Atomic<Int>(0)
 
     /// Read on the channel's event loop, as the pool's debug initializer runs.
     init(channel: Channel, proxied: Bool) {
@@ -25,10 +26,7 @@ final class ConnectionRecord: Sendable {
 
     /// The next request's use of it.
     func use() -> ConnectionUse {
-        let earlier = served.withLockedValue { count in
-            defer { count += 1 }
-            return count
-        }
+        let earlier = served.wrappingAdd(1, ordering: .relaxed).oldValue
         return ConnectionUse(
             reused: earlier > 0, remoteAddress: remoteAddress, tlsVersion: tlsVersion, connectStart: nil,
             readyAt: earlier == 0 && !proxied ? readyAt : nil)

@@ -20,13 +20,12 @@ enum ServerTrust {
     /// The TLS configuration of a request to `host`:`port` (nil: the client's own), or why the
     /// server is refused.
     static func configuration(
-        for options: DownloadOptions, trusted: TrustedServer?, base: TLSConfiguration, origin: Source.Origin?,
-        host: String, port: Int, address: String?, timeout: TimeAmount
+        for rules: SourceRules, base: TLSConfiguration, host: String, port: Int, address: String?, timeout: TimeAmount
     ) async -> Result<TLSConfiguration?, DownloadError> {
-        let trustedCertificate = trusted.flatMap { $0.origin == origin ? $0.certificate : nil }
-        let pins = Set(options.pinnedPublicKeys.compactMap(DownloadOptions.pinnedKeyDigest))
+        let trustedCertificate = rules.trusted?.certificate
+        let pins = Set(rules.pinnedPublicKeys.compactMap(DownloadOptions.pinnedKeyDigest))
         guard !pins.isEmpty || trustedCertificate != nil else { return .success(nil) }
-        let byKeyOnly = options.trustPinnedOnly || trustedCertificate != nil
+        let byKeyOnly = rules.trustPinnedOnly || trustedCertificate != nil
         let handshake: TLSProbe.Handshake
         do {
             handshake = try await TLSProbe.handshake(
