@@ -129,30 +129,14 @@ extension DownloadsService {
                     }
                     let options = try uploadOptions(call.arguments[2])
                     let path = try StartRequest.checkDestination(call.arguments[1].stringValue ?? "", what: "source")
-                    let pid = try? await call.credentials().pid
-                    return [
-                        .objectPath(
-                            try await upload(
-                                url: call.arguments[0].stringValue ?? "", source: .path(path), options: options,
-                                caller: caller,
-                                fileMode: CallerUmask.fileMode(pid: pid)
-                            ))
-                    ]
+                    return try await upload(call, options: options, source: .path(path), caller: caller)
                 },
                 "UploadAt": handler { [self] call, caller in
                     let options = try uploadOptions(call.arguments[2])
                     guard let fd = call.arguments[1].unixFDValue else {
                         throw DownloadsErrorName.invalidArgument.error("source must be a file descriptor (h)")
                     }
-                    let pid = try? await call.credentials().pid
-                    return [
-                        .objectPath(
-                            try await upload(
-                                url: call.arguments[0].stringValue ?? "", source: .descriptor(fd), options: options,
-                                caller: caller,
-                                fileMode: CallerUmask.fileMode(pid: pid)
-                            ))
-                    ]
+                    return try await upload(call, options: options, source: .descriptor(fd), caller: caller)
                 },
                 "RegisterCompletionHandler": handler { [self] call, caller in
                     try await registerCompletionHandler(call, caller: caller)

@@ -32,6 +32,20 @@ extension DownloadsService {
         return try TaskOptions(given, allowed: TaskOptions.uploadKeys)
     }
 
+    /// `Upload` and `UploadAt` (the URL their first argument) once their source and options are
+    /// checked: the new task's object, its files made with the caller's umask.
+    func upload(
+        _ call: MethodCall, options: TaskOptions, source: UploadSource, caller: Caller
+    ) async throws
+        -> [DBusValue]
+    {
+        let pid = try? await call.credentials().pid
+        let path = try await upload(
+            url: call.arguments[0].stringValue ?? "", source: source, options: options, caller: caller,
+            fileMode: CallerUmask.fileMode(pid: pid))
+        return [.objectPath(path)]
+    }
+
     func upload(
         url given: String, source: UploadSource, options: TaskOptions, caller: Caller, fileMode: UInt32?
     ) async throws -> ObjectPath {
