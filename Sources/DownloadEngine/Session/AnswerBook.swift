@@ -74,21 +74,20 @@ struct AnswerBook: Sendable {
     /// answer of the session's app for the same origin is what every task that took one uses next.
     mutating func take(_ answer: Answer, task: UInt64, in session: SessionID) {
         let key = Key(session: session, origin: answer.origin)
-        var entry = entries[key] ?? Entry()
         switch answer {
-        case .credentials(let value):
-            release(\.credentials, of: task, in: session)
-            entry = entries[key] ?? Entry()
-            entry.credentials = Held(value: value, tasks: (entry.credentials?.tasks ?? []).union([task]))
-        case .trusted(let value):
-            release(\.trusted, of: task, in: session)
-            entry = entries[key] ?? Entry()
-            entry.trusted = Held(value: value, tasks: (entry.trusted?.tasks ?? []).union([task]))
-        case .certificate(let value):
-            release(\.certificate, of: task, in: session)
-            entry = entries[key] ?? Entry()
-            entry.certificate = Held(value: value, tasks: (entry.certificate?.tasks ?? []).union([task]))
+        case .credentials(let value): hold(\.credentials, value, at: key, task: task)
+        case .trusted(let value): hold(\.trusted, value, at: key, task: task)
+        case .certificate(let value): hold(\.certificate, value, at: key, task: task)
         }
+    }
+
+    /// `task` holds `value` as its answer of one kind at `key`, and no other of that kind.
+    private mutating func hold<Value: Sendable>(
+        _ kind: WritableKeyPath<Entry, Held<Value>?>, _ value: Value, at key: Key, task: UInt64
+    ) {
+        release(kind, of: task, in: key.session)
+        var entry = entries[key] ?? Entry()
+        entry[keyPath: kind] = Held(value: value, tasks: (entry[keyPath: kind]?.tasks ?? []).union([task]))
         entries[key] = entry
     }
 
