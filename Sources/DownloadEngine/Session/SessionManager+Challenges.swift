@@ -102,7 +102,7 @@ extension SessionManager {
     /// can read it) and is queued again, when it still waits for that answer (`open`).
     private func goOn(
         _ task: DownloadTask, open: @escaping @Sendable (DownloadTask.State) -> Bool,
-        keep: @escaping (inout AnswerBook, SessionID) -> Void
+        keep: @escaping @Sendable (inout AnswerBook, SessionID) -> Void
     ) {
         let conditions = state.withLockedValue { $0.scheduler.conditions }
         var taken = false
@@ -127,6 +127,56 @@ extension SessionManager {
         schedule()
     }
 
+    /// What the app's `credentials` give the task that asked `challenge`, by its kind (one
+    /// `switch`): a fresh link (set as `SetURL` sets it, the task's own), a client certificate, a
+    /// certificate trusted, or a login (headers; a proxy's user and password; a Digest's counters),
+    /// as what the task takes into the book when it goes on; thrown: why the answer is refused.
+    private func accepted(
+        _ credentials: ChallengeAnswer.Credentials, to challenge: Challenge, of task: DownloadTask,
+        open: @escaping @Sendable (DownloadTask.State) -> Bool
+    ) async throws -> @Sendable (inout AnswerBook, SessionID) -> Void {
+        guard let origin = Source(challenge.url)?.origin else {
+            throw DownloadError.internalError("a challenge without its URL")
+        }
+        let id = task.id
+        switch challenge.kind {
+        case .linkExpired where credentials.certificate == nil:
+            guard let url = credentials.url, task.withState({ open($0) }) else {
+                throw DownloadError.invalidArgument("a link-expired question is answered with a url")
+            }
+            _ = try await setURL(id, to: url)
+            return { book, _ in book.renewedLink(of: id) }
+        case .clientCertificate, .linkExpired:
+            guard let certificate = credentials.certificate else {
+                throw DownloadError.invalidArgument("a client-certificate question is answered with a certificate")
+            }
+            let answer = AnsweredCertificate(origin: origin, certificate: certificate)
+            return { book, session in book.take(.certificate(answer), task: id, in: session) }
+        case .serverTrust:
+            guard credentials.trust, let certificate = challenge.certificates.first else {
+                throw DownloadError.invalidArgument("a server-trust question is answered with trust true")
+            }
+            let answer = TrustedServer(origin: origin, certificate: certificate)
+            return { book, session in book.take(.trusted(answer), task: id, in: session) }
+        case .httpAuth, .proxyAuth:
+            let headers = try credentials.headers(answering: challenge)
+            var proxy: ProxySetting.Credentials?
+            if challenge.kind == .proxyAuth {
+                guard let user = credentials.user, let password = credentials.password else {
+                    throw DownloadError.invalidArgument("a proxy is answered with a user and a password")
+                }
+                proxy = ProxySetting.Credentials(user: user, password: password)
+            }
+            var digest: DigestCredentials?
+            if challenge.kind == .httpAuth, challenge.scheme.lowercased() == "digest", let user = credentials.user {
+                digest = try DigestCredentials(user: user, password: credentials.password ?? "", answering: challenge)
+            }
+            let answer = AnsweredCredentials(
+                origin: origin, headers: headers, challenge: challenge, proxy: proxy, digest: digest)
+            return { book, session in book.take(.credentials(answer), task: id, in: session) }
+        }
+    }
+
     /// The app answered `question` of `task` (nothing, when the task no longer waits for it).
     private func answered(
         _ task: DownloadTask, question: UInt64, _ challenge: Challenge, _ answer: ChallengeAnswer,
@@ -136,59 +186,10 @@ extension SessionManager {
             state.record.state == .queued && state.asking?.number == question
         }
         var answer = answer
-        if case .use(let credentials) = answer, challenge.kind == .linkExpired, credentials.certificate == nil {
-            if let url = credentials.url, task.withState({ open($0) }) {
-                do {
-                    _ = try await setURL(task.id, to: url)
-                    goOn(task, open: open) { book, _ in book.renewedLink(of: task.id) }
-                    return
-                } catch {
-                    answer = .performDefault(why: "its answer is refused: \(error)")
-                }
-            } else {
-                answer = .performDefault(why: "its answer is refused: a link-expired question is answered with a url")
-            }
-        }
-        if case .use(let credentials) = answer, challenge.kind == .clientCertificate || challenge.kind == .linkExpired {
-            if let certificate = credentials.certificate, let origin = Source(challenge.url)?.origin {
-                let answer = AnsweredCertificate(origin: origin, certificate: certificate)
-                goOn(task, open: open) { book, session in book.take(.certificate(answer), task: task.id, in: session) }
-                return
-            }
-            answer = .performDefault(
-                why: "its answer is refused: a client-certificate question is answered with a certificate")
-        }
-        if case .use(let credentials) = answer, challenge.kind == .serverTrust {
-            if credentials.trust, let certificate = challenge.certificates.first,
-                let origin = Source(challenge.url)?.origin
-            {
-                let answer = TrustedServer(origin: origin, certificate: certificate)
-                goOn(task, open: open) { book, session in book.take(.trusted(answer), task: task.id, in: session) }
-                return
-            }
-            answer = .performDefault(why: "its answer is refused: a server-trust question is answered with trust true")
-        }
         if case .use(let credentials) = answer {
             do {
-                let headers = try credentials.headers(answering: challenge)
-                guard let origin = Source(challenge.url)?.origin else {
-                    throw DownloadError.internalError("a challenge without its URL")
-                }
-                var proxy: ProxySetting.Credentials?
-                if challenge.kind == .proxyAuth {
-                    guard let user = credentials.user, let password = credentials.password else {
-                        throw DownloadError.invalidArgument("a proxy is answered with a user and a password")
-                    }
-                    proxy = ProxySetting.Credentials(user: user, password: password)
-                }
-                var digest: DigestCredentials?
-                if challenge.kind == .httpAuth, challenge.scheme.lowercased() == "digest", let user = credentials.user {
-                    digest = try DigestCredentials(
-                        user: user, password: credentials.password ?? "", answering: challenge)
-                }
-                let answer = AnsweredCredentials(
-                    origin: origin, headers: headers, challenge: challenge, proxy: proxy, digest: digest)
-                goOn(task, open: open) { book, session in book.take(.credentials(answer), task: task.id, in: session) }
+                let keep = try await accepted(credentials, to: challenge, of: task, open: open)
+                goOn(task, open: open, keep: keep)
                 return
             } catch let refusal as DownloadError {
                 answer = .performDefault(why: "its answer is refused: \(refusal.message)")
