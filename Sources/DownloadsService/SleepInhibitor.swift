@@ -9,7 +9,8 @@ import NIOConcurrencyHelpers
 /// transfer is checkpointed and only then the lock released, so what was received survives a
 /// battery that runs out during the sleep; on wake (`PrepareForSleep(false)`) it is taken again
 /// and the transfers carry on. Its text says how many transfers run (retaken when that changes).
-/// One reconciliation at a time, coalesced; without logind, nothing is held.
+/// One reconciliation at a time, coalesced (logind followed by a `SystemServiceFollower`, as the
+/// network and power watchers follow theirs); without logind, nothing is held.
 public final class SleepInhibitor: DownloadObserver, Sendable {
     static let busName = "org.freedesktop.login1"
     static let path: ObjectPath = "/org/freedesktop/login1"
@@ -29,12 +30,14 @@ public final class SleepInhibitor: DownloadObserver, Sendable {
     private let engine: SessionManager
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
-    private let reconciliations = WorkTrigger()
+    /// logind, followed: each reading is a reconciliation.
+    private let logind: SystemServiceFollower<Void>
 
     public init(connection: Connection, engine: SessionManager, logger: Logger) {
         self.connection = connection
         self.engine = engine
         self.logger = logger
+        logind = SystemServiceFollower(connection: connection, services: [(Self.busName, Self.path)], logger: logger)
     }
 
     public func start() async throws {
@@ -53,29 +56,27 @@ public final class SleepInhibitor: DownloadObserver, Sendable {
                 }
             }
         }
-        try await connection.onNameOwnerChanged { [weak self] name, _, new in
-            guard name == Self.busName, let self else { return }
-            // A new logind knows nothing of our lock (and a gone one released it).
-            self.state.withLockedValue { state in
-                state.lock = nil
-                state.described = 0
-                if new.isEmpty { state.sleeping = false }
-            }
-            self.reconciliations.poke()
-        }
-        reconciliations.run { [weak self] in await self?.reconcile() }
-        reconciliations.poke()
+        try await logind.start(
+            read: {}, apply: { [weak self] _ in await self?.reconcile() },
+            ownerChanged: { [weak self] _, new in
+                // A new logind knows nothing of our lock (and a gone one released it).
+                self?.state.withLockedValue { state in
+                    state.lock = nil
+                    state.described = 0
+                    if new.isEmpty { state.sleeping = false }
+                }
+            }, waitsForFirst: false)
     }
 
     public func stop() {
-        reconciliations.finish()
+        logind.stop()
         state.withLockedValue { $0.lock = nil }
     }
 
     // MARK: Engine events
 
     public func task(_ task: TaskSnapshot, didChangeState state: DownloadState) {
-        reconciliations.poke()
+        logind.poke()
     }
 
     // MARK: Work
@@ -102,7 +103,7 @@ public final class SleepInhibitor: DownloadObserver, Sendable {
             // Connections the sleep broke are retried now, not after their back-off.
             engine.reconnectNow()
         }
-        reconciliations.poke()
+        logind.poke()
     }
 
     private func reconcile() async {
@@ -154,7 +155,7 @@ public final class SleepInhibitor: DownloadObserver, Sendable {
             if first { logger.info("no sleep inhibitor (\(error.localizedDescription)): downloads do not delay sleep") }
         }
         // Transfers may have changed while the call was out.
-        if engine.transfersRunning != running { reconciliations.poke() }
+        if engine.transfersRunning != running { logind.poke() }
     }
 
     private func release() {

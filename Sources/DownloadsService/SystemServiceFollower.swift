@@ -2,10 +2,11 @@ import DBus
 import Logging
 
 /// Follows system services whose properties the engine is told (NetworkManager; UPower and
-/// power-profiles-daemon): `read` reads them once at `start` (which returns after `apply` took that
-/// reading) and again, one reading at a time, coalesced, whenever one of them announces a change
-/// (`PropertiesChanged`, or a rule of its own) or appears on the bus or leaves it. What the
-/// watchers share; each says only which services, how to read them and what the engine takes.
+/// power-profiles-daemon) or whose state it keeps in step with (logind's sleep inhibitor): `read`
+/// reads them once at `start` (which returns after `apply` took that reading) and again, one
+/// reading at a time, coalesced, whenever one of them announces a change (`PropertiesChanged`,
+/// or a rule of its own), appears on the bus or leaves it, or its user asks (`poke`). What the
+/// watchers share; each says only which services, how to read them and what it does with it.
 final class SystemServiceFollower<Reading: Sendable>: Sendable {
     let connection: Connection
     let logger: Logger
@@ -19,17 +20,26 @@ final class SystemServiceFollower<Reading: Sendable>: Sendable {
     }
 
     /// Subscribes (to `rules` too: a service's own change signals), takes the first reading and
-    /// keeps following.
+    /// keeps following; `ownerChanged` hears a service change hands before the reading it brings.
+    /// `waitsForFirst` false: the first reading is made in turn like any other, after `start`
+    /// returned (a watcher whose reading calls a service that may be slow to answer).
     func start(
         also rules: [MatchRule] = [], read: @escaping @Sendable () async -> Reading,
-        apply: @escaping @Sendable (Reading) async -> Void
+        apply: @escaping @Sendable (Reading) async -> Void,
+        ownerChanged: @escaping @Sendable (_ name: String, _ owner: String) -> Void = { _, _ in },
+        waitsForFirst: Bool = true
     ) async throws {
-        try await readings.follow(services, on: connection)
+        try await readings.follow(services, on: connection, ownerChanged: ownerChanged)
         for rule in rules {
             try await connection.subscribe(rule) { [readings] _ in readings.poke() }
         }
         readings.run { await apply(await read()) }
-        await apply(await read())
+        if waitsForFirst { await apply(await read()) } else { readings.poke() }
+    }
+
+    /// Another reading, soon (coalesced with any other on its way).
+    func poke() {
+        readings.poke()
     }
 
     func stop() {
