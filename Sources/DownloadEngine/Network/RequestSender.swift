@@ -184,7 +184,8 @@ struct RequestSender: Sendable {
         seat: (any RequestHolder)? = nil, afterwards: () async -> DownloadError? = { nil }, cleanup: TimeAmount? = nil,
         within limit: TimeAmount? = nil, forward: ((Forwarding) -> any OutgoingRequest<Delegate.Response>)?
     ) async -> Result<Delegate.Response, DownloadError> {
-        guard let source = Source(url, kind: context.options.mirrors.contains(url) ? .mirror : .origin) else {
+        // The request's own parsed URL (as `url` says it), not parsed again.
+        guard let source = Source(request.url, kind: context.options.mirrors.contains(url) ? .mirror : .origin) else {
             return .failure(.invalidArgument("cannot request \(url): it is not an http or https URL with a host"))
         }
         let rules = SourceRules(for: source, context)

@@ -50,7 +50,9 @@ struct SourceRules: Sendable {
         pinnedPublicKeys = options.pinnedPublicKeys
         trustPinnedOnly = options.trustPinnedOnly
         trusted = answers.trusted.flatMap { $0.origin == source.origin ? $0 : nil }
-        clientCertificate = options.clientCertificate ?? answers.certificate(for: source.url.absoluteString)
+        clientCertificate =
+            options.clientCertificate
+            ?? answers.certificate.flatMap { $0.origin == source.origin ? $0.certificate : nil }
         answered = answers.credentials.flatMap { $0.origin == source.origin ? $0 : nil }
     }
 

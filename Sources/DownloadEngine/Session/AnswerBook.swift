@@ -52,6 +52,9 @@ struct AnswerBook: Sendable {
     private var refusals: [UInt64: Int] = [:]
     private var lastQuestion: UInt64 = 0
 
+    /// Nothing answered, no fresh link, no refusal: no task has anything here.
+    var isEmpty: Bool { entries.isEmpty && renewedLinks.isEmpty && refusals.isEmpty }
+
     /// Tells one question from the next, whichever task asks it: an answer to an earlier question
     /// (before a Pause and a Resume) is not this one's.
     mutating func nextQuestion() -> UInt64 {

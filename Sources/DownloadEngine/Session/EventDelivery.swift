@@ -50,8 +50,6 @@ public final class EventDelivery: Sendable {
         pending.withLockedValue { $0.observers.append(observer) }
     }
 
-    private var all: [any DownloadObserver] { pending.withLockedValue { $0.observers } }
-
     // MARK: The queue
 
     private func enqueue(_ delivery: Delivery) {
@@ -68,13 +66,13 @@ public final class EventDelivery: Sendable {
     /// is queued behind whatever else waits for this queue (a timed progress delivery), not run
     /// in a loop that could keep it waiting under load.
     private func drain() {
-        let batch = pending.withLockedValue { pending -> [Delivery] in
+        let (batch, observers) = pending.withLockedValue { pending -> ([Delivery], [any DownloadObserver]) in
             defer { pending.deliveries = [] }
-            return pending.deliveries
+            return (pending.deliveries, pending.observers)
         }
         let calls = batch.flatMap { $0.calls() }
         if !calls.isEmpty {
-            for observer in all {
+            for observer in observers {
                 for call in calls { call(observer) }
                 observer.eventsWereDelivered()
             }

@@ -12,6 +12,21 @@ extension SessionManager {
     /// The pause before asking again after a refused answer, doubled for each one after.
     static let refusedAnswerPause: Duration = .milliseconds(500)
 
+    /// Changes the answer book (under the table lock, `table` being the locked table) and keeps
+    /// `answersKept` true while the book holds anything.
+    func changeAnswers<T>(in table: inout TaskTable, _ change: (inout AnswerBook) -> T) -> T {
+        let result = change(&table.answers)
+        answersKept.store(!table.answers.isEmpty, ordering: .sequentiallyConsistent)
+        return result
+    }
+
+    /// What `task` of `session` holds of its app's answers, for a run that starts (no lock taken
+    /// while the book is empty).
+    func answers(for task: UInt64, in session: SessionID) -> AppAnswers {
+        guard answersKept.load(ordering: .sequentiallyConsistent) else { return .none }
+        return state.withLockedValue { $0.answers.answers(for: task, in: session) }
+    }
+
     /// Who answers the questions (the service); none until set.
     public func setChallengeAgent(_ agent: any ChallengeAgent) {
         state.withLockedValue { $0.challengeAgent = agent }
@@ -34,8 +49,10 @@ extension SessionManager {
         let session = asking.sessionID
         let (refused, question) = state.withLockedValue { table in
             (
-                table.answers.refused(challenge, mayWantCertificate: mayWantCertificate, task: task.id, in: session),
-                table.answers.nextQuestion()
+                changeAnswers(in: &table) {
+                    $0.refused(challenge, mayWantCertificate: mayWantCertificate, task: task.id, in: session)
+                },
+                changeAnswers(in: &table) { $0.nextQuestion() }
             )
         }
         guard refused < Self.maxRefusedAnswers else {
@@ -119,7 +136,7 @@ extension SessionManager {
                 guard taken else { return }
                 delegate.waitingChanged(task, snapshot)
                 state.withLockedValue { table in
-                    keep(&table.answers, snapshot.sessionID)
+                    changeAnswers(in: &table) { keep(&$0, snapshot.sessionID) }
                     table.scheduler.enqueue(snapshot.record)
                 }
             })

@@ -42,8 +42,10 @@ extension SessionManager {
             }
             // An app's answer lasts while the task runs: after an end or a Pause, the next run
             // asks again (a wait for the network keeps it).
-            if next.isTerminal || next == .paused {
-                state.withLockedValue { $0.answers.forget(task.id, in: snapshot.sessionID) }
+            if next.isTerminal || next == .paused, answersKept.load(ordering: .sequentiallyConsistent) {
+                state.withLockedValue { table in
+                    changeAnswers(in: &table) { $0.forget(task.id, in: snapshot.sessionID) }
+                }
             }
             if previous.isActive != next.isActive {
                 state.withLockedValue { state in

@@ -128,7 +128,7 @@ extension SessionManager {
 
     func run(_ task: DownloadTask, runID: UInt64, connections: Int) async {
         let record = task.record
-        let answers = state.withLockedValue { $0.answers.answers(for: task.id, in: record.sessionID) }
+        let answers = answers(for: task.id, in: record.sessionID)
         if record.upload != nil {
             await UploadRun(task: task, owner: self, answers: answers).run()
         } else {

@@ -4,6 +4,7 @@ import DownloadModel
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 import ProxyRules
 import UserFiles
 
@@ -111,6 +112,10 @@ public final class SessionManager: Sendable {
     var key: SymmetricKey { SymmetricKey(data: keyBytes) }
     let logger: Logger
     let state: NIOLockedValueBox<TaskTable>
+    /// Whether the answer book (`TaskTable.answers`) holds anything: set under the table lock
+    /// whenever it changes (`changeAnswers`), read without it, so a run's start and a task's end
+    /// take no lock for the book while no app answered anything (nearly always).
+    let answersKept = Atomic<Bool>(false)
     /// The timer for tasks waiting for their `earliest_begin` (`+BeginTime`).
     let beginTimer = NIOLockedValueBox(BeginTimer())
 
