@@ -178,13 +178,13 @@ struct RequestSender: Sendable {
     }
 
     /// `send` for any delegate: `forward` makes the request that goes through an HTTP proxy to a
-    /// plain http URL (nil: tunnelled by AsyncHTTPClient, as https is).
+    /// plain http URL (nil: tunnelled by AsyncHTTPClient, as https is). Its source is made from the
+    /// request's own parsed URL (what `url` says), not parsed again.
     func exchange<Delegate: ResponseReceiver>(
         _ request: HTTPClient.Request, to url: String, delegate: Delegate, kind: HTTPClients.Kind,
         seat: (any RequestHolder)? = nil, afterwards: () async -> DownloadError? = { nil }, cleanup: TimeAmount? = nil,
         within limit: TimeAmount? = nil, forward: ((Forwarding) -> any OutgoingRequest<Delegate.Response>)?
     ) async -> Result<Delegate.Response, DownloadError> {
-        // The request's own parsed URL (as `url` says it), not parsed again.
         guard let source = Source(request.url, kind: context.options.mirrors.contains(url) ? .mirror : .origin) else {
             return .failure(.invalidArgument("cannot request \(url): it is not an http or https URL with a host"))
         }
