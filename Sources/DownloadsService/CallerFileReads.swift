@@ -62,31 +62,53 @@ final class CallerFileReads: Sendable {
                 }
                 outcome.resume(with: result)
             }
-            Task {
-                try? await Task.sleep(for: deadline)
-                outcome.resume(
-                    with: .failure(
-                        DownloadsErrorName.fileError.error(
-                            "\(what) did not answer within \(deadline.components.seconds) s (a network or FUSE mount that hangs?); nothing was changed"
-                        )))
-            }
+            outcome.set(
+                timer: Task {
+                    // Cancelled when the read returned first: no sleeper is left behind for each read.
+                    do { try await Task.sleep(for: deadline) } catch { return }
+                    outcome.resume(
+                        with: .failure(
+                            DownloadsErrorName.fileError.error(
+                                "\(what) did not answer within \(deadline.components.seconds) s (a network or FUSE mount that hangs?); nothing was changed"
+                            )))
+                })
         }
     }
 
-    /// The first of the read's end and the deadline resumes the call.
+    /// The first of the read's end and the deadline resumes the call; the deadline's timer is
+    /// cancelled then.
     private final class Outcome<T: Sendable>: Sendable {
-        private let continuation = NIOLockedValueBox<CheckedContinuation<T, Error>?>(nil)
+        private struct Waiting {
+            var continuation: CheckedContinuation<T, Error>?
+            var timer: Task<Void, Never>?
+            var resumed = false
+        }
+        private let waiting = NIOLockedValueBox(Waiting())
 
         func set(_ continuation: CheckedContinuation<T, Error>) {
-            self.continuation.withLockedValue { $0 = continuation }
+            waiting.withLockedValue { $0.continuation = continuation }
+        }
+
+        /// The deadline's timer; cancelled at once when the read already returned.
+        func set(timer: Task<Void, Never>) {
+            let resumed = waiting.withLockedValue { waiting -> Bool in
+                if !waiting.resumed { waiting.timer = timer }
+                return waiting.resumed
+            }
+            if resumed { timer.cancel() }
         }
 
         func resume(with result: Result<T, Error>) {
-            let taken = continuation.withLockedValue { stored -> CheckedContinuation<T, Error>? in
-                defer { stored = nil }
-                return stored
+            let (continuation, timer) = waiting.withLockedValue { waiting in
+                defer {
+                    waiting.continuation = nil
+                    waiting.timer = nil
+                    waiting.resumed = true
+                }
+                return (waiting.continuation, waiting.timer)
             }
-            taken?.resume(with: result)
+            timer?.cancel()
+            continuation?.resume(with: result)
         }
     }
 }
