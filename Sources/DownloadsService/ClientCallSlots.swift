@@ -21,10 +21,8 @@ final class ClientCallSlots: Sendable {
         var reservePerUser = 2
     }
 
-    struct Party: Hashable, Sendable {
-        let uid: UInt32
-        let app: String
-    }
+    /// Whose calls they are: the user and app the called handler belongs to, as a `Caller` is.
+    typealias Party = Caller
 
     private struct Waiter {
         let id: UInt64
