@@ -12,9 +12,18 @@ struct AppAnswers: Sendable {
     /// A run of a task whose app answered nothing.
     static let none = AppAnswers()
 
-    /// The client certificate for a request to `url`: only its own origin's, never where a
-    /// redirect led.
-    func certificate(for url: String) -> ClientCertificate? {
-        certificate.flatMap { $0.origin == Source(url)?.origin ? $0.certificate : nil }
+    /// The login answered for `origin`: only its own, never where a redirect led.
+    func credentials(at origin: Source.Origin) -> AnsweredCredentials? {
+        credentials.flatMap { $0.origin == origin ? $0 : nil }
+    }
+
+    /// The certificate trusted at `origin`.
+    func trusted(at origin: Source.Origin) -> TrustedServer? {
+        trusted.flatMap { $0.origin == origin ? $0 : nil }
+    }
+
+    /// The client certificate presented to `origin`.
+    func certificate(at origin: Source.Origin) -> ClientCertificate? {
+        certificate.flatMap { $0.origin == origin ? $0.certificate : nil }
     }
 }

@@ -49,11 +49,9 @@ struct SourceRules: Sendable {
         connectTimeout = options.connectTimeout
         pinnedPublicKeys = options.pinnedPublicKeys
         trustPinnedOnly = options.trustPinnedOnly
-        trusted = answers.trusted.flatMap { $0.origin == source.origin ? $0 : nil }
-        clientCertificate =
-            options.clientCertificate
-            ?? answers.certificate.flatMap { $0.origin == source.origin ? $0.certificate : nil }
-        answered = answers.credentials.flatMap { $0.origin == source.origin ? $0 : nil }
+        trusted = answers.trusted(at: source.origin)
+        clientCertificate = options.clientCertificate ?? answers.certificate(at: source.origin)
+        answered = answers.credentials(at: source.origin)
     }
 
     /// Whether the server is trusted otherwise than by the system's store (pins, a certificate its

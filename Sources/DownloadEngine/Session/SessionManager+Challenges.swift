@@ -48,12 +48,12 @@ extension SessionManager {
         let mayWantCertificate = if case .certificate = route { true } else { false }
         let session = asking.sessionID
         let (refused, question) = state.withLockedValue { table in
-            (
-                changeAnswers(in: &table) {
-                    $0.refused(challenge, mayWantCertificate: mayWantCertificate, task: task.id, in: session)
-                },
-                changeAnswers(in: &table) { $0.nextQuestion() }
-            )
+            changeAnswers(in: &table) { book in
+                (
+                    book.refused(challenge, mayWantCertificate: mayWantCertificate, task: task.id, in: session),
+                    book.nextQuestion()
+                )
+            }
         }
         guard refused < Self.maxRefusedAnswers else {
             logger.info("task \(task.id): the server refused \(refused) answers of its app; it fails")

@@ -71,9 +71,10 @@ final class AnswerBookTests: XCTestCase {
 
         let certificate = ClientCertificate(bytes: [4], passphrase: nil)
         book.take(.certificate(AnsweredCertificate(origin: a, certificate: certificate)), task: 1, in: session)
-        XCTAssertEqual(book.answers(for: 1, in: session).certificate(for: "https://a.example/x"), certificate)
+        XCTAssertEqual(book.answers(for: 1, in: session).certificate(at: a), certificate)
         // Presented to its origin alone, never where a redirect led.
-        XCTAssertNil(book.answers(for: 1, in: session).certificate(for: "https://b.example/x"))
+        let b = try XCTUnwrap(Source("https://b.example/x")?.origin)
+        XCTAssertNil(book.answers(for: 1, in: session).certificate(at: b))
         let asked = Challenge.clientCertificate(refusedHandshake: "handshake_failure").at("https://a.example/f")
         XCTAssertEqual(book.refused(asked, mayWantCertificate: true, task: 1, in: session), 2)
         XCTAssertNil(book.answers(for: 1, in: session).certificate)
