@@ -11,10 +11,16 @@ extension DownloadTask {
     /// Bytes received and handed to the file writer (an upload's: sent), ahead of the durable offset.
     var position: Int64 { withState { $0.bytesWritten } }
 
-    /// The file the caller handed over by descriptor (`UploadAt`), while this daemon holds it.
-    var heldSource: SourceFile? { withState { $0.source } }
-
-    /// The requests the current run has out (`RequestsOut`: a stop, or the end of a segmented
-    /// attempt, cancels every one kept), taken by the run when it starts: a new one for each run.
-    var runRequests: RequestsOut { withState { $0.requests } }
+    /// What a run of the task starts with (`RunStart`), read once under the task's lock: the
+    /// record, the I/O queue, this run's requests, the descriptor held, the bandwidth limit (its
+    /// own part set from the record, as a run began with it).
+    func runStart(answers: AppAnswers) -> RunStart {
+        withState { state in
+            let limit = state.limit
+            limit.own.store(state.record.options.maxBytesPerSecond, ordering: .relaxed)
+            return RunStart(
+                record: state.record, io: state.io(of: id), requests: state.requests, held: state.source, limit: limit,
+                answers: answers)
+        }
+    }
 }

@@ -29,7 +29,7 @@ struct DownloadTask: @unchecked Sendable {
         }
     }
 
-    /// What a task holds under its lock: 17 fields (the record, `waitingFor` and `TaskRunState`'s;
+    /// What a task holds under its lock: 16 fields (the record, `waitingFor` and `TaskRunState`'s;
     /// `TaskStateFieldsTests` counts them against this number). An app's answers to its
     /// questions are not among them: they belong to an origin and a session (`AnswerBook`).
     struct State {
@@ -46,7 +46,7 @@ struct DownloadTask: @unchecked Sendable {
 
         private mutating func made() -> TaskRunState {
             if let more { return more }
-            let made = TaskRunState(bytesWritten: record.durableOffset)
+            let made = TaskRunState(bytesWritten: record.durableOffset, ownLimit: record.options.maxBytesPerSecond)
             more = made
             return made
         }
@@ -94,14 +94,13 @@ struct DownloadTask: @unchecked Sendable {
             get { more?.transfer }
             set { if more != nil || newValue != nil { made().transfer = newValue } }
         }
-        var pacedRate: UInt64 {
-            get { more?.pacedRate ?? 0 }
-            set { made().pacedRate = newValue }
+        /// Made with the rest on first use (its own limit from the record's options then; a
+        /// change of the options sets it again).
+        var limit: RateLimit {
+            mutating get { made().limit }
         }
-        var groupShare: UInt64 {
-            get { more?.groupShare ?? 0 }
-            set { made().groupShare = newValue }
-        }
+        /// The limit, only when the rest was made (nil: no run, no group share, no pace yet).
+        var limitIfMade: RateLimit? { more?.limit }
         var anchor: DescriptorAnchor? {
             get { if case .directory(let anchor)? = more?.held { anchor } else { nil } }
             set {
@@ -125,6 +124,14 @@ struct DownloadTask: @unchecked Sendable {
         var io: DispatchQueue? {
             get { more?.io }
             set { if more != nil || newValue != nil { made().io = newValue } }
+        }
+
+        /// The I/O queue of the task `id` (this state's), made on first use.
+        mutating func io(of id: UInt64) -> DispatchQueue {
+            if let queue = io { return queue }
+            let queue = DispatchQueue(label: "org.example.Downloads.task.\(id).io")
+            io = queue
+            return queue
         }
 
         var snapshot: TaskSnapshot {
@@ -155,12 +162,7 @@ struct DownloadTask: @unchecked Sendable {
     /// fdatasync, rename, unlink, the SHA-256. Never on an event loop. Made when first needed
     /// (`State.io`): a queued task that never ran holds none.
     var io: DispatchQueue {
-        withState { state in
-            if let queue = state.io { return queue }
-            let queue = DispatchQueue(label: "org.example.Downloads.task.\(id).io")
-            state.io = queue
-            return queue
-        }
+        withState { $0.io(of: id) }
     }
 
     init(record: DownloadTaskRecord) {
@@ -257,21 +259,8 @@ struct DownloadTask: @unchecked Sendable {
         }
     }
 
-    /// The bandwidth limit now (read per chunk, so a change applies to a running transfer).
-    /// The limit reads are paced to: the lowest of the task's own, a background transfer's pace
-    /// and its share of its group's (0: none).
-    var maxBytesPerSecond: UInt64 {
-        withState { state in
-            [state.record.options.maxBytesPerSecond, state.pacedRate, state.groupShare].filter { $0 > 0 }.min() ?? 0
-        }
-    }
-
     /// Runs a blocking file operation on this task's I/O queue, off the cooperative pool.
     func onIOQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            io.async {
-                continuation.resume(with: Result { try body() })
-            }
-        }
+        try await io.perform(body)
     }
 }

@@ -203,11 +203,18 @@ public final class EventDelivery: Sendable {
 
     // MARK: Progress
 
+    /// A run handed the bytes up to `position` to the writer (a download's) or the connection
+    /// (an upload's): a progress delivery is queued `interval` nanoseconds after the last one,
+    /// unless one is queued already (`DownloadTask.wrote(upTo:interval:)`: one task lock per chunk).
+    func wrote(_ task: DownloadTask, upTo position: Int64, interval: UInt64) {
+        if let deadline = task.wrote(upTo: position, interval: interval) { wroteData(task, at: deadline) }
+    }
+
     /// Bytes arrived and the caller claimed the delivery (`DownloadTask.wrote(upTo:)`), to run at
     /// `deadline`. At most one progress delivery is queued per task at a time: it reads the newest
     /// counters when its batch is taken. Not under eventOrder: progress carries no state the store
     /// keeps; every other event delivers the progress before it first (`post`), so the order holds.
-    func wroteData(_ task: DownloadTask, at deadline: DispatchTime) {
+    private func wroteData(_ task: DownloadTask, at deadline: DispatchTime) {
         let delivery = Delivery(calls: { [self] in
             guard let (snapshot, delta) = task.takeProgress(endsQueued: true) else { return [] }
             return [progressCall(snapshot, delta)]

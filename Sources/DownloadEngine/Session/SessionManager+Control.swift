@@ -187,6 +187,8 @@ extension SessionManager {
             let before = task.snapshot.waitingFor
             let snapshot = task.update { state in
                 state.record.options.apply(change)
+                // A running transfer reads its limit per chunk (`RateLimit`): the new one applies now.
+                state.limitIfMade?.own.store(state.record.options.maxBytesPerSecond, ordering: .relaxed)
                 state.wait(on: conditions)
             }
             delegate.optionsChanged(task, snapshot)
@@ -244,7 +246,7 @@ extension SessionManager {
         try await stop(task, reason: .cancel)
         // A resumable upload's resource is deleted on the server (`terminate_on_cancel`).
         if task.record.upload?.resumable?.resource != nil {
-            Task { await UploadRun(task: task, owner: self).terminate() }
+            Task { await UploadRun(task: task, owner: self, start: task.runStart(answers: .none)).terminate() }
         }
     }
 

@@ -96,7 +96,7 @@ extension SessionManager {
             }
             return changes
         }
-        for (task, share) in changes { task.update { $0.groupShare = share } }
+        for (task, share) in changes { task.withState { $0.limit }.share.store(share, ordering: .relaxed) }
     }
 
     /// A run's response has little left to fetch: it stops counting as a transfer, and what
@@ -128,11 +128,11 @@ extension SessionManager {
 
     func run(_ task: DownloadTask, runID: UInt64, connections: Int) async {
         let record = task.record
-        let answers = answers(for: task.id, in: record.sessionID)
+        let start = task.runStart(answers: answers(for: task.id, in: record.sessionID))
         if record.upload != nil {
-            await UploadRun(task: task, owner: self, answers: answers).run()
+            await UploadRun(task: task, owner: self, start: start).run()
         } else {
-            await TransferRun(task: task, owner: self, connections: connections, answers: answers).run()
+            await TransferRun(task: task, owner: self, connections: connections, start: start).run()
         }
         // The scheduler let go of the task when it left running (in `move`); a new run may
         // have started since: its handles are not ours to clear.

@@ -42,7 +42,7 @@ extension SessionManager {
             return snapshot
         case .running, .runEnded, .fileOpened, .followedDocument, .durable, .durableRanges, .durableWhole, .reset,
             .sentWhole, .answered,
-            .confirmed, .replyBodyDelivered, .position, .paced, .sourceReleased, .transaction, .resumed, .retrying,
+            .confirmed, .replyBodyDelivered, .position, .sourceReleased, .transaction, .resumed, .retrying,
             .finished,
             .uploaded, .yielding:
             return take(change, on: task)

@@ -120,8 +120,6 @@ extension TaskChange {
             return .quiet { state in state.record.upload?.newReplyBody = nil }
         case .position(let position):
             return .quiet { $0.bytesWritten = position }
-        case .paced(let rate):
-            return .quiet { $0.pacedRate = rate }
         case .sourceReleased:
             return .quiet { $0.source = nil }
         case .resumed:

@@ -24,10 +24,9 @@ final class TaskRunState: @unchecked Sendable {
     /// The run transferring now, for checkpoints asked from outside (before sleep) and the
     /// scheduler's places.
     var transfer: (any RunHandle)? = nil
-    /// A background transfer's rate now (bytes a second, `BackgroundPacer`); 0: not paced.
-    var pacedRate: UInt64 = 0
-    /// Its share of its group's bandwidth (the group's limit over its running files; 0: none).
-    var groupShare: UInt64 = 0
+    /// Its bandwidth limit now (its own, a background transfer's pace, its group's share): the
+    /// run reads it per chunk without this lock (`RateLimit`).
+    var limit: RateLimit
     /// The descriptor the caller handed over (`StartAt`'s directory, `UploadAt`'s file), while
     /// this daemon holds it. Not kept across a restart.
     var held: HeldDescriptor? = nil
@@ -40,8 +39,9 @@ final class TaskRunState: @unchecked Sendable {
     var io: DispatchQueue? = nil
 
     /// Made with the counters where the task's record left them (its durable offset).
-    init(bytesWritten: Int64) {
+    init(bytesWritten: Int64, ownLimit: UInt64) {
         self.bytesWritten = bytesWritten
         progressDelivered = bytesWritten
+        limit = RateLimit(own: ownLimit)
     }
 }

@@ -49,8 +49,6 @@ enum TaskChange: Sendable {
     /// The run's position is `Int64` from now on (a retry from the durable offset, a recovery,
     /// an upload's attempt from its start, the ranges all in): no event, the next progress says it.
     case position(Int64)
-    /// A background transfer's pace is this many bytes a second (0: not paced).
-    case paced(UInt64)
     /// The file the caller handed over is let go (an upload is done with it).
     case sourceReleased
     /// One request ended, as it went (`GetMetrics`); `source`: the URL or mirror its bytes count for.

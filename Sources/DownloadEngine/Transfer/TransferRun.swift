@@ -14,10 +14,12 @@ import Synchronization
 final class TransferRun: RunHandle {
     let task: DownloadTask
     let owner: any TransferRunOwner
+    /// What the run took of its task when it started (`RunStart`).
+    let start: RunStart
     /// What the task's app answered, taken when the run started (`AppAnswers`).
-    let answers: AppAnswers
+    var answers: AppAnswers { start.answers }
     /// The run's requests out (a stop cancels them all), taken when it started.
-    let requests: RequestsOut
+    var requests: RequestsOut { start.requests }
     let writer: PartialFileWriter
     /// Checkpoints asked for during this run (logged at the end: their cost is a benchmark's figure).
     let checkpoints = Atomic<Int>(0)
@@ -26,15 +28,14 @@ final class TransferRun: RunHandle {
 
     /// `connections`: the places the scheduler granted (at most the task's `connections`;
     /// it may grant more while the run goes on, see `addConnections`).
-    init(task: DownloadTask, owner: any TransferRunOwner, connections: Int = 1, answers: AppAnswers = .none) {
+    init(task: DownloadTask, owner: any TransferRunOwner, connections: Int = 1, start: RunStart) {
         segmentState = NIOLockedValueBox(SegmentState(connections: max(1, connections)))
         self.task = task
         self.owner = owner
-        self.answers = answers
-        requests = task.runRequests
-        let record = task.record
+        self.start = start
+        let record = start.record
         writer = PartialFileWriter(
-            path: record.partialPath, fileAccess: owner.fileAccess(for: task), queue: task.io,
+            path: record.partialPath, fileAccess: owner.fileAccess(for: task), queue: start.io,
             digest: record.options.checksum?.algorithm,
             reuse: { [task] in
                 let record = task.record
@@ -53,9 +54,9 @@ final class TransferRun: RunHandle {
     func run() async {
         owner.apply(.running(self), to: task)
         defer { owner.apply(.runEnded(self), to: task) }
-        let record = task.record
-        let pacing = record.options.background ? Self.startPacing(task, owner: owner) : nil
-        defer { Self.stopPacing(pacing, task, owner: owner) }
+        let record = start.record
+        let pacing = record.options.background ? Self.startPacing(task, owner: owner, start: start) : nil
+        defer { Self.stopPacing(pacing, task, owner: owner, limit: start.limit) }
         var machine = TransferStateMachine(
             url: record.url, credentialsOrigin: record.credentialsOrigin,
             limits: .init(
@@ -64,7 +65,7 @@ final class TransferRun: RunHandle {
             ))
         var action: TransferStateMachine.Action
         // The task waits out a back-off (`TaskChange.retrying`): the next request takes it back.
-        var retrying = task.record.state == .retrying
+        var retrying = record.state == .retrying
         do {
             if let destination = try await publishedBeforeCrash() {
                 owner.logger.info("task \(task.id): was published to \(destination) before a crash")
@@ -287,9 +288,7 @@ final class TransferRun: RunHandle {
                 }
             },
             wrote: { [progressInterval] position in
-                if let deadline = task.wrote(upTo: position, interval: progressInterval) {
-                    owner.events.wroteData(task, at: deadline)
-                }
+                owner.events.wrote(task, upTo: position, interval: progressInterval)
             },
             checkpoint: { [self] position in
                 if let table = segmentState.withLockedValue({ $0.table }) {
@@ -302,7 +301,7 @@ final class TransferRun: RunHandle {
             maxBytesPerSecond: { [self] in
                 // Each connection of a segmented download takes its share of the limit (never 0,
                 // which would mean none).
-                let limit = task.maxBytesPerSecond
+                let limit = start.limit.bytesPerSecond
                 let connections = segmentState.withLockedValue { $0.table == nil ? 1 : $0.connections }
                 return limit == 0 ? 0 : max(1, limit / UInt64(connections))
             }

@@ -62,7 +62,7 @@ struct FileRegions {
     /// Sends the file's bytes in `range`, each region once the connection took the last (its
     /// writer's future).
     func send(
-        _ range: Range<Int64>, through writer: HTTPClient.Body.StreamWriter, on loop: EventLoop, task: DownloadTask
+        _ range: Range<Int64>, through writer: HTTPClient.Body.StreamWriter, on loop: EventLoop, limit: RateLimit
     ) async throws {
         let copy = SourceFile.duplicate(source.descriptor)
         guard copy >= 0 else { throw DownloadError.file("cannot send the file to upload: \(errnoText())") }
@@ -73,16 +73,16 @@ struct FileRegions {
         var offset = range.lowerBound
         let started = NIODeadline.now()
         while offset < range.upperBound {
-            let limit = task.maxBytesPerSecond
             let count = min(
-                Int64(size(limit: limit, sent: offset - range.lowerBound, since: started)), range.upperBound - offset)
+                Int64(size(limit: limit.bytesPerSecond, sent: offset - range.lowerBound, since: started)),
+                range.upperBound - offset)
             guard let region = watch.region(offset..<offset + count) else {
                 throw DownloadError.sourceChanged(
                     path, "it ends at byte \(source.identity?.size ?? 0) of \(recordedSize)")
             }
             offset += count
             try await writer.write(.fileRegion(region)).get()
-            try await pace.hold(after: Int(count)) { task.maxBytesPerSecond }
+            try await pace.hold(after: Int(count)) { limit.bytesPerSecond }
         }
     }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import DownloadModel
 import NIOConcurrencyHelpers
 import NIOCore
@@ -12,7 +13,8 @@ import FileIdentities
 /// file helper on the system bus), written on the task's I/O queue, synced and renamed into
 /// place when the upload finishes, removed when it does not.
 final class ReplyFile: Sendable {
-    private let task: DownloadTask
+    /// The task's I/O queue.
+    private let io: DispatchQueue
     private let access: any FileAccess
     private let partial: String
     private let destination: String
@@ -20,8 +22,8 @@ final class ReplyFile: Sendable {
     /// The partial file, once made (touched only on the task's I/O queue).
     private let opened = NIOLockedValueBox<(descriptor: Int32, identity: FileIdentity, size: Int64)?>(nil)
 
-    init(task: DownloadTask, access: any FileAccess, partial: String, destination: String, mode: UInt32?) {
-        self.task = task
+    init(io: DispatchQueue, access: any FileAccess, partial: String, destination: String, mode: UInt32?) {
+        self.io = io
         self.access = access
         self.partial = partial
         self.destination = destination
@@ -35,7 +37,7 @@ final class ReplyFile: Sendable {
     /// Appends `buffer` (on the I/O queue); the future completes once it is written.
     func append(_ buffer: ByteBuffer, on eventLoop: EventLoop) -> EventLoopFuture<Void> {
         let promise = eventLoop.makePromise(of: Void.self)
-        task.io.async { [self] in
+        io.async { [self] in
             promise.completeWith(Result { try write(buffer) })
         }
         return promise.futureResult
@@ -43,7 +45,7 @@ final class ReplyFile: Sendable {
 
     /// Syncs the file and renames it to the destination (an empty file for an empty reply).
     func publish() async throws {
-        try await task.onIOQueue { [self] in
+        try await io.perform { [self] in
             let file = try openIfNeeded()
             guard fdatasync(file.descriptor) == 0 else {
                 throw DownloadError.file("cannot sync the reply file: \(errnoText())")
@@ -54,7 +56,7 @@ final class ReplyFile: Sendable {
 
     /// Removes the partial file (an upload that did not finish, or a reply before a retry).
     func discard() async {
-        try? await task.onIOQueue { [self] in
+        try? await io.perform { [self] in
             if let descriptor = opened.withLockedValue({ file -> Int32? in
                 defer { file = nil }
                 return file?.descriptor

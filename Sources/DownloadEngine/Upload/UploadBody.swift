@@ -5,7 +5,7 @@ import NIOCore
 /// An upload's request body, streamed from its file: the form's head, the file's bytes read on
 /// the task's I/O queue a chunk at a time (each written once the connection took the last: its
 /// future is the backpressure), the form's end. The bandwidth limit (the task's own, a
-/// background transfer's pace, its group's share: `DownloadTask.maxBytesPerSecond`, read per
+/// background transfer's pace, its group's share: `RateLimit`, read per
 /// chunk) holds the next chunk back. A file that ends before the size recorded at `Upload`
 /// ends the body with `SourceChanged`. On a plain `http://` connection the file's bytes go as
 /// file regions instead (`FileRegions`: the kernel copies them from the page cache to the socket
@@ -30,13 +30,13 @@ enum UploadBody {
     /// a streamed body whose response ended before the stream's end was seen leaves its pooled
     /// connection waiting for ever (1 MiB replies over kept-alive connections:
     /// Benchmarks/RESULTS.md, "Kept replies"). A file shorter than recorded is `SourceChanged`.
-    static func whole(_ spec: UploadSpec, from source: SourceFile, task: DownloadTask) async throws -> HTTPClient.Body?
+    static func whole(_ spec: UploadSpec, from source: SourceFile, run start: RunStart) async throws -> HTTPClient.Body?
     {
-        guard spec.bodyLength <= wholeLimit, task.maxBytesPerSecond == 0, !task.record.options.background else {
+        guard spec.bodyLength <= wholeLimit, start.limit.bytesPerSecond == 0, !start.record.options.background else {
             return nil
         }
         let size = spec.identity.size
-        var file = try await task.onIOQueue { try source.read(Int(size), at: 0) }
+        var file = try await start.io.perform { try source.read(Int(size), at: 0) }
         guard Int64(file.readableBytes) == size else {
             throw DownloadError.sourceChanged(spec.source, "it ends at byte \(file.readableBytes) of \(size)")
         }
@@ -49,8 +49,9 @@ enum UploadBody {
     /// The whole body, sent to `url`; or, with `range`, only those bytes of the file (a resumable
     /// upload's part: no form around it).
     static func make(
-        _ spec: UploadSpec, from source: SourceFile, task: DownloadTask, to url: String, range: Range<Int64>? = nil
+        _ spec: UploadSpec, from source: SourceFile, run start: RunStart, to url: String, range: Range<Int64>? = nil
     ) -> HTTPClient.Body {
+        let (io, limit) = (start.io, start.limit)
         let prefix = range == nil ? spec.bodyPrefix : [], suffix = range == nil ? spec.bodySuffix : []
         let first = range?.lowerBound ?? 0, size = range?.upperBound ?? spec.identity.size, path = spec.source
         let length = range.map { $0.upperBound - $0.lowerBound } ?? spec.bodyLength
@@ -63,7 +64,7 @@ enum UploadBody {
                     if !prefix.isEmpty { try await writer.write(.byteBuffer(ByteBuffer(bytes: prefix))).get() }
                     if regions, FileRegions.canSend(from: source) {
                         let sender = FileRegions(source: source, path: path, recordedSize: spec.identity.size)
-                        try await sender.send(first..<size, through: writer, on: loop, task: task)
+                        try await sender.send(first..<size, through: writer, on: loop, limit: limit)
                         if !suffix.isEmpty { try await writer.write(.byteBuffer(ByteBuffer(bytes: suffix))).get() }
                         return
                     }
@@ -76,9 +77,9 @@ enum UploadBody {
                         guard start < size else { return nil }
                         let chunk = limit == 0 ? largestChunk : paced(limit, ceiling: largestChunk)
                         let count = Int(min(Int64(chunk), size - start))
-                        return Task { try await task.onIOQueue { try source.read(count, at: start) } }
+                        return Task { try await io.perform { try source.read(count, at: start) } }
                     }
-                    var next = read(at: first, limit: task.maxBytesPerSecond)
+                    var next = read(at: first, limit: limit.bytesPerSecond)
                     while let reading = next {
                         let buffer = try await reading.value
                         guard buffer.readableBytes > 0 else {
@@ -86,11 +87,10 @@ enum UploadBody {
                                 path, "it ends at byte \(offset) of \(spec.identity.size)")
                         }
                         offset += Int64(buffer.readableBytes)
-                        let limit = task.maxBytesPerSecond
-                        next = read(at: offset, limit: limit)
+                        next = read(at: offset, limit: limit.bytesPerSecond)
                         do {
                             try await writer.write(.byteBuffer(buffer)).get()
-                            try await pace.hold(after: buffer.readableBytes) { task.maxBytesPerSecond }
+                            try await pace.hold(after: buffer.readableBytes) { limit.bytesPerSecond }
                         } catch {
                             next?.cancel()
                             throw error

@@ -347,7 +347,7 @@ extension UploadRun {
             if state.creationWithUpload, size > 0, size <= TusRules.chunkSize {
                 let part = 0..<size
                 try await addPart(part, of: spec, state, source: source, to: &headers)
-                body = UploadBody.make(spec, from: source, task: task, to: url, range: part)
+                body = UploadBody.make(spec, from: source, run: start, to: url, range: part)
             }
         }
         let result = try await request(method, url, headers, body: body)
@@ -397,7 +397,7 @@ extension UploadRun {
     ) async throws {
         headers.replaceOrAdd(name: "Content-Type", value: TusRules.appendType)
         guard let algorithm = state.checksum else { return }
-        let bytes = try await task.onIOQueue {
+        let bytes = try await start.io.perform {
             try source.read(Int(part.upperBound - part.lowerBound), at: part.lowerBound)
         }
         guard bytes.readableBytes == Int(part.upperBound - part.lowerBound) else {
@@ -420,7 +420,7 @@ extension UploadRun {
             // The rest in one request: the server keeps what it got of it when it is cut.
             var headers = headers(to: resource)
             IETFUploadRules.append(&headers, version: state.version, offset: start)
-            let body = UploadBody.make(spec, from: source, task: task, to: resource, range: start..<size)
+            let body = UploadBody.make(spec, from: source, run: self.start, to: resource, range: start..<size)
             let result = try await request("PATCH", resource, headers, body: body, base: start, reply: reply)
             let complete = IETFUploadRules.complete(result.headers)
             switch result.status {
@@ -450,7 +450,7 @@ extension UploadRun {
                 TusRules.mark(&headers)
                 headers.replaceOrAdd(name: "Upload-Offset", value: String(offset))
                 try await addPart(part, of: spec, state, source: source, to: &headers)
-                let body = UploadBody.make(spec, from: source, task: task, to: resource, range: part)
+                let body = UploadBody.make(spec, from: source, run: self.start, to: resource, range: part)
                 let result = try await request("PATCH", resource, headers, body: body, base: offset)
                 switch result.status {
                 case 200...299:

@@ -25,16 +25,17 @@ import ShownText
 final class UploadRun: Sendable {
     let task: DownloadTask
     let owner: any TransferRunOwner
+    /// What the run took of its task when it started (`RunStart`).
+    let start: RunStart
     /// What the task's app answered, taken when the run started (`AppAnswers`).
-    let answers: AppAnswers
+    var answers: AppAnswers { start.answers }
     /// The run's requests out (a stop cancels them all), taken when it started.
-    let requests: RequestsOut
+    var requests: RequestsOut { start.requests }
 
-    init(task: DownloadTask, owner: any TransferRunOwner, answers: AppAnswers = .none) {
+    init(task: DownloadTask, owner: any TransferRunOwner, start: RunStart) {
         self.task = task
         self.owner = owner
-        self.answers = answers
-        requests = task.runRequests
+        self.start = start
     }
 
     var stopReason: DownloadTask.StopReason? { task.stopReason }
@@ -47,15 +48,16 @@ final class UploadRun: Sendable {
     }
 
     func run() async {
-        let record = task.record
+        let record = start.record
         guard let spec = record.upload else {
             return await failed(.internalError("a download was given to the upload run"), reply: nil, file: nil)
         }
-        let pacing = record.options.background ? TransferRun.startPacing(task, owner: owner) : nil
-        defer { TransferRun.stopPacing(pacing, task, owner: owner) }
+        let pacing = record.options.background ? TransferRun.startPacing(task, owner: owner, start: start) : nil
+        defer { TransferRun.stopPacing(pacing, task, owner: owner, limit: start.limit) }
         let replyFile = spec.replyDestination.map { destination in
             ReplyFile(
-                task: task, access: owner.fileAccess(for: task), partial: record.partialPath, destination: destination,
+                io: start.io, access: owner.fileAccess(for: task), partial: record.partialPath,
+                destination: destination,
                 mode: record.fileMode
             )
         }
@@ -144,7 +146,7 @@ final class UploadRun: Sendable {
     /// with the body, the service's retry policy and redirect limit.
     func uploadMachine(_ spec: UploadSpec) -> TransferStateMachine {
         TransferStateMachine(
-            url: task.record.url, credentialsOrigin: task.record.credentialsOrigin,
+            url: start.record.url, credentialsOrigin: start.record.credentialsOrigin,
             limits: .init(
                 retry: owner.configuration.retry, maxRedirects: owner.configuration.maxRedirects,
                 maxRestarts: owner.configuration.retry.maxAttempts),
@@ -296,8 +298,8 @@ final class UploadRun: Sendable {
         if let source {
             do {
                 body =
-                    try await UploadBody.whole(spec, from: source, task: task)
-                    ?? UploadBody.make(spec, from: source, task: task, to: url)
+                    try await UploadBody.whole(spec, from: source, run: start)
+                    ?? UploadBody.make(spec, from: source, run: start, to: url)
             } catch {
                 return .failed(DownloadError.classify(error), reply: nil)
             }
@@ -371,7 +373,8 @@ final class UploadRun: Sendable {
                     bodySent: bodyLength), lost: .interrupted("")
             ) != nil
         let delegate = UploadDelegate(
-            settings: .of(record.options, owner.configuration), limit: { [task] in task.maxBytesPerSecond },
+            settings: .of(record.options, owner.configuration),
+            limit: { [limit = start.limit] in limit.bytesPerSecond },
             headOnly: probe != nil,
             bodyLength: bodyLength,
             sent: { [task, self] sent in
@@ -384,9 +387,7 @@ final class UploadRun: Sendable {
                     marks.withLockedValue { $0.marking = mark }
                 }
                 guard sent > 0 else { return }
-                if let deadline = task.wrote(upTo: base + sent, interval: interval) {
-                    owner.events.wroteData(task, at: deadline)
-                }
+                owner.events.wrote(task, upTo: base + sent, interval: interval)
                 if base + sent >= short,
                     !marks.withLockedValue({ marked in
                         defer { marked.short = true }; return marked.short
@@ -463,7 +464,7 @@ final class UploadRun: Sendable {
             }
             return SourceFile(owning: fd)
         }
-        if let held = task.heldSource { return held }
+        if let held = start.held { return held }
         guard spec.reopensByPath else {
             throw DownloadError.file(
                 "\(spec.source) was handed over as a descriptor, which the service no longer holds (it restarted); "
@@ -472,7 +473,7 @@ final class UploadRun: Sendable {
         }
         let access = owner.fileAccess(for: task)
         let path = spec.source
-        let fd = try await task.onIOQueue { try access.openForReading(path) }
+        let fd = try await start.io.perform { try access.openForReading(path) }
         return SourceFile(owning: fd)
     }
 

@@ -254,7 +254,7 @@ final class GroupTests: EngineTestCase {
             let running = manager.groupTasks(group.id).filter { $0.state == .running }
             most = max(most, running.count)
             if running.count == 2 {
-                for task in running { shares.insert(try manager.task(task.id).maxBytesPerSecond) }
+                for task in running { shares.insert(try manager.task(task.id).withState { $0.limit }.bytesPerSecond) }
             }
             try await Task.sleep(for: .milliseconds(5))
         }

@@ -26,7 +26,7 @@ final class TransferRunTests: RunTestCase {
 
     /// Runs `task` to its end and waits for its events to reach the observer.
     func run(_ task: DownloadTask) async {
-        await TransferRun(task: task, owner: owner).run()
+        await TransferRun(task: task, owner: owner, start: task.runStart(answers: .none)).run()
         await owner.events.eventsDelivered(after: task)
     }
 
@@ -80,7 +80,7 @@ final class TransferRunTests: RunTestCase {
         route.bytesPerSecond = 400_000
         server.set("/slow", route)
         let task = runningTask("/slow")
-        let run = TransferRun(task: task, owner: owner)
+        let run = TransferRun(task: task, owner: owner, start: task.runStart(answers: .none))
         let runner = Task { await run.run() }
         let deadline = ContinuousClock.now + .seconds(20)
         while task.snapshot.bytesWritten < 100_000, ContinuousClock.now < deadline {

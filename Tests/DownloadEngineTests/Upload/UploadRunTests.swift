@@ -37,7 +37,7 @@ final class UploadRunTests: RunTestCase {
     }
 
     func run(_ task: DownloadTask) async {
-        await UploadRun(task: task, owner: owner).run()
+        await UploadRun(task: task, owner: owner, start: task.runStart(answers: .none)).run()
         await owner.events.eventsDelivered(after: task)
     }
 

@@ -4,21 +4,22 @@ import ProxyRules
 
 /// A background transfer (option `background`) paced by `BackgroundPacer`: four times a second
 /// the delay to the first hop (`DelayProbe`: the proxy when there is one, else the server) and
-/// what the transfer received give a rate, which `DownloadTask.maxBytesPerSecond` applies to
+/// what the transfer received give a rate, which the task's `RateLimit` applies to
 /// every connection of the task together. `WaitingFor` says `yielding` while it gives way.
 /// An upload is paced the same way (what it sent is its `bytesWritten`).
 extension TransferRun {
     static let pacingStep = 0.25
 
-    static func startPacing(_ task: DownloadTask, owner: any TransferRunOwner) -> Task<Void, Never> {
+    static func startPacing(_ task: DownloadTask, owner: any TransferRunOwner, start: RunStart) -> Task<Void, Never> {
         // Paced from the first byte, at the pacer's starting rate.
-        owner.apply(.paced(UInt64(BackgroundPacer().rate)), to: task)
+        let limit = start.limit
+        limit.paced.store(UInt64(BackgroundPacer().rate), ordering: .relaxed)
         return Task.detached {
             // The probes obey --deny-network as the transfer does: no handshake with a denied address.
-            let denied = task.record.owner == 0 ? [] : owner.configuration.deniedNetworks
+            let denied = start.record.owner == 0 ? [] : owner.configuration.deniedNetworks
             guard
                 let (host, port) = TransferRun.firstHop(
-                    of: task.record, environment: owner.configuration.proxyEnvironment),
+                    of: start.record, environment: owner.configuration.proxyEnvironment),
                 let address = NetworkRange.parse(host) != nil
                     ? host : try? await AddressResolver.resolve(host, port: port).first,
                 !denied.contains(where: { $0.contains(address) })
@@ -43,7 +44,7 @@ extension TransferRun {
                 lastTime = now
                 let wasYielding = pacer.yielding
                 let rate = pacer.observe(delay: delay, throughput: throughput, now: TransferRun.seconds(now - start))
-                owner.apply(.paced(rate), to: task)
+                limit.paced.store(rate, ordering: .relaxed)
                 if pacer.yielding != wasYielding { owner.apply(.yielding(pacer.yielding), to: task) }
                 try? await Task.sleep(
                     until: stepStart + .milliseconds(Int(TransferRun.pacingStep * 1000)), clock: clock)
@@ -51,10 +52,12 @@ extension TransferRun {
         }
     }
 
-    static func stopPacing(_ pacing: Task<Void, Never>?, _ task: DownloadTask, owner: any TransferRunOwner) {
+    static func stopPacing(
+        _ pacing: Task<Void, Never>?, _ task: DownloadTask, owner: any TransferRunOwner, limit: RateLimit
+    ) {
         guard let pacing else { return }
         pacing.cancel()
-        owner.apply(.paced(0), to: task)
+        limit.paced.store(0, ordering: .relaxed)
         owner.apply(.yielding(false), to: task)
     }
 
