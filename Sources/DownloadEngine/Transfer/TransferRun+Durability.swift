@@ -246,9 +246,10 @@ extension TransferRun {
 
     // MARK: After a crash; resets
 
-    /// See `TransferFinalizer.publishedBeforeCrash`; asked only of a task that opened a file before.
+    /// See `TransferFinalizer.publishedBeforeCrash`; asked only of a task that opened a file
+    /// before. At the run's start: its record is the one it started with.
     func publishedBeforeCrash() async throws -> String? {
-        let record = task.record
+        let record = start.record
         guard record.partialFile != nil else { return nil }
         let finalizer = owner.finalizer(for: task)
         return try await writer.perform { _ in try finalizer.publishedBeforeCrash(record) }
@@ -256,11 +257,13 @@ extension TransferRun {
 
     /// Opens the partial file when it should hold bytes and drops what a crash left past the
     /// last checkpoint; a file shorter than its checkpoint lost data and starts from zero.
-    /// Returns the offset to continue from.
+    /// Returns the offset to continue from. At the run's start, from the record it started with
+    /// (nothing but the file's opening has changed it since).
     func recover() async throws -> Int64 {
-        let durable = task.record.durableOffset
-        if let segments = task.record.segments {
-            return try await recoverSegments(segments, length: task.record.expectedLength)
+        let record = start.record
+        let durable = record.durableOffset
+        if let segments = record.segments {
+            return try await recoverSegments(segments, length: record.expectedLength)
         }
         guard durable > 0 else {
             owner.apply(.position(0), to: task)

@@ -69,7 +69,6 @@ final class TransferRun: RunHandle {
         do {
             if let destination = try await publishedBeforeCrash() {
                 owner.logger.info("task \(task.id): was published to \(destination) before a crash")
-                let record = task.record
                 return finished(
                     at: destination, length: record.expectedLength >= 0 ? record.expectedLength : record.durableOffset)
             }

@@ -222,10 +222,10 @@ extension UploadRun {
     /// `OPTIONS` at the task's URL: tus, the IETF draft, or (nil) neither; `ietf` is taken as
     /// asked, without asking.
     private func discover(_ spec: UploadSpec) async -> Result<ResumableUpload?, Detour> {
-        let url = task.record.url
+        let url = start.record.url
         let version = spec.ietfVersion ?? IETFUploadRules.newest
         if spec.requestedProtocol == .ietf { return .success(ResumableUpload(kind: .ietf, version: version)) }
-        let plainKey = PlainServers.key(url, for: task.record)
+        let plainKey = PlainServers.key(url, for: start.record)
         if spec.requestedProtocol == .auto, let plainKey, PlainServers.shared.isPlain(plainKey) { return .success(nil) }
         var headers = headers(to: url)
         headers.replaceOrAdd(name: IETFUploadRules.versionHeader, value: String(version))
@@ -320,7 +320,7 @@ extension UploadRun {
         _ spec: UploadSpec, _ known: ResumableUpload, source: SourceFile
     ) async throws -> (ResumableUpload, Int64) {
         var state = known
-        let url = task.record.url
+        let url = start.record.url
         let size = spec.identity.size
         var headers = headers(to: url)
         var body: HTTPClient.Body?
@@ -491,7 +491,7 @@ extension UploadRun {
     /// `DELETE` of the upload resource after `Cancel` (`terminate_on_cancel`, and tus's
     /// `termination`): the server frees what it holds. Best effort, within 10 s.
     func terminate() async {
-        guard let spec = task.record.upload, spec.terminateOnCancel ?? true,
+        guard let spec = start.record.upload, spec.terminateOnCancel ?? true,
             let state = spec.resumable, state.termination, let resource = state.resource
         else { return }
         var headers = headers(to: resource)

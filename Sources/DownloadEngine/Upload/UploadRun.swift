@@ -267,7 +267,7 @@ final class UploadRun: Sendable {
         )
         // As a download's (`Challenge.asked`, one mapping for both).
         guard let challenge = Challenge.asked(by: result.status, headers: result.headers) else { return failure }
-        return failure.asking(challenge.at(url ?? task.record.url))
+        return failure.asking(challenge.at(url ?? start.record.url))
     }
 
     // MARK: One attempt
