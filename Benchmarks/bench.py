@@ -7,7 +7,7 @@ processes. Runs are alternated between tools, `sync` before each; figures are me
 number of runs, and ratios against the reference measured in the same run (the machine is
 shared and noisy). Prints a table and writes Benchmarks/RESULTS.md. Asserts nothing.
 
-    Benchmarks/bench.py [--runs N] [--sections single,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors,upload,queued] [--queued N]
+    Benchmarks/bench.py [--runs N] [--sections single,tls,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors,upload,queued] [--queued N]
 """
 import argparse
 import hashlib
@@ -75,7 +75,7 @@ class Nginx:
 
     def __init__(self, work, prefix=()):
         """`prefix`: a command nginx runs under (`ip netns exec NS`: inside a network namespace)."""
-        self.work, self.port, self.tls_port = work, free_port(), free_port()
+        self.work, self.port, self.tls_port, self.tls1_port = work, free_port(), free_port(), free_port()
         # Three mirrors of www, each its own server, at 6, 3 and 1 MB/s per connection, and a
         # fourth at 3 MB/s serving www-corrupt (files of the same length with wrong bytes). Each
         # logs the body bytes it sent, to count what a download fetched twice.
@@ -102,6 +102,8 @@ http {{ access_log off; log_format sent '$body_bytes_sent'; sendfile on; tcp_nop
     location /limited/ {{ alias {self.www}/; limit_rate 5m; }}
     location /stall/ {{ alias {self.www}/; limit_rate 1k; }} }}
   server {{ listen 127.0.0.1:{self.tls_port} ssl http2; root {self.www};
+    ssl_certificate {work}/server.pem; ssl_certificate_key {work}/server.key; }}
+  server {{ listen 127.0.0.1:{self.tls1_port} ssl; root {self.www};
     ssl_certificate {work}/server.pem; ssl_certificate_key {work}/server.key; }}
 {mirrors}}}
 """)
@@ -146,6 +148,10 @@ http {{ access_log off; log_format sent '$body_bytes_sent'; sendfile on; tcp_nop
     def tls_url(self, name):
         """The same file over HTTPS, HTTP/2 offered by ALPN."""
         return f"https://127.0.0.1:{self.tls_port}/{name}"
+
+    def tls1_url(self, name):
+        """The same file over HTTPS from a server that offers HTTP/1.1 alone."""
+        return f"https://127.0.0.1:{self.tls1_port}/{name}"
 
     def file(self, name, size):
         path = os.path.join(self.www, name)
@@ -439,6 +445,59 @@ def section_single(nginx, work, disk, runs):
                        f"≤ 2× curl's CPU: {cpu_ratio:.2f}× ({'met' if cpu_ratio <= 2 else 'not met'}); "
                        f"on disk never slower than curl -o: {disk:.2f}× ({'met' if disk >= 1 else 'not met'}; "
                        f"{durable:.2f}× of curl -o followed by the sync the service does).")
+    return table
+
+
+def section_tls(nginx, work, runs, size=GiB):
+    """Issue 77: one large file over HTTPS (TLS 1.3 from nginx, the benchmark's CA given to both
+    tools), HTTP/1.1 from a server that offers it alone and HTTP/2 from one that offers both, the
+    service against curl doing the same work (`curl --http1.1 -o` / `curl --http2 -o` into the
+    same tmpfs), alternated within each run."""
+    nginx.file("tls.bin", size)
+    source = os.path.join(nginx.www, "tls.bin")
+    shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
+    service = Service(os.path.join(work, "tls"), ["--ca-file", nginx.ca])
+    cases = {"svc-h1": nginx.tls1_url("tls.bin"), "curl-h1": nginx.tls1_url("tls.bin"),
+             "svc-h2": nginx.tls_url("tls.bin"), "curl-h2": nginx.tls_url("tls.bin")}
+    results = {k: [] for k in cases}
+    try:
+        for run in range(runs):
+            for case, url in cases.items():
+                target = os.path.join(shm, f"{case}.bin")
+                if case.startswith("svc"):
+                    wall, cpu, rss, _ = service.download(url, target)
+                else:
+                    version = "--http1.1" if case.endswith("h1") else "--http2"
+                    wall, cpu, rss = tool(["curl", "-sS", version, "--cacert", nginx.ca, "-o", target, url])
+                if not same(source, target):
+                    sys.exit(f"{case}: the bytes differ")
+                os.unlink(target)
+                results[case].append((wall, cpu, rss))
+                print(f"  tls run {run + 1}/{runs} {case:8} {wall:6.2f} s {cpu:6.2f} CPU s {rss:7.1f} MiB", flush=True)
+    finally:
+        service.stop()
+        shutil.rmtree(shm, ignore_errors=True)
+        os.unlink(source)
+    table = Table(f"HTTPS, {size // MiB} MiB from nginx (TLS 1.3) into tmpfs", "")
+    names = {"svc-h1": "service, HTTP/1.1", "curl-h1": "curl --http1.1 -o", "svc-h2": "service, HTTP/2", "curl-h2": "curl --http2 -o"}
+    targets = []
+    for case, values in results.items():
+        versus = ""
+        if case.startswith("svc"):
+            ref = results["curl" + case[3:]]
+            speed = [rw / w for (w, _, _), (rw, _, _) in zip(values, ref)]
+            cpu_ratio = [c / max(rc, 0.01) for (_, c, _), (_, rc, _) in zip(values, ref)]
+            versus = (f"speed {median(speed):.2f}× ({min(speed):.2f}–{max(speed):.2f}), "
+                      f"CPU {median(cpu_ratio):.2f}× ({min(cpu_ratio):.2f}–{max(cpu_ratio):.2f}) of {names['curl' + case[3:]]}")
+            limit = 1.1 if case == "svc-h1" else 1.2
+            met = median(speed) >= 1.0 and median(cpu_ratio) <= limit
+            targets.append(f"{names[case]} ≥ 1.0× curl's speed at ≤ {limit}× its CPU: {median(speed):.2f}×, "
+                           f"{median(cpu_ratio):.2f}× ({'met' if met else 'not met'})")
+        table.add(names[case], len(values), fmt([v[0] for v in values]), fmt([v[1] for v in values]),
+                  fmt([v[2] for v in values], 1), versus)
+    mbps = {case: median([size / MiB / v[0] for v in values]) for case, values in results.items()}
+    table.notes.append("MiB/s (medians): " + ", ".join(f"{names[c]} {mbps[c]:.0f}" for c in results) + ".")
+    table.notes.append("Targets: " + "; ".join(targets) + ".")
     return table
 
 
@@ -1454,7 +1513,7 @@ def section_memory(nginx, work):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--sections", default="single,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors,upload,queued")
+    parser.add_argument("--sections", default="single,tls,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors,upload,queued")
     parser.add_argument("--tasks", type=int, default=10000)
     parser.add_argument("--queued", type=int, default=100_000, help="tasks of the queued section")
     parser.add_argument("--client", help=argparse.SUPPRESS)  # a bus address: run start_many on --jobs, print the wall time
@@ -1480,6 +1539,8 @@ def main():
         sections = args.sections.split(",")
         if "single" in sections:
             tables.append(section_single(nginx, work, disk, args.runs))
+        if "tls" in sections:
+            tables.append(section_tls(nginx, work, args.runs))
         if "limited" in sections:
             tables.append(section_limited(nginx, work, disk, max(1, min(args.runs, 3))))
         if "scale" in sections:
