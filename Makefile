@@ -10,7 +10,8 @@ SHELL := /bin/bash
 # whose reads never answer, as a hung network mount does).
 DEBIAN_PACKAGES := libdbus-1-dev libglib2.0-dev libglib2.0-bin libsqlite3-dev libxml2-dev pkg-config dbus python3-dbus python3-gi python3-dbusmock python3-hypothesis \
 	systemd curl ca-certificates procps passwd nginx-light openssl tinyproxy microsocks iproute2 \
-	bubblewrap xdg-dbus-proxy python3-fusepy python3-pip python3-tuspy lighttpd lighttpd-mod-webdav apache2-bin attr
+	bubblewrap xdg-dbus-proxy python3-fusepy python3-pip python3-tuspy lighttpd lighttpd-mod-webdav apache2-bin attr \
+	nghttp2-server
 # Building the .deb.
 DEB_PACKAGES := dpkg-dev debhelper lintian fakeroot
 # Reference tools of the benchmarks only.

@@ -204,7 +204,8 @@ let package = Package(
             dependencies: [
                 "DownloadModel", "DownloadEngine", "FileIdentities", "Metalink", "ProxyRules", "TestHTTPServer", "TestSupport",
                 "UserFiles", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
             ]),
         .testTarget(name: "DownloadStoreTests", dependencies: [
             "DownloadStore", "DownloadModel", "DownloadEngine", "TestSupport", "ProxyRules", .product(name: "GRDB", package: "GRDB.swift"),

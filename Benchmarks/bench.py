@@ -7,7 +7,7 @@ processes. Runs are alternated between tools, `sync` before each; figures are me
 number of runs, and ratios against the reference measured in the same run (the machine is
 shared and noisy). Prints a table and writes Benchmarks/RESULTS.md. Asserts nothing.
 
-    Benchmarks/bench.py [--runs N] [--sections single,tls,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors,upload,queued] [--queued N]
+    Benchmarks/bench.py [--runs N] [--sections single,tls,delay,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors,upload,queued] [--queued N]
 """
 import argparse
 import hashlib
@@ -498,6 +498,69 @@ def section_tls(nginx, work, runs, size=GiB):
     mbps = {case: median([size / MiB / v[0] for v in values]) for case, values in results.items()}
     table.notes.append("MiB/s (medians): " + ", ".join(f"{names[c]} {mbps[c]:.0f}" for c in results) + ".")
     table.notes.append("Targets: " + "; ".join(targets) + ".")
+    return table
+
+
+def section_delay(nginx, work, runs, size=128 * MiB, delays=(20, 50)):
+    """Issue 77: the same HTTPS file through a relay that holds each chunk `delay` ms each way
+    (Benchmarks/delay-relay.py: a link of twice that round trip, no bandwidth limit), HTTP/1.1 and
+    HTTP/2, the service against curl, alternated. What it shows is how much each keeps in flight:
+    HTTP/2's windows are end to end."""
+    nginx.file("delay.bin", size)
+    source = os.path.join(nginx.www, "delay.bin")
+    shm = tempfile.mkdtemp(prefix="bench-", dir="/dev/shm")
+    service = Service(os.path.join(work, "delay"), ["--ca-file", nginx.ca])
+    relays, urls = [], {}
+    names = {"svc-h1": "service, HTTP/1.1", "curl-h1": "curl --http1.1 -o", "svc-h2": "service, HTTP/2", "curl-h2": "curl --http2 -o"}
+    results = {}
+    try:
+        for delay in delays:
+            for version, port in (("h1", nginx.tls1_port), ("h2", nginx.tls_port)):
+                listen = free_port()
+                relay = subprocess.Popen([sys.executable, os.path.join(ROOT, "Benchmarks/delay-relay.py"), str(listen), str(port), str(delay)],
+                                         stdout=subprocess.PIPE, text=True)
+                relays.append(relay)
+                if relay.stdout.readline().strip() != "ready":
+                    sys.exit("delay-relay.py did not start")
+                urls[(delay, version)] = f"https://127.0.0.1:{listen}/delay.bin"
+        for run in range(runs):
+            for delay in delays:
+                for case in names:
+                    url = urls[(delay, case[-2:])]
+                    target = os.path.join(shm, f"{case}.bin")
+                    if case.startswith("svc"):
+                        wall, cpu, rss, _ = service.download(url, target)
+                    else:
+                        version = "--http1.1" if case.endswith("h1") else "--http2"
+                        wall, cpu, rss = tool(["curl", "-sS", version, "--cacert", nginx.ca, "-o", target, url])
+                    if not same(source, target):
+                        sys.exit(f"{case} through {delay} ms: the bytes differ")
+                    os.unlink(target)
+                    results.setdefault((delay, case), []).append((wall, cpu, rss))
+                    print(f"  delay run {run + 1}/{runs} {delay} ms {case:8} {wall:6.2f} s {cpu:6.2f} CPU s", flush=True)
+    finally:
+        for relay in relays:
+            relay.terminate()
+            relay.wait()
+        service.stop()
+        shutil.rmtree(shm, ignore_errors=True)
+        os.unlink(source)
+    table = Table(f"HTTPS through a delay, {size // MiB} MiB (Benchmarks/delay-relay.py, each chunk held the same each way)", "")
+    targets = []
+    for delay in delays:
+        for case in names:
+            values = results[(delay, case)]
+            mbps = median([size / 1e6 / v[0] for v in values])
+            versus = f"{mbps:.0f} MB/s"
+            if case.startswith("svc"):
+                ref = results[(delay, "curl" + case[3:])]
+                speed = [rw / w for (w, _, _), (rw, _, _) in zip(values, ref)]
+                versus += f"; speed {median(speed):.2f}× ({min(speed):.2f}–{max(speed):.2f}) of {names['curl' + case[3:]]}"
+                if delay == delays[0]:
+                    targets.append(f"{names[case]} ≥ 1.0× curl: {median(speed):.2f}× ({'met' if median(speed) >= 1 else 'not met'})")
+            table.add(f"{delay} ms each way ({2 * delay} ms round trip), {names[case]}", len(values), fmt([v[0] for v in values]),
+                      fmt([v[1] for v in values]), fmt([v[2] for v in values], 1), versus)
+    table.notes.append(f"Targets at {delays[0]} ms each way: " + "; ".join(targets) + ".")
     return table
 
 
@@ -1513,7 +1576,7 @@ def section_memory(nginx, work):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--sections", default="single,tls,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors,upload,queued")
+    parser.add_argument("--sections", default="single,tls,delay,limited,scale,overheads,memory,chunks,small,background,checksum,mirrors,upload,queued")
     parser.add_argument("--tasks", type=int, default=10000)
     parser.add_argument("--queued", type=int, default=100_000, help="tasks of the queued section")
     parser.add_argument("--client", help=argparse.SUPPRESS)  # a bus address: run start_many on --jobs, print the wall time
@@ -1541,6 +1604,8 @@ def main():
             tables.append(section_single(nginx, work, disk, args.runs))
         if "tls" in sections:
             tables.append(section_tls(nginx, work, args.runs))
+        if "delay" in sections:
+            tables.append(section_delay(nginx, work, max(1, min(args.runs, 3))))
         if "limited" in sections:
             tables.append(section_limited(nginx, work, disk, max(1, min(args.runs, 3))))
         if "scale" in sections:

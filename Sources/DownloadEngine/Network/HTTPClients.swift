@@ -123,11 +123,13 @@ final class HTTPClients: Sendable {
         separateClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: separate)
     }
 
-    /// What every client's connections are given: the watch, and reads that may grow (`ReceiveBuffer`).
+    /// What every client's connections are given: the watch, reads that may grow (`ReceiveBuffer`)
+    /// and, over HTTP/2, windows as wide as a long link needs (`HTTP2Windows`).
     private static func prepare(_ configuration: inout HTTPClient.Configuration, watch: ConnectionWatch, proxied: Bool)
     {
         watch.install(in: &configuration, proxied: proxied)
         ReceiveBuffer.install(in: &configuration)
+        HTTP2Windows.install(in: &configuration)
     }
 
     /// The shared client of `kind`.
