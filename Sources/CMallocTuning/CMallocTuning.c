@@ -7,9 +7,15 @@
 /// first allocates, so a setting made later from Swift's code, already on a thread of the pool,
 /// comes too late for that one).
 ///
-/// - Blocks of 1 MiB and more are mapped and unmapped (returned when freed): by default glibc
+/// - Blocks of 4 MiB and more are mapped and unmapped (returned when freed): by default glibc
 ///   raises its mmap threshold after the first large block is freed, so a 20 MB message a caller
-///   sent stays in the heap of whichever thread's arena read it.
+///   sent stays in the heap of whichever thread's arena read it. Not lower: NIOSSL decrypts each
+///   read into a buffer that grows past 1 MiB and is copied afresh while the last one is still
+///   being written, so at a 1 MiB threshold every read of an HTTPS download mapped new pages and
+///   the kernel zeroed them (a fifth of the daemon's CPU under `NIOSSLHandler.doDecodeData`);
+///   at 4 MiB they are reused from the heap: 1 GiB over HTTPS in 1.2 s at 1.3 CPU s instead of
+///   1.8 s at 2.2, for 6 MiB more just after 100,000 tasks were queued (Benchmarks/RESULTS.md,
+///   "HTTPS at curl's cost").
 /// - Up to 8 MiB free at the top of a heap is kept, so the receive buffers of every transfer are
 ///   reused without page faults.
 /// - One arena for every thread. Each thread's arena otherwise keeps the freed memory of the work
@@ -24,7 +30,7 @@ static int tuned;
 
 __attribute__((constructor)) static void downloadsd_tune_malloc(void) {
     int ok = 1;
-    ok &= mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    ok &= mallopt(M_MMAP_THRESHOLD, 4 << 20);
     ok &= mallopt(M_TRIM_THRESHOLD, 8 << 20);
     ok &= mallopt(M_ARENA_MAX, 1);
     tuned = ok;
