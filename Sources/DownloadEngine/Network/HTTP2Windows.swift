@@ -24,6 +24,9 @@ enum HTTP2Windows {
     static let connection = 64 << 20
     /// How many bytes are given back at once (at most a read's worth more).
     static let quantum = 1 << 20
+    /// The largest part of a stream's body handed on at once (`StreamBody`), as a socket read of
+    /// HTTP/1.1 is (`ReceiveBuffer.maximum`).
+    static let part = ReceiveBuffer.maximum
 
     /// Adds the settings and the `ReceiveWindow`s to every HTTP/2 connection and stream
     /// `configuration`'s client makes, before (and as well as) the debug initializers already there.
@@ -35,7 +38,9 @@ enum HTTP2Windows {
         let stream = configuration.http2StreamChannelDebugInitializer
         configuration.http2StreamChannelDebugInitializer = { channel in
             channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(ReceiveWindow.stream(quantum: quantum), position: .first)
+                // First what the reader took is counted, then the frames are joined (`StreamBody`).
+                try channel.pipeline.syncOperations.addHandlers(
+                    [ReceiveWindow.stream(quantum: quantum), StreamBody(largest: part)], position: .first)
             }.flatMap { stream?(channel) ?? channel.eventLoop.makeSucceededVoidFuture() }
         }
     }
