@@ -448,6 +448,22 @@ def section_single(nginx, work, disk, runs):
     return table
 
 
+def https_case(service, nginx, case, url, source, shm):
+    """One download of the tls and delay sections: `svc-h1`/`svc-h2` by the service (the server
+    decides the protocol), `curl-h1`/`curl-h2` by curl asked for it; checked against `source`.
+    Returns wall s, CPU s, peak RSS MiB."""
+    target = os.path.join(shm, f"{case}.bin")
+    if case.startswith("svc"):
+        wall, cpu, rss, _ = service.download(url, target)
+    else:
+        version = "--http1.1" if case.endswith("h1") else "--http2"
+        wall, cpu, rss = tool(["curl", "-sS", version, "--cacert", nginx.ca, "-o", target, url])
+    if not same(source, target):
+        sys.exit(f"{case} from {url}: the bytes differ")
+    os.unlink(target)
+    return wall, cpu, rss
+
+
 def section_tls(nginx, work, runs, size=GiB):
     """Issue 77: one large file over HTTPS (TLS 1.3 from nginx, the benchmark's CA given to both
     tools), HTTP/1.1 from a server that offers it alone and HTTP/2 from one that offers both, the
@@ -463,15 +479,7 @@ def section_tls(nginx, work, runs, size=GiB):
     try:
         for run in range(runs):
             for case, url in cases.items():
-                target = os.path.join(shm, f"{case}.bin")
-                if case.startswith("svc"):
-                    wall, cpu, rss, _ = service.download(url, target)
-                else:
-                    version = "--http1.1" if case.endswith("h1") else "--http2"
-                    wall, cpu, rss = tool(["curl", "-sS", version, "--cacert", nginx.ca, "-o", target, url])
-                if not same(source, target):
-                    sys.exit(f"{case}: the bytes differ")
-                os.unlink(target)
+                wall, cpu, rss = https_case(service, nginx, case, url, source, shm)
                 results[case].append((wall, cpu, rss))
                 print(f"  tls run {run + 1}/{runs} {case:8} {wall:6.2f} s {cpu:6.2f} CPU s {rss:7.1f} MiB", flush=True)
     finally:
@@ -527,15 +535,7 @@ def section_delay(nginx, work, runs, size=128 * MiB, delays=(20, 50)):
             for delay in delays:
                 for case in names:
                     url = urls[(delay, case[-2:])]
-                    target = os.path.join(shm, f"{case}.bin")
-                    if case.startswith("svc"):
-                        wall, cpu, rss, _ = service.download(url, target)
-                    else:
-                        version = "--http1.1" if case.endswith("h1") else "--http2"
-                        wall, cpu, rss = tool(["curl", "-sS", version, "--cacert", nginx.ca, "-o", target, url])
-                    if not same(source, target):
-                        sys.exit(f"{case} through {delay} ms: the bytes differ")
-                    os.unlink(target)
+                    wall, cpu, rss = https_case(service, nginx, case, url, source, shm)
                     results.setdefault((delay, case), []).append((wall, cpu, rss))
                     print(f"  delay run {run + 1}/{runs} {delay} ms {case:8} {wall:6.2f} s {cpu:6.2f} CPU s", flush=True)
     finally:
