@@ -17,8 +17,17 @@ extension DownloadsService {
 
     /// `StartGroup` (destinations as `Start`'s paths) and `StartGroupAt` (`below`: relative
     /// paths below the directory the caller handed over, their subdirectories made as the
-    /// caller, never through a link).
+    /// caller, never through a link). Once the group is taken, and its working copies freed,
+    /// `Configuration.afterGroupTaken` runs (the daemon gives free memory back there).
     func startGroup(
+        files: DBusValue, options: DBusValue, below anchor: DescriptorAnchor?, call: MethodCall, caller: Caller
+    ) async throws -> [DBusValue] {
+        let reply = try await takeGroup(files: files, options: options, below: anchor, call: call, caller: caller)
+        configuration.afterGroupTaken?()
+        return reply
+    }
+
+    private func takeGroup(
         files: DBusValue, options: DBusValue, below anchor: DescriptorAnchor?, call: MethodCall, caller: Caller
     ) async throws -> [DBusValue] {
         guard case .array(_, let entries) = files else {

@@ -39,6 +39,10 @@ public final class DownloadsService: Sendable {
         public var completionTimeout: Duration = .seconds(25)
         /// A group's `GroupProgress` goes out at most this often (seconds), and at each file's end.
         public var groupProgressInterval: Double = 0.1
+        /// Called once a StartGroup's tasks were taken, before it is answered: the daemon gives
+        /// the heap's free memory back to the system there (`CMallocTuning`), since a group's
+        /// decoded message is freed among the records it keeps. Nothing by default (tests).
+        public var afterGroupTaken: (@Sendable () -> Void)?
         public init() {}
     }
 

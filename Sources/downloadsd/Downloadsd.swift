@@ -218,6 +218,7 @@ struct Downloadsd: AsyncParsableCommand {
         serviceConfiguration.maxTasksPerApp = maxTasksPerApp
         serviceConfiguration.maxSessionsPerUser = maxSessionsPerUser
         serviceConfiguration.retention = .seconds(retentionDays * 86_400)
+        serviceConfiguration.afterGroupTaken = { downloadsd_release_free_memory() }
         let service = DownloadsService(
             connection: connection, engine: engine, store: store, configuration: serviceConfiguration, logger: logger
         )
