@@ -70,6 +70,11 @@ struct Downloadsd: AsyncParsableCommand {
         ))
     var caFile: String?
     @Flag(
+        help:
+            "Offer HTTP/2 to servers (ALPN) for single-stream downloads and uploads, one connection per host. Off: HTTP/1.1 with keep-alive, which over TLS fetched as fast or faster for less CPU in every measurement (docs/https-and-proxies.md); for servers that speak only HTTP/2."
+    )
+    var http2 = false
+    @Flag(
         inversion: .prefixedNo,
         help:
             "Follow logind (a sleep inhibitor while transfers run), NetworkManager (tasks wait offline and, with allow_metered false, on metered networks), UPower (with requires_ac_power, on battery) and power-profiles-daemon (background tasks under power-saver) on the system bus."
@@ -171,6 +176,7 @@ struct Downloadsd: AsyncParsableCommand {
         engineConfiguration.checkpointInterval = checkpointInterval
         engineConfiguration.checkpointBytes = checkpointBytes
         engineConfiguration.caFile = caFile
+        engineConfiguration.offerHTTP2 = http2
         engineConfiguration.originAttributes = originAttributes
         engineConfiguration.progressInterval = 1 / Double(progressRate)
         engineConfiguration.deniedNetworks =

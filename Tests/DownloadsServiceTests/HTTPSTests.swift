@@ -7,8 +7,9 @@ import XCTest
 /// HTTPS as users meet it: nginx with TLS and HTTP/2 on 127.0.0.1 and ::1, certificates from a
 /// test CA the daemon trusts through the administrator's `--ca-file` (beside the system store).
 /// Connections are counted in nginx's own log (`$connection`), protocols by `$server_protocol`.
+/// The daemon offers HTTP/2 here (`--http2`); what it does by default is `HTTPVersionTests`'.
 final class HTTPSTests: TLSDaemonTestCase {
-    override var extraArguments: [String] { ["--ca-file", tls.certificates.caFile] }
+    override var extraArguments: [String] { ["--ca-file", tls.certificates.caFile, "--http2"] }
 
     func testASingleDownloadUsesHTTP2WhenOfferedAndHTTP11WhenNot() async throws {
         let content = Self.content(3_000_000, seed: 3)

@@ -6,9 +6,10 @@ import XCTest
 
 /// Uploads as downloads go: over HTTPS with HTTP/2 and HTTP/1.1 to nginx (its dav module stores a
 /// `PUT`), and through tinyproxy: a plain http upload forwarded with its body, an https one
-/// through a CONNECT tunnel.
+/// through a CONNECT tunnel. The daemon offers HTTP/2 here (`--http2`); without it the same
+/// upload goes over HTTP/1.1 (`HTTPVersionTests`).
 final class UploadNetworkTests: TLSDaemonTestCase {
-    override var extraArguments: [String] { ["--ca-file", tls.certificates.caFile] }
+    override var extraArguments: [String] { ["--ca-file", tls.certificates.caFile, "--http2"] }
 
     func upload(_ url: String, _ source: String, _ options: [String: DBusValue] = [:]) async throws -> ObjectPath {
         let reply = try await call("Upload", [.string(url), .string(source), .vardict(options)])

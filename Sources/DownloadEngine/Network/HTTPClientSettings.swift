@@ -24,7 +24,8 @@ public enum HTTPClientSettings {
     }
 
     /// - Parameters:
-    ///   - http1Only: HTTP/1.1 only (`HTTPClients.Kind.separate`), else HTTP/2 when offered.
+    ///   - http1Only: HTTP/1.1 only (`HTTPClients.Kind.separate`, and `.multiplexed` unless the
+    ///     daemon offers HTTP/2), else HTTP/2 when the server takes it (ALPN).
     ///   - connectionsPerHost: HTTP/1.1 connections one client opens to one host at once.
     public static func configuration(
         http1Only: Bool, tls: TLSConfiguration, connectTimeout: Double, connectionsPerHost: Int, idleTimeout: TimeAmount

@@ -7,8 +7,9 @@ import ProxyRules
 
 /// The HTTP clients every request goes through, and which one a request takes.
 ///
-/// - `.multiplexed`: HTTP/2 when the server offers it (ALPN), else HTTP/1.1. Single-stream
-///   downloads take it, so many downloads from one host share one HTTP/2 connection.
+/// - `.multiplexed`: the connections single-stream downloads and uploads share: HTTP/1.1 with
+///   keep-alive, or, when the daemon offers HTTP/2 (`offerHTTP2`, `--http2`) and the server takes
+///   it (ALPN), streams of one HTTP/2 connection per host.
 /// - `.separate`: HTTP/1.1 only, so N requests at once are N TCP connections: the connections
 ///   of a segmented download (`connections: N` means N connections, as aria2's `-x`; over HTTP/2
 ///   they would all be streams of one connection, which gains nothing against a server that
@@ -98,9 +99,10 @@ final class HTTPClients: Sendable {
     ///     manager passes the scheduler's total (`maxConnections`), so this limit never binds: the
     ///     places the scheduler grants bound every task's connections, and the one per-host rule is
     ///     `MirrorSet`'s (`maxConnectionsPerHost`, for downloads with mirrors).
+    ///   - offerHTTP2: whether `.multiplexed` clients offer HTTP/2 (ALPN); `.separate` ones never do.
     init(
         connectTimeout: Double, caFile: String?, connectionsPerHost: Int,
-        idleTimeout: TimeAmount = HTTPClientSettings.idleTimeout
+        idleTimeout: TimeAmount = HTTPClientSettings.idleTimeout, offerHTTP2: Bool = false
     ) {
         let tls = HTTPClientSettings.tls(caFile: caFile)
         let watch = ConnectionWatch()
@@ -108,7 +110,7 @@ final class HTTPClients: Sendable {
         tlsConfiguration = tls
         self.idleTimeout = idleTimeout
         var multiplexed = HTTPClientSettings.configuration(
-            http1Only: false, tls: tls, connectTimeout: connectTimeout, connectionsPerHost: connectionsPerHost,
+            http1Only: !offerHTTP2, tls: tls, connectTimeout: connectTimeout, connectionsPerHost: connectionsPerHost,
             idleTimeout: idleTimeout
         )
         var separate = HTTPClientSettings.configuration(

@@ -34,7 +34,8 @@ final class HTTP2WindowsTests: XCTestCase {
             guard Date() < deadline, !server.hasExited else { return XCTFail("nghttpd did not start") }
             try await Task.sleep(for: .milliseconds(20))
         }
-        let clients = HTTPClients(connectTimeout: 5, caFile: certificates.caFile, connectionsPerHost: 4)
+        let clients = HTTPClients(
+            connectTimeout: 5, caFile: certificates.caFile, connectionsPerHost: 4, offerHTTP2: true)
         let lease = clients.lease(.multiplexed)
         let response = try await lease.client.execute(
             request: try HTTPClient.Request(url: "https://127.0.0.1:\(port)/body.bin")
@@ -68,5 +69,43 @@ final class HTTP2WindowsTests: XCTestCase {
         XCTAssertFalse(stream.isEmpty, "the stream's window given back as it was read: \(updates)")
         XCTAssertTrue(stream.allSatisfy { $0.increment >= HTTP2Windows.quantum }, "\(stream)")
         XCTAssertLessThanOrEqual(stream.map(\.increment).reduce(0, +), body.count)
+    }
+
+    /// Without `offerHTTP2` (the daemon's default) a server that speaks only HTTP/2 (nghttpd) is
+    /// offered HTTP/1.1 alone: the request fails at once, it does not hang.
+    func testAnHTTP2OnlyServerIsRefusedWithoutOfferingHTTP2() async throws {
+        let work = try TemporaryDirectory()
+        defer { work.remove() }
+        for folder in ["certificates", "www"] {
+            try FileManager.default.createDirectory(atPath: work.file(folder), withIntermediateDirectories: true)
+        }
+        let certificates = try TestCertificates(in: work.file("certificates"))
+        FileManager.default.createFile(atPath: work.file("www/small.bin"), contents: Data("small".utf8))
+        let port = try FreePort.pick()
+        let server = try ChildProcess([
+            "/usr/sbin/nghttpd", "-d", work.file("www"), "--address=127.0.0.1", String(port),
+            certificates.serverKey, certificates.good,
+        ])
+        defer { server.stop() }
+        let deadline = Date().addingTimeInterval(20)
+        while !FreePort.accepts(port: port) {
+            guard Date() < deadline, !server.hasExited else { return XCTFail("nghttpd did not start") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let clients = HTTPClients(connectTimeout: 5, caFile: certificates.caFile, connectionsPerHost: 4)
+        let lease = clients.lease(.multiplexed)
+        do {
+            let response = try await lease.client.execute(
+                request: try HTTPClient.Request(url: "https://127.0.0.1:\(port)/small.bin"),
+                deadline: .now() + .seconds(10)
+            ).get()
+            XCTFail("an HTTP/2-only server answered \(response.status) over HTTP/\(response.version.major)")
+        } catch {
+            // nghttpd takes the handshake, reads an HTTP/1.1 request and closes: the task's
+            // "the connection closed early", retried as any interrupted attempt.
+            XCTAssertEqual(error as? HTTPClientError, .remoteConnectionClosed, "\(error)")
+        }
+        clients.release(lease)
+        await clients.shutdown()
     }
 }
