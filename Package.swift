@@ -32,6 +32,8 @@ let package = Package(
         // The test server only: NIOResumableUpload, the IETF resumable-upload draft's reference server.
         .package(url: "https://github.com/apple/swift-nio-extras.git", exact: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", exact: "1.8.0"),
+        // Already under swift-nio-extras; named for the share server's self-signed certificate.
+        .package(url: "https://github.com/apple/swift-certificates.git", exact: "1.21.1"),
     ],
     targets: [
         // libdbus-1 through a module map; static inline helpers only where Swift cannot import libdbus.
@@ -114,6 +116,21 @@ let package = Package(
         .target(name: "ShownText"),
         // Which file a descriptor or path is (device and inode): the model's and the file operations'.
         .target(name: "FileIdentities"),
+        // Sharing finished files with the local network on Passim's wire: the index of shared
+        // files by SHA-256, the HTTPS server that answers `GET /name?sha256=`, its key.
+        .target(
+            name: "LANShare",
+            dependencies: [
+                "FileIdentities",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ]
+        ),
         // The command line: get, start, list, status, pause, resume, cancel, wait, watch.
         .executableTarget(
             name: "downloadsctl",
@@ -198,6 +215,9 @@ let package = Package(
         .testTarget(name: "TerminalOutputTests", dependencies: ["TerminalOutput", "ShownText"]),
         .testTarget(name: "CallerAppsTests", dependencies: ["CallerApps", "TestSupport"]),
         .testTarget(name: "MetalinkTests", dependencies: ["Metalink"]),
+        .testTarget(
+            name: "LANShareTests",
+            dependencies: ["LANShare", "FileIdentities", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(
             name: "DownloadEngineTests",

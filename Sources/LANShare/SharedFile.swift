@@ -1,0 +1,55 @@
+import FileIdentities
+
+/// One file offered to the local network by its SHA-256: which file it is (so that a file
+/// changed, moved or swapped since is never served), whose it is, and how long and how often it
+/// is offered.
+public struct SharedFile: Sendable, Equatable {
+    /// Lowercase hexadecimal.
+    public var sha256: String
+    /// The name it is offered under (the file's own name).
+    public var name: String
+    public var path: String
+    /// The user whose file it is (read as that user) and the app that shared it ("" for none).
+    public var owner: UInt32
+    public var app: String
+    /// The task whose finished file it is.
+    public var task: UInt64
+    /// What the file was when it was shared: its device and inode, size and modification time
+    /// (nanoseconds since the epoch). Compared before every answer.
+    public var identity: FileIdentity
+    public var size: Int64
+    public var modified: Int64
+    /// Unix seconds after which it is withdrawn.
+    public var expires: Int64
+    /// Downloads after which it is withdrawn, counted in bytes served (`shares`).
+    public var shareLimit: UInt32
+    /// Bytes served so far, every range of every client.
+    public var bytesServed: Int64 = 0
+
+    public init(
+        sha256: String, name: String, path: String, owner: UInt32, app: String, task: UInt64, identity: FileIdentity,
+        size: Int64, modified: Int64, expires: Int64, shareLimit: UInt32
+    ) {
+        self.sha256 = sha256
+        self.name = name
+        self.path = path
+        self.owner = owner
+        self.app = app
+        self.task = task
+        self.identity = identity
+        self.size = size
+        self.modified = modified
+        self.expires = expires
+        self.shareLimit = shareLimit
+    }
+
+    /// Whole downloads served: the bytes served over the size, so that the several ranges one
+    /// client (or several) took of it count once.
+    public var shares: UInt32 {
+        guard size > 0 else { return bytesServed > 0 ? UInt32(clamping: bytesServed) : 0 }
+        return UInt32(clamping: bytesServed / size)
+    }
+
+    /// Whether it is still offered at `now` (Unix seconds).
+    public func isOffered(at now: Int64) -> Bool { now < expires && shares < shareLimit }
+}
