@@ -67,13 +67,16 @@ let package = Package(
         // checksums and piece hashes, the observer protocol. No HTTP, no SQLite, no D-Bus.
         .target(
             name: "DownloadModel",
-            dependencies: ["FileIdentities", "ShownText", "ProxyRules", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "FileIdentities", "ShownText", "ProxyRules", .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         // Downloads over HTTP(S): SessionManager, EventDelivery, transfers, resume data. No D-Bus.
         .target(
             name: "DownloadEngine",
             dependencies: [
-                "DownloadModel", "CrashPoints", "UserFiles", "FileIdentities", "ShownText", "TerminalOutput", "ProxyRules", "Metalink",
+                "DownloadModel", "CrashPoints", "UserFiles", "FileIdentities", "ShownText", "TerminalOutput",
+                "ProxyRules", "Metalink",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -103,7 +106,9 @@ let package = Package(
         // A URLSession-shaped client of the service (DownloadSession, delegate, resume data).
         .target(
             name: "DownloadsClient",
-            dependencies: ["DBus", "DownloadsAPI", "ProxyRules", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+            dependencies: [
+                "DBus", "DownloadsAPI", "ProxyRules", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
         ),
         // Proxy URLs, no_proxy and the proxy environment variables with curl's rules, and CIDR
         // ranges: shared by the daemon (its own environment) and the client (the caller's).
@@ -160,8 +165,9 @@ let package = Package(
         .target(
             name: "DownloadsService",
             dependencies: [
-                "CrashPoints", "DBus", "DownloadsAPI", "DownloadModel", "DownloadEngine", "DownloadStore", "TerminalOutput", "ProxyRules", "Metalink",
-                "CallerApps", "UserFiles", "ShownText",
+                "CrashPoints", "DBus", "DownloadsAPI", "DownloadModel", "DownloadEngine", "DownloadStore",
+                "TerminalOutput", "ProxyRules", "Metalink",
+                "CallerApps", "UserFiles", "ShownText", "LANShare",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -171,8 +177,9 @@ let package = Package(
         .executableTarget(
             name: "downloadsd",
             dependencies: [
-                "DownloadsService", "DownloadsAPI", "DownloadEngine", "DownloadModel", "DownloadStore", "DBus", "ProxyRules",
-                "RecentFiles", "ShownText", "CMallocTuning",
+                "DownloadsService", "DownloadsAPI", "DownloadEngine", "DownloadModel", "DownloadStore", "DBus",
+                "ProxyRules",
+                "RecentFiles", "ShownText", "CMallocTuning", "LANShare", "FileIdentities",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -211,31 +218,42 @@ let package = Package(
             dependencies: ["DBus", "TestSupport"],
             path: "Benchmarks/dbus-bench"
         ),
-        .testTarget(name: "UserFilesTests", dependencies: ["CrashPoints", "UserFiles", "FileIdentities", "TestSupport"]),
+        .testTarget(
+            name: "UserFilesTests", dependencies: ["CrashPoints", "UserFiles", "FileIdentities", "TestSupport"]),
         .testTarget(name: "TerminalOutputTests", dependencies: ["TerminalOutput", "ShownText"]),
         .testTarget(name: "CallerAppsTests", dependencies: ["CallerApps", "TestSupport"]),
         .testTarget(name: "MetalinkTests", dependencies: ["Metalink"]),
         .testTarget(
             name: "LANShareTests",
-            dependencies: ["LANShare", "FileIdentities", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: [
+                "LANShare", "FileIdentities", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(
             name: "DownloadEngineTests",
             dependencies: [
-                "DownloadModel", "DownloadEngine", "FileIdentities", "Metalink", "ProxyRules", "TestHTTPServer", "TestSupport",
-                "UserFiles", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                "DownloadModel", "DownloadEngine", "FileIdentities", "Metalink", "ProxyRules", "TestHTTPServer",
+                "TestSupport",
+                "UserFiles", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
             ]),
-        .testTarget(name: "DownloadStoreTests", dependencies: [
-            "DownloadStore", "DownloadModel", "DownloadEngine", "TestSupport", "ProxyRules", .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "Crypto", package: "swift-crypto"),
-        ]),
-        .testTarget(name: "DownloadsServiceTests", dependencies: [
-            "CrashPoints", "DownloadsService", "DownloadsAPI", "DownloadsClient", "DownloadStore", "DownloadModel", "DownloadEngine", "TestHTTPServer",
-            "TestSupport", "DBus",
-            .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "Crypto", package: "swift-crypto"),
-        ]),
+        .testTarget(
+            name: "DownloadStoreTests",
+            dependencies: [
+                "DownloadStore", "DownloadModel", "DownloadEngine", "TestSupport", "ProxyRules",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        .testTarget(
+            name: "DownloadsServiceTests",
+            dependencies: [
+                "CrashPoints", "DownloadsService", "DownloadsAPI", "DownloadsClient", "DownloadStore", "DownloadModel",
+                "DownloadEngine", "TestHTTPServer",
+                "TestSupport", "DBus",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
     ]
 )

@@ -38,6 +38,7 @@ extension DownloadOptions: Codable {
         case referrer
         case originAttributes = "origin_attributes"
         case addToRecent = "add_to_recent"
+        case share
     }
 
     public init(from decoder: Decoder) throws {
@@ -101,6 +102,7 @@ extension DownloadOptions: Codable {
         referrer = try container.decodeIfPresent(String.self, forKey: .referrer)
         originAttributes = try container.decodeIfPresent(Bool.self, forKey: .originAttributes) ?? true
         addToRecent = try container.decodeIfPresent(Bool.self, forKey: .addToRecent) ?? false
+        share = try container.decodeIfPresent(ShareTerms.self, forKey: .share)
         if let text = try container.decodeIfPresent(String.self, forKey: .proxy) {
             do {
                 proxy = try ProxySetting.parse(text)
@@ -147,6 +149,7 @@ extension DownloadOptions: Codable {
         try container.encodeIfPresent(referrer, forKey: .referrer)
         if !originAttributes { try container.encode(originAttributes, forKey: .originAttributes) }
         if addToRecent { try container.encode(addToRecent, forKey: .addToRecent) }
+        try container.encodeIfPresent(share, forKey: .share)
         if background { try container.encode(background, forKey: .background) }
         if !pinnedPublicKeys.isEmpty { try container.encode(pinnedPublicKeys, forKey: .pinnedPublicKeys) }
         if trustPinnedOnly { try container.encode(trustPinnedOnly, forKey: .trustPinnedOnly) }

@@ -96,6 +96,9 @@ public struct DownloadOptions: Sendable, Hashable {
     /// On `Finished`, the file is added to its owner's recently used files
     /// (`recently-used.xbel`), by a process of that user (`RecentFiles`).
     public var addToRecent = false
+    /// On `Finished`, the file is offered to the local network by its SHA-256 on these terms
+    /// (`share`; LANShare); nil: not offered.
+    public var share: ShareTerms?
 
     public init() {}
 

@@ -70,6 +70,9 @@ public enum DownloadsInterfaces {
                     .init("resume_data", .array(.byte)), .init("options", .dictionary(key: .string, value: .variant)),
                 ], out: [.init("group", .objectPath), .init("tasks", .array(.objectPath))]),
             .init("ListGroups", in: [.init("session", .string)], out: [.init("groups", .array(.objectPath))]),
+            // v1.5: the caller's files offered to the local network (`share`), and withdrawing one.
+            .init("ListShared", in: [], out: [.init("files", .array(.dictionary(key: .string, value: .variant)))]),
+            .init("Unshare", in: [.init("sha256", .string)], out: []),
             // v1.3: a file sent to a URL (PUT, POST or PATCH; a form with `form`): `source` an
             // absolute path the caller can read, or (UploadAt) a descriptor it opened for reading.
             .init(

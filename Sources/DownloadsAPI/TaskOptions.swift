@@ -53,6 +53,10 @@ public struct TaskOptions: Sendable, Hashable {
         case originAttributes = "origin_attributes"
         /// v1.4: the finished file goes into the owner's recently used files.
         case addToRecent = "add_to_recent"
+        /// v1.5: once finished, offer the file to the local network by its SHA-256 (LAN peers).
+        case share
+        case shareMaxAge = "share_max_age"
+        case shareLimit = "share_limit"
 
         public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
     }
@@ -68,7 +72,7 @@ public struct TaskOptions: Sendable, Hashable {
     /// What only a download takes (refused on an upload with a reason).
     public static let downloadOnlyKeys: Set<Key> = [
         .sha256, .checksum, .connections, .overwrite, .mirrors, .useMetalinkHeaders, .metalink, .referrer,
-        .originAttributes, .addToRecent,
+        .originAttributes, .addToRecent, .share, .shareMaxAge, .shareLimit,
     ]
     /// What `Start` takes.
     public static let startKeys = Set(Key.allCases).subtracting([.url, .destinationFD]).subtracting(uploadOnlyKeys)
@@ -171,6 +175,13 @@ public struct TaskOptions: Sendable, Hashable {
     public var originAttributes: Bool?
     /// Add the finished file to the owner's recently used files (default false).
     public var addToRecent: Bool?
+    /// v1.5: once finished, offer the file to the local network by its SHA-256 (default false),
+    /// for `shareMaxAge` seconds (default 86,400) or `shareLimit` downloads (default 5).
+    public var share: Bool?
+    public var shareMaxAge: UInt32?
+    public var shareLimit: UInt32?
+    /// The longest a file may be offered: 30 days.
+    public static let maxShareAge: UInt32 = 30 * 86_400
 
     /// The `form` option: the file as the part `field` (named `filename`; default the source's
     /// name), after the text parts `fields`.
@@ -363,6 +374,22 @@ public struct TaskOptions: Sendable, Hashable {
             case .addToRecent:
                 guard case .boolean(let flag) = value else { throw wrongType("b") }
                 addToRecent = flag
+            case .share:
+                guard case .boolean(let flag) = value else { throw wrongType("b") }
+                share = flag
+            case .shareMaxAge:
+                guard case .uint32(let seconds) = value else { throw wrongType("u") }
+                guard seconds >= 1, seconds <= Self.maxShareAge else {
+                    throw DownloadsErrorName.invalidArgument.error(
+                        "share_max_age must be between 1 and \(Self.maxShareAge) seconds (30 days)")
+                }
+                shareMaxAge = seconds
+            case .shareLimit:
+                guard case .uint32(let count) = value else { throw wrongType("u") }
+                guard count >= 1 else {
+                    throw DownloadsErrorName.invalidArgument.error("share_limit must be at least 1")
+                }
+                shareLimit = count
             case .form:
                 form = try TaskOptions.checkedForm(value)
             case .connectTimeout, .stallTimeout, .resourceTimeout:
@@ -521,6 +548,9 @@ public struct TaskOptions: Sendable, Hashable {
         if let referrer { result[Key.referrer.rawValue] = .string(referrer) }
         if let originAttributes { result[Key.originAttributes.rawValue] = .boolean(originAttributes) }
         if let addToRecent { result[Key.addToRecent.rawValue] = .boolean(addToRecent) }
+        if let share { result[Key.share.rawValue] = .boolean(share) }
+        if let shareMaxAge { result[Key.shareMaxAge.rawValue] = .uint32(shareMaxAge) }
+        if let shareLimit { result[Key.shareLimit.rawValue] = .uint32(shareLimit) }
         if let form {
             var parts: [String: DBusValue] = ["field": .string(form.field)]
             if let filename = form.filename { parts["filename"] = .string(filename) }

@@ -118,6 +118,11 @@ extension DownloadsService {
                 "ResumeGroupWithData": handler { [self] call, caller in
                     try await resumeGroupWithData(call, caller: caller)
                 },
+                "ListShared": handler { [self] _, caller in [listShared(caller: caller)] },
+                "Unshare": handler { [self] call, caller in
+                    try unshare(call.arguments[0].stringValue ?? "", caller: caller)
+                    return []
+                },
                 "ListGroups": handler { [self] call, caller in
                     [.objectPaths(listGroups(call.arguments[0].stringValue ?? "", caller: caller))]
                 },
@@ -221,6 +226,11 @@ extension DownloadsService {
         let (stripped, authorization) = URLCredentials.split(given)
         let url = try StartRequest.checkURL(stripped)
         var engineOptions = try StartRequest.downloadOptions(options)
+        if engineOptions.share != nil, configuration.sharing == nil {
+            throw DownloadsErrorName.accessDenied.error(
+                "this service shares no file with the local network (downloadsd --lan-peers off or fetch, or no state directory for its key)"
+            )
+        }
         if caller.isSandboxed {
             engineOptions.desktopEntry = try Self.desktopEntry(engineOptions.desktopEntry, app: caller.app)
             // The desktop agent adds to the host user's Recent, where a path inside the app's

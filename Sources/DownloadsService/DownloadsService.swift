@@ -6,6 +6,7 @@ import DownloadModel
 import DownloadStore
 import DownloadsAPI
 import Foundation
+import LANShare
 import Logging
 import NIOConcurrencyHelpers
 
@@ -43,6 +44,9 @@ public final class DownloadsService: Sendable {
         /// the heap's free memory back to the system there (`CMallocTuning`), since a group's
         /// decoded message is freed among the records it keeps. Nothing by default (tests).
         public var afterGroupTaken: (@Sendable () -> Void)?
+        /// The files offered to the local network (`share`, `ListShared`, `Unshare`); nil: the
+        /// daemon shares nothing (`--lan-peers off|fetch`) and a task's `share` is refused.
+        public var sharing: ShareIndex?
         public init() {}
     }
 

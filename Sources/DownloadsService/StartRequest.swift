@@ -112,6 +112,18 @@ enum StartRequest {
         result.referrer = try options.referrer.map(checkReferrer)
         if let origin = options.originAttributes { result.originAttributes = origin }
         if let recent = options.addToRecent { result.addToRecent = recent }
+        if options.share == true {
+            guard result.checksum?.algorithm == .sha256 else {
+                throw DownloadsErrorName.invalidArgument.error(
+                    "share offers the finished file by its SHA-256: give checksum sha256:HEX (or a Metalink whose strongest hash is sha-256)"
+                )
+            }
+            result.share = ShareTerms(
+                maxAge: options.shareMaxAge ?? ShareTerms.defaultMaxAge,
+                limit: options.shareLimit ?? ShareTerms.defaultLimit)
+        } else if options.shareMaxAge != nil || options.shareLimit != nil {
+            throw DownloadsErrorName.invalidArgument.error("share_max_age and share_limit go with share: true")
+        }
         do {
             try result.validate()
         } catch {

@@ -61,16 +61,26 @@ final class ShareRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             guard let file = index.offered(sha256, at: now.wall) else {
                 return refuse(head, 403, "\(sha256) is not offered here", context: context)
             }
-            guard let descriptor = opened(file) else {
-                index.remove(file.sha256, owner: 0, reason: .changed)
-                return refuse(head, 403, "\(sha256) is not offered here", context: context)
+            // Opened off the event loop: as its owner, through a file helper on the system bus.
+            sending = true
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            NIOThreadPool.singleton.runIfActive(eventLoop: context.eventLoop) { [open] in
+                Self.opened(file, open)
+            }.whenComplete { result in
+                let (handler, context) = bound.value
+                handler.sending = false
+                guard case .success(let opened) = result, let descriptor = opened else {
+                    // Gone or changed since it was shared: never served again.
+                    if case .success = result { handler.index.remove(file.sha256, owner: 0, reason: .changed) }
+                    return handler.refuse(head, 403, "\(sha256) is not offered here", context: context)
+                }
+                handler.serve(file, descriptor: descriptor, head, context: context)
             }
-            serve(file, descriptor: descriptor, head, context: context)
         }
     }
 
     /// The file opened, if it is still what was shared.
-    private func opened(_ file: SharedFile) -> Int32? {
+    private static func opened(_ file: SharedFile, _ open: ShareServer.Opener) -> Int32? {
         guard let descriptor = try? open(file) else { return nil }
         var info = stat()
         guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,

@@ -118,6 +118,15 @@ struct TaskOptionArguments: ParsableArguments {
         name: .customLong("no-origin-attributes"),
         help: "Do not write where the file came from on it (user.xdg.origin.url and user.xdg.referrer.url).")
     var noOriginAttributes = false
+    @Flag(
+        help:
+            "Once finished, offer the file to the local network by its SHA-256 (give --sha256 or --checksum sha256:HEX), on Passim's wire: for a day or 5 downloads unless --share-max-age or --share-limit say otherwise."
+    )
+    var share = false
+    @Option(help: ArgumentHelp("Seconds the file is offered (with --share).", valueName: "seconds"))
+    var shareMaxAge: UInt32?
+    @Option(help: ArgumentHelp("Downloads after which the file is withdrawn (with --share).", valueName: "count"))
+    var shareLimit: UInt32?
 
     /// The URL argument of `get` and `start`: a URL, or a Metalink file (`.meta4`, `.metalink`)
     /// read here, as the caller, and sent as the `metalink` option (the URL is then its first).
@@ -222,6 +231,9 @@ struct TaskOptionArguments: ParsableArguments {
             if trustPinnedOnly { options.trustPinnedOnly = true }
             options.referrer = referrer
             if noOriginAttributes { options.originAttributes = false }
+            if share { options.share = true }
+            options.shareMaxAge = shareMaxAge
+            options.shareLimit = shareLimit
             if let cert {
                 let (file, phrase) = Self.certificateArgument(cert)
                 options.clientCertificate = try ClientCertificateArgument.descriptor(certificate: file, key: key)

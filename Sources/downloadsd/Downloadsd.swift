@@ -74,6 +74,13 @@ struct Downloadsd: AsyncParsableCommand {
             "Offer HTTP/2 to servers (ALPN) for single-stream downloads and uploads, one connection per host. Off: HTTP/1.1 with keep-alive, which over TLS fetched as fast or faster for less CPU in every measurement (docs/https-and-proxies.md); for servers that speak only HTTP/2."
     )
     var http2 = false
+    @Option(
+        help: ArgumentHelp(
+            "What tasks may do with the local network: off; fetch (from peers that have a file, by its SHA-256); share (that, and offer finished files whose task asked, on Passim's wire).",
+            valueName: "off|fetch|share"))
+    var lanPeers: LANPeersMode = .share
+    @Option(help: "The port the share server takes when it is free (Passim's), else one the kernel chooses.")
+    var sharePort = 27500
     @Flag(
         inversion: .prefixedNo,
         help:
@@ -225,6 +232,11 @@ struct Downloadsd: AsyncParsableCommand {
         serviceConfiguration.maxSessionsPerUser = maxSessionsPerUser
         serviceConfiguration.retention = .seconds(retentionDays * 86_400)
         serviceConfiguration.afterGroupTaken = { downloadsd_release_free_memory() }
+        if lanPeers == .share {
+            let sharing = LANSharing(stateDirectory: directory, preferredPort: sharePort, files: files, logger: logger)
+            engine.delegate.add(sharing)
+            serviceConfiguration.sharing = sharing.index
+        }
         let service = DownloadsService(
             connection: connection, engine: engine, store: store, configuration: serviceConfiguration, logger: logger
         )

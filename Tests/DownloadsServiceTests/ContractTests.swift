@@ -33,7 +33,9 @@ final class ContractTests: XCTestCase {
                 "snapshot",
                 "protocol", "ietf_version", "terminate_on_cancel", "client_certificate",
                 "client_certificate_passphrase",
-            ], "bus options the store keeps elsewhere (the record, the upload, sealed) or not at all")
+                // Kept inside the stored `share` ({"max_age", "limit"}).
+                "share_max_age", "share_limit",
+            ], "bus options the store keeps elsewhere (the record, the upload, sealed, share's terms) or not at all")
     }
 
     /// What `downloadsctl` calls worth resuming is what the engine retries (curl's set).

@@ -1,0 +1,104 @@
+import DownloadEngine
+import DownloadModel
+import FileIdentities
+import Foundation
+import LANShare
+import Logging
+import NIOConcurrencyHelpers
+import ShownText
+
+/// The daemon's sharing with the local network (`--lan-peers share`): each finished download
+/// whose task asked (`share`) is offered by its SHA-256 through `ShareIndex`, answered by a
+/// `ShareServer` that listens only while something is shared (started with the first file,
+/// stopped when the last is withdrawn), its key made once in the state directory. Files are opened
+/// as their owner through the engine's file access (a file helper on the system bus), never as
+/// root.
+final class LANSharing: DownloadObserver {
+    let index: ShareIndex
+    private let stateDirectory: String
+    private let preferredPort: Int
+    private let files: any FileAccessProvider
+    private let logger: Logger
+    private let server = NIOLockedValueBox<ShareServer?>(nil)
+    /// One share or withdrawal at a time, off the delivery queue (a file helper may be slow).
+    private let queue = DispatchQueue(label: "org.example.Downloads.sharing")
+    /// Withdraws what expired, each minute (set once, then only running).
+    private nonisolated(unsafe) let sweeper: DispatchSourceTimer
+
+    init(stateDirectory: String, preferredPort: Int, files: any FileAccessProvider, logger: Logger) {
+        self.stateDirectory = stateDirectory
+        self.preferredPort = preferredPort
+        self.files = files
+        self.logger = logger
+        let withdrawn = NIOLockedValueBox<(@Sendable (SharedFile, ShareIndex.Withdrawal) -> Void)?>(nil)
+        index = ShareIndex { file, why in withdrawn.withLockedValue { $0 }?(file, why) }
+        sweeper = DispatchSource.makeTimerSource(queue: queue)
+        withdrawn.withLockedValue {
+            $0 = { [weak self] file, why in self?.withdrew(file, why) }
+        }
+        sweeper.schedule(deadline: .now() + 60, repeating: 60)
+        sweeper.setEventHandler { [index] in index.expire(at: Int64(Date().timeIntervalSince1970)) }
+        sweeper.resume()
+    }
+
+    func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String) {
+        let record = task.record
+        guard let terms = record.options.share else { return }
+        guard let checksum = record.options.checksum, checksum.algorithm == .sha256 else {
+            logger.warning("task \(record.id): not shared, its SHA-256 is not known")
+            return
+        }
+        queue.async { [self] in
+            do {
+                let descriptor = try files.files(for: record.owner).openForReading(location)
+                defer { close(descriptor) }
+                var info = stat()
+                guard fstat(descriptor, &info) == 0 else { throw CocoaError(.fileReadUnknown) }
+                let file = SharedFile(
+                    sha256: checksum.hex, name: (location as NSString).lastPathComponent, path: location,
+                    owner: record.owner, app: record.app, task: record.id,
+                    identity: FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)),
+                    size: Int64(info.st_size),
+                    modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
+                    expires: Int64(Date().timeIntervalSince1970) + Int64(terms.maxAge), shareLimit: terms.limit)
+                try listen()
+                index.add(file)
+                logger.info(
+                    "task \(record.id): \(DisplayText.quoted(file.name, limit: 200)) shared as \(file.sha256) for \(terms.maxAge) s or \(terms.limit) download(s)"
+                )
+            } catch {
+                logger.warning("task \(record.id): \(DisplayText.quoted(location, limit: 200)) not shared: \(error)")
+            }
+        }
+    }
+
+    /// The port the server listens on, nil while nothing is shared.
+    var port: Int? { server.withLockedValue { $0?.port } }
+
+    private func listen() throws {
+        guard server.withLockedValue({ $0 }) == nil else { return }
+        let key = try ShareKey.loadOrCreate(in: stateDirectory)
+        let files = self.files
+        let started = try ShareServer(index: index, key: key, preferredPort: preferredPort) { file in
+            try files.files(for: file.owner).openForReading(file.path)
+        }
+        server.withLockedValue { $0 = started }
+        logger.info(
+            "sharing with the local network on port \(started.port) (certificate \(key.fingerprint.prefix(16))…)")
+    }
+
+    private func withdrew(_ file: SharedFile, _ why: ShareIndex.Withdrawal) {
+        logger.info("\(file.sha256) no longer shared (\(why.rawValue))")
+        guard why != .replaced else { return }
+        queue.async { [self] in
+            guard index.isEmpty,
+                let stopped = server.withLockedValue({ server -> ShareServer? in
+                    defer { server = nil }
+                    return server
+                })
+            else { return }
+            stopped.stop()
+            logger.info("nothing shared: the share server stopped listening")
+        }
+    }
+}
