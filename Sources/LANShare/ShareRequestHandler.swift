@@ -83,11 +83,7 @@ final class ShareRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     private static func opened(_ file: SharedFile, _ open: ShareServer.Opener) -> Int32? {
         guard let descriptor = try? open(file) else { return nil }
         var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
-            FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == file.identity,
-            Int64(info.st_size) == file.size,
-            Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec) == file.modified
-        else {
+        guard fstat(descriptor, &info) == 0, file.isStill(info) else {
             close(descriptor)
             return nil
         }

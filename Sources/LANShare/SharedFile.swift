@@ -1,5 +1,9 @@
 import FileIdentities
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One file offered to the local network by its SHA-256: which file it is (so that a file
 /// changed, moved or swapped since is never served), whose it is, and how long and how often it
 /// is offered.
@@ -48,6 +52,19 @@ public struct SharedFile: Sendable, Equatable {
     public var shares: UInt32 {
         guard size > 0 else { return bytesServed > 0 ? UInt32(clamping: bytesServed) : 0 }
         return UInt32(clamping: bytesServed / size)
+    }
+
+    /// Whether `info` (an `fstat` of the file opened now) is still the file that was shared: a
+    /// regular file of the same device, inode, size and modification time.
+    public func isStill(_ info: stat) -> Bool {
+        (info.st_mode & S_IFMT) == S_IFREG
+            && FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == identity
+            && Int64(info.st_size) == size && Self.nanoseconds(info.st_mtim) == modified
+    }
+
+    /// A `timespec` as nanoseconds since the epoch (`modified`).
+    public static func nanoseconds(_ time: timespec) -> Int64 {
+        Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
     }
 
     /// Whether it is still offered at `now` (Unix seconds).

@@ -232,10 +232,12 @@ struct Downloadsd: AsyncParsableCommand {
         serviceConfiguration.maxSessionsPerUser = maxSessionsPerUser
         serviceConfiguration.retention = .seconds(retentionDays * 86_400)
         serviceConfiguration.afterGroupTaken = { downloadsd_release_free_memory() }
+        var sharing: LANSharing?
         if lanPeers == .share {
-            let sharing = LANSharing(stateDirectory: directory, preferredPort: sharePort, files: files, logger: logger)
-            engine.delegate.add(sharing)
-            serviceConfiguration.sharing = sharing.index
+            let lan = LANSharing(stateDirectory: directory, preferredPort: sharePort, files: files, logger: logger)
+            engine.delegate.add(lan)
+            serviceConfiguration.sharing = lan.index
+            sharing = lan
         }
         let service = DownloadsService(
             connection: connection, engine: engine, store: store, configuration: serviceConfiguration, logger: logger
@@ -293,6 +295,7 @@ struct Downloadsd: AsyncParsableCommand {
             }
             desktop?.stop()
             await service.shutdown()
+            sharing?.stop()
             if reason == idleReason, service.handOver() {
                 logger.info("a call answered while leaving left work: the bus starts the next instance for it")
             } else {

@@ -37,8 +37,61 @@ final class LANSharing: DownloadObserver {
             $0 = { [weak self] file, why in self?.withdrew(file, why) }
         }
         sweeper.schedule(deadline: .now() + 60, repeating: 60)
-        sweeper.setEventHandler { [index] in index.expire(at: Int64(Date().timeIntervalSince1970)) }
+        sweeper.setEventHandler { [weak self] in
+            self?.index.expire(at: Int64(Date().timeIntervalSince1970))
+            self?.save()
+        }
         sweeper.resume()
+        queue.async { [self] in restore() }
+    }
+
+    private var listPath: String { stateDirectory + "/shared.json" }
+
+    /// What was shared before the restart, each file checked again (opened as its owner, the
+    /// same inode, size and modification time) before it is offered.
+    private func restore() {
+        let kept: [SharedFile]
+        do {
+            kept = try SharedFileList.load(from: listPath)
+        } catch {
+            logger.warning("\(listPath): not read, nothing shared from before: \(error)")
+            return
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        var offered = 0
+        for file in kept where file.isOffered(at: now) {
+            guard let descriptor = try? files.files(for: file.owner).openForReading(file.path) else {
+                logger.info("\(file.sha256) not shared again: its file cannot be opened")
+                continue
+            }
+            var info = stat()
+            let same = fstat(descriptor, &info) == 0 && file.isStill(info)
+            close(descriptor)
+            guard same else {
+                logger.info("\(file.sha256) not shared again: the file changed while the service was stopped")
+                continue
+            }
+            index.add(file)
+            offered += 1
+        }
+        if offered > 0 {
+            do {
+                try listen()
+                logger.info("\(offered) file(s) shared again from before the restart")
+            } catch {
+                logger.warning("the share server did not start: \(error)")
+            }
+        }
+        if offered != kept.count { save() }
+    }
+
+    /// Writes what is shared now (called on `queue`).
+    private func save() {
+        do {
+            try SharedFileList.save(index.list(owner: nil), to: listPath)
+        } catch {
+            logger.warning("\(listPath) not written: \(error)")
+        }
     }
 
     func task(_ task: TaskSnapshot, didFinishDownloadingTo location: String) {
@@ -59,15 +112,28 @@ final class LANSharing: DownloadObserver {
                     owner: record.owner, app: record.app, task: record.id,
                     identity: FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)),
                     size: Int64(info.st_size),
-                    modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
+                    modified: SharedFile.nanoseconds(info.st_mtim),
                     expires: Int64(Date().timeIntervalSince1970) + Int64(terms.maxAge), shareLimit: terms.limit)
                 try listen()
                 index.add(file)
+                save()
                 logger.info(
                     "task \(record.id): \(DisplayText.quoted(file.name, limit: 200)) shared as \(file.sha256) for \(terms.maxAge) s or \(terms.limit) download(s)"
                 )
             } catch {
                 logger.warning("task \(record.id): \(DisplayText.quoted(location, limit: 200)) not shared: \(error)")
+            }
+        }
+    }
+
+    /// At the daemon's exit: what is shared written with its downloads counted, the server closed.
+    func stop() {
+        queue.sync {
+            sweeper.cancel()
+            save()
+            server.withLockedValue { server in
+                server?.stop()
+                server = nil
             }
         }
     }
@@ -91,6 +157,7 @@ final class LANSharing: DownloadObserver {
         logger.info("\(file.sha256) no longer shared (\(why.rawValue))")
         guard why != .replaced else { return }
         queue.async { [self] in
+            save()
             guard index.isEmpty,
                 let stopped = server.withLockedValue({ server -> ShareServer? in
                     defer { server = nil }

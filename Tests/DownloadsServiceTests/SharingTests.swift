@@ -118,4 +118,42 @@ final class SharingTests: DaemonTestCase {
         let none = try await listShared()
         XCTAssertTrue(none.isEmpty)
     }
+
+    func testWhatWasSharedIsOfferedAgainAfterARestartUnlessItChanged() async throws {
+        var hashes: [String] = []
+        for name in ["kept", "changed"] {
+            let content = Self.content(100_000, seed: name == "kept" ? 1 : 2)
+            hashes.append(Self.sha256(content))
+            http.set("/\(name)", Route(content: content))
+            let task = try await start(
+                http.url("/\(name)"), directory.file(name),
+                ["checksum": .string("sha256:\(hashes.last ?? "")"), "share": .boolean(true)])
+            let state = try await waitState(task, ["finished", "failed"])
+            XCTAssertEqual(state, "finished")
+        }
+        try await until("both are shared") { try await listShared().count == 2 }
+        let first = try await curl("/kept?sha256=\(hashes[0])")
+        XCTAssertEqual(first.status, 200)
+        try await until("the download is counted") {
+            try await listShared().first { $0["sha256"]?.stringValue == hashes[0] }?["shares"]?.uint32Value == 1
+        }
+        stopDaemon()
+        let handle = try XCTUnwrap(FileHandle(forWritingAtPath: directory.file("changed")))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("x".utf8))
+        try handle.close()
+        try await startDaemon()
+        var listed: [[String: DBusValue]] = []
+        try await until("the kept file is offered again") {
+            listed = try await listShared()
+            return !listed.isEmpty
+        }
+        XCTAssertEqual(listed.map { $0["sha256"]?.stringValue }, [hashes[0]], "the changed file is not")
+        XCTAssertEqual(listed.first?["shares"]?.uint32Value, 1, "its downloads still counted")
+        let again = try await curl("/kept?sha256=\(hashes[0])")
+        XCTAssertEqual(again.status, 200)
+        XCTAssertEqual(sha256(ofFile: again.body), hashes[0])
+        let changed = try await curl("/changed?sha256=\(hashes[1])")
+        XCTAssertEqual(changed.status, 403)
+    }
 }
