@@ -126,7 +126,8 @@ let package = Package(
         .target(
             name: "LANShare",
             dependencies: [
-                "FileIdentities",
+                "FileIdentities", "DBus",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -226,7 +227,9 @@ let package = Package(
         .testTarget(
             name: "LANShareTests",
             dependencies: [
-                "LANShare", "FileIdentities", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                "LANShare", "FileIdentities", "TestSupport", "DBus", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(

@@ -7,9 +7,10 @@ import Foundation
 /// bus so that a call arriving meanwhile waits for the next instance instead of being lost.
 extension DownloadsService {
     /// Whether the service has something to do: a task queued (for its begin time, a network or
-    /// power too), running or retrying, a completion call being made, a call being handled.
+    /// power too), running or retrying, a completion call being made, a call being handled, a
+    /// file offered to the local network (`share`: the server answers only while the daemon runs).
     /// Clients that only listen to signals keep nothing.
-    public var isBusy: Bool { engine.anyTaskActive || callsUnderWay }
+    public var isBusy: Bool { engine.anyTaskActive || callsUnderWay || !(configuration.sharing?.isEmpty ?? true) }
 
     /// A call being handled, or a completion call being made.
     private var callsUnderWay: Bool {

@@ -295,7 +295,7 @@ struct Downloadsd: AsyncParsableCommand {
             }
             desktop?.stop()
             await service.shutdown()
-            sharing?.stop()
+            await sharing?.stop()
             if reason == idleReason, service.handOver() {
                 logger.info("a call answered while leaving left work: the bus starts the next instance for it")
             } else {

@@ -24,6 +24,8 @@ final class LANSharing: DownloadObserver {
     private let queue = DispatchQueue(label: "org.example.Downloads.sharing")
     /// Withdraws what expired, each minute (set once, then only running).
     private nonisolated(unsafe) let sweeper: DispatchSourceTimer
+    /// The advert of what is shared (avahi-daemon on the system bus).
+    private let publisher: AvahiPublisher
 
     init(stateDirectory: String, preferredPort: Int, files: any FileAccessProvider, logger: Logger) {
         self.stateDirectory = stateDirectory
@@ -33,8 +35,15 @@ final class LANSharing: DownloadObserver {
         let withdrawn = NIOLockedValueBox<(@Sendable (SharedFile, ShareIndex.Withdrawal) -> Void)?>(nil)
         index = ShareIndex { file, why in withdrawn.withLockedValue { $0 }?(file, why) }
         sweeper = DispatchSource.makeTimerSource(queue: queue)
+        let advertised = NIOLockedValueBox<(@Sendable () -> (hashes: [String], port: Int?))>({ ([], nil) })
+        publisher = AvahiPublisher(
+            bus: .system, name: String(format: "Downloads-%04X", UInt16.random(in: 0...UInt16.max)), logger: logger,
+            current: { advertised.withLockedValue { $0 }() })
         withdrawn.withLockedValue {
             $0 = { [weak self] file, why in self?.withdrew(file, why) }
+        }
+        advertised.withLockedValue {
+            $0 = { [weak self] in (self?.index.list(owner: nil).map(\.sha256) ?? [], self?.port) }
         }
         sweeper.schedule(deadline: .now() + 60, repeating: 60)
         sweeper.setEventHandler { [weak self] in
@@ -83,6 +92,12 @@ final class LANSharing: DownloadObserver {
             }
         }
         if offered != kept.count { save() }
+        if offered > 0 { advertise() }
+    }
+
+    /// Makes the advert what is shared now (the publisher reads it when it runs).
+    private func advertise() {
+        Task { [publisher] in await publisher.publish() }
     }
 
     /// Writes what is shared now (called on `queue`).
@@ -117,6 +132,7 @@ final class LANSharing: DownloadObserver {
                 try listen()
                 index.add(file)
                 save()
+                advertise()
                 logger.info(
                     "task \(record.id): \(DisplayText.quoted(file.name, limit: 200)) shared as \(file.sha256) for \(terms.maxAge) s or \(terms.limit) download(s)"
                 )
@@ -127,7 +143,7 @@ final class LANSharing: DownloadObserver {
     }
 
     /// At the daemon's exit: what is shared written with its downloads counted, the server closed.
-    func stop() {
+    func stop() async {
         queue.sync {
             sweeper.cancel()
             save()
@@ -136,6 +152,7 @@ final class LANSharing: DownloadObserver {
                 server = nil
             }
         }
+        await publisher.stop()
     }
 
     /// The port the server listens on, nil while nothing is shared.
@@ -158,6 +175,7 @@ final class LANSharing: DownloadObserver {
         guard why != .replaced else { return }
         queue.async { [self] in
             save()
+            defer { advertise() }
             guard index.isEmpty,
                 let stopped = server.withLockedValue({ server -> ShareServer? in
                     defer { server = nil }
