@@ -34,8 +34,8 @@ public final class AvahiBrowser: Sendable {
         let connection = try await Connection.open(bus, logger: logger)
         defer { connection.close() }
         let type = AvahiPublisher.subtype(sha256)
-        let prepared = try await avahi(
-            connection, "/", "Server2", "ServiceBrowserPrepare",
+        let prepared = try await connection.avahi(
+            "/", "Server2", "ServiceBrowserPrepare",
             [.int32(-1), .int32(0), .string(type), .string(""), .uint32(0)])
         guard let browser = prepared.first?.objectPathValue else {
             throw AvahiError("ServiceBrowserPrepare answered \(prepared)")
@@ -56,7 +56,7 @@ public final class AvahiBrowser: Sendable {
             default: break
             }
         }
-        _ = try await avahi(connection, browser, "ServiceBrowser", "Start")
+        _ = try await connection.avahi(browser, "ServiceBrowser", "Start")
         let deadline = ContinuousClock.now + timeout
         let timer = Task {
             try? await Task.sleep(until: deadline)
@@ -75,15 +75,15 @@ public final class AvahiBrowser: Sendable {
         timer.cancel()
         sink.finish()
         await connection.unsubscribe(subscription)
-        _ = try? await avahi(connection, browser, "ServiceBrowser", "Free")
+        _ = try? await connection.avahi(browser, "ServiceBrowser", "Free")
         return peers
     }
 
     private func resolve(
         _ connection: Connection, interface: Int32, name: String, type: String, domain: String
     ) async throws -> LANPeer? {
-        let reply = try await avahi(
-            connection, "/", "Server", "ResolveService",
+        let reply = try await connection.avahi(
+            "/", "Server", "ResolveService",
             [.int32(interface), .int32(0), .string(name), .string(type), .string(domain), .int32(0), .uint32(0)])
         guard reply.count == 11, let host = reply[5].stringValue, let address = reply[7].stringValue,
             let port = reply[8].uint16Value, let flags = reply[10].uint32Value
@@ -112,14 +112,5 @@ public final class AvahiBrowser: Sendable {
             default: nil
             }
         }
-    }
-
-    private func avahi(
-        _ connection: Connection, _ path: ObjectPath, _ interface: String, _ method: String,
-        _ arguments: [DBusValue] = []
-    ) async throws -> [DBusValue] {
-        try await connection.call(
-            destination: "org.freedesktop.Avahi", path: path, interface: "org.freedesktop.Avahi.\(interface)",
-            method: method, arguments: arguments, timeout: .seconds(5), autoStart: false)
     }
 }

@@ -44,36 +44,36 @@ public actor AvahiPublisher {
             guard !wanted.isEmpty || !groups.isEmpty else { return }
             let connection = try await connected()
             while groups.count < wanted.count {
-                let reply = try await avahi(connection, "/", "Server", "EntryGroupNew")
+                let reply = try await connection.avahi("/", "Server", "EntryGroupNew")
                 guard let path = reply.first?.objectPathValue else {
                     throw AvahiError("EntryGroupNew answered \(reply)")
                 }
                 groups.append(path)
             }
             for (index, group) in groups.enumerated() {
-                _ = try await avahi(connection, group, "EntryGroup", "Reset")
+                _ = try await connection.avahi(group, "EntryGroup", "Reset")
                 guard index < wanted.count, let port else { continue }
                 let service = index == 0 ? name : "\(name) (\(index + 1))"
-                _ = try await avahi(
-                    connection, group, "EntryGroup", "AddService",
+                _ = try await connection.avahi(
+                    group, "EntryGroup", "AddService",
                     [
                         .int32(-1), .int32(0), .uint32(0), .string(service), .string("_cache._tcp"), .string(""),
                         .string(""), .uint16(UInt16(clamping: port)),
                         .array(element: .array(.byte), [.byteArray(Array("ranges=1".utf8))]),
                     ])
                 for hash in wanted[index] {
-                    _ = try await avahi(
-                        connection, group, "EntryGroup", "AddServiceSubtype",
+                    _ = try await connection.avahi(
+                        group, "EntryGroup", "AddServiceSubtype",
                         [
                             .int32(-1), .int32(0), .uint32(0), .string(service), .string("_cache._tcp"), .string(""),
                             .string(Self.subtype(hash)),
                         ])
                 }
-                _ = try await avahi(connection, group, "EntryGroup", "Commit")
+                _ = try await connection.avahi(group, "EntryGroup", "Commit")
             }
             // Groups no longer needed are freed, the last first.
             while groups.count > wanted.count, let last = groups.last {
-                _ = try? await avahi(connection, last, "EntryGroup", "Free")
+                _ = try? await connection.avahi(last, "EntryGroup", "Free")
                 groups.removeLast()
             }
             unavailable = false
@@ -107,20 +107,5 @@ public actor AvahiPublisher {
         let opened = try await Connection.open(bus, logger: logger)
         connection = opened
         return opened
-    }
-
-    private func avahi(
-        _ connection: Connection, _ path: String, _ interface: String, _ method: String, _ arguments: [DBusValue] = []
-    ) async throws -> [DBusValue] {
-        try await avahi(connection, try ObjectPath(path), interface, method, arguments)
-    }
-
-    private func avahi(
-        _ connection: Connection, _ path: ObjectPath, _ interface: String, _ method: String,
-        _ arguments: [DBusValue] = []
-    ) async throws -> [DBusValue] {
-        try await connection.call(
-            destination: "org.freedesktop.Avahi", path: path, interface: "org.freedesktop.Avahi.\(interface)",
-            method: method, arguments: arguments, timeout: .seconds(5), autoStart: false)
     }
 }
