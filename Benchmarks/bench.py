@@ -163,6 +163,23 @@ http {{ access_log off; log_format sent '$body_bytes_sent'; sendfile on; tcp_nop
             f.write(os.urandom(size % (4 * MiB)))
         return path
 
+    def cpu(self):
+        """CPU seconds of nginx's master and workers so far."""
+        with open(os.path.join(self.work, "nginx.pid")) as f:
+            master = f.read().strip()
+        total = 0
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if pid == master or fields[1] == master:
+                total += int(fields[11]) + int(fields[12])
+        return total / CLK_TCK
+
     def stop(self):
         try:
             with open(os.path.join(self.work, "nginx.pid")) as f:

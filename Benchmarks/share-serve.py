@@ -22,24 +22,6 @@ import dbus  # noqa: E402
 import dbus.mainloop.glib  # noqa: E402
 
 
-def nginx_cpu(nginx):
-    """CPU seconds of nginx's master and its workers so far."""
-    with open(os.path.join(nginx.work, "nginx.pid")) as f:
-        master = f.read().strip()
-    total = 0.0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if pid == master or fields[1] == master:
-            total += (int(fields[11]) + int(fields[12])) / bench.CLK_TCK
-    return total
-
-
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
@@ -67,9 +49,9 @@ def main():
         target = os.path.join(shm, "fetched.bin")
         for _ in range(rounds):
             for case, url in cases.items():
-                server_before = service.cpu() if case == "share server" else nginx_cpu(nginx)
+                server_before = service.cpu() if case == "share server" else nginx.cpu()
                 wall, cpu, _ = bench.tool(["curl", "-sSk", "--http1.1", "-o", target, url])
-                server = (service.cpu() if case == "share server" else nginx_cpu(nginx)) - server_before
+                server = (service.cpu() if case == "share server" else nginx.cpu()) - server_before
                 if os.path.getsize(target) != bench.GiB:
                     sys.exit(f"{case}: {os.path.getsize(target)} bytes")
                 os.unlink(target)

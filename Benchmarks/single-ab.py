@@ -20,24 +20,6 @@ import bench  # noqa: E402
 import dbus.mainloop.glib  # noqa: E402
 
 
-def nginx_cpu(nginx):
-    """CPU seconds of nginx's master and workers so far."""
-    with open(os.path.join(nginx.work, "nginx.pid")) as f:
-        master = f.read().strip()
-    total = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if pid == master or fields[1] == master:
-            total += int(fields[11]) + int(fields[12])
-    return total / bench.CLK_TCK
-
-
 def busy_cores():
     """(busy, all) jiffies of every core so far."""
     with open("/proc/stat") as f:
@@ -68,7 +50,7 @@ def main():
         for run in range(runs):
             for case in cases:
                 os.sync()
-                sent, (busy, every) = nginx_cpu(nginx), busy_cores()
+                sent, (busy, every) = nginx.cpu(), busy_cores()
                 if case == "curl -o /dev/null":
                     wall, cpu, _ = bench.tool(["curl", "-sS", "-o", "/dev/null", url])
                 elif case == "dd → tmpfs":
@@ -77,7 +59,7 @@ def main():
                     wall, cpu, _, _ = services[case].download(url, target)
                 if os.path.exists(target):
                     os.unlink(target)
-                sent = nginx_cpu(nginx) - sent
+                sent = nginx.cpu() - sent
                 busy_now, every_now = busy_cores()
                 cores = os.cpu_count() * (busy_now - busy) / max(1, every_now - every)
                 results[case].append((wall, cpu, sent, cores))
