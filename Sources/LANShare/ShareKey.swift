@@ -37,8 +37,8 @@ public struct ShareKey: Sendable {
             },
             issuerPrivateKey: Certificate.PrivateKey(key))
         let pem = try certificate.serializeAsPEM().pemString
-        try write(key.pemRepresentation, to: keyPath)
-        try write(pem, to: certificatePath)
+        try StateFile.save(Data(key.pemRepresentation.utf8), to: keyPath)
+        try StateFile.save(Data(pem.utf8), to: certificatePath)
         return try ShareKey(keyPEM: key.pemRepresentation, certificatePEM: pem)
     }
 
@@ -47,18 +47,5 @@ public struct ShareKey: Sendable {
         certificate = try NIOSSLCertificate(bytes: Array(certificatePEM.utf8), format: .pem)
         let der = try certificate.toDERBytes()
         fingerprint = SHA256.hash(data: der).map { String(format: "%02x", $0) }.joined()
-    }
-
-    /// Written whole or not at all, readable by the daemon alone.
-    private static func write(_ text: String, to path: String) throws {
-        let temporary = path + ".new"
-        guard
-            FileManager.default.createFile(
-                atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
-        else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary]) }
-        guard rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
-        }
     }
 }

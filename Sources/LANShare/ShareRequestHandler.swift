@@ -65,7 +65,7 @@ final class ShareRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             sending = true
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             NIOThreadPool.singleton.runIfActive(eventLoop: context.eventLoop) { [open] in
-                Self.opened(file, open)
+                file.openIfUnchanged(with: open)
             }.whenComplete { result in
                 let (handler, context) = bound.value
                 handler.sending = false
@@ -77,17 +77,6 @@ final class ShareRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
                 handler.serve(file, descriptor: descriptor, head, context: context)
             }
         }
-    }
-
-    /// The file opened, if it is still what was shared.
-    private static func opened(_ file: SharedFile, _ open: ShareServer.Opener) -> Int32? {
-        guard let descriptor = try? open(file) else { return nil }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, file.isStill(info) else {
-            close(descriptor)
-            return nil
-        }
-        return descriptor
     }
 
     private func serve(

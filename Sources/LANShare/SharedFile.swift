@@ -62,6 +62,18 @@ public struct SharedFile: Sendable, Equatable {
             && Int64(info.st_size) == size && Self.nanoseconds(info.st_mtim) == modified
     }
 
+    /// The file opened with `open` (as its owner may), if it is still the file that was shared;
+    /// nil when it cannot be opened or changed (the descriptor closed then).
+    public func openIfUnchanged(with open: (SharedFile) throws -> Int32) -> Int32? {
+        guard let descriptor = try? open(self) else { return nil }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, isStill(info) else {
+            close(descriptor)
+            return nil
+        }
+        return descriptor
+    }
+
     /// A `timespec` as nanoseconds since the epoch (`modified`).
     public static func nanoseconds(_ time: timespec) -> Int64 {
         Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)

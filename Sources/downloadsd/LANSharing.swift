@@ -69,17 +69,11 @@ final class LANSharing: DownloadObserver {
         let now = Int64(Date().timeIntervalSince1970)
         var offered = 0
         for file in kept where file.isOffered(at: now) {
-            guard let descriptor = try? files.files(for: file.owner).openForReading(file.path) else {
-                logger.info("\(file.sha256) not shared again: its file cannot be opened")
+            guard let descriptor = file.openIfUnchanged(with: opener) else {
+                logger.info("\(file.sha256) not shared again: its file is gone or changed since it was shared")
                 continue
             }
-            var info = stat()
-            let same = fstat(descriptor, &info) == 0 && file.isStill(info)
             close(descriptor)
-            guard same else {
-                logger.info("\(file.sha256) not shared again: the file changed while the service was stopped")
-                continue
-            }
             index.add(file)
             offered += 1
         }
@@ -155,16 +149,18 @@ final class LANSharing: DownloadObserver {
         await publisher.stop()
     }
 
+    /// Opens a shared file as its owner (through that user's file helper on the system bus).
+    private var opener: ShareServer.Opener {
+        { [files] file in try files.files(for: file.owner).openForReading(file.path) }
+    }
+
     /// The port the server listens on, nil while nothing is shared.
     var port: Int? { server.withLockedValue { $0?.port } }
 
     private func listen() throws {
         guard server.withLockedValue({ $0 }) == nil else { return }
         let key = try ShareKey.loadOrCreate(in: stateDirectory)
-        let files = self.files
-        let started = try ShareServer(index: index, key: key, preferredPort: preferredPort) { file in
-            try files.files(for: file.owner).openForReading(file.path)
-        }
+        let started = try ShareServer(index: index, key: key, preferredPort: preferredPort, open: opener)
         server.withLockedValue { $0 = started }
         logger.info(
             "sharing with the local network on port \(started.port) (certificate \(key.fingerprint.prefix(16))…)")
