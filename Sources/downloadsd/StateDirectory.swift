@@ -39,7 +39,10 @@ enum StateDirectory {
         guard access(path, W_OK | X_OK) == 0 else {
             throw Refusal(description: "\(path) is not writable by the daemon")
         }
-        for name in ["downloads.sqlite", "downloads.sqlite-wal", "downloads.sqlite-shm", "resume-data.key"] {
+        for name in [
+            "downloads.sqlite", "downloads.sqlite-wal", "downloads.sqlite-shm", "resume-data.key", "share-key.pem",
+            "share-certificate.pem", "shared.json",
+        ] {
             let file = path + "/" + name
             guard lstat(file, &info) == 0 else { continue }
             guard (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else {
