@@ -39,6 +39,7 @@ extension DownloadOptions: Codable {
         case originAttributes = "origin_attributes"
         case addToRecent = "add_to_recent"
         case share
+        case lanPeers = "lan_peers"
     }
 
     public init(from decoder: Decoder) throws {
@@ -103,6 +104,7 @@ extension DownloadOptions: Codable {
         originAttributes = try container.decodeIfPresent(Bool.self, forKey: .originAttributes) ?? true
         addToRecent = try container.decodeIfPresent(Bool.self, forKey: .addToRecent) ?? false
         share = try container.decodeIfPresent(ShareTerms.self, forKey: .share)
+        lanPeers = try container.decodeIfPresent(Bool.self, forKey: .lanPeers) ?? false
         if let text = try container.decodeIfPresent(String.self, forKey: .proxy) {
             do {
                 proxy = try ProxySetting.parse(text)
@@ -150,6 +152,7 @@ extension DownloadOptions: Codable {
         if !originAttributes { try container.encode(originAttributes, forKey: .originAttributes) }
         if addToRecent { try container.encode(addToRecent, forKey: .addToRecent) }
         try container.encodeIfPresent(share, forKey: .share)
+        if lanPeers { try container.encode(lanPeers, forKey: .lanPeers) }
         if background { try container.encode(background, forKey: .background) }
         if !pinnedPublicKeys.isEmpty { try container.encode(pinnedPublicKeys, forKey: .pinnedPublicKeys) }
         if trustPinnedOnly { try container.encode(trustPinnedOnly, forKey: .trustPinnedOnly) }

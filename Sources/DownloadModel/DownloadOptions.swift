@@ -99,8 +99,21 @@ public struct DownloadOptions: Sendable, Hashable {
     /// On `Finished`, the file is offered to the local network by its SHA-256 on these terms
     /// (`share`; LANShare); nil: not offered.
     public var share: ShareTerms?
+    /// The file may also come from machines of the local network that have it by its SHA-256
+    /// (`lan_peers`): the service browses for them while it fetches the URL (DownloadEngine's
+    /// `PeerFinder`); a task without a whole-file sha-256 fetches from its URL alone.
+    public var lanPeers = false
 
     public init() {}
+
+    /// These options as a request to a LAN peer goes with them: none of the caller's headers
+    /// (a token may be one), no referrer.
+    public var withoutCallersHeaders: DownloadOptions {
+        var options = self
+        options.headers = [:]
+        options.referrer = nil
+        return options
+    }
 
     /// Whether the task may begin at `now` (Unix seconds).
     public func mayBegin(at now: UInt64) -> Bool { earliestBegin.map { $0 <= now } ?? true }

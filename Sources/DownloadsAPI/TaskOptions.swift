@@ -57,6 +57,8 @@ public struct TaskOptions: Sendable, Hashable {
         case share
         case shareMaxAge = "share_max_age"
         case shareLimit = "share_limit"
+        /// v1.5: the file may also come from machines of the local network that have it by its SHA-256.
+        case lanPeers = "lan_peers"
 
         public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
     }
@@ -72,7 +74,7 @@ public struct TaskOptions: Sendable, Hashable {
     /// What only a download takes (refused on an upload with a reason).
     public static let downloadOnlyKeys: Set<Key> = [
         .sha256, .checksum, .connections, .overwrite, .mirrors, .useMetalinkHeaders, .metalink, .referrer,
-        .originAttributes, .addToRecent, .share, .shareMaxAge, .shareLimit,
+        .originAttributes, .addToRecent, .share, .shareMaxAge, .shareLimit, .lanPeers,
     ]
     /// What `Start` takes.
     public static let startKeys = Set(Key.allCases).subtracting([.url, .destinationFD]).subtracting(uploadOnlyKeys)
@@ -180,6 +182,9 @@ public struct TaskOptions: Sendable, Hashable {
     public var share: Bool?
     public var shareMaxAge: UInt32?
     public var shareLimit: UInt32?
+    /// v1.5: the file may also come from machines of the local network that have it by its
+    /// SHA-256 (default false; used when the task has a whole-file sha-256).
+    public var lanPeers: Bool?
     /// The longest a file may be offered: 30 days.
     public static let maxShareAge: UInt32 = 30 * 86_400
 
@@ -390,6 +395,9 @@ public struct TaskOptions: Sendable, Hashable {
                     throw DownloadsErrorName.invalidArgument.error("share_limit must be at least 1")
                 }
                 shareLimit = count
+            case .lanPeers:
+                guard case .boolean(let flag) = value else { throw wrongType("b") }
+                lanPeers = flag
             case .form:
                 form = try TaskOptions.checkedForm(value)
             case .connectTimeout, .stallTimeout, .resourceTimeout:
@@ -551,6 +559,7 @@ public struct TaskOptions: Sendable, Hashable {
         if let share { result[Key.share.rawValue] = .boolean(share) }
         if let shareMaxAge { result[Key.shareMaxAge.rawValue] = .uint32(shareMaxAge) }
         if let shareLimit { result[Key.shareLimit.rawValue] = .uint32(shareLimit) }
+        if let lanPeers { result[Key.lanPeers.rawValue] = .boolean(lanPeers) }
         if let form {
             var parts: [String: DBusValue] = ["field": .string(form.field)]
             if let filename = form.filename { parts["filename"] = .string(filename) }

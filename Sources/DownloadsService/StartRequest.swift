@@ -104,6 +104,7 @@ enum StartRequest {
         result.resourceTimeout = options.resourceTimeout
         result.desktopEntry = options.desktopEntry
         if let background = options.background { result.background = background }
+        if let lanPeers = options.lanPeers { result.lanPeers = lanPeers }
         if let requires = options.requiresACPower { result.requiresACPower = requires }
         result.lowSpeedLimit = options.lowSpeedLimit
         result.lowSpeedTime = options.lowSpeedTime.map(Double.init)

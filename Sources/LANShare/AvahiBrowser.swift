@@ -31,6 +31,54 @@ public final class AvahiBrowser: Sendable {
     /// The peers that offer `sha256`, found until Avahi says it has told all it knows
     /// (`AllForNow`, about a second with a cold cache) or `timeout`, at most `limit`.
     public func find(_ sha256: String, timeout: Duration = .seconds(3), limit: Int = 8) async throws -> [LANPeer] {
+        // Fails as the browse would when avahi-daemon is not there (the stream only logs it).
+        try await Connection.open(bus, logger: logger).close()
+        return await withTaskGroup(of: [LANPeer]?.self) { group in
+            group.addTask {
+                var found: [LANPeer] = []
+                for await event in self.peers(sha256, limit: limit) {
+                    switch event {
+                    case .found(let peer): found.append(peer)
+                    case .gone(let peer): found.removeAll { $0 == peer }
+                    case .allForNow: return found
+                    }
+                    if found.count >= limit { return found }
+                }
+                return found
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            var result: [LANPeer] = []
+            for await case let found? in group {
+                result = found
+                break
+            }
+            group.cancelAll()
+            return result
+        }
+    }
+
+    /// The peers that offer `sha256` as Avahi finds them, each as soon as it is resolved, and
+    /// those that go, until the consumer stops iterating (its task cancelled, or it breaks out);
+    /// at most `limit` are found (an advert flood yields a few). avahi-daemon missing or failing
+    /// ends the stream (a log line).
+    public func peers(_ sha256: String, limit: Int = 8) -> AsyncStream<PeerEvent> {
+        let (stream, out) = AsyncStream.makeStream(of: PeerEvent.self)
+        let work = Task {
+            do {
+                try await browse(sha256, limit: limit, into: out)
+            } catch {
+                logger.info("no LAN peers are looked for: \(error)")
+            }
+            out.finish()
+        }
+        out.onTermination = { _ in work.cancel() }
+        return stream
+    }
+
+    private func browse(_ sha256: String, limit: Int, into out: AsyncStream<PeerEvent>.Continuation) async throws {
         let connection = try await Connection.open(bus, logger: logger)
         defer { connection.close() }
         let type = AvahiPublisher.subtype(sha256)
@@ -46,37 +94,45 @@ public final class AvahiBrowser: Sendable {
         ) { message in
             let arguments = (try? message.arguments()) ?? []
             switch message.member {
-            case "ItemNew":
+            case "ItemNew", "ItemRemove":
                 guard arguments.count == 6, let interface = arguments[0].int32Value,
                     let name = arguments[2].stringValue,
                     let found = arguments[3].stringValue, let domain = arguments[4].stringValue
                 else { return }
-                sink.yield(.item(interface: interface, name: name, type: found, domain: domain))
-            case "AllForNow", "Failure": sink.yield(.done)
+                sink.yield(
+                    message.member == "ItemNew"
+                        ? .item(interface: interface, name: name, type: found, domain: domain)
+                        : .removed(interface: interface, name: name))
+            case "AllForNow": sink.yield(.done)
+            case "Failure": sink.finish()
             default: break
             }
         }
         _ = try await connection.avahi(browser, "ServiceBrowser", "Start")
-        let deadline = ContinuousClock.now + timeout
-        let timer = Task {
-            try? await Task.sleep(until: deadline)
-            sink.yield(.done)
-        }
-        var peers: [LANPeer] = []
+        var peers: [String: LANPeer] = [:]
         var seen: Set<String> = []
-        for await event in events {
-            guard case .item(let interface, let name, let found, let domain) = event else { break }
-            guard peers.count < limit, seen.insert("\(interface) \(name)").inserted,
-                let peer = try? await resolve(connection, interface: interface, name: name, type: found, domain: domain)
-            else { continue }
-            peers.append(peer)
-            if peers.count >= limit { break }
+        await withTaskCancellationHandler {
+            for await event in events {
+                switch event {
+                case .item(let interface, let name, let found, let domain):
+                    guard peers.count < limit, seen.insert("\(interface) \(name)").inserted,
+                        let peer = try? await resolve(
+                            connection, interface: interface, name: name, type: found, domain: domain)
+                    else { continue }
+                    peers["\(interface) \(name)"] = peer
+                    out.yield(.found(peer))
+                case .removed(let interface, let name):
+                    seen.remove("\(interface) \(name)")
+                    if let peer = peers.removeValue(forKey: "\(interface) \(name)") { out.yield(.gone(peer)) }
+                case .done:
+                    out.yield(.allForNow)
+                }
+            }
+        } onCancel: {
+            sink.finish()
         }
-        timer.cancel()
-        sink.finish()
         await connection.unsubscribe(subscription)
         _ = try? await connection.avahi(browser, "ServiceBrowser", "Free")
-        return peers
     }
 
     private func resolve(

@@ -127,6 +127,11 @@ struct TaskOptionArguments: ParsableArguments {
     var shareMaxAge: UInt32?
     @Option(help: ArgumentHelp("Downloads after which the file is withdrawn (with --share).", valueName: "count"))
     var shareLimit: UInt32?
+    @Flag(
+        help:
+            "Also take the file from machines of the local network that have it by its SHA-256 (with --sha256 or --checksum sha256:HEX); every byte is checked."
+    )
+    var lanPeers = false
 
     /// The URL argument of `get` and `start`: a URL, or a Metalink file (`.meta4`, `.metalink`)
     /// read here, as the caller, and sent as the `metalink` option (the URL is then its first).
@@ -232,6 +237,7 @@ struct TaskOptionArguments: ParsableArguments {
             options.referrer = referrer
             if noOriginAttributes { options.originAttributes = false }
             if share { options.share = true }
+            if lanPeers { options.lanPeers = true }
             options.shareMaxAge = shareMaxAge
             options.shareLimit = shareLimit
             if let cert {

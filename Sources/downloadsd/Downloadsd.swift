@@ -219,6 +219,7 @@ struct Downloadsd: AsyncParsableCommand {
                 logger.warning("no file helper at \(helper) (--file-helper): other users' downloads are refused")
             }
         }
+        if lanPeers != .off { engineConfiguration.peerFinder = AvahiPeerFinder(logger: logger) }
         let engine = SessionManager(
             configuration: engineConfiguration, resumeDataKey: key, files: files, logger: logger)
         // The engine owns the files; the service reaches them only through it.

@@ -108,6 +108,11 @@ struct RequestSender: Sendable {
         connectTimeout: Double
     ) async -> Result<TLSConfiguration?, DownloadError> {
         var configuration: TLSConfiguration?
+        if rules.trustsAnyCertificate {
+            var any = owner.tlsConfiguration
+            any.certificateVerification = .none
+            return .success(any)
+        }
         if rules.checksOwnTrust {
             if let proxy = connection.proxy, proxy != .direct {
                 return .failure(
@@ -151,12 +156,11 @@ struct RequestSender: Sendable {
     }
 
     /// Reports one request as it went (`TransactionMetrics`): its phases as measured, its bytes
-    /// counted for the mirror it went to, else for the task's URL.
+    /// counted for the mirror it went to, for a LAN peer as `peer:ADDRESS`, else for the task's URL.
     private func report(
-        _ request: HTTPClient.Request, to url: String, marks: RequestMarks, fetchStart: Int64, lookupEnd: Int64?,
-        address: String?, went use: ConnectionUse?, thrown: Error?
+        _ request: HTTPClient.Request, to url: String, kind: Source.Kind, marks: RequestMarks, fetchStart: Int64,
+        lookupEnd: Int64?, address: String?, went use: ConnectionUse?, thrown: Error?
     ) {
-        let mirror = context.options.mirrors.contains(url)
         let failure: String =
             switch thrown {
             case nil, is DecisionReached: ""
@@ -166,7 +170,7 @@ struct RequestSender: Sendable {
         // it) was not waited for: its time is no phase of this request.
         let ready = use?.readyAt.flatMap { $0 >= fetchStart ? $0 : nil }
         let transaction = TransactionMetrics(
-            url: Source(url)?.withoutCredentials ?? url, source: mirror ? "mirror" : "url",
+            url: Source(url)?.withoutCredentials ?? url, source: kind == .origin ? "url" : kind.rawValue,
             range: request.headers.first(name: "Range") ?? "", protocol: marks.version, status: marks.status,
             remoteAddress: use?.remoteAddress ?? address, fetchStart: fetchStart,
             lookupStart: lookupEnd.map { _ in fetchStart }, lookupEnd: lookupEnd, requestStart: marks.requestStart,
@@ -174,7 +178,13 @@ struct RequestSender: Sendable {
             bytesReceived: marks.bytesReceived, error: failure, reusedConnection: use?.reused,
             tlsVersion: use?.tlsVersion, connectStart: use?.connectStart,
             connectEnd: use?.secure == false ? ready : nil, tlsEnd: use?.secure == true ? ready : nil)
-        context.ended(transaction, mirror ? url : context.taskURL)
+        let counted: String =
+            switch kind {
+            case .origin: context.taskURL
+            case .mirror: url
+            case .peer: "peer:" + (Source(url)?.host ?? url)
+            }
+        context.ended(transaction, counted)
     }
 
     /// `send` for any delegate: `forward` makes the request that goes through an HTTP proxy to a
@@ -182,10 +192,12 @@ struct RequestSender: Sendable {
     /// request's own parsed URL (what `url` says), not parsed again.
     func exchange<Delegate: ResponseReceiver>(
         _ request: HTTPClient.Request, to url: String, delegate: Delegate, kind: HTTPClients.Kind,
-        seat: (any RequestHolder)? = nil, afterwards: () async -> DownloadError? = { nil }, cleanup: TimeAmount? = nil,
+        sourceKind: Source.Kind? = nil, seat: (any RequestHolder)? = nil,
+        afterwards: () async -> DownloadError? = { nil }, cleanup: TimeAmount? = nil,
         within limit: TimeAmount? = nil, forward: ((Forwarding) -> any OutgoingRequest<Delegate.Response>)?
     ) async -> Result<Delegate.Response, DownloadError> {
-        guard let source = Source(request.url, kind: context.options.mirrors.contains(url) ? .mirror : .origin) else {
+        let sourceKind = sourceKind ?? (context.options.mirrors.contains(url) ? .mirror : .origin)
+        guard let source = Source(request.url, kind: sourceKind) else {
             return .failure(.invalidArgument("cannot request \(url): it is not an http or https URL with a host"))
         }
         let rules = SourceRules(for: source, context)
@@ -221,7 +233,7 @@ struct RequestSender: Sendable {
                 connectTimeout: connectTimeout, forward: forward)
             let (result, thrown) = await outcome(of: outgoing, delegate: delegate, seat: seat, kept: cleanup == nil)
             report(
-                ready, to: url, marks: delegate.marks, fetchStart: fetchStart, lookupEnd: lookupEnd,
+                ready, to: url, kind: source.kind, marks: delegate.marks, fetchStart: fetchStart, lookupEnd: lookupEnd,
                 address: connection.pinnedAddress, went: tag.flatMap(connection.watch.close) ?? outgoing.connectionUse,
                 thrown: thrown)
             if let thrown, result == nil, untried > 0, cleanup != nil || !context.requests.isStopped,

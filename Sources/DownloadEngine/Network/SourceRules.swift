@@ -44,6 +44,19 @@ struct SourceRules: Sendable {
         let options = context.options
         let answers = context.answers
         user = context.user
+        guard source.kind != .peer else {
+            // A machine of the local network, found by the file's hash: reached directly, its
+            // certificate any (the hash checks the bytes), nothing of the caller's presented.
+            proxy = .direct
+            proxyAnswer = nil
+            connectTimeout = options.connectTimeout
+            pinnedPublicKeys = []
+            trustPinnedOnly = false
+            trusted = nil
+            clientCertificate = nil
+            answered = nil
+            return
+        }
         proxy = options.proxy
         proxyAnswer = answers.credentials
         connectTimeout = options.connectTimeout
@@ -53,6 +66,10 @@ struct SourceRules: Sendable {
         clientCertificate = options.clientCertificate ?? answers.certificate(at: source.origin)
         answered = answers.credentials(at: source.origin)
     }
+
+    /// Whether any certificate is taken: a LAN peer's (self-signed, made by its daemon), whose
+    /// bytes the file's hash checks.
+    var trustsAnyCertificate: Bool { source.kind == .peer }
 
     /// Whether the server is trusted otherwise than by the system's store (pins, a certificate its
     /// app trusted): checked by a handshake of its own, on a direct connection only.

@@ -100,6 +100,9 @@ public final class SessionManager: Sendable {
         /// false: no finished file records where it came from, whatever its task asks
         /// (`downloadsd --no-origin-attributes`; `OriginAttributes`).
         public var originAttributes = true
+        /// Finds the machines of the local network that have a task's file (`lan_peers`); nil:
+        /// none are looked for (`downloadsd --lan-peers off`, or no Avahi).
+        public var peerFinder: (any PeerFinder)?
         public init() {}
 
         /// The part of them Network/ takes.

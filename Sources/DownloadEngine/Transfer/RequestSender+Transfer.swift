@@ -12,10 +12,11 @@ extension RequestSender {
     /// classified (the run checks its writer there).
     func send(
         _ request: HTTPClient.Request, to url: String, delegate: TransferDelegate, kind: HTTPClients.Kind,
-        seat: SegmentWorkers.Seat? = nil, afterwards: () async -> DownloadError? = { nil }
+        sourceKind: Source.Kind? = nil, seat: SegmentWorkers.Seat? = nil,
+        afterwards: () async -> DownloadError? = { nil }
     ) async -> TransferRun.Sent {
         let result = await exchange(
-            request, to: url, delegate: delegate, kind: kind, seat: seat, afterwards: afterwards
+            request, to: url, delegate: delegate, kind: kind, sourceKind: sourceKind, seat: seat, afterwards: afterwards
         ) { forwarding in
             ForwardedRequest(
                 target: forwarding.target, host: request.host, port: request.port, headers: forwarding.headers,

@@ -53,7 +53,10 @@ final class TransferRun: RunHandle {
 
     func run() async {
         owner.apply(.running(self), to: task)
-        defer { owner.apply(.runEnded(self), to: task) }
+        defer {
+            stopLookingForPeers()
+            owner.apply(.runEnded(self), to: task)
+        }
         let record = start.record
         let pacing = record.options.background ? Self.startPacing(task, owner: owner, start: start) : nil
         defer { Self.stopPacing(pacing, task, owner: owner, limit: start.limit) }
@@ -134,6 +137,8 @@ final class TransferRun: RunHandle {
             case .finalize:
                 do {
                     return try await finalize()
+                } catch let error as DownloadError where error.code == .checksumMismatch && givesUpPeers() {
+                    action = machine.peersSpoiledTheFile(error)
                 } catch {
                     action = machine.finalizeFailed(DownloadError.classify(error))
                 }
@@ -211,18 +216,20 @@ final class TransferRun: RunHandle {
     /// given) through `RequestSender` and streams its body through a `TransferDelegate`: into the
     /// file at the response's offset, or into `segment`'s range of a segmented download. A write
     /// error of the writer is this request's failure (`checksWrites`: waited for here; otherwise
-    /// the caller's to find).
+    /// the caller's to find). To a LAN peer (`sourceKind` `.peer`) none of the task's own
+    /// headers go, nor its referrer or its app's answers: only what fetches the bytes.
     func execute(
         url: String, sendsCredentials: Bool, range: (start: Int64, end: Int64?)?, validator: String?,
         hooks: TransferDelegate.Hooks, checksWrites: Bool = true, segment: TransferDelegate.Segment? = nil,
         split: (@Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment?)? = nil,
-        speedWindow: Double? = nil, seat: SegmentWorkers.Seat? = nil
+        speedWindow: Double? = nil, seat: SegmentWorkers.Seat? = nil, sourceKind: Source.Kind? = nil
     ) async -> Sent {
         let record = task.record
+        let toPeer = sourceKind == .peer
         let headers = RequestSender.headers(
-            with: record.options, answered: answers.credentials, to: url, sendsCredentials: sendsCredentials,
-            range: range,
-            validator: validator)
+            with: toPeer ? record.options.withoutCallersHeaders : record.options,
+            answered: toPeer ? nil : answers.credentials, to: url, sendsCredentials: sendsCredentials && !toPeer,
+            range: range, validator: validator)
         let httpRequest: HTTPClient.Request
         do {
             httpRequest = try HTTPClient.Request(url: url, method: .GET, headers: headers)
@@ -243,7 +250,7 @@ final class TransferRun: RunHandle {
         let context = owner.requestContext(of: task, record, answers: answers, requests: requests)
         return await RequestSender(owner: owner, context: context).send(
             httpRequest, to: url, delegate: transfer, kind: segment != nil || split != nil ? .separate : .multiplexed,
-            seat: seat,
+            sourceKind: sourceKind, seat: seat,
             afterwards: { [writer] in
                 // What was handed to the writer is on its way to the file; a write error shows here.
                 guard checksWrites else { return nil }

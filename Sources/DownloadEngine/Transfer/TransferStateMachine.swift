@@ -246,6 +246,14 @@ struct TransferStateMachine {
         end(.fail(error))
     }
 
+    /// The finished file failed its whole-file check holding bytes that machines of the local
+    /// network served (`lan_peers`, no piece hashes to say which were wrong): it is fetched
+    /// again from zero, from the URL and mirrors alone, counted as a restart.
+    mutating func peersSpoiledTheFile(_ error: DownloadError) -> Action {
+        guard case .ended = state else { return impossible("a peer's mismatch") }
+        return restart("\(error.message), with bytes from LAN peers; fetching it again without them", random: 0.5)
+    }
+
     private mutating func firstRequest(offset: Int64, validator: String?) -> Action {
         if offset > 0 {
             guard let validator else {

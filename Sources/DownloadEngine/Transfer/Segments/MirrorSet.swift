@@ -1,11 +1,12 @@
 import DownloadModel
 import Foundation
 
-/// The sources of a download with mirrors (option `mirrors`): its URL and the mirrors' URLs of
-/// the same file, which of them the next range request goes to, and which were dropped and why.
+/// The sources of a download with mirrors (option `mirrors`) or LAN peers (`lan_peers`): its URL,
+/// the mirrors' URLs of the same file and the peers that joined while it ran, which of them the
+/// next range request goes to, and which were dropped and why.
 /// As aria2 spreads a download's pieces over its URIs: at most `perServer` connections to one
-/// server (scheme, host and port), the source with the fewest connections first, the fastest
-/// so far on a tie. A source that fails, answers for another file or runs far slower than the
+/// server (scheme, host and port), the source with the fewest connections first, a LAN peer
+/// then the fastest so far on a tie. A source that fails, answers for another file or runs far slower than the
 /// fastest is dropped for the rest of the run (its ranges go to the others); the last one left
 /// is never dropped. Pure bookkeeping, tested without I/O.
 struct MirrorSet: Sendable {
@@ -13,8 +14,13 @@ struct MirrorSet: Sendable {
     struct Entry: Sendable, Equatable {
         var url: String
         /// `origin`: the first URL the caller gave (the download's own URL, where its redirects
-        /// lead); `mirror`: one of the same file's mirrors (a `peer` comes with the LAN peers).
+        /// lead); `mirror`: one of the same file's mirrors; `peer`: a machine of the local
+        /// network that has the file by its hash.
         let kind: Source.Kind
+        /// A Passim peer answers one request per hash an hour: it is taken for one request.
+        var oneRequest = false
+        /// Requests it was taken for.
+        var requests = 0
         var connections = 0
         /// Why it was dropped; nil while it is used.
         var dropped: String?
@@ -60,19 +66,50 @@ struct MirrorSet: Sendable {
         for source in sources { perServerNow[source.server, default: 0] += source.connections }
         let open = active.filter {
             perServerNow[sources[$0].server, default: 0] < perServer
+                && !(sources[$0].oneRequest && sources[$0].requests > 0)
+                // A peer that has not yet sent a range gets one connection: one that stalls or
+                // refuses costs one request.
+                && !(sources[$0].kind == .peer && sources[$0].bytes == 0 && sources[$0].connections > 0)
                 && !(probation && !sources[$0].proven && sources[$0].connections > 0)
         }
         guard
             let chosen = open.min(by: { a, b in
                 let x = sources[a], y = sources[b]
                 if x.connections != y.connections { return x.connections < y.connections }
+                // A peer of the local network before a server across the uplink.
+                if (x.kind == .peer) != (y.kind == .peer) { return x.kind == .peer }
                 if x.rate != y.rate { return x.rate > y.rate }
                 return a < b
             })
         else { return nil }
         sources[chosen].connections += 1
+        sources[chosen].requests += 1
         return chosen
     }
+
+    /// A peer joins the running download (`lan_peers`); `oneRequest` for a Passim peer. Its
+    /// index, or nil when its URL is a source already.
+    @discardableResult
+    mutating func add(peer url: String, oneRequest: Bool) -> Int? {
+        guard !sources.contains(where: { $0.url == url }) else { return nil }
+        var entry = Entry(url: url, kind: .peer)
+        entry.oneRequest = oneRequest
+        sources.append(entry)
+        return sources.count - 1
+    }
+
+    /// Peers used now (joined, not dropped).
+    var activePeers: Int { active.filter { sources[$0].kind == .peer }.count }
+
+    /// Drops every peer for the rest of the run (a whole-file check failed with their bytes).
+    mutating func dropPeers(because reason: String) {
+        for index in sources.indices where sources[index].kind == .peer && sources[index].dropped == nil {
+            sources[index].dropped = reason
+        }
+    }
+
+    /// The index of the source at `url`.
+    func index(of url: String) -> Int? { sources.firstIndex { $0.url == url } }
 
     /// A request to `index` ended, having fetched `bytes` of body in `seconds`.
     mutating func release(_ index: Int, bytes: Int64, seconds: Double) {

@@ -32,12 +32,12 @@ extension TransferRun {
     var connectionCount: Int { segmentState.withLockedValue { $0.connections } }
 
     /// Whether this run's first request may split the download: the task asked for more than
-    /// one connection (even if it was granted one: more may come), has mirrors or piece hashes,
-    /// and the run has not settled on one stream (after a restart from zero).
+    /// one connection (even if it was granted one: more may come), has mirrors, piece hashes or
+    /// LAN peers to look for, and the run has not settled on one stream (after a restart from zero).
     var maySplit: Bool {
         let options = task.record.options
         return !segmentState.withLockedValue { $0.settled }
-            && (options.connections > 1 || !options.mirrors.isEmpty || options.pieces != nil)
+            && (options.connections > 1 || !options.mirrors.isEmpty || options.pieces != nil || peerHash != nil)
     }
 
     /// More places granted while the run goes on: started at once as connections of the
@@ -76,7 +76,7 @@ extension TransferRun {
     }
 
     /// The source a connection's next request goes to (`index` nil without mirrors).
-    typealias TakenSource = (url: String, index: Int?, isPrimary: Bool, proven: Bool)
+    typealias TakenSource = (url: String, index: Int?, kind: Source.Kind, proven: Bool)
 
     /// Pieces that failed their hash in this run and their bytes (for the log line at the end).
     var piecesFetchedAgain: (pieces: Int, bytes: Int64) {
@@ -95,6 +95,7 @@ extension TransferRun {
     func attempt(_ request: TransferStateMachine.Request) async -> TransferStateMachine.Outcome {
         let record = task.record
         let attempt = NIOLockedValueBox(Attempt())
+        lookForPeers()
         let outcome: TransferStateMachine.Outcome
         if !segmentState.withLockedValue({ $0.settled }), let remaining = record.segments,
             let validator = record.validator,
@@ -400,18 +401,20 @@ extension TransferRun {
                 let state = segmentState
                 hooks.speedFloor = { speed in state.withLockedValue { $0.mirrors?.observe(index, speed: speed) ?? 0 } }
             }
+            let isPrimary = source.kind == .origin
             let sent = await execute(
                 url: source.url,
-                sendsCredentials: credentials && (source.isPrimary || RedirectRules.sameOrigin(source.url, url)),
+                sendsCredentials: credentials && source.kind != .peer
+                    && (isPrimary || RedirectRules.sameOrigin(source.url, url)),
                 range: (start: claim.start, end: claim.end), validator: sendsValidator(to: source) ? validator : nil,
                 hooks: hooks, segment: TransferDelegate.Segment(table: table, id: claim.id, source: source.index ?? 0),
-                speedWindow: source.index == nil ? nil : MirrorSet.slowAfter, seat: seat
+                speedWindow: source.index == nil ? nil : MirrorSet.slowAfter, seat: seat, sourceKind: source.kind
             )
             table.release(claim.id)
             if seat?.isRetiring == true {
                 // Cancelled to give its place back: no verdict on the source; its range is the others'.
                 if let index = source.index {
-                    _ = judged(.claimNext, source: index, isPrimary: source.isPrimary, bytes: 0, seconds: 0)
+                    _ = judged(.claimNext, source: index, kind: source.kind, bytes: 0, seconds: 0)
                 }
                 return
             }
@@ -423,7 +426,7 @@ extension TransferRun {
                 var bytes: Int64 = 0
                 if case .response(let result) = sent { bytes = result.bodyBytes }
                 let seconds = Double((NIODeadline.now() - started).nanoseconds) / 1e9
-                next = judged(action, source: index, isPrimary: source.isPrimary, bytes: bytes, seconds: seconds)
+                next = judged(action, source: index, kind: source.kind, bytes: bytes, seconds: seconds)
             }
         }
     }
@@ -431,7 +434,8 @@ extension TransferRun {
     /// Whether a range request to `source` carries `If-Range`: to the source the validator came
     /// from (the URL itself, unless its first request went to a mirror), never to another.
     private func sendsValidator(to source: TakenSource) -> Bool {
-        guard let from = segmentState.withLockedValue({ $0.validatorSource }) else { return source.isPrimary }
+        guard source.kind != .peer else { return false }
+        guard let from = segmentState.withLockedValue({ $0.validatorSource }) else { return source.kind == .origin }
         return Source.server(of: source.url) == from
     }
 
@@ -439,14 +443,20 @@ extension TransferRun {
     /// nil), else the one `MirrorSet` chooses; nil when every source's server is busy.
     private func takeSource(primary url: String, probation: Bool = false) -> TakenSource? {
         let mirrors = task.record.options.mirrors
-        guard !mirrors.isEmpty else { return (url, nil, true, true) }
         let perServer = configuration.maxConnectionsPerHost
         return segmentState.withLockedValue { state in
+            guard !mirrors.isEmpty || !state.peersToJoin.isEmpty || state.mirrors != nil else {
+                return (url, nil, .origin, true)
+            }
             var set = state.mirrors ?? MirrorSet(primary: url, mirrors: mirrors, perServer: perServer)
             set.follow(primary: url)
+            // Peers told of since the last request join here (LAN peers, TransferRun+Peers).
+            for peer in state.peersToJoin { set.add(peer: peer.url, oneRequest: !peer.takesRanges) }
+            state.peersToJoin = []
             defer { state.mirrors = set }
             guard let index = set.take(probation: probation) else { return nil }
-            return (set.sources[index].url, index, set.sources[index].isPrimary, set.sources[index].proven)
+            let source = set.sources[index]
+            return (source.url, index, source.kind, source.proven)
         }
     }
 
@@ -461,10 +471,13 @@ extension TransferRun {
     /// redirect is followed for later requests to it; the URL itself keeps its retry policy,
     /// and is dropped only when it gives up or fails for good while other sources remain. A
     /// source far slower than the fastest is dropped too. The last source is never dropped:
-    /// its own verdict stands.
+    /// its own verdict stands. A peer's redirect is not followed (it is dropped), and a Passim
+    /// peer is done with after its one request.
     private func judged(
-        _ action: TransferStateMachine.RangeAction, source index: Int, isPrimary: Bool, bytes: Int64, seconds: Double
+        _ action: TransferStateMachine.RangeAction, source index: Int, kind: Source.Kind, bytes: Int64,
+        seconds: Double
     ) -> TransferStateMachine.RangeAction {
+        let isPrimary = kind == .origin
         var reason: String?
         var location: String?
         switch action {
@@ -476,7 +489,11 @@ extension TransferRun {
         case .giveUp(let error):
             reason = error.message
         case .endAttempt(.redirect(let next, _)):
-            if !isPrimary { location = next }
+            if kind == .peer {
+                reason = "a LAN peer's redirect is not followed"
+            } else if !isPrimary {
+                location = next
+            }
         case .endAttempt(.restartFromZero(let why)):
             if !isPrimary { reason = why }
         case .endAttempt(.failed(let error)), .endAttempt(.failedAfterProgress(let error)):
@@ -488,6 +505,12 @@ extension TransferRun {
             guard var set = state.mirrors else { return (action, []) }
             defer { state.mirrors = set }
             set.release(index, bytes: bytes, seconds: seconds)
+            if kind == .peer {
+                state.peerBytes += max(0, bytes)
+                if reason == nil, set.sources[index].oneRequest {
+                    reason = "a Passim peer is asked once (it answers one request per hash an hour)"
+                }
+            }
             var dropped: [(String, String)] = []
             var result = action
             if set.sources[index].foundSlow, case .retry(_, let error) = action {

@@ -70,6 +70,27 @@ final class MirrorTests: EngineTestCase {
         XCTAssertEqual(live.sources[0].windowSpeed, 3_000_000, "a finished request's speed counts as a window")
     }
 
+    func testPeersJoinFirstOnATieOneConnectionUntilTheySendAndAPassimPeerOnce() {
+        var set = MirrorSet(primary: "http://a.example/f", mirrors: [], perServer: 4)
+        XCTAssertEqual(set.take(), 0)
+        XCTAssertEqual(set.add(peer: "https://10.0.0.2:27500/f?sha256=x", oneRequest: false), 1)
+        XCTAssertNil(set.add(peer: "https://10.0.0.2:27500/f?sha256=x", oneRequest: false), "told twice: one source")
+        XCTAssertEqual(set.add(peer: "https://10.0.0.3:27500/f?sha256=x", oneRequest: true), 2)
+        XCTAssertEqual(set.take(), 1, "a peer before the uplink")
+        XCTAssertEqual(set.take(), 2)
+        XCTAssertEqual(set.take(), 0, "each peer has its one connection until it sends a range")
+        set.release(1, bytes: 1 << 20, seconds: 0.1)
+        set.release(2, bytes: 1 << 20, seconds: 0.1)
+        XCTAssertEqual(set.take(), 1, "it sent one: as many as its server allows")
+        XCTAssertEqual(set.take(), 1)
+        XCTAssertEqual(set.sources[2].requests, 1)
+        XCTAssertNotEqual(set.take(), 2, "a Passim peer is taken for one request")
+        XCTAssertEqual(set.activePeers, 2)
+        set.dropPeers(because: "their bytes failed the check")
+        XCTAssertEqual(set.active, [0], "only the URL is left")
+        XCTAssertEqual(set.sources.filter { $0.kind == .peer }.count, 2)
+    }
+
     func testOnProbationASourceGetsOneConnectionUntilAPieceProvesIt() {
         var set = MirrorSet(primary: "http://a.example/f", mirrors: ["http://b.example/f"], perServer: 4)
         XCTAssertEqual([set.take(probation: true), set.take(probation: true)], [0, 1])
