@@ -2,6 +2,7 @@ import DBus
 import Foundation
 import LANShare
 import Logging
+import NIOConcurrencyHelpers
 import TestSupport
 import XCTest
 
@@ -69,6 +70,33 @@ final class AvahiBrowserTests: XCTestCase {
         let none = try await browser.find(String(repeating: "00", count: 32))
         XCTAssertEqual(none, [])
         XCTAssertLessThan(Date().timeIntervalSince(started), 3.5, "ended by AllForNow or the timeout")
+
+        // As a running download listens: each peer as it is found, and one that leaves.
+        let found = NIOLockedValueBox<Set<String>>([])
+        let stream = browser.peers(hash)
+        let watcher = Task { () -> LANPeer? in
+            for await event in stream {
+                switch event {
+                case .found(let peer): found.withLockedValue { _ = $0.insert(peer.name) }
+                case .gone(let peer): return peer
+                case .allForNow: break
+                }
+            }
+            return nil
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while found.withLockedValue({ $0.count }) < 2, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        XCTAssertEqual(found.withLockedValue { $0 }, ["Downloads-test", "Passim-1234"])
+        adverts[0].stop(grace: 1)
+        let timeout = Task {
+            try? await Task.sleep(for: .seconds(20))
+            watcher.cancel()
+        }
+        let gone = await watcher.value
+        timeout.cancel()
+        XCTAssertEqual(gone?.name, "Passim-1234", "its advert withdrawn: gone")
         await publisher.stop()
     }
 

@@ -15,7 +15,9 @@ Modes:
   http10      HTTP/1.0: the range with its Content-Range, then the connection closed
   passim      as good, but a second request from the same address for the hash is 403 (Passim's
               one request per hash an hour to each client, Range requests counted)
-Usage: lan_peer.py PORT CERT KEY FILE LOG MODE [ARG]
+  origin      not a peer: the file's origin server, plain HTTP (CERT and KEY unused), any path,
+              ranges and an ETag, at ARG bytes a second (a slow uplink)
+Usage: lan_peer.py PORT CERT KEY FILE LOG MODE [ARG]   (run it in a namespace with `ip netns exec`)
 """
 import hashlib
 import json
@@ -47,7 +49,7 @@ class Handler(BaseHTTPRequestHandler):
             log.write(json.dumps({"path": parts.path, "headers": {k.lower(): v for k, v in self.headers.items()},
                                   "range": self.headers.get("Range")}) + "\n")
         hashes = parse_qs(parts.query).get("sha256", [])
-        if hashes != [HASH]:
+        if MODE != "origin" and hashes != [HASH]:
             return self.short(403)
         if MODE == "passim":
             with LOCK:
@@ -76,12 +78,23 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end - 1, len(DATA)))
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Accept-Ranges", "bytes")
+        if MODE == "origin":
+            self.send_header("ETag", '"%s"' % HASH[:16])
         if MODE == "hugeheader":
             self.send_header("X-Big", "a" * (1 << 20))
         self.end_headers()
         if MODE == "stall":
             self.wfile.flush()
             time.sleep(3600)
+            return
+        if MODE == "origin":
+            rate, chunk = int(ARG), 65536
+            begun = time.monotonic()
+            for sent in range(0, len(body), chunk):
+                self.wfile.write(body[sent:sent + chunk])
+                ahead = (sent + chunk) / rate - (time.monotonic() - begun)
+                if ahead > 0:
+                    time.sleep(ahead)
             return
         self.wfile.write(body)
 
@@ -95,7 +108,8 @@ class Handler(BaseHTTPRequestHandler):
 
 server = ThreadingHTTPServer(("127.0.0.1", int(PORT)), Handler)
 server.daemon_threads = True
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.load_cert_chain(CERT, KEY)
-server.socket = context.wrap_socket(server.socket, server_side=True)
+if MODE != "origin":
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(CERT, KEY)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
 server.serve_forever()
