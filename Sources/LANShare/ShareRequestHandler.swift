@@ -86,6 +86,8 @@ final class ShareRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         headers.add(name: "Content-Type", value: "application/octet-stream")
         headers.add(name: "Content-Disposition", value: "attachment; filename=\"\(Self.escaped(file.name))\"")
         headers.add(name: "Accept-Ranges", value: "bytes")
+        // The hash is the strongest validator there is: a client may split its download over ranges.
+        headers.add(name: "ETag", value: "\"\(file.sha256)\"")
         let status: HTTPResponseStatus
         let first: Int64
         let count: Int64

@@ -39,6 +39,23 @@ extension TransferRun {
         }
     }
 
+    /// The peers told of by now, once the URL failed before any body: when none is known yet,
+    /// up to `firstPeerWait` seconds for one (a cold lookup finds the first in about 150 ms, all
+    /// it will find in about a second), so a machine cut off from the origin still gets the file
+    /// from its network. Empty without a lookup.
+    func peersSoon() async -> [PeerOffer] {
+        guard segmentState.withLockedValue({ $0.peerLookup != nil }) else { return [] }
+        let deadline = ContinuousClock.now + .milliseconds(Int64(Self.firstPeerWait * 1000))
+        while ContinuousClock.now < deadline, !Task.isCancelled {
+            if !segmentState.withLockedValue({ $0.peersToJoin.isEmpty }) { break }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return segmentState.withLockedValue { $0.peersToJoin }
+    }
+
+    /// How long a download whose URL failed waits for a first peer.
+    static let firstPeerWait: Double = 1.5
+
     /// Ends the lookup (the run ends).
     func stopLookingForPeers() {
         segmentState.withLockedValue { state in

@@ -279,26 +279,32 @@ extension TransferRun {
         }
     }
 
-    /// The URL itself failed at the start of a download with mirrors: its first request goes to
-    /// each mirror in turn (no `If-Range`: a mirror's ETag is its own) until one answers with a
+    /// The URL itself failed at the start of a download with mirrors or LAN peers: its first
+    /// request goes to each mirror in turn, then to the peers found by then (waited for a
+    /// moment, `peersSoon`) (no `If-Range`: a mirror's ETag is its own) until one answers with a
     /// body; the URL is then dropped for this run. nil when none did (the URL's failure stands).
     private func firstRequestToMirrors(
         _ request: TransferStateMachine.Request, failure: DownloadError,
         split: @escaping @Sendable (Int, HTTPHeaders, ResponseDecision) -> TransferDelegate.Segment?
     ) async -> Sent? {
         let mirrors = task.record.options.mirrors
-        guard !mirrors.isEmpty, !Task.isCancelled else { return nil }
+        let peers = await peersSoon()
+        guard !mirrors.isEmpty || !peers.isEmpty, !Task.isCancelled else { return nil }
         owner.logger.info(
-            "task \(task.id): \(DisplayText.quoted(request.url, limit: 200)) failed (\(failure.message)); trying its mirrors"
+            "task \(task.id): \(DisplayText.quoted(request.url, limit: 200)) failed (\(failure.message)); trying \(mirrors.isEmpty ? "LAN peers" : peers.isEmpty ? "its mirrors" : "its mirrors and LAN peers")"
         )
         // Dropped before a mirror's head can split the download, so no connection goes to it.
         let perServer = configuration.maxConnectionsPerHost
         segmentState.withLockedValue { state in
             var set = state.mirrors ?? MirrorSet(primary: request.url, mirrors: mirrors, perServer: perServer)
+            for peer in state.peersToJoin { set.add(peer: peer.url, oneRequest: !peer.takesRanges) }
+            state.peersToJoin = []
             set.drop(0, because: failure.message)
             state.mirrors = set
         }
-        for mirror in mirrors where mirror != request.url {
+        let candidates =
+            mirrors.filter { $0 != request.url }.map { ($0, Source.Kind.mirror) } + peers.map { ($0.url, .peer) }
+        for (mirror, kind) in candidates {
             guard !Task.isCancelled, stopReason == nil else { break }
             // The ranges' If-Range goes only where the validator comes from: this mirror.
             segmentState.withLockedValue { state in
@@ -307,11 +313,20 @@ extension TransferRun {
             }
             let sent = await execute(
                 url: mirror,
-                sendsCredentials: request.sendsCredentials && RedirectRules.sameOrigin(mirror, request.url),
+                sendsCredentials: kind != .peer && request.sendsCredentials
+                    && RedirectRules.sameOrigin(mirror, request.url),
                 range: request.range.map { (start: $0.offset, end: nil) }, validator: nil, hooks: hooks(url: mirror),
-                split: split
+                split: split, sourceKind: kind
             )
             if Self.failedBeforeBody(sent) == nil { return sent }
+            if kind == .peer {
+                // A peer that failed its first request is done with, as its ranges' failures are.
+                segmentState.withLockedValue { state in
+                    if let index = state.mirrors?.index(of: mirror) {
+                        state.mirrors?.drop(index, because: "its first request failed")
+                    }
+                }
+            }
         }
         // None answered: the URL's own failure stands, and it is a source again.
         segmentState.withLockedValue { state in

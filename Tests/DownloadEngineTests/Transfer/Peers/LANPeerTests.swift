@@ -86,6 +86,22 @@ final class LANPeerTests: EngineTestCase {
             server.requests.contains { $0.userHeaders["authorization"] == "Bearer secret" }, "the origin has them")
     }
 
+    func testWithTheOriginUnreachableThePeerAloneServesTheFile() async throws {
+        let good = try peer(.good)
+        _ = await useFinder([PeerOffer(url: good.url(name: "f.iso", sha256: hash), takesRanges: true)])
+        // An origin that refuses every connection: a port nothing listens on.
+        var options = DownloadOptions()
+        options.checksum = try Checksum(.sha256, hex: hash)
+        options.lanPeers = true
+        let id = try manager.create(
+            DownloadRequest(
+                owner: Self.owner, session: "s", url: "http://127.0.0.1:\(try FreePort.pick())/f.iso",
+                destination: directory.file("out1"), destinationIsDirectory: false, options: options)
+        ).id
+        let done = try await finishedRight(id)
+        XCTAssertEqual(done.record.metrics?.bytesBySource["peer:127.0.0.1"], Int64(Self.size))
+    }
+
     func testNothingIsAskedOfPeersWithoutLanPeersOrWithoutASha256() async throws {
         let good = try peer(.good)
         let finder = await useFinder([PeerOffer(url: good.url(name: "f.iso", sha256: hash), takesRanges: true)])
