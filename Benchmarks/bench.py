@@ -231,8 +231,11 @@ class Service(Client):
     (dbus/org.example.Downloads.conf), as the .deb runs it; clients of another user then reach
     their files through that user's file helper."""
 
-    def __init__(self, work, arguments=(), system=False, prefix=()):
+    def __init__(self, work, arguments=(), system=False, prefix=(), environment=None):
+        """`prefix`: a command the daemon runs under (`ip netns exec NS`); `environment`: more of
+        the daemon's (a `DBUS_SYSTEM_BUS_ADDRESS` of its own: Avahi on another system bus)."""
         self.work, self.bus_dir, self.prefix = work, None, list(prefix)
+        self.environment = dict(environment or {})
         os.makedirs(work, exist_ok=True)
         if system:
             bus_dir = self.bus_dir = tempfile.mkdtemp(prefix="bench-system-bus-")
@@ -265,7 +268,8 @@ class Service(Client):
         log = open(os.path.join(self.work, "daemon.log"), "a")
         started = time.monotonic()
         self.daemon = subprocess.Popen([*self.prefix, DAEMON, *self.bus_arguments, "--state-dir", self.state, "--no-desktop", "--exit-idle-time", "0"] + self.arguments,
-                                       stderr=log, env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.address))
+                                       stderr=log, env={**os.environ, "DBUS_SYSTEM_BUS_ADDRESS": self.address,
+                                                        **self.environment})
         while not self.connection.name_has_owner("org.example.Downloads"):
             if self.daemon.poll() is not None:
                 sys.exit("downloadsd exited; see " + log.name)

@@ -14,9 +14,16 @@ public final class NetworkMonitor: Sendable {
 
     private let engine: SessionManager
     private let follower: SystemServiceFollower<NetworkStatus>
+    /// Told of each reading after the engine (the daemon's sharing: nothing offered on a metered
+    /// network).
+    private let also: (@Sendable (NetworkStatus) async -> Void)?
 
-    public init(connection: Connection, engine: SessionManager, logger: Logger) {
+    public init(
+        connection: Connection, engine: SessionManager, logger: Logger,
+        also: (@Sendable (NetworkStatus) async -> Void)? = nil
+    ) {
         self.engine = engine
+        self.also = also
         follower = SystemServiceFollower(connection: connection, services: [(Self.busName, Self.path)], logger: logger)
     }
 
@@ -26,7 +33,11 @@ public final class NetworkMonitor: Sendable {
     public func start() async throws {
         try await follower.start(
             also: [MatchRule(sender: Self.busName, interface: Self.busName, path: Self.path)],
-            read: { [follower] in await Self.read(follower) }, apply: { [engine] in await engine.setNetwork($0) })
+            read: { [follower] in await Self.read(follower) },
+            apply: { [engine, also] status in
+                await engine.setNetwork(status)
+                await also?(status)
+            })
     }
 
     public func stop() {

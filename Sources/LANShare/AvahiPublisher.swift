@@ -16,6 +16,8 @@ public actor AvahiPublisher {
     private let bus: Connection.Bus
     private let name: String
     private let current: @Sendable () -> (hashes: [String], port: Int?)
+    /// The interfaces the advert goes on (nil: every one Avahi uses).
+    private let interfaces: @Sendable () -> [Int32]?
     private let logger: Logger
     private var connection: Connection?
     private var groups: [ObjectPath] = []
@@ -24,13 +26,17 @@ public actor AvahiPublisher {
     /// - Parameters:
     ///   - name: the services' name (the host's, made unique per group with a number).
     ///   - current: the hashes shared now and the port they are served on (nil: not listening).
+    ///   - interfaces: the indexes of the interfaces to advertise on, read at each `publish` (the
+    ///     daemon: the LANs, `LANInterfaces.indexes`); nil: every one Avahi uses.
     public init(
         bus: Connection.Bus = .system, name: String, logger: Logger,
+        interfaces: @escaping @Sendable () -> [Int32]? = { nil },
         current: @escaping @Sendable () -> (hashes: [String], port: Int?)
     ) {
         self.bus = bus
         self.name = name
         self.logger = logger
+        self.interfaces = interfaces
         self.current = current
     }
 
@@ -39,7 +45,8 @@ public actor AvahiPublisher {
 
     public func publish() async {
         let (hashes, port) = current()
-        let wanted = port == nil ? [] : chunks(hashes.sorted())
+        let on = interfaces() ?? [-1]
+        let wanted = port == nil || on.isEmpty ? [] : chunks(hashes.sorted())
         do {
             guard !wanted.isEmpty || !groups.isEmpty else { return }
             let connection = try await connected()
@@ -54,20 +61,22 @@ public actor AvahiPublisher {
                 _ = try await connection.avahi(group, "EntryGroup", "Reset")
                 guard index < wanted.count, let port else { continue }
                 let service = index == 0 ? name : "\(name) (\(index + 1))"
-                _ = try await connection.avahi(
-                    group, "EntryGroup", "AddService",
-                    [
-                        .int32(-1), .int32(0), .uint32(0), .string(service), .string("_cache._tcp"), .string(""),
-                        .string(""), .uint16(UInt16(clamping: port)),
-                        .array(element: .array(.byte), [.byteArray(Array("ranges=1".utf8))]),
-                    ])
-                for hash in wanted[index] {
+                for interface in on {
                     _ = try await connection.avahi(
-                        group, "EntryGroup", "AddServiceSubtype",
+                        group, "EntryGroup", "AddService",
                         [
-                            .int32(-1), .int32(0), .uint32(0), .string(service), .string("_cache._tcp"), .string(""),
-                            .string(Self.subtype(hash)),
+                            .int32(interface), .int32(0), .uint32(0), .string(service), .string("_cache._tcp"),
+                            .string(""), .string(""), .uint16(UInt16(clamping: port)),
+                            .array(element: .array(.byte), [.byteArray(Array("ranges=1".utf8))]),
                         ])
+                    for hash in wanted[index] {
+                        _ = try await connection.avahi(
+                            group, "EntryGroup", "AddServiceSubtype",
+                            [
+                                .int32(interface), .int32(0), .uint32(0), .string(service), .string("_cache._tcp"),
+                                .string(""), .string(Self.subtype(hash)),
+                            ])
+                    }
                 }
                 _ = try await connection.avahi(group, "EntryGroup", "Commit")
             }

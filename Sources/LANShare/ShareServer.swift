@@ -16,11 +16,12 @@ public final class ShareServer: Sendable {
     public let port: Int
 
     /// Listens on `host`, on `preferredPort` if it is free (Passim's 27500 is the daemon's
-    /// default), else on any port.
+    /// default), else on any port. A connection to a local address `accepts` refuses (the daemon:
+    /// one of an interface that is not a LAN, `LANInterfaces`) is closed before TLS.
     public init(
         index: ShareIndex, key: ShareKey, budget: AddressBudget = AddressBudget(), host: String = "::",
         preferredPort: Int, clock: @escaping @Sendable () -> (wall: Int64, monotonic: Double) = ShareServer.now,
-        open: @escaping Opener
+        accepts: @escaping @Sendable (String) -> Bool = { _ in true }, open: @escaping Opener
     ) throws {
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(key.certificate)], privateKey: .privateKey(key.privateKey))
@@ -30,7 +31,8 @@ public final class ShareServer: Sendable {
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                if let local = channel.localAddress?.ipAddress, !accepts(local) { return channel.close() }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(

@@ -12,7 +12,10 @@ struct DesktopWatchers {
     let network: NetworkMonitor
     let power: PowerMonitor
 
-    static func start(engine: SessionManager, logger: Logger) async -> DesktopWatchers? {
+    /// `networkChanged`: told of each of NetworkManager's readings after the engine.
+    static func start(
+        engine: SessionManager, logger: Logger, networkChanged: (@Sendable (NetworkStatus) async -> Void)? = nil
+    ) async -> DesktopWatchers? {
         let connection: Connection
         do {
             connection = try await Connection.open(.system, logger: logger)
@@ -21,7 +24,7 @@ struct DesktopWatchers {
             return nil
         }
         let inhibitor = SleepInhibitor(connection: connection, engine: engine, logger: logger)
-        let network = NetworkMonitor(connection: connection, engine: engine, logger: logger)
+        let network = NetworkMonitor(connection: connection, engine: engine, logger: logger, also: networkChanged)
         let power = PowerMonitor(connection: connection, engine: engine, logger: logger)
         engine.delegate.add(inhibitor)
         do {

@@ -247,7 +247,11 @@ struct Downloadsd: AsyncParsableCommand {
         // bus never writes a user's files (their agent does it there).
         if !system { engine.delegate.add(RecentFilesObserver(logger: logger)) }
         // Before the tasks are restored, so none starts on a network it may not use.
-        let desktop = self.desktop ? await DesktopWatchers.start(engine: engine, logger: logger) : nil
+        let desktop =
+            self.desktop
+            ? await DesktopWatchers.start(
+                engine: engine, logger: logger,
+                networkChanged: sharing.map { sharing in { @Sendable status in sharing.networkChanged(status) } }) : nil
         do {
             try await service.start()
         } catch let error as BusError where error.name == BusError.nameTakenName {

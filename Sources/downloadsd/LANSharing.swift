@@ -12,7 +12,10 @@ import ShownText
 /// `ShareServer` that listens only while something is shared (started with the first file,
 /// stopped when the last is withdrawn), its key made once in the state directory. Files are opened
 /// as their owner through the engine's file access (a file helper on the system bus), never as
-/// root.
+/// root. Nothing is offered on a LAN interface alone (`LANInterfaces`: the advert goes on those,
+/// a connection to another interface's address is closed), nor while NetworkManager says the
+/// network is metered (the server stops and the advert is withdrawn; the files stay shared and are
+/// offered again once it is not).
 final class LANSharing: DownloadObserver {
     let index: ShareIndex
     private let stateDirectory: String
@@ -26,6 +29,8 @@ final class LANSharing: DownloadObserver {
     private nonisolated(unsafe) let sweeper: DispatchSourceTimer
     /// The advert of what is shared (avahi-daemon on the system bus).
     private let publisher: AvahiPublisher
+    /// NetworkManager says the network is metered: nothing is offered.
+    private let metered = NIOLockedValueBox(false)
 
     init(stateDirectory: String, preferredPort: Int, files: any FileAccessProvider, logger: Logger) {
         self.stateDirectory = stateDirectory
@@ -38,7 +43,7 @@ final class LANSharing: DownloadObserver {
         let advertised = NIOLockedValueBox<(@Sendable () -> (hashes: [String], port: Int?))>({ ([], nil) })
         publisher = AvahiPublisher(
             bus: .system, name: String(format: "Downloads-%04X", UInt16.random(in: 0...UInt16.max)), logger: logger,
-            current: { advertised.withLockedValue { $0 }() })
+            interfaces: { LANInterfaces.indexes() }, current: { advertised.withLockedValue { $0 }() })
         withdrawn.withLockedValue {
             $0 = { [weak self] file, why in self?.withdrew(file, why) }
         }
@@ -141,10 +146,7 @@ final class LANSharing: DownloadObserver {
         queue.sync {
             sweeper.cancel()
             save()
-            server.withLockedValue { server in
-                server?.stop()
-                server = nil
-            }
+            stopServer()
         }
         await publisher.stop()
     }
@@ -157,10 +159,45 @@ final class LANSharing: DownloadObserver {
     /// The port the server listens on, nil while nothing is shared.
     var port: Int? { server.withLockedValue { $0?.port } }
 
+    /// What NetworkManager says of the network: a metered one stops the server and withdraws the
+    /// advert, an unmetered one offers what is shared again; any change re-makes the advert (an
+    /// interface may have come or gone).
+    func networkChanged(_ status: NetworkStatus) {
+        queue.async { [self] in
+            let was = metered.withLockedValue { was in
+                defer { was = status.metered }
+                return was
+            }
+            if status.metered, !was {
+                stopServer()
+                if !index.isEmpty {
+                    logger.info("the network is metered: shared files are not offered until it is not")
+                }
+            } else if !status.metered, was, !index.isEmpty {
+                do {
+                    try listen()
+                    logger.info("the network is no longer metered: shared files are offered again")
+                } catch {
+                    logger.warning("the share server did not start: \(error)")
+                }
+            }
+            advertise()
+        }
+    }
+
+    private func stopServer() {
+        server.withLockedValue { server in
+            server?.stop()
+            server = nil
+        }
+    }
+
     private func listen() throws {
-        guard server.withLockedValue({ $0 }) == nil else { return }
+        guard server.withLockedValue({ $0 }) == nil, !metered.withLockedValue({ $0 }) else { return }
         let key = try ShareKey.loadOrCreate(in: stateDirectory)
-        let started = try ShareServer(index: index, key: key, preferredPort: preferredPort, open: opener)
+        let started = try ShareServer(
+            index: index, key: key, preferredPort: preferredPort, accepts: LANInterfaces.acceptsConnection,
+            open: opener)
         server.withLockedValue { $0 = started }
         logger.info(
             "sharing with the local network on port \(started.port) (certificate \(key.fingerprint.prefix(16))…)")

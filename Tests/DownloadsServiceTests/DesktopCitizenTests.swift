@@ -12,7 +12,9 @@ import XCTest
 /// checkpoint before sleep; tasks wait offline and on metered networks and go on after.
 final class DesktopCitizenTests: SystemBusTestCase {
     /// No periodic checkpoint during the test: only the one before sleep makes bytes durable.
-    override var extraArguments: [String] { ["--checkpoint-interval", "600"] }
+    override var extraArguments: [String] { ["--checkpoint-interval", "600", "--share-port", String(sharePort)] }
+    /// The share server's port (files shared while the network is or is not metered).
+    let sharePort = (try? FreePort.pick()) ?? 27_599
 
     func mockCall(
         _ name: String, _ path: String, _ interface: String, _ method: String, _ arguments: [String]
@@ -194,6 +196,38 @@ final class DesktopCitizenTests: SystemBusTestCase {
         try await until("WaitingFor network") { try await self.waitingFor(third) == "network" }
         nm.stop()
         try await waitState(third, ["finished"])
+    }
+
+    func testSharedFilesAreNotOfferedWhileTheNetworkIsMetered() async throws {
+        _ = try await startMock("networkmanager", name: "org.freedesktop.NetworkManager")
+        _ = try await mockCall(
+            "org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager", "org.freedesktop.DBus.Mock",
+            "AddProperty", ["ssv", "org.freedesktop.NetworkManager", "Metered", "u", "2"])
+        let content = Self.content(500_000, seed: 9)
+        let hash = Self.sha256(content)
+        http.set("/shared.bin", Route(content: content))
+        let task = try await start(
+            http.url("/shared.bin"), directory.file("shared.bin"),
+            ["checksum": .string("sha256:\(hash)"), "share": .boolean(true)])
+        try await waitState(task, ["finished"])
+        func fetched() async throws -> String {
+            try await run([
+                "curl", "-sk", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}",
+                "https://127.0.0.1:\(sharePort)/shared.bin?sha256=\(hash)",
+            ]).stdout
+        }
+        try await until("the file is served") { try await fetched() == "200" }
+
+        try await changeAndWait(until: "the network is metered: shared files are not offered") {
+            try await setMetered(1)
+        }
+        let whileMetered = try await fetched()
+        XCTAssertEqual(whileMetered, "000", "nothing listens while the network is metered")
+        let listed = try await call("ListShared")
+        XCTAssertTrue("\(listed)".contains(hash), "still shared, offered again later: \(listed)")
+
+        try await changeAndWait(until: "shared files are offered again") { try await setMetered(2) }
+        try await until("the file is served again") { try await fetched() == "200" }
     }
 
     func testTasksThatMustNotUseAMeteredNetworkWaitForAnotherOne() async throws {

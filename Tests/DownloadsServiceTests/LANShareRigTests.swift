@@ -89,6 +89,30 @@ final class LANShareRigTests: DaemonTestCase {
         XCTAssertEqual(curl.stdout, "200", curl.description)
         XCTAssertEqual(sha256(ofFile: fetched), hash)
 
+        // An address of a VPN's tun on A: a connection to it is closed before TLS, while the
+        // link's address serves.
+        for command in [
+            ["tuntap", "add", "dev", "tun-dl", "mode", "tun"], ["addr", "add", "10.79.0.1/32", "dev", "tun-dl"],
+            ["link", "set", "tun-dl", "up"],
+        ] {
+            let out = try await run(["ip", "-n", rig.a.namespace] + command)
+            XCTAssertEqual(out.status, 0, out.stderr)
+        }
+        let overTun = try await rig.run(
+            in: rig.a,
+            [
+                "curl", "-sk", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}",
+                "https://10.79.0.1:\(sharePort)/update.bin?sha256=\(hash)",
+            ])
+        XCTAssertEqual(overTun.stdout, "000", "no answer on a tun's address: \(overTun.description)")
+        let overLink = try await rig.run(
+            in: rig.a,
+            [
+                "curl", "-sk", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}",
+                "https://\(rig.a.address):\(sharePort)/update.bin?sha256=\(hash)",
+            ])
+        XCTAssertEqual(overLink.stdout, "200", overLink.description)
+
         _ = try await call("Unshare", [.string(hash)])
         try await until("the advert is gone from B", seconds: 20) {
             let out = try await rig.run(in: rig.b, ["avahi-browse", "-pt", "_cache._tcp"])

@@ -70,7 +70,7 @@ class Handler(BaseHTTPRequestHandler):
             first, _, last = ranged[6:].partition("-")
             start = int(first)
             end = min(len(DATA), int(last) + 1) if last else len(DATA)
-        body = DATA[start:end]
+        body = memoryview(DATA)[start:end]
         if MODE == "wrong":
             body = bytes(b ^ 0xFF for b in body)
         self.send_response(206 if ranged else 200)
@@ -106,8 +106,16 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-server = ThreadingHTTPServer(("127.0.0.1", int(PORT)), Handler)
-server.daemon_threads = True
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client that hung up (a download's range taken back, a dropped peer): no traceback.
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
+server = Server(("127.0.0.1", int(PORT)), Handler)
 if MODE != "origin":
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(CERT, KEY)
