@@ -97,6 +97,19 @@ final class AvahiBrowserTests: XCTestCase {
         let gone = await watcher.value
         timeout.cancel()
         XCTAssertEqual(gone?.name, "Passim-1234", "its advert withdrawn: gone")
+
+        // An advert flood: forty more machines claim the file; a few are taken.
+        for n in 0..<40 {
+            try advertise(["-s", "--subtype=\(subtype)", "Flood-\(n)", "_cache._tcp", String(30_000 + n), "ranges=1"])
+        }
+        let flooded = Date().addingTimeInterval(20)
+        while Date() < flooded {
+            let listed = try await rig.run(in: rig.b, ["avahi-browse", "-pt", subtype]).stdout
+            if listed.components(separatedBy: "Flood-").count > 40 { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        let few = try await browser.find(hash)
+        XCTAssertEqual(few.count, 8, "at most 8 of \(41) adverts: \(few.map(\.name))")
         await publisher.stop()
     }
 
