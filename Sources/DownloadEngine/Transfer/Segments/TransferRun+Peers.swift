@@ -24,7 +24,7 @@ extension TransferRun {
     /// Starts the lookup of this run's peers, once (nothing without `peerHash`).
     func lookForPeers() {
         guard let sha256 = peerHash, let finder = configuration.peerFinder else { return }
-        let name = HTTPHeaderRules.fileName(contentDisposition: nil, url: task.record.url)
+        let name = HTTPHeaderRules.fileName(contentDisposition: nil, url: start.record.url)
         segmentState.withLockedValue { state in
             guard state.peerLookup == nil else { return }
             state.peerLookup = Task { [self] in
@@ -78,7 +78,7 @@ extension TransferRun {
         )
         // A place for each peer beside the task's own connections; it joins at the next split,
         // or at once when the download is split already.
-        let connections = min(DownloadOptions.maxConnections, task.record.options.connections + wanted)
+        let connections = min(DownloadOptions.maxConnections, start.record.options.connections + wanted)
         owner.apply(.wantsConnections(connections), to: task)
         owner.apply(.mayTakeMore, to: task)
     }
