@@ -8,11 +8,12 @@ SHELL := /bin/bash
 # lighttpd with mod_webdav and apache2-bin's mod_dav: WebDAV servers no one here wrote, for uploads; attr:
 # getfattr, which reads the origin attributes of finished files as people do; python3-fusepy: a FUSE file
 # whose reads never answer, as a hung network mount does; avahi-daemon and avahi-utils: the local network's
-# adverts of shared files, between two network namespaces).
+# adverts of shared files, between two network namespaces; apt-utils: apt-ftparchive, a repository for
+# apt itself through the apt method).
 DEBIAN_PACKAGES := libdbus-1-dev libglib2.0-dev libglib2.0-bin libsqlite3-dev libxml2-dev pkg-config dbus python3-dbus python3-gi python3-dbusmock python3-hypothesis \
 	systemd curl ca-certificates procps passwd nginx-light openssl tinyproxy microsocks iproute2 \
 	bubblewrap xdg-dbus-proxy python3-fusepy python3-pip python3-tuspy lighttpd lighttpd-mod-webdav apache2-bin attr \
-	nghttp2-server avahi-daemon avahi-utils
+	nghttp2-server avahi-daemon avahi-utils apt-utils
 # Building the .deb.
 DEB_PACKAGES := dpkg-dev debhelper lintian fakeroot
 # Reference tools of the benchmarks only.

@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "downloadsctl", targets: ["downloadsctl"]),
         .executable(name: "downloads-monitor", targets: ["downloads-monitor"]),
         .executable(name: "downloads-agent", targets: ["downloads-agent"]),
+        .executable(name: "downloads-apt-method", targets: ["downloads-apt-method"]),
         .executable(name: "dbus-bench", targets: ["dbus-bench"]),
         .executable(name: "engine-bench", targets: ["engine-bench"]),
         .library(name: "DBus", targets: ["DBus"]),
@@ -162,6 +163,16 @@ let package = Package(
         .target(name: "RecentFiles", dependencies: ["CGio"]),
         // One line per task event, on GDBus: an independent D-Bus implementation against ours.
         .executableTarget(name: "downloads-monitor", dependencies: ["CGio", "TerminalOutput", "ShownText"]),
+        // apt's transport through the service (/usr/lib/apt/methods/downloads): apt's method
+        // protocol (AptMethod, pure) and the items as tasks of the system service.
+        .target(name: "AptMethod"),
+        .executableTarget(
+            name: "downloads-apt-method",
+            dependencies: [
+                "AptMethod", "DownloadsClient", "DownloadsAPI", "DBus",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
         // org.example.Downloads objects <-> engine: the only place D-Bus and downloads meet.
         .target(
             name: "DownloadsService",
@@ -224,6 +235,7 @@ let package = Package(
         .testTarget(name: "TerminalOutputTests", dependencies: ["TerminalOutput", "ShownText"]),
         .testTarget(name: "CallerAppsTests", dependencies: ["CallerApps", "TestSupport"]),
         .testTarget(name: "MetalinkTests", dependencies: ["Metalink"]),
+        .testTarget(name: "AptMethodTests", dependencies: ["AptMethod"]),
         .testTarget(
             name: "LANShareTests",
             dependencies: [
@@ -254,7 +266,7 @@ let package = Package(
             dependencies: [
                 "CrashPoints", "DownloadsService", "DownloadsAPI", "DownloadsClient", "DownloadStore", "DownloadModel",
                 "DownloadEngine", "TestHTTPServer",
-                "TestSupport", "DBus",
+                "TestSupport", "DBus", "AptMethod",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),

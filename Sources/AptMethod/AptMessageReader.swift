@@ -1,0 +1,34 @@
+/// Splits what apt writes to a method's standard input into messages: each ends at a blank line;
+/// blank lines between messages are skipped. A message longer than `maxBytes` is refused (nil
+/// and `overflowed`): apt never sends one, and a method must not grow without bound.
+public struct AptMessageReader: Sendable {
+    public static let maxBytes = 1 << 20
+
+    private var pending: [UInt8] = []
+    private var lines: [Substring] = []
+    public private(set) var overflowed = false
+
+    public init() {}
+
+    /// Takes `bytes` and returns the messages they completed, in order.
+    public mutating func take(_ bytes: some Sequence<UInt8>) -> [AptMessage] {
+        var messages: [AptMessage] = []
+        for byte in bytes {
+            guard byte == UInt8(ascii: "\n") else {
+                pending.append(byte)
+                if pending.count > Self.maxBytes { overflowed = true }
+                continue
+            }
+            let line = Substring(String(decoding: pending, as: UTF8.self))
+            pending.removeAll(keepingCapacity: true)
+            if line.isEmpty || line == "\r" {
+                if !lines.isEmpty, let message = AptMessage.parse(lines) { messages.append(message) }
+                lines = []
+            } else {
+                lines.append(line)
+                if lines.count > 10_000 { overflowed = true }
+            }
+        }
+        return messages
+    }
+}

@@ -1,0 +1,214 @@
+import AptMethod
+import DBus
+import DownloadsAPI
+import DownloadsClient
+import Foundation
+import NIOConcurrencyHelpers
+
+/// What the method does with apt's messages: `601 Configuration` sets the options every item
+/// gets; each `600 URI Acquire` becomes a task of the system service (`StartAt` with the file apt
+/// names, written in place), answered `200 URI Start` when its size is known, `201 URI Done` or
+/// `400 URI Failure` at its end. Items run side by side as apt pipelines them: the service's
+/// limits decide how many transfer at once.
+final class AptMethodRun: Sendable {
+    /// The service is on the system bus (`DBUS_SYSTEM_BUS_ADDRESS` honoured).
+    static let bus: DownloadsProxy.Bus = .system
+    static let package = "org-example-downloads"
+
+    private let output: MethodOutput
+    private let settings = NIOLockedValueBox(AptMethodSettings())
+    private let signals = TaskSignals()
+    private let service = NIOLockedValueBox<Task<DownloadsProxy, Error>?>(nil)
+    /// The tasks of items not yet answered (cancelled when apt goes away).
+    private let running = NIOLockedValueBox<Set<ObjectPath>>([])
+    private let items = NIOLockedValueBox<[Task<Void, Never>]>([])
+
+    init(output: MethodOutput) {
+        self.output = output
+    }
+
+    func take(_ message: AptMessage) {
+        switch message.code {
+        case 601:
+            settings.withLockedValue { $0 = AptMethodSettings(message) }
+        case 600:
+            guard let item = AcquireItem(message) else {
+                output.failure(
+                    message["URI"] ?? "", "not a downloads+http://, downloads+https:// or downloads:// URI with a file")
+                return
+            }
+            let work = Task { await fetch(item) }
+            items.withLockedValue { $0.append(work) }
+        default:
+            break
+        }
+    }
+
+    /// apt closed the pipe (it finished, or was interrupted): the tasks of unanswered items are
+    /// cancelled, so none is left behind, and the method ends once they are.
+    func aptWentAway() async {
+        let open = running.withLockedValue { $0 }
+        if !open.isEmpty, let proxy = try? await service.withLockedValue({ $0 })?.value {
+            for task in open { try? await proxy.cancel(task) }
+        }
+        for work in items.withLockedValue({ $0 }) { work.cancel() }
+    }
+
+    /// Waits for every item taken so far.
+    func finish() async {
+        for work in items.withLockedValue({ $0 }) { await work.value }
+    }
+
+    private func connected() async throws -> DownloadsProxy {
+        let task = service.withLockedValue { service -> Task<DownloadsProxy, Error> in
+            if let service { return service }
+            let made = Task { [signals] in
+                let proxy = try await DownloadsProxy.connect(Self.bus, resolvingProxies: false)
+                _ = try await proxy.connection.subscribe(
+                    MatchRule(sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name)
+                ) { message in
+                    if let signal = ManagerSignal(
+                        name: message.member ?? "", arguments: (try? message.arguments()) ?? [])
+                    {
+                        signals.deliver(signal)
+                    }
+                }
+                _ = try await proxy.connection.onNameOwnerChanged { name, old, new in
+                    if name == DownloadsAPI.busName, !old.isEmpty, new.isEmpty { signals.serviceGone() }
+                }
+                return proxy
+            }
+            service = made
+            return made
+        }
+        return try await task.value
+    }
+
+    private func fetch(_ item: AcquireItem) async {
+        let proxy: DownloadsProxy
+        do {
+            proxy = try await connected()
+        } catch {
+            return output.failure(
+                item.uri,
+                "the download service (org.example.Downloads) cannot be reached on the system bus: \(error); is the package \(Self.package) installed?"
+            )
+        }
+        // A file this method made is removed again when the item fails: apt finds none.
+        let made = access(item.filename, F_OK) != 0
+        let fd = open(item.filename, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            return output.failure(item.uri, "cannot open \(item.filename): \(String(cString: strerror(errno)))")
+        }
+        let settings = settings.withLockedValue { $0 }
+        var options = TaskOptions()
+        options.session = "apt"
+        options.title = "apt: " + (item.filename.split(separator: "/").last.map(String.init) ?? item.url)
+        if let sha256 = item.expectedSHA256 {
+            options.checksum = "sha256:\(sha256)"
+            if settings.share { options.share = true }
+            if settings.lanPeers { options.lanPeers = true }
+        }
+        if settings.background { options.background = true }
+        options.proxy = settings.proxy(for: item.url)
+        let task: ObjectPath
+        do {
+            task = try await proxy.start(url: item.url, at: UnixFD(owning: fd), name: "", options: options)
+        } catch let error as DownloadsClientError
+            where error.name == "org.freedesktop.DBus.Error.ServiceUnknown"
+            || error.name == "org.freedesktop.DBus.Error.NameHasNoOwner"
+        {
+            if made { unlink(item.filename) }
+            return output.failure(
+                item.uri,
+                "the download service (org.example.Downloads) is not running and could not be started on the system bus (\(error.message)); is the package \(Self.package) installed?"
+            )
+        } catch {
+            if made { unlink(item.filename) }
+            return output.failure(item.uri, "the download service refused it: \(error)")
+        }
+        let follower = Task { await follow(task, item, proxy) }
+        running.withLockedValue { _ = $0.insert(task) }
+        let done = await withTaskCancellationHandler {
+            await follower.value
+        } onCancel: {
+            follower.cancel()
+        }
+        if !done, made { unlink(item.filename) }
+        running.withLockedValue { _ = $0.remove(task) }
+        signals.forget(task)
+        // An ended task is taken off the service's list (its file stays where apt reads it).
+        try? await proxy.cancel(task)
+    }
+
+    /// Answers the item as its task goes; true when it was done.
+    private func follow(_ task: ObjectPath, _ item: AcquireItem, _ proxy: DownloadsProxy) async -> Bool {
+        var started = false
+        for await signal in signals.follow(task) {
+            switch signal {
+            case .progress(_, _, let total, let expected):
+                if let maximum = item.maximumSize, max(total, expected) > maximum {
+                    try? await proxy.cancel(task)
+                    output.failure(
+                        item.uri, "File is larger than expected (\(max(total, expected)) > \(maximum)).",
+                        reason: "MaximumSizeExceeded")
+                    return false
+                }
+                if !started {
+                    started = true
+                    var fields: [AptMessage.Field] = [.init("URI", item.uri)]
+                    if expected >= 0 { fields.append(.init("Size", String(expected))) }
+                    output.send(AptMessage(200, "URI Start", fields))
+                }
+            case .finished:
+                var info = stat()
+                let size = stat(item.filename, &info) == 0 ? Int64(info.st_size) : 0
+                var fields: [AptMessage.Field] = [
+                    .init("URI", item.uri), .init("Filename", item.filename), .init("Size", String(size)),
+                ]
+                // The service checked the file against it: apt compares it with what it expects.
+                if let sha256 = item.expectedSHA256 { fields.append(.init("SHA256-Hash", sha256)) }
+                output.send(AptMessage(201, "URI Done", fields))
+                return true
+            case .failed(_, let name, let message, _):
+                output.failure(
+                    item.uri, message, reason: Self.reason(name, message), transient: Self.transient(name, message))
+                return false
+            default:
+                break
+            }
+        }
+        if !Task.isCancelled {
+            output.failure(item.uri, "the download service stopped before the file was done", transient: true)
+        }
+        return false
+    }
+
+    /// apt's `FailReason` for the service's error: `HttpError404` as apt's http method says it.
+    static func reason(_ errorName: String, _ message: String) -> String? {
+        let name =
+            errorName.hasPrefix(DownloadsErrorName.prefix)
+            ? String(errorName.dropFirst(DownloadsErrorName.prefix.count)) : errorName
+        switch name {
+        case DownloadsErrorName.httpError.rawValue:
+            let prefix = "the server answered "
+            guard message.hasPrefix(prefix), let status = Int(message.dropFirst(prefix.count).prefix(3)) else {
+                return nil
+            }
+            return "HttpError\(status)"
+        case DownloadsErrorName.checksumMismatch.rawValue: return "HashSumMismatch"
+        case DownloadsErrorName.timeout.rawValue: return "Timeout"
+        case DownloadsErrorName.networkError.rawValue:
+            return message.contains("resolv") ? "TmpResolveFailure" : "ConnectionFailed"
+        default: return nil
+        }
+    }
+
+    /// Whether apt may try the item again later (`Transient-Failure`), as the service judges it.
+    static func transient(_ errorName: String, _ message: String) -> Bool {
+        let name =
+            errorName.hasPrefix(DownloadsErrorName.prefix)
+            ? String(errorName.dropFirst(DownloadsErrorName.prefix.count)) : errorName
+        return DownloadsErrorName(rawValue: name)?.isWorthResuming(message: message) ?? false
+    }
+}

@@ -1,0 +1,274 @@
+import AptMethod
+import DBus
+import Foundation
+import NIOConcurrencyHelpers
+import TestHTTPServer
+import TestSupport
+import XCTest
+
+/// The apt method (`downloads-apt-method`) spoken to as apt speaks to it, over its standard input
+/// and output (apt's doc/method.dbk), against the daemon on a private bus it takes for the
+/// system bus: capabilities first, an item fetched into the file apt names and answered `200 URI
+/// Start` and `201 URI Done` with its size and SHA-256, pipelined items side by side, a 404 and a
+/// wrong hash answered `400 URI Failure` with apt's `FailReason`, a URI that is not ours refused,
+/// and the service missing named.
+final class AptMethodTests: DaemonTestCase {
+    static let method = PackageRoot.debugBinary("downloads-apt-method")
+
+    /// The method, its answers as they come.
+    final class Method: @unchecked Sendable {
+        let process: ChildProcess
+        let answers = NIOLockedValueBox<[AptMessage]>([])
+
+        init(busAddress: String) throws {
+            process = try ChildProcess([AptMethodTests.method], environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress])
+            let output = process.stdout
+            let answers = answers
+            Thread.detachNewThread {
+                var reader = AptMessageReader()
+                while true {
+                    let data = output.availableData
+                    if data.isEmpty { break }
+                    let messages = reader.take(data)
+                    answers.withLockedValue { $0 += messages }
+                }
+            }
+        }
+
+        func send(_ message: AptMessage) {
+            process.stdin.write(Data(message.text.utf8))
+        }
+
+        func acquire(_ uri: String, into file: String, sha256: String? = nil) {
+            var fields: [AptMessage.Field] = [.init("URI", uri), .init("Filename", file)]
+            if let sha256 { fields.append(.init("Expected-SHA256", sha256)) }
+            send(AptMessage(600, "URI Acquire", fields))
+        }
+
+        /// The first answer `code` for `uri`, waited for (bounded).
+        func answer(_ code: Int, for uri: String? = nil, seconds: Double = 30) async throws -> AptMessage {
+            let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+            while ContinuousClock.now < deadline {
+                if let found = answers.withLockedValue({
+                    $0.first { $0.code == code && (uri == nil || $0["URI"] == uri) }
+                }) {
+                    return found
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            XCTFail("no \(code) for \(uri ?? "-"): \(answers.withLockedValue { $0 })")
+            throw CancellationError()
+        }
+
+        func codes(for uri: String) -> [Int] { answers.withLockedValue { $0.filter { $0["URI"] == uri }.map(\.code) } }
+    }
+
+    var methods: [Method] = []
+
+    override func tearDown() async throws {
+        for method in methods { method.process.stop() }
+        try await super.tearDown()
+    }
+
+    func method() throws -> Method {
+        let method = try Method(busAddress: bus.address)
+        methods.append(method)
+        return method
+    }
+
+    func testAnItemComesIntoTheFileAptNamesAndIsAnsweredAsAptExpects() async throws {
+        let apt = try method()
+        let capabilities = try await apt.answer(100)
+        XCTAssertEqual(capabilities["Pipeline"], "true")
+        XCTAssertEqual(capabilities["Send-Config"], "true")
+        apt.send(AptMessage(601, "Configuration", [.init("Config-Item", "Acquire::downloads::Background=false")]))
+
+        let content = Self.content(700_000, seed: 79)
+        let hash = Self.sha256(content)
+        http.set("/pool/hello.deb", Route(content: content))
+        let partial = directory.file("partial")
+        try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+        let uri = "downloads+" + http.url("/pool/hello.deb")
+        apt.acquire(uri, into: partial + "/hello.deb", sha256: hash)
+        let done = try await apt.answer(201, for: uri)
+        XCTAssertEqual(done["Size"], "700000")
+        XCTAssertEqual(done["SHA256-Hash"], hash)
+        XCTAssertEqual(done["Filename"], partial + "/hello.deb")
+        XCTAssertEqual(sha256(ofFile: partial + "/hello.deb"), hash)
+        XCTAssertEqual(apt.codes(for: uri).filter { $0 != 102 }, [200, 201], "Start, then Done")
+        let start = try await apt.answer(200, for: uri)
+        XCTAssertEqual(start["Size"], "700000")
+        XCTAssertEqual(http.requests(for: "/pool/hello.deb").count, 1)
+        // The ended task is off the service's list: apt's items do not pile up there.
+        try await until("the task is taken off the list") {
+            let listed = try await self.call("ListTasks", [.string("")])
+            return "\(listed)".contains("tasks/") == false
+        }
+
+        // Pipelined: three at once, each answered.
+        var expected: [String: String] = [:]
+        for n in 0..<3 {
+            let bytes = Self.content(300_000 + n, seed: UInt32(80 + n))
+            http.set("/pool/p\(n).deb", Route(content: bytes))
+            let uri = "downloads+" + http.url("/pool/p\(n).deb")
+            expected[uri] = Self.sha256(bytes)
+            apt.acquire(uri, into: partial + "/p\(n).deb", sha256: Self.sha256(bytes))
+        }
+        for (uri, hash) in expected {
+            let done = try await apt.answer(201, for: uri)
+            XCTAssertEqual(done["SHA256-Hash"], hash)
+        }
+    }
+
+    func testFailuresAreAnsweredWithAptsReasons() async throws {
+        let apt = try method()
+        let partial = directory.file("partial")
+        try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+
+        let missing = "downloads+" + http.url("/pool/missing.deb")
+        apt.acquire(missing, into: partial + "/missing.deb")
+        let notFound = try await apt.answer(400, for: missing)
+        XCTAssertEqual(notFound["FailReason"], "HttpError404", "\(notFound)")
+        XCTAssertNil(notFound["Transient-Failure"])
+
+        http.set("/pool/changed.deb", Route(content: Self.content(10_000, seed: 3)))
+        let changed = "downloads+" + http.url("/pool/changed.deb")
+        apt.acquire(changed, into: partial + "/changed.deb", sha256: String(repeating: "0", count: 64))
+        let mismatch = try await apt.answer(400, for: changed)
+        XCTAssertEqual(mismatch["FailReason"], "HashSumMismatch", "\(mismatch)")
+
+        let theirs = http.url("/pool/x.deb")
+        apt.acquire(theirs, into: partial + "/x.deb")
+        let refused = try await apt.answer(400, for: theirs)
+        XCTAssertTrue(refused["Message"]?.contains("not a downloads") ?? false, "\(refused)")
+    }
+
+    func testWithoutTheServiceTheFailureNamesThePackage() async throws {
+        stopDaemon()
+        let apt = try method()
+        let uri = "downloads+" + http.url("/pool/a.deb")
+        apt.acquire(uri, into: directory.file("a.deb"))
+        let failure = try await apt.answer(400, for: uri)
+        XCTAssertTrue(failure["Message"]?.contains("org-example-downloads") ?? false, "\(failure)")
+    }
+}
+
+/// apt itself, unmodified, through the method: `apt-get update` and `apt-get download` of a local
+/// repository (made with dpkg-deb and apt-ftparchive, served by the test's HTTP server) whose
+/// sources line is `deb [trusted=yes] downloads+http://…`, apt finding the method in a methods
+/// directory beside its own; and a package whose bytes do not match the index refused by apt.
+extension AptMethodTests {
+    /// A root for apt of its own (its lists, cache, sources and dpkg status), the methods
+    /// directory (apt's own and ours), and the repository's files served at /repo/.
+    struct AptRoot {
+        let root: String
+        let methods: String
+
+        func arguments(_ command: [String]) -> [String] {
+            [
+                "apt-get", "-q", "-o", "Dir=\(root)", "-o", "Dir::State::status=\(root)/var/lib/dpkg/status",
+                "-o", "Dir::Bin::Methods=\(methods)", "-o", "Debug::NoLocking=1", "-o", "APT::Sandbox::User=root",
+                "-o", "Acquire::Languages=none", "-o", "APT::Architecture=amd64",
+            ] + command
+        }
+    }
+
+    func makeAptRoot(sources: String) throws -> AptRoot {
+        let root = directory.file("apt-root")
+        for sub in [
+            "etc/apt/sources.list.d", "etc/apt/preferences.d", "etc/apt/apt.conf.d", "var/lib/apt/lists/partial",
+            "var/cache/apt/archives/partial", "var/lib/dpkg",
+        ] {
+            try FileManager.default.createDirectory(atPath: root + "/" + sub, withIntermediateDirectories: true)
+        }
+        FileManager.default.createFile(atPath: root + "/var/lib/dpkg/status", contents: Data())
+        try sources.write(toFile: root + "/etc/apt/sources.list", atomically: true, encoding: .utf8)
+        let methods = directory.file("apt-methods")
+        try FileManager.default.createDirectory(atPath: methods, withIntermediateDirectories: true)
+        for name in try FileManager.default.contentsOfDirectory(atPath: "/usr/lib/apt/methods") {
+            try FileManager.default.createSymbolicLink(
+                atPath: methods + "/" + name, withDestinationPath: "/usr/lib/apt/methods/" + name)
+        }
+        for name in ["downloads", "downloads+http", "downloads+https"] {
+            try FileManager.default.createSymbolicLink(atPath: methods + "/" + name, withDestinationPath: Self.method)
+        }
+        return AptRoot(root: root, methods: methods)
+    }
+
+    /// A package `name` holding `payload`, built with dpkg-deb; its .deb's bytes.
+    func makePackage(_ name: String, payload: [UInt8]) async throws -> [UInt8] {
+        let tree = directory.file("pkg-\(name)")
+        try FileManager.default.createDirectory(atPath: tree + "/DEBIAN", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: tree + "/usr/share/\(name)", withIntermediateDirectories: true)
+        try """
+        Package: \(name)
+        Version: 1.0
+        Architecture: all
+        Maintainer: Tests <tests@example.org>
+        Description: a package of the apt method's tests
+
+        """.write(toFile: tree + "/DEBIAN/control", atomically: true, encoding: .utf8)
+        FileManager.default.createFile(atPath: tree + "/usr/share/\(name)/payload", contents: Data(payload))
+        let deb = directory.file("\(name)_1.0_all.deb")
+        let built = try await run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, deb])
+        XCTAssertEqual(built.status, 0, built.stderr)
+        return Array(try Data(contentsOf: URL(fileURLWithPath: deb)))
+    }
+
+    /// Serves the repository: the packages under /repo/, with `Packages` and `Release` made by
+    /// apt-ftparchive over them.
+    func serveRepository(_ packages: [String: [UInt8]]) async throws {
+        let repo = directory.file("repo")
+        try FileManager.default.createDirectory(atPath: repo, withIntermediateDirectories: true)
+        for (file, bytes) in packages {
+            FileManager.default.createFile(atPath: repo + "/" + file, contents: Data(bytes))
+            http.set("/repo/./" + file, Route(content: bytes))
+        }
+        let index = try await run([
+            "sh", "-c", "cd '\(repo)' && apt-ftparchive packages . > Packages && apt-ftparchive release . > Release",
+        ])
+        XCTAssertEqual(index.status, 0, index.stderr)
+        for file in ["Packages", "Release"] {
+            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: repo + "/" + file)))
+            // A flat repository's indexes are asked as `REPO/./NAME` (a real server folds the `./`).
+            http.set("/repo/" + file, Route(content: bytes))
+            http.set("/repo/./" + file, Route(content: bytes))
+        }
+    }
+
+    func testAptItselfUpdatesAndDownloadsThroughTheMethodAndRefusesWrongBytes() async throws {
+        let payload = Self.content(200_000, seed: 791)
+        let deb = try await makePackage("hello-downloads", payload: payload)
+        try await serveRepository(["hello-downloads_1.0_all.deb": deb])
+        let apt = try makeAptRoot(
+            sources: "deb [trusted=yes] downloads+\(http.url("/repo")) ./\n")
+        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
+
+        let update = try await ProcessRunner.run(apt.arguments(["update"]), environment: environment, timeout: 60)
+        XCTAssertEqual(update.status, 0, update.description)
+        XCTAssertFalse(http.requests(for: "/repo/./Packages").isEmpty, "apt's index came through the service")
+
+        let cwd = directory.file("downloaded")
+        try FileManager.default.createDirectory(atPath: cwd, withIntermediateDirectories: true)
+        let download = try await ProcessRunner.run(
+            ["sh", "-c", "cd '\(cwd)' && exec \"$@\"", "sh"] + apt.arguments(["download", "hello-downloads"]),
+            environment: environment, timeout: 60)
+        XCTAssertEqual(download.status, 0, download.description)
+        XCTAssertEqual(sha256(ofFile: cwd + "/hello-downloads_1.0_all.deb"), Self.sha256(deb))
+        XCTAssertEqual(http.requests(for: "/repo/./hello-downloads_1.0_all.deb").count, 1)
+
+        // The package's bytes change under the index (a broken mirror): apt refuses them.
+        var wrong = deb
+        wrong[wrong.count / 2] ^= 0xFF
+        http.set("/repo/./hello-downloads_1.0_all.deb", Route(content: wrong))
+        try FileManager.default.removeItem(atPath: cwd + "/hello-downloads_1.0_all.deb")
+        let refused = try await ProcessRunner.run(
+            ["sh", "-c", "cd '\(cwd)' && exec \"$@\"", "sh"] + apt.arguments(["download", "hello-downloads"]),
+            environment: environment, timeout: 60)
+        XCTAssertNotEqual(refused.status, 0, refused.description)
+        XCTAssertTrue(
+            (refused.stdout + refused.stderr).contains("Hash Sum mismatch")
+                || (refused.stdout + refused.stderr).contains("SHA256"), refused.description)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: cwd + "/hello-downloads_1.0_all.deb"), "nothing kept")
+    }
+}
