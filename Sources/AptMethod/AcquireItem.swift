@@ -32,11 +32,12 @@ public struct AcquireItem: Sendable, Hashable {
     }
 
     /// The URL behind a `downloads+http://`, `downloads+https://` or `downloads://` URI (the last
-    /// is https); nil for anything else.
+    /// is https), or a plain `http://` or `https://` one (apt sends those when the method is named
+    /// for a scheme, `Dir::Bin::Methods::https "downloads";`); nil for anything else.
     public static func url(of uri: String) -> String? {
         for (prefix, scheme) in [
             ("downloads+https://", "https://"), ("downloads+http://", "http://"),
-            ("downloads://", "https://"),
+            ("downloads://", "https://"), ("https://", "https://"), ("http://", "http://"),
         ]
         where uri.lowercased().hasPrefix(prefix) {
             let rest = uri.dropFirst(prefix.count)

@@ -34,7 +34,8 @@ final class AptMethodRun: Sendable {
         case 600:
             guard let item = AcquireItem(message) else {
                 output.failure(
-                    message["URI"] ?? "", "not a downloads+http://, downloads+https:// or downloads:// URI with a file")
+                    message["URI"] ?? "",
+                    "not a downloads+http://, downloads+https://, downloads://, http:// or https:// URI with a file")
                 return
             }
             let work = Task { await fetch(item) }

@@ -137,7 +137,7 @@ final class AptMethodTests: DaemonTestCase {
         let mismatch = try await apt.answer(400, for: changed)
         XCTAssertEqual(mismatch["FailReason"], "HashSumMismatch", "\(mismatch)")
 
-        let theirs = http.url("/pool/x.deb")
+        let theirs = "ftp://127.0.0.1/pool/x.deb"
         apt.acquire(theirs, into: partial + "/x.deb")
         let refused = try await apt.answer(400, for: theirs)
         XCTAssertTrue(refused["Message"]?.contains("not a downloads") ?? false, "\(refused)")
