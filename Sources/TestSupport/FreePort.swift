@@ -31,6 +31,17 @@ public enum FreePort {
         return Int(port)
     }
 
+    /// Waits until `process` (a server just started) accepts connections on the loopback `port`;
+    /// false when it exited first or `seconds` passed.
+    public static func waitUntilAccepting(_ port: Int, by process: ChildProcess?, seconds: TimeInterval = 20) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !accepts(port: port) {
+            guard Date() < deadline, process?.hasExited == false else { return false }
+            usleep(20_000)
+        }
+        return true
+    }
+
     /// Whether something accepts TCP connections on the loopback `port`.
     public static func accepts(port: Int, ipv6: Bool = false) -> Bool {
         let fd = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)

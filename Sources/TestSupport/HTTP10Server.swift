@@ -24,13 +24,9 @@ public final class HTTP10Server: @unchecked Sendable {
             ["/usr/bin/python3", PackageRoot.url.path + "/Tests/servers/http10_server.py", String(port), logPath]
                 + (keepAlive ? ["keep-alive"] : [])
         )
-        let deadline = Date().addingTimeInterval(20)
-        while !FreePort.accepts(port: port) {
-            guard Date() < deadline, process?.hasExited == false else {
-                stop()
-                throw POSIXError(.ECONNREFUSED)
-            }
-            usleep(20_000)
+        guard FreePort.waitUntilAccepting(port, by: process) else {
+            stop()
+            throw POSIXError(.ECONNREFUSED)
         }
     }
 

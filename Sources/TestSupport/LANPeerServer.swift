@@ -31,13 +31,9 @@ public final class LANPeerServer: @unchecked Sendable {
                 "/usr/bin/python3", PackageRoot.url.path + "/Tests/servers/lan_peer.py", String(port),
                 certificates.selfSigned, certificates.serverKey, file, logPath, mode.rawValue, argument,
             ])
-        let deadline = Date().addingTimeInterval(20)
-        while !FreePort.accepts(port: port) {
-            guard Date() < deadline, process?.hasExited == false else {
-                stop()
-                throw POSIXError(.ECONNREFUSED)
-            }
-            usleep(20_000)
+        guard FreePort.waitUntilAccepting(port, by: process) else {
+            stop()
+            throw POSIXError(.ECONNREFUSED)
         }
     }
 
