@@ -14,6 +14,8 @@ final class AptMethodRun: Sendable {
     /// The service is on the system bus (`DBUS_SYSTEM_BUS_ADDRESS` honoured).
     static let bus: DownloadsProxy.Bus = .system
     static let package = "org-example-downloads"
+    /// How often an item's task is looked at besides its signals.
+    static let lookEvery: Duration = .seconds(2)
 
     private let output: MethodOutput
     private let settings = NIOLockedValueBox(AptMethodSettings())
@@ -130,11 +132,37 @@ final class AptMethodRun: Sendable {
         }
         let follower = Task { await follow(task, item, proxy) }
         running.withLockedValue { _ = $0.insert(task) }
+        // Signals are the fast way; a look at the task every few seconds is the sure one (a
+        // signal lost, a service that stopped answering): no item waits for ever.
+        let watchdog = Task { [signals] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.lookEvery)
+                guard !Task.isCancelled else { return }
+                do {
+                    let status = try await proxy.status(task)
+                    switch status.state {
+                    case "finished": signals.deliver(.finished(task: task, location: status.destination))
+                    case "failed", "cancelled":
+                        signals.deliver(
+                            .failed(task: task, errorName: status.error, message: status.errorMessage, resumeData: []))
+                    default: continue
+                    }
+                } catch {
+                    signals.deliver(
+                        .failed(
+                            task: task, errorName: "",
+                            message: "the download service no longer answers for it: \(error)",
+                            resumeData: []))
+                }
+                return
+            }
+        }
         let done = await withTaskCancellationHandler {
             await follower.value
         } onCancel: {
             follower.cancel()
         }
+        watchdog.cancel()
         if !done, made { unlink(item.filename) }
         running.withLockedValue { _ = $0.remove(task) }
         signals.forget(task)

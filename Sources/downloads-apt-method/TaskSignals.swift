@@ -4,7 +4,9 @@ import NIOConcurrencyHelpers
 
 /// The service's signals about this method's tasks, handed to whoever waits for each task. A
 /// task's first signals may come before `StartAt` returns its path (a small file is done at
-/// once): they are kept until its waiter comes.
+/// once): they are kept until its waiter comes, the last 32 of at most 256 tasks (the end is the
+/// last signal; the signals of the caller's other tasks may come too and must not pile up: one
+/// is let go for a new one). A signal lost so is made good by `AptMethodRun`'s look at the task.
 final class TaskSignals: Sendable {
     private struct State {
         var waiters: [ObjectPath: AsyncStream<ManagerSignal>.Continuation] = [:]
@@ -18,9 +20,12 @@ final class TaskSignals: Sendable {
         state.withLockedValue { state in
             if let waiter = state.waiters[task] {
                 waiter.yield(signal)
-            } else if state.early.count < 1000 || state.early[task] != nil {
+            } else {
+                if state.early[task] == nil, state.early.count >= 256, let any = state.early.keys.first {
+                    state.early.removeValue(forKey: any)
+                }
                 state.early[task, default: []].append(signal)
-                if state.early[task]!.count > 256 { state.early[task]!.removeFirst() }
+                if state.early[task, default: []].count > 32 { state.early[task]?.removeFirst() }
             }
         }
     }
