@@ -24,6 +24,8 @@ final class AptMethodRun: Sendable {
     /// The tasks of items not yet answered (cancelled when apt goes away).
     private let running = NIOLockedValueBox<Set<ObjectPath>>([])
     private let items = NIOLockedValueBox<[Task<Void, Never>]>([])
+    /// Starts go two at a time (`StartGate`).
+    private let gate = StartGate(width: 4)
 
     init(output: MethodOutput) {
         self.output = output
@@ -116,7 +118,7 @@ final class AptMethodRun: Sendable {
         options.proxy = settings.proxy(for: item.url)
         let task: ObjectPath
         do {
-            task = try await proxy.start(url: item.url, at: UnixFD(owning: fd), name: "", options: options)
+            task = try await start(item, UnixFD(owning: fd), options, proxy)
         } catch let error as DownloadsClientError
             where error.name == "org.freedesktop.DBus.Error.ServiceUnknown"
             || error.name == "org.freedesktop.DBus.Error.NameHasNoOwner"
@@ -168,6 +170,32 @@ final class AptMethodRun: Sendable {
         signals.forget(task)
         // An ended task is taken off the service's list (its file stays where apt reads it).
         try? await proxy.cancel(task)
+    }
+
+    /// `StartAt`, through the gate; a refusal because the user's file calls are all pending is
+    /// tried again (a few times, a moment apart): it says "later", not "no".
+    private func start(
+        _ item: AcquireItem, _ file: UnixFD, _ options: TaskOptions, _ proxy: DownloadsProxy
+    ) async throws -> ObjectPath {
+        var attempt = 0
+        while true {
+            await gate.enter()
+            do {
+                let task = try await proxy.start(url: item.url, at: file, name: "", options: options)
+                await gate.leave()
+                return task
+            } catch let error as DownloadsClientError
+                where error.name == DownloadsErrorName.fileError.fullName && error.message.contains("not returned yet")
+                && attempt < 20
+            {
+                await gate.leave()
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(100 * attempt))
+            } catch {
+                await gate.leave()
+                throw error
+            }
+        }
     }
 
     /// Answers the item as its task goes; true when it was done.
