@@ -98,6 +98,9 @@ struct MirrorSet: Sendable {
         return sources.count - 1
     }
 
+    /// Body bytes the peers' finished requests fetched in this run (dropped peers' too).
+    var peerBytes: Int64 { sources.filter { $0.kind == .peer }.reduce(0) { $0 + $1.bytes } }
+
     /// Peers used now (joined, not dropped).
     var activePeers: Int { active.filter { sources[$0].kind == .peer }.count }
 

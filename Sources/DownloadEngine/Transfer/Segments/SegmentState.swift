@@ -16,11 +16,10 @@ struct SegmentState {
     var bytesRefetched: Int64 = 0
     /// LAN peers (`lan_peers`): the lookup of this run (started once the task has a sha-256,
     /// cancelled at the run's end), the peers told of that no connection has taken up yet,
-    /// the body bytes peers sent in this run, and whether peers are done with for the run
-    /// (their bytes spoiled a whole-file check).
+    /// and whether peers are done with for the run (their bytes spoiled a whole-file check). The
+    /// bytes peers sent are `mirrors`' (`MirrorSet.peerBytes`).
     var peerLookup: Task<Void, Never>?
     var peersToJoin: [PeerOffer] = []
-    var peerBytes: Int64 = 0
     var peersBanned = false
 
     init(connections: Int) {

@@ -96,7 +96,7 @@ extension TransferRun {
     /// are in it, the mismatch is the URL's.
     func givesUpPeers() -> Bool {
         let gave = segmentState.withLockedValue { state -> Bool in
-            guard state.peerBytes > 0, !state.peersBanned else { return false }
+            guard (state.mirrors?.peerBytes ?? 0) > 0, !state.peersBanned else { return false }
             state.peersBanned = true
             state.peersToJoin = []
             state.mirrors?.dropPeers(because: "their bytes failed the whole-file check")

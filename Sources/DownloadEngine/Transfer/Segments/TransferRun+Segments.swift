@@ -520,11 +520,8 @@ extension TransferRun {
             guard var set = state.mirrors else { return (action, []) }
             defer { state.mirrors = set }
             set.release(index, bytes: bytes, seconds: seconds)
-            if kind == .peer {
-                state.peerBytes += max(0, bytes)
-                if reason == nil, set.sources[index].oneRequest {
-                    reason = "a Passim peer is asked once (it answers one request per hash an hour)"
-                }
+            if kind == .peer, reason == nil, set.sources[index].oneRequest {
+                reason = "a Passim peer is asked once (it answers one request per hash an hour)"
             }
             var dropped: [(String, String)] = []
             var result = action

@@ -81,6 +81,7 @@ final class MirrorTests: EngineTestCase {
         XCTAssertEqual(set.take(), 0, "each peer has its one connection until it sends a range")
         set.release(1, bytes: 1 << 20, seconds: 0.1)
         set.release(2, bytes: 1 << 20, seconds: 0.1)
+        XCTAssertEqual(set.peerBytes, 2 << 20, "what the peers sent: the whole-file check's question")
         XCTAssertEqual(set.take(), 1, "it sent one: as many as its server allows")
         XCTAssertEqual(set.take(), 1)
         XCTAssertEqual(set.sources[2].requests, 1)
