@@ -40,6 +40,8 @@ extension DownloadOptions: Codable {
         case addToRecent = "add_to_recent"
         case share
         case lanPeers = "lan_peers"
+        case ifModifiedSince = "if_modified_since"
+        case ifNoneMatch = "if_none_match"
     }
 
     public init(from decoder: Decoder) throws {
@@ -105,6 +107,8 @@ extension DownloadOptions: Codable {
         addToRecent = try container.decodeIfPresent(Bool.self, forKey: .addToRecent) ?? false
         share = try container.decodeIfPresent(ShareTerms.self, forKey: .share)
         lanPeers = try container.decodeIfPresent(Bool.self, forKey: .lanPeers) ?? false
+        ifModifiedSince = try container.decodeIfPresent(Int64.self, forKey: .ifModifiedSince)
+        ifNoneMatch = try container.decodeIfPresent(String.self, forKey: .ifNoneMatch)
         if let text = try container.decodeIfPresent(String.self, forKey: .proxy) {
             do {
                 proxy = try ProxySetting.parse(text)
@@ -153,6 +157,8 @@ extension DownloadOptions: Codable {
         if addToRecent { try container.encode(addToRecent, forKey: .addToRecent) }
         try container.encodeIfPresent(share, forKey: .share)
         if lanPeers { try container.encode(lanPeers, forKey: .lanPeers) }
+        try container.encodeIfPresent(ifModifiedSince, forKey: .ifModifiedSince)
+        try container.encodeIfPresent(ifNoneMatch, forKey: .ifNoneMatch)
         if background { try container.encode(background, forKey: .background) }
         if !pinnedPublicKeys.isEmpty { try container.encode(pinnedPublicKeys, forKey: .pinnedPublicKeys) }
         if trustPinnedOnly { try container.encode(trustPinnedOnly, forKey: .trustPinnedOnly) }

@@ -103,8 +103,16 @@ public struct DownloadOptions: Sendable, Hashable {
     /// (`lan_peers`): the service browses for them while it fetches the URL (DownloadEngine's
     /// `PeerFinder`); a task without a whole-file sha-256 fetches from its URL alone.
     public var lanPeers = false
+    /// A conditional download (`if_modified_since`, Unix seconds; `if_none_match`, entity tags):
+    /// its first request from the start of the file carries `If-Modified-Since`/`If-None-Match`,
+    /// and a 304 finishes the task with the destination untouched (`ResponseStatus` 304).
+    public var ifModifiedSince: Int64?
+    public var ifNoneMatch: String?
 
     public init() {}
+
+    /// Whether a request from the file's start asks the server for the file only if it changed.
+    public var isConditional: Bool { ifModifiedSince != nil || ifNoneMatch != nil }
 
     /// These options as a request to a LAN peer goes with them: none of the caller's headers
     /// (a token may be one), no referrer.
@@ -112,6 +120,9 @@ public struct DownloadOptions: Sendable, Hashable {
         var options = self
         options.headers = [:]
         options.referrer = nil
+        // A peer serves a hash, not a version of the URL.
+        options.ifModifiedSince = nil
+        options.ifNoneMatch = nil
         return options
     }
 

@@ -51,6 +51,17 @@ public struct DownloadTaskRecord: Sendable, Hashable {
         get { details.errorMessage }
         _modify { yield &details.errorMessage }
     }
+    /// A download's: the status of the last response that brought its bytes (200, 206), or 304
+    /// when a conditional download found the caller's copy current (`ResponseStatus`).
+    public var responseStatus: Int? {
+        get { details.responseStatus }
+        _modify { yield &details.responseStatus }
+    }
+    /// The `Last-Modified` of the response that brought the file (Unix seconds; `LastModified`).
+    public var lastModified: Int64? {
+        get { details.lastModified }
+        _modify { yield &details.lastModified }
+    }
     /// Where its time went (`GetMetrics`): nil until it first runs.
     public var metrics: TaskMetrics? {
         get { details.metrics }

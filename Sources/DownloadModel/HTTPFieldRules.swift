@@ -12,6 +12,8 @@ public enum HTTPFieldRules {
     public static let reservedHeaders: Set<String> = [
         "range", "if-range", "accept-encoding", "host", "content-length", "transfer-encoding", "connection",
         "expect", "te", "upgrade", "keep-alive", "proxy-connection", serviceTagHeader,
+        // The options `if_modified_since` and `if_none_match`: sent only from the file's start.
+        "if-modified-since", "if-none-match",
     ]
 
     /// The one rule for a header a caller gives (`headers` of Start, of Update, of an answer to

@@ -12,6 +12,8 @@ public struct RunDetails: Sendable, Hashable, EmptyInitializable {
     public var errorName: String?
     public var errorMessage: String?
     public var metrics: TaskMetrics?
+    public var responseStatus: Int?
+    public var lastModified: Int64?
 
     public init() {}
 }

@@ -218,6 +218,15 @@ extension DownloadStore {
                     t.add(column: "metrics", .text)
                 }
             })
+        migrator.registerMigration(
+            "v14-responses",
+            migrate: Self.crashable { db in
+                try db.alter(table: "task") { t in
+                    // A download's last response status (304: not modified) and its Last-Modified.
+                    t.add(column: "responseStatus", .integer)
+                    t.add(column: "lastModified", .integer)
+                }
+            })
         return migrator
     }
 

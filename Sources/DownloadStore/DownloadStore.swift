@@ -195,7 +195,7 @@ public final class DownloadStore: Sendable {
                     UPDATE task SET options = coalesce(?, options), url = ?, finalURL = ?, resolvedPath = ?, state = ?,
                     durableOffset = ?, expectedLength = ?, validator = ?, errorName = ?, errorMessage = ?,
                     partialDevice = ?, partialInode = ?, fileMode = ?, groupID = ?, upload = ?, replyBody = coalesce(?, replyBody),
-                    metrics = coalesce(?, metrics), updatedAt = ?,
+                    metrics = coalesce(?, metrics), responseStatus = ?, lastModified = ?, updatedAt = ?,
                     endedAt = CASE WHEN ? THEN coalesce(endedAt, ?) ELSE NULL END
                     WHERE id = ?
                     """
@@ -204,7 +204,8 @@ public final class DownloadStore: Sendable {
                 max(0, record.durableOffset), max(-1, record.expectedLength), record.validator, record.errorName,
                 record.errorMessage, record.partialFile.map { Int64(bitPattern: $0.device) },
                 record.partialFile.map { Int64(bitPattern: $0.inode) }, record.fileMode.map { Int64($0) },
-                Int64(record.group), upload, replyBody, metrics, now,
+                Int64(record.group), upload, replyBody, metrics, record.responseStatus.map { Int64($0) },
+                record.lastModified, now,
                 record.state.isTerminal, now, id,
             ])
             guard db.changesCount > 0 else { return }

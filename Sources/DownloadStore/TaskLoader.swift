@@ -13,7 +13,7 @@ struct TaskLoader {
     static let columns = """
         id, ownerUID, app, writesInPlace, groupID, session, url, finalURL, destination, destinationIsDirectory, resolvedPath,
         state, durableOffset, expectedLength, validator, options, errorName, errorMessage, partialDevice, partialInode,
-        fileMode, upload, metrics
+        fileMode, upload, metrics, responseStatus, lastModified
         """
 
     let secrets: StoreSecrets
@@ -72,6 +72,9 @@ struct TaskLoader {
             // A row whose metrics no longer decode keeps its task: they are a report, not its state.
             record.metrics = try? JSONDecoder().decode(TaskMetrics.self, from: Data(metrics.utf8))
         }
+        let status: Int64? = row[23]
+        record.responseStatus = status.map { Int(clamping: $0) }
+        record.lastModified = row[24]
         let fileMode: Int64? = row[20]
         if let fileMode {
             guard let mode = UInt32(exactly: fileMode), mode <= 0o777 else {

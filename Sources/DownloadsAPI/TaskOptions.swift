@@ -59,6 +59,9 @@ public struct TaskOptions: Sendable, Hashable {
         case shareLimit = "share_limit"
         /// v1.5: the file may also come from machines of the local network that have it by its SHA-256.
         case lanPeers = "lan_peers"
+        /// v1.5: a conditional download: a 304 finishes it with the destination untouched.
+        case ifModifiedSince = "if_modified_since"
+        case ifNoneMatch = "if_none_match"
 
         public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
     }
@@ -75,6 +78,7 @@ public struct TaskOptions: Sendable, Hashable {
     public static let downloadOnlyKeys: Set<Key> = [
         .sha256, .checksum, .connections, .overwrite, .mirrors, .useMetalinkHeaders, .metalink, .referrer,
         .originAttributes, .addToRecent, .share, .shareMaxAge, .shareLimit, .lanPeers,
+        .ifModifiedSince, .ifNoneMatch,
     ]
     /// What `Start` takes.
     public static let startKeys = Set(Key.allCases).subtracting([.url, .destinationFD]).subtracting(uploadOnlyKeys)
@@ -185,6 +189,10 @@ public struct TaskOptions: Sendable, Hashable {
     /// v1.5: the file may also come from machines of the local network that have it by its
     /// SHA-256 (default false; used when the task has a whole-file sha-256).
     public var lanPeers: Bool?
+    /// v1.5: Unix seconds sent as `If-Modified-Since`, and entity tags sent as `If-None-Match`,
+    /// with a request from the file's start.
+    public var ifModifiedSince: Int64?
+    public var ifNoneMatch: String?
     /// The longest a file may be offered: 30 days.
     public static let maxShareAge: UInt32 = 30 * 86_400
 
@@ -398,6 +406,17 @@ public struct TaskOptions: Sendable, Hashable {
             case .lanPeers:
                 guard case .boolean(let flag) = value else { throw wrongType("b") }
                 lanPeers = flag
+            case .ifModifiedSince:
+                guard case .int64(let seconds) = value else { throw wrongType("x (Unix seconds)") }
+                // An HTTP-date names years 0001 to 9999 only.
+                guard seconds >= 0, seconds < 253_402_300_800 else {
+                    throw DownloadsErrorName.invalidArgument.error(
+                        "if_modified_since must be Unix seconds from 1970 to 9999, got \(seconds)")
+                }
+                ifModifiedSince = seconds
+            case .ifNoneMatch:
+                guard case .string(let text) = value else { throw wrongType("s") }
+                ifNoneMatch = text
             case .form:
                 form = try TaskOptions.checkedForm(value)
             case .connectTimeout, .stallTimeout, .resourceTimeout:
@@ -560,6 +579,8 @@ public struct TaskOptions: Sendable, Hashable {
         if let shareMaxAge { result[Key.shareMaxAge.rawValue] = .uint32(shareMaxAge) }
         if let shareLimit { result[Key.shareLimit.rawValue] = .uint32(shareLimit) }
         if let lanPeers { result[Key.lanPeers.rawValue] = .boolean(lanPeers) }
+        if let ifModifiedSince { result[Key.ifModifiedSince.rawValue] = .int64(ifModifiedSince) }
+        if let ifNoneMatch { result[Key.ifNoneMatch.rawValue] = .string(ifNoneMatch) }
         if let form {
             var parts: [String: DBusValue] = ["field": .string(form.field)]
             if let filename = form.filename { parts["filename"] = .string(filename) }

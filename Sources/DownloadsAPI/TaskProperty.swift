@@ -46,12 +46,17 @@ public enum TaskProperty: String, Sendable, Hashable, CaseIterable {
     /// v1.4: the `add_to_recent` option: the desktop agent adds the finished file to the user's
     /// recently used files when the system daemon ran it (root never writes a user's files).
     case addToRecent = "AddToRecent"
+    /// v1.5: a finished download's `Last-Modified` from its server (Unix seconds; 0 when it
+    /// gave none, and for an upload). A download's `ResponseStatus` is its last response's
+    /// status that brought bytes (200, 206), 304 for a conditional one found current.
+    case lastModified = "LastModified"
 
     public var name: String { rawValue }
 
     public var type: DBusType {
         switch self {
         case .id: return .uint64
+        case .lastModified: return .int64
         case .responseStatus: return .uint32
         case .kind, .source, .priority: return .string
         case .maxBytesPerSecond, .speed: return .uint64

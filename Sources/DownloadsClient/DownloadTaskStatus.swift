@@ -52,6 +52,8 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
     /// The task asked for its finished file to go into the user's recently used files
     /// (`add_to_recent`). Not in the Codable form.
     public var addToRecent = false
+    /// v1.5: a finished download's `Last-Modified` (Unix seconds; 0 none).
+    public var lastModified: Int64 = 0
 
     enum CodingKeys: String, CodingKey {
         case id, session, url, destination, state
@@ -122,6 +124,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
         speed = properties[TaskProperty.speed.name]?.uint64Value ?? 0
         question = Self.question(properties[TaskProperty.question.name])
         addToRecent = properties[TaskProperty.addToRecent.name]?.boolValue ?? false
+        lastModified = properties[TaskProperty.lastModified.name]?.int64Value ?? 0
     }
 
     private static func question(_ value: DBusValue?) -> [String: String] {
@@ -158,6 +161,7 @@ public struct DownloadTaskStatus: Sendable, Hashable, Codable {
             case .description: taskDescription = value.stringValue ?? taskDescription
             case .metadata: metadata = value.vardictValue ?? metadata
             case .question: question = Self.question(value)
+            case .lastModified: lastModified = value.int64Value ?? lastModified
             case .id, .kind, .source, .session, .desktopEntry, .app, .addToRecent: break
             }
         }

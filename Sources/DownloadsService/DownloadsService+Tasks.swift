@@ -120,7 +120,9 @@ extension DownloadsService {
         case .app: return .string(record.app)
         case .kind: return .string(record.kind)
         case .source: return .string(record.upload?.source ?? "")
-        case .responseStatus: return .uint32(UInt32(clamping: record.upload?.responseStatus ?? 0))
+        case .responseStatus:
+            return .uint32(UInt32(clamping: record.upload?.responseStatus ?? record.responseStatus ?? 0))
+        case .lastModified: return .int64(record.upload == nil ? record.lastModified ?? 0 : 0)
         case .bytesConfirmed: return .int64(record.upload == nil ? 0 : record.durableOffset)
         case .priority: return .string(record.options.priority.rawValue)
         case .maxBytesPerSecond: return .uint64(record.options.maxBytesPerSecond)

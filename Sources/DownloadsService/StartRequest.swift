@@ -105,6 +105,15 @@ enum StartRequest {
         result.desktopEntry = options.desktopEntry
         if let background = options.background { result.background = background }
         if let lanPeers = options.lanPeers { result.lanPeers = lanPeers }
+        result.ifModifiedSince = options.ifModifiedSince
+        if let tags = options.ifNoneMatch {
+            guard !tags.isEmpty, tags.utf8.count <= TaskOptions.maxHeaderBytes, HTTPFieldRules.isFieldValue(tags) else {
+                throw DownloadsErrorName.invalidArgument.error(
+                    "if_none_match must be entity tags as the header gives them (\"tag\", W/\"tag\" or *): visible characters, at most \(TaskOptions.maxHeaderBytes) bytes"
+                )
+            }
+            result.ifNoneMatch = tags
+        }
         if let requires = options.requiresACPower { result.requiresACPower = requires }
         result.lowSpeedLimit = options.lowSpeedLimit
         result.lowSpeedTime = options.lowSpeedTime.map(Double.init)

@@ -9,6 +9,8 @@ public struct Route: Sendable {
     public var etag: String? = "\"v1\""
     /// Sent as `Last-Modified` (with a `Date` header of now).
     public var lastModified: Date?
+    /// A hostile server: 304 to every request, conditional or not.
+    public var alwaysNotModified = false
     /// Bytes per second for the body; nil for as fast as possible.
     public var bytesPerSecond: Int?
     /// Bytes per second for requests without a `Range` header (overrides `bytesPerSecond` for them).
@@ -115,7 +117,7 @@ public struct RequestRecord: Sendable, Hashable {
     public let ifRange: String?
     public let acceptEncoding: String?
     /// `X-*` headers, the credential headers (Authorization, Cookie, Proxy-Authorization) and
-    /// `Referer`, lowercased names.
+    /// `Referer`, `If-Modified-Since`, `If-None-Match`, lowercased names.
     public let userHeaders: [String: String]
     public let status: Int
     /// Body bytes the server wrote (or tried to) for this request.

@@ -219,7 +219,9 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             return (state.routes[path], state.counts[path] ?? 1)
         }
         var userHeaders: [String: String] = [:]
-        let credentials: Set<String> = ["authorization", "cookie", "proxy-authorization", "referer"]
+        let credentials: Set<String> = [
+            "authorization", "cookie", "proxy-authorization", "referer", "if-modified-since", "if-none-match",
+        ]
         for (name, value) in head.headers
         where name.lowercased().hasPrefix("x-") || credentials.contains(name.lowercased()) {
             userHeaders[name.lowercased()] = value
@@ -305,6 +307,12 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         if let disposition = route.contentDisposition { headers.add(name: "Content-Disposition", value: disposition) }
         for (name, value) in route.extraHeaders { headers.add(name: name, value: value) }
         if route.gzipEncoding { headers.add(name: "Content-Encoding", value: "gzip") }
+        if route.alwaysNotModified || Self.notModified(head.headers, route) {
+            // RFC 9110 §13.2.2: If-None-Match first; If-Modified-Since only without it.
+            _ = record(304)
+            sendSimple(context: context, status: .notModified, body: "", headers: headers)
+            return
+        }
         if route.ranges { headers.add(name: "Accept-Ranges", value: "bytes") }
         if route.ranges, let range = head.headers.first(name: "range"), range.hasPrefix("bytes=") {
             let ifRange = head.headers.first(name: "if-range")
@@ -392,6 +400,29 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
                     closeAtLimit: closeAtLimit, record: record)
             }
         }
+    }
+
+    /// Whether a conditional GET finds the client's copy current.
+    static func notModified(_ headers: HTTPHeaders, _ route: Route) -> Bool {
+        if let tags = headers.first(name: "if-none-match") {
+            let listed = tags.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            return route.etag.map { etag in
+                listed.contains("*") || listed.contains(etag) || listed.contains("W/" + etag)
+            }
+                ?? false
+        }
+        guard let since = headers.first(name: "if-modified-since"), let modified = route.lastModified,
+            let date = httpDateParsed(since)
+        else { return false }
+        return modified.timeIntervalSince1970.rounded(.down) <= date.timeIntervalSince1970
+    }
+
+    static func httpDateParsed(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.date(from: text)
     }
 
     private func sendSimple(

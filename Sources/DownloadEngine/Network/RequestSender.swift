@@ -23,7 +23,8 @@ struct RequestSender: Sendable {
 
     /// The headers of a GET with a task's `options` to `url` (its own headers, credentials only where they
     /// may go, an app's answer to a challenge only to the server that asked, no content coding,
-    /// and `Range`/`If-Range` when `range` is given).
+    /// and `Range`/`If-Range` when `range` is given, else the conditional download's
+    /// `If-Modified-Since`/`If-None-Match`).
     static func headers(
         with options: DownloadOptions, answered: AnsweredCredentials?, to url: String, sendsCredentials: Bool,
         range: (start: Int64, end: Int64?)?, validator: String?
@@ -52,6 +53,12 @@ struct RequestSender: Sendable {
         if let range {
             headers.replaceOrAdd(name: "Range", value: "bytes=\(range.start)-\(range.end.map { String($0 - 1) } ?? "")")
             if let validator { headers.replaceOrAdd(name: "If-Range", value: validator) }
+        } else {
+            // A conditional download asks from the file's start only: a range continues a version.
+            if let since = options.ifModifiedSince {
+                headers.add(name: "If-Modified-Since", value: HTTPDate.text(since))
+            }
+            if let tags = options.ifNoneMatch { headers.add(name: "If-None-Match", value: tags) }
         }
         return headers
     }

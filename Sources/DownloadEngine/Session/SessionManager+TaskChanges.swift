@@ -43,7 +43,7 @@ extension SessionManager {
         case .running, .runEnded, .fileOpened, .followedDocument, .durable, .durableRanges, .durableWhole, .reset,
             .sentWhole, .answered,
             .confirmed, .replyBodyDelivered, .position, .sourceReleased, .transaction, .resumed, .retrying,
-            .finished,
+            .finished, .notModified,
             .uploaded, .yielding:
             return take(change, on: task)
         }

@@ -28,6 +28,8 @@ extension TaskChange {
                     state.record.finalURL = head.url
                     state.record.expectedLength = head.expectedLength
                     state.record.validator = head.validator
+                    state.record.responseStatus = head.status
+                    state.record.lastModified = head.lastModified
                     // The name the server suggests, unless the file is named already.
                     state.record.name(
                         inDirectory: HTTPHeaderRules.fileName(
@@ -141,6 +143,18 @@ extension TaskChange {
                     state.record.segments = nil
                 },
                 then: { delegate, task, snapshot in delegate.finished(task, snapshot, location: destination) })
+        case .notModified:
+            return .move(
+                to: .finished,
+                { state in
+                    state.record.responseStatus = 304
+                    state.record.durableOffset = 0
+                    state.bytesWritten = 0
+                    state.record.segments = nil
+                },
+                then: { delegate, task, snapshot in
+                    delegate.finished(task, snapshot, location: snapshot.record.destination)
+                })
         case .uploaded(let result, let length, let reply, let bodyKept):
             return .move(
                 to: .finished,

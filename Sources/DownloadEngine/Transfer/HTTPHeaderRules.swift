@@ -60,16 +60,7 @@ public enum HTTPHeaderRules {
         return nil
     }
 
-    public static func parseHTTPDate(_ text: String) -> Date? {
-        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return date }
-        }
-        return nil
-    }
+    public static func parseHTTPDate(_ text: String) -> Date? { HTTPDate.date(text) }
 
     /// The file name a server suggests (`filename*=UTF-8''…` preferred over `filename=`), sanitised.
     public static func fileName(contentDisposition: String?, url: String) -> String {

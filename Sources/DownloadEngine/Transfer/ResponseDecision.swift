@@ -21,14 +21,20 @@ enum ResponseDecision: Equatable, Sendable {
     /// A Metalink document (`application/metalink4+xml`) for a request that follows them: its
     /// body is read into memory and the download goes to the file it describes.
     case metalink
+    /// 304 to a conditional request (`if_modified_since`, `if_none_match`): the caller's copy
+    /// is current; nothing is written.
+    case notModified
 
     /// `ranged`: the request carried a `Range` header (from `requestedOffset`, possibly 0 for a
     /// segmented download's first range, or bounded). `segment`: it asked for one range of a
     /// segmented download, whose other ranges are being fetched beside it. `followsMetalink`: a
     /// whole Metalink document (a 200 from the start) is the file's description, not the file.
+    /// `conditional`: the request carried `If-Modified-Since` or `If-None-Match` (a 304 to any
+    /// other is the server's error).
     static func decide(
         status: Int, reason: String, headers: HTTPHeaders, requestedOffset: Int64, knownLength: Int64,
-        validator: String?, retryAfterCap: Double, ranged: Bool, segment: Bool = false, followsMetalink: Bool = false
+        validator: String?, retryAfterCap: Double, ranged: Bool, segment: Bool = false, followsMetalink: Bool = false,
+        conditional: Bool = false
     ) -> ResponseDecision {
         let contentLength = headers.first(name: "content-length").flatMap { Int64($0) }
         switch status {
@@ -84,6 +90,8 @@ enum ResponseDecision: Equatable, Sendable {
                 return .alreadyComplete
             }
             return .restartFromZero(reason: "416 for a range we should hold")
+        case 304 where conditional && !ranged:
+            return .notModified
         case 408, 429, 500...599:
             return .fail(
                 .http(

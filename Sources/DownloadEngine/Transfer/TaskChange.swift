@@ -62,6 +62,8 @@ enum TaskChange: Sendable {
     case retrying(DownloadError)
     /// A download's file is published at `at`.
     case finished(at: String, length: Int64)
+    /// A conditional download's 304: finished with nothing written, the destination untouched.
+    case notModified
     /// An upload's final answer came (2xx), its reply placed at `reply` when it was asked for.
     case uploaded(UploadDelegate.Result, length: Int64, reply: String?, bodyKept: Bool)
     /// A download failed for good: it keeps what is durable, and resume data when it can go on.
@@ -96,6 +98,8 @@ enum TaskChange: Sendable {
         var truncate: Bool
         var expectedLength: Int64
         var validator: String?
+        /// Its `Last-Modified` (Unix seconds), when it gave one that parses.
+        var lastModified: Int64?
         /// Mirrors and the file's digest it named (Metalink/HTTP), new to the task.
         var mirrors: [String]
         var checksum: Checksum?

@@ -57,6 +57,8 @@ final class TransferDelegate: RequestEvents, @unchecked Sendable {
         var retryAfterCap: Double
         /// A Metalink document answered from the start is read, not written (`ResponseDecision.metalink`).
         var followsMetalink = false
+        /// The request asked `If-Modified-Since`/`If-None-Match`: a 304 is `notModified`.
+        var conditional = false
     }
 
     private let writer: PartialFileWriter
@@ -66,6 +68,7 @@ final class TransferDelegate: RequestEvents, @unchecked Sendable {
     private let hooks: Hooks
     private let retryAfterCap: Double
     private let followsMetalink: Bool
+    private let conditional: Bool
     /// The request asked for a range (`Range: bytes=requestedOffset-…`).
     private let ranged: Bool
     /// A response with a body to write may become the first segment of a segmented download
@@ -111,6 +114,7 @@ final class TransferDelegate: RequestEvents, @unchecked Sendable {
         progress = BodyProgress(settings: settings.body, now: .now())
         self.retryAfterCap = settings.retryAfterCap
         self.followsMetalink = settings.followsMetalink
+        conditional = settings.conditional
     }
 
     // MARK: The request's events (on its event loop; AsyncHTTPClient's callbacks are
@@ -133,7 +137,7 @@ final class TransferDelegate: RequestEvents, @unchecked Sendable {
         let decision = ResponseDecision.decide(
             status: status, reason: head.status.reasonPhrase, headers: head.headers, requestedOffset: requestedOffset,
             knownLength: knownLength, validator: validator, retryAfterCap: retryAfterCap, ranged: ranged,
-            segment: segment != nil, followsMetalink: followsMetalink
+            segment: segment != nil, followsMetalink: followsMetalink, conditional: conditional
         )
         var start: Int64?
         if case .write(let offset, _, let expected, _) = decision {

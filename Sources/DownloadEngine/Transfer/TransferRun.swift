@@ -142,6 +142,14 @@ final class TransferRun: RunHandle {
                 } catch {
                     action = machine.finalizeFailed(DownloadError.classify(error))
                 }
+            case .finishUnchanged:
+                // Nothing was written: no partial file is left, and a file written in place is
+                // the caller's as it was.
+                try? await writer.perform { $0.close() }
+                await owner.removePartialFile(of: task)
+                owner.logger.info("task \(task.id): not modified since the caller's copy (304)")
+                owner.apply(.notModified, to: task)
+                return
             case .fail(let error):
                 return await failed(error)
             }
@@ -191,6 +199,8 @@ final class TransferRun: RunHandle {
                 return .redirect(location: location)
             case .alreadyComplete:
                 return .complete
+            case .notModified:
+                return .notModified
             case .restartFromZero(let reason):
                 return .restartFromZero(reason: reason)
             case .fail(let error):
@@ -243,7 +253,8 @@ final class TransferRun: RunHandle {
                 body: .of(record.options, configuration, speedWindow: speedWindow),
                 retryAfterCap: configuration.retry.retryAfterCap,
                 followsMetalink: record.options.useMetalinkHeaders && record.options.metalinkURL == nil && range == nil
-                    && segment == nil
+                    && segment == nil,
+                conditional: headers.contains(name: "If-Modified-Since") || headers.contains(name: "If-None-Match")
             ),
             ranged: range != nil, segment: segment, split: split
         )
@@ -280,7 +291,9 @@ final class TransferRun: RunHandle {
                     .responseReceived(
                         .init(
                             status: status, url: url, offset: offset, truncate: truncate, expectedLength: expected,
-                            validator: validator, mirrors: learned, checksum: digest,
+                            validator: validator,
+                            lastModified: headers.first(name: "last-modified").flatMap(HTTPDate.seconds),
+                            mirrors: learned, checksum: digest,
                             contentDisposition: headers.first(name: "content-disposition"))),
                     to: task)
                 if !learned.isEmpty || digest != nil {

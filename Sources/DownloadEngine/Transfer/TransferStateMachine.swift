@@ -37,6 +37,8 @@ struct TransferStateMachine {
         /// the document again as the file). Counted and checked as a redirect.
         case followedDocument(location: String)
         case complete
+        /// A conditional request's 304: the caller's copy is current.
+        case notModified
         case restartFromZero(reason: String)
         case failed(DownloadError)
         /// Failed after it moved bytes the server keeps (a resumable upload's attempt): the
@@ -55,6 +57,8 @@ struct TransferStateMachine {
         case restartFromZero(reason: String, after: Double, then: Request)
         /// Hash, publish, report finished.
         case finalize
+        /// Finish with nothing written or published (a 304 to a conditional download).
+        case finishUnchanged
         /// Checkpoint, report `retrying`, wait `after` seconds, then call `retryDelayElapsed`.
         case retry(after: Double, because: DownloadError)
         case fail(DownloadError)
@@ -140,6 +144,9 @@ struct TransferStateMachine {
         case .complete:
             state = .ended
             return .finalize
+        case .notModified:
+            state = .ended
+            return .finishUnchanged
         case .redirect(let location, _), .followedDocument(let location):
             guard redirects < limits.maxRedirects else { return end(.fail(.tooManyRedirects(limits.maxRedirects))) }
             let next: String
@@ -222,6 +229,9 @@ struct TransferStateMachine {
                 return .endAttempt(.restartFromZero(reason: reason))
             case .alreadyComplete:
                 return .endAttempt(.restartFromZero(reason: "416 for a range that is not held"))
+            case .notModified:
+                // Never decided for a range (only a request from the file's start is conditional).
+                return .endAttempt(.restartFromZero(reason: "a 304 for a range"))
             case .metalink:
                 // Never decided for a range (only a whole response from the start is followed).
                 return .endAttempt(.restartFromZero(reason: "a Metalink document for a range"))

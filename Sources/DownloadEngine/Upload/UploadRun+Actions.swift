@@ -37,6 +37,9 @@ extension UploadRun {
             await failed(error, reply: reply, file: file)
         case .restartFromZero:
             await failed(.internalError("an upload was asked to restart from zero"), reply: nil, file: file)
+        case .finishUnchanged:
+            // Only a download's request is conditional.
+            await failed(.internalError("an upload was found not modified"), reply: nil, file: file)
         }
         return .ended
     }

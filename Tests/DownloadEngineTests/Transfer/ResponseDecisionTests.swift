@@ -20,6 +20,20 @@ final class ResponseDecisionTests: XCTestCase {
         guard case .restartFromZero = decision else { return XCTFail("\(decision)", file: file, line: line) }
     }
 
+    /// A 304 finishes only a conditional request from the start; to anything else it is the
+    /// server's error (never a finished download of nothing).
+    func testA304IsNotModifiedOnlyForAConditionalRequestFromTheStart() {
+        func decide304(conditional: Bool, ranged: Bool) -> ResponseDecision {
+            ResponseDecision.decide(
+                status: 304, reason: "Not Modified", headers: [:], requestedOffset: ranged ? 100 : 0, knownLength: -1,
+                validator: nil, retryAfterCap: 60, ranged: ranged, conditional: conditional)
+        }
+        XCTAssertEqual(decide304(conditional: true, ranged: false), .notModified)
+        guard case .fail(let error) = decide304(conditional: false, ranged: false) else { return XCTFail() }
+        XCTAssertEqual(error.code, .invalidResponse)
+        guard case .fail = decide304(conditional: true, ranged: true) else { return XCTFail() }
+    }
+
     func testAResumeAnsweredWithItsRangeWritesFromTheOffset() {
         XCTAssertEqual(
             decide(206, ["Content-Range": "bytes 100-999/1000"]),

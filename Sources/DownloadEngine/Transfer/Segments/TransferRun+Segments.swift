@@ -496,7 +496,7 @@ extension TransferRun {
         var reason: String?
         var location: String?
         switch action {
-        case .claimNext, .endAttempt(.complete), .endAttempt(.followedDocument):
+        case .claimNext, .endAttempt(.complete), .endAttempt(.followedDocument), .endAttempt(.notModified):
             // (A document is followed only from a whole response, never from a range.)
             break
         case .retry(_, let error):
