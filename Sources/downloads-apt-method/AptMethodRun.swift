@@ -1,5 +1,6 @@
 import AptMethod
 import DBus
+import DownloadModel
 import DownloadsAPI
 import DownloadsClient
 import Foundation
@@ -115,6 +116,8 @@ final class AptMethodRun: Sendable {
             if settings.lanPeers { options.lanPeers = true }
         }
         if settings.background { options.background = true }
+        // The time of the copy apt has (an index's): a 304 leaves it as it is (`IMS-Hit`).
+        options.ifModifiedSince = item.lastModified.flatMap(HTTPDate.seconds)
         options.proxy = settings.proxy(for: item.url)
         let task: ObjectPath
         do {
@@ -132,7 +135,7 @@ final class AptMethodRun: Sendable {
             if made { unlink(item.filename) }
             return output.failure(item.uri, "the download service refused it: \(error)")
         }
-        let follower = Task { await follow(task, item, proxy) }
+        let follower = Task { await follow(task, item, proxy, made: made) }
         running.withLockedValue { _ = $0.insert(task) }
         // Signals are the fast way; a look at the task every few seconds is the sure one (a
         // signal lost, a service that stopped answering): no item waits for ever.
@@ -198,8 +201,36 @@ final class AptMethodRun: Sendable {
         }
     }
 
+    /// The `201 URI Done` of a finished item, as apt's http method gives it: a 304 is an
+    /// `IMS-Hit` (the file this method made for it removed: apt keeps its own copy); otherwise
+    /// the file's size, its SHA-256 (the service checked the file against it), and the server's
+    /// `Last-Modified`, which the file's time is set to (apt sends it back as the next
+    /// `Last-Modified` of the item: the method runs as the file's owner, so it may set it).
+    private func done(_ task: ObjectPath, _ item: AcquireItem, _ proxy: DownloadsProxy, made: Bool) async -> AptMessage {
+        let status = try? await proxy.status(task)
+        if status?.responseStatus == 304 {
+            if made { unlink(item.filename) }
+            var fields: [AptMessage.Field] = [.init("URI", item.uri), .init("Filename", item.filename)]
+            if let since = item.lastModified { fields.append(.init("Last-Modified", since)) }
+            fields.append(.init("IMS-Hit", "true"))
+            return AptMessage(201, "URI Done", fields)
+        }
+        var info = stat()
+        let size = stat(item.filename, &info) == 0 ? Int64(info.st_size) : 0
+        var fields: [AptMessage.Field] = [
+            .init("URI", item.uri), .init("Filename", item.filename), .init("Size", String(size)),
+        ]
+        if let modified = status?.lastModified, modified > 0 {
+            var times = [timeval(tv_sec: Int(modified), tv_usec: 0), timeval(tv_sec: Int(modified), tv_usec: 0)]
+            utimes(item.filename, &times)
+            fields.append(.init("Last-Modified", HTTPDate.text(modified)))
+        }
+        if let sha256 = item.expectedSHA256 { fields.append(.init("SHA256-Hash", sha256)) }
+        return AptMessage(201, "URI Done", fields)
+    }
+
     /// Answers the item as its task goes; true when it was done.
-    private func follow(_ task: ObjectPath, _ item: AcquireItem, _ proxy: DownloadsProxy) async -> Bool {
+    private func follow(_ task: ObjectPath, _ item: AcquireItem, _ proxy: DownloadsProxy, made: Bool) async -> Bool {
         var started = false
         for await signal in signals.follow(task) {
             switch signal {
@@ -218,14 +249,7 @@ final class AptMethodRun: Sendable {
                     output.send(AptMessage(200, "URI Start", fields))
                 }
             case .finished:
-                var info = stat()
-                let size = stat(item.filename, &info) == 0 ? Int64(info.st_size) : 0
-                var fields: [AptMessage.Field] = [
-                    .init("URI", item.uri), .init("Filename", item.filename), .init("Size", String(size)),
-                ]
-                // The service checked the file against it: apt compares it with what it expects.
-                if let sha256 = item.expectedSHA256 { fields.append(.init("SHA256-Hash", sha256)) }
-                output.send(AptMessage(201, "URI Done", fields))
+                output.send(await done(task, item, proxy, made: made))
                 return true
             case .failed(_, let name, let message, _):
                 output.failure(

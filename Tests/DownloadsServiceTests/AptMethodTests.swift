@@ -39,9 +39,10 @@ final class AptMethodTests: DaemonTestCase {
             process.stdin.write(Data(message.text.utf8))
         }
 
-        func acquire(_ uri: String, into file: String, sha256: String? = nil) {
+        func acquire(_ uri: String, into file: String, sha256: String? = nil, lastModified: String? = nil) {
             var fields: [AptMessage.Field] = [.init("URI", uri), .init("Filename", file)]
             if let sha256 { fields.append(.init("Expected-SHA256", sha256)) }
+            if let lastModified { fields.append(.init("Last-Modified", lastModified)) }
             send(AptMessage(600, "URI Acquire", fields))
         }
 
@@ -119,6 +120,38 @@ final class AptMethodTests: DaemonTestCase {
             let done = try await apt.answer(201, for: uri)
             XCTAssertEqual(done["SHA256-Hash"], hash)
         }
+    }
+
+    /// An index apt has a copy of comes with its time (`Last-Modified` in the 600): unchanged,
+    /// the answer is an `IMS-Hit` and no file is made; changed, the new file has the server's
+    /// time, which the 201 gives as apt's http method does.
+    func testAnIndexAptHasIsAnIMSHitUntilItChanges() async throws {
+        let apt = try method()
+        let partial = directory.file("partial")
+        try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+        var route = Route(content: Self.content(40_000, seed: 5))
+        route.lastModified = Date(timeIntervalSince1970: 1_700_000_000)
+        http.set("/dists/InRelease", route)
+        let uri = "downloads+" + http.url("/dists/InRelease")
+        apt.acquire(uri, into: partial + "/InRelease", lastModified: "Tue, 14 Nov 2023 22:13:20 GMT")
+        let hit = try await apt.answer(201, for: uri)
+        XCTAssertEqual(hit["IMS-Hit"], "true", "\(hit)")
+        XCTAssertEqual(hit["Last-Modified"], "Tue, 14 Nov 2023 22:13:20 GMT")
+        XCTAssertNil(hit["Size"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: partial + "/InRelease"), "no file made for a hit")
+        XCTAssertEqual(http.requests(for: "/dists/InRelease").map(\.status), [304])
+
+        // The index changed an hour later: the whole new file, timed as the server says.
+        route.lastModified = Date(timeIntervalSince1970: 1_700_003_600)
+        http.set("/dists/InRelease", route)
+        let second = try method()
+        second.acquire(uri, into: partial + "/InRelease", lastModified: "Tue, 14 Nov 2023 22:13:20 GMT")
+        let fetched = try await second.answer(201, for: uri)
+        XCTAssertNil(fetched["IMS-Hit"])
+        XCTAssertEqual(fetched["Last-Modified"], "Tue, 14 Nov 2023 23:13:20 GMT")
+        XCTAssertEqual(fetched["Size"], "40000")
+        let attributes = try FileManager.default.attributesOfItem(atPath: partial + "/InRelease")
+        XCTAssertEqual((attributes[.modificationDate] as? Date)?.timeIntervalSince1970, 1_700_003_600)
     }
 
     func testFailuresAreAnsweredWithAptsReasons() async throws {
@@ -232,8 +265,10 @@ extension AptMethodTests {
         for file in ["Packages", "Release"] {
             let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: repo + "/" + file)))
             // A flat repository's indexes are asked as `REPO/./NAME` (a real server folds the `./`).
-            http.set("/repo/" + file, Route(content: bytes))
-            http.set("/repo/./" + file, Route(content: bytes))
+            var route = Route(content: bytes)
+            route.lastModified = Date(timeIntervalSince1970: 1_700_000_000)
+            http.set("/repo/" + file, route)
+            http.set("/repo/./" + file, route)
         }
     }
 
@@ -248,6 +283,16 @@ extension AptMethodTests {
         let update = try await ProcessRunner.run(apt.arguments(["update"]), environment: environment, timeout: 60)
         XCTAssertEqual(update.status, 0, update.description)
         XCTAssertFalse(http.requests(for: "/repo/./Packages").isEmpty, "apt's index came through the service")
+
+        // Nothing changed: the second update asks with the time of apt's copy and fetches no index.
+        let before = http.requests.count
+        let again = try await ProcessRunner.run(apt.arguments(["update"]), environment: environment, timeout: 60)
+        XCTAssertEqual(again.status, 0, again.description)
+        let asked = http.requests.dropFirst(before)
+        XCTAssertFalse(asked.isEmpty)
+        XCTAssertTrue(asked.allSatisfy { $0.status == 304 || $0.status == 404 }, "\(asked.map { ($0.path, $0.status) })")
+        XCTAssertTrue(asked.contains { $0.path.hasSuffix("Release") && $0.status == 304 })
+        XCTAssertTrue(again.stdout.contains("Hit:"), again.stdout)
 
         let cwd = directory.file("downloaded")
         try FileManager.default.createDirectory(atPath: cwd, withIntermediateDirectories: true)
