@@ -25,8 +25,16 @@ final class AptMethodRun: Sendable {
     /// The tasks of items not yet answered (cancelled when apt goes away).
     private let running = NIOLockedValueBox<Set<ObjectPath>>([])
     private let items = NIOLockedValueBox<[Task<Void, Never>]>([])
-    /// Starts go two at a time (`StartGate`).
+    /// Starts go four at a time (`StartGate`).
     private let gate = StartGate(width: 4)
+    /// The tasks earlier runs of the method left (apt interrupted), read at the first item; each
+    /// taken by the item it was for.
+    private let earlier = NIOLockedValueBox<Task<[DownloadTaskStatus], Never>?>(nil)
+    private let claimed = NIOLockedValueBox<Set<UInt64>>([])
+    /// apt went away: unanswered items keep their tasks and files (`aptWentAway`).
+    private let leaving = NIOLockedValueBox(false)
+    /// How long a task apt left is kept for its next run.
+    static let keptFor: Int64 = 86_400
 
     init(output: MethodOutput) {
         self.output = output
@@ -51,11 +59,13 @@ final class AptMethodRun: Sendable {
     }
 
     /// apt closed the pipe (it finished, or was interrupted): the tasks of unanswered items are
-    /// cancelled, so none is left behind, and the method ends once they are.
+    /// paused, their bytes kept in the files apt named, for apt's next run to go on from (found
+    /// again by URL and file; `leftBefore`), and the method ends once they are.
     func aptWentAway() async {
+        leaving.withLockedValue { $0 = true }
         let open = running.withLockedValue { $0 }
         if !open.isEmpty, let proxy = try? await service.withLockedValue({ $0 })?.value {
-            for task in open { try? await proxy.cancel(task) }
+            for task in open { _ = try? await proxy.pause(task) }
         }
         for work in items.withLockedValue({ $0 }) { work.cancel() }
     }
@@ -102,7 +112,8 @@ final class AptMethodRun: Sendable {
         }
         // A file this method made is removed again when the item fails: apt finds none.
         let made = access(item.filename, F_OK) != 0
-        let fd = open(item.filename, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        // Read and write: a resumed item's bytes already there are read back for its SHA-256.
+        let fd = open(item.filename, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             return output.failure(item.uri, "cannot open \(item.filename): \(String(cString: strerror(errno)))")
         }
@@ -119,9 +130,19 @@ final class AptMethodRun: Sendable {
         // The time of the copy apt has (an index's): a 304 leaves it as it is (`IMS-Hit`).
         options.ifModifiedSince = item.lastModified.flatMap(HTTPDate.seconds)
         options.proxy = settings.proxy(for: item.url)
+        // What finds the task again when apt is interrupted (`leftBefore`).
+        options.metadata = [
+            "apt_url": .string(item.url), "apt_file": .string(item.filename),
+            "apt_sha256": .string(item.expectedSHA256 ?? ""), "apt_started": .int64(Int64(time(nil))),
+        ]
         let task: ObjectPath
         do {
-            task = try await start(item, UnixFD(owning: fd), options, proxy)
+            if let resumed = await resumeEarlier(item, fd: fd, made: made, proxy) {
+                close(fd)
+                task = resumed
+            } else {
+                task = try await start(item, UnixFD(owning: fd), options, proxy)
+            }
         } catch let error as DownloadsClientError
             where error.name == "org.freedesktop.DBus.Error.ServiceUnknown"
             || error.name == "org.freedesktop.DBus.Error.NameHasNoOwner"
@@ -168,11 +189,75 @@ final class AptMethodRun: Sendable {
             follower.cancel()
         }
         watchdog.cancel()
-        if !done, made { unlink(item.filename) }
         running.withLockedValue { _ = $0.remove(task) }
         signals.forget(task)
+        // apt went away before the item was answered: its task is paused with its bytes in the
+        // file, both kept for apt's next run.
+        if !done, leaving.withLockedValue({ $0 }) { return }
+        if !done, made { unlink(item.filename) }
         // An ended task is taken off the service's list (its file stays where apt reads it).
         try? await proxy.cancel(task)
+    }
+
+    /// The tasks of session `apt` an earlier run left, read once; those older than `keptFor`
+    /// that are not running are removed (a package apt never asked for again).
+    private func leftBefore(_ proxy: DownloadsProxy) async -> [DownloadTaskStatus] {
+        let task = earlier.withLockedValue { earlier -> Task<[DownloadTaskStatus], Never> in
+            if let earlier { return earlier }
+            let made = Task {
+                let now = Int64(time(nil))
+                var kept: [DownloadTaskStatus] = []
+                for status in (try? await proxy.statuses(session: "apt")) ?? [] {
+                    guard case .int64(let started)? = status.metadata["apt_started"] else { continue }
+                    if now - started > Self.keptFor, !["queued", "running", "retrying"].contains(status.state) {
+                        try? await proxy.cancel(DownloadsAPI.taskPath(status.id))
+                    } else {
+                        kept.append(status)
+                    }
+                }
+                return kept
+            }
+            earlier = made
+            return made
+        }
+        return await task.value
+    }
+
+    /// The task an earlier run left for this item (same URL, file and SHA-256), going on from
+    /// its bytes: a paused one resumed with the file opened again (`ResumeWithData` with
+    /// `destination_fd`), one still running (the method was killed) followed as it is. One
+    /// whose file is gone, or that failed, is removed and the item starts afresh (nil).
+    private func resumeEarlier(
+        _ item: AcquireItem, fd: Int32, made: Bool, _ proxy: DownloadsProxy
+    ) async -> ObjectPath? {
+        let found = await leftBefore(proxy).first { status in
+            status.metadata["apt_url"]?.stringValue == item.url
+                && status.metadata["apt_file"]?.stringValue == item.filename
+                && status.metadata["apt_sha256"]?.stringValue == (item.expectedSHA256 ?? "")
+        }
+        guard let found, claimed.withLockedValue({ $0.insert(found.id).inserted }) else { return nil }
+        let path = DownloadsAPI.taskPath(found.id)
+        guard !made else {
+            try? await proxy.cancel(path)
+            return nil
+        }
+        switch found.state {
+        case "paused":
+            do {
+                let data = try await proxy.pause(path)
+                var options = TaskOptions()
+                options.destinationFD = UnixFD(owning: dup(fd))
+                return try await proxy.resume(resumeData: data, options: options)
+            } catch {
+                try? await proxy.cancel(path)
+                return nil
+            }
+        case "queued", "running", "retrying":
+            return path
+        default:
+            try? await proxy.cancel(path)
+            return nil
+        }
     }
 
     /// `StartAt`, through the gate; a refusal because the user's file calls are all pending is

@@ -154,6 +154,64 @@ final class AptMethodTests: DaemonTestCase {
         XCTAssertEqual((attributes[.modificationDate] as? Date)?.timeIntervalSince1970, 1_700_003_600)
     }
 
+    /// apt interrupted (Ctrl-C reaches the method as SIGINT) while a package comes: its task is
+    /// paused and its bytes stay in the file apt named; apt's next run asks for the same file
+    /// and the method goes on from those bytes (a range from where they end), the file whole and
+    /// right. A task apt left more than a day ago is removed by the next run.
+    func testAnItemCutByCtrlCGoesOnFromItsBytesInAptsNextRun() async throws {
+        let partial = directory.file("partial")
+        try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+        let content = Self.content(6_000_000, seed: 93)
+        let hash = Self.sha256(content)
+        var route = Route(content: content)
+        route.bytesPerSecondWithoutRange = 1_000_000
+        http.set("/pool/big.deb", route)
+        let uri = "downloads+" + http.url("/pool/big.deb")
+        let file = partial + "/big.deb"
+
+        // A task an apt run left two days ago, paused: removed when the method next starts work.
+        let stale = try await start(
+            http.url("/pool/big.deb"), directory.file("stale.deb"),
+            [
+                "session": .string("apt"),
+                "metadata": .vardict(["apt_started": .int64(Int64(Date().timeIntervalSince1970) - 2 * 86_400)]),
+                "max_bytes_per_second": .uint64(10_000),
+            ])
+        _ = try await call("Pause", [.objectPath(stale)])
+
+        let first = try method()
+        first.acquire(uri, into: file, sha256: hash)
+        _ = try await first.answer(200, for: uri)
+        try await until("a megabyte is in the file") {
+            ((try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0) >= 1_000_000
+        }
+        first.process.signal(SIGINT)
+        XCTAssertEqual(first.process.wait(), 128 + SIGINT)
+        XCTAssertFalse(first.codes(for: uri).contains(201))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: file), "apt's partial file stays")
+        let left = try await call("ListTasks", [.string("apt")]).first?.objectPathArrayValue ?? []
+        XCTAssertEqual(left.count, 2, "the interrupted item's task and the stale one")
+        for task in left where task != stale {
+            let state = try await property(task, "State")?.stringValue
+            XCTAssertEqual(state, "paused")
+        }
+
+        let second = try method()
+        second.acquire(uri, into: file, sha256: hash)
+        let done = try await second.answer(201, for: uri, seconds: 60)
+        XCTAssertEqual(done["SHA256-Hash"], hash)
+        XCTAssertEqual(sha256(ofFile: file), hash)
+        let asked = http.requests(for: "/pool/big.deb")
+        XCTAssertTrue(
+            asked.contains { ($0.range ?? "").hasPrefix("bytes=") && $0.range != "bytes=0-" },
+            "the next run asked for the rest: \(asked.map { $0.range ?? "-" })")
+        let sent = asked.reduce(0) { $0 + $1.bodyBytesSent }
+        XCTAssertLessThan(sent, content.count + 1_000_000, "not fetched whole twice")
+        try await until("the answered task and the stale one are off the list") {
+            (try await self.call("ListTasks", [.string("apt")]).first?.objectPathArrayValue ?? []).isEmpty
+        }
+    }
+
     func testFailuresAreAnsweredWithAptsReasons() async throws {
         let apt = try method()
         let partial = directory.file("partial")
