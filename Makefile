@@ -21,7 +21,7 @@ BENCH_PACKAGES := nginx-light curl wget aria2 time python3-dbus python3-gi iprou
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STATE_DIR ?= $(HOME)/.local/state/org.example.Downloads
 
-.PHONY: deps build run test fuzz lint format docs deb test-install test-systemd bench bench-dbus bench-engine
+.PHONY: deps build run test fuzz lint format docs deb test-install test-systemd test-apt bench bench-dbus bench-engine
 
 TUS_SERVER := resumable-upload==0.3.0
 
@@ -99,6 +99,12 @@ test-install:
 # call, exiting when idle with a clean stop, activated again (slow; root).
 test-systemd:
 	$(SUDO) packaging/test-systemd
+
+# apt itself through the .deb's method under systemd (the same rig): update, a second update
+# fetching no index, install, a 64 MiB package cut by Ctrl-C and finished from its bytes, wrong
+# bytes refused (slow; root).
+test-apt:
+	$(SUDO) packaging/test-apt
 
 # The service against curl, wget, aria2c and dd, printed and written to Benchmarks/RESULTS.md
 # (about 25 minutes; BENCH_ARGS="--runs 3 --sections single" for a part).
