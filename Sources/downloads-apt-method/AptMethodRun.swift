@@ -291,7 +291,8 @@ final class AptMethodRun: Sendable {
     /// the file's size, its SHA-256 (the service checked the file against it), and the server's
     /// `Last-Modified`, which the file's time is set to (apt sends it back as the next
     /// `Last-Modified` of the item: the method runs as the file's owner, so it may set it).
-    private func done(_ task: ObjectPath, _ item: AcquireItem, _ proxy: DownloadsProxy, made: Bool) async -> AptMessage {
+    private func done(_ task: ObjectPath, _ item: AcquireItem, _ proxy: DownloadsProxy, made: Bool) async -> AptMessage
+    {
         let status = try? await proxy.status(task)
         if status?.responseStatus == 304 {
             if made { unlink(item.filename) }
@@ -334,6 +335,14 @@ final class AptMethodRun: Sendable {
                     output.send(AptMessage(200, "URI Start", fields))
                 }
             case .finished:
+                // A file that came whole before any progress said its size is measured here.
+                var info = stat()
+                if let maximum = item.maximumSize, stat(item.filename, &info) == 0, Int64(info.st_size) > maximum {
+                    output.failure(
+                        item.uri, "File is larger than expected (\(info.st_size) > \(maximum)).",
+                        reason: "MaximumSizeExceeded")
+                    return false
+                }
                 output.send(await done(task, item, proxy, made: made))
                 return true
             case .failed(_, let name, let message, _):

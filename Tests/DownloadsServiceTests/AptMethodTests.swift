@@ -39,8 +39,12 @@ final class AptMethodTests: DaemonTestCase {
             process.stdin.write(Data(message.text.utf8))
         }
 
-        func acquire(_ uri: String, into file: String, sha256: String? = nil, lastModified: String? = nil) {
+        func acquire(
+            _ uri: String, into file: String, sha256: String? = nil, lastModified: String? = nil,
+            maximumSize: Int? = nil
+        ) {
             var fields: [AptMessage.Field] = [.init("URI", uri), .init("Filename", file)]
+            if let maximumSize { fields.append(.init("Maximum-Size", String(maximumSize))) }
             if let sha256 { fields.append(.init("Expected-SHA256", sha256)) }
             if let lastModified { fields.append(.init("Last-Modified", lastModified)) }
             send(AptMessage(600, "URI Acquire", fields))
@@ -235,6 +239,56 @@ final class AptMethodTests: DaemonTestCase {
         XCTAssertTrue(refused["Message"]?.contains("not a downloads") ?? false, "\(refused)")
     }
 
+    /// apt's `Maximum-Size` (its defence against an endless InRelease): a file past it fails the
+    /// item `MaximumSizeExceeded` whether its size was known from the start, learnt as it came
+    /// or only once it was whole, and the file the method made is removed.
+    func testAFileLargerThanAptsMaximumSizeFails() async throws {
+        let apt = try method()
+        let partial = directory.file("partial")
+        try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+        http.set("/dists/small/InRelease", Route(content: Self.content(10_000, seed: 6)))
+        var endless = Route(content: Self.content(4_000_000, seed: 7))
+        endless.bytesPerSecond = 500_000
+        endless.chunked = true
+        http.set("/dists/endless/InRelease", endless)
+        for name in ["small", "endless"] {
+            let uri = "downloads+" + http.url("/dists/\(name)/InRelease")
+            apt.acquire(uri, into: partial + "/\(name)-InRelease", maximumSize: 1_000)
+            let failure = try await apt.answer(400, for: uri, seconds: 30)
+            XCTAssertEqual(failure["FailReason"], "MaximumSizeExceeded", "\(failure)")
+            XCTAssertFalse(apt.codes(for: uri).contains(201))
+            try await until("\(name): the file the method made is removed") {
+                !FileManager.default.fileExists(atPath: partial + "/\(name)-InRelease")
+            }
+        }
+        let endlessSent = http.requests(for: "/dists/endless/InRelease").reduce(0) { $0 + $1.bodyBytesSent }
+        XCTAssertLessThan(endlessSent, 4_000_000, "the endless one was stopped on the way")
+    }
+
+    /// apt's proxy for a scheme is the task's: `Acquire::http::Proxy` sends the item through
+    /// tinyproxy, and `DIRECT` past the service's own proxy.
+    func testAptsProxySettingIsTheTasks() async throws {
+        let proxy = try TinyProxy(in: directory.path)
+        defer { proxy.stop() }
+        let apt = try method()
+        apt.send(AptMessage(601, "Configuration", [.init("Config-Item", "Acquire::http::Proxy=\(proxy.url)")]))
+        let content = Self.content(20_000, seed: 8)
+        http.set("/pool/proxied.deb", Route(content: content))
+        let uri = "downloads+" + http.url("/pool/proxied.deb")
+        apt.acquire(uri, into: directory.file("proxied.deb"), sha256: Self.sha256(content))
+        _ = try await apt.answer(201, for: uri)
+        XCTAssertEqual(sha256(ofFile: directory.file("proxied.deb")), Self.sha256(content))
+        XCTAssertTrue(proxy.forwardedRequests.contains { $0.contains("/pool/proxied.deb") }, proxy.logText)
+
+        let direct = try method()
+        direct.send(AptMessage(601, "Configuration", [.init("Config-Item", "Acquire::http::Proxy=DIRECT")]))
+        http.set("/pool/direct.deb", Route(content: content))
+        let directURI = "downloads+" + http.url("/pool/direct.deb")
+        direct.acquire(directURI, into: directory.file("direct.deb"), sha256: Self.sha256(content))
+        _ = try await direct.answer(201, for: directURI)
+        XCTAssertFalse(proxy.forwardedRequests.contains { $0.contains("/pool/direct.deb") }, proxy.logText)
+    }
+
     func testWithoutTheServiceTheFailureNamesThePackage() async throws {
         stopDaemon()
         let apt = try method()
@@ -348,7 +402,8 @@ extension AptMethodTests {
         XCTAssertEqual(again.status, 0, again.description)
         let asked = http.requests.dropFirst(before)
         XCTAssertFalse(asked.isEmpty)
-        XCTAssertTrue(asked.allSatisfy { $0.status == 304 || $0.status == 404 }, "\(asked.map { ($0.path, $0.status) })")
+        XCTAssertTrue(
+            asked.allSatisfy { $0.status == 304 || $0.status == 404 }, "\(asked.map { ($0.path, $0.status) })")
         XCTAssertTrue(asked.contains { $0.path.hasSuffix("Release") && $0.status == 304 })
         XCTAssertTrue(again.stdout.contains("Hit:"), again.stdout)
 
