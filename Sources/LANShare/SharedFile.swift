@@ -55,9 +55,10 @@ public struct SharedFile: Sendable, Equatable {
     }
 
     /// Whether `info` (an `fstat` of the file opened now) is still the file that was shared: a
-    /// regular file of the same device, inode, size and modification time.
+    /// regular file of the same device, inode, size and modification time, not removed (a
+    /// descriptor held since it was shared outlives its last name).
     public func isStill(_ info: stat) -> Bool {
-        (info.st_mode & S_IFMT) == S_IFREG
+        (info.st_mode & S_IFMT) == S_IFREG && info.st_nlink > 0
             && FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == identity
             && Int64(info.st_size) == size && Self.nanoseconds(info.st_mtim) == modified
     }

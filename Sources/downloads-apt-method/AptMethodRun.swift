@@ -307,8 +307,13 @@ final class AptMethodRun: Sendable {
             .init("URI", item.uri), .init("Filename", item.filename), .init("Size", String(size)),
         ]
         if let modified = status?.lastModified, modified > 0 {
-            var times = [timeval(tv_sec: Int(modified), tv_usec: 0), timeval(tv_sec: Int(modified), tv_usec: 0)]
-            utimes(item.filename, &times)
+            // Not a shared file's: the service offers the file as it was when it finished (its
+            // time too), and apt asks with the time only of indexes, which are not shared
+            // (InRelease, Release: no SHA-256 is known of them).
+            if !(item.expectedSHA256 != nil && settings.withLockedValue({ $0.share })) {
+                var times = [timeval(tv_sec: Int(modified), tv_usec: 0), timeval(tv_sec: Int(modified), tv_usec: 0)]
+                utimes(item.filename, &times)
+            }
             fields.append(.init("Last-Modified", HTTPDate.text(modified)))
         }
         if let sha256 = item.expectedSHA256 { fields.append(.init("SHA256-Hash", sha256)) }

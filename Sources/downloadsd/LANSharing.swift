@@ -31,6 +31,11 @@ final class LANSharing: DownloadObserver {
     private let publisher: AvahiPublisher
     /// NetworkManager says the network is metered: nothing is offered.
     private let metered = NIOLockedValueBox(false)
+    /// The descriptor of each file shared since this daemon started, opened as its owner when it
+    /// was shared and kept: a file renamed or moved since (apt moves a package from `partial/`
+    /// into the archives once it has it) is still the same file, served through it. By
+    /// SHA-256, with the task it came from (a replaced entry's is closed).
+    private let held = NIOLockedValueBox<[String: (task: UInt64, descriptor: Int32)]>([:])
 
     init(stateDirectory: String, preferredPort: Int, files: any FileAccessProvider, logger: Logger) {
         self.stateDirectory = stateDirectory
@@ -118,9 +123,11 @@ final class LANSharing: DownloadObserver {
         queue.async { [self] in
             do {
                 let descriptor = try files.files(for: record.owner).openForReading(location)
-                defer { close(descriptor) }
                 var info = stat()
-                guard fstat(descriptor, &info) == 0 else { throw CocoaError(.fileReadUnknown) }
+                guard fstat(descriptor, &info) == 0 else {
+                    close(descriptor)
+                    throw CocoaError(.fileReadUnknown)
+                }
                 let file = SharedFile(
                     sha256: checksum.hex, name: (location as NSString).lastPathComponent, path: location,
                     owner: record.owner, app: record.app, task: record.id,
@@ -128,7 +135,13 @@ final class LANSharing: DownloadObserver {
                     size: Int64(info.st_size),
                     modified: SharedFile.nanoseconds(info.st_mtim),
                     expires: Int64(Date().timeIntervalSince1970) + Int64(terms.maxAge), shareLimit: terms.limit)
-                try listen()
+                do {
+                    try listen()
+                } catch {
+                    close(descriptor)
+                    throw error
+                }
+                hold(descriptor, of: file)
                 index.add(file)
                 save()
                 advertise()
@@ -151,9 +164,28 @@ final class LANSharing: DownloadObserver {
         await publisher.stop()
     }
 
-    /// Opens a shared file as its owner (through that user's file helper on the system bus).
+    /// A shared file for one answer: through the descriptor held since it was shared (a copy
+    /// of it: answers read with `pread`, so they never move each other's offset), else opened by
+    /// its path as its owner (through that user's file helper on the system bus), as after a
+    /// restart.
     private var opener: ShareServer.Opener {
-        { [files] file in try files.files(for: file.owner).openForReading(file.path) }
+        { [files, held] file in
+            if let kept = held.withLockedValue({ $0[file.sha256] }), kept.task == file.task {
+                let copy = dup(kept.descriptor)
+                guard copy >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EBADF) }
+                return copy
+            }
+            return try files.files(for: file.owner).openForReading(file.path)
+        }
+    }
+
+    /// Keeps `descriptor` as `file`'s (closing what another task's entry of the same hash held).
+    private func hold(_ descriptor: Int32, of file: SharedFile) {
+        let replaced = held.withLockedValue { held in
+            defer { held[file.sha256] = (file.task, descriptor) }
+            return held[file.sha256]?.descriptor
+        }
+        if let replaced { close(replaced) }
     }
 
     /// The port the server listens on, nil while nothing is shared.
@@ -205,6 +237,13 @@ final class LANSharing: DownloadObserver {
 
     private func withdrew(_ file: SharedFile, _ why: ShareIndex.Withdrawal) {
         logger.info("\(file.sha256) no longer shared (\(why.rawValue))")
+        // Its descriptor goes with it (not a newer entry's of the same hash).
+        let descriptor = held.withLockedValue { held -> Int32? in
+            guard let kept = held[file.sha256], kept.task == file.task else { return nil }
+            held[file.sha256] = nil
+            return kept.descriptor
+        }
+        if let descriptor { close(descriptor) }
         guard why != .replaced else { return }
         queue.async { [self] in
             save()

@@ -83,6 +83,31 @@ final class SharingTests: DaemonTestCase {
         }
     }
 
+    /// A shared file moved (as apt moves a package from `partial/` into its archives once it has
+    /// it) is still the file that was shared, and served; removed, it is withdrawn, though the
+    /// service held it open.
+    func testAMovedFileIsStillServedAndARemovedOneWithdrawn() async throws {
+        let content = Self.content(500_000, seed: 79)
+        let hash = Self.sha256(content)
+        http.set("/pkg.deb", Route(content: content))
+        let partial = directory.file("partial")
+        try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+        let task = try await start(
+            http.url("/pkg.deb"), partial + "/pkg.deb",
+            ["checksum": .string("sha256:\(hash)"), "share": .boolean(true)])
+        try await waitState(task, ["finished"])
+        try await until("the file is listed as shared") { try await !self.listShared().isEmpty }
+        try FileManager.default.moveItem(atPath: partial + "/pkg.deb", toPath: directory.file("pkg.deb"))
+        let moved = try await curl("/pkg.deb?sha256=\(hash)")
+        XCTAssertEqual(moved.status, 200)
+        XCTAssertEqual(sha256(ofFile: moved.body), hash)
+
+        try FileManager.default.removeItem(atPath: directory.file("pkg.deb"))
+        let removed = try await curl("/pkg.deb?sha256=\(hash)").status
+        XCTAssertEqual(removed, 403)
+        try await until("withdrawn once found removed") { try await self.listShared().isEmpty }
+    }
+
     func testShareIsRefusedWithoutAHashAndWhenTheAdministratorSaidNo() async throws {
         http.set("/x", Route(content: Array("x".utf8)))
         for (options, words) in [
