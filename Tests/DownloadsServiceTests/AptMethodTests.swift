@@ -13,7 +13,7 @@ import XCTest
 /// wrong hash answered `400 URI Failure` with apt's `FailReason`, a URI that is not ours refused,
 /// and the service missing named.
 final class AptMethodTests: DaemonTestCase {
-    static let method = PackageRoot.debugBinary("downloads-apt-method")
+    static let method = DaemonTestCase.aptMethod
 
     /// The method, its answers as they come.
     final class Method: @unchecked Sendable {
@@ -304,63 +304,6 @@ final class AptMethodTests: DaemonTestCase {
 /// sources line is `deb [trusted=yes] downloads+http://…`, apt finding the method in a methods
 /// directory beside its own; and a package whose bytes do not match the index refused by apt.
 extension AptMethodTests {
-    /// A root for apt of its own (its lists, cache, sources and dpkg status), the methods
-    /// directory (apt's own and ours), and the repository's files served at /repo/.
-    struct AptRoot {
-        let root: String
-        let methods: String
-
-        func arguments(_ command: [String]) -> [String] {
-            [
-                "apt-get", "-q", "-o", "Dir=\(root)", "-o", "Dir::State::status=\(root)/var/lib/dpkg/status",
-                "-o", "Dir::Bin::Methods=\(methods)", "-o", "Debug::NoLocking=1", "-o", "APT::Sandbox::User=root",
-                "-o", "Acquire::Languages=none", "-o", "APT::Architecture=amd64",
-            ] + command
-        }
-    }
-
-    func makeAptRoot(sources: String) throws -> AptRoot {
-        let root = directory.file("apt-root")
-        for sub in [
-            "etc/apt/sources.list.d", "etc/apt/preferences.d", "etc/apt/apt.conf.d", "var/lib/apt/lists/partial",
-            "var/cache/apt/archives/partial", "var/lib/dpkg",
-        ] {
-            try FileManager.default.createDirectory(atPath: root + "/" + sub, withIntermediateDirectories: true)
-        }
-        FileManager.default.createFile(atPath: root + "/var/lib/dpkg/status", contents: Data())
-        try sources.write(toFile: root + "/etc/apt/sources.list", atomically: true, encoding: .utf8)
-        let methods = directory.file("apt-methods")
-        try FileManager.default.createDirectory(atPath: methods, withIntermediateDirectories: true)
-        for name in try FileManager.default.contentsOfDirectory(atPath: "/usr/lib/apt/methods") {
-            try FileManager.default.createSymbolicLink(
-                atPath: methods + "/" + name, withDestinationPath: "/usr/lib/apt/methods/" + name)
-        }
-        for name in ["downloads", "downloads+http", "downloads+https"] {
-            try FileManager.default.createSymbolicLink(atPath: methods + "/" + name, withDestinationPath: Self.method)
-        }
-        return AptRoot(root: root, methods: methods)
-    }
-
-    /// A package `name` holding `payload`, built with dpkg-deb; its .deb's bytes.
-    func makePackage(_ name: String, payload: [UInt8]) async throws -> [UInt8] {
-        let tree = directory.file("pkg-\(name)")
-        try FileManager.default.createDirectory(atPath: tree + "/DEBIAN", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: tree + "/usr/share/\(name)", withIntermediateDirectories: true)
-        try """
-        Package: \(name)
-        Version: 1.0
-        Architecture: all
-        Maintainer: Tests <tests@example.org>
-        Description: a package of the apt method's tests
-
-        """.write(toFile: tree + "/DEBIAN/control", atomically: true, encoding: .utf8)
-        FileManager.default.createFile(atPath: tree + "/usr/share/\(name)/payload", contents: Data(payload))
-        let deb = directory.file("\(name)_1.0_all.deb")
-        let built = try await run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, deb])
-        XCTAssertEqual(built.status, 0, built.stderr)
-        return Array(try Data(contentsOf: URL(fileURLWithPath: deb)))
-    }
-
     /// Serves the repository: the packages under /repo/, with `Packages` and `Release` made by
     /// apt-ftparchive over them.
     func serveRepository(_ packages: [String: [UInt8]]) async throws {

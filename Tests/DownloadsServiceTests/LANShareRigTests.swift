@@ -17,6 +17,7 @@ final class LANShareRigTests: DaemonTestCase {
     var originB: ChildProcess?
     var daemonB: ChildProcess?
     var busB: PrivateBus?
+    var servers: [ChildProcess] = []
     override var launcher: [String] { ["ip", "netns", "exec", rig.a.namespace] }
     override var extraArguments: [String] { ["--share-port", String(sharePort)] }
 
@@ -33,6 +34,7 @@ final class LANShareRigTests: DaemonTestCase {
         originB?.stop()
         daemonB?.stop()
         busB?.stop()
+        for server in servers { server.stop() }
         try await super.tearDown()
         rig?.stop()
     }
@@ -139,26 +141,14 @@ final class LANShareRigTests: DaemonTestCase {
                 in: rig.b, ["curl", "-s", "-o", "/dev/null", "-r", "0-0", "http://127.0.0.1:\(originPort)/model.bin"]
             )).status == 0
         }
-        let bus = try PrivateBus()
-        busB = bus
         let logB = directory.file("daemon-b.log")
-        daemonB = try ChildProcess(
-            [
-                "ip", "netns", "exec", rig.b.namespace, "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(logB)",
-                DaemonTestCase.binary, "--state-dir", directory.file("state-b"), "--address", bus.address,
-                "--exit-idle-time", "0", "--lan-peers", "fetch",
-            ],
-            environment: bus.environment.merging(["DBUS_SYSTEM_BUS_ADDRESS": rig.b.busAddress]) { $1 })
+        let clientB = try await startDaemonOnB(log: logB)
         let clientA = client
-        let clientB = try await Connection.open(.address(bus.address))
         // The helpers below talk to `client`: B's daemon for the rest of this test.
         client = clientB
         defer {
             client = clientA
             clientB.close()
-        }
-        try await until("B's daemon takes its name", log: logB) {
-            try await clientB.nameOwner("org.example.Downloads") != nil
         }
         let task = try await start(
             "http://127.0.0.1:\(originPort)/model.bin", directory.file("model-on-b.bin"),
@@ -175,5 +165,119 @@ final class LANShareRigTests: DaemonTestCase {
             uniquingKeysWith: +)
         let fromA = bytes["peer:\(rig.a.address)"] ?? 0
         XCTAssertGreaterThan(fromA, UInt64(content.count / 2), "mostly from A: \(bytes)")
+    }
+
+    /// B's own daemon (`--lan-peers fetch`), its own session bus as its service bus and B's
+    /// system bus for Avahi; a connection to it once it has its name.
+    func startDaemonOnB(log: String) async throws -> Connection {
+        let bus = try PrivateBus()
+        busB = bus
+        daemonB = try ChildProcess(
+            [
+                "ip", "netns", "exec", rig.b.namespace, "/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>\(log)",
+                DaemonTestCase.binary, "--state-dir", directory.file("state-b"), "--address", bus.address,
+                "--exit-idle-time", "0", "--lan-peers", "fetch",
+            ],
+            environment: bus.environment.merging(["DBUS_SYSTEM_BUS_ADDRESS": rig.b.busAddress]) { $1 })
+        let connection = try await Connection.open(.address(bus.address))
+        try await until("B's daemon takes its name", log: log) {
+            try await connection.nameOwner("org.example.Downloads") != nil
+        }
+        return connection
+    }
+
+    /// nginx in `host`'s namespace serving `root` on its loopback (`rate`: .deb files sent at
+    /// that nginx `limit_rate`), its access log `$request_uri $status $body_bytes_sent`.
+    func nginx(in host: AvahiRig.Host, root: String, rate: String?) async throws -> (port: Int, log: String) {
+        let port = try FreePort.pick()
+        let work = directory.file("nginx-\(host.namespace)")
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let config = """
+            user root;
+            worker_processes 1;
+            pid \(work)/nginx.pid;
+            error_log \(work)/error.log;
+            events { worker_connections 64; }
+            http {
+                default_type application/octet-stream;
+                log_format sent '$request_uri $status $body_bytes_sent';
+                access_log \(work)/access.log sent;
+                client_body_temp_path \(work); proxy_temp_path \(work); fastcgi_temp_path \(work);
+                uwsgi_temp_path \(work); scgi_temp_path \(work);
+                server {
+                    listen 127.0.0.1:\(port);
+                    root \(root);
+                    \(rate.map { "location ~ [.]deb$ { limit_rate \($0); }" } ?? "")
+                }
+            }
+            """
+        try config.write(toFile: work + "/nginx.conf", atomically: true, encoding: .utf8)
+        servers.append(
+            try ChildProcess([
+                "ip", "netns", "exec", host.namespace, "nginx", "-p", work, "-c", work + "/nginx.conf", "-g",
+                "daemon off;",
+            ]))
+        try await until("nginx in \(host.namespace) answers") {
+            (try await rig.run(in: host, ["curl", "-s", "-o", "/dev/null", "http://127.0.0.1:\(port)/Release"]))
+                .status == 0
+        }
+        return (port, work + "/access.log")
+    }
+
+    /// apt, unmodified, on both machines through the method: host A's `apt-get download` with
+    /// `Acquire::downloads::Share` offers the package it fetched (and then moved out of
+    /// `partial/`); host B's, with `Acquire::downloads::LanPeers`, from a 1 MB/s mirror of the same
+    /// repository, takes it mostly from A, right.
+    func testAptOnHostBTakesAPackageFromHostA() async throws {
+        let repo = directory.file("repo")
+        try FileManager.default.createDirectory(atPath: repo, withIntermediateDirectories: true)
+        let deb = try await makePackage("peer-pkg", payload: Self.content(12 << 20, seed: 783), into: repo)
+        let indexed = try await run([
+            "sh", "-c", "cd '\(repo)' && apt-ftparchive packages . > Packages && apt-ftparchive release . > Release",
+        ])
+        XCTAssertEqual(indexed.status, 0, indexed.stderr)
+        let onA = try await nginx(in: rig.a, root: repo, rate: nil)
+        let onB = try await nginx(in: rig.b, root: repo, rate: "1m")
+
+        func apt(
+            _ host: AvahiRig.Host, _ root: AptRoot, _ command: [String], bus: String, extra: [String] = []
+        ) async throws -> ProcessRunner.Output {
+            let cwd = root.root + "/cwd"
+            try FileManager.default.createDirectory(atPath: cwd, withIntermediateDirectories: true)
+            return try await ProcessRunner.run(
+                ["ip", "netns", "exec", host.namespace, "sh", "-c", "cd '\(cwd)' && exec \"$@\"", "sh"]
+                    + root.arguments(command, extra: extra),
+                environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus], timeout: 120)
+        }
+        let aptA = try makeAptRoot(
+            sources: "deb [trusted=yes] downloads+http://127.0.0.1:\(onA.port) ./\n", name: "apt-a")
+        let updateA = try await apt(rig.a, aptA, ["update"], bus: bus.address)
+        XCTAssertEqual(updateA.status, 0, updateA.description)
+        let gotA = try await apt(
+            rig.a, aptA, ["download", "peer-pkg"], bus: bus.address, extra: ["Acquire::downloads::Share=true"])
+        XCTAssertEqual(gotA.status, 0, gotA.description)
+        XCTAssertEqual(sha256(ofFile: aptA.root + "/cwd/peer-pkg_1.0_all.deb"), Self.sha256(deb))
+        try await until("A shares the package") {
+            let reply = try await self.call("ListShared")
+            return "\(reply)".contains(Self.sha256(deb))
+        }
+
+        let logB = directory.file("daemon-b.log")
+        let clientB = try await startDaemonOnB(log: logB)
+        defer { clientB.close() }
+        let busBAddress = try XCTUnwrap(busB?.address)
+        let aptB = try makeAptRoot(
+            sources: "deb [trusted=yes] downloads+http://127.0.0.1:\(onB.port) ./\n", name: "apt-b")
+        let updateB = try await apt(rig.b, aptB, ["update"], bus: busBAddress)
+        XCTAssertEqual(updateB.status, 0, updateB.description)
+        let gotB = try await apt(
+            rig.b, aptB, ["download", "peer-pkg"], bus: busBAddress, extra: ["Acquire::downloads::LanPeers=true"])
+        XCTAssertEqual(gotB.status, 0, gotB.description + ((try? String(contentsOfFile: logB, encoding: .utf8)) ?? ""))
+        XCTAssertEqual(sha256(ofFile: aptB.root + "/cwd/peer-pkg_1.0_all.deb"), Self.sha256(deb))
+        let sentByB = (try String(contentsOfFile: onB.log, encoding: .utf8)).split(separator: "\n")
+            .filter { $0.contains(".deb") }.compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }
+            .reduce(0, +)
+        XCTAssertLessThan(
+            sentByB, deb.count / 2, "B's mirror sent \(sentByB) of \(deb.count) bytes: the rest came from A")
     }
 }
