@@ -82,6 +82,9 @@ public struct TaskOptions: Sendable, Hashable {
     ]
     /// What `Start` takes.
     public static let startKeys = Set(Key.allCases).subtracting([.url, .destinationFD]).subtracting(uploadOnlyKeys)
+    /// What the files of a group take: a group's files are published together, so none is a
+    /// conditional download (a 304 publishes nothing).
+    public static let groupKeys = startKeys.subtracting([.ifModifiedSince, .ifNoneMatch])
     /// What `Upload` and `UploadAt` take.
     public static let uploadKeys = Set(Key.allCases).subtracting([.url, .destinationFD]).subtracting(downloadOnlyKeys)
     /// What a task's `Update` takes (v1.3): what may change while the task exists.

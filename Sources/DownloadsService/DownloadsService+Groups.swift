@@ -42,7 +42,7 @@ extension DownloadsService {
             try groupOptions.removeValue(forKey: "max_bytes_per_second").map {
                 try TaskOptions(["max_bytes_per_second": $0]).maxBytesPerSecond ?? 0
             } ?? 0
-        let shared = try TaskOptions(groupOptions, allowed: TaskOptions.startKeys)
+        let shared = try TaskOptions(groupOptions, allowed: TaskOptions.groupKeys)
         guard !entries.isEmpty, entries.count <= Self.maxGroupFiles else {
             throw DownloadsErrorName.invalidArgument.error(
                 "a group has 1 to \(Self.maxGroupFiles) files, got \(entries.count)")
@@ -197,7 +197,7 @@ extension DownloadsService {
                 // The group's options, then the file's own over them.
                 var merged = groupOptions
                 for (key, value) in own { merged[key] = value }
-                var options = try TaskOptions(merged, allowed: TaskOptions.startKeys)
+                var options = try TaskOptions(merged, allowed: TaskOptions.groupKeys)
                 guard options.metalink != nil || options.metalinkPath != nil else {
                     files.append(
                         GroupFile(label: "file \(index)", url: url, destination: destination, options: options))

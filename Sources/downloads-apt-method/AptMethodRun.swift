@@ -22,7 +22,7 @@ final class AptMethodRun: Sendable {
     private let settings = NIOLockedValueBox(AptMethodSettings())
     private let signals = TaskSignals()
     private let service = NIOLockedValueBox<Task<DownloadsProxy, Error>?>(nil)
-    /// The tasks of items not yet answered (cancelled when apt goes away).
+    /// The tasks of items not yet answered (paused when apt goes away).
     private let running = NIOLockedValueBox<Set<ObjectPath>>([])
     private let items = NIOLockedValueBox<[Task<Void, Never>]>([])
     /// Starts go four at a time (`StartGate`).
@@ -293,8 +293,16 @@ final class AptMethodRun: Sendable {
     /// `Last-Modified` of the item: the method runs as the file's owner, so it may set it).
     private func done(_ task: ObjectPath, _ item: AcquireItem, _ proxy: DownloadsProxy, made: Bool) async -> AptMessage
     {
-        let status = try? await proxy.status(task)
-        if status?.responseStatus == 304 {
+        guard let status = try? await proxy.status(task) else {
+            // Finished, but the service no longer says how: asked again by apt's next run.
+            return AptMessage(
+                400, "URI Failure",
+                [
+                    .init("URI", item.uri), .init("Message", "the download service no longer answers for it"),
+                    .init("Transient-Failure", "true"),
+                ])
+        }
+        if status.responseStatus == 304 {
             if made { unlink(item.filename) }
             var fields: [AptMessage.Field] = [.init("URI", item.uri), .init("Filename", item.filename)]
             if let since = item.lastModified { fields.append(.init("Last-Modified", since)) }
@@ -306,7 +314,8 @@ final class AptMethodRun: Sendable {
         var fields: [AptMessage.Field] = [
             .init("URI", item.uri), .init("Filename", item.filename), .init("Size", String(size)),
         ]
-        if let modified = status?.lastModified, modified > 0 {
+        if status.lastModified > 0 {
+            let modified = status.lastModified
             // Not a shared file's: the service offers the file as it was when it finished (its
             // time too), and apt asks with the time only of indexes, which are not shared
             // (InRelease, Release: no SHA-256 is known of them).

@@ -142,6 +142,20 @@ final class ConditionalDownloadTests: DaemonTestCase {
                 XCTAssertTrue(error.message.contains(words), "\(error)")
             }
         }
+        // A group's files are published together: none is conditional.
+        do {
+            _ = try await call(
+                "StartGroup",
+                [
+                    .array(
+                        element: .structure([.string, .string, .dictionary(key: .string, value: .variant)]),
+                        [.structure([.string(url), .string(directory.file("g")), .vardict([:])])]),
+                    .vardict(["if_modified_since": .int64(1)]),
+                ])
+            XCTFail("a conditional group was taken")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument")
+        }
         // The headers themselves are the service's to send, from the file's start only.
         do {
             _ = try await start(url, directory.file("bad"), ["headers": .stringDict(["If-None-Match": "\"a\""])])
