@@ -228,7 +228,10 @@ final class Agent: @unchecked Sendable {
         await synchroniseGroups()
         if groupMembers.contains(path) { return false }
         guard let status = try? await proxy.status(path) else { return false }
-        tasks[path] = AgentTask(status: status)
+        var task = AgentTask(status: status)
+        // Signals queued while this was read are older than it (a dock's progress only grows).
+        task.readFloor = status.bytesWritten
+        tasks[path] = task
         return true
     }
 

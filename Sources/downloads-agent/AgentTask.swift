@@ -16,6 +16,9 @@ struct AgentTask {
     var lastBytes: Int64 = 0
     var lastTime: ContinuousClock.Instant?
     var speed: UInt64 = 0
+    /// The bytes its first reading (`GetAll`) found: `Progress` signals sent before that reading
+    /// but read after it say less, and are passed over until one says as much (then none is).
+    var readFloor: Int64?
 
     init(status: DownloadTaskStatus) {
         self.status = status
@@ -29,6 +32,10 @@ struct AgentTask {
 
     /// Bytes per second from two progress readings, smoothed.
     mutating func recordProgress(_ total: Int64, at now: ContinuousClock.Instant) {
+        if let floor = readFloor {
+            guard total >= floor else { return }
+            readFloor = nil
+        }
         status.bytesWritten = total
         // First reading, or a restart from zero: a new starting point.
         guard let last = lastTime, total >= lastBytes else {
