@@ -9,9 +9,8 @@ import Glibc
 /// apt starts a method as root and the method, once it has apt's configuration, becomes
 /// `APT::Sandbox::User` (`_apt`): its supplementary groups dropped to that user's group, its
 /// group and user ids (real, effective, saved) changed, `PR_SET_NO_NEW_PRIVS` set and root
-/// checked to be out of reach (the file helper's `uf_drop_privileges`), then made dumpable again so
-/// its /proc entries are `_apt`'s. The method then asks the service as `_apt`, and the files it
-/// makes for apt are `_apt`'s.
+/// checked to be out of reach (the file helper's `uf_drop_privileges`). The method then asks the
+/// service as `_apt`, and the files it makes for apt are `_apt`'s.
 enum Sandbox {
     struct Refused: Error, CustomStringConvertible {
         let description: String
@@ -28,9 +27,5 @@ enum Sandbox {
         guard uf_drop_privileges(entry.pointee.pw_uid, entry.pointee.pw_gid, &groups, 1) == 0 else {
             throw Refused(description: "could not become \(user): \(String(cString: strerror(errno)))")
         }
-        // The kernel made the process undumpable when it changed user, its /proc entries root's:
-        // the service tells which app calls by reading /proc/PID/root as the caller (through
-        // `_apt`'s file helper), which it could then not do. Dumpable again: `_apt`'s own.
-        _ = uf_set_dumpable()
     }
 }
