@@ -169,7 +169,7 @@ let package = Package(
         .executableTarget(
             name: "downloads-apt-method",
             dependencies: [
-                "AptMethod", "DownloadsClient", "DownloadsAPI", "DownloadModel", "DBus", "CUserFiles",
+                "AptMethod", "DownloadsClient", "DownloadsAPI", "DownloadModel", "DBus",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),

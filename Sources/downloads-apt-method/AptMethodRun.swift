@@ -43,17 +43,7 @@ final class AptMethodRun: Sendable {
     func take(_ message: AptMessage) {
         switch message.code {
         case 601:
-            let given = AptMethodSettings(message)
-            settings.withLockedValue { $0 = given }
-            // Into apt's sandbox before anything is asked of the service, as apt's methods go.
-            if let user = given.sandboxUser {
-                do {
-                    try Sandbox.enter(as: user)
-                } catch {
-                    output.send(AptMessage(400, "URI Failure", [.init("URI", ""), .init("Message", "\(error)")]))
-                    exit(112)
-                }
-            }
+            settings.withLockedValue { $0 = AptMethodSettings(message) }
         case 600:
             guard let item = AcquireItem(message) else {
                 output.failure(
