@@ -169,7 +169,7 @@ let package = Package(
         .executableTarget(
             name: "downloads-apt-method",
             dependencies: [
-                "AptMethod", "DownloadsClient", "DownloadsAPI", "DownloadModel", "DBus",
+                "AptMethod", "DownloadsClient", "DownloadsAPI", "DownloadModel", "DBus", "CUserFiles",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),

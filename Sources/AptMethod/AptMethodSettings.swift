@@ -1,7 +1,9 @@
 /// What apt's `601 Configuration` tells the method: `Acquire::downloads::LanPeers`, `::Share` and
 /// `::Background` (false unless set), and the administrator's proxy for apt
-/// (`Acquire::http::Proxy`, `Acquire::https::Proxy`; `DIRECT` is none).
+/// (`Acquire::http::Proxy`, `Acquire::https::Proxy`; `DIRECT` is none), and the user apt's
+/// methods run as (`APT::Sandbox::User`, `_apt` in apt's defaults; empty or `root`: none).
 public struct AptMethodSettings: Sendable, Hashable {
+    public var sandboxUser: String?
     public var lanPeers = false
     public var share = false
     public var background = false
@@ -23,6 +25,7 @@ public struct AptMethodSettings: Sendable, Hashable {
             case "acquire::downloads::background": background = Self.bool(value)
             case "acquire::http::proxy": httpProxy = value.isEmpty ? nil : value
             case "acquire::https::proxy": httpsProxy = value.isEmpty ? nil : value
+            case "apt::sandbox::user": sandboxUser = value.isEmpty || value == "root" ? nil : value
             default: break
             }
         }

@@ -99,6 +99,10 @@ int uf_set_no_new_privs(void) {
     return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 }
 
+int uf_set_dumpable(void) {
+    return prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+}
+
 int uf_drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, size_t count) {
     if (setgroups(count, groups) != 0) return -1;
     if (setresgid(gid, gid, gid) != 0) return -1;

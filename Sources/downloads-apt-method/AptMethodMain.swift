@@ -7,7 +7,21 @@ import Foundation
 /// task of the system service (`AptMethodRun`).
 @main
 struct AptMethodMain {
-    static func main() async {
+    /// Synchronous, its thread waiting for the work to end. An `async` main would leave the main
+    /// thread to libdispatch's `dispatch_main`, which parks it inside `pthread_exit` on Linux:
+    /// glibc passes over an exiting thread when it changes the process's user, so after
+    /// entering apt's sandbox the main thread stayed root, and with it the process as the kernel
+    /// sees it from outside (`/proc/PID`), which the service checks (`Sandbox`).
+    static func main() {
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            await work()
+            done.signal()
+        }
+        done.wait()
+    }
+
+    static func work() async {
         signal(SIGPIPE, SIG_IGN)
         let output = MethodOutput()
         output.send(

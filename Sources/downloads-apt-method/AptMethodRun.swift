@@ -43,7 +43,19 @@ final class AptMethodRun: Sendable {
     func take(_ message: AptMessage) {
         switch message.code {
         case 601:
-            settings.withLockedValue { $0 = AptMethodSettings(message) }
+            let given = AptMethodSettings(message)
+            settings.withLockedValue { $0 = given }
+            // Into apt's sandbox before anything is asked of the service, as apt's methods go.
+            if let user = given.sandboxUser {
+                do {
+                    try Sandbox.enter(as: user)
+                } catch {
+                    // As apt's methods when `DropPrivileges` fails: the error on standard error,
+                    // which apt shows with "Method … has died unexpectedly".
+                    FileHandle.standardError.write(Data("E: \(error)\n".utf8))
+                    exit(100)
+                }
+            }
         case 600:
             guard let item = AcquireItem(message) else {
                 output.failure(

@@ -82,6 +82,18 @@ final class AptMessageTests: XCTestCase {
         XCTAssertEqual(settings.proxy(for: "http://h/"), "http://u:p=@proxy:8080", "%3d is =")
         XCTAssertNil(AptMethodSettings().proxy(for: "http://h/"), "none named: the service's own")
     }
+
+    /// The user apt's methods run as: apt's `_apt` by default, none for empty or `root`.
+    func testTheSandboxUserIsAptsSetting() {
+        func user(_ value: String) -> String? {
+            AptMethodSettings(AptMessage(601, "Configuration", [.init("Config-Item", "APT::Sandbox::User=\(value)")]))
+                .sandboxUser
+        }
+        XCTAssertEqual(user("_apt"), "_apt")
+        XCTAssertNil(user(""))
+        XCTAssertNil(user("root"))
+        XCTAssertNil(AptMethodSettings().sandboxUser)
+    }
 }
 
 extension AptMessage {

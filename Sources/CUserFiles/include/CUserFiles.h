@@ -28,6 +28,10 @@ ssize_t uf_receive(int socket, void *buffer, size_t capacity, int *passfd);
 /// prctl(PR_SET_NO_NEW_PRIVS, 1).
 int uf_set_no_new_privs(void);
 
+/// prctl(PR_SET_DUMPABLE, 1): after a change of user the kernel makes a process undumpable, and
+/// its /proc entries root's; this makes them its new user's again.
+int uf_set_dumpable(void);
+
 /// Drops to uid/gid with exactly the given supplementary groups (setgroups, setresgid,
 /// setresuid), then sets no_new_privs and checks that root cannot be taken back.
 int uf_drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, size_t count);
