@@ -46,7 +46,7 @@ public enum HTTPHeaderRules {
             return etag.hasPrefix("W/") ? nil : etag
         }
         guard let lastModified = headers.first(name: "last-modified"), let date = headers.first(name: "date"),
-            let modified = parseHTTPDate(lastModified), let now = parseHTTPDate(date),
+            let modified = HTTPDate.date(lastModified), let now = HTTPDate.date(date),
             now.timeIntervalSince(modified) >= 1
         else { return nil }
         return lastModified
@@ -56,11 +56,9 @@ public enum HTTPHeaderRules {
     public static func retryAfter(_ headers: HTTPHeaders, now: Date = Date(), cap: Double) -> Double? {
         guard let value = headers.first(name: "retry-after")?.trimmingCharacters(in: .whitespaces) else { return nil }
         if let seconds = Double(value), seconds >= 0 { return min(seconds, cap) }
-        if let date = parseHTTPDate(value) { return min(max(0, date.timeIntervalSince(now)), cap) }
+        if let date = HTTPDate.date(value) { return min(max(0, date.timeIntervalSince(now)), cap) }
         return nil
     }
-
-    public static func parseHTTPDate(_ text: String) -> Date? { HTTPDate.date(text) }
 
     /// The file name a server suggests (`filename*=UTF-8''…` preferred over `filename=`), sanitised.
     public static func fileName(contentDisposition: String?, url: String) -> String {

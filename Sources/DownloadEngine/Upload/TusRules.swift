@@ -74,7 +74,7 @@ enum TusRules {
 
     /// `Upload-Expires` (an HTTP date), as seconds since 1970.
     static func expires(_ headers: HTTPHeaders) -> Double? {
-        headers.first(name: "upload-expires").flatMap(HTTPHeaderRules.parseHTTPDate).map(\.timeIntervalSince1970)
+        headers.first(name: "upload-expires").flatMap(HTTPDate.date).map(\.timeIntervalSince1970)
     }
 
     private static func list(_ value: String) -> [String] {
