@@ -132,6 +132,27 @@ struct TaskOptionArguments: ParsableArguments {
             "Also take the file from machines of the local network that have it by its SHA-256 (with --sha256 or --checksum sha256:HEX); every byte is checked."
     )
     var lanPeers = false
+    @Option(
+        name: [.customShort("z"), .customLong("if-modified-since")],
+        help: ArgumentHelp(
+            "Only if the file changed since this file's modification time or this date (curl's -z; YYYY-MM-DD or ISO 8601). Unchanged (the server answers 304), nothing is written. A file that is not there asks no condition; naming the destination itself, it is replaced when newer.",
+            valueName: "file|date"))
+    var ifModifiedSince: String?
+    @Option(
+        help: ArgumentHelp(
+            "Only if the server's entity tag (ETag, quotes included) is not this one: unchanged, nothing is written.",
+            valueName: "etag"))
+    var ifNoneMatch: String?
+
+    /// The options for a download into `destination`: `-z` naming the destination itself
+    /// replaces it when the server has a newer one (curl's `-z FILE -o FILE`).
+    func taskOptions(into destination: String) throws -> TaskOptions {
+        var options = try taskOptions
+        if let ifModifiedSince, options.ifModifiedSince != nil, Paths.absolute(ifModifiedSince) == destination {
+            options.overwrite = true
+        }
+        return options
+    }
 
     /// The URL argument of `get` and `start`: a URL, or a Metalink file (`.meta4`, `.metalink`)
     /// read here, as the caller, and sent as the `metalink` option (the URL is then its first).
@@ -240,6 +261,14 @@ struct TaskOptionArguments: ParsableArguments {
             if lanPeers { options.lanPeers = true }
             options.shareMaxAge = shareMaxAge
             options.shareLimit = shareLimit
+            if let ifModifiedSince {
+                do {
+                    options.ifModifiedSince = try ModifiedSince.seconds(ifModifiedSince)
+                } catch {
+                    throw ValidationError("\(error)")
+                }
+            }
+            options.ifNoneMatch = ifNoneMatch
             if let cert {
                 let (file, phrase) = Self.certificateArgument(cert)
                 options.clientCertificate = try ClientCertificateArgument.descriptor(certificate: file, key: key)

@@ -80,12 +80,16 @@ struct Get: AsyncParsableCommand {
                 throw ValidationError(
                     "--checksum, --sha256 and --mirror name one file: give them with one URL, not several")
             }
+            guard options.ifModifiedSince == nil, options.ifNoneMatch == nil else {
+                throw ValidationError(
+                    "-z and --if-none-match ask about one file: give them with one URL, not several")
+            }
         }
     }
 
     func run() async throws {
         let destination = Paths.absolute(output ?? FileManager.default.currentDirectoryPath)
-        var taskOptions = try options.taskOptions
+        var taskOptions = try options.taskOptions(into: destination)
         if urls.count > 1 || inputFile != nil {
             var all = urls
             if let inputFile {

@@ -27,7 +27,7 @@ struct Start: AsyncParsableCommand {
 
     func run() async throws {
         let destination = Paths.absolute(destination ?? output ?? FileManager.default.currentDirectoryPath)
-        var taskOptions = try options.taskOptions
+        var taskOptions = try options.taskOptions(into: destination)
         let url = try TaskOptionArguments.source(url, into: &taskOptions)
         try await service.run { [taskOptions] proxy in
             let path = try await CommandFailure.sayingOverwrite(destination) {
