@@ -195,7 +195,7 @@ final class AptMethodRun: Sendable {
                 return
             }
         }
-        let done = await withTaskCancellationHandler {
+        let answer = await withTaskCancellationHandler {
             await follower.value
         } onCancel: {
             follower.cancel()
@@ -205,10 +205,14 @@ final class AptMethodRun: Sendable {
         signals.forget(task)
         // apt went away before the item was answered: its task is paused with its bytes in the
         // file, both kept for apt's next run.
-        if !done, leaving.withLockedValue({ $0 }) { return }
+        if answer == nil, leaving.withLockedValue({ $0 }) { return }
+        let done = answer?.code == 201
         if !done, made { unlink(item.filename) }
-        // An ended task is taken off the service's list (its file stays where apt reads it).
+        // An ended task is taken off the service's list (its file stays where apt reads it),
+        // before the answer: apt, given its last file, ends the method at once (SIGINT), and a
+        // task removed after the answer would be left behind.
         try? await proxy.cancel(task)
+        if let answer { output.send(answer) }
     }
 
     /// The tasks of session `apt` an earlier run left, read once; those older than `keptFor`
@@ -341,18 +345,21 @@ final class AptMethodRun: Sendable {
         return AptMessage(201, "URI Done", fields)
     }
 
-    /// Answers the item as its task goes; true when it was done.
-    private func follow(_ task: ObjectPath, _ item: AcquireItem, _ proxy: DownloadsProxy, made: Bool) async -> Bool {
+    /// Follows the item's task, telling apt when it starts; its answer (`201 URI Done` or `400
+    /// URI Failure`) for the caller to send once the task is tidied away, or nil when the
+    /// following was cancelled (apt went away).
+    private func follow(
+        _ task: ObjectPath, _ item: AcquireItem, _ proxy: DownloadsProxy, made: Bool
+    ) async -> AptMessage? {
         var started = false
         for await signal in signals.follow(task) {
             switch signal {
             case .progress(_, _, let total, let expected):
                 if let maximum = item.maximumSize, max(total, expected) > maximum {
                     try? await proxy.cancel(task)
-                    output.failure(
+                    return MethodOutput.failure(
                         item.uri, "File is larger than expected (\(max(total, expected)) > \(maximum)).",
                         reason: "MaximumSizeExceeded")
-                    return false
                 }
                 if !started {
                     started = true
@@ -364,25 +371,23 @@ final class AptMethodRun: Sendable {
                 // A file that came whole before any progress said its size is measured here.
                 var info = stat()
                 if let maximum = item.maximumSize, stat(item.filename, &info) == 0, Int64(info.st_size) > maximum {
-                    output.failure(
+                    return MethodOutput.failure(
                         item.uri, "File is larger than expected (\(info.st_size) > \(maximum)).",
                         reason: "MaximumSizeExceeded")
-                    return false
                 }
-                output.send(await done(task, item, proxy, made: made))
-                return true
+                return await done(task, item, proxy, made: made)
             case .failed(_, let name, let message, _):
-                output.failure(
+                return MethodOutput.failure(
                     item.uri, message, reason: Self.reason(name, message), transient: Self.transient(name, message))
-                return false
             default:
                 break
             }
         }
         if !Task.isCancelled {
-            output.failure(item.uri, "the download service stopped before the file was done", transient: true)
+            return MethodOutput.failure(
+                item.uri, "the download service stopped before the file was done", transient: true)
         }
-        return false
+        return nil
     }
 
     /// apt's `FailReason` for the service's error: `HttpError404` as apt's http method says it.

@@ -27,9 +27,14 @@ final class MethodOutput: Sendable {
     }
 
     func failure(_ uri: String, _ text: String, reason: String? = nil, transient: Bool = false) {
+        send(Self.failure(uri, text, reason: reason, transient: transient))
+    }
+
+    /// `400 URI Failure` with apt's `FailReason` and `Transient-Failure` where given.
+    static func failure(_ uri: String, _ text: String, reason: String? = nil, transient: Bool = false) -> AptMessage {
         var fields: [AptMessage.Field] = [.init("URI", uri), .init("Message", text)]
         if let reason { fields.append(.init("FailReason", reason)) }
         if transient { fields.append(.init("Transient-Failure", "true")) }
-        send(AptMessage(400, "URI Failure", fields))
+        return AptMessage(400, "URI Failure", fields)
     }
 }
