@@ -68,8 +68,14 @@ rig_boot() {
         sleep 0.2
     done
     [ -n "$leader" ] || { echo "FAIL: the container did not boot" >&2; cat "$log" >&2; exit 1; }
-    local state
-    state=$(inside systemctl is-system-running --wait || true)
+    # systemctl answers only once systemd's own socket is there: asked again until it does.
+    local state=""
+    for _ in $(seq 150); do
+        state=$(inside systemctl is-system-running --wait 2>/dev/null || true)
+        [ -n "$state" ] && break
+        sleep 0.2
+    done
+    [ -n "$state" ] || { echo "FAIL: systemd in the container does not answer" >&2; cat "$log" >&2; exit 1; }
     echo "systemd (pid $leader on the host) is $state"
 }
 
