@@ -31,6 +31,8 @@ final class AptMethodRun: Sendable {
     /// taken by the item it was for.
     private let earlier = NIOLockedValueBox<Task<[DownloadTaskStatus], Never>?>(nil)
     private let claimed = NIOLockedValueBox<Set<UInt64>>([])
+    /// Ended tasks being taken off the service's list (`aptWentAway` waits for them).
+    private let removals = NIOLockedValueBox<[ObjectPath: Task<Void, Never>]>([:])
     /// apt went away: unanswered items keep their tasks and files (`aptWentAway`).
     private let leaving = NIOLockedValueBox(false)
     /// How long a task apt left is kept for its next run.
@@ -72,7 +74,8 @@ final class AptMethodRun: Sendable {
 
     /// apt closed the pipe (it finished, or was interrupted): the tasks of unanswered items are
     /// paused, their bytes kept in the files apt named, for apt's next run to go on from (found
-    /// again by URL and file; `leftBefore`), and the method ends once they are.
+    /// again by URL and file; `leftBefore`), answered items' tasks are off the service's list,
+    /// and the method ends once all that is done.
     func aptWentAway() async {
         leaving.withLockedValue { $0 = true }
         let open = running.withLockedValue { $0 }
@@ -80,6 +83,8 @@ final class AptMethodRun: Sendable {
             for task in open { _ = try? await proxy.pause(task) }
         }
         for work in items.withLockedValue({ $0 }) { work.cancel() }
+        // Answered items' tasks still being removed: done before the method ends.
+        for removal in removals.withLockedValue({ Array($0.values) }) { await removal.value }
     }
 
     /// Waits for every item taken so far.
@@ -208,11 +213,14 @@ final class AptMethodRun: Sendable {
         if answer == nil, leaving.withLockedValue({ $0 }) { return }
         let done = answer?.code == 201
         if !done, made { unlink(item.filename) }
-        // An ended task is taken off the service's list (its file stays where apt reads it),
-        // before the answer: apt, given its last file, ends the method at once (SIGINT), and a
-        // task removed after the answer would be left behind.
-        try? await proxy.cancel(task)
+        // An ended task is taken off the service's list (its file stays where apt reads it). apt,
+        // given its last file, ends the method at once (SIGINT): the removal is registered before
+        // the answer goes, and `aptWentAway` waits for it.
+        let removal = Task { _ = try? await proxy.cancel(task) }
+        removals.withLockedValue { $0[task] = removal }
         if let answer { output.send(answer) }
+        await removal.value
+        removals.withLockedValue { _ = $0.removeValue(forKey: task) }
     }
 
     /// The tasks of session `apt` an earlier run left, read once; those older than `keptFor`

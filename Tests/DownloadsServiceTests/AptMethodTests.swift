@@ -52,7 +52,9 @@ final class AptMethodTests: DaemonTestCase {
         }
 
         /// The first answer `code` for `uri`, waited for (bounded).
-        func answer(_ code: Int, for uri: String? = nil, seconds: Double = 30) async throws -> AptMessage {
+        func answer(
+            _ code: Int, for uri: String? = nil, seconds: Double = 30, pollEvery: Duration = .milliseconds(20)
+        ) async throws -> AptMessage {
             let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
             while ContinuousClock.now < deadline {
                 if let found = answers.withLockedValue({
@@ -60,7 +62,7 @@ final class AptMethodTests: DaemonTestCase {
                 }) {
                     return found
                 }
-                try await Task.sleep(for: .milliseconds(20))
+                try await Task.sleep(for: pollEvery)
             }
             XCTFail("no \(code) for \(uri ?? "-"): \(answers.withLockedValue { $0 })")
             throw CancellationError()
@@ -105,10 +107,11 @@ final class AptMethodTests: DaemonTestCase {
         let start = try await apt.answer(200, for: uri)
         XCTAssertEqual(start["Size"], "700000")
         XCTAssertEqual(http.requests(for: "/pool/hello.deb").count, 1)
-        // The ended task is off the service's list before apt reads the answer: apt ends the
-        // method (SIGINT) as soon as its last item is answered, and items do not pile up there.
-        let listed = try await call("ListTasks", [.string("")])
-        XCTAssertFalse("\(listed)".contains("tasks/"), "\(listed)")
+        // The ended task is taken off the service's list: apt's items do not pile up there.
+        try await until("the task is taken off the list") {
+            let listed = try await self.call("ListTasks", [.string("")])
+            return "\(listed)".contains("tasks/") == false
+        }
 
         // Pipelined: forty at once, as apt sends a package list (more than the service takes file
         // calls of one user at once: the method's starts go a few at a time), each answered.
@@ -124,6 +127,17 @@ final class AptMethodTests: DaemonTestCase {
             let done = try await apt.answer(201, for: uri)
             XCTAssertEqual(done["SHA256-Hash"], hash)
         }
+
+        // As apt ends it: SIGINT the moment its last item is answered. The method ends once that
+        // item's task is off the list too: none is left behind.
+        http.set("/pool/last.deb", Route(content: content))
+        let last = "downloads+" + http.url("/pool/last.deb")
+        apt.acquire(last, into: partial + "/last.deb", sha256: hash)
+        _ = try await apt.answer(201, for: last, pollEvery: .milliseconds(1))
+        kill(apt.process.pid, SIGINT)
+        XCTAssertEqual(apt.process.wait(), 128 + SIGINT)
+        let listed = try await call("ListTasks", [.string("")])
+        XCTAssertFalse("\(listed)".contains("tasks/"), "\(listed)")
     }
 
     /// An index apt has a copy of comes with its time (`Last-Modified` in the 600): unchanged,
