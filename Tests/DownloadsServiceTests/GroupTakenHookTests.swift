@@ -16,20 +16,22 @@ final class GroupTakenHookTests: InProcessServiceTestCase {
         http.set("/a", Route(content: Array("alpha".utf8)))
         http.set("/b", Route(content: Array("bravo".utf8)))
         let entryType = DBusType.structure([.string, .string, .dictionary(key: .string, value: .variant)])
-        func group(_ urls: [String]) async throws -> [DBusValue] {
+        // Files of their own per group: the first group's may be finished (in place) before
+        // the second is asked, which must be refused for its URL, not for an existing file.
+        func group(_ urls: [String], named name: String) async throws -> [DBusValue] {
             let entries = urls.enumerated().map { index, url in
-                DBusValue.structure([.string(url), .string(directory.file("f\(index).bin")), .vardict([:])])
+                DBusValue.structure([.string(url), .string(directory.file("\(name)\(index).bin")), .vardict([:])])
             }
             return try await call("StartGroup", [.array(element: entryType, entries), .vardict([:])])
         }
 
-        let reply = try await group([http.url("/a"), http.url("/b")])
+        let reply = try await group([http.url("/a"), http.url("/b")], named: "taken")
         guard case .array(_, let tasks) = reply[1] else { return XCTFail("no task list: \(reply)") }
         XCTAssertEqual(tasks.count, 2)
         XCTAssertEqual(seen.withLockedValue { $0 }, 1)
 
         do {
-            _ = try await group([http.url("/a"), "ftp://example/b"])
+            _ = try await group([http.url("/a"), "ftp://example/b"], named: "refused")
             XCTFail("a group with an ftp URL was taken")
         } catch let error as BusError {
             XCTAssertEqual(error.name, "org.example.Downloads.Error.InvalidArgument", error.message)
