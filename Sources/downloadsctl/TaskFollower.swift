@@ -67,11 +67,11 @@ struct TaskFollower {
             switch status.state {
             case "finished":
                 if terminal { write("\n") }
-                let seconds = max(0.001, now - started)
                 if !status.isUpload, status.responseStatus == 304 {
                     write("not modified: the server's file is the one you have; nothing written\n")
                     return status
                 }
+                let seconds = max(0.001, now - started)
                 let answered = status.isUpload ? "; the server answered \(status.responseStatus)" : ""
                 write(
                     "\(status.isUpload ? "uploaded" : "downloaded") \(ByteCount.format(status.bytesWritten)) in \(ByteCount.duration(seconds))\(answered)\n"
