@@ -5,16 +5,23 @@ public struct ExportedInterface: Sendable {
     public typealias MethodHandler = @Sendable (MethodCall) async throws -> [DBusValue]
     public typealias PropertyGetter = @Sendable (String) -> DBusValue?
     public typealias PropertySetter = @Sendable (String, DBusValue) throws -> Void
+    /// Every property's value read at one moment; nil when the object went away.
+    public typealias PropertiesReader = @Sendable () -> [String: DBusValue]?
 
     public let description: InterfaceDescription
     let handlers: [String: MethodHandler]
     let getProperty: PropertyGetter
     let setProperty: PropertySetter?
+    let readAll: PropertiesReader?
 
+    /// `readAll`, when given, answers GetAll (and the objects' listings) with one read of the
+    /// object's state instead of one `getProperty` a property: a task's two dozen properties are
+    /// one snapshot, not two dozen.
     public init(
         _ description: InterfaceDescription,
         methods handlers: [String: MethodHandler] = [:],
         getProperty: @escaping PropertyGetter = { _ in nil },
+        readAll: PropertiesReader? = nil,
         setProperty: PropertySetter? = nil
     ) throws {
         let described = Set(description.methods.map(\.name))
@@ -33,6 +40,7 @@ public struct ExportedInterface: Sendable {
         self.handlers = handlers
         self.getProperty = getProperty
         self.setProperty = setProperty
+        self.readAll = readAll
     }
 
     /// Every readable property with its current value, typed as declared (used by GetAll,
@@ -40,6 +48,13 @@ public struct ExportedInterface: Sendable {
     /// value of the wrong type are left out.
     func readableProperties() -> [String: DBusValue] {
         var values: [String: DBusValue] = [:]
+        if let readAll {
+            guard let all = readAll() else { return [:] }
+            for property in description.properties where property.access != .write {
+                if let value = all[property.name], value.type == property.type { values[property.name] = value }
+            }
+            return values
+        }
         for property in description.properties where property.access != .write {
             if let value = getProperty(property.name), value.type == property.type {
                 values[property.name] = value

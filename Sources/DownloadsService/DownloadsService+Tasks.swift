@@ -65,7 +65,8 @@ extension DownloadsService {
                                 return nil
                             }
                             return DownloadsService.value(property, of: snapshot)
-                        })
+                        },
+                        readAll: { [self] in engine.snapshot(id).map(DownloadsService.properties(of:)) })
                 else { return nil }
                 // Every path of the form answers; one that is not the caller's task answers NotFound
                 // (Introspect: UnknownObject), whether it is missing or another user's. An

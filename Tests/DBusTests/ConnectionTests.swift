@@ -385,6 +385,61 @@ final class ConnectionTests: BusTestCase {
         }
     }
 
+    /// An interface that can read all its properties at once answers GetAll with that one read
+    /// (a task's two dozen properties are one snapshot); Get still asks the getter; what the
+    /// reader gives that is undeclared or of the wrong type is left out; a reader that finds
+    /// the object gone answers as for a missing object.
+    func testGetAllReadsEveryPropertyAtOnceWhenTheInterfaceCan() async throws {
+        let description = InterfaceDescription(
+            "org.example.Snapshot",
+            properties: [.init("Name", .string), .init("Size", .int64), .init("Typed", .uint32)]
+        )
+        let reads = NIOLockedValueBox((getter: 0, all: 0))
+        let gone = NIOLockedValueBox(false)
+        try service.export(
+            ExportedObject(
+                path: "/snapshot",
+                interfaces: [
+                    ExportedInterface(
+                        description,
+                        getProperty: { name in
+                            reads.withLockedValue { $0.getter += 1 }
+                            return name == "Name" ? .string("one") : nil
+                        },
+                        readAll: {
+                            reads.withLockedValue { $0.all += 1 }
+                            guard !gone.withLockedValue({ $0 }) else { return nil }
+                            return [
+                                "Name": .string("one"), "Size": .int64(42), "Typed": .string("not a u"),
+                                "Undeclared": .string("x"),
+                            ]
+                        })
+                ]))
+        let client = try await client()
+        defer { client.close() }
+        let properties = "org.freedesktop.DBus.Properties"
+        let all = try await client.call(
+            destination: TestService.name, path: "/snapshot", interface: properties, method: "GetAll",
+            arguments: [.string("org.example.Snapshot")])
+        XCTAssertEqual(all.first?.vardictValue, ["Name": .string("one"), "Size": .int64(42)])
+        XCTAssertEqual(reads.withLockedValue { $0.all }, 1)
+        XCTAssertEqual(reads.withLockedValue { $0.getter }, 0, "GetAll read the object once, not per property")
+        let one = try await client.call(
+            destination: TestService.name, path: "/snapshot", interface: properties, method: "Get",
+            arguments: [.string("org.example.Snapshot"), .string("Name")])
+        XCTAssertEqual(one.first?.variantValue, .string("one"))
+        XCTAssertEqual(reads.withLockedValue { $0.getter }, 1)
+        gone.withLockedValue { $0 = true }
+        do {
+            _ = try await client.call(
+                destination: TestService.name, path: "/snapshot", interface: properties, method: "GetAll",
+                arguments: [.string("org.example.Snapshot")])
+            XCTFail("the object went away")
+        } catch let error as BusError {
+            XCTAssertEqual(error.name, BusError.unknownObjectName)
+        }
+    }
+
     func testAccessCheckGuardsMethodsPropertiesAndSetters() async throws {
         let description = InterfaceDescription(
             "org.example.Guarded", methods: [.init("Touch")],
