@@ -224,6 +224,10 @@ public struct DownloadOptions: Sendable, Hashable {
             }
         }
         guard !metadata.isEmpty else { return }
+        // Encoded only when a bound says it might be too long: validated twice a Start, it was
+        // the most of a small download's JSON work.
+        let bound = metadata.reduce(2) { $0 + 4 + 6 * $1.key.utf8.count + $1.value.storedBytesBound }
+        guard bound > DownloadOptions.maxMetadataBytes else { return }
         let size = (try? JSONEncoder().encode(metadata).count) ?? Int.max
         guard size <= DownloadOptions.maxMetadataBytes else {
             throw DownloadError.invalidArgument(

@@ -35,6 +35,17 @@ public enum MetadataValue: Sendable, Hashable {
     }
 }
 
+extension MetadataValue {
+    /// At most how many bytes its stored JSON (`{"s":"…"}`) takes: every byte of text escaped as
+    /// `\uXXXX` (six), a number in its longest form.
+    public var storedBytesBound: Int {
+        switch self {
+        case .string(let text), .objectPath(let text), .signature(let text): return 8 + 6 * text.utf8.count
+        default: return 8 + 32
+        }
+    }
+}
+
 extension MetadataValue: Codable {
     private struct TypeCode: CodingKey {
         var stringValue: String
