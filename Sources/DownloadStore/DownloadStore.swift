@@ -351,9 +351,12 @@ public final class DownloadStore: Sendable {
         try commitAlone(deleting(id))
     }
 
-    /// The write that deletes task `id` (its segments go with it).
+    /// The write that deletes task `id` (its segments go with it). A cached statement, as
+    /// `saving`: the query interface built its SQL again for every removal.
     public func deleting(_ id: UInt64) -> StoreWrite {
-        StoreWrite(mayUseReserve: true) { db in _ = try TaskRow.deleteOne(db, key: Int64(id)) }
+        StoreWrite(mayUseReserve: true) { db in
+            try db.cachedStatement(sql: "DELETE FROM task WHERE id = ?").execute(arguments: [Int64(id)])
+        }
     }
 
     /// Ended tasks whose end is older than `date`.
