@@ -61,7 +61,8 @@ public struct AptMessage: Sendable, Hashable {
     }
 
     private static func oneLine(_ text: String) -> String {
-        String(text.map { $0 == "\n" || $0 == "\r" ? " " : $0 })
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }) else { return text }
+        return String(text.map { $0 == "\n" || $0 == "\r" ? " " : $0 })
     }
 }
 

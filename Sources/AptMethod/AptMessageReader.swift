@@ -10,17 +10,21 @@ public struct AptMessageReader: Sendable {
 
     public init() {}
 
-    /// Takes `bytes` and returns the messages they completed, in order.
-    public mutating func take(_ bytes: some Sequence<UInt8>) -> [AptMessage] {
+    /// Takes `bytes` and returns the messages they completed, in order. Whole lines are cut out
+    /// of the buffer at once: apt's `601 Configuration` alone is hundreds of lines.
+    public mutating func take(_ bytes: some Collection<UInt8>) -> [AptMessage] {
         var messages: [AptMessage] = []
-        for byte in bytes {
-            guard byte == UInt8(ascii: "\n") else {
-                pending.append(byte)
-                if pending.count > Self.maxBytes { overflowed = true }
-                continue
+        var rest = bytes[...]
+        while let newline = rest.firstIndex(of: UInt8(ascii: "\n")) {
+            let line: Substring
+            if pending.isEmpty {
+                line = Substring(String(decoding: rest[..<newline], as: UTF8.self))
+            } else {
+                pending.append(contentsOf: rest[..<newline])
+                line = Substring(String(decoding: pending, as: UTF8.self))
+                pending.removeAll(keepingCapacity: true)
             }
-            let line = Substring(String(decoding: pending, as: UTF8.self))
-            pending.removeAll(keepingCapacity: true)
+            rest = rest[rest.index(after: newline)...]
             if line.isEmpty || line == "\r" {
                 if !lines.isEmpty, let message = AptMessage.parse(lines) { messages.append(message) }
                 lines = []
@@ -29,6 +33,8 @@ public struct AptMessageReader: Sendable {
                 if lines.count > 10_000 { overflowed = true }
             }
         }
+        pending.append(contentsOf: rest)
+        if pending.count > Self.maxBytes { overflowed = true }
         return messages
     }
 }

@@ -23,6 +23,18 @@ final class AptMessageTests: XCTestCase {
         // One byte at a time, as a pipe may hand them over.
         for byte in Array(text.utf8) { messages += reader.take([byte]) }
         XCTAssertEqual(messages.map(\.code), [601, 600])
+        // Whole, and in chunks that cut lines anywhere: the same messages.
+        var whole = AptMessageReader()
+        XCTAssertEqual(whole.take(Array(text.utf8)), messages)
+        for size in [2, 7, 64] {
+            var chunked = AptMessageReader()
+            var got: [AptMessage] = []
+            let bytes = Array(text.utf8)
+            for start in stride(from: 0, to: bytes.count, by: size) {
+                got += chunked.take(bytes[start..<min(start + size, bytes.count)])
+            }
+            XCTAssertEqual(got, messages, "chunks of \(size)")
+        }
         XCTAssertEqual(messages[0].values("config-item").count, 2)
         XCTAssertEqual(messages[1].summary, "URI Acquire")
         XCTAssertEqual(messages[1]["filename"], "/var/cache/apt/archives/partial/hello_2.10-3_amd64.deb")
