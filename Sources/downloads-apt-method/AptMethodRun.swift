@@ -106,6 +106,18 @@ final class AptMethodRun: Sendable {
                         signals.deliver(signal)
                     }
                 }
+                // A finished task's status and Last-Modified, from the PropertiesChanged the
+                // service sends anyway (to the task's owner on the system bus): no call per item.
+                _ = try await proxy.connection.subscribe(
+                    MatchRule(
+                        sender: DownloadsAPI.busName, interface: InterfaceDescription.properties.name,
+                        member: "PropertiesChanged", arg0: DownloadsInterfaces.task.name)
+                ) { message in
+                    guard let task = message.path,
+                        let changed = (try? message.arguments())?.dropFirst().first?.vardictValue
+                    else { return }
+                    signals.deliverProperties(task, changed)
+                }
                 _ = try await proxy.connection.onNameOwnerChanged { name, old, new in
                     if name == DownloadsAPI.busName, !old.isEmpty, new.isEmpty { signals.serviceGone() }
                 }
@@ -317,7 +329,12 @@ final class AptMethodRun: Sendable {
     /// `Last-Modified` of the item: the method runs as the file's owner, so it may set it).
     private func done(_ task: ObjectPath, _ item: AcquireItem, _ proxy: DownloadsProxy, made: Bool) async -> AptMessage
     {
-        guard let status = try? await proxy.status(task) else {
+        let ending: TaskSignals.Ending
+        if let known = signals.ending(task) {
+            ending = known
+        } else if let status = try? await proxy.status(task) {
+            ending = TaskSignals.Ending(responseStatus: status.responseStatus, lastModified: status.lastModified)
+        } else {
             // Finished, but the service no longer says how: asked again by apt's next run.
             return AptMessage(
                 400, "URI Failure",
@@ -326,7 +343,7 @@ final class AptMethodRun: Sendable {
                     .init("Transient-Failure", "true"),
                 ])
         }
-        if status.responseStatus == 304 {
+        if ending.responseStatus == 304 {
             if made { unlink(item.filename) }
             var fields: [AptMessage.Field] = [.init("URI", item.uri), .init("Filename", item.filename)]
             if let since = item.lastModified { fields.append(.init("Last-Modified", since)) }
@@ -338,8 +355,8 @@ final class AptMethodRun: Sendable {
         var fields: [AptMessage.Field] = [
             .init("URI", item.uri), .init("Filename", item.filename), .init("Size", String(size)),
         ]
-        if status.lastModified > 0 {
-            let modified = status.lastModified
+        if ending.lastModified > 0 {
+            let modified = ending.lastModified
             // Not a shared file's: the service offers the file as it was when it finished (its
             // time too), and apt asks with the time only of indexes, which are not shared
             // (InRelease, Release: no SHA-256 is known of them).

@@ -7,10 +7,19 @@ import NIOConcurrencyHelpers
 /// once): they are kept until its waiter comes, the last 32 of at most 256 tasks (the end is the
 /// last signal; the signals of the caller's other tasks may come too and must not pile up: one
 /// is let go for a new one). A signal lost so is made good by `AptMethodRun`'s look at the task.
+/// What a task's `PropertiesChanged` said as it finished is kept too (`ending`): apt's answer
+/// needs the server's status and `Last-Modified`, which then cost no call.
 final class TaskSignals: Sendable {
+    /// A finished task's `ResponseStatus` and `LastModified`.
+    struct Ending: Sendable {
+        var responseStatus: UInt32
+        var lastModified: Int64
+    }
+
     private struct State {
         var waiters: [ObjectPath: AsyncStream<ManagerSignal>.Continuation] = [:]
         var early: [ObjectPath: [ManagerSignal]] = [:]
+        var endings: [ObjectPath: Ending] = [:]
     }
 
     private let state = NIOLockedValueBox(State())
@@ -30,6 +39,27 @@ final class TaskSignals: Sendable {
         }
     }
 
+    /// A `PropertiesChanged` of task `task`: kept when it says the task finished (it comes before
+    /// the task's `Finished`, from the same sender, so it is here when `Finished` is).
+    func deliverProperties(_ task: ObjectPath, _ changed: [String: DBusValue]) {
+        guard changed[TaskProperty.state.name]?.stringValue == "finished",
+            let responseStatus = changed[TaskProperty.responseStatus.name]?.uint32Value,
+            let lastModified = changed[TaskProperty.lastModified.name]?.int64Value
+        else { return }
+        let ending = Ending(responseStatus: responseStatus, lastModified: lastModified)
+        state.withLockedValue { state in
+            if state.endings[task] == nil, state.endings.count >= 256, let any = state.endings.keys.first {
+                state.endings.removeValue(forKey: any)
+            }
+            state.endings[task] = ending
+        }
+    }
+
+    /// What `task`'s properties said as it finished, if that came.
+    func ending(_ task: ObjectPath) -> Ending? {
+        state.withLockedValue { $0.endings[task] }
+    }
+
     /// The signals of `task`, those that came before first.
     func follow(_ task: ObjectPath) -> AsyncStream<ManagerSignal> {
         let (stream, sink) = AsyncStream.makeStream(of: ManagerSignal.self)
@@ -44,6 +74,7 @@ final class TaskSignals: Sendable {
         state.withLockedValue { state in
             state.waiters.removeValue(forKey: task)?.finish()
             state.early.removeValue(forKey: task)
+            state.endings.removeValue(forKey: task)
         }
     }
 
