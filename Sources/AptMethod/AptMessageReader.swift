@@ -11,10 +11,11 @@ public struct AptMessageReader: Sendable {
     public init() {}
 
     /// Takes `bytes` and returns the messages they completed, in order. Whole lines are cut out
-    /// of the buffer at once: apt's `601 Configuration` alone is hundreds of lines.
-    public mutating func take(_ bytes: some Collection<UInt8>) -> [AptMessage] {
+    /// of the buffer at once: apt's `601 Configuration` alone is hundreds of lines. Not generic: a
+    /// generic reader is not specialised across modules, and ran through protocol witnesses.
+    public mutating func take(_ bytes: ArraySlice<UInt8>) -> [AptMessage] {
         var messages: [AptMessage] = []
-        var rest = bytes[...]
+        var rest = bytes
         while let newline = rest.firstIndex(of: UInt8(ascii: "\n")) {
             let line: Substring
             if pending.isEmpty {
@@ -36,5 +37,9 @@ public struct AptMessageReader: Sendable {
         pending.append(contentsOf: rest)
         if pending.count > Self.maxBytes { overflowed = true }
         return messages
+    }
+
+    public mutating func take(_ bytes: [UInt8]) -> [AptMessage] {
+        take(bytes[...])
     }
 }

@@ -29,7 +29,7 @@ final class AptMethodTests: DaemonTestCase {
                 while true {
                     let data = output.availableData
                     if data.isEmpty { break }
-                    let messages = reader.take(data)
+                    let messages = reader.take(Array(data))
                     answers.withLockedValue { $0 += messages }
                 }
             }
