@@ -97,13 +97,16 @@ final class AptMethodRun: Sendable {
             if let service { return service }
             let made = Task { [signals] in
                 let proxy = try await DownloadsProxy.connect(Self.bus, resolvingProxies: false)
-                _ = try await proxy.connection.subscribe(
-                    MatchRule(sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name)
-                ) { message in
-                    if let signal = ManagerSignal(
-                        name: message.member ?? "", arguments: (try? message.arguments()) ?? [])
-                    {
-                        signals.deliver(signal)
+                // Only the signals an item waits for (not StateChanged, nor groups'): each one
+                // the bus sends is read and decoded here, several a package.
+                for member in ["Progress", "Finished", "Failed"] {
+                    _ = try await proxy.connection.subscribe(
+                        MatchRule(
+                            sender: DownloadsAPI.busName, interface: DownloadsInterfaces.manager.name, member: member)
+                    ) { message in
+                        if let signal = ManagerSignal(name: member, arguments: (try? message.arguments()) ?? []) {
+                            signals.deliver(signal)
+                        }
                     }
                 }
                 // A finished task's status and Last-Modified, from the PropertiesChanged the
