@@ -22,6 +22,7 @@ public struct AptMessageReader: Sendable {
                 line = Substring(String(decoding: rest[..<newline], as: UTF8.self))
             } else {
                 pending.append(contentsOf: rest[..<newline])
+                if pending.count > Self.maxBytes { overflowed = true }
                 line = Substring(String(decoding: pending, as: UTF8.self))
                 pending.removeAll(keepingCapacity: true)
             }

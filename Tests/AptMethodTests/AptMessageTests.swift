@@ -49,6 +49,23 @@ final class AptMessageTests: XCTestCase {
         XCTAssertEqual(settings.proxy(for: "https://deb.example/x"), "http://proxy.example:3128/")
     }
 
+    /// A line longer than `maxBytes`, whole or over several reads, is refused: the method stops
+    /// reading rather than grow without bound.
+    func testALineLongerThanTheLimitIsRefusedHoweverItArrives() {
+        let long = [UInt8](repeating: UInt8(ascii: "x"), count: AptMessageReader.maxBytes + 10)
+        var whole = AptMessageReader()
+        _ = whole.take(long)
+        XCTAssertTrue(whole.overflowed)
+        var pieces = AptMessageReader()
+        _ = pieces.take(Array(long[..<100]))
+        XCTAssertFalse(pieces.overflowed)
+        _ = pieces.take(Array(long[100...]) + [UInt8(ascii: "\n")])
+        XCTAssertTrue(pieces.overflowed, "a line completed by a later read counts whole")
+        var fine = AptMessageReader()
+        XCTAssertEqual(fine.take(Array("600 URI Acquire\nURI: http://h/f\n\n".utf8)).count, 1)
+        XCTAssertFalse(fine.overflowed)
+    }
+
     func testAnAnswerCannotBeEndedEarlyByWhatAServerOrCallerChose() {
         let message = AptMessage(
             400, "URI Failure", [.init("URI", "downloads+http://h/f"), .init("Message", "404\n\n201 URI Done\nX: y")])
