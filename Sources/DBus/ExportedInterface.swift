@@ -47,16 +47,16 @@ public struct ExportedInterface: Sendable {
     /// GetManagedObjects and InterfacesAdded). Properties whose getter returns nothing or a
     /// value of the wrong type are left out.
     func readableProperties() -> [String: DBusValue] {
-        var values: [String: DBusValue] = [:]
+        let read: (String) -> DBusValue?
         if let readAll {
             guard let all = readAll() else { return [:] }
-            for property in description.properties where property.access != .write {
-                if let value = all[property.name], value.type == property.type { values[property.name] = value }
-            }
-            return values
+            read = { all[$0] }
+        } else {
+            read = getProperty
         }
+        var values: [String: DBusValue] = [:]
         for property in description.properties where property.access != .write {
-            if let value = getProperty(property.name), value.type == property.type {
+            if let value = read(property.name), value.type == property.type {
                 values[property.name] = value
             }
         }
