@@ -430,10 +430,7 @@ extension DownloadsService {
                             return GroupSummary(group, engine.groupTasks(id)).value(property)
                         },
                         readAll: { [self] in
-                            guard let group = engine.group(id) else { return nil }
-                            let summary = GroupSummary(group, engine.groupTasks(id))
-                            return Dictionary(
-                                uniqueKeysWithValues: GroupProperty.allCases.map { ($0.rawValue, summary.value($0)) })
+                            engine.group(id).map { GroupSummary($0, engine.groupTasks(id)).properties }
                         })
                 else { return nil }
                 return try? ExportedObject(path: path, interfaces: [interface]) { [self] call in

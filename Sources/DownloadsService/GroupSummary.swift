@@ -36,6 +36,11 @@ struct GroupSummary {
         return .queued
     }
 
+    /// Every property of the group at this moment (GetAll), from `value`.
+    var properties: [String: DBusValue] {
+        Dictionary(uniqueKeysWithValues: GroupProperty.allCases.map { ($0.name, value($0)) })
+    }
+
     func value(_ property: GroupProperty) -> DBusValue {
         switch property {
         case .id: return .uint64(group.id)
