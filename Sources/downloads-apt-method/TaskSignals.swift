@@ -30,9 +30,7 @@ final class TaskSignals: Sendable {
             if let waiter = state.waiters[task] {
                 waiter.yield(signal)
             } else {
-                if state.early[task] == nil, state.early.count >= 256, let any = state.early.keys.first {
-                    state.early.removeValue(forKey: any)
-                }
+                Self.makeRoom(for: task, in: &state.early)
                 state.early[task, default: []].append(signal)
                 if state.early[task, default: []].count > 32 { state.early[task]?.removeFirst() }
             }
@@ -48,9 +46,7 @@ final class TaskSignals: Sendable {
         else { return }
         let ending = Ending(responseStatus: responseStatus, lastModified: lastModified)
         state.withLockedValue { state in
-            if state.endings[task] == nil, state.endings.count >= 256, let any = state.endings.keys.first {
-                state.endings.removeValue(forKey: any)
-            }
+            Self.makeRoom(for: task, in: &state.endings)
             state.endings[task] = ending
         }
     }
@@ -58,6 +54,11 @@ final class TaskSignals: Sendable {
     /// What `task`'s properties said as it finished, if that came.
     func ending(_ task: ObjectPath) -> Ending? {
         state.withLockedValue { $0.endings[task] }
+    }
+
+    /// At most 256 tasks are kept: one is let go for a new one.
+    private static func makeRoom<Kept>(for task: ObjectPath, in kept: inout [ObjectPath: Kept]) {
+        if kept[task] == nil, kept.count >= 256, let any = kept.keys.first { kept.removeValue(forKey: any) }
     }
 
     /// The signals of `task`, those that came before first.
