@@ -59,7 +59,8 @@ public struct Route: Sendable {
     /// Close the connection once this many bytes of a request's body arrived (`misbehaveTimes`
     /// counts the requests it applies to).
     public var cutUploadAfter: Int?
-    /// Answer an upload only this many seconds after its body ended (a slow final response).
+    /// Answer an upload only this many seconds after its body ended (a slow final response), any
+    /// other request this many seconds after it arrived.
     public var replyDelay: Double?
     /// Answer 401 to a request whose `Authorization` is not this.
     public var requiredAuthorization: String?

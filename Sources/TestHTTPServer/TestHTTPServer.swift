@@ -17,6 +17,8 @@ public final class TestHTTPServer: Sendable {
         var received: [ReceivedUpload] = []
         /// OPTIONS that `silentOptions` routes swallowed, by path.
         var optionsAsked: [String: Int] = [:]
+        /// Request heads that arrived, by path (answered or not yet: `replyDelay`).
+        var arrived: [String: Int] = [:]
     }
 
     let state = NIOLockedValueBox(State())
@@ -66,6 +68,9 @@ public final class TestHTTPServer: Sendable {
     public func requests(for path: String) -> [RequestRecord] { requests.filter { $0.path == path } }
 
     /// How many `OPTIONS` a `silentOptions` route at `path` took (and never answered).
+    /// How many requests for `path` arrived, answered or still held (`replyDelay`).
+    public func arrived(_ path: String) -> Int { state.withLockedValue { $0.arrived[path] ?? 0 } }
+
     public func optionsAsked(_ path: String) -> Int { state.withLockedValue { $0.optionsAsked[path] ?? 0 } }
 
     /// The request bodies a receiving route at `path` took (or began to take).
@@ -108,6 +113,7 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         case .head(let head):
             self.head = head
             receiving = nil
+            state.withLockedValue { $0.arrived[Self.path(of: head), default: 0] += 1 }
             if let route = state.withLockedValue({ $0.routes[Self.path(of: head)] }), route.receives,
                 route.refusesEarly,
                 let required = route.requiredAuthorization, head.headers.first(name: "authorization") != required
@@ -169,6 +175,14 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
                     }
                     return
                 }
+            } else if let delay = state.withLockedValue({ $0.routes[Self.path(of: head)]?.replyDelay }) {
+                // Any other request's answer held as long (a server slow to answer, or far away).
+                let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                context.eventLoop.scheduleTask(in: .milliseconds(Int64(delay * 1000))) {
+                    let (handler, context) = loopBound.value
+                    handler.respond(context: context, head: head)
+                }
+                return
             }
             respond(context: context, head: head)
         }
