@@ -74,8 +74,8 @@ public struct DownloadOptions: Sendable, Hashable {
     /// them only to this URL's origin. nil: the task's URL (or, for a task stored before it was
     /// recorded that followed a document, the document's URL).
     public var credentialsOrigin: String?
-    /// The file's length a Metalink document promised (`<size>`): a server whose length differs
-    /// fails the task.
+    /// The file's length a Metalink document promised (`<size>`), or the caller (`expected_size`):
+    /// a server whose length differs fails the task (`LengthPromise`).
     public var promisedLength: Int64?
     /// The file's piece hashes (from a Metalink document): each piece is checked as it
     /// completes and fetched again when it differs (`PieceProgress`).

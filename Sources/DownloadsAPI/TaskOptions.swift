@@ -62,6 +62,9 @@ public struct TaskOptions: Sendable, Hashable {
         /// v1.5: a conditional download: a 304 finishes it with the destination untouched.
         case ifModifiedSince = "if_modified_since"
         case ifNoneMatch = "if_none_match"
+        /// The file's length the caller knows (apt's `Expected-Checksum-FileSize`): another
+        /// length fails the task; a small one (at most 1 MiB) does not wait for a transfer place.
+        case expectedSize = "expected_size"
 
         public static func < (a: Key, b: Key) -> Bool { a.rawValue < b.rawValue }
     }
@@ -78,7 +81,7 @@ public struct TaskOptions: Sendable, Hashable {
     public static let downloadOnlyKeys: Set<Key> = [
         .sha256, .checksum, .connections, .overwrite, .mirrors, .useMetalinkHeaders, .metalink, .referrer,
         .originAttributes, .addToRecent, .share, .shareMaxAge, .shareLimit, .lanPeers,
-        .ifModifiedSince, .ifNoneMatch,
+        .ifModifiedSince, .ifNoneMatch, .expectedSize,
     ]
     /// What `Start` takes.
     public static let startKeys = Set(Key.allCases).subtracting([.url, .destinationFD]).subtracting(uploadOnlyKeys)
@@ -145,6 +148,8 @@ public struct TaskOptions: Sendable, Hashable {
     public var checksum: String?
     /// Unix seconds: the task does not begin before.
     public var earliestBegin: UInt64?
+    /// The file's length in bytes, as the caller knows it (checked by the service).
+    public var expectedSize: UInt64?
     /// More URLs of the same file (checked by the service as the URL is).
     public var mirrors: [String]?
     /// `sha256//BASE64` of the public keys the server's certificate may have (checked by the service).
@@ -327,6 +332,13 @@ public struct TaskOptions: Sendable, Hashable {
             case .earliestBegin:
                 guard case .uint64(let seconds) = value else { throw wrongType("t (Unix seconds)") }
                 earliestBegin = seconds
+            case .expectedSize:
+                guard case .uint64(let bytes) = value else { throw wrongType("t (bytes)") }
+                guard bytes <= UInt64(Int64.max) else {
+                    throw DownloadsErrorName.invalidArgument.error(
+                        "expected_size is more bytes than any file has: \(bytes)")
+                }
+                expectedSize = bytes
             case .mirrors:
                 guard let urls = value.stringArrayValue else { throw wrongType("as") }
                 mirrors = urls
@@ -558,6 +570,7 @@ public struct TaskOptions: Sendable, Hashable {
         if let metadata { result[Key.metadata.rawValue] = .vardict(metadata) }
         if let checksum { result[Key.checksum.rawValue] = .string(checksum) }
         if let earliestBegin { result[Key.earliestBegin.rawValue] = .uint64(earliestBegin) }
+        if let expectedSize { result[Key.expectedSize.rawValue] = .uint64(expectedSize) }
         if let mirrors { result[Key.mirrors.rawValue] = .strings(mirrors) }
         if let pinnedPublicKeys { result[Key.pinnedPublicKeys.rawValue] = .strings(pinnedPublicKeys) }
         if let trustPinnedOnly { result[Key.trustPinnedOnly.rawValue] = .boolean(trustPinnedOnly) }

@@ -106,6 +106,7 @@ enum StartRequest {
         if let background = options.background { result.background = background }
         if let lanPeers = options.lanPeers { result.lanPeers = lanPeers }
         result.ifModifiedSince = options.ifModifiedSince
+        result.promisedLength = options.expectedSize.map { Int64($0) }
         if let tags = options.ifNoneMatch {
             guard !tags.isEmpty, tags.utf8.count <= TaskOptions.maxHeaderBytes, HTTPFieldRules.isFieldValue(tags) else {
                 throw DownloadsErrorName.invalidArgument.error(

@@ -34,7 +34,26 @@ enum ResponseDecision: Equatable, Sendable {
     static func decide(
         status: Int, reason: String, headers: HTTPHeaders, requestedOffset: Int64, knownLength: Int64,
         validator: String?, retryAfterCap: Double, ranged: Bool, segment: Bool = false, followsMetalink: Bool = false,
-        conditional: Bool = false
+        conditional: Bool = false, promise: LengthPromise? = nil
+    ) -> ResponseDecision {
+        let decision = decide(
+            status: status, reason: reason, headers: headers, requestedOffset: requestedOffset,
+            knownLength: knownLength,
+            validator: validator, retryAfterCap: retryAfterCap, ranged: ranged, segment: segment,
+            followsMetalink: followsMetalink, conditional: conditional)
+        // A file of another length than promised is not fetched at all (a caller's
+        // `expected_size` makes a task short from its start: a wrong one is not a way round the
+        // transfer limits); a length the head does not tell is judged at the end (`TransferFinalizer`).
+        if let promise, case .write(_, _, let length, _) = decision, length >= 0, length != promise.length {
+            return .fail(.invalidResponse(promise.broken(by: length)))
+        }
+        return decision
+    }
+
+    private static func decide(
+        status: Int, reason: String, headers: HTTPHeaders, requestedOffset: Int64, knownLength: Int64,
+        validator: String?, retryAfterCap: Double, ranged: Bool, segment: Bool, followsMetalink: Bool,
+        conditional: Bool
     ) -> ResponseDecision {
         let contentLength = headers.first(name: "content-length").flatMap { Int64($0) }
         switch status {

@@ -59,6 +59,9 @@ final class TransferDelegate: RequestEvents, @unchecked Sendable {
         var followsMetalink = false
         /// The request asked `If-Modified-Since`/`If-None-Match`: a 304 is `notModified`.
         var conditional = false
+        /// The file's length the task was promised (`expected_size`, a Metalink `<size>`): a
+        /// response of another length fails at its head (`LengthPromise`).
+        var promise: LengthPromise?
     }
 
     private let writer: PartialFileWriter
@@ -69,6 +72,7 @@ final class TransferDelegate: RequestEvents, @unchecked Sendable {
     private let retryAfterCap: Double
     private let followsMetalink: Bool
     private let conditional: Bool
+    private let promise: LengthPromise?
     /// The request asked for a range (`Range: bytes=requestedOffset-…`).
     private let ranged: Bool
     /// A response with a body to write may become the first segment of a segmented download
@@ -115,6 +119,7 @@ final class TransferDelegate: RequestEvents, @unchecked Sendable {
         self.retryAfterCap = settings.retryAfterCap
         self.followsMetalink = settings.followsMetalink
         conditional = settings.conditional
+        promise = settings.promise
     }
 
     // MARK: The request's events (on its event loop; AsyncHTTPClient's callbacks are
@@ -137,7 +142,7 @@ final class TransferDelegate: RequestEvents, @unchecked Sendable {
         let decision = ResponseDecision.decide(
             status: status, reason: head.status.reasonPhrase, headers: head.headers, requestedOffset: requestedOffset,
             knownLength: knownLength, validator: validator, retryAfterCap: retryAfterCap, ranged: ranged,
-            segment: segment != nil, followsMetalink: followsMetalink, conditional: conditional
+            segment: segment != nil, followsMetalink: followsMetalink, conditional: conditional, promise: promise
         )
         var start: Int64?
         if case .write(let offset, _, let expected, _) = decision {

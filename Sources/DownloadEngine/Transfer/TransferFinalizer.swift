@@ -42,7 +42,7 @@ struct TransferFinalizer: Sendable {
         }
     }
 
-    /// A followed Metalink document's `<size>` and piece hashes are promises: a file of another
+    /// A followed Metalink document's `<size>` (or the caller's `expected_size`) and piece hashes are promises: a file of another
     /// length, or whose pieces the hashes cannot describe or do not match, is not published
     /// (never a silent download of something else). Pieces are read back here unless a
     /// whole-file checksum checks the bytes next.
@@ -51,9 +51,8 @@ struct TransferFinalizer: Sendable {
     ) throws {
         let document = record.options.metalinkURL.map { " at \(DisplayText.quoted($0, limit: 200))" } ?? ""
         var broken: DownloadError?
-        if let promised = record.options.promisedLength, promised != length {
-            broken = .invalidResponse(
-                "the Metalink document\(document) promises \(promised) bytes; the server sent \(length)")
+        if let promise = LengthPromise(record), promise.length != length {
+            broken = .invalidResponse(promise.broken(by: length))
         } else if let pieces = record.options.pieces {
             if !pieces.fits(length) {
                 broken = .invalidResponse(

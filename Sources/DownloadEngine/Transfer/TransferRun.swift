@@ -76,6 +76,13 @@ final class TransferRun: RunHandle {
                     at: destination, length: record.expectedLength >= 0 ? record.expectedLength : record.durableOffset)
             }
             let offset = try await recover()
+            // A file promised small (`expected_size`: apt's packages) is short from its start, as
+            // the response's head would make it: many are fetched at once, each on a connection
+            // of its own (the connection limits hold), not two a session at a time while each
+            // waits a round trip for its head.
+            if let promise = LengthPromise(record), promise.length - offset <= configuration.shortTransfer {
+                owner.apply(.short, to: task)
+            }
             action = machine.start(offset: offset, validator: task.record.validator)
         } catch {
             action = .fail(DownloadError.classify(error))
@@ -254,7 +261,8 @@ final class TransferRun: RunHandle {
                 retryAfterCap: configuration.retry.retryAfterCap,
                 followsMetalink: record.options.useMetalinkHeaders && record.options.metalinkURL == nil && range == nil
                     && segment == nil,
-                conditional: headers.contains(name: "If-Modified-Since") || headers.contains(name: "If-None-Match")
+                conditional: headers.contains(name: "If-Modified-Since") || headers.contains(name: "If-None-Match"),
+                promise: LengthPromise(record)
             ),
             ranged: range != nil, segment: segment, split: split
         )

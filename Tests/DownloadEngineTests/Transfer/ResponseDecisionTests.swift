@@ -34,6 +34,32 @@ final class ResponseDecisionTests: XCTestCase {
         guard case .fail = decide304(conditional: true, ranged: true) else { return XCTFail() }
     }
 
+    /// A promised length (`expected_size`, a Metalink `<size>`) is held against the length a head
+    /// tells: another fails before any byte is written (a wrong one never fetches a whole file
+    /// outside the transfer limits); a head that tells none is judged at the end.
+    func testALengthOtherThanThePromisedOneFailsAtTheHead() {
+        let promise = LengthPromise(length: 1000, by: "the caller's expected_size")
+        func decide(_ status: Int, _ headers: HTTPHeaders, offset: Int64 = 0) -> ResponseDecision {
+            ResponseDecision.decide(
+                status: status, reason: "", headers: headers, requestedOffset: offset, knownLength: -1, validator: nil,
+                retryAfterCap: 60, ranged: offset > 0, promise: promise)
+        }
+        guard case .fail(let error) = decide(200, ["Content-Length": "4194304"]) else { return XCTFail() }
+        XCTAssertEqual(error.code, .invalidResponse)
+        XCTAssertEqual(error.message, "the caller's expected_size promises 1000 bytes; the server's file has 4194304")
+        guard case .fail = decide(206, ["Content-Range": "bytes 100-1000/1001"], offset: 100) else { return XCTFail() }
+        XCTAssertEqual(
+            decide(200, ["Content-Length": "1000"]),
+            .write(offset: 0, truncate: true, expectedLength: 1000, validator: nil))
+        XCTAssertEqual(
+            decide(206, ["Content-Range": "bytes 100-999/1000"], offset: 100),
+            .write(offset: 100, truncate: false, expectedLength: 1000, validator: nil))
+        // No length told (chunked): written, and judged once the body ends.
+        XCTAssertEqual(decide(200, [:]), .write(offset: 0, truncate: true, expectedLength: -1, validator: nil))
+        // What is not a write is not judged by it.
+        guard case .fail = decide(404, ["Content-Length": "9"]) else { return XCTFail() }
+    }
+
     func testAResumeAnsweredWithItsRangeWritesFromTheOffset() {
         XCTAssertEqual(
             decide(206, ["Content-Range": "bytes 100-999/1000"]),
