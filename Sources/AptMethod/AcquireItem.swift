@@ -13,6 +13,9 @@ public struct AcquireItem: Sendable, Hashable {
     public var lastModified: String?
     /// `Maximum-Size`: more is a failure (apt's defence against an endless InRelease).
     public var maximumSize: Int64?
+    /// `Expected-Checksum-FileSize`: the file's length as the index gives it (packages, and
+    /// indexes named by a Release), the task's `expected_size`.
+    public var expectedSize: UInt64?
     public var isIndexFile: Bool
 
     /// nil when the message lacks a URI or a file name, or the URI is no `downloads` URI.
@@ -28,6 +31,9 @@ public struct AcquireItem: Sendable, Hashable {
         }
         lastModified = message["Last-Modified"].flatMap { $0.isEmpty ? nil : $0 }
         maximumSize = message["Maximum-Size"].flatMap { Int64($0) }
+        expectedSize = message["Expected-Checksum-FileSize"].flatMap { UInt64($0) }.flatMap {
+            $0 <= UInt64(Int64.max) ? $0 : nil
+        }
         isIndexFile = message["Index-File"]?.lowercased() == "true"
     }
 

@@ -159,6 +159,10 @@ final class AptMethodRun: Sendable {
             if settings.lanPeers { options.lanPeers = true }
         }
         if settings.background { options.background = true }
+        // A package's length (its index says it): another length fails at the response's head,
+        // and a small package does not wait for a transfer place (many fetched at once, as apt's
+        // http method pipelines them).
+        options.expectedSize = item.expectedSize
         // The time of the copy apt has (an index's): a 304 leaves it as it is (`IMS-Hit`).
         options.ifModifiedSince = item.lastModified.flatMap(HTTPDate.seconds)
         options.proxy = settings.proxy(for: item.url)
@@ -431,6 +435,10 @@ final class AptMethodRun: Sendable {
             }
             return "HttpError\(status)"
         case DownloadsErrorName.checksumMismatch.rawValue: return "HashSumMismatch"
+        // A file of another length than the index says (`expected_size`): apt says "File has
+        // unexpected size" of it, a hash sum mismatch.
+        case DownloadsErrorName.invalidResponse.rawValue where message.contains("expected_size promises"):
+            return "HashSumMismatch"
         case DownloadsErrorName.timeout.rawValue: return "Timeout"
         case DownloadsErrorName.networkError.rawValue:
             return message.contains("resolv") ? "TmpResolveFailure" : "ConnectionFailed"

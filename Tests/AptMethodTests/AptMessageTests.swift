@@ -14,6 +14,7 @@ final class AptMessageTests: XCTestCase {
             URI: downloads+http://deb.example/debian/pool/main/h/hello/hello_2.10-3_amd64.deb
             Filename: /var/cache/apt/archives/partial/hello_2.10-3_amd64.deb
             Expected-SHA256: \(String(repeating: "AB", count: 32))
+            Expected-Checksum-FileSize: 55012
             Maximum-Size: 56000
 
             \n
@@ -43,6 +44,7 @@ final class AptMessageTests: XCTestCase {
         XCTAssertEqual(item?.url, "http://deb.example/debian/pool/main/h/hello/hello_2.10-3_amd64.deb")
         XCTAssertEqual(item?.expectedSHA256, String(repeating: "ab", count: 32), "lower-cased")
         XCTAssertEqual(item?.maximumSize, 56_000)
+        XCTAssertEqual(item?.expectedSize, 55_012, "the task's expected_size")
         let settings = AptMethodSettings(messages[0])
         XCTAssertTrue(settings.lanPeers)
         XCTAssertFalse(settings.share)
@@ -92,6 +94,18 @@ final class AptMessageTests: XCTestCase {
                     600, "URI Acquire",
                     [.init("URI", "downloads+https://h/f"), .init("Filename", "/f"), .init("Expected-SHA256", "zz")]))?
                 .expectedSHA256, "not a SHA-256: none")
+        for size in ["-5", "abc", "18446744073709551615", ""] {
+            XCTAssertNil(
+                AcquireItem(
+                    AptMessage(
+                        600, "URI Acquire",
+                        [
+                            .init("URI", "downloads+https://h/f"), .init("Filename", "/f"),
+                            .init("Expected-Checksum-FileSize", size),
+                        ]
+                    ))?
+                    .expectedSize, "not a file's length (\(size)): none")
+        }
         XCTAssertNil(AptMessage.parse(["not a status line"]))
     }
 
