@@ -6,8 +6,10 @@ small packages (64 KiB of payload each) and one of 200 MiB. Two apt roots of the
 one with `deb [trusted=yes] http://…` (apt's http method), one with `deb [trusted=yes]
 downloads+http://…` (the service's method, release build, speaking to downloadsd on a private
 bus); each runs `apt-get update` once, then, alternated ROUNDS times, `apt-get download` of the 40
-small packages and of the large one into a tmpfs. Wall time; CPU of apt and its methods (its
-children, from getrusage) and, for the service, the daemon's too. Asserts nothing.
+small packages and of the large one into a tmpfs, and of the 40 small ones again through
+Benchmarks/delay-relay.py holding each chunk 10 ms each way (a mirror 20 ms away: a round trip per
+request shows). Wall time; CPU of apt and its methods (its children, from getrusage) and, for the
+service, the daemon's too. Asserts nothing.
 
     Benchmarks/apt-method.py [ROUNDS]
 """
@@ -27,6 +29,8 @@ import dbus.mainloop.glib  # noqa: E402
 ROOT = bench.ROOT
 METHOD = os.environ.get("DOWNLOADS_APT_METHOD_BENCH_BINARY") or os.path.join(ROOT, ".build/release/downloads-apt-method")
 SMALL, LARGE = 40, 200 * bench.MiB
+# One way, ms: Benchmarks/delay-relay.py in front of nginx for the "far" job.
+DELAY = 10
 
 
 def package(work, repo, name, size):
@@ -81,7 +85,7 @@ def main():
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     work = tempfile.mkdtemp(prefix="apt-method-")
     shm = tempfile.mkdtemp(prefix="apt-method-", dir="/dev/shm")
-    nginx = service = None
+    nginx = service = relay = None
     try:
         nginx = bench.Nginx(work)
         repo = os.path.join(nginx.www, "repo")
@@ -101,16 +105,26 @@ def main():
         service = bench.Service(os.path.join(work, "service"))
         environment = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=service.address)
         base = nginx.url("repo")
-        cases = {
-            "apt's http": apt_root(work, "http", f"deb [trusted=yes] {base} ./\n", methods),
-            "the service": apt_root(work, "service-root", f"deb [trusted=yes] downloads+{base} ./\n", methods),
-        }
-        for command in cases.values():
-            subprocess.run(command + ["update"], env=environment, check=True, stdout=subprocess.DEVNULL)
-        results = {(case, job): [] for case in cases for job in ("40 small", "200 MiB")}
+        listen = bench.free_port()
+        relay = subprocess.Popen([sys.executable, os.path.join(ROOT, "Benchmarks/delay-relay.py"), str(listen),
+                                  str(nginx.port), str(DELAY)], stdout=subprocess.PIPE, text=True)
+        if relay.stdout.readline().strip() != "ready":
+            sys.exit("delay-relay.py did not start")
+        far = base.replace(f":{nginx.port}/", f":{listen}/")
+        links = {}
+        for link, url in (("near", base), ("far", far)):
+            links[link] = {
+                "apt's http": apt_root(work, f"http-{link}", f"deb [trusted=yes] {url} ./\n", methods),
+                "the service": apt_root(work, f"service-{link}", f"deb [trusted=yes] downloads+{url} ./\n", methods),
+            }
+            for command in links[link].values():
+                subprocess.run(command + ["update"], env=environment, check=True, stdout=subprocess.DEVNULL)
+        jobs = (("40 small", small, "near"), (f"40 small, {2 * DELAY} ms round trip", small, "far"),
+                ("200 MiB", ["large"], "near"))
+        results = {(case, job): [] for case in links["near"] for job, _, _ in jobs}
         for _ in range(rounds):
-            for job, names in (("40 small", small), ("200 MiB", ["large"])):
-                for case, command in cases.items():
+            for job, names, link in jobs:
+                for case, command in links[link].items():
                     target = os.path.join(shm, "into")
                     os.makedirs(target)
                     subprocess.run(["sync"])
@@ -120,16 +134,19 @@ def main():
                         sys.exit(f"{case}: {len(os.listdir(target))} files of {len(names)}")
                     shutil.rmtree(target)
                     results[(case, job)].append((wall, cpu))
-                    print(f"  {job:9} {case:12} {wall:6.2f} s  CPU {cpu:5.2f} s", flush=True)
+                    print(f"  {job:30} {case:12} {wall:6.2f} s  CPU {cpu:5.2f} s", flush=True)
         print(f"\nmedians of {rounds} round(s):")
         print("| job | apt's http: wall s, CPU s | the service: wall s, CPU s (apt, method, daemon) | time ratio | CPU ratio |")
         print("|---|---|---|---|---|")
-        for job in ("40 small", "200 MiB"):
+        for job, _, _ in jobs:
             ours = [statistics.median(v) for v in zip(*results[("the service", job)])]
             theirs = [statistics.median(v) for v in zip(*results[("apt's http", job)])]
             print(f"| {job} | {theirs[0]:.2f}, {theirs[1]:.2f} | {ours[0]:.2f}, {ours[1]:.2f} | "
                   f"{ours[0] / theirs[0]:.2f}× | {ours[1] / theirs[1]:.2f}× |")
     finally:
+        if relay:
+            relay.terminate()
+            relay.wait()
         if service:
             service.stop()
         if nginx:
