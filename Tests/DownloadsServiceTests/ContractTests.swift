@@ -35,6 +35,8 @@ final class ContractTests: XCTestCase {
                 "client_certificate_passphrase",
                 // Kept inside the stored `share` ({"max_age", "limit"}).
                 "share_max_age", "share_limit",
+                // Kept as `promised_length`, the promise a Metalink's `<size>` makes too.
+                "expected_size",
             ], "bus options the store keeps elsewhere (the record, the upload, sealed, share's terms) or not at all")
     }
 
