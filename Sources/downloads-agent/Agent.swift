@@ -216,6 +216,9 @@ final class Agent: @unchecked Sendable {
             } else {
                 tasks[path]?.status = status
             }
+            // As for a task first seen by a signal (`known`): `Progress` queued while this was
+            // read is older than it, and would move the dock's progress back.
+            tasks[path]?.readFloor = status.bytesWritten
             if status.isEnded { await ended(path, announce: false) } else { present(path) }
         }
     }
