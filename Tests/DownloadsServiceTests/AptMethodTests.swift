@@ -42,10 +42,11 @@ final class AptMethodTests: DaemonTestCase {
 
         func acquire(
             _ uri: String, into file: String, sha256: String? = nil, lastModified: String? = nil,
-            maximumSize: Int? = nil
+            maximumSize: Int? = nil, size: Int? = nil
         ) {
             var fields: [AptMessage.Field] = [.init("URI", uri), .init("Filename", file)]
             if let maximumSize { fields.append(.init("Maximum-Size", String(maximumSize))) }
+            if let size { fields.append(.init("Expected-Checksum-FileSize", String(size))) }
             if let sha256 { fields.append(.init("Expected-SHA256", sha256)) }
             if let lastModified { fields.append(.init("Last-Modified", lastModified)) }
             send(AptMessage(600, "URI Acquire", fields))
@@ -246,6 +247,22 @@ final class AptMethodTests: DaemonTestCase {
         apt.acquire(changed, into: partial + "/changed.deb", sha256: String(repeating: "0", count: 64))
         let mismatch = try await apt.answer(400, for: changed)
         XCTAssertEqual(mismatch["FailReason"], "HashSumMismatch", "\(mismatch)")
+
+        // A package of another length than its index says: refused at the response's head, as
+        // apt's own size check would ("File has unexpected size"), and the file made for it gone.
+        http.set("/pool/longer.deb", Route(content: Self.content(10_000, seed: 4)))
+        let longer = "downloads+" + http.url("/pool/longer.deb")
+        apt.acquire(longer, into: partial + "/longer.deb", size: 9_999)
+        let unexpected = try await apt.answer(400, for: longer)
+        XCTAssertEqual(unexpected["FailReason"], "HashSumMismatch", "\(unexpected)")
+        XCTAssertTrue(unexpected["Message"]?.contains("promises 9999 bytes") ?? false, "\(unexpected)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: partial + "/longer.deb"))
+        // The right length: fetched as any.
+        http.set("/pool/right.deb", Route(content: Self.content(10_000, seed: 4)))
+        let right = "downloads+" + http.url("/pool/right.deb")
+        apt.acquire(right, into: partial + "/right.deb", size: 10_000)
+        let done = try await apt.answer(201, for: right)
+        XCTAssertEqual(done["Size"], "10000", "\(done)")
 
         let theirs = "ftp://127.0.0.1/pool/x.deb"
         apt.acquire(theirs, into: partial + "/x.deb")
