@@ -166,17 +166,10 @@ final class TestHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             }
             if let receiving {
                 state.withLockedValue { $0.received[receiving.index].complete = true }
-                let delay = state.withLockedValue { $0.routes[Self.path(of: head)]?.replyDelay }
-                if let delay {
-                    let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-                    context.eventLoop.scheduleTask(in: .milliseconds(Int64(delay * 1000))) {
-                        let (handler, context) = loopBound.value
-                        handler.respond(context: context, head: head)
-                    }
-                    return
-                }
-            } else if let delay = state.withLockedValue({ $0.routes[Self.path(of: head)]?.replyDelay }) {
-                // Any other request's answer held as long (a server slow to answer, or far away).
+            }
+            // An upload's answer held after its body ended, any other's after the request (a
+            // server slow to answer, or far away).
+            if let delay = state.withLockedValue({ $0.routes[Self.path(of: head)]?.replyDelay }) {
                 let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
                 context.eventLoop.scheduleTask(in: .milliseconds(Int64(delay * 1000))) {
                     let (handler, context) = loopBound.value
